@@ -1,0 +1,69 @@
+/**
+ * Durable I/O, injected. Every durable write goes through a `Disk`, so the simulator can replace
+ * it with one that loses unsynced writes on a crash, and tests can stop it at the Nth durable
+ * operation. Paths are plain strings; callers build them from ids, never from user input.
+ */
+export interface Disk {
+  /** Opens an existing file, or creates it when `create` is set. */
+  open(path: string, options?: OpenOptions): Promise<DiskFile>;
+  /** Creates a new file, failing with `DiskError` code `exists` if the path is taken. */
+  createExclusive(path: string): Promise<DiskFile>;
+  /** Names (not paths) of the entries in a directory, sorted. */
+  list(dirPath: string): Promise<string[]>;
+  /** Size and kind of a path, or null when it does not exist. */
+  stat(path: string): Promise<DiskStat | null>;
+  /** Creates a directory and its missing parents. */
+  mkdirp(dirPath: string): Promise<void>;
+  /** Atomically replaces `to` with `from`; durable only after `fsyncDir` of the directory. */
+  rename(fromPath: string, toPath: string): Promise<void>;
+  /** Creates `newPath` as a second name of `existingPath`; fails with `exists` if taken. */
+  link(existingPath: string, newPath: string): Promise<void>;
+  /** Removes a file name; durable only after `fsyncDir` of the directory. */
+  unlink(path: string): Promise<void>;
+  /** Removes a directory tree; a missing tree is not an error. */
+  removeTree(dirPath: string): Promise<void>;
+  /** Makes the directory's entries (creates, renames, unlinks) durable. */
+  fsyncDir(dirPath: string): Promise<void>;
+}
+
+export interface OpenOptions {
+  create?: boolean;
+  readOnly?: boolean;
+}
+
+export interface DiskStat {
+  sizeBytes: number;
+  isFile: boolean;
+  isDirectory: boolean;
+  mtimeMs: number;
+}
+
+export interface DiskFile {
+  readonly path: string;
+  /** Reads up to `buffer.length` bytes at `position`; returns how many were read (0 at the end). */
+  readAt(buffer: Uint8Array, position: number): Promise<number>;
+  /** Writes all of `data` at `position`. */
+  writeAt(data: Uint8Array, position: number): Promise<void>;
+  /** Writes all of `data` at the current end of the file. */
+  append(data: Uint8Array): Promise<void>;
+  sizeBytes(): Promise<number>;
+  truncate(lengthBytes: number): Promise<void>;
+  /** Makes the file's data durable. */
+  sync(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export type DiskErrorCode = "not_found" | "exists" | "not_empty" | "io";
+
+export class DiskError extends Error {
+  override name = "DiskError";
+  readonly code: DiskErrorCode;
+  readonly path: string;
+
+  constructor(code: DiskErrorCode, operation: string, path: string, cause?: unknown) {
+    const detail = cause instanceof Error ? `: ${cause.message}` : "";
+    super(`Cannot ${operation} ${path}: ${code}${detail}`);
+    this.code = code;
+    this.path = path;
+  }
+}

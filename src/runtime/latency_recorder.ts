@@ -1,0 +1,45 @@
+import * as hdr from "hdr-histogram-js";
+
+export interface LatencySnapshot {
+  count: number;
+  p50Ms: number;
+  p99Ms: number;
+  p999Ms: number;
+  maxMs: number;
+}
+
+/** Longest latency the recorder tracks exactly; longer values are clamped to it. */
+const trackableUsMax = 3_600_000_000;
+
+/**
+ * Latency percentiles at microsecond resolution, kept in an HDR histogram so that p99.9 and max
+ * are exact to three significant digits whatever the sample count.
+ */
+export class LatencyRecorder {
+  #histogram = hdr.build({
+    lowestDiscernibleValue: 1,
+    highestTrackableValue: trackableUsMax,
+    numberOfSignificantValueDigits: 3,
+    useWebAssembly: false,
+  });
+
+  recordMs(latencyMs: number): void {
+    const us = Math.min(trackableUsMax, Math.max(0, Math.round(latencyMs * 1000)));
+    this.#histogram.recordValue(us);
+  }
+
+  snapshot(): LatencySnapshot {
+    const h = this.#histogram;
+    return {
+      count: h.totalCount,
+      p50Ms: h.getValueAtPercentile(50) / 1000,
+      p99Ms: h.getValueAtPercentile(99) / 1000,
+      p999Ms: h.getValueAtPercentile(99.9) / 1000,
+      maxMs: h.maxValue / 1000,
+    };
+  }
+
+  reset(): void {
+    this.#histogram.reset();
+  }
+}

@@ -1,0 +1,27 @@
+import type { Cancel, Clock } from "./clock.ts";
+import { sleepWith } from "./sleep_with.ts";
+
+/** The production clock: `performance.now()` for monotonic time, `setTimeout` for timers. */
+export class RealClock implements Clock {
+  nowMs(): number {
+    return performance.now();
+  }
+
+  nowUs(): number {
+    return Math.round(performance.now() * 1000);
+  }
+
+  wallMs(): number {
+    return Date.now();
+  }
+
+  schedule(delayMs: number, callback: () => void): Cancel {
+    // Rounded up: a timer that fired early would make the pump report a lateness of zero.
+    const handle = setTimeout(callback, Math.max(0, Math.ceil(delayMs)));
+    return () => clearTimeout(handle);
+  }
+
+  sleep(delayMs: number, signal?: AbortSignal): Promise<void> {
+    return sleepWith((d, cb) => this.schedule(d, cb), delayMs, signal);
+  }
+}

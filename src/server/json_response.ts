@@ -1,0 +1,17 @@
+/** A JSON response; every API answer, success or error, goes through here. */
+export function jsonResponse(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json", ...headers },
+  });
+}
+
+/** The one error shape of the API: `{error: <code>, message}`. */
+export function errorResponse(
+  status: number,
+  code: string,
+  message: string,
+  headers: Record<string, string> = {},
+): Response {
+  return jsonResponse(status, { error: code, message }, headers);
+}

@@ -1,0 +1,123 @@
+import { readFileSync } from "node:fs";
+import t, { type Test } from "tap";
+import { ConfigError } from "../../src/config/config_error.ts";
+import type { ConfigSchema } from "../../src/config/key_spec.ts";
+import { loadConfig } from "../../src/config/load_config.ts";
+import { configSchema } from "../../src/config/schema.ts";
+import { envVariableName, validateConfig } from "../../src/config/validate_config.ts";
+
+const shipped = readFileSync(new URL("../../config.toml", import.meta.url), "utf8");
+
+/** Loads `text` and returns the ConfigError it raises, failing the test when none is raised. */
+function errorOf(t: Test, text: string, env: Record<string, string> = {}): ConfigError {
+  try {
+    loadConfig(text, "test.toml", env);
+  } catch (error) {
+    t.ok(error instanceof ConfigError, "a ConfigError");
+    return error as ConfigError;
+  }
+  t.fail("expected a ConfigError");
+  return new ConfigError("none", "none");
+}
+
+t.test("an empty file gives the defaults, which are the shipped config.toml's values", (t) => {
+  const defaults = loadConfig("", "empty.toml", {}).config;
+  const fromShipped = loadConfig(shipped, "config.toml", {}).config;
+  t.same(fromShipped, defaults, "config.toml states exactly the defaults");
+  t.same(defaults.http.address, { hostname: "127.0.0.1", port: 8080 });
+  t.equal(defaults.system.path, "./data");
+  t.equal(defaults.system.tickIntervalMs, 10);
+  t.end();
+});
+
+t.test("the shipped config.toml lists every key, each under a comment giving its default", (t) => {
+  const lines = shipped.split("\n");
+  for (const [section, keys] of Object.entries(configSchema)) {
+    const header = lines.indexOf(`[${section}]`);
+    t.ok(header >= 0, `[${section}] is present`);
+    for (const key of Object.keys(keys)) {
+      const at = lines.findIndex((l, i) => i > header && l.startsWith(`${key} = `));
+      t.ok(at > 0, `${section}.${key} is present`);
+      t.match(lines[at - 1] ?? "", /^# .*Default /, `${section}.${key} has a comment with its default`);
+    }
+  }
+  t.end();
+});
+
+t.test("an unknown key stops start-up with a message naming it", (t) => {
+  const error = errorOf(t, `[system]\npth = "/tmp/x"\n`);
+  t.equal(error.message, "Cannot load config: [system] pth: unknown key");
+  t.equal(error.key, "[system] pth");
+  t.end();
+});
+
+t.test("an unknown section is named", (t) => {
+  t.match(errorOf(t, `[sytem]\npath = "x"\n`).message, /\[sytem\]: unknown section/);
+  t.match(errorOf(t, `path = "x"\n`).message, /path: top-level keys must be inside a \[section\]/);
+  t.end();
+});
+
+t.test("a wrong type is named with what was expected", (t) => {
+  t.match(errorOf(t, `[system]\npath = 5\n`).message, /\[system\] path: expected a string, got number 5/);
+  t.match(
+    errorOf(t, `[system]\ntick_interval = "fast"\n`).message,
+    /\[system\] tick_interval: expected a duration/,
+  );
+  t.match(errorOf(t, `[http]\naddress = "localhost"\n`).message, /\[http\] address: expected "host:port"/);
+  t.match(errorOf(t, `[log]\nlevel = "loud"\n`).message, /\[log\] level: expected one of "debug", "info"/);
+  t.end();
+});
+
+t.test("an out-of-range value is named with its range", (t) => {
+  t.match(
+    errorOf(t, `[system]\ntick_interval = "2 s"\n`).message,
+    /\[system\] tick_interval: 2000 is out of range \[1, 1000\]/,
+  );
+  t.match(errorOf(t, `[http]\naddress = "127.0.0.1:70000"\n`).message, /\[http\] address/);
+  t.end();
+});
+
+t.test("invalid TOML names the file and position", (t) => {
+  t.match(errorOf(t, `[system\npath = 1`).message, /Cannot load config: test\.toml: invalid TOML at line 1/);
+  t.end();
+});
+
+t.test("STRATA_<SECTION>_<KEY> overrides a single key; a bad or unknown variable is named", (t) => {
+  const { config } = loadConfig(shipped, "config.toml", {
+    STRATA_HTTP_ADDRESS: "0.0.0.0:9999",
+    STRATA_SYSTEM_TICK_INTERVAL: "5 ms",
+    PATH: "/usr/bin",
+  });
+  t.same(config.http.address, { hostname: "0.0.0.0", port: 9999 });
+  t.equal(config.system.tickIntervalMs, 5);
+  t.match(
+    errorOf(t, "", { STRATA_SYSTEM_TICK_INTERVAL: "soon" }).message,
+    /STRATA_SYSTEM_TICK_INTERVAL \(\[system\] tick_interval\): expected a duration/,
+  );
+  t.match(
+    errorOf(t, "", { STRATA_SYSTEM_PTH: "x" }).message,
+    /STRATA_SYSTEM_PTH: unknown environment variable/,
+  );
+  t.end();
+});
+
+t.test("secrets: env names for nested sections, values collected for scrubbing and never echoed", (t) => {
+  const schema: ConfigSchema = {
+    "store.s3": { secret_key: { kind: "string", default: "", secret: true } },
+    "store": { enabled: { kind: "bool", default: false } },
+  };
+  t.equal(envVariableName("store.s3", "secret_key"), "STRATA_STORE_S3_SECRET_KEY");
+  const v = validateConfig(schema, { store: { enabled: true } }, {
+    STRATA_STORE_S3_SECRET_KEY: "hunter2-long",
+  });
+  t.equal(v["store.s3"]!["secret_key"], "hunter2-long");
+  t.equal(v["store"]!["enabled"], true);
+  try {
+    validateConfig(schema, { store: { s3: { secret_key: 12345678 } } }, {});
+    t.fail("a number is not a string");
+  } catch (error) {
+    t.match((error as Error).message, /\[store\.s3\] secret_key: expected a string, got number$/);
+    t.notMatch((error as Error).message, /12345678/, "the wrong-typed secret is not echoed");
+  }
+  t.end();
+});

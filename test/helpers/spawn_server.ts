@@ -1,0 +1,101 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+
+export interface RunningServer {
+  child: ChildProcess;
+  baseUrl: string;
+  /** Everything the server wrote to standard error so far. */
+  stderr(): string;
+  /** Sends a signal and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/**
+ * Starts the real server with `deno run` (the same command as `deno task server`), waits for its
+ * "listening" log line and returns its address. The config should set port 0 so tests never
+ * collide on a port.
+ */
+export async function spawnServer(
+  args: string[],
+  env: Record<string, string> = {},
+  timeoutMs = 30_000,
+): Promise<RunningServer> {
+  const child = spawn(
+    "deno",
+    [
+      "run",
+      "--allow-read",
+      "--allow-write",
+      "--allow-net",
+      "--allow-env",
+      "--allow-sys",
+      "src/main.ts",
+      ...args,
+    ],
+    {
+      cwd: new URL("../..", import.meta.url).pathname,
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  let err = "";
+  child.stderr!.on("data", (chunk) => (err += chunk));
+  child.stdout!.resume();
+  const exited = once(child, "exit");
+  const address = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`server did not listen within ${timeoutMs} ms: ${err}`)),
+      timeoutMs,
+    );
+    const onData = () => {
+      const match = /"msg":"listening","address":"([^"]+)"/.exec(err);
+      if (match) {
+        clearTimeout(timer);
+        child.stderr!.off("data", onData);
+        resolve(match[1]!);
+      }
+    };
+    child.stderr!.on("data", onData);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before listening: ${err}`));
+    });
+  });
+  return {
+    child,
+    baseUrl: `http://${address}`,
+    stderr: () => err,
+    stop: async (signal = "SIGTERM") => {
+      if (child.exitCode === null) child.kill(signal);
+      const [code] = await exited;
+      return code as number | null;
+    },
+  };
+}
+
+/** Runs the server expecting it to fail at start-up; resolves with its exit code and stderr. */
+export async function runServerExpectingFailure(args: string[], env: Record<string, string> = {}) {
+  const child = spawn(
+    "deno",
+    [
+      "run",
+      "--allow-read",
+      "--allow-write",
+      "--allow-net",
+      "--allow-env",
+      "--allow-sys",
+      "src/main.ts",
+      ...args,
+    ],
+    {
+      cwd: new URL("../..", import.meta.url).pathname,
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  let err = "";
+  child.stderr!.on("data", (chunk) => (err += chunk));
+  child.stdout!.resume();
+  const [code] = await once(child, "exit");
+  return { code: code as number | null, stderr: err };
+}
