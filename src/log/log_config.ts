@@ -1,0 +1,19 @@
+export type FsyncPolicy = "always" | "interval";
+
+/** How one partition's log writes: the topic's options plus the server's durability settings. */
+export interface LogConfig {
+  segmentSizeBytes: number;
+  /** Roll the active segment once its first batch is this old; null never rolls by age. */
+  segmentMaxAgeMs: number | null;
+  indexIntervalBytes: number;
+  fsync: FsyncPolicy;
+  fsyncIntervalMs: number;
+  /** Bound on queued writes per partition. */
+  writeQueueMax: number;
+}
+
+/** Writes taken from the queue and made durable by one fsync (group commit). */
+export const groupOpsMax = 256;
+
+/** Segments deleted by one retention pass at most, as the RFC's per-pass budget. */
+export const retentionSegmentsPerPassMax = 16;

@@ -1,0 +1,23 @@
+/** A partition whose writes failed or whose files are inconsistent; it serves no more writes. */
+export class PartitionUnavailableError extends Error {
+  override name = "PartitionUnavailableError";
+  constructor(label: string, reason: string) {
+    super(`Cannot use partition ${label}: ${reason}`);
+  }
+}
+
+/** Boot found a chain it cannot accept (a hole, corruption in the middle); the partition is refused. */
+export class PartitionRefusedError extends Error {
+  override name = "PartitionRefusedError";
+  constructor(label: string, reason: string) {
+    super(`Cannot open partition ${label}: ${reason}`);
+  }
+}
+
+/** Too many writes are queued on one partition: the producer should retry later. */
+export class WriteQueueFullError extends Error {
+  override name = "WriteQueueFullError";
+  constructor(label: string, limit: number) {
+    super(`Cannot append to partition ${label}: ${limit} writes are already queued`);
+  }
+}

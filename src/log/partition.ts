@@ -1,0 +1,126 @@
+import type { Clock } from "../runtime/clock.ts";
+import type { Disk } from "../runtime/disk.ts";
+import type { Logger } from "../runtime/logger.ts";
+import type { Rng } from "../runtime/rng.ts";
+import { ConsumerOffsets } from "./consumer_offsets.ts";
+import type { LogConfig } from "./log_config.ts";
+import { PartitionRefusedError } from "./log_errors.ts";
+import { PartitionLog } from "./partition_log.ts";
+import { recoverSegments } from "./recover_segments.ts";
+import { readSuperblock, type Superblock, writeSuperblock } from "./superblock.ts";
+
+/** Where a partition sits, by id; names live only in the metadata. */
+export interface PartitionAddress {
+  streamId: number;
+  topicId: number;
+  partitionId: number;
+}
+
+export const consumersPerPartitionMax = 1024;
+
+/** The directory of a partition under the data directory; built from ids only. */
+export function partitionDir(dataPath: string, a: PartitionAddress): string {
+  return `${dataPath}/streams/${a.streamId}/topics/${a.topicId}/partitions/${a.partitionId}`;
+}
+
+/** A random 64-bit revision as 16 hex digits: unique even if a wiped data directory reuses ids. */
+export function newRevision(rng: Rng): string {
+  return [rng.nextU32(), rng.nextU32()].map((x) => x.toString(16).padStart(8, "0")).join("");
+}
+
+/** A partition: its log, its superblock and its consumer offsets. */
+export class Partition {
+  readonly address: PartitionAddress;
+  readonly dir: string;
+  readonly log: PartitionLog;
+  readonly offsets: ConsumerOffsets;
+  readonly #disk: Disk;
+  #superblock: Superblock;
+
+  private constructor(
+    disk: Disk,
+    address: PartitionAddress,
+    dir: string,
+    log: PartitionLog,
+    offsets: ConsumerOffsets,
+    superblock: Superblock,
+  ) {
+    this.#disk = disk;
+    this.address = address;
+    this.dir = dir;
+    this.log = log;
+    this.offsets = offsets;
+    this.#superblock = superblock;
+  }
+
+  get superblock(): Readonly<Superblock> {
+    return this.#superblock;
+  }
+
+  /** Creates a new partition's directory, superblock and first segment, durably. */
+  static async create(
+    disk: Disk,
+    clock: Clock,
+    rng: Rng,
+    dataPath: string,
+    address: PartitionAddress,
+    config: LogConfig,
+  ): Promise<Partition> {
+    const dir = partitionDir(dataPath, address);
+    await disk.mkdirp(dir);
+    const superblock: Superblock = { version: 1, createdRevision: newRevision(rng), purgeGeneration: 0 };
+    await writeSuperblock(disk, dir, superblock);
+    const segment = await PartitionLog.createSegment(disk, dir, 0);
+    const log = new PartitionLog(disk, dir, clock, config, [segment], labelOf(address));
+    const offsets = await ConsumerOffsets.load(disk, dir, consumersPerPartitionMax);
+    return new Partition(disk, address, dir, log, offsets, superblock);
+  }
+
+  /** Opens an existing partition, recovering its log; throws `PartitionRefusedError` when it cannot. */
+  static async open(
+    disk: Disk,
+    clock: Clock,
+    dataPath: string,
+    address: PartitionAddress,
+    config: LogConfig,
+    logger: Logger,
+  ): Promise<Partition> {
+    const dir = partitionDir(dataPath, address);
+    const label = labelOf(address);
+    const superblock = await readSuperblock(disk, dir).catch((error: Error) => {
+      throw new PartitionRefusedError(label, error.message);
+    });
+    if (superblock === null) throw new PartitionRefusedError(label, "its superblock is missing");
+    const report = await recoverSegments(disk, dir, config.indexIntervalBytes, label, logger);
+    if (report.segments.length === 0) {
+      // A purge that crashed after unlinking every segment: start the new generation's log.
+      report.segments.push(await PartitionLog.createSegment(disk, dir, 0));
+    }
+    if (report.truncatedBytes > 0 || report.rebuiltIndexes > 0) {
+      logger.info("partition recovered", {
+        partition: label,
+        truncated_bytes: report.truncatedBytes,
+        rebuilt_indexes: report.rebuiltIndexes,
+      });
+    }
+    const log = new PartitionLog(disk, dir, clock, config, report.segments, label);
+    const offsets = await ConsumerOffsets.load(disk, dir, consumersPerPartitionMax);
+    return new Partition(disk, address, dir, log, offsets, superblock);
+  }
+
+  /** Deletes every message: a new purge generation, an empty log at offset 0, no consumer offsets. */
+  async purge(): Promise<void> {
+    const next: Superblock = { ...this.#superblock, purgeGeneration: this.#superblock.purgeGeneration + 1 };
+    await this.log.purge(() => writeSuperblock(this.#disk, this.dir, next));
+    this.#superblock = next;
+    await this.offsets.clear();
+  }
+
+  close(): Promise<void> {
+    return this.log.close();
+  }
+}
+
+export function labelOf(a: PartitionAddress): string {
+  return `${a.streamId}/${a.topicId}/${a.partitionId}`;
+}

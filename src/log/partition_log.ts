@@ -1,0 +1,441 @@
+import { assert } from "../runtime/assert.ts";
+import type { Clock } from "../runtime/clock.ts";
+import { type Disk, DiskError } from "../runtime/disk.ts";
+import { decodeMessages, encodeBatch, type MessageInput, type StoredMessage } from "./batch_codec.ts";
+import { groupOpsMax, type LogConfig, retentionSegmentsPerPassMax } from "./log_config.ts";
+import { PartitionUnavailableError, WriteQueueFullError } from "./log_errors.ts";
+import { readExactly, scanBatches } from "./scan_batches.ts";
+import { Segment } from "./segment.ts";
+import { encodeIndexEntry, indexEntryBytes } from "./sparse_index.ts";
+
+export interface AppendResult {
+  baseOffset: number;
+  count: number;
+}
+
+export interface ReadResult {
+  messages: StoredMessage[];
+  nextOffset: number;
+}
+
+export interface SegmentStats {
+  startOffset: number;
+  endOffset: number;
+  sizeBytes: number;
+  sealed: boolean;
+}
+
+export interface LogStats {
+  firstOffset: number;
+  nextOffset: number;
+  sizeBytes: number;
+  segments: SegmentStats[];
+}
+
+/** Decides, for the oldest sealed segment, whether total retention removes it. */
+export type RetentionDecision = (segment: Segment, retainedBytes: number) => boolean;
+
+interface Deferred<T> {
+  resolve: (value: T) => void;
+  reject: (error: Error) => void;
+}
+
+type WriteOp =
+  | { kind: "append"; messages: readonly MessageInput[]; done: Deferred<AppendResult> }
+  | { kind: "roll"; done: Deferred<void> }
+  | { kind: "sync"; done: Deferred<void> }
+  | { kind: "retention"; decide: RetentionDecision; done: Deferred<number> }
+  | { kind: "purge"; commit: () => Promise<void>; done: Deferred<void> };
+
+/**
+ * A partition's segmented log. Every change goes through one writer loop, which takes up to
+ * `groupOpsMax` queued operations at a time, writes them, makes them durable with one fsync when
+ * the policy is "always" (group commit), and only then makes them visible to readers and
+ * acknowledges them. Reads snapshot the segment list and never see unacknowledged bytes.
+ */
+export class PartitionLog {
+  readonly label: string;
+  readonly #disk: Disk;
+  readonly #dir: string;
+  readonly #clock: Clock;
+  #config: LogConfig;
+  #segments: Segment[];
+  #nextOffset: number;
+  #lastTimestampUs: number;
+  #queue: WriteOp[] = [];
+  #running: Promise<void> | null = null;
+  #dirty = false;
+  #lastSyncMs: number;
+  #failure: Error | null = null;
+  #closed = false;
+
+  constructor(disk: Disk, dir: string, clock: Clock, config: LogConfig, segments: Segment[], label: string) {
+    assert(segments.length > 0, "a partition log needs at least its active segment");
+    const active = segments.at(-1)!;
+    assert(!active.sealed && active.logFile !== null, "the last segment must be open and active");
+    this.#disk = disk;
+    this.#dir = dir;
+    this.#clock = clock;
+    this.#config = config;
+    this.#segments = segments;
+    this.#nextOffset = active.endOffset + 1;
+    this.#lastTimestampUs = Math.max(0, ...segments.map((s) => s.maxTimestampUs));
+    this.#lastSyncMs = clock.nowMs();
+    this.label = label;
+  }
+
+  /** Creates the files of an empty active segment at `startOffset` and makes them durable. */
+  static async createSegment(disk: Disk, dir: string, startOffset: number): Promise<Segment> {
+    const segment = new Segment(dir, startOffset);
+    segment.logFile = await disk.createExclusive(segment.logPath);
+    segment.indexFile = await disk.createExclusive(segment.indexPath);
+    await disk.fsyncDir(dir);
+    return segment;
+  }
+
+  get config(): LogConfig {
+    return this.#config;
+  }
+
+  /** Topic options may change at run time; they apply from the next write or tick. */
+  updateConfig(config: LogConfig): void {
+    this.#config = config;
+  }
+
+  get nextOffset(): number {
+    return this.#visibleNextOffset();
+  }
+
+  get segments(): readonly Segment[] {
+    return this.#segments;
+  }
+
+  append(messages: readonly MessageInput[]): Promise<AppendResult> {
+    assert(messages.length > 0, "Cannot append an empty batch");
+    return this.#enqueue<AppendResult>((done) => ({ kind: "append", messages, done }));
+  }
+
+  /** Called from the shard's tick: rolls an aged active segment and runs the interval fsync. */
+  onTick(nowMs: number): void {
+    if (this.#failure !== null || this.#closed) return;
+    const active = this.#segments.at(-1)!;
+    const maxAgeMs = this.#config.segmentMaxAgeMs;
+    const wallUs = this.#clock.wallMs() * 1000;
+    if (
+      maxAgeMs !== null && active.firstTimestampUs !== null &&
+      wallUs - active.firstTimestampUs >= maxAgeMs * 1000
+    ) {
+      if (!this.#queue.some((op) => op.kind === "roll")) {
+        this.#enqueue<void>((done) => ({ kind: "roll", done })).catch(() => {});
+      }
+    }
+    if (
+      this.#config.fsync === "interval" && this.#dirty &&
+      nowMs - this.#lastSyncMs >= this.#config.fsyncIntervalMs
+    ) {
+      if (!this.#queue.some((op) => op.kind === "sync")) {
+        this.#enqueue<void>((done) => ({ kind: "sync", done })).catch(() => {});
+      }
+    }
+  }
+
+  /** Deletes the oldest sealed segments `decide` selects, at most 16 per pass; never the active one. */
+  enforceRetention(decide: RetentionDecision): Promise<number> {
+    return this.#enqueue<number>((done) => ({ kind: "retention", decide, done }));
+  }
+
+  /** Deletes every segment and starts again at offset 0; `commit` runs before anything is acknowledged. */
+  purge(commit: () => Promise<void>): Promise<void> {
+    return this.#enqueue<void>((done) => ({ kind: "purge", commit, done }));
+  }
+
+  /** Messages from `offset` on (clamped to the first retained offset), across segments. */
+  async read(offset: number, count: number, maxBytes: number): Promise<ReadResult> {
+    try {
+      return await this.#read(offset, count, maxBytes);
+    } catch (error) {
+      // Retention may delete a segment between the snapshot and the open: read again once.
+      if (error instanceof DiskError && error.code === "not_found") {
+        return await this.#read(offset, count, maxBytes);
+      }
+      throw error;
+    }
+  }
+
+  /** Messages from the first one stamped at or after `timestampUs`. */
+  async readFromTimestamp(timestampUs: number, count: number, maxBytes: number): Promise<ReadResult> {
+    const offset = await this.#offsetForTimestamp(timestampUs);
+    return await this.read(offset, count, maxBytes);
+  }
+
+  stats(): LogStats {
+    const segments = this.#segments.map((s) => ({
+      startOffset: s.startOffset,
+      endOffset: s.visibleEndOffset,
+      sizeBytes: s.visibleSizeBytes,
+      sealed: s.sealed,
+    }));
+    return {
+      firstOffset: this.#segments[0]!.startOffset,
+      nextOffset: this.#visibleNextOffset(),
+      sizeBytes: segments.reduce((sum, s) => sum + s.sizeBytes, 0),
+      segments,
+    };
+  }
+
+  /** Finishes queued writes, syncs, and closes the files. Later writes are refused. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#running;
+    const active = this.#segments.at(-1)!;
+    if (this.#failure === null && this.#dirty) await active.logFile!.sync();
+    for (const s of this.#segments) await closeFiles(s);
+  }
+
+  #enqueue<T>(make: (done: Deferred<T>) => WriteOp): Promise<T> {
+    if (this.#closed) return Promise.reject(new PartitionUnavailableError(this.label, "the log is closed"));
+    if (this.#failure !== null) {
+      return Promise.reject(
+        new PartitionUnavailableError(this.label, `an earlier write failed (${this.#failure.message})`),
+      );
+    }
+    if (this.#queue.length >= this.#config.writeQueueMax) {
+      return Promise.reject(new WriteQueueFullError(this.label, this.#config.writeQueueMax));
+    }
+    return new Promise<T>((resolve, reject) => {
+      this.#queue.push(make({ resolve, reject } as Deferred<T>) as WriteOp);
+      this.#running ??= this.#drain().finally(() => (this.#running = null));
+    });
+  }
+
+  async #drain(): Promise<void> {
+    // Each pass takes at least one queued operation, so the queue's bound bounds the loop.
+    while (this.#queue.length > 0 && this.#failure === null) {
+      await this.#processGroup(this.#queue.splice(0, groupOpsMax));
+    }
+  }
+
+  async #processGroup(group: WriteOp[]): Promise<void> {
+    const acks: (() => void)[] = [];
+    try {
+      for (const op of group) acks.push(await this.#apply(op));
+      if (this.#config.fsync === "always" && this.#dirty) await this.#syncActive();
+      this.#publishVisible();
+      for (const ack of acks) ack();
+    } catch (cause) {
+      const error = cause instanceof Error ? cause : new Error(String(cause));
+      this.#failure = error;
+      const failed = new PartitionUnavailableError(this.label, `write failed: ${error.message}`);
+      for (const op of [...group, ...this.#queue.splice(0)]) op.done.reject(failed);
+    }
+  }
+
+  async #apply(op: WriteOp): Promise<() => void> {
+    switch (op.kind) {
+      case "append": {
+        const result = await this.#writeBatch(op.messages);
+        return () => op.done.resolve(result);
+      }
+      case "roll": {
+        if (!this.#segments.at(-1)!.isEmpty) await this.#roll();
+        return () => op.done.resolve();
+      }
+      case "sync": {
+        await this.#syncActive();
+        return () => op.done.resolve();
+      }
+      case "retention": {
+        const deleted = await this.#deleteFront(op.decide);
+        return () => op.done.resolve(deleted);
+      }
+      case "purge": {
+        await this.#purge();
+        await op.commit();
+        return () => op.done.resolve();
+      }
+    }
+  }
+
+  async #writeBatch(messages: readonly MessageInput[]): Promise<AppendResult> {
+    const segment = this.#segments.at(-1)!;
+    const baseOffset = this.#nextOffset;
+    // Server-assigned timestamps never go backwards within a partition, even if the wall clock does.
+    const timestampUs = Math.max(this.#lastTimestampUs, Math.round(this.#clock.wallMs() * 1000));
+    const batch = encodeBatch(baseOffset, timestampUs, messages);
+    const position = segment.sizeBytes;
+    await segment.logFile!.writeAt(batch, position);
+    segment.sizeBytes += batch.length;
+    segment.endOffset = baseOffset + messages.length - 1;
+    segment.firstTimestampUs ??= timestampUs;
+    segment.maxTimestampUs = timestampUs;
+    this.#nextOffset += messages.length;
+    this.#lastTimestampUs = timestampUs;
+    this.#dirty = true;
+    if (
+      segment.lastIndexedPosition < 0 ||
+      position - segment.lastIndexedPosition >= this.#config.indexIntervalBytes
+    ) {
+      const entry = { relativeOffset: baseOffset - segment.startOffset, position, timestampUs };
+      segment.index.add(entry);
+      await segment.indexFile!.writeAt(encodeIndexEntry(entry), (segment.index.length - 1) * indexEntryBytes);
+      segment.lastIndexedPosition = position;
+    }
+    if (segment.sizeBytes >= this.#config.segmentSizeBytes) await this.#roll();
+    return { baseOffset, count: messages.length };
+  }
+
+  /** Seals the active segment (its bytes and index made durable first) and opens the next. */
+  async #roll(): Promise<void> {
+    const sealing = this.#segments.at(-1)!;
+    await sealing.logFile!.sync();
+    await sealing.indexFile!.sync();
+    sealing.sealed = true;
+    await closeFiles(sealing);
+    this.#dirty = false;
+    this.#lastSyncMs = this.#clock.nowMs();
+    this.#segments.push(await PartitionLog.createSegment(this.#disk, this.#dir, this.#nextOffset));
+  }
+
+  async #syncActive(): Promise<void> {
+    await this.#segments.at(-1)!.logFile!.sync();
+    this.#dirty = false;
+    this.#lastSyncMs = this.#clock.nowMs();
+  }
+
+  async #deleteFront(decide: RetentionDecision): Promise<number> {
+    let retainedBytes = this.#segments.reduce((sum, s) => sum + s.sizeBytes, 0);
+    let deleted = 0;
+    while (deleted < retentionSegmentsPerPassMax && this.#segments.length > 1) {
+      const front = this.#segments[0]!;
+      if (!front.sealed || !decide(front, retainedBytes)) break;
+      await this.#disk.unlink(front.logPath);
+      await this.#disk.unlink(front.indexPath);
+      this.#segments.shift();
+      retainedBytes -= front.sizeBytes;
+      deleted++;
+    }
+    if (deleted > 0) await this.#disk.fsyncDir(this.#dir);
+    return deleted;
+  }
+
+  async #purge(): Promise<void> {
+    // Oldest first, so a crash part-way leaves a contiguous suffix that boot accepts.
+    for (const segment of this.#segments) {
+      await closeFiles(segment);
+      await this.#disk.unlink(segment.logPath);
+      await this.#disk.unlink(segment.indexPath);
+    }
+    await this.#disk.fsyncDir(this.#dir);
+    this.#segments = [await PartitionLog.createSegment(this.#disk, this.#dir, 0)];
+    this.#nextOffset = 0;
+    this.#dirty = false;
+  }
+
+  #publishVisible(): void {
+    for (let i = this.#segments.length - 1; i >= 0; i--) {
+      const s = this.#segments[i]!;
+      if (s.visibleSizeBytes === s.sizeBytes && s.visibleEndOffset === s.endOffset && s.sealed) break;
+      s.visibleSizeBytes = s.sizeBytes;
+      s.visibleEndOffset = s.endOffset;
+    }
+  }
+
+  #visibleNextOffset(): number {
+    const active = this.#segments.at(-1)!;
+    return active.visibleEndOffset + 1;
+  }
+
+  async #read(requestedOffset: number, count: number, maxBytes: number): Promise<ReadResult> {
+    assert(count >= 1 && maxBytes >= 1, "a read needs a positive count and byte budget");
+    const segments = [...this.#segments];
+    const visibleNext = segments.at(-1)!.visibleEndOffset + 1;
+    let offset = Math.max(requestedOffset, segments[0]!.startOffset);
+    if (offset >= visibleNext) return { messages: [], nextOffset: visibleNext };
+    const messages: StoredMessage[] = [];
+    let bytes = 0;
+    let i = findSegmentIndex(segments, offset);
+    for (; i < segments.length && messages.length < count && bytes < maxBytes; i++) {
+      const segment = segments[i]!;
+      if (segment.visibleSizeBytes === 0 || segment.visibleEndOffset < offset) continue;
+      const entry = segment.index.floorByOffset(offset - segment.startOffset);
+      const file = segment.logFile ?? (await this.#disk.open(segment.logPath, { readOnly: true }));
+      try {
+        const end = await scanBatches(
+          file,
+          entry.position,
+          segment.visibleSizeBytes,
+          { verify: false },
+          (batch, header) => {
+            if (header.baseOffset + header.lastOffsetDelta < offset) return true;
+            for (const message of decodeMessages(batch)) {
+              if (message.offset < offset) continue;
+              const size = message.payload.length + (message.key?.length ?? 0);
+              if (messages.length >= count || (messages.length > 0 && bytes + size > maxBytes)) return false;
+              messages.push(message);
+              bytes += size;
+            }
+            return messages.length < count && bytes < maxBytes;
+          },
+        );
+        if (end.kind === "torn" || end.kind === "corrupt") {
+          throw new PartitionUnavailableError(
+            this.label,
+            `${segment.logPath} is ${end.kind} at byte ${end.position}`,
+          );
+        }
+      } finally {
+        if (file !== segment.logFile) await file.close();
+      }
+      offset = messages.length > 0 ? messages.at(-1)!.offset + 1 : segment.visibleEndOffset + 1;
+    }
+    return { messages, nextOffset: messages.length > 0 ? messages.at(-1)!.offset + 1 : offset };
+  }
+
+  async #offsetForTimestamp(timestampUs: number): Promise<number> {
+    const segments = [...this.#segments];
+    const segment = segments.find((s) => s.visibleSizeBytes > 0 && s.maxTimestampUs >= timestampUs);
+    if (segment === undefined) return segments.at(-1)!.visibleEndOffset + 1;
+    const entry = segment.index.floorByTimestamp(timestampUs);
+    const file = segment.logFile ?? (await this.#disk.open(segment.logPath, { readOnly: true }));
+    let found = segment.visibleEndOffset + 1;
+    try {
+      await scanBatches(
+        file,
+        entry.position,
+        segment.visibleSizeBytes,
+        { verify: false },
+        (batch, header) => {
+          if (header.maxTimestampUs < timestampUs) return true;
+          const first = decodeMessages(batch).find((m) => m.timestampUs >= timestampUs);
+          if (first !== undefined) found = first.offset;
+          return first === undefined;
+        },
+      );
+    } finally {
+      if (file !== segment.logFile) await file.close();
+    }
+    return found;
+  }
+}
+
+/** Index of the last segment starting at or before `offset`. */
+function findSegmentIndex(segments: readonly Segment[], offset: number): number {
+  let lo = 0;
+  let hi = segments.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >>> 1;
+    if (segments[mid]!.startOffset <= offset) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+async function closeFiles(segment: Segment): Promise<void> {
+  await segment.logFile?.close();
+  await segment.indexFile?.close();
+  segment.logFile = null;
+  segment.indexFile = null;
+}
+
+export { readExactly };

@@ -1,0 +1,76 @@
+import { pack, unpack } from "msgpackr";
+import { crc32c } from "../runtime/crc32c.ts";
+import type { Disk } from "../runtime/disk.ts";
+
+/**
+ * A small durable record (superblock, consumer offsets, metadata): 8 bytes of magic, the payload
+ * length (u32 LE), the payload's CRC32C (u32 LE), then the msgpack payload. Written atomically:
+ * temp file, fsync, rename over the old one, fsync the directory. A reader sees the old record or
+ * the new one, never a mix, and a torn temp file is ignored.
+ */
+export class CorruptRecordError extends Error {
+  override name = "CorruptRecordError";
+  constructor(path: string, reason: string) {
+    super(`Cannot read ${path}: ${reason}`);
+  }
+}
+
+const headerBytes = 16;
+
+export async function writeRecordFile(
+  disk: Disk,
+  dir: string,
+  name: string,
+  magic: string,
+  value: unknown,
+): Promise<void> {
+  const payload = pack(value);
+  const bytes = new Uint8Array(headerBytes + payload.length);
+  bytes.set(magicBytes(magic), 0);
+  const view = new DataView(bytes.buffer);
+  view.setUint32(8, payload.length, true);
+  view.setUint32(12, crc32c(payload), true);
+  bytes.set(payload, headerBytes);
+  const tempPath = `${dir}/${name}.tmp`;
+  const file = await disk.open(tempPath, { create: true });
+  try {
+    await file.truncate(0);
+    await file.writeAt(bytes, 0);
+    await file.sync();
+  } finally {
+    await file.close();
+  }
+  await disk.rename(tempPath, `${dir}/${name}`);
+  await disk.fsyncDir(dir);
+}
+
+/** Reads a record; null when the file does not exist. */
+export async function readRecordFile<T>(disk: Disk, path: string, magic: string): Promise<T | null> {
+  if ((await disk.stat(path)) === null) return null;
+  const file = await disk.open(path, { readOnly: true });
+  let bytes: Uint8Array;
+  try {
+    const size = await file.sizeBytes();
+    if (size > 64 * 1024 * 1024) throw new CorruptRecordError(path, `record of ${size} bytes is too large`);
+    bytes = new Uint8Array(size);
+    const read = await file.readAt(bytes, 0);
+    if (read !== size) throw new CorruptRecordError(path, "short read");
+  } finally {
+    await file.close();
+  }
+  if (bytes.length < headerBytes) throw new CorruptRecordError(path, "shorter than its header");
+  const expected = magicBytes(magic);
+  if (!expected.every((b, i) => bytes[i] === b)) throw new CorruptRecordError(path, "wrong magic");
+  const view = new DataView(bytes.buffer);
+  const length = view.getUint32(8, true);
+  if (headerBytes + length !== bytes.length) throw new CorruptRecordError(path, "length mismatch");
+  const payload = bytes.subarray(headerBytes);
+  if (crc32c(payload) !== view.getUint32(12, true)) throw new CorruptRecordError(path, "checksum mismatch");
+  return unpack(payload) as T;
+}
+
+function magicBytes(magic: string): Uint8Array {
+  const bytes = new TextEncoder().encode(magic);
+  if (bytes.length !== 8) throw new Error(`record magic must be 8 bytes: ${magic}`);
+  return bytes;
+}

@@ -1,0 +1,247 @@
+import type { Disk } from "../runtime/disk.ts";
+import type { Logger } from "../runtime/logger.ts";
+import { type BatchHeader, decodeBatchHeader, isPlausibleHeader } from "./batch_codec.ts";
+import { PartitionRefusedError } from "./log_errors.ts";
+import { readExactly, scanBatches } from "./scan_batches.ts";
+import { Segment } from "./segment.ts";
+import {
+  decodeIndexEntries,
+  encodeIndexEntry,
+  type IndexEntry,
+  indexEntryBytes,
+  SparseIndex,
+} from "./sparse_index.ts";
+
+export interface RecoveryReport {
+  segments: Segment[];
+  /** Bytes cut from a torn or checksum-failing tail of the active segment. */
+  truncatedBytes: number;
+  /** Indexes rebuilt from their logs because they were missing, short or inconsistent. */
+  rebuiltIndexes: number;
+}
+
+/**
+ * Rebuilds a partition's segment chain from its directory at boot:
+ * - stems come from `.log` files; `.index` files without a log and temp files are removed;
+ * - every sealed segment must follow the previous one with no gap (a hole refuses the partition);
+ * - a sealed segment's index is trusted only if it is a whole number of increasing entries that
+ *   point inside the log, and is rebuilt otherwise;
+ * - the active (last) segment is scanned with checksums: a torn or failing tail is truncated, but
+ *   a failing batch followed by a valid one is corruption in the middle and refuses the partition,
+ *   because truncating there would drop acknowledged, checksum-valid batches.
+ * The last segment is returned open for appending.
+ */
+export async function recoverSegments(
+  disk: Disk,
+  dir: string,
+  indexIntervalBytes: number,
+  label: string,
+  logger: Logger,
+): Promise<RecoveryReport> {
+  const names = await disk.list(dir);
+  const stems = names.filter((n) => /^\d{20}\.log$/.test(n)).map((n) => n.slice(0, 20)).sort();
+  let removed = 0;
+  for (const name of names) {
+    const orphanIndex = /^(\d{20})\.index$/.exec(name);
+    if (name.endsWith(".tmp") || (orphanIndex && !stems.includes(orphanIndex[1]!))) {
+      await disk.unlink(`${dir}/${name}`);
+      removed++;
+    }
+  }
+  if (removed > 0) await disk.fsyncDir(dir);
+  const report: RecoveryReport = { segments: [], truncatedBytes: 0, rebuiltIndexes: 0 };
+  for (const [i, stem] of stems.entries()) {
+    const segment = new Segment(dir, Number(stem));
+    const previous = report.segments.at(-1);
+    if (previous !== undefined && previous.endOffset + 1 !== segment.startOffset) {
+      throw new PartitionRefusedError(
+        label,
+        `hole in the chain: segment ${previous.stem} ends at offset ${previous.endOffset} but the next starts at ${segment.startOffset}`,
+      );
+    }
+    if (i < stems.length - 1) {
+      await recoverSealed(disk, segment, indexIntervalBytes, label, report);
+    } else {
+      await recoverActive(disk, segment, indexIntervalBytes, label, report, logger);
+    }
+    report.segments.push(segment);
+  }
+  return report;
+}
+
+async function recoverSealed(
+  disk: Disk,
+  segment: Segment,
+  indexIntervalBytes: number,
+  label: string,
+  report: RecoveryReport,
+): Promise<void> {
+  const file = await disk.open(segment.logPath, { readOnly: true });
+  try {
+    const size = await file.sizeBytes();
+    const stored = await readIndexFile(disk, segment.indexPath);
+    const usable = stored !== null && isConsistentIndex(stored, size) ? stored : null;
+    const entries: IndexEntry[] = usable ?? [];
+    const from = usable?.at(-1)?.position ?? 0;
+    let last: BatchHeader | null = null;
+    let lastIndexed = usable?.at(-1)?.position ?? -1;
+    const end = await scanBatches(file, from, size, { verify: false }, (_batch, header, position) => {
+      if (usable === null && (lastIndexed < 0 || position - lastIndexed >= indexIntervalBytes)) {
+        entries.push({
+          relativeOffset: header.baseOffset - segment.startOffset,
+          position,
+          timestampUs: header.baseTimestampUs,
+        });
+        lastIndexed = position;
+      }
+      last = header;
+      return true;
+    });
+    if (end.kind !== "end") {
+      throw new PartitionRefusedError(
+        label,
+        `sealed segment ${segment.stem} is ${end.kind} at byte ${end.position}`,
+      );
+    }
+    const lastHeader = last as BatchHeader | null;
+    if (lastHeader === null) {
+      throw new PartitionRefusedError(label, `sealed segment ${segment.stem} is empty`);
+    }
+    if (usable === null) {
+      await writeIndexFile(disk, segment.indexPath, entries);
+      report.rebuiltIndexes++;
+    }
+    for (const e of entries) segment.index.add(e);
+    segment.sizeBytes = size;
+    segment.endOffset = lastHeader.baseOffset + lastHeader.lastOffsetDelta;
+    segment.maxTimestampUs = lastHeader.maxTimestampUs;
+    segment.firstTimestampUs = entries[0]?.timestampUs ?? lastHeader.baseTimestampUs;
+    segment.lastIndexedPosition = entries.at(-1)?.position ?? -1;
+    segment.sealed = true;
+    markVisible(segment);
+  } finally {
+    await file.close();
+  }
+}
+
+async function recoverActive(
+  disk: Disk,
+  segment: Segment,
+  indexIntervalBytes: number,
+  label: string,
+  report: RecoveryReport,
+  logger: Logger,
+): Promise<void> {
+  const file = await disk.open(segment.logPath);
+  const size = await file.sizeBytes();
+  const entries: IndexEntry[] = [];
+  let expectedOffset = segment.startOffset;
+  let mismatch: number | null = null;
+  const end = await scanBatches(file, 0, size, { verify: true }, (_batch, header, position) => {
+    if (header.baseOffset !== expectedOffset) {
+      mismatch = position;
+      return false;
+    }
+    if (entries.length === 0 || position - entries.at(-1)!.position >= indexIntervalBytes) {
+      entries.push({
+        relativeOffset: header.baseOffset - segment.startOffset,
+        position,
+        timestampUs: header.baseTimestampUs,
+      });
+    }
+    segment.endOffset = header.baseOffset + header.lastOffsetDelta;
+    segment.firstTimestampUs ??= header.baseTimestampUs;
+    segment.maxTimestampUs = header.maxTimestampUs;
+    expectedOffset = segment.endOffset + 1;
+    return true;
+  });
+  const validEnd = mismatch ?? end.position;
+  if (
+    end.kind === "corrupt" && await validBatchFollows(file, end.position, size, end.header, expectedOffset)
+  ) {
+    await file.close();
+    throw new PartitionRefusedError(
+      label,
+      `segment ${segment.stem} has a corrupt batch at byte ${end.position} followed by valid data; refusing to drop acknowledged batches`,
+    );
+  }
+  if (validEnd < size) {
+    logger.warn("truncating torn tail", {
+      partition: label,
+      segment: segment.stem,
+      from_byte: validEnd,
+      bytes: size - validEnd,
+    });
+    await file.truncate(validEnd);
+    await file.sync();
+    report.truncatedBytes += size - validEnd;
+  }
+  await writeIndexFile(disk, segment.indexPath, entries);
+  for (const e of entries) segment.index.add(e);
+  segment.sizeBytes = validEnd;
+  segment.lastIndexedPosition = entries.at(-1)?.position ?? -1;
+  segment.logFile = file;
+  segment.indexFile = await disk.open(segment.indexPath);
+  markVisible(segment);
+}
+
+/** Whether a plausible batch with the next expected offset starts right after a corrupt one. */
+async function validBatchFollows(
+  file: Awaited<ReturnType<Disk["open"]>>,
+  position: number,
+  size: number,
+  header: BatchHeader | null,
+  expectedOffset: number,
+): Promise<boolean> {
+  if (header === null) return false;
+  const next = position + header.lengthBytes;
+  if (next >= size) return false;
+  const bytes = await readExactly(file, next, Math.min(size - next, 48));
+  const following = decodeBatchHeader(bytes);
+  return following !== null && isPlausibleHeader(following) &&
+    following.baseOffset === expectedOffset + header.messageCount && next + following.lengthBytes <= size;
+}
+
+function isConsistentIndex(entries: IndexEntry[], logSize: number): boolean {
+  if (entries.length === 0) return logSize === 0;
+  if (entries[0]!.position !== 0 || entries[0]!.relativeOffset !== 0) return false;
+  for (let i = 1; i < entries.length; i++) {
+    const a = entries[i - 1]!;
+    const b = entries[i]!;
+    if (b.position <= a.position || b.relativeOffset <= a.relativeOffset || b.timestampUs < a.timestampUs) {
+      return false;
+    }
+  }
+  return entries.at(-1)!.position < logSize;
+}
+
+async function readIndexFile(disk: Disk, path: string): Promise<IndexEntry[] | null> {
+  const stat = await disk.stat(path);
+  if (stat === null) return null;
+  const file = await disk.open(path, { readOnly: true });
+  try {
+    return decodeIndexEntries(await readExactly(file, 0, stat.sizeBytes));
+  } finally {
+    await file.close();
+  }
+}
+
+async function writeIndexFile(disk: Disk, path: string, entries: readonly IndexEntry[]): Promise<void> {
+  const bytes = new Uint8Array(entries.length * indexEntryBytes);
+  entries.forEach((e, i) => bytes.set(encodeIndexEntry(e), i * indexEntryBytes));
+  const file = await disk.open(path, { create: true });
+  try {
+    await file.truncate(0);
+    await file.writeAt(bytes, 0);
+    await file.sync();
+  } finally {
+    await file.close();
+  }
+}
+
+function markVisible(segment: Segment): void {
+  segment.visibleSizeBytes = segment.sizeBytes;
+  segment.visibleEndOffset = segment.endOffset;
+}
+
+export { SparseIndex };

@@ -1,0 +1,93 @@
+import { assert } from "../runtime/assert.ts";
+
+/**
+ * A segment's sparse index: one entry per `index_interval` bytes of log, each pointing at a batch
+ * start. An entry is 16 bytes on disk, little-endian: relative_offset u32, position u32,
+ * timestamp_us u64 (the batch's base timestamp). Timestamps are monotonic within a partition, so
+ * both lookups are binary searches, and a lookup reads at most one interval of log after it.
+ */
+export const indexEntryBytes = 16;
+
+export interface IndexEntry {
+  relativeOffset: number;
+  position: number;
+  timestampUs: number;
+}
+
+export class SparseIndex {
+  readonly #entries: IndexEntry[] = [];
+
+  get length(): number {
+    return this.#entries.length;
+  }
+
+  get last(): IndexEntry | null {
+    return this.#entries.at(-1) ?? null;
+  }
+
+  entries(): readonly IndexEntry[] {
+    return this.#entries;
+  }
+
+  add(entry: IndexEntry): void {
+    const last = this.last;
+    assert(
+      last === null ||
+        (entry.relativeOffset > last.relativeOffset && entry.position > last.position &&
+          entry.timestampUs >= last.timestampUs),
+      "index entries must increase",
+    );
+    this.#entries.push(entry);
+  }
+
+  /** The last entry at or before `relativeOffset`, or the start of the segment. */
+  floorByOffset(relativeOffset: number): IndexEntry {
+    return this.#floor((e) => e.relativeOffset <= relativeOffset);
+  }
+
+  /** The last entry whose batch starts strictly before `timestampUs`, or the start of the segment. */
+  floorByTimestamp(timestampUs: number): IndexEntry {
+    return this.#floor((e) => e.timestampUs < timestampUs);
+  }
+
+  #floor(isAtOrBefore: (e: IndexEntry) => boolean): IndexEntry {
+    let lo = 0;
+    let hi = this.#entries.length - 1;
+    let best: IndexEntry = { relativeOffset: 0, position: 0, timestampUs: 0 };
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const entry = this.#entries[mid]!;
+      if (isAtOrBefore(entry)) {
+        best = entry;
+        lo = mid + 1;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    return best;
+  }
+}
+
+export function encodeIndexEntry(entry: IndexEntry): Uint8Array {
+  const bytes = new Uint8Array(indexEntryBytes);
+  const view = new DataView(bytes.buffer);
+  view.setUint32(0, entry.relativeOffset, true);
+  view.setUint32(4, entry.position, true);
+  view.setBigUint64(8, BigInt(entry.timestampUs), true);
+  return bytes;
+}
+
+/** Decodes a whole index file; returns null when it is not a whole number of entries. */
+export function decodeIndexEntries(bytes: Uint8Array): IndexEntry[] | null {
+  if (bytes.length % indexEntryBytes !== 0) return null;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const entries: IndexEntry[] = [];
+  for (let pos = 0; pos < bytes.length; pos += indexEntryBytes) {
+    entries.push({
+      relativeOffset: view.getUint32(pos, true),
+      position: view.getUint32(pos + 4, true),
+      timestampUs: Number(view.getBigUint64(pos + 8, true)),
+    });
+  }
+  return entries;
+}

@@ -1,0 +1,25 @@
+import type { Disk } from "../runtime/disk.ts";
+import { readRecordFile, writeRecordFile } from "./record_file.ts";
+
+/**
+ * A partition's small durable facts, rewritten atomically on every change. The tiering issues
+ * add the tiered floor and the deleted-up-to watermark here.
+ */
+export interface Superblock {
+  version: 1;
+  /** Identifies this incarnation of the partition: random 64 bits as 16 hex digits. */
+  createdRevision: string;
+  /** Bumped by every purge; separates the offset spaces before and after it. */
+  purgeGeneration: number;
+}
+
+export const superblockFileName = "superblock.bin";
+const magic = "STRASUPB";
+
+export function writeSuperblock(disk: Disk, dir: string, superblock: Superblock): Promise<void> {
+  return writeRecordFile(disk, dir, superblockFileName, magic, superblock);
+}
+
+export function readSuperblock(disk: Disk, dir: string): Promise<Superblock | null> {
+  return readRecordFile<Superblock>(disk, `${dir}/${superblockFileName}`, magic);
+}

@@ -1,0 +1,24 @@
+import type { Disk, DiskFile, OpenOptions } from "../../src/runtime/disk.ts";
+import { NodeDisk } from "../../src/runtime/node_disk.ts";
+
+/** A NodeDisk that counts file fsyncs, to observe group commit. */
+export class CountingDisk extends NodeDisk implements Disk {
+  fileSyncs = 0;
+
+  override async open(path: string, options?: OpenOptions): Promise<DiskFile> {
+    return this.#wrap(await super.open(path, options));
+  }
+
+  override async createExclusive(path: string): Promise<DiskFile> {
+    return this.#wrap(await super.createExclusive(path));
+  }
+
+  #wrap(file: DiskFile): DiskFile {
+    const sync = file.sync.bind(file);
+    file.sync = () => {
+      this.fileSyncs++;
+      return sync();
+    };
+    return file;
+  }
+}

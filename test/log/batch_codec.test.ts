@@ -1,0 +1,39 @@
+import t from "tap";
+import { decodeBatchHeader, decodeMessages, encodeBatch, verifyBatch } from "../../src/log/batch_codec.ts";
+import { initCrc32c } from "../../src/runtime/crc32c.ts";
+
+await initCrc32c();
+const bytes = (s: string) => new TextEncoder().encode(s);
+
+t.test("a batch round-trips keys, headers, payloads, offsets and timestamps", (t) => {
+  const batch = encodeBatch(1000, 1_700_000_000_000_123, [
+    { key: "user-1", headers: { "content-type": "text/plain", trace: "é✓" }, payload: bytes("hello") },
+    { key: null, headers: {}, payload: new Uint8Array(0) },
+    { key: "", headers: {}, payload: new Uint8Array([0, 255, 7]) },
+  ]);
+  t.ok(verifyBatch(batch));
+  const header = decodeBatchHeader(batch)!;
+  t.equal(header.baseOffset, 1000);
+  t.equal(header.messageCount, 3);
+  t.equal(header.lengthBytes, batch.length);
+  const messages = decodeMessages(batch);
+  t.same(messages.map((m) => m.offset), [1000, 1001, 1002]);
+  t.same(messages.map((m) => m.key), ["user-1", null, ""]);
+  t.same(messages[0]!.headers, { "content-type": "text/plain", trace: "é✓" });
+  t.same([...messages[2]!.payload], [0, 255, 7]);
+  t.equal(messages[1]!.timestampUs, 1_700_000_000_000_123);
+  t.end();
+});
+
+t.test("a flipped bit anywhere after the checksum field fails verification", (t) => {
+  const batch = encodeBatch(0, 1, [{ key: "k", headers: { a: "b" }, payload: bytes("payload bytes") }]);
+  const failures: number[] = [];
+  for (let i = 16; i < batch.length; i++) {
+    const copy = batch.slice();
+    copy[i]! ^= 0x10;
+    if (verifyBatch(copy)) failures.push(i);
+  }
+  t.same(failures, [], "every flipped byte is detected");
+  t.notOk(verifyBatch(batch.subarray(0, batch.length - 1)), "a short batch fails");
+  t.end();
+});

@@ -1,0 +1,208 @@
+import t from "tap";
+import type { MessageInput } from "../../src/log/batch_codec.ts";
+import type { LogConfig } from "../../src/log/log_config.ts";
+import { WriteQueueFullError } from "../../src/log/log_errors.ts";
+import { PartitionLog } from "../../src/log/partition_log.ts";
+import { silentLogger } from "../../src/runtime/logger.ts";
+import { initCrc32c } from "../../src/runtime/crc32c.ts";
+import { NodeDisk } from "../../src/runtime/node_disk.ts";
+import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import { recoverSegments } from "../../src/log/recover_segments.ts";
+import { CountingDisk } from "../helpers/counting_disk.ts";
+import { tempDir } from "../helpers/temp_dir.ts";
+
+await initCrc32c();
+
+const config = (overrides: Partial<LogConfig> = {}): LogConfig => ({
+  segmentSizeBytes: 1024 * 1024,
+  segmentMaxAgeMs: null,
+  indexIntervalBytes: 4096,
+  fsync: "always",
+  fsyncIntervalMs: 1000,
+  writeQueueMax: 1000,
+  ...overrides,
+});
+
+const message = (i: number, size = 100): MessageInput => ({
+  key: `k${i}`,
+  headers: { i: String(i) },
+  payload: new Uint8Array(size).fill(i % 251),
+});
+
+async function newLog(
+  t: Tap,
+  overrides: Partial<LogConfig> = {},
+  disk = new NodeDisk(),
+  clock = new VirtualClock(),
+) {
+  const dir = tempDir(t);
+  const segment = await PartitionLog.createSegment(disk, dir, 0);
+  const log = new PartitionLog(disk, dir, clock, config(overrides), [segment], "test");
+  t.teardown(() => log.close());
+  return { log, dir, disk, clock };
+}
+type Tap = Parameters<Parameters<typeof t.test>[1]>[0];
+
+t.test("offsets are dense from 0 and a read spans segments seamlessly", async (t) => {
+  const { log } = await newLog(t, { segmentSizeBytes: 1500 });
+  let expected = 0;
+  for (let b = 0; b < 40; b++) {
+    const result = await log.append([message(2 * b), message(2 * b + 1)]);
+    t.equal(result.baseOffset, expected);
+    expected += 2;
+  }
+  const stats = log.stats();
+  t.ok(stats.segments.length > 5, `${stats.segments.length} segments after rolling by size`);
+  t.ok(stats.segments.slice(0, -1).every((s) => s.sealed), "all but the last are sealed");
+  for (let i = 1; i < stats.segments.length; i++) {
+    t.equal(stats.segments[i]!.startOffset, stats.segments[i - 1]!.endOffset + 1, "contiguous");
+  }
+  const all = await log.read(0, 1000, 10 * 1024 * 1024);
+  t.same(all.messages.map((m) => m.offset), Array.from({ length: 80 }, (_, i) => i));
+  t.same(all.messages.map((m) => m.payload[0]), Array.from({ length: 80 }, (_, i) => i % 251));
+  t.equal(all.nextOffset, 80);
+  const middle = await log.read(37, 5, 10_000);
+  t.same(middle.messages.map((m) => m.offset), [37, 38, 39, 40, 41]);
+  t.equal(middle.nextOffset, 42);
+});
+
+t.test("reads respect count and max_bytes, always return at least one message, and clamp out-of-range offsets", async (t) => {
+  const { log } = await newLog(t);
+  for (let i = 0; i < 10; i++) await log.append([message(i, 1000)]);
+  t.equal((await log.read(0, 3, 1_000_000)).messages.length, 3);
+  t.equal((await log.read(0, 100, 2500)).messages.length, 2, "two 1000-byte payloads fit in 2500 bytes");
+  t.equal(
+    (await log.read(0, 100, 10)).messages.length,
+    1,
+    "one message even when it alone exceeds max_bytes",
+  );
+  const beyond = await log.read(50, 10, 10_000);
+  t.same(beyond, { messages: [], nextOffset: 10 }, "beyond the end: empty, with the next offset");
+});
+
+t.test("the active segment rolls by age, checked from the tick (virtual clock)", async (t) => {
+  const clock = new VirtualClock();
+  const { log } = await newLog(t, { segmentMaxAgeMs: 60_000 }, new NodeDisk(), clock);
+  await log.append([message(0)]);
+  clock.advance(59_000);
+  log.onTick(clock.nowMs());
+  await log.append([message(1)]);
+  t.equal(log.stats().segments.length, 1, "not yet 60 s old");
+  clock.advance(1_000);
+  log.onTick(clock.nowMs());
+  await log.append([message(2)]);
+  const segments = log.stats().segments;
+  t.equal(segments.length, 2, "rolled once the first batch was 60 s old");
+  t.same(segments.map((s) => [s.startOffset, s.endOffset, s.sealed]), [[0, 1, true], [2, 2, false]]);
+});
+
+t.test("lookup by timestamp finds the first message at or after it", async (t) => {
+  const clock = new VirtualClock();
+  const { log } = await newLog(t, { segmentSizeBytes: 2000, indexIntervalBytes: 300 }, new NodeDisk(), clock);
+  const stamps: number[] = [];
+  for (let i = 0; i < 30; i++) {
+    clock.advance(10);
+    await log.append([message(i)]);
+    stamps.push(clock.wallMs() * 1000);
+  }
+  t.ok(log.stats().segments.length > 2);
+  for (const i of [0, 7, 15, 29]) {
+    const r = await log.readFromTimestamp(stamps[i]!, 1, 10_000);
+    t.equal(r.messages[0]?.offset, i, `timestamp of message ${i}`);
+    const between = await log.readFromTimestamp(stamps[i]! - 1, 1, 10_000);
+    t.equal(between.messages[0]?.offset, i, `just before message ${i}`);
+  }
+  const after = await log.readFromTimestamp(stamps[29]! + 1, 1, 10_000);
+  t.same(after, { messages: [], nextOffset: 30 });
+});
+
+t.test("group commit: one fsync serves every batch queued before it", async (t) => {
+  const disk = new CountingDisk();
+  const { log } = await newLog(t, {}, disk);
+  const before = disk.fileSyncs;
+  const results = await Promise.all(Array.from({ length: 100 }, (_, i) => log.append([message(i)])));
+  t.same(
+    results.map((r) => r.baseOffset),
+    Array.from({ length: 100 }, (_, i) => i),
+    "offsets in arrival order",
+  );
+  t.ok(disk.fileSyncs - before <= 2, `100 concurrent appends took ${disk.fileSyncs - before} fsyncs`);
+});
+
+t.test("with fsync = interval, appends are acknowledged without an fsync and synced from the tick", async (t) => {
+  const disk = new CountingDisk();
+  const clock = new VirtualClock();
+  const { log } = await newLog(t, { fsync: "interval", fsyncIntervalMs: 1000 }, disk, clock);
+  const before = disk.fileSyncs;
+  for (let i = 0; i < 10; i++) await log.append([message(i)]);
+  t.equal(disk.fileSyncs - before, 0, "no fsync per append");
+  clock.advance(1000);
+  log.onTick(clock.nowMs());
+  await log.append([message(10)]);
+  t.equal(disk.fileSyncs - before, 1, "one fsync once the interval elapsed");
+});
+
+t.test("the write queue is bounded: one group in flight plus at most writeQueueMax queued", async (t) => {
+  const { log } = await newLog(t, { writeQueueMax: 5 });
+  const inFlight = log.append([message(0)]);
+  const queued = Array.from({ length: 5 }, (_, i) => log.append([message(i + 1)]));
+  await t.rejects(log.append([message(9)]), WriteQueueFullError);
+  await Promise.all([inFlight, ...queued]);
+  t.equal(log.nextOffset, 6, "every accepted append landed");
+});
+
+t.test("retention deletes the oldest sealed segments, never the active one, and reads clamp forward", async (t) => {
+  const { log, dir } = await newLog(t, { segmentSizeBytes: 2000 });
+  for (let i = 0; i < 40; i++) await log.append([message(i, 500)]);
+  const before = log.stats();
+  const deleted = await log.enforceRetention((_segment, retained) => retained > 5000);
+  t.ok(deleted > 0);
+  const after = log.stats();
+  t.equal(after.segments.length, before.segments.length - deleted);
+  t.ok(after.sizeBytes <= 5000 + 2100, `retained ${after.sizeBytes} bytes`);
+  const everything = await log.enforceRetention(() => true);
+  t.equal(log.stats().segments.length, 1, `deleted ${everything} more; the active segment stays`);
+  const read = await log.read(0, 1, 10_000);
+  t.equal(
+    read.messages[0]?.offset ?? read.nextOffset,
+    log.stats().firstOffset,
+    "a read below the first offset clamps forward",
+  );
+  const files = (await new NodeDisk().list(dir)).filter((n) => n.endsWith(".log"));
+  t.equal(files.length, 1, "the deleted segments' files are gone");
+});
+
+t.test("purge deletes everything and restarts offsets at 0", async (t) => {
+  const { log, dir } = await newLog(t, { segmentSizeBytes: 2000 });
+  for (let i = 0; i < 20; i++) await log.append([message(i, 500)]);
+  let committed = false;
+  await log.purge(() => {
+    committed = true;
+    return Promise.resolve();
+  });
+  t.ok(committed);
+  t.same(log.stats().segments.map((s) => s.startOffset), [0]);
+  t.equal(log.nextOffset, 0);
+  t.equal((await log.append([message(1)])).baseOffset, 0);
+  t.equal((await new NodeDisk().list(dir)).filter((n) => n.endsWith(".log")).length, 1);
+});
+
+t.test("a closed log can be recovered with the same contents", async (t) => {
+  const { log, dir, disk } = await newLog(t, { segmentSizeBytes: 3000 });
+  for (let i = 0; i < 30; i++) await log.append([message(i, 300)]);
+  const before = log.stats();
+  await log.close();
+  const report = await recoverSegments(disk, dir, 4096, "test", silentLogger());
+  const reopened = new PartitionLog(
+    disk,
+    dir,
+    new VirtualClock(),
+    config({ segmentSizeBytes: 3000 }),
+    report.segments,
+    "test",
+  );
+  t.teardown(() => reopened.close());
+  t.same(reopened.stats(), before);
+  t.equal(report.truncatedBytes, 0);
+  t.equal((await reopened.append([message(30)])).baseOffset, 30);
+});
