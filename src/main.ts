@@ -8,6 +8,7 @@ import { loadConfig } from "./config/load_config.ts";
 import { Logger } from "./runtime/logger.ts";
 import { NodeDisk } from "./runtime/node_disk.ts";
 import { RealClock } from "./runtime/real_clock.ts";
+import { Rng } from "./runtime/rng.ts";
 import { CliArgsError, parseServerArgs, serverUsage } from "./server/cli_args.ts";
 import { StrataServer } from "./server/server.ts";
 
@@ -27,7 +28,13 @@ async function main(): Promise<number> {
   }
   const { config, secrets } = loadConfig(text, args.configPath, Deno.env.toObject());
   const logger = new Logger({ level: config.log.level, secrets });
-  const server = await StrataServer.open({ config, logger, clock: new RealClock(), disk: new NodeDisk() });
+  const server = await StrataServer.open({
+    config,
+    logger,
+    clock: new RealClock(),
+    disk: new NodeDisk(),
+    rng: Rng.fromEntropy(),
+  });
   const { hostname, port } = config.http.address;
   const listening = Promise.withResolvers<void>();
   const http = Deno.serve({

@@ -43,6 +43,7 @@ export function secretValues(schema: ConfigSchema, validated: ValidatedConfig): 
       if (spec.kind === "string" && spec.secret && typeof value === "string" && value !== "") {
         secrets.push(value);
       }
+      if (spec.kind === "strings" && spec.secret && Array.isArray(value)) secrets.push(...value);
     }
   }
   return secrets;

@@ -126,6 +126,16 @@ function coerce(spec: KeySpec, given: RawValue): ConfigValue {
       );
     case "address":
       return parseAddress(origin, value);
+    case "strings": {
+      const list = typeof value === "string" && fromEnv ? value.split(",").filter((v) => v !== "") : value;
+      if (!Array.isArray(list) || !list.every((v) => typeof v === "string" && v !== "")) {
+        throw new ConfigError(origin, "expected an array of non-empty strings");
+      }
+      if (list.length > spec.itemsMax) {
+        throw new ConfigError(origin, `at most ${spec.itemsMax} entries are allowed`);
+      }
+      return list as string[];
+    }
   }
 }
 

@@ -1,5 +1,9 @@
 import type { Registry } from "prom-client";
+import type { Logger } from "../runtime/logger.ts";
 import type { Pump } from "../runtime/pump.ts";
+import { ApiError } from "./api_errors.ts";
+import { matchRoute } from "./api_routes.ts";
+import type { Broker } from "./broker.ts";
 import { errorResponse, jsonResponse } from "./json_response.ts";
 
 export type FetchHandler = (request: Request) => Promise<Response>;
@@ -7,30 +11,63 @@ export type FetchHandler = (request: Request) => Promise<Response>;
 export interface HttpHandlerDeps {
   registry: Registry;
   pumps: readonly Pump[];
+  broker: Broker;
+  logger: Logger;
+  maxRequestBytes: number;
+  /** When non-empty, every request needs `Authorization: Bearer <one of these>`. */
+  tokens: readonly string[];
 }
 
 /**
  * The HTTP API as a fetch-style function, served by `Deno.serve` in the entry point and called
- * directly by tests under Node, without a socket. Bad input never reaches a 500: unknown paths
- * get 404 and wrong methods 405, both with the JSON error body.
+ * directly by tests under Node, without a socket. Bad input never reaches a 500: every refusal is
+ * an `ApiError` with a 4xx (or a 503 for transient conditions) and the JSON error body.
  */
 export function createHttpHandler(deps: HttpHandlerDeps): FetchHandler {
   return async (request) => {
     const url = new URL(request.url);
-    const route = routes[url.pathname];
-    if (route === undefined) {
-      return errorResponse(404, "not_found", `Cannot ${request.method} ${url.pathname}: no such endpoint`);
-    }
-    if (request.method !== "GET" && request.method !== "HEAD") {
-      return errorResponse(405, "method_not_allowed", `Cannot ${request.method} ${url.pathname}: use GET`, {
-        allow: "GET, HEAD",
+    try {
+      if (!authorized(request, deps.tokens)) {
+        return errorResponse(
+          401,
+          "unauthorized",
+          "Cannot authorize request: a valid bearer token is required",
+          {
+            "www-authenticate": "Bearer",
+          },
+        );
+      }
+      const builtin = builtins[url.pathname];
+      if (builtin !== undefined) {
+        if (request.method !== "GET" && request.method !== "HEAD") {
+          return methodNotAllowed(request, url, ["GET", "HEAD"]);
+        }
+        return await builtin(deps);
+      }
+      const segments = splitPath(url.pathname);
+      const match = segments === null ? null : matchRoute(request.method, segments);
+      if (match === null) {
+        return errorResponse(404, "not_found", `Cannot ${request.method} ${url.pathname}: no such endpoint`);
+      }
+      if ("allowed" in match) return methodNotAllowed(request, url, match.allowed);
+      return await match.route.handler({
+        request,
+        url,
+        params: match.params,
+        broker: deps.broker,
+        maxRequestBytes: deps.maxRequestBytes,
       });
+    } catch (error) {
+      if (error instanceof ApiError) {
+        return errorResponse(error.status, error.code, error.message, error.headers);
+      }
+      deps.logger.error("request failed", { method: request.method, path: url.pathname, error });
+      return errorResponse(500, "internal_error", `Cannot ${request.method} ${url.pathname}: internal error`);
     }
-    return await route(deps);
   };
 }
 
-const routes: Record<string, (deps: HttpHandlerDeps) => Promise<Response>> = {
+const builtins: Record<string, (deps: HttpHandlerDeps) => Promise<Response>> = {
   "/metrics": async ({ registry }) =>
     new Response(await registry.metrics(), {
       status: 200,
@@ -50,3 +87,30 @@ const routes: Record<string, (deps: HttpHandlerDeps) => Promise<Response>> = {
       }),
     })),
 };
+
+function authorized(request: Request, tokens: readonly string[]): boolean {
+  if (tokens.length === 0) return true;
+  const header = request.headers.get("authorization") ?? "";
+  const match = /^Bearer (.+)$/.exec(header);
+  return match !== null && tokens.includes(match[1]!);
+}
+
+function methodNotAllowed(request: Request, url: URL, allowed: string[]): Response {
+  return errorResponse(
+    405,
+    "method_not_allowed",
+    `Cannot ${request.method} ${url.pathname}: use ${allowed.join(" or ")}`,
+    {
+      allow: allowed.join(", "),
+    },
+  );
+}
+
+/** Path segments, percent-decoded; null when a segment is not valid percent-encoding. */
+function splitPath(pathname: string): string[] | null {
+  try {
+    return pathname.split("/").filter((s) => s !== "").map((s) => decodeURIComponent(s));
+  } catch {
+    return null;
+  }
+}

@@ -5,8 +5,10 @@ import type { Clock } from "../runtime/clock.ts";
 import type { Disk } from "../runtime/disk.ts";
 import type { Logger } from "../runtime/logger.ts";
 import { createMetricsRegistry, type Registry } from "../runtime/metrics.ts";
-import { Pump } from "../runtime/pump.ts";
-import { PumpMetrics } from "../runtime/pump_metrics.ts";
+import type { Pump } from "../runtime/pump.ts";
+import type { Rng } from "../runtime/rng.ts";
+import { initCrc32c } from "../runtime/crc32c.ts";
+import { Broker } from "./broker.ts";
 import { createHttpHandler, type FetchHandler } from "./http_handler.ts";
 
 export interface ServerDeps {
@@ -14,55 +16,60 @@ export interface ServerDeps {
   logger: Logger;
   clock: Clock;
   disk: Disk;
+  rng: Rng;
   registry?: Registry;
 }
 
 /**
- * The server without its socket: the data directory, the shards' pumps, the metrics registry and
- * the fetch handler. Runtime-neutral, so tests run it under Node and `main.ts` serves it on Deno.
+ * The server without its socket: the broker (data directory, shards and their pumps), the metrics
+ * registry and the fetch handler. Runtime-neutral, so tests run it under Node and `main.ts`
+ * serves it on Deno.
  */
 export class StrataServer {
   readonly handler: FetchHandler;
   readonly registry: Registry;
-  readonly pumps: readonly Pump[];
+  readonly broker: Broker;
   readonly #logger: Logger;
   #closed = false;
 
-  private constructor(registry: Registry, pumps: Pump[], logger: Logger) {
+  private constructor(registry: Registry, broker: Broker, logger: Logger, config: Config) {
     this.registry = registry;
-    this.pumps = pumps;
+    this.broker = broker;
     this.#logger = logger;
-    this.handler = createHttpHandler({ registry, pumps });
+    this.handler = createHttpHandler({
+      registry,
+      pumps: broker.shards.map((s) => s.pump),
+      broker,
+      logger,
+      maxRequestBytes: config.http.maxRequestBytes,
+      tokens: config.http.tokens,
+    });
+  }
+
+  get pumps(): readonly Pump[] {
+    return this.broker.shards.map((s) => s.pump);
   }
 
   static async open(deps: ServerDeps): Promise<StrataServer> {
-    const { config, logger, clock, disk } = deps;
+    const { config, logger, clock, disk, rng } = deps;
+    await initCrc32c();
     await disk.mkdirp(config.system.path);
     const registry = deps.registry ?? createMetricsRegistry();
     registerProcessMetrics(registry);
-    const pumpMetrics = new PumpMetrics(registry);
-    const pump = new Pump({
-      clock,
-      metrics: pumpMetrics,
-      logger: logger.child({ shard: "0" }),
-      shard: "0",
-      tickIntervalMs: config.system.tickIntervalMs,
-    });
-    pump.start();
+    const broker = await Broker.open({ config, disk, clock, rng, logger, registry });
     logger.info("server opened", {
       data_path: config.system.path,
       tick_interval_ms: config.system.tickIntervalMs,
     });
-    return new StrataServer(registry, [pump], logger);
+    return new StrataServer(registry, broker, logger, config);
   }
 
-  /** Stops the pumps. Idempotent, so a second signal during shutdown does no harm. */
-  close(): Promise<void> {
-    if (this.#closed) return Promise.resolve();
+  /** Stops the pumps and syncs and closes every partition. Idempotent. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
     this.#closed = true;
-    for (const pump of this.pumps) pump.stop();
+    await this.broker.close();
     this.#logger.info("server closed");
-    return Promise.resolve();
   }
 }
 

@@ -1,4 +1,4 @@
-import t from "tap";
+import t, { type Test } from "tap";
 import type { MessageInput } from "../../src/log/batch_codec.ts";
 import type { LogConfig } from "../../src/log/log_config.ts";
 import { WriteQueueFullError } from "../../src/log/log_errors.ts";
@@ -30,7 +30,7 @@ const message = (i: number, size = 100): MessageInput => ({
 });
 
 async function newLog(
-  t: Tap,
+  t: Test,
   overrides: Partial<LogConfig> = {},
   disk = new NodeDisk(),
   clock = new VirtualClock(),
@@ -41,7 +41,6 @@ async function newLog(
   t.teardown(() => log.close());
   return { log, dir, disk, clock };
 }
-type Tap = Parameters<Parameters<typeof t.test>[1]>[0];
 
 t.test("offsets are dense from 0 and a read spans segments seamlessly", async (t) => {
   const { log } = await newLog(t, { segmentSizeBytes: 1500 });

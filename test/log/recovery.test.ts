@@ -1,5 +1,5 @@
 import { readFileSync, truncateSync, unlinkSync, writeFileSync } from "node:fs";
-import t from "tap";
+import t, { type Test } from "tap";
 import type { MessageInput } from "../../src/log/batch_codec.ts";
 import type { LogConfig } from "../../src/log/log_config.ts";
 import { PartitionRefusedError } from "../../src/log/log_errors.ts";
@@ -26,10 +26,9 @@ const message = (i: number): MessageInput => ({
   headers: {},
   payload: new Uint8Array(200).fill(i),
 });
-type Tap = Parameters<Parameters<typeof t.test>[1]>[0];
 
 /** Writes `batches` single-message batches, closes the log, and returns the directory and active segment. */
-async function writtenLog(t: Tap, batches: number) {
+async function writtenLog(t: Test, batches: number) {
   const dir = tempDir(t);
   const log = new PartitionLog(disk, dir, new VirtualClock(), config, [
     await PartitionLog.createSegment(disk, dir, 0),

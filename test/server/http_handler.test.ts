@@ -1,24 +1,8 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import t, { type Test } from "tap";
-import { loadConfig } from "../../src/config/load_config.ts";
-import { silentLogger } from "../../src/runtime/logger.ts";
+import t from "tap";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
-import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
-import { StrataServer } from "../../src/server/server.ts";
-
-async function openServer(t: Test) {
-  const dir = mkdtempSync(join(tmpdir(), "strata-http-"));
-  const clock = new VirtualClock();
-  const { config } = loadConfig("", "test", { STRATA_SYSTEM_PATH: join(dir, "data") });
-  const server = await StrataServer.open({ config, logger: silentLogger(), clock, disk: new NodeDisk() });
-  t.teardown(async () => {
-    await server.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  return { server, clock, dir };
-}
+import type { StrataServer } from "../../src/server/server.ts";
+import { openServer } from "../helpers/open_server.ts";
 
 const get = (server: StrataServer, path: string, method = "GET") =>
   server.handler(new Request(`http://strata.test${path}`, { method }));

@@ -1,0 +1,193 @@
+import { ApiError, badRequest } from "./api_errors.ts";
+import { decodeBody, encodeResponse, readBody, requestEncoding, responseEncoding } from "./body_codec.ts";
+import type { Broker } from "./broker.ts";
+import { messageView, parseMessages } from "./message_codec.ts";
+import { checkName } from "./names.ts";
+
+export const pollCountDefault = 100;
+export const pollCountMax = 10_000;
+export const pollBytesDefault = 1024 * 1024;
+export const pollBytesMax = 64 * 1024 * 1024;
+
+export interface RouteContext {
+  request: Request;
+  url: URL;
+  params: string[];
+  broker: Broker;
+  maxRequestBytes: number;
+}
+
+type RouteHandler = (ctx: RouteContext) => Promise<Response>;
+
+interface Route {
+  method: string;
+  /** Path segments; ":name" captures one. */
+  pattern: string[];
+  handler: RouteHandler;
+}
+
+const route = (method: string, path: string, handler: RouteHandler): Route => ({
+  method,
+  pattern: path.split("/").filter((s) => s !== ""),
+  handler,
+});
+
+const S = "/streams/:stream";
+const T = `${S}/topics/:topic`;
+const P = `${T}/partitions/:partition`;
+
+export const apiRoutes: Route[] = [
+  route("POST", "/streams", async (c) => reply(c, 201, await c.broker.createStream((await body(c))["name"]))),
+  route("GET", "/streams", (c) => Promise.resolve(reply(c, 200, { streams: c.broker.listStreams() }))),
+  route("GET", S, (c) => Promise.resolve(reply(c, 200, c.broker.getStream(stream(c))))),
+  route("DELETE", S, async (c) => {
+    await c.broker.deleteStream(stream(c));
+    return new Response(null, { status: 204 });
+  }),
+  route(
+    "POST",
+    `${S}/topics`,
+    async (c) => reply(c, 201, await c.broker.createTopic(stream(c), await body(c))),
+  ),
+  route("GET", T, (c) => Promise.resolve(reply(c, 200, c.broker.getTopic(stream(c), topic(c))))),
+  route("DELETE", T, async (c) => {
+    await c.broker.deleteTopic(stream(c), topic(c));
+    return new Response(null, { status: 204 });
+  }),
+  route("POST", `${T}/messages`, async (c) => {
+    const b = await body(c);
+    const partitionId = b["partition"] === undefined || b["partition"] === null
+      ? undefined
+      : partitionNumber(b["partition"]);
+    const messages = parseMessages(b, requestEncoding(c.request));
+    return reply(c, 200, await c.broker.produce(stream(c), topic(c), partitionId, messages));
+  }),
+  route("DELETE", `${T}/messages`, async (c) => {
+    await c.broker.purgeTopic(stream(c), topic(c));
+    return new Response(null, { status: 204 });
+  }),
+  route(
+    "GET",
+    P,
+    (c) =>
+      Promise.resolve(reply(c, 200, statsView(c.broker.partitionStats(stream(c), topic(c), partition(c))))),
+  ),
+  route("GET", `${P}/messages`, async (c) => {
+    const q = c.url.searchParams;
+    const timestampUs = queryInt(q, "timestamp", null, 0, Number.MAX_SAFE_INTEGER);
+    const offset = queryInt(q, "offset", null, 0, Number.MAX_SAFE_INTEGER);
+    if (timestampUs !== null && offset !== null) {
+      throw badRequest("invalid_query", "Cannot poll: give offset or timestamp, not both");
+    }
+    const result = await c.broker.poll(stream(c), topic(c), partition(c), {
+      ...(timestampUs !== null ? { timestampUs } : { offset: offset ?? 0 }),
+      count: queryInt(q, "count", pollCountDefault, 1, pollCountMax)!,
+      maxBytes: queryInt(q, "max_bytes", pollBytesDefault, 1, pollBytesMax)!,
+    });
+    const encoding = responseEncoding(c.request);
+    return encodeResponse(200, {
+      messages: result.messages.map((m) => messageView(m, encoding)),
+      next_offset: result.nextOffset,
+    }, encoding);
+  }),
+  route("PUT", `${P}/consumers/:consumer/offset`, async (c) => {
+    const consumer = checkName("consumer", c.params[3]);
+    const offset = (await body(c))["offset"];
+    if (typeof offset !== "number" || !Number.isSafeInteger(offset) || offset < 0) {
+      throw badRequest(
+        "invalid_offset",
+        "Cannot store consumer offset: offset must be a non-negative integer",
+      );
+    }
+    await c.broker.storeConsumerOffset(stream(c), topic(c), partition(c), consumer, offset);
+    return reply(c, 200, { consumer, offset });
+  }),
+  route("GET", `${P}/consumers/:consumer/offset`, (c) => {
+    const consumer = checkName("consumer", c.params[3]);
+    return Promise.resolve(
+      reply(c, 200, {
+        consumer,
+        offset: c.broker.consumerOffset(stream(c), topic(c), partition(c), consumer),
+      }),
+    );
+  }),
+];
+
+/** Finds the route for a path; `allowed` lists the methods the path has when the method is wrong. */
+export function matchRoute(
+  method: string,
+  segments: string[],
+): { route: Route; params: string[] } | { allowed: string[] } | null {
+  const allowed: string[] = [];
+  for (const r of apiRoutes) {
+    if (r.pattern.length !== segments.length) continue;
+    const params: string[] = [];
+    const matches = r.pattern.every((p, i) => {
+      if (p.startsWith(":")) {
+        params.push(segments[i]!);
+        return true;
+      }
+      return p === segments[i];
+    });
+    if (!matches) continue;
+    if (r.method === method) return { route: r, params };
+    allowed.push(r.method);
+  }
+  return allowed.length > 0 ? { allowed } : null;
+}
+
+function reply(c: RouteContext, status: number, value: unknown): Response {
+  return encodeResponse(status, value, responseEncoding(c.request));
+}
+
+async function body(c: RouteContext): Promise<Record<string, unknown>> {
+  return decodeBody(await readBody(c.request, c.maxRequestBytes), requestEncoding(c.request));
+}
+
+const stream = (c: RouteContext) => checkName("stream", c.params[0]);
+const topic = (c: RouteContext) => checkName("topic", c.params[1]);
+const partition = (c: RouteContext) => partitionNumber(c.params[2]);
+
+function partitionNumber(value: unknown): number {
+  const n = typeof value === "string" && /^\d{1,9}$/.test(value) ? Number(value) : value;
+  if (typeof n !== "number" || !Number.isInteger(n) || n < 0) {
+    throw badRequest(
+      "invalid_partition",
+      `Cannot use partition ${JSON.stringify(value)}: expected a non-negative integer`,
+    );
+  }
+  return n;
+}
+
+function queryInt(
+  q: URLSearchParams,
+  name: string,
+  fallback: number | null,
+  min: number,
+  max: number,
+): number | null {
+  const raw = q.get(name);
+  if (raw === null || raw === "") return fallback;
+  const n = /^\d{1,16}$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    throw badRequest("invalid_query", `Cannot poll: ${name} must be an integer from ${min} to ${max}`);
+  }
+  return n;
+}
+
+function statsView(s: ReturnType<Broker["partitionStats"]>): Record<string, unknown> {
+  return {
+    first_offset: s.firstOffset,
+    next_offset: s.nextOffset,
+    size_bytes: s.sizeBytes,
+    shard: s.shard,
+    segments: s.segments.map((x) => ({
+      start_offset: x.startOffset,
+      end_offset: x.endOffset,
+      size_bytes: x.sizeBytes,
+      sealed: x.sealed,
+    })),
+  };
+}
+
+export { ApiError };

@@ -1,0 +1,84 @@
+import { Packr } from "msgpackr";
+import { ApiError, badRequest } from "./api_errors.ts";
+
+export type Encoding = "json" | "msgpack";
+
+export const msgpackContentType = "application/msgpack";
+
+/** Plain msgpack maps and binary, no msgpackr extensions, so any msgpack client can read them. */
+const packr = new Packr({ useRecords: false, mapsAsObjects: true, variableMapSize: true });
+
+/** The encoding of a request body, from its content type. */
+export function requestEncoding(request: Request): Encoding {
+  return (request.headers.get("content-type") ?? "").includes(msgpackContentType) ? "msgpack" : "json";
+}
+
+/** The encoding of the answer: msgpack when asked for in `accept`, or when the request was msgpack. */
+export function responseEncoding(request: Request): Encoding {
+  if ((request.headers.get("accept") ?? "").includes(msgpackContentType)) return "msgpack";
+  return requestEncoding(request);
+}
+
+/** Reads the whole body, refusing with 413 as soon as it exceeds `maxBytes`. */
+export async function readBody(request: Request, maxBytes: number): Promise<Uint8Array> {
+  const tooLarge = () =>
+    new ApiError(
+      413,
+      "payload_too_large",
+      `Cannot accept request: the body exceeds max_request_bytes (${maxBytes} bytes)`,
+    );
+  const declared = Number(request.headers.get("content-length") ?? NaN);
+  if (declared > maxBytes) throw tooLarge();
+  if (request.body === null) return new Uint8Array(0);
+  const pieces: Uint8Array[] = [];
+  let total = 0;
+  for await (const piece of request.body) {
+    total += piece.length;
+    if (total > maxBytes) throw tooLarge();
+    pieces.push(piece);
+  }
+  const body = new Uint8Array(total);
+  let at = 0;
+  for (const piece of pieces) {
+    body.set(piece, at);
+    at += piece.length;
+  }
+  return body;
+}
+
+/** Decodes a body as a JSON or msgpack object; anything else is a 400. */
+export function decodeBody(bytes: Uint8Array, encoding: Encoding): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = encoding === "msgpack"
+      ? packr.unpack(bytes)
+      : bytes.length === 0
+      ? {}
+      : JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+  } catch {
+    throw badRequest(
+      "malformed_body",
+      `Cannot parse request body: it is not valid ${encoding === "msgpack" ? "msgpack" : "JSON"}`,
+    );
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw badRequest("malformed_body", "Cannot parse request body: expected an object");
+  }
+  return value as Record<string, unknown>;
+}
+
+export function encodeResponse(status: number, body: unknown, encoding: Encoding): Response {
+  if (encoding === "msgpack") {
+    return new Response(packMsgpack(body), { status, headers: { "content-type": msgpackContentType } });
+  }
+  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+}
+
+export function packMsgpack(value: unknown): Uint8Array<ArrayBuffer> {
+  const packed = packr.pack(value);
+  return new Uint8Array(packed.buffer as ArrayBuffer, packed.byteOffset, packed.byteLength);
+}
+
+export function unpackMsgpack(bytes: Uint8Array): unknown {
+  return packr.unpack(bytes);
+}

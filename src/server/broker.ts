@@ -1,0 +1,473 @@
+import type { Config } from "../config/config.ts";
+import type { MessageInput, StoredMessage } from "../log/batch_codec.ts";
+import type { LogConfig } from "../log/log_config.ts";
+import { PartitionUnavailableError, WriteQueueFullError } from "../log/log_errors.ts";
+import { labelOf, Partition, type PartitionAddress, partitionDir } from "../log/partition.ts";
+import type { LogStats } from "../log/partition_log.ts";
+import { TooManyConsumersError } from "../log/consumer_offsets.ts";
+import type { Clock } from "../runtime/clock.ts";
+import type { Disk } from "../runtime/disk.ts";
+import type { Logger } from "../runtime/logger.ts";
+import type { Registry } from "../runtime/metrics.ts";
+import { Pump } from "../runtime/pump.ts";
+import { PumpMetrics } from "../runtime/pump_metrics.ts";
+import type { Rng } from "../runtime/rng.ts";
+import { Semaphore } from "../runtime/semaphore.ts";
+import { ApiError, badRequest, conflict, notFound, unavailable } from "./api_errors.ts";
+import { MetadataStore, type StreamMeta, type TopicMeta } from "./metadata_store.ts";
+import { checkName } from "./names.ts";
+import { Shard } from "./shard.ts";
+import { fnv1a32 } from "./stable_hash.ts";
+import { parseTopicOptions, type TopicOptions } from "./topic_options.ts";
+
+export interface BrokerDeps {
+  config: Config;
+  disk: Disk;
+  clock: Clock;
+  rng: Rng;
+  logger: Logger;
+  registry: Registry;
+}
+
+/** A partition slot: open, or refused at boot with the reason. */
+type PartitionSlot = { kind: "open"; partition: Partition } | { kind: "refused"; reason: string };
+
+interface TopicRuntime {
+  meta: TopicMeta;
+  streamId: number;
+  slots: PartitionSlot[];
+  roundRobin: number;
+}
+
+export interface PollRequest {
+  offset?: number;
+  timestampUs?: number;
+  count: number;
+  maxBytes: number;
+}
+
+/** Bounds on admin operations waiting for the metadata lock. */
+const adminWaitersMax = 1024;
+
+/**
+ * The storage engine's front: streams, topics and partitions by name, their placement on shards,
+ * and the operations the HTTP API exposes. Admin changes (create, delete, purge) are serialized
+ * by one lock; data operations go straight to the partition.
+ */
+export class Broker {
+  readonly shards: readonly Shard[];
+  readonly #deps: BrokerDeps;
+  readonly #metadata: MetadataStore;
+  readonly #topics = new Map<string, TopicRuntime>();
+  readonly #adminLock = new Semaphore({ permits: 1, waitersMax: adminWaitersMax, name: "metadata lock" });
+
+  private constructor(deps: BrokerDeps, metadata: MetadataStore, shards: Shard[]) {
+    this.#deps = deps;
+    this.#metadata = metadata;
+    this.shards = shards;
+  }
+
+  static async open(deps: BrokerDeps): Promise<Broker> {
+    const { config, disk, clock, logger } = deps;
+    const dataPath = config.system.path;
+    await disk.mkdirp(`${dataPath}/streams`);
+    const metadata = await MetadataStore.open(disk, dataPath, deps.rng, config.system.clusterId);
+    const pumpMetrics = new PumpMetrics(deps.registry);
+    const shards: Shard[] = [];
+    const broker = new Broker(deps, metadata, shards);
+    for (let id = 0; id < config.system.shards; id++) {
+      const shardLogger = logger.child({ shard: String(id) });
+      const pump = new Pump({
+        clock,
+        metrics: pumpMetrics,
+        logger: shardLogger,
+        shard: String(id),
+        tickIntervalMs: config.system.tickIntervalMs,
+      });
+      shards.push(
+        new Shard(
+          id,
+          pump,
+          shardLogger,
+          (p, wallMs) => broker.#retentionPass(p, wallMs),
+          () => clock.wallMs(),
+        ),
+      );
+    }
+    await broker.#sweepOrphanDirectories();
+    for (const stream of metadata.doc.streams) {
+      for (const topic of stream.topics) await broker.#openTopic(stream.id, topic);
+    }
+    for (const shard of shards) shard.pump.start();
+    logger.info("broker opened", {
+      cluster_id: metadata.doc.clusterId,
+      streams: metadata.doc.streams.length,
+      shards: shards.length,
+    });
+    return broker;
+  }
+
+  get clusterId(): string {
+    return this.#metadata.doc.clusterId;
+  }
+
+  // ---- streams -------------------------------------------------------------------------------
+
+  listStreams(): Record<string, unknown>[] {
+    return this.#metadata.doc.streams.map((s) => this.#streamView(s));
+  }
+
+  getStream(name: string): Record<string, unknown> {
+    return this.#streamView(this.#stream(name));
+  }
+
+  async createStream(name: unknown): Promise<Record<string, unknown>> {
+    const streamName = checkName("stream", name);
+    using _lock = await this.#adminLock.acquire();
+    if (this.#metadata.doc.streams.some((s) => s.name === streamName)) {
+      throw conflict("already_exists", `Cannot create stream ${streamName}: it already exists`);
+    }
+    const id = this.#metadata.doc.nextStreamId;
+    await this.#metadata.commit((doc) => {
+      doc.streams.push({
+        id,
+        name: streamName,
+        createdAtMs: this.#deps.clock.wallMs(),
+        nextTopicId: 1,
+        topics: [],
+      });
+      doc.nextStreamId = id + 1;
+    });
+    return this.getStream(streamName);
+  }
+
+  async deleteStream(name: string): Promise<void> {
+    using _lock = await this.#adminLock.acquire();
+    const stream = this.#stream(name);
+    await this.#metadata.commit((doc) => {
+      doc.streams = doc.streams.filter((s) => s.id !== stream.id);
+    });
+    for (const topic of stream.topics) await this.#closeTopic(stream.name, topic.name);
+    await this.#deps.disk.removeTree(`${this.#deps.config.system.path}/streams/${stream.id}`);
+  }
+
+  // ---- topics --------------------------------------------------------------------------------
+
+  async createTopic(streamName: string, body: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const topicName = checkName("topic", body["name"]);
+    const options = parseTopicOptions(body);
+    using _lock = await this.#adminLock.acquire();
+    const stream = this.#stream(streamName);
+    if (stream.topics.some((t) => t.name === topicName)) {
+      throw conflict("already_exists", `Cannot create topic ${streamName}/${topicName}: it already exists`);
+    }
+    const meta: TopicMeta = {
+      id: stream.nextTopicId,
+      name: topicName,
+      createdAtMs: this.#deps.clock.wallMs(),
+      options,
+    };
+    const topicDir = `${this.#deps.config.system.path}/streams/${stream.id}/topics/${meta.id}`;
+    const slots: PartitionSlot[] = [];
+    try {
+      for (let p = 0; p < options.partitions; p++) {
+        const address = { streamId: stream.id, topicId: meta.id, partitionId: p };
+        const partition = await Partition.create(
+          this.#deps.disk,
+          this.#deps.clock,
+          this.#deps.rng,
+          this.#deps.config.system.path,
+          address,
+          this.#logConfig(options),
+        );
+        slots.push({ kind: "open", partition });
+      }
+      await this.#metadata.commit((doc) => {
+        const s = doc.streams.find((x) => x.id === stream.id)!;
+        s.topics.push(meta);
+        s.nextTopicId = meta.id + 1;
+      });
+    } catch (error) {
+      for (const slot of slots) if (slot.kind === "open") await slot.partition.close();
+      await this.#deps.disk.removeTree(topicDir);
+      throw error;
+    }
+    this.#register(stream.id, streamName, meta, slots);
+    return this.getTopic(streamName, topicName);
+  }
+
+  getTopic(streamName: string, topicName: string): Record<string, unknown> {
+    const topic = this.#topic(streamName, topicName);
+    return {
+      id: topic.meta.id,
+      name: topic.meta.name,
+      created_at: topic.meta.createdAtMs,
+      ...topicOptionsView(topic.meta.options),
+      size_bytes: topic.slots.reduce(
+        (sum, s) => sum + (s.kind === "open" ? s.partition.log.stats().sizeBytes : 0),
+        0,
+      ),
+    };
+  }
+
+  async deleteTopic(streamName: string, topicName: string): Promise<void> {
+    using _lock = await this.#adminLock.acquire();
+    const stream = this.#stream(streamName);
+    const topic = this.#topic(streamName, topicName);
+    await this.#metadata.commit((doc) => {
+      const s = doc.streams.find((x) => x.id === stream.id)!;
+      s.topics = s.topics.filter((t) => t.id !== topic.meta.id);
+    });
+    await this.#closeTopic(streamName, topicName);
+    await this.#deps.disk.removeTree(
+      `${this.#deps.config.system.path}/streams/${stream.id}/topics/${topic.meta.id}`,
+    );
+  }
+
+  async purgeTopic(streamName: string, topicName: string): Promise<void> {
+    using _lock = await this.#adminLock.acquire();
+    const topic = this.#topic(streamName, topicName);
+    for (const slot of topic.slots) if (slot.kind === "open") await slot.partition.purge();
+  }
+
+  // ---- data ----------------------------------------------------------------------------------
+
+  async produce(
+    streamName: string,
+    topicName: string,
+    partitionId: number | undefined,
+    messages: MessageInput[],
+  ): Promise<{ partition: number; base_offset: number; count: number }> {
+    const topic = this.#topic(streamName, topicName);
+    const id = partitionId ?? this.#choosePartition(topic, messages[0]!.key);
+    const partition = this.#open(topic, id, streamName);
+    const result = await dataCall(() => partition.log.append(messages));
+    return { partition: id, base_offset: result.baseOffset, count: result.count };
+  }
+
+  async poll(
+    streamName: string,
+    topicName: string,
+    partitionId: number,
+    request: PollRequest,
+  ): Promise<{ messages: StoredMessage[]; nextOffset: number }> {
+    const partition = this.#open(this.#topic(streamName, topicName), partitionId, streamName);
+    return await dataCall(() =>
+      request.timestampUs !== undefined
+        ? partition.log.readFromTimestamp(request.timestampUs, request.count, request.maxBytes)
+        : partition.log.read(request.offset ?? 0, request.count, request.maxBytes)
+    );
+  }
+
+  partitionStats(streamName: string, topicName: string, partitionId: number): LogStats & { shard: number } {
+    const topic = this.#topic(streamName, topicName);
+    const partition = this.#open(topic, partitionId, streamName);
+    return { ...partition.log.stats(), shard: this.#shardOf(partition.address).id };
+  }
+
+  async storeConsumerOffset(
+    stream: string,
+    topic: string,
+    partitionId: number,
+    consumer: string,
+    offset: number,
+  ) {
+    const partition = this.#open(this.#topic(stream, topic), partitionId, stream);
+    try {
+      await partition.offsets.set(consumer, offset);
+    } catch (error) {
+      if (error instanceof TooManyConsumersError) throw conflict("limit_exceeded", error.message);
+      throw error;
+    }
+  }
+
+  consumerOffset(stream: string, topic: string, partitionId: number, consumer: string): number {
+    const partition = this.#open(this.#topic(stream, topic), partitionId, stream);
+    const offset = partition.offsets.get(consumer);
+    if (offset === null) throw notFound(`Cannot get offset of consumer ${consumer}: none is stored`);
+    return offset;
+  }
+
+  /** Stops the pumps and closes every partition, syncing its log. */
+  async close(): Promise<void> {
+    for (const shard of this.shards) shard.pump.stop();
+    for (const topic of this.#topics.values()) {
+      for (const slot of topic.slots) if (slot.kind === "open") await slot.partition.close();
+    }
+  }
+
+  // ---- internals -----------------------------------------------------------------------------
+
+  #stream(name: string): StreamMeta {
+    const stream = this.#metadata.doc.streams.find((s) => s.name === name);
+    if (stream === undefined) throw notFound(`Cannot find stream ${name}`);
+    return stream;
+  }
+
+  #topic(streamName: string, topicName: string): TopicRuntime {
+    const topic = this.#topics.get(topicKey(streamName, topicName));
+    if (topic === undefined) {
+      this.#stream(streamName);
+      throw notFound(`Cannot find topic ${streamName}/${topicName}`);
+    }
+    return topic;
+  }
+
+  #open(topic: TopicRuntime, partitionId: number, streamName: string): Partition {
+    const slot = topic.slots[partitionId];
+    if (slot === undefined) {
+      throw notFound(
+        `Cannot find partition ${partitionId} of ${streamName}/${topic.meta.name}: it has ${topic.slots.length}`,
+      );
+    }
+    if (slot.kind === "refused") throw unavailable("partition_unavailable", slot.reason, 30);
+    return slot.partition;
+  }
+
+  #choosePartition(topic: TopicRuntime, key: string | null): number {
+    if (key !== null) return fnv1a32(key) % topic.slots.length;
+    topic.roundRobin = (topic.roundRobin + 1) % topic.slots.length;
+    return topic.roundRobin;
+  }
+
+  #shardOf(address: PartitionAddress): Shard {
+    const hash = fnv1a32(`${address.streamId}:${address.topicId}:${address.partitionId}`);
+    return this.shards[hash % this.shards.length]!;
+  }
+
+  #logConfig(options: TopicOptions): LogConfig {
+    const system = this.#deps.config.system;
+    return {
+      segmentSizeBytes: options.segmentSizeBytes,
+      segmentMaxAgeMs: options.segmentMaxAgeMs,
+      indexIntervalBytes: system.indexIntervalBytes,
+      fsync: system.fsync,
+      fsyncIntervalMs: system.fsyncIntervalMs,
+      writeQueueMax: system.writeQueueMax,
+    };
+  }
+
+  async #openTopic(streamId: number, meta: TopicMeta): Promise<void> {
+    const stream = this.#metadata.doc.streams.find((s) => s.id === streamId)!;
+    const slots: PartitionSlot[] = [];
+    for (let p = 0; p < meta.options.partitions; p++) {
+      const address = { streamId, topicId: meta.id, partitionId: p };
+      try {
+        const partition = await Partition.open(
+          this.#deps.disk,
+          this.#deps.clock,
+          this.#deps.config.system.path,
+          address,
+          this.#logConfig(meta.options),
+          this.#deps.logger,
+        );
+        slots.push({ kind: "open", partition });
+      } catch (error) {
+        const reason = error instanceof Error ? error.message : String(error);
+        this.#deps.logger.error("partition refused", {
+          stream: stream.name,
+          topic: meta.name,
+          partition: p,
+          dir: partitionDir(this.#deps.config.system.path, address),
+          reason,
+        });
+        slots.push({ kind: "refused", reason });
+      }
+    }
+    this.#register(streamId, stream.name, meta, slots);
+  }
+
+  #register(streamId: number, streamName: string, meta: TopicMeta, slots: PartitionSlot[]): void {
+    for (const slot of slots) {
+      if (slot.kind === "open") this.#shardOf(slot.partition.address).partitions.add(slot.partition);
+    }
+    this.#topics.set(topicKey(streamName, meta.name), { meta, streamId, slots, roundRobin: -1 });
+  }
+
+  async #closeTopic(streamName: string, topicName: string): Promise<void> {
+    const topic = this.#topics.get(topicKey(streamName, topicName));
+    if (topic === undefined) return;
+    this.#topics.delete(topicKey(streamName, topicName));
+    for (const slot of topic.slots) {
+      if (slot.kind !== "open") continue;
+      this.#shardOf(slot.partition.address).partitions.delete(slot.partition);
+      await slot.partition.close();
+    }
+  }
+
+  /** Removes stream and topic directories that the metadata no longer names (an interrupted delete). */
+  async #sweepOrphanDirectories(): Promise<void> {
+    const { disk, config, logger } = this.#deps;
+    const root = `${config.system.path}/streams`;
+    const streams = new Map(this.#metadata.doc.streams.map((s) => [String(s.id), s]));
+    for (const streamDir of await disk.list(root)) {
+      const stream = streams.get(streamDir);
+      if (stream === undefined) {
+        logger.warn("removing orphan stream directory", { dir: `${root}/${streamDir}` });
+        await disk.removeTree(`${root}/${streamDir}`);
+        continue;
+      }
+      const topicsRoot = `${root}/${streamDir}/topics`;
+      if ((await disk.stat(topicsRoot)) === null) continue;
+      const topicIds = new Set(stream.topics.map((t) => String(t.id)));
+      for (const topicDir of await disk.list(topicsRoot)) {
+        if (topicIds.has(topicDir)) continue;
+        logger.warn("removing orphan topic directory", { dir: `${topicsRoot}/${topicDir}` });
+        await disk.removeTree(`${topicsRoot}/${topicDir}`);
+      }
+    }
+  }
+
+  /** Total retention of one partition: by age of the newest message in a segment, and by size. */
+  #retentionPass(partition: Partition, wallMs: number): Promise<number> | null {
+    const topic = [...this.#topics.values()].find((t) =>
+      t.streamId === partition.address.streamId && t.meta.id === partition.address.topicId
+    );
+    if (topic === undefined) return null;
+    const { retentionMaxAgeMs, retentionMaxBytes } = topic.meta.options;
+    if (retentionMaxAgeMs === null && retentionMaxBytes === null) return null;
+    return partition.log.enforceRetention((segment, retainedBytes) =>
+      (retentionMaxBytes !== null && retainedBytes > retentionMaxBytes) ||
+      (retentionMaxAgeMs !== null && segment.maxTimestampUs / 1000 < wallMs - retentionMaxAgeMs)
+    );
+  }
+
+  #streamView(s: StreamMeta): Record<string, unknown> {
+    return {
+      id: s.id,
+      name: s.name,
+      created_at: s.createdAtMs,
+      topics: s.topics.map((t) => ({ id: t.id, name: t.name, partitions: t.options.partitions })),
+    };
+  }
+}
+
+function topicKey(stream: string, topic: string): string {
+  return `${stream}\u0000${topic}`;
+}
+
+function topicOptionsView(o: TopicOptions): Record<string, unknown> {
+  return {
+    partitions: o.partitions,
+    segment_size: o.segmentSizeBytes,
+    segment_max_age: o.segmentMaxAgeMs,
+    retention_max_age: o.retentionMaxAgeMs,
+    retention_max_bytes: o.retentionMaxBytes,
+  };
+}
+
+/** Maps the log's typed failures to API errors. */
+async function dataCall<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    if (error instanceof WriteQueueFullError) throw unavailable("overloaded", error.message);
+    if (error instanceof PartitionUnavailableError) {
+      throw unavailable("partition_unavailable", error.message, 30);
+    }
+    if (error instanceof ApiError) throw error;
+    throw error;
+  }
+}
+
+export { badRequest, labelOf };

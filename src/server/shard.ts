@@ -1,0 +1,53 @@
+import type { Partition } from "../log/partition.ts";
+import type { Logger } from "../runtime/logger.ts";
+import type { Pump } from "../runtime/pump.ts";
+
+/** How often each shard evaluates total retention for its partitions. */
+export const retentionCheckIntervalMs = 1000;
+
+/** Decides retention for one partition; supplied by the broker, which knows the topic's options. */
+export type RetentionPolicy = (partition: Partition, wallMs: number) => Promise<number> | null;
+
+/**
+ * A logical unit owning some partitions and their periodic duties, all driven from its pump's
+ * tick: time-based rolls, interval fsyncs, and retention. One retention pass per partition is in
+ * flight at most.
+ */
+export class Shard {
+  readonly id: number;
+  readonly pump: Pump;
+  readonly partitions = new Set<Partition>();
+  readonly #retentionInFlight = new Set<Partition>();
+  readonly #logger: Logger;
+  #lastRetentionMs = -Infinity;
+
+  constructor(id: number, pump: Pump, logger: Logger, retention: RetentionPolicy, wallMs: () => number) {
+    this.id = id;
+    this.pump = pump;
+    this.#logger = logger;
+    pump.onTick("log", (nowMs) => {
+      for (const partition of this.partitions) partition.log.onTick(nowMs);
+      if (nowMs - this.#lastRetentionMs < retentionCheckIntervalMs) return;
+      this.#lastRetentionMs = nowMs;
+      for (const partition of this.partitions) this.#runRetention(partition, retention, wallMs());
+    });
+  }
+
+  #runRetention(partition: Partition, retention: RetentionPolicy, wallMs: number): void {
+    if (this.#retentionInFlight.has(partition)) return;
+    const pass = retention(partition, wallMs);
+    if (pass === null) return;
+    this.#retentionInFlight.add(partition);
+    pass
+      .then((deleted) => {
+        if (deleted > 0) {
+          this.#logger.info("retention deleted segments", {
+            partition: partition.log.label,
+            segments: deleted,
+          });
+        }
+      })
+      .catch((error) => this.#logger.error("retention failed", { partition: partition.log.label, error }))
+      .finally(() => this.#retentionInFlight.delete(partition));
+  }
+}
