@@ -138,7 +138,8 @@ export function decodeMessages(batch: Uint8Array): StoredMessage[] {
       headers[name] = decoder.decode(batch.subarray(p + 4, p += 4 + valueLength));
     }
     const payloadLength = view.getUint32(p, true);
-    const payload = batch.slice(p + 4, p + 4 + payloadLength);
+    // A view, not a copy: every read allocates a fresh window, so nothing else writes under it.
+    const payload = batch.subarray(p + 4, p + 4 + payloadLength);
     assert(p + 4 + payloadLength === end, "message fields do not fill its record");
     messages.push({
       offset: header.baseOffset + offsetDelta,

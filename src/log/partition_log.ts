@@ -68,6 +68,12 @@ export class PartitionLog {
   #lastSyncMs: number;
   #failure: Error | null = null;
   #closed = false;
+  /** Encoded batches not yet written, and where the first of them goes in the active segment. */
+  #pending: Uint8Array[] = [];
+  #pendingBytes = 0;
+  #pendingPosition = 0;
+  /** The interval policy's fsync, run beside the writer loop; files are not closed under it. */
+  #backgroundSync: Promise<void> | null = null;
 
   constructor(disk: Disk, dir: string, clock: Clock, config: LogConfig, segments: Segment[], label: string) {
     assert(segments.length > 0, "a partition log needs at least its active segment");
@@ -188,8 +194,12 @@ export class PartitionLog {
     if (this.#closed) return;
     this.#closed = true;
     await this.#running;
+    await this.#backgroundSync;
     const active = this.#segments.at(-1)!;
-    if (this.#failure === null && this.#dirty) await active.logFile!.sync();
+    if (this.#failure === null) {
+      if (this.#dirty) await active.logFile!.sync();
+      await writeIndex(active);
+    }
     for (const s of this.#segments) await closeFiles(s);
   }
 
@@ -220,6 +230,7 @@ export class PartitionLog {
     const acks: (() => void)[] = [];
     try {
       for (const op of group) acks.push(await this.#apply(op));
+      await this.#flushPending();
       if (this.#config.fsync === "always" && this.#dirty) await this.#syncActive();
       this.#publishVisible();
       for (const ack of acks) ack();
@@ -232,6 +243,7 @@ export class PartitionLog {
   }
 
   async #apply(op: WriteOp): Promise<() => void> {
+    if (op.kind !== "append") await this.#flushPending();
     switch (op.kind) {
       case "append": {
         const result = await this.#writeBatch(op.messages);
@@ -242,7 +254,7 @@ export class PartitionLog {
         return () => op.done.resolve();
       }
       case "sync": {
-        await this.#syncActive();
+        this.#startBackgroundSync();
         return () => op.done.resolve();
       }
       case "retention": {
@@ -264,7 +276,10 @@ export class PartitionLog {
     const timestampUs = Math.max(this.#lastTimestampUs, Math.round(this.#clock.wallMs() * 1000));
     const batch = encodeBatch(baseOffset, timestampUs, messages);
     const position = segment.sizeBytes;
-    await segment.logFile!.writeAt(batch, position);
+    // Batches of one group are written together: one write per group, not one per batch.
+    if (this.#pending.length === 0) this.#pendingPosition = position;
+    this.#pending.push(batch);
+    this.#pendingBytes += batch.length;
     segment.sizeBytes += batch.length;
     segment.endOffset = baseOffset + messages.length - 1;
     segment.firstTimestampUs ??= timestampUs;
@@ -272,29 +287,59 @@ export class PartitionLog {
     this.#nextOffset += messages.length;
     this.#lastTimestampUs = timestampUs;
     this.#dirty = true;
+    // The active segment's index lives in memory and is written at seal and close; boot rebuilds
+    // it from the log anyway, so writing it per batch would buy nothing.
     if (
       segment.lastIndexedPosition < 0 ||
       position - segment.lastIndexedPosition >= this.#config.indexIntervalBytes
     ) {
-      const entry = { relativeOffset: baseOffset - segment.startOffset, position, timestampUs };
-      segment.index.add(entry);
-      await segment.indexFile!.writeAt(encodeIndexEntry(entry), (segment.index.length - 1) * indexEntryBytes);
+      segment.index.add({ relativeOffset: baseOffset - segment.startOffset, position, timestampUs });
       segment.lastIndexedPosition = position;
     }
-    if (segment.sizeBytes >= this.#config.segmentSizeBytes) await this.#roll();
+    if (this.#pendingBytes >= pendingWriteBytesMax) await this.#flushPending();
+    if (segment.sizeBytes >= this.#config.segmentSizeBytes) {
+      await this.#flushPending();
+      await this.#roll();
+    }
     return { baseOffset, count: messages.length };
+  }
+
+  async #flushPending(): Promise<void> {
+    if (this.#pending.length === 0) return;
+    const bytes = this.#pending.length === 1 ? this.#pending[0]! : concat(this.#pending, this.#pendingBytes);
+    const position = this.#pendingPosition;
+    this.#pending = [];
+    this.#pendingBytes = 0;
+    await this.#segments.at(-1)!.logFile!.writeAt(bytes, position);
   }
 
   /** Seals the active segment (its bytes and index made durable first) and opens the next. */
   async #roll(): Promise<void> {
     const sealing = this.#segments.at(-1)!;
+    await this.#backgroundSync;
     await sealing.logFile!.sync();
-    await sealing.indexFile!.sync();
+    await writeIndex(sealing);
     sealing.sealed = true;
     await closeFiles(sealing);
     this.#dirty = false;
     this.#lastSyncMs = this.#clock.nowMs();
     this.#segments.push(await PartitionLog.createSegment(this.#disk, this.#dir, this.#nextOffset));
+  }
+
+  /**
+   * Under the interval policy no acknowledgement waits for the fsync, so it runs beside the
+   * writer loop instead of holding it; it covers every byte written before it started.
+   */
+  #startBackgroundSync(): void {
+    if (this.#backgroundSync !== null || !this.#dirty) return;
+    const file = this.#segments.at(-1)!.logFile!;
+    this.#dirty = false;
+    this.#lastSyncMs = this.#clock.nowMs();
+    this.#backgroundSync = file.sync()
+      .catch((error: Error) => {
+        this.#failure ??= error;
+      })
+      .finally(() => (this.#backgroundSync = null));
   }
 
   async #syncActive(): Promise<void> {
@@ -320,6 +365,7 @@ export class PartitionLog {
   }
 
   async #purge(): Promise<void> {
+    await this.#backgroundSync;
     // Oldest first, so a crash part-way leaves a contiguous suffix that boot accepts.
     for (const segment of this.#segments) {
       await closeFiles(segment);
@@ -361,11 +407,13 @@ export class PartitionLog {
       const entry = segment.index.floorByOffset(offset - segment.startOffset);
       const file = segment.logFile ?? (await this.#disk.open(segment.logPath, { readOnly: true }));
       try {
+        // Start with a modest window (a poll of 100 × 1 KiB fits) and let the scan double it.
+        const windowBytes = Math.min(maxBytes - bytes + 16 * 1024, 128 * 1024);
         const end = await scanBatches(
           file,
           entry.position,
           segment.visibleSizeBytes,
-          { verify: false },
+          { verify: false, windowBytes },
           (batch, header) => {
             if (header.baseOffset + header.lastOffsetDelta < offset) return true;
             for (const message of decodeMessages(batch)) {
@@ -417,6 +465,29 @@ export class PartitionLog {
     }
     return found;
   }
+}
+
+/** Bound on encoded batches held before they are written, whatever the group size. */
+const pendingWriteBytesMax = 4 * 1024 * 1024;
+
+function concat(pieces: readonly Uint8Array[], totalBytes: number): Uint8Array {
+  const bytes = new Uint8Array(totalBytes);
+  let at = 0;
+  for (const piece of pieces) {
+    bytes.set(piece, at);
+    at += piece.length;
+  }
+  return bytes;
+}
+
+/** Writes a segment's whole in-memory index to its file and makes it durable. */
+async function writeIndex(segment: Segment): Promise<void> {
+  const entries = segment.index.entries();
+  const bytes = new Uint8Array(entries.length * indexEntryBytes);
+  entries.forEach((e, i) => bytes.set(encodeIndexEntry(e), i * indexEntryBytes));
+  await segment.indexFile!.truncate(0);
+  await segment.indexFile!.writeAt(bytes, 0);
+  await segment.indexFile!.sync();
 }
 
 /** Index of the last segment starting at or before `offset`. */

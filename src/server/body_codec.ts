@@ -30,6 +30,12 @@ export async function readBody(request: Request, maxBytes: number): Promise<Uint
   const declared = Number(request.headers.get("content-length") ?? NaN);
   if (declared > maxBytes) throw tooLarge();
   if (request.body === null) return new Uint8Array(0);
+  // A declared length within the limit is read in one call; the runtime holds the body to it.
+  if (Number.isInteger(declared)) {
+    const body = new Uint8Array(await request.arrayBuffer());
+    if (body.length > maxBytes) throw tooLarge();
+    return body;
+  }
   const pieces: Uint8Array[] = [];
   let total = 0;
   for await (const piece of request.body) {
