@@ -37,7 +37,7 @@ export function toConfig(v: ValidatedConfig): Config {
       clusterId: system["cluster_id"] as string,
       fsync: system["fsync"] as FsyncPolicy,
       fsyncIntervalMs: system["fsync_interval"] as number,
-      indexIntervalBytes: system["index_interval"] as number,
+      indexIntervalBytes: system["index_interval_bytes"] as number,
       writeQueueMax: system["write_queue_max"] as number,
     },
     http: {

@@ -21,7 +21,7 @@ export const configSchema = {
     /** With fsync = "interval", how often the active segments are fsynced. */
     fsync_interval: { kind: "duration", default: 1000, min: 1, max: 3_600_000 },
     /** Log bytes between two sparse index entries. */
-    index_interval: { kind: "bytes", default: 4096, min: 256, max: 1024 * 1024 },
+    index_interval_bytes: { kind: "bytes", default: 4096, min: 256, max: 1024 * 1024 },
     /** Writes queued per partition before producers get 503. */
     write_queue_max: { kind: "int", default: 4096, min: 1, max: 1_000_000 },
   },

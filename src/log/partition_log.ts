@@ -157,14 +157,15 @@ export class PartitionLog {
 
   /** Messages from `offset` on (clamped to the first retained offset), across segments. */
   async read(offset: number, count: number, maxBytes: number): Promise<ReadResult> {
-    try {
-      return await this.#read(offset, count, maxBytes);
-    } catch (error) {
-      // Retention may delete a segment between the snapshot and the open: read again once.
-      if (error instanceof DiskError && error.code === "not_found") {
+    // Retention may delete a segment between a read's snapshot and its open; a new snapshot no
+    // longer holds it. The bound covers a read racing several passes in a row.
+    for (let attempt = 1;; attempt++) {
+      try {
         return await this.#read(offset, count, maxBytes);
+      } catch (error) {
+        const vanished = error instanceof DiskError && error.code === "not_found";
+        if (!vanished || attempt >= readAttemptsMax) throw error;
       }
-      throw error;
     }
   }
 
@@ -354,9 +355,10 @@ export class PartitionLog {
     while (deleted < retentionSegmentsPerPassMax && this.#segments.length > 1) {
       const front = this.#segments[0]!;
       if (!front.sealed || !decide(front, retainedBytes)) break;
+      // Out of the list first, so no new read picks up a segment whose files are going away.
+      this.#segments.shift();
       await this.#disk.unlink(front.logPath);
       await this.#disk.unlink(front.indexPath);
-      this.#segments.shift();
       retainedBytes -= front.sizeBytes;
       deleted++;
     }
@@ -366,8 +368,10 @@ export class PartitionLog {
 
   async #purge(): Promise<void> {
     await this.#backgroundSync;
+    const doomed = this.#segments;
+    this.#segments = [];
     // Oldest first, so a crash part-way leaves a contiguous suffix that boot accepts.
-    for (const segment of this.#segments) {
+    for (const segment of doomed) {
       await closeFiles(segment);
       await this.#disk.unlink(segment.logPath);
       await this.#disk.unlink(segment.indexPath);
@@ -405,7 +409,8 @@ export class PartitionLog {
       const segment = segments[i]!;
       if (segment.visibleSizeBytes === 0 || segment.visibleEndOffset < offset) continue;
       const entry = segment.index.floorByOffset(offset - segment.startOffset);
-      const file = segment.logFile ?? (await this.#disk.open(segment.logPath, { readOnly: true }));
+      // Reads use their own handle: a roll may close the writer's while this read is under way.
+      const file = await this.#disk.open(segment.logPath, { readOnly: true });
       try {
         // Start with a modest window (a poll of 100 × 1 KiB fits) and let the scan double it.
         const windowBytes = Math.min(maxBytes - bytes + 16 * 1024, 128 * 1024);
@@ -433,7 +438,7 @@ export class PartitionLog {
           );
         }
       } finally {
-        if (file !== segment.logFile) await file.close();
+        await file.close();
       }
       offset = messages.length > 0 ? messages.at(-1)!.offset + 1 : segment.visibleEndOffset + 1;
     }
@@ -445,7 +450,7 @@ export class PartitionLog {
     const segment = segments.find((s) => s.visibleSizeBytes > 0 && s.maxTimestampUs >= timestampUs);
     if (segment === undefined) return segments.at(-1)!.visibleEndOffset + 1;
     const entry = segment.index.floorByTimestamp(timestampUs);
-    const file = segment.logFile ?? (await this.#disk.open(segment.logPath, { readOnly: true }));
+    const file = await this.#disk.open(segment.logPath, { readOnly: true });
     let found = segment.visibleEndOffset + 1;
     try {
       await scanBatches(
@@ -461,11 +466,18 @@ export class PartitionLog {
         },
       );
     } finally {
-      if (file !== segment.logFile) await file.close();
+      await file.close();
     }
     return found;
   }
 }
+
+/**
+ * How many times a read starts over when retention deleted a segment under it. Each failed attempt
+ * means a distinct segment left the list (it leaves before its files are unlinked), so a read
+ * makes progress every time; the bound covers four whole retention passes.
+ */
+const readAttemptsMax = 4 * retentionSegmentsPerPassMax;
 
 /** Bound on encoded batches held before they are written, whatever the group size. */
 const pendingWriteBytesMax = 4 * 1024 * 1024;

@@ -1,7 +1,7 @@
 import { assert } from "../runtime/assert.ts";
 
 /**
- * A segment's sparse index: one entry per `index_interval` bytes of log, each pointing at a batch
+ * A segment's sparse index: one entry per `index_interval_bytes` bytes of log, each pointing at a batch
  * start. An entry is 16 bytes on disk, little-endian: relative_offset u32, position u32,
  * timestamp_us u64 (the batch's base timestamp). Timestamps are monotonic within a partition, so
  * both lookups are binary searches, and a lookup reads at most one interval of log after it.

@@ -205,3 +205,19 @@ t.test("a closed log can be recovered with the same contents", async (t) => {
   t.equal(report.truncatedBytes, 0);
   t.equal((await reopened.append([message(30)])).baseOffset, 30);
 });
+
+t.test("reads racing retention never fail: a deleted segment leaves the list before its files go", async (t) => {
+  const { log } = await newLog(t, { segmentSizeBytes: 2000 });
+  for (let i = 0; i < 200; i++) await log.append([message(i, 500)]);
+  const reads = Array.from({ length: 60 }, () => log.read(0, 5, 1_000_000));
+  const deleting = log.enforceRetention(() => true);
+  const moreReads = Array.from({ length: 60 }, () => log.read(0, 5, 1_000_000));
+  const results = await Promise.allSettled([...reads, ...moreReads]);
+  t.equal(await deleting, 16, "one pass deletes its budget of 16 segments");
+  t.same(results.filter((r) => r.status === "rejected"), [], "no read failed");
+  const first = log.stats().firstOffset;
+  t.ok(
+    results.every((r) => r.status === "fulfilled" && r.value.messages[0]!.offset <= first),
+    "each read started at whatever was first when it looked",
+  );
+});
