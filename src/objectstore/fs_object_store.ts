@@ -1,0 +1,247 @@
+import { pack, unpack } from "msgpackr";
+import { Crc32cStream } from "../runtime/crc32c.ts";
+import { type Disk, DiskError, type DiskFile } from "../runtime/disk.ts";
+import type { Rng } from "../runtime/rng.ts";
+import { checkKey } from "./key_check.ts";
+import {
+  type BodySource,
+  type DeleteResult,
+  keysPerRequestMax,
+  type ListOptions,
+  type ListPage,
+  type ObjectHead,
+  type ObjectStore,
+  pieceBytesMax,
+  type PutOptions,
+  type PutResult,
+} from "./object_store.ts";
+import {
+  CorruptError,
+  MalformedError,
+  NotFoundError,
+  PreconditionFailedError,
+} from "./object_store_errors.ts";
+
+const magic = new TextEncoder().encode("STRAOBJ1");
+const fixedHeaderBytes = 12;
+
+interface StoredMeta {
+  sizeBytes: number;
+  metadata: Record<string, string>;
+  etag: string;
+}
+
+/**
+ * A directory as an object store: the embedded default, and "archive to disk". Each object is one
+ * file under `objects/`, named by its key: a header (magic, metadata length, msgpack metadata)
+ * then the body, so an object and its metadata appear together or not at all. A put writes a temp
+ * file piece by piece, fsyncs it, then links it into place (exact create-if-absent) or renames it
+ * over the old one, and fsyncs the directory.
+ */
+export class FsObjectStore implements ObjectStore {
+  readonly #disk: Disk;
+  readonly #root: string;
+  readonly #rng: Rng;
+
+  constructor(disk: Disk, root: string, rng: Rng) {
+    this.#disk = disk;
+    this.#root = root;
+    this.#rng = rng;
+  }
+
+  async put(key: string, body: BodySource, options: PutOptions): Promise<PutResult> {
+    const path = this.#objectPath(checkKey(key));
+    const tempDir = `${this.#root}/tmp`;
+    await this.#disk.mkdirp(tempDir);
+    const tempPath = `${tempDir}/${this.#rng.nextU32().toString(16)}-${this.#rng.nextU32().toString(16)}`;
+    try {
+      const etag = await this.#writeTemp(tempPath, body, options);
+      await this.#disk.mkdirp(dirOf(path));
+      await this.#publish(tempPath, path, options.ifAbsent, key);
+      return { etag };
+    } finally {
+      await this.#disk.unlink(tempPath).catch(() => {});
+    }
+  }
+
+  async getRange(key: string, start: number, endExclusive: number): Promise<Uint8Array[]> {
+    const file = await this.#open(checkKey(key));
+    try {
+      const { meta, headerBytes } = await readHeader(file, key);
+      const end = Math.min(endExclusive, meta.sizeBytes);
+      const pieces: Uint8Array[] = [];
+      for (let at = start; at < end; at += pieceBytesMax) {
+        const piece = new Uint8Array(Math.min(pieceBytesMax, end - at));
+        const read = await file.readAt(piece, headerBytes + at);
+        if (read !== piece.length) {
+          throw new CorruptError(`Cannot read object ${key}: it is shorter than its header says`);
+        }
+        pieces.push(piece);
+      }
+      return pieces;
+    } finally {
+      await file.close();
+    }
+  }
+
+  async head(key: string): Promise<ObjectHead | null> {
+    let file: DiskFile;
+    try {
+      file = await this.#open(checkKey(key));
+    } catch (error) {
+      if (error instanceof NotFoundError) return null;
+      throw error;
+    }
+    try {
+      return (await readHeader(file, key)).meta;
+    } finally {
+      await file.close();
+    }
+  }
+
+  async list(prefix: string, options: ListOptions = {}): Promise<ListPage> {
+    const maxKeys = Math.min(options.maxKeys ?? keysPerRequestMax, keysPerRequestMax);
+    const keys: string[] = [];
+    // Only the directory the prefix names needs walking.
+    const base = prefix.includes("/") ? prefix.slice(0, prefix.lastIndexOf("/")) : "";
+    await this.#walk(base, (k) => {
+      if (k.startsWith(prefix) && (options.startAfter === undefined || k > options.startAfter)) keys.push(k);
+    });
+    keys.sort();
+    const pageKeys = keys.slice(0, maxKeys);
+    const objects = [];
+    for (const k of pageKeys) {
+      const head = await this.head(k);
+      if (head !== null) objects.push({ key: k, sizeBytes: head.sizeBytes });
+    }
+    return { objects, nextStartAfter: keys.length > maxKeys ? pageKeys.at(-1)! : null };
+  }
+
+  async delete(keys: readonly string[]): Promise<DeleteResult[]> {
+    const results: DeleteResult[] = [];
+    const dirs = new Set<string>();
+    for (const key of keys) {
+      try {
+        const path = this.#objectPath(checkKey(key));
+        await this.#disk.unlink(path);
+        dirs.add(dirOf(path));
+        results.push({ key, error: null });
+      } catch (error) {
+        const missing = error instanceof DiskError && error.code === "not_found";
+        results.push({ key, error: missing ? null : (error as Error) });
+      }
+    }
+    for (const dir of dirs) await this.#disk.fsyncDir(dir);
+    return results;
+  }
+
+  async #writeTemp(tempPath: string, body: BodySource, options: PutOptions): Promise<string> {
+    const metaBytes = (sizeBytes: number, etag: string) =>
+      pack({ sizeBytes, metadata: options.metadata, etag });
+    const crc = await Crc32cStream.create();
+    const file = await this.#disk.createExclusive(tempPath);
+    try {
+      // The header is rewritten at the end with the etag; its length cannot change (fixed-width hex).
+      const placeholder = metaBytes(options.sizeBytes, "00000000");
+      const headerBytes = fixedHeaderBytes + placeholder.length;
+      let written = 0;
+      for await (const piece of body()) {
+        if (written + piece.length > options.sizeBytes) {
+          throw new MalformedError(
+            `Cannot put ${tempPath}: the body is longer than ${options.sizeBytes} bytes`,
+          );
+        }
+        crc.update(piece);
+        await file.writeAt(piece, headerBytes + written);
+        written += piece.length;
+      }
+      if (written !== options.sizeBytes) {
+        throw new MalformedError(`Cannot put object: the body is ${written} bytes, not ${options.sizeBytes}`);
+      }
+      const digest = crc.digest();
+      if (options.crc32c !== undefined && options.crc32c !== digest) {
+        throw new CorruptError(
+          `Cannot put object: its CRC32C is ${hex(digest)}, expected ${hex(options.crc32c)}`,
+        );
+      }
+      const etag = hex(digest);
+      await file.writeAt(header(metaBytes(options.sizeBytes, etag)), 0);
+      await file.sync();
+      return etag;
+    } finally {
+      await file.close();
+    }
+  }
+
+  async #publish(tempPath: string, path: string, ifAbsent: boolean, key: string): Promise<void> {
+    if (ifAbsent) {
+      try {
+        await this.#disk.link(tempPath, path);
+      } catch (error) {
+        if (error instanceof DiskError && error.code === "exists") {
+          throw new PreconditionFailedError(`Cannot create object ${key}: it already exists`, 412);
+        }
+        throw error;
+      }
+    } else {
+      await this.#disk.rename(tempPath, path);
+    }
+    await this.#disk.fsyncDir(dirOf(path));
+  }
+
+  async #open(key: string): Promise<DiskFile> {
+    try {
+      return await this.#disk.open(this.#objectPath(key), { readOnly: true });
+    } catch (error) {
+      if (error instanceof DiskError && error.code === "not_found") {
+        throw new NotFoundError(`Cannot find object ${key}`, 404);
+      }
+      throw error;
+    }
+  }
+
+  async #walk(relative: string, visit: (key: string) => void): Promise<void> {
+    const dir = relative === "" ? `${this.#root}/objects` : `${this.#root}/objects/${relative}`;
+    const stat = await this.#disk.stat(dir);
+    if (stat === null || !stat.isDirectory) return;
+    for (const name of await this.#disk.list(dir)) {
+      const child = relative === "" ? name : `${relative}/${name}`;
+      const childStat = await this.#disk.stat(`${this.#root}/objects/${child}`);
+      if (childStat?.isDirectory) await this.#walk(child, visit);
+      else if (childStat?.isFile) visit(child);
+    }
+  }
+
+  #objectPath(key: string): string {
+    return `${this.#root}/objects/${key}`;
+  }
+}
+
+function header(metaBytes: Uint8Array): Uint8Array {
+  const bytes = new Uint8Array(fixedHeaderBytes + metaBytes.length);
+  bytes.set(magic, 0);
+  new DataView(bytes.buffer).setUint32(8, metaBytes.length, true);
+  bytes.set(metaBytes, fixedHeaderBytes);
+  return bytes;
+}
+
+async function readHeader(file: DiskFile, key: string): Promise<{ meta: StoredMeta; headerBytes: number }> {
+  const fixed = new Uint8Array(fixedHeaderBytes);
+  const corrupt = () => new CorruptError(`Cannot read object ${key}: its header is damaged`);
+  if ((await file.readAt(fixed, 0)) !== fixedHeaderBytes || !magic.every((b, i) => fixed[i] === b)) {
+    throw corrupt();
+  }
+  const metaLength = new DataView(fixed.buffer).getUint32(8, true);
+  if (metaLength > 1024 * 1024) throw corrupt();
+  const metaBytes = new Uint8Array(metaLength);
+  if ((await file.readAt(metaBytes, fixedHeaderBytes)) !== metaLength) throw corrupt();
+  return { meta: unpack(metaBytes) as StoredMeta, headerBytes: fixedHeaderBytes + metaLength };
+}
+
+function dirOf(path: string): string {
+  return path.slice(0, path.lastIndexOf("/"));
+}
+
+export function hex(crc: number): string {
+  return crc.toString(16).padStart(8, "0");
+}

@@ -1,0 +1,86 @@
+/**
+ * The object store contract every backend (fs, sim, s3) implements: one logical operation per
+ * method, plain string keys, bodies as pieces. Backends make one attempt per call and throw the
+ * typed errors of `object_store_errors.ts`; retries and deadlines live above them
+ * (`retrying_object_store.ts`).
+ */
+export interface ObjectStore {
+  /** Writes an object from a fresh stream of pieces; never takes a whole-object buffer. */
+  put(key: string, body: BodySource, options: PutOptions): Promise<PutResult>;
+  /** Bytes [start, endExclusive) of an object, as pieces of at most 1 MiB. */
+  getRange(key: string, start: number, endExclusive: number, options?: OpOptions): Promise<Uint8Array[]>;
+  /** Size, user metadata and etag, or null when the object does not exist. */
+  head(key: string, options?: OpOptions): Promise<ObjectHead | null>;
+  /** One page of keys under `prefix`, sorted, after `startAfter`. */
+  list(prefix: string, options?: ListOptions): Promise<ListPage>;
+  /** Deletes keys; a missing key counts as deleted. One result per key. */
+  delete(keys: readonly string[], options?: OpOptions): Promise<DeleteResult[]>;
+}
+
+/** A body that can be produced again for a retry: each call starts a new stream of pieces. */
+export type BodySource = () => AsyncIterable<Uint8Array>;
+
+export interface OpOptions {
+  /** Bound on this one attempt; the retry layer passes what is left of the deadline. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface PutOptions extends OpOptions {
+  /** Exact body length in bytes; a body that differs is refused. */
+  sizeBytes: number;
+  /** User metadata (lower-case keys, string values), returned by `head`. */
+  metadata: Record<string, string>;
+  /** Create only: fail with `PreconditionFailedError` when the key exists. */
+  ifAbsent: boolean;
+  /** CRC32C of the body when known in advance; a body that does not match is refused. */
+  crc32c?: number;
+}
+
+export interface PutResult {
+  etag: string;
+}
+
+export interface ObjectHead {
+  sizeBytes: number;
+  metadata: Record<string, string>;
+  etag: string;
+}
+
+export interface ListOptions extends OpOptions {
+  startAfter?: string;
+  /** At most 1000, as S3 allows. */
+  maxKeys?: number;
+}
+
+export interface ListedObject {
+  key: string;
+  sizeBytes: number;
+}
+
+export interface ListPage {
+  objects: ListedObject[];
+  /** Pass as `startAfter` for the next page; null on the last page. */
+  nextStartAfter: string | null;
+}
+
+export interface DeleteResult {
+  key: string;
+  /** Null when deleted (or already absent). */
+  error: Error | null;
+}
+
+/** The largest piece a backend hands out or accepts at once. */
+export const pieceBytesMax = 1024 * 1024;
+
+/** S3's page and batch limit. */
+export const keysPerRequestMax = 1000;
+
+/** Splits a buffer into pieces of at most `pieceBytesMax`, as views (no copies). */
+export function toPieces(bytes: Uint8Array): Uint8Array[] {
+  const pieces: Uint8Array[] = [];
+  for (let at = 0; at < bytes.length; at += pieceBytesMax) {
+    pieces.push(bytes.subarray(at, at + pieceBytesMax));
+  }
+  return pieces;
+}

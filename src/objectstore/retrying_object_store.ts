@@ -1,0 +1,183 @@
+import type { Clock } from "../runtime/clock.ts";
+import type { Rng } from "../runtime/rng.ts";
+import type {
+  BodySource,
+  DeleteResult,
+  ListOptions,
+  ListPage,
+  ObjectHead,
+  ObjectStore,
+  OpOptions,
+  PutOptions,
+  PutResult,
+} from "./object_store.ts";
+import {
+  classify,
+  ObjectStoreError,
+  PreconditionFailedError,
+  TransportError,
+} from "./object_store_errors.ts";
+import type { ObjectStoreMetrics, OpKind } from "./object_store_metrics.ts";
+import { decideRetry, type RetryProfiles } from "./retry_policy.ts";
+
+/** Deadlines per operation kind when the caller gives none, in milliseconds. */
+export interface DefaultDeadlines {
+  putMs: number;
+  getMs: number;
+  otherMs: number;
+}
+
+/** Options the retrying layer understands on top of a backend's: an absolute deadline. */
+export interface DeadlineOptions {
+  /** Absolute time on the injected clock by which the whole operation, retries included, ends. */
+  deadlineAtMs?: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * Retries and deadlines above any backend. Each operation runs under a deadline (the caller's, or
+ * the default for its kind: an upload's `segment_upload_timeout`, a poll's `fetch_timeout`); an
+ * attempt gets the time left as its timeout, and a retry happens only if it can start before the
+ * deadline. The decision is `decideRetry`, a pure function; this shell sleeps on the injected
+ * clock and counts everything in the metrics.
+ */
+export class RetryingObjectStore {
+  readonly inner: ObjectStore;
+  readonly #clock: Clock;
+  readonly #rng: Rng;
+  readonly #profiles: RetryProfiles;
+  readonly #deadlines: DefaultDeadlines;
+  readonly #metrics: ObjectStoreMetrics | null;
+
+  constructor(
+    inner: ObjectStore,
+    clock: Clock,
+    rng: Rng,
+    profiles: RetryProfiles,
+    deadlines: DefaultDeadlines,
+    metrics: ObjectStoreMetrics | null,
+  ) {
+    this.inner = inner;
+    this.#clock = clock;
+    this.#rng = rng;
+    this.#profiles = profiles;
+    this.#deadlines = deadlines;
+    this.#metrics = metrics;
+  }
+
+  put(
+    key: string,
+    body: BodySource,
+    options: Omit<PutOptions, "timeoutMs"> & DeadlineOptions,
+  ): Promise<PutResult> {
+    return this.#run(
+      "put",
+      options.deadlineAtMs ?? this.#in(this.#deadlines.putMs),
+      options.signal,
+      async (timeoutMs) => {
+        const result = await this.inner.put(key, body, { ...options, timeoutMs });
+        this.#metrics?.bytesSent.inc({ op: "put" }, options.sizeBytes);
+        return result;
+      },
+    );
+  }
+
+  getRange(
+    key: string,
+    start: number,
+    endExclusive: number,
+    options: DeadlineOptions = {},
+  ): Promise<Uint8Array[]> {
+    return this.#run(
+      "get",
+      options.deadlineAtMs ?? this.#in(this.#deadlines.getMs),
+      options.signal,
+      async (timeoutMs) => {
+        const pieces = await this.inner.getRange(key, start, endExclusive, {
+          timeoutMs,
+          ...signalOf(options),
+        });
+        this.#metrics?.bytesReceived.inc({ op: "get" }, pieces.reduce((sum, p) => sum + p.length, 0));
+        return pieces;
+      },
+    );
+  }
+
+  head(key: string, options: DeadlineOptions = {}): Promise<ObjectHead | null> {
+    return this.#run(
+      "head",
+      options.deadlineAtMs ?? this.#in(this.#deadlines.otherMs),
+      options.signal,
+      (timeoutMs) => this.inner.head(key, { timeoutMs, ...signalOf(options) }),
+    );
+  }
+
+  list(prefix: string, options: Omit<ListOptions, "timeoutMs"> & DeadlineOptions = {}): Promise<ListPage> {
+    return this.#run(
+      "list",
+      options.deadlineAtMs ?? this.#in(this.#deadlines.otherMs),
+      options.signal,
+      (timeoutMs) => this.inner.list(prefix, { ...options, timeoutMs }),
+    );
+  }
+
+  delete(keys: readonly string[], options: DeadlineOptions = {}): Promise<DeleteResult[]> {
+    return this.#run(
+      "delete",
+      options.deadlineAtMs ?? this.#in(this.#deadlines.otherMs),
+      options.signal,
+      (timeoutMs) => this.inner.delete(keys, { timeoutMs, ...signalOf(options) }),
+    );
+  }
+
+  #in(ms: number): number {
+    return this.#clock.nowMs() + ms;
+  }
+
+  async #run<T>(
+    op: OpKind,
+    deadlineAtMs: number,
+    signal: AbortSignal | undefined,
+    attempt: (timeoutMs: number) => Promise<T>,
+  ) {
+    // Each pass is one attempt; decideRetry refuses once the deadline is near, which bounds the loop.
+    for (let n = 1;; n++) {
+      const remainingMs = deadlineAtMs - this.#clock.nowMs();
+      if (remainingMs <= 0) throw new TransportError(`Cannot ${op}: the deadline passed before attempt ${n}`);
+      signal?.throwIfAborted();
+      const started = this.#clock.nowMs();
+      let delayMs = 0;
+      this.#metrics?.requests.inc({ op });
+      this.#metrics?.inFlight.inc({ op });
+      try {
+        return await attempt(remainingMs);
+      } catch (error) {
+        const errorClass = classify(error);
+        this.#metrics?.errors.inc({ op, class: errorClass });
+        if (error instanceof ObjectStoreError && error.status !== null && error.status >= 400) {
+          this.#metrics?.responses.inc({ op, status: String(error.status) });
+        }
+        const decision = decideRetry(
+          errorClass,
+          error instanceof PreconditionFailedError,
+          n,
+          this.#clock.nowMs(),
+          deadlineAtMs,
+          this.#profiles,
+          this.#rng.nextFloat(),
+        );
+        if (!decision.retry) throw error;
+        this.#metrics?.retries.inc({ op, profile: errorClass === "retry" ? "transient" : "non_transient" });
+        delayMs = decision.delayMs;
+      } finally {
+        this.#metrics?.inFlight.dec({ op });
+        this.#metrics?.latency.observe({ op }, (this.#clock.nowMs() - started) / 1000);
+      }
+      if (delayMs > 0) await this.#clock.sleep(delayMs, signal);
+    }
+  }
+}
+
+function signalOf(options: DeadlineOptions): { signal?: AbortSignal } {
+  return options.signal === undefined ? {} : { signal: options.signal };
+}

@@ -1,0 +1,266 @@
+import { assert } from "../runtime/assert.ts";
+import type { Clock } from "../runtime/clock.ts";
+import { Crc32cStream } from "../runtime/crc32c.ts";
+import type { Rng } from "../runtime/rng.ts";
+import { checkKey } from "./key_check.ts";
+import {
+  type BodySource,
+  type DeleteResult,
+  keysPerRequestMax,
+  type ListOptions,
+  type ListPage,
+  type ObjectHead,
+  type ObjectStore,
+  type OpOptions,
+  type PutOptions,
+  type PutResult,
+  toPieces,
+} from "./object_store.ts";
+import {
+  AuthError,
+  CorruptError,
+  MalformedError,
+  NotFoundError,
+  type ObjectStoreError,
+  PreconditionFailedError,
+  ThrottledError,
+  TransportError,
+} from "./object_store_errors.ts";
+
+export type SimOperation = "put" | "get" | "head" | "list" | "delete";
+
+/** Probabilities per attempt, per operation kind. */
+export interface SimErrorRates {
+  /** A 500: transient. */
+  transient?: number;
+  /** A non-transient failure (an unexpected 4xx). */
+  nonTransient?: number;
+  /** 403. */
+  auth?: number;
+  /** 503 SlowDown. */
+  throttle?: number;
+  /** The operation takes effect but the reply never arrives: the caller times out. */
+  lostReply?: number;
+}
+
+export interface SimFaults {
+  errorRates?: Partial<Record<SimOperation, SimErrorRates>>;
+  /** Latency per attempt, uniform in [min, max] milliseconds of the clock. */
+  latencyMs?: { min: number; max: number };
+  /** Every attempt that starts inside one of these windows fails as unreachable. */
+  outages?: { fromMs: number; toMs: number }[];
+}
+
+export interface SimRecord {
+  op: SimOperation;
+  key: string;
+  atMs: number;
+  outcome: "ok" | "error" | "lost";
+  error?: string;
+  bytes?: number;
+}
+
+interface SimObject {
+  bytes: Uint8Array;
+  metadata: Record<string, string>;
+  etag: string;
+  createdAtMs: number;
+}
+
+/** How long a lost reply hangs when the caller set no timeout. */
+const lostReplyHangMsDefault = 30_000;
+/** Bound on the operation record; the oldest entries go first. */
+const recordsMax = 100_000;
+
+/**
+ * An in-memory object store for tests and the simulator. Real bytes are stored; faults, latency
+ * and outages are decided by the seeded `Rng` and the `Clock`, so a seed replays exactly. Every
+ * operation is recorded for assertions (`records`, `count`).
+ */
+export class SimObjectStore implements ObjectStore {
+  faults: SimFaults;
+  readonly #clock: Clock;
+  readonly #rng: Rng;
+  readonly #objects = new Map<string, SimObject>();
+  readonly #records: SimRecord[] = [];
+
+  constructor(clock: Clock, rng: Rng, faults: SimFaults = {}) {
+    this.#clock = clock;
+    this.#rng = rng;
+    this.faults = faults;
+  }
+
+  get records(): readonly SimRecord[] {
+    return this.#records;
+  }
+
+  /** How many attempts of `op` were made (optionally only on `key`). */
+  count(op: SimOperation, key?: string): number {
+    return this.#records.filter((r) => r.op === op && (key === undefined || r.key === key)).length;
+  }
+
+  /** Direct access for tests and invariant checkers: the stored object, bypassing faults. */
+  peek(key: string): Readonly<SimObject> | undefined {
+    return this.#objects.get(key);
+  }
+
+  keys(): string[] {
+    return [...this.#objects.keys()].sort();
+  }
+
+  /** Flips one bit of a stored object, as silent corruption would. */
+  corrupt(key: string, byteIndex: number): void {
+    const object = this.#objects.get(key);
+    assert(object !== undefined && byteIndex < object.bytes.length, `Cannot corrupt ${key}: no such byte`);
+    object.bytes[byteIndex]! ^= 0x01;
+  }
+
+  async put(key: string, body: BodySource, options: PutOptions): Promise<PutResult> {
+    checkKey(key);
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    const crc = await Crc32cStream.create();
+    for await (const piece of body()) {
+      size += piece.length;
+      if (size > options.sizeBytes) {
+        throw new MalformedError(`Cannot put ${key}: the body is longer than ${options.sizeBytes} bytes`);
+      }
+      crc.update(piece);
+      chunks.push(piece.slice());
+    }
+    return await this.#attempt("put", key, options, () => {
+      if (size !== options.sizeBytes) {
+        throw new MalformedError(`Cannot put ${key}: the body is ${size} bytes, not ${options.sizeBytes}`);
+      }
+      const digest = crc.digest();
+      if (options.crc32c !== undefined && digest !== options.crc32c) {
+        throw new CorruptError(`Cannot put ${key}: CRC32C mismatch`, 400);
+      }
+      if (options.ifAbsent && this.#objects.has(key)) {
+        throw new PreconditionFailedError(`Cannot create ${key}: it exists`, 412);
+      }
+      const bytes = new Uint8Array(size);
+      let at = 0;
+      for (const c of chunks) {
+        bytes.set(c, at);
+        at += c.length;
+      }
+      const etag = digest.toString(16).padStart(8, "0");
+      this.#objects.set(key, {
+        bytes,
+        metadata: { ...options.metadata },
+        etag,
+        createdAtMs: this.#clock.nowMs(),
+      });
+      return { etag };
+    }, size);
+  }
+
+  getRange(key: string, start: number, endExclusive: number, options: OpOptions = {}): Promise<Uint8Array[]> {
+    checkKey(key);
+    return this.#attempt("get", key, options, () => {
+      const object = this.#objects.get(key);
+      if (object === undefined) throw new NotFoundError(`Cannot find object ${key}`, 404);
+      return toPieces(object.bytes.slice(start, Math.min(endExclusive, object.bytes.length)));
+    });
+  }
+
+  head(key: string, options: OpOptions = {}): Promise<ObjectHead | null> {
+    checkKey(key);
+    return this.#attempt("head", key, options, () => {
+      const object = this.#objects.get(key);
+      return object === undefined
+        ? null
+        : { sizeBytes: object.bytes.length, metadata: { ...object.metadata }, etag: object.etag };
+    });
+  }
+
+  list(prefix: string, options: ListOptions = {}): Promise<ListPage> {
+    return this.#attempt("list", prefix, options, () => {
+      const maxKeys = Math.min(options.maxKeys ?? keysPerRequestMax, keysPerRequestMax);
+      const keys = this.keys().filter((k) =>
+        k.startsWith(prefix) && (options.startAfter === undefined || k > options.startAfter)
+      );
+      const page = keys.slice(0, maxKeys);
+      return {
+        objects: page.map((k) => ({ key: k, sizeBytes: this.#objects.get(k)!.bytes.length })),
+        nextStartAfter: keys.length > maxKeys ? page.at(-1)! : null,
+      };
+    });
+  }
+
+  /** Deletes in batches of at most 1000 keys, one attempt each, as S3's DeleteObjects. */
+  async delete(keys: readonly string[], options: OpOptions = {}): Promise<DeleteResult[]> {
+    const results: DeleteResult[] = [];
+    for (let at = 0; at < keys.length; at += keysPerRequestMax) {
+      const batch = keys.slice(at, at + keysPerRequestMax);
+      results.push(
+        ...await this.#attempt("delete", batch[0] ?? "", options, () =>
+          batch.map((key) => {
+            this.#objects.delete(key);
+            return { key, error: null };
+          })),
+      );
+    }
+    return results;
+  }
+
+  /** Runs one attempt: latency, an injected fault, or the effect (then maybe a lost reply). */
+  async #attempt<T>(
+    op: SimOperation,
+    key: string,
+    options: OpOptions,
+    effect: () => T,
+    bytes?: number,
+  ): Promise<T> {
+    const atMs = this.#clock.nowMs();
+    const latency = this.faults.latencyMs;
+    if (latency !== undefined) await this.#clock.sleep(this.#rng.int(latency.min, latency.max));
+    const fault = this.#drawFault(op, atMs, key);
+    if (fault !== null) {
+      this.#record({ op, key, atMs, outcome: "error", error: fault.name });
+      throw fault;
+    }
+    let result: T;
+    try {
+      result = effect();
+    } catch (error) {
+      this.#record({ op, key, atMs, outcome: "error", error: (error as Error).name });
+      throw error;
+    }
+    const rates = this.faults.errorRates?.[op];
+    if (rates?.lostReply !== undefined && this.#rng.chance(rates.lostReply)) {
+      this.#record({ op, key, atMs, outcome: "lost" });
+      await this.#clock.sleep(options.timeoutMs ?? lostReplyHangMsDefault, options.signal).catch(() => {});
+      throw new TransportError(`Cannot ${op} ${key}: timed out waiting for the reply`);
+    }
+    this.#record({ op, key, atMs, outcome: "ok", ...(bytes !== undefined ? { bytes } : {}) });
+    return result;
+  }
+
+  #drawFault(op: SimOperation, atMs: number, key: string): ObjectStoreError | null {
+    if (this.faults.outages?.some((o) => atMs >= o.fromMs && atMs < o.toMs)) {
+      return new TransportError(`Cannot ${op} ${key}: the store is unreachable (outage)`);
+    }
+    const rates = this.faults.errorRates?.[op];
+    if (rates === undefined) return null;
+    if (rates.throttle !== undefined && this.#rng.chance(rates.throttle)) {
+      return new ThrottledError(`Cannot ${op} ${key}: SlowDown`, 503);
+    }
+    if (rates.transient !== undefined && this.#rng.chance(rates.transient)) {
+      return new TransportError(`Cannot ${op} ${key}: InternalError`, 500);
+    }
+    if (rates.nonTransient !== undefined && this.#rng.chance(rates.nonTransient)) {
+      return new MalformedError(`Cannot ${op} ${key}: unexpected 400`, 400);
+    }
+    if (rates.auth !== undefined && this.#rng.chance(rates.auth)) {
+      return new AuthError(`Cannot ${op} ${key}: AccessDenied`, 403);
+    }
+    return null;
+  }
+
+  #record(record: SimRecord): void {
+    if (this.#records.length >= recordsMax) this.#records.shift();
+    this.#records.push(record);
+  }
+}

@@ -1,0 +1,201 @@
+import type { Test } from "tap";
+import type { ObjectStore } from "../../src/objectstore/object_store.ts";
+import {
+  CorruptError,
+  MalformedError,
+  NotFoundError,
+  PreconditionFailedError,
+} from "../../src/objectstore/object_store_errors.ts";
+import { crc32c, initCrc32c } from "../../src/runtime/crc32c.ts";
+
+/** A body of `bytes` split into pieces of `pieceBytes`, regenerated on every call. */
+export function bodyOf(bytes: Uint8Array, pieceBytes = 256 * 1024) {
+  return async function* () {
+    for (let at = 0; at < bytes.length; at += pieceBytes) yield bytes.subarray(at, at + pieceBytes);
+  };
+}
+
+export function patterned(size: number, seed: number): Uint8Array {
+  const bytes = new Uint8Array(size);
+  let x = seed >>> 0 || 1;
+  for (let i = 0; i < size; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    bytes[i] = x & 0xff;
+  }
+  return bytes;
+}
+
+export const concat = (pieces: Uint8Array[]) => new Uint8Array(Buffer.concat(pieces));
+
+async function errorOf(call: Promise<unknown>): Promise<unknown> {
+  try {
+    await call;
+    return null;
+  } catch (error) {
+    return error;
+  }
+}
+
+export interface ContractOptions {
+  /** Whether `ifAbsent` is exact against a concurrent writer, or the HEAD-then-PUT fallback. */
+  exactIfAbsent: boolean;
+  /** False for s3rver, which commits even an aborted upload as an empty object. */
+  abortedPutLeavesNothing?: boolean;
+  /** Keys and page size of the pagination case: 1050 keys in pages of 1000 unless a store cannot list that many. */
+  listing?: { keys: number; pageKeys: number; why?: string };
+  /**
+   * s3rver deletes a batch's keys in parallel and removes a directory once it empties, racing its
+   * own scans; a sentinel key keeps the directory during the batch delete and is deleted after.
+   */
+  sentinelDuringDelete?: boolean;
+}
+
+/**
+ * The one contract every backend passes. `prefix` isolates this run's keys in a shared bucket.
+ */
+export function objectStoreContract(t: Test, store: ObjectStore, prefix: string, options: ContractOptions) {
+  t.test("put, get, range and head round-trip bytes and metadata", async (t) => {
+    await initCrc32c();
+    const bytes = patterned(3_500_000, 1);
+    const key = `${prefix}/rt/00000000000000000042.log`;
+    const put = await store.put(key, bodyOf(bytes), {
+      sizeBytes: bytes.length,
+      metadata: { "end-offset": "99", "crc32c": String(crc32c(bytes)) },
+      ifAbsent: false,
+      crc32c: crc32c(bytes),
+    });
+    t.ok(put.etag.length > 0, "an etag");
+    const whole = await store.getRange(key, 0, bytes.length);
+    t.ok(whole.every((p) => p.length <= 1024 * 1024), "pieces of at most 1 MiB");
+    t.ok(Buffer.compare(concat(whole), bytes) === 0, "whole object byte for byte");
+    const middle = concat(await store.getRange(key, 1_000_000, 1_000_100));
+    t.ok(Buffer.compare(middle, bytes.subarray(1_000_000, 1_000_100)) === 0, "a middle range");
+    const tail = concat(await store.getRange(key, bytes.length - 10, bytes.length + 100));
+    t.ok(Buffer.compare(tail, bytes.subarray(bytes.length - 10)) === 0, "a range past the end is clamped");
+    t.same(
+      await store.getRange(key, bytes.length + 5, bytes.length + 10),
+      [],
+      "a range starting past the end is empty",
+    );
+    const head = await store.head(key);
+    t.equal(head?.sizeBytes, bytes.length);
+    t.same(
+      head?.metadata,
+      { "end-offset": "99", "crc32c": String(crc32c(bytes)) },
+      "user metadata round trip",
+    );
+  });
+
+  t.test("absent objects: head is null, get is NotFound, delete is a success", async (t) => {
+    const key = `${prefix}/missing/nothing.log`;
+    t.equal(await store.head(key), null);
+    t.ok((await errorOf(store.getRange(key, 0, 10))) instanceof NotFoundError);
+    t.same(await store.delete([key]), [{ key, error: null }]);
+  });
+
+  t.test("keys that need encoding round-trip", async (t) => {
+    const key = `${prefix}/odd/a b+c=d&e;f'g(h)ü.log`;
+    await store.put(key, bodyOf(new Uint8Array([1, 2, 3])), { sizeBytes: 3, metadata: {}, ifAbsent: false });
+    t.same([...concat(await store.getRange(key, 0, 3))], [1, 2, 3]);
+    const listed = await store.list(`${prefix}/odd/`);
+    t.same(listed.objects.map((o) => o.key), [key]);
+    t.same(await store.delete([key]), [{ key, error: null }]);
+    t.equal(await store.head(key), null);
+  });
+
+  t.test("ifAbsent refuses a second create with PreconditionFailed and keeps the first object", async (t) => {
+    const key = `${prefix}/cond/x.log`;
+    const first = new Uint8Array([1]);
+    await store.put(key, bodyOf(first), { sizeBytes: 1, metadata: { v: "1" }, ifAbsent: true });
+    const error = await errorOf(
+      store.put(key, bodyOf(new Uint8Array([2])), { sizeBytes: 1, metadata: { v: "2" }, ifAbsent: true }),
+    );
+    t.ok(
+      error instanceof PreconditionFailedError,
+      `the second create fails (${options.exactIfAbsent ? "exact" : "HEAD-then-PUT"})`,
+    );
+    t.same([...concat(await store.getRange(key, 0, 1))], [1], "the first object is intact");
+    t.same((await store.head(key))?.metadata, { v: "1" });
+    await store.put(key, bodyOf(new Uint8Array([3])), { sizeBytes: 1, metadata: {}, ifAbsent: false });
+    t.same([...concat(await store.getRange(key, 0, 1))], [3], "without ifAbsent a put replaces");
+  });
+
+  t.test("a checksum mismatch is detected and nothing is stored", async (t) => {
+    await initCrc32c();
+    const key = `${prefix}/crc/bad.log`;
+    const bytes = patterned(600_000, 2);
+    const error = await errorOf(
+      store.put(key, bodyOf(bytes), {
+        sizeBytes: bytes.length,
+        metadata: {},
+        ifAbsent: false,
+        crc32c: crc32c(bytes) ^ 1,
+      }),
+    );
+    t.ok(error instanceof CorruptError, `Corrupt (${(error as Error)?.name})`);
+    if (options.abortedPutLeavesNothing === false) {
+      t.comment("this store commits aborted uploads; not checked here, and removed");
+      await store.delete([key]);
+    } else {
+      t.equal(await store.head(key), null, "no object was created");
+    }
+  });
+
+  t.test("a body that differs from its declared size is refused", async (t) => {
+    const key = `${prefix}/size/bad.log`;
+    const error = await errorOf(
+      store.put(key, bodyOf(new Uint8Array(10)), { sizeBytes: 11, metadata: {}, ifAbsent: false }),
+    );
+    t.ok(
+      error instanceof MalformedError || (error as Error)?.name === "TransportError",
+      `refused (${(error as Error)?.name})`,
+    );
+    if (options.abortedPutLeavesNothing === false) {
+      t.comment("this store commits aborted uploads as empty objects; not checked here, and removed");
+      await store.delete([key]);
+    } else {
+      t.equal(await store.head(key), null, "nothing was stored");
+    }
+  });
+
+  const listing = options.listing ?? { keys: 1050, pageKeys: 1000 };
+  t.test(`list paginates ${listing.keys} keys in pages of ${listing.pageKeys}, in key order; batch delete removes them all`, async (t) => {
+    if (listing.why) t.comment(listing.why);
+    const dir = `${prefix}/many/`;
+    const keys = Array.from({ length: listing.keys }, (_, i) => `${dir}${String(i).padStart(20, "0")}.log`);
+    for (let at = 0; at < keys.length; at += 25) {
+      await Promise.all(
+        keys.slice(at, at + 25).map((k) =>
+          store.put(k, bodyOf(new Uint8Array([7])), { sizeBytes: 1, metadata: {}, ifAbsent: false })
+        ),
+      );
+    }
+    const pageOptions = listing.pageKeys === 1000 ? {} : { maxKeys: listing.pageKeys };
+    const first = await store.list(dir, pageOptions);
+    t.equal(first.objects.length, listing.pageKeys, `a page holds ${listing.pageKeys} keys`);
+    t.equal(first.nextStartAfter, keys[listing.pageKeys - 1]);
+    const all = [...first.objects];
+    let next = first.nextStartAfter;
+    for (let page = 0; next !== null && page < 100; page++) {
+      const more = await store.list(dir, { ...pageOptions, startAfter: next });
+      all.push(...more.objects);
+      next = more.nextStartAfter;
+    }
+    t.equal(next, null, "the last page says so");
+    t.same(all.map((o) => o.key), keys, "every key, sorted");
+    t.ok(all.every((o) => o.sizeBytes === 1));
+    const small = await store.list(dir, { maxKeys: 10, startAfter: keys[5] });
+    t.same(small.objects.map((o) => o.key), keys.slice(6, 16));
+    const sentinel = `${dir}~sentinel`;
+    if (options.sentinelDuringDelete) {
+      await store.put(sentinel, bodyOf(new Uint8Array([1])), { sizeBytes: 1, metadata: {}, ifAbsent: false });
+    }
+    const results = await store.delete(keys);
+    if (options.sentinelDuringDelete) await store.delete([sentinel]);
+    t.equal(results.length, listing.keys);
+    t.same(results.filter((r) => r.error !== null), [], "every key deleted");
+    t.same((await store.list(dir)).objects, [], "nothing left");
+  });
+}

@@ -1,0 +1,10 @@
+import t from "tap";
+import { SimObjectStore } from "../../src/objectstore/sim_object_store.ts";
+import { Rng } from "../../src/runtime/rng.ts";
+import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import { objectStoreContract } from "../helpers/object_store_contract.ts";
+
+// The contract on the sim backend with faults off.
+objectStoreContract(t, new SimObjectStore(new VirtualClock(), new Rng(1)), "strata/c1", {
+  exactIfAbsent: true,
+});
