@@ -1,5 +1,4 @@
-import { Sha256 } from "@aws-crypto/sha256-js";
-import { SignatureV4 } from "@smithy/signature-v4";
+import type { SignatureV4 } from "@smithy/signature-v4";
 import { createHash } from "node:crypto";
 import { Pool } from "undici";
 import { Buffer } from "node:buffer";
@@ -27,6 +26,7 @@ import {
   TransportError,
 } from "../object_store_errors.ts";
 import { mapS3Error } from "./s3_errors.ts";
+import { createS3Signer, encodeKeyPath } from "./s3_signer.ts";
 import { deleteRequestXml, parseDeleteResult, parseErrorBody, parseListV2 } from "./s3_xml.ts";
 
 export interface S3Settings {
@@ -84,18 +84,7 @@ export class S3ObjectStore implements ObjectStore {
       keepAliveTimeout: settings.connectionIdleTimeoutMs,
       keepAliveMaxTimeout: settings.connectionIdleTimeoutMs,
     });
-    this.#signer = new SignatureV4({
-      credentials: {
-        accessKeyId: settings.accessKeyId,
-        secretAccessKey: settings.secretAccessKey,
-        ...(settings.sessionToken ? { sessionToken: settings.sessionToken } : {}),
-      },
-      region: settings.region,
-      service: "s3",
-      sha256: Sha256,
-      uriEscapePath: false,
-      applyChecksum: false,
-    });
+    this.#signer = createS3Signer(settings, settings.region);
   }
 
   async close(): Promise<void> {
@@ -332,20 +321,12 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   #keyPath(key: string): string {
-    const encoded = key.split("/").map(encodeSegment).join("/");
+    const encoded = encodeKeyPath(key);
     return this.settings.urlStyle === "virtual" ? `/${encoded}` : `/${this.settings.bucket}/${encoded}`;
   }
 }
 
 const emptySha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
-
-/** S3's URI encoding of a path segment: every byte but the unreserved ones. */
-function encodeSegment(segment: string): string {
-  return encodeURIComponent(segment).replace(
-    /[!'()*]/g,
-    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
-  );
-}
 
 /**
  * The body as sent: counted and checksummed on the way. One piece is held back, so the size and
