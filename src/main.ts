@@ -5,6 +5,7 @@
  */
 import { ConfigError } from "./config/config_error.ts";
 import { loadConfig } from "./config/load_config.ts";
+import { ObjectStoreProbeError } from "./objectstore/probe_object_store.ts";
 import { Logger } from "./runtime/logger.ts";
 import { NodeDisk } from "./runtime/node_disk.ts";
 import { RealClock } from "./runtime/real_clock.ts";
@@ -62,7 +63,7 @@ async function main(): Promise<number> {
 try {
   Deno.exit(await main());
 } catch (error) {
-  if (error instanceof ConfigError || error instanceof CliArgsError) {
+  if (error instanceof ConfigError || error instanceof CliArgsError || error instanceof ObjectStoreProbeError) {
     console.error(error.message);
     Deno.exit(2);
   }

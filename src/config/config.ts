@@ -22,6 +22,36 @@ export interface Config {
   log: {
     level: LogLevel;
   };
+  tieredStorage: TieredStorageConfig;
+}
+
+export interface TieredStorageConfig {
+  enabled: boolean;
+  backend: "fs" | "s3";
+  segmentUploadTimeoutMs: number;
+  fetchTimeoutMs: number;
+  requestTimeoutMs: number;
+  connectionIdleTimeoutMs: number;
+  retry: {
+    transient: { initialMs: number; factor: number; maxMs: number };
+    nonTransient: { initialMs: number; factor: number; maxMs: number };
+  };
+  s3: {
+    bucket: string;
+    region: string;
+    endpoint: string;
+    urlStyle: "auto" | "path" | "virtual";
+    prefix: string;
+    accessKey: string;
+    secretKey: string;
+    sessionToken: string;
+    conditionalWrites: boolean;
+    connections: number;
+  };
+  fs: {
+    /** Resolved: objects/ under the data directory when the key is empty. */
+    path: string;
+  };
 }
 
 /** Maps validated snake_case keys to the typed object; validation already checked every value. */
@@ -46,5 +76,46 @@ export function toConfig(v: ValidatedConfig): Config {
       tokens: http["tokens"] as readonly string[],
     },
     log: { level: log["level"] as LogLevel },
+    tieredStorage: toTieredStorage(v, system["path"] as string),
+  };
+}
+
+function toTieredStorage(v: ValidatedConfig, dataPath: string): TieredStorageConfig {
+  const t = v["tiered_storage"]!;
+  const r = v["tiered_storage.retry"]!;
+  const s3 = v["tiered_storage.s3"]!;
+  const fs = v["tiered_storage.fs"]!;
+  return {
+    enabled: t["enabled"] as boolean,
+    backend: t["backend"] as "fs" | "s3",
+    segmentUploadTimeoutMs: t["segment_upload_timeout"] as number,
+    fetchTimeoutMs: t["fetch_timeout"] as number,
+    requestTimeoutMs: t["request_timeout"] as number,
+    connectionIdleTimeoutMs: t["connection_idle_timeout"] as number,
+    retry: {
+      transient: {
+        initialMs: r["transient_initial"] as number,
+        factor: r["transient_factor"] as number,
+        maxMs: r["transient_max"] as number,
+      },
+      nonTransient: {
+        initialMs: r["non_transient_initial"] as number,
+        factor: r["non_transient_factor"] as number,
+        maxMs: r["non_transient_max"] as number,
+      },
+    },
+    s3: {
+      bucket: s3["bucket"] as string,
+      region: s3["region"] as string,
+      endpoint: s3["endpoint"] as string,
+      urlStyle: s3["url_style"] as "auto" | "path" | "virtual",
+      prefix: s3["prefix"] as string,
+      accessKey: s3["access_key"] as string,
+      secretKey: s3["secret_key"] as string,
+      sessionToken: s3["session_token"] as string,
+      conditionalWrites: s3["conditional_writes"] as boolean,
+      connections: s3["connections"] as number,
+    },
+    fs: { path: (fs["path"] as string) === "" ? `${dataPath}/objects` : (fs["path"] as string) },
   };
 }

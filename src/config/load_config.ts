@@ -20,7 +20,6 @@ export function loadConfig(
   text: string,
   sourceName: string,
   env: Record<string, string | undefined>,
-  schema: ConfigSchema = configSchema,
 ): LoadedConfig {
   let document: Record<string, unknown>;
   try {
@@ -31,8 +30,13 @@ export function loadConfig(
     }
     throw error;
   }
-  const validated = validateConfig(schema, document, env);
-  return { config: toConfig(validated), secrets: secretValues(schema, validated) };
+  const validated = validateConfig(configSchema, document, env);
+  const config = toConfig(validated);
+  applyAwsEnvironment(config, env);
+  checkTieredStorage(config);
+  const s3 = config.tieredStorage.s3;
+  const secrets = [...secretValues(configSchema, validated), s3.accessKey, s3.secretKey, s3.sessionToken].filter((x) => x !== "");
+  return { config, secrets };
 }
 
 export function secretValues(schema: ConfigSchema, validated: ValidatedConfig): string[] {
@@ -47,4 +51,29 @@ export function secretValues(schema: ConfigSchema, validated: ValidatedConfig): 
     }
   }
   return secrets;
+}
+
+/** The usual AWS variables fill the S3 credentials and region the config leaves empty. */
+function applyAwsEnvironment(config: Config, env: Record<string, string | undefined>): void {
+  const s3 = config.tieredStorage.s3;
+  if (s3.accessKey === "") s3.accessKey = env["AWS_ACCESS_KEY_ID"] ?? "";
+  if (s3.secretKey === "") s3.secretKey = env["AWS_SECRET_ACCESS_KEY"] ?? "";
+  if (s3.sessionToken === "") s3.sessionToken = env["AWS_SESSION_TOKEN"] ?? "";
+  if (s3.region === "") s3.region = env["AWS_REGION"] ?? env["AWS_DEFAULT_REGION"] ?? "us-east-1";
+}
+
+/** Cross-key rules: an enabled s3 backend needs its bucket and credentials. */
+function checkTieredStorage(config: Config): void {
+  const t = config.tieredStorage;
+  if (!t.enabled || t.backend !== "s3") return;
+  if (t.s3.bucket === "") throw new ConfigError("[tiered_storage.s3] bucket", "required when the s3 backend is enabled");
+  if (t.s3.accessKey === "" || t.s3.secretKey === "") {
+    throw new ConfigError(
+      "[tiered_storage.s3] access_key",
+      "credentials are required when the s3 backend is enabled (access_key and secret_key, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)",
+    );
+  }
+  if (t.s3.endpoint !== "" && !/^https?:\/\/[^/]+\/?$/.test(t.s3.endpoint)) {
+    throw new ConfigError("[tiered_storage.s3] endpoint", `expected http(s)://host[:port], got ${JSON.stringify(t.s3.endpoint)}`);
+  }
 }

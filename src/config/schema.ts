@@ -36,4 +36,49 @@ export const configSchema = {
   log: {
     level: { kind: "enum", default: "info", values: logLevels },
   },
+  tiered_storage: {
+    /** Builds and probes the object store at boot; tiering itself uses it from the tier service on. */
+    enabled: { kind: "bool", default: false },
+    backend: { kind: "enum", default: "fs", values: ["fs", "s3"] },
+    /** Deadline of one segment upload, retries included. */
+    segment_upload_timeout: { kind: "duration", default: 90_000, min: 1000, max: 3_600_000 },
+    /** Deadline of one remote read for a poll, retries included; below the 10 s read timeout. */
+    fetch_timeout: { kind: "duration", default: 5000, min: 100, max: 9999 },
+    /** Deadline of one HEAD, LIST or DELETE, retries included. */
+    request_timeout: { kind: "duration", default: 30_000, min: 100, max: 600_000 },
+    /** Idle connections to the store are closed after this. */
+    connection_idle_timeout: { kind: "duration", default: 5000, min: 100, max: 600_000 },
+  },
+  "tiered_storage.retry": {
+    transient_initial: { kind: "duration", default: 10, min: 1, max: 60_000 },
+    transient_factor: { kind: "int", default: 2, min: 1, max: 10 },
+    transient_max: { kind: "duration", default: 5000, min: 1, max: 600_000 },
+    non_transient_initial: { kind: "duration", default: 1000, min: 1, max: 600_000 },
+    non_transient_factor: { kind: "int", default: 2, min: 1, max: 10 },
+    non_transient_max: { kind: "duration", default: 30_000, min: 1, max: 3_600_000 },
+  },
+  "tiered_storage.s3": {
+    bucket: { kind: "string", default: "" },
+    /** Empty: AWS_REGION, else us-east-1. */
+    region: { kind: "string", default: "" },
+    /** Empty: AWS (https://s3.{region}.amazonaws.com); set for RGW, MinIO, R2. */
+    endpoint: { kind: "string", default: "" },
+    url_style: { kind: "enum", default: "auto", values: ["auto", "path", "virtual"] },
+    /** First part of every object key. */
+    prefix: { kind: "string", default: "strata", nonEmpty: true },
+    /** Empty: AWS_ACCESS_KEY_ID. */
+    access_key: { kind: "string", default: "", secret: true },
+    /** Empty: AWS_SECRET_ACCESS_KEY. */
+    secret_key: { kind: "string", default: "", secret: true },
+    /** Empty: AWS_SESSION_TOKEN. */
+    session_token: { kind: "string", default: "", secret: true },
+    /** Use If-None-Match: * when the boot probe finds the store honours it; otherwise HEAD then PUT. */
+    conditional_writes: { kind: "bool", default: true },
+    /** Connections per endpoint. */
+    connections: { kind: "int", default: 16, min: 1, max: 1024 },
+  },
+  "tiered_storage.fs": {
+    /** Empty: objects/ under the data directory. */
+    path: { kind: "string", default: "" },
+  },
 } as const satisfies ConfigSchema;

@@ -9,6 +9,7 @@ import type { Pump } from "../runtime/pump.ts";
 import type { Rng } from "../runtime/rng.ts";
 import { initCrc32c } from "../runtime/crc32c.ts";
 import { Broker } from "./broker.ts";
+import { type OpenedObjectStore, openObjectStore } from "../objectstore/open_object_store.ts";
 import { createHttpHandler, type FetchHandler } from "./http_handler.ts";
 
 export interface ServerDeps {
@@ -29,12 +30,21 @@ export class StrataServer {
   readonly handler: FetchHandler;
   readonly registry: Registry;
   readonly broker: Broker;
+  /** The object store, when tiered storage is enabled. */
+  readonly objectStore: OpenedObjectStore | null;
   readonly #logger: Logger;
   #closed = false;
 
-  private constructor(registry: Registry, broker: Broker, logger: Logger, config: Config) {
+  private constructor(
+    registry: Registry,
+    broker: Broker,
+    objectStore: OpenedObjectStore | null,
+    logger: Logger,
+    config: Config,
+  ) {
     this.registry = registry;
     this.broker = broker;
+    this.objectStore = objectStore;
     this.#logger = logger;
     this.handler = createHttpHandler({
       registry,
@@ -56,12 +66,16 @@ export class StrataServer {
     await disk.mkdirp(config.system.path);
     const registry = deps.registry ?? createMetricsRegistry();
     registerProcessMetrics(registry);
+    // The store is probed before anything else opens, so a misconfigured one stops start-up.
+    const objectStore = config.tieredStorage.enabled
+      ? await openObjectStore(config.tieredStorage, { disk, clock, rng, registry, logger })
+      : null;
     const broker = await Broker.open({ config, disk, clock, rng, logger, registry });
     logger.info("server opened", {
       data_path: config.system.path,
       tick_interval_ms: config.system.tickIntervalMs,
     });
-    return new StrataServer(registry, broker, logger, config);
+    return new StrataServer(registry, broker, objectStore, logger, config);
   }
 
   /** Stops the pumps and syncs and closes every partition. Idempotent. */
@@ -69,6 +83,7 @@ export class StrataServer {
     if (this.#closed) return;
     this.#closed = true;
     await this.broker.close();
+    await this.objectStore?.close();
     this.#logger.info("server closed");
   }
 }

@@ -4,6 +4,8 @@ import { crc32c, initCrc32c } from "../../src/runtime/crc32c.ts";
 import { bodyOf, objectStoreContract, patterned } from "../helpers/object_store_contract.ts";
 import { rgwUnavailableReason, startRgw } from "../helpers/rgw_harness.ts";
 import { createBucket, ourStore, sdkRead } from "../helpers/s3_harness.ts";
+import { runServerExpectingFailure, spawnServer } from "../helpers/spawn_server.ts";
+import { tempDir } from "../helpers/temp_dir.ts";
 
 // Our s3 backend against Ceph's RADOS Gateway, a production S3: strict SigV4, If-None-Match: *
 // honoured with 412, ranged GETs answered with 206 as AWS does.
@@ -43,5 +45,32 @@ if (unavailable !== null) {
     const read = await sdkRead(endpoint, "strata-test", key);
     t.ok(Buffer.compare(read.bytes, bytes) === 0, "byte for byte");
     t.same(read.metadata, { "end-offset": "1999", "crc32c": String(crc32c(bytes)), "format-version": "1" }, "metadata");
+  });
+
+  t.test("the server boots on RGW, and refuses to start on a wrong secret or bucket, saying which", async (t) => {
+    const dir = tempDir(t);
+    const env = (overrides: Record<string, string>) => ({
+      STRATA_SYSTEM_PATH: `${dir}/data`,
+      STRATA_HTTP_ADDRESS: "127.0.0.1:0",
+      STRATA_TIERED_STORAGE_ENABLED: "true",
+      STRATA_TIERED_STORAGE_BACKEND: "s3",
+      STRATA_TIERED_STORAGE_S3_BUCKET: "strata-test",
+      STRATA_TIERED_STORAGE_S3_ENDPOINT: endpoint.endpoint,
+      AWS_ACCESS_KEY_ID: endpoint.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: endpoint.secretAccessKey,
+      ...overrides,
+    });
+    const server = await spawnServer([], env({}));
+    t.match(server.stderr(), /"msg":"object store ready".*"url_style":"path","conditional_create":true,"conditional_writes":true/);
+    t.notMatch(server.stderr(), new RegExp(endpoint.secretAccessKey), "the secret is never logged");
+    t.equal(await server.stop("SIGTERM"), 0);
+
+    const badSecret = await runServerExpectingFailure([], env({ AWS_SECRET_ACCESS_KEY: "wrong-secret-wrong-secret-wrong-secret00" }));
+    t.equal(badSecret.code, 2);
+    t.match(badSecret.stderr, /Cannot use the object store: the credentials were rejected by http:\/\/127\.0\.0\.1:\d+ for bucket strata-test/);
+    t.notMatch(badSecret.stderr, /wrong-secret/);
+    const badBucket = await runServerExpectingFailure([], env({ STRATA_TIERED_STORAGE_S3_BUCKET: "no-such-bucket" }));
+    t.equal(badBucket.code, 2);
+    t.match(badBucket.stderr, /Cannot use the object store: bucket no-such-bucket does not exist/);
   });
 }

@@ -1,0 +1,110 @@
+import type { TieredStorageConfig } from "../config/config.ts";
+import type { Clock } from "../runtime/clock.ts";
+import type { Disk } from "../runtime/disk.ts";
+import type { Logger } from "../runtime/logger.ts";
+import type { Registry } from "../runtime/metrics.ts";
+import type { Rng } from "../runtime/rng.ts";
+import { FsObjectStore } from "./fs_object_store.ts";
+import type { ObjectStore } from "./object_store.ts";
+import { TransportError } from "./object_store_errors.ts";
+import { ObjectStoreMetrics } from "./object_store_metrics.ts";
+import { ObjectStoreProbeError, probeObjectStore } from "./probe_object_store.ts";
+import { RetryingObjectStore } from "./retrying_object_store.ts";
+import { type S3Settings, S3ObjectStore } from "./s3/s3_object_store.ts";
+
+export interface OpenedObjectStore {
+  /** The store the tier service uses: retries, deadlines and metrics around the backend. */
+  store: RetryingObjectStore;
+  /** What was opened, for the start-up log (never credentials). */
+  description: Record<string, unknown>;
+  close(): Promise<void>;
+}
+
+export interface OpenDeps {
+  disk: Disk;
+  clock: Clock;
+  rng: Rng;
+  registry: Registry;
+  logger: Logger;
+}
+
+/** Builds the configured backend, probes it, and wraps it; throws `ObjectStoreProbeError` when it cannot be used. */
+export async function openObjectStore(config: TieredStorageConfig, deps: OpenDeps): Promise<OpenedObjectStore> {
+  const opened = config.backend === "fs" ? await openFs(config, deps) : await openS3(config, deps);
+  const store = new RetryingObjectStore(opened.backend, deps.clock, deps.rng, config.retry, {
+    putMs: config.segmentUploadTimeoutMs,
+    getMs: config.fetchTimeoutMs,
+    otherMs: config.requestTimeoutMs,
+  }, new ObjectStoreMetrics(deps.registry));
+  deps.logger.info("object store ready", opened.description);
+  return { store, description: opened.description, close: opened.close };
+}
+
+async function openFs(config: TieredStorageConfig, deps: OpenDeps) {
+  await deps.disk.mkdirp(config.fs.path);
+  const backend = new FsObjectStore(deps.disk, config.fs.path, deps.rng);
+  const probe = await probeObjectStore(backend, config.s3.prefix, { endpoint: config.fs.path, bucket: "(directory)" }, deps.rng);
+  return {
+    backend: backend as ObjectStore,
+    description: { backend: "fs", path: config.fs.path, conditional_create: probe.conditionalCreateHonoured },
+    close: () => Promise.resolve(),
+  };
+}
+
+async function openS3(config: TieredStorageConfig, deps: OpenDeps) {
+  const s3 = config.s3;
+  const endpoint = s3.endpoint !== "" ? s3.endpoint.replace(/\/$/, "") : `https://s3.${s3.region}.amazonaws.com`;
+  const styles: ("path" | "virtual")[] = s3.urlStyle !== "auto"
+    ? [s3.urlStyle]
+    : isLocalHost(new URL(endpoint).hostname)
+    ? ["path"]
+    : ["virtual", "path"];
+  const settings = (urlStyle: "path" | "virtual", conditionalWrites: boolean): S3Settings => ({
+    endpoint,
+    region: s3.region,
+    bucket: s3.bucket,
+    accessKeyId: s3.accessKey,
+    secretAccessKey: s3.secretKey,
+    ...(s3.sessionToken !== "" ? { sessionToken: s3.sessionToken } : {}),
+    urlStyle,
+    conditionalWrites,
+    connectionIdleTimeoutMs: config.connectionIdleTimeoutMs,
+    connectionsMax: s3.connections,
+    requestTimeoutMs: config.requestTimeoutMs,
+  });
+  let lastError: unknown = null;
+  for (const style of styles) {
+    // The probe always sends If-None-Match, to learn whether the store honours it.
+    const probing = new S3ObjectStore(settings(style, true), deps.clock);
+    try {
+      const probe = await probeObjectStore(probing, s3.prefix, { endpoint, bucket: s3.bucket }, deps.rng);
+      await probing.close();
+      const conditional = s3.conditionalWrites && probe.conditionalCreateHonoured;
+      const backend = new S3ObjectStore(settings(style, conditional), deps.clock);
+      return {
+        backend: backend as ObjectStore,
+        description: {
+          backend: "s3",
+          endpoint,
+          bucket: s3.bucket,
+          region: s3.region,
+          url_style: style,
+          conditional_create: probe.conditionalCreateHonoured,
+          conditional_writes: conditional,
+        },
+        close: () => backend.close(),
+      };
+    } catch (error) {
+      await probing.close();
+      lastError = error;
+      // Virtual-host style needs DNS for {bucket}.{host}; when it is unreachable, try path style.
+      const unreachable = error instanceof ObjectStoreProbeError && /is unreachable/.test(error.message);
+      if (!unreachable) throw error;
+    }
+  }
+  throw lastError instanceof Error ? lastError : new TransportError(String(lastError));
+}
+
+function isLocalHost(hostname: string): boolean {
+  return hostname === "localhost" || /^[\d.]+$/.test(hostname) || hostname.startsWith("[");
+}
