@@ -63,7 +63,9 @@ async function main(): Promise<number> {
 try {
   Deno.exit(await main());
 } catch (error) {
-  if (error instanceof ConfigError || error instanceof CliArgsError || error instanceof ObjectStoreProbeError) {
+  if (
+    error instanceof ConfigError || error instanceof CliArgsError || error instanceof ObjectStoreProbeError
+  ) {
     console.error(error.message);
     Deno.exit(2);
   }

@@ -35,7 +35,8 @@ export function loadConfig(
   applyAwsEnvironment(config, env);
   checkTieredStorage(config);
   const s3 = config.tieredStorage.s3;
-  const secrets = [...secretValues(configSchema, validated), s3.accessKey, s3.secretKey, s3.sessionToken].filter((x) => x !== "");
+  const secrets = [...secretValues(configSchema, validated), s3.accessKey, s3.secretKey, s3.sessionToken]
+    .filter((x) => x !== "");
   return { config, secrets };
 }
 
@@ -66,7 +67,9 @@ function applyAwsEnvironment(config: Config, env: Record<string, string | undefi
 function checkTieredStorage(config: Config): void {
   const t = config.tieredStorage;
   if (!t.enabled || t.backend !== "s3") return;
-  if (t.s3.bucket === "") throw new ConfigError("[tiered_storage.s3] bucket", "required when the s3 backend is enabled");
+  if (t.s3.bucket === "") {
+    throw new ConfigError("[tiered_storage.s3] bucket", "required when the s3 backend is enabled");
+  }
   if (t.s3.accessKey === "" || t.s3.secretKey === "") {
     throw new ConfigError(
       "[tiered_storage.s3] access_key",
@@ -74,6 +77,9 @@ function checkTieredStorage(config: Config): void {
     );
   }
   if (t.s3.endpoint !== "" && !/^https?:\/\/[^/]+\/?$/.test(t.s3.endpoint)) {
-    throw new ConfigError("[tiered_storage.s3] endpoint", `expected http(s)://host[:port], got ${JSON.stringify(t.s3.endpoint)}`);
+    throw new ConfigError(
+      "[tiered_storage.s3] endpoint",
+      `expected http(s)://host[:port], got ${JSON.stringify(t.s3.endpoint)}`,
+    );
   }
 }

@@ -10,7 +10,7 @@ import { TransportError } from "./object_store_errors.ts";
 import { ObjectStoreMetrics } from "./object_store_metrics.ts";
 import { ObjectStoreProbeError, probeObjectStore } from "./probe_object_store.ts";
 import { RetryingObjectStore } from "./retrying_object_store.ts";
-import { type S3Settings, S3ObjectStore } from "./s3/s3_object_store.ts";
+import { S3ObjectStore, type S3Settings } from "./s3/s3_object_store.ts";
 
 export interface OpenedObjectStore {
   /** The store the tier service uses: retries, deadlines and metrics around the backend. */
@@ -29,7 +29,10 @@ export interface OpenDeps {
 }
 
 /** Builds the configured backend, probes it, and wraps it; throws `ObjectStoreProbeError` when it cannot be used. */
-export async function openObjectStore(config: TieredStorageConfig, deps: OpenDeps): Promise<OpenedObjectStore> {
+export async function openObjectStore(
+  config: TieredStorageConfig,
+  deps: OpenDeps,
+): Promise<OpenedObjectStore> {
   const opened = config.backend === "fs" ? await openFs(config, deps) : await openS3(config, deps);
   const store = new RetryingObjectStore(opened.backend, deps.clock, deps.rng, config.retry, {
     putMs: config.segmentUploadTimeoutMs,
@@ -43,7 +46,10 @@ export async function openObjectStore(config: TieredStorageConfig, deps: OpenDep
 async function openFs(config: TieredStorageConfig, deps: OpenDeps) {
   await deps.disk.mkdirp(config.fs.path);
   const backend = new FsObjectStore(deps.disk, config.fs.path, deps.rng);
-  const probe = await probeObjectStore(backend, config.s3.prefix, { endpoint: config.fs.path, bucket: "(directory)" }, deps.rng);
+  const probe = await probeObjectStore(backend, config.s3.prefix, {
+    endpoint: config.fs.path,
+    bucket: "(directory)",
+  }, deps.rng);
   return {
     backend: backend as ObjectStore,
     description: { backend: "fs", path: config.fs.path, conditional_create: probe.conditionalCreateHonoured },
@@ -53,7 +59,9 @@ async function openFs(config: TieredStorageConfig, deps: OpenDeps) {
 
 async function openS3(config: TieredStorageConfig, deps: OpenDeps) {
   const s3 = config.s3;
-  const endpoint = s3.endpoint !== "" ? s3.endpoint.replace(/\/$/, "") : `https://s3.${s3.region}.amazonaws.com`;
+  const endpoint = s3.endpoint !== ""
+    ? s3.endpoint.replace(/\/$/, "")
+    : `https://s3.${s3.region}.amazonaws.com`;
   const styles: ("path" | "virtual")[] = s3.urlStyle !== "auto"
     ? [s3.urlStyle]
     : isLocalHost(new URL(endpoint).hostname)

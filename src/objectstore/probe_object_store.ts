@@ -32,21 +32,29 @@ const probeBody = new TextEncoder().encode("strata object store probe");
  * to learn whether the store honours conditional create. Run against the raw backend, one
  * attempt per step, so a misconfiguration fails at boot rather than at the first upload.
  */
-export async function probeObjectStore(store: ObjectStore, prefix: string, target: ProbeTarget, rng: Rng): Promise<ProbeResult> {
+export async function probeObjectStore(
+  store: ObjectStore,
+  prefix: string,
+  target: ProbeTarget,
+  rng: Rng,
+): Promise<ProbeResult> {
   try {
     await store.list(`${prefix}/_probe/`, { maxKeys: 1 });
   } catch (error) {
     throw explain(error, target);
   }
   const key = `${prefix}/_probe/${rng.nextU32().toString(16)}${rng.nextU32().toString(16)}`;
-  const body = () => (async function* () {
-    yield probeBody;
-  })();
+  const body = () =>
+    (async function* () {
+      yield probeBody;
+    })();
   try {
     await store.put(key, body, { sizeBytes: probeBody.length, metadata: { probe: "1" }, ifAbsent: true });
     const read = Buffer.concat(await store.getRange(key, 0, probeBody.length));
     if (Buffer.compare(read, probeBody) !== 0) {
-      throw new ObjectStoreProbeError(`Cannot use the object store at ${target.endpoint}: a probe object read back different bytes`);
+      throw new ObjectStoreProbeError(
+        `Cannot use the object store at ${target.endpoint}: a probe object read back different bytes`,
+      );
     }
     let honoured = false;
     try {
@@ -71,10 +79,14 @@ function explain(error: unknown, target: ProbeTarget): ObjectStoreProbeError {
     );
   }
   if (error instanceof UnsupportedError) {
-    return new ObjectStoreProbeError(`Cannot use the object store: bucket ${target.bucket} does not exist at ${target.endpoint} (${detail})`);
+    return new ObjectStoreProbeError(
+      `Cannot use the object store: bucket ${target.bucket} does not exist at ${target.endpoint} (${detail})`,
+    );
   }
   if (error instanceof TransportError) {
-    return new ObjectStoreProbeError(`Cannot use the object store: the endpoint ${target.endpoint} is unreachable (${detail})`);
+    return new ObjectStoreProbeError(
+      `Cannot use the object store: the endpoint ${target.endpoint} is unreachable (${detail})`,
+    );
   }
   if (error instanceof ObjectStoreError) {
     return new ObjectStoreProbeError(`Cannot use the object store at ${target.endpoint}: ${detail}`);

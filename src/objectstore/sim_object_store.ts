@@ -61,7 +61,9 @@ export interface SimRecord {
 }
 
 interface SimObject {
-  bytes: Uint8Array;
+  /** The object's bytes as received, piece by piece: never one whole-object buffer. */
+  pieces: Uint8Array[];
+  sizeBytes: number;
   metadata: Record<string, string>;
   etag: string;
   createdAtMs: number;
@@ -99,9 +101,14 @@ export class SimObjectStore implements ObjectStore {
     return this.#records.filter((r) => r.op === op && (key === undefined || r.key === key)).length;
   }
 
-  /** Direct access for tests and invariant checkers: the stored object, bypassing faults. */
-  peek(key: string): Readonly<SimObject> | undefined {
-    return this.#objects.get(key);
+  /** Direct access for tests and invariant checkers: a copy of the stored object, bypassing faults. */
+  peek(
+    key: string,
+  ): { bytes: Uint8Array; metadata: Record<string, string>; etag: string; createdAtMs: number } | undefined {
+    const object = this.#objects.get(key);
+    if (object === undefined) return undefined;
+    const bytes = readRange(object.pieces, 0, object.sizeBytes);
+    return { bytes, metadata: object.metadata, etag: object.etag, createdAtMs: object.createdAtMs };
   }
 
   keys(): string[] {
@@ -111,8 +118,15 @@ export class SimObjectStore implements ObjectStore {
   /** Flips one bit of a stored object, as silent corruption would. */
   corrupt(key: string, byteIndex: number): void {
     const object = this.#objects.get(key);
-    assert(object !== undefined && byteIndex < object.bytes.length, `Cannot corrupt ${key}: no such byte`);
-    object.bytes[byteIndex]! ^= 0x01;
+    assert(object !== undefined && byteIndex < object.sizeBytes, `Cannot corrupt ${key}: no such byte`);
+    let at = byteIndex;
+    for (const piece of object.pieces) {
+      if (at < piece.length) {
+        piece[at]! ^= 0x01;
+        return;
+      }
+      at -= piece.length;
+    }
   }
 
   async put(key: string, body: BodySource, options: PutOptions): Promise<PutResult> {
@@ -139,15 +153,10 @@ export class SimObjectStore implements ObjectStore {
       if (options.ifAbsent && this.#objects.has(key)) {
         throw new PreconditionFailedError(`Cannot create ${key}: it exists`, 412);
       }
-      const bytes = new Uint8Array(size);
-      let at = 0;
-      for (const c of chunks) {
-        bytes.set(c, at);
-        at += c.length;
-      }
       const etag = digest.toString(16).padStart(8, "0");
       this.#objects.set(key, {
-        bytes,
+        pieces: chunks,
+        sizeBytes: size,
         metadata: { ...options.metadata },
         etag,
         createdAtMs: this.#clock.nowMs(),
@@ -161,7 +170,7 @@ export class SimObjectStore implements ObjectStore {
     return this.#attempt("get", key, options, () => {
       const object = this.#objects.get(key);
       if (object === undefined) throw new NotFoundError(`Cannot find object ${key}`, 404);
-      return toPieces(object.bytes.slice(start, Math.min(endExclusive, object.bytes.length)));
+      return toPieces(readRange(object.pieces, start, Math.min(endExclusive, object.sizeBytes)));
     });
   }
 
@@ -171,7 +180,7 @@ export class SimObjectStore implements ObjectStore {
       const object = this.#objects.get(key);
       return object === undefined
         ? null
-        : { sizeBytes: object.bytes.length, metadata: { ...object.metadata }, etag: object.etag };
+        : { sizeBytes: object.sizeBytes, metadata: { ...object.metadata }, etag: object.etag };
     });
   }
 
@@ -183,7 +192,7 @@ export class SimObjectStore implements ObjectStore {
       );
       const page = keys.slice(0, maxKeys);
       return {
-        objects: page.map((k) => ({ key: k, sizeBytes: this.#objects.get(k)!.bytes.length })),
+        objects: page.map((k) => ({ key: k, sizeBytes: this.#objects.get(k)!.sizeBytes })),
         nextStartAfter: keys.length > maxKeys ? page.at(-1)! : null,
       };
     });
@@ -263,4 +272,18 @@ export class SimObjectStore implements ObjectStore {
     if (this.#records.length >= recordsMax) this.#records.shift();
     this.#records.push(record);
   }
+}
+
+/** Copies bytes [start, end) out of a list of pieces. */
+function readRange(pieces: readonly Uint8Array[], start: number, end: number): Uint8Array {
+  const out = new Uint8Array(Math.max(0, end - start));
+  let at = 0;
+  for (const piece of pieces) {
+    const from = Math.max(start, at);
+    const to = Math.min(end, at + piece.length);
+    if (from < to) out.set(piece.subarray(from - at, to - at), from - start);
+    at += piece.length;
+    if (at >= end) break;
+  }
+  return out;
 }

@@ -9,7 +9,9 @@ const scripts = new URL("../../scripts/", import.meta.url).pathname;
 
 /** Why RGW cannot run here, or null when its packages are installed. */
 export function rgwUnavailableReason(): string | null {
-  const found = spawnSync("sh", ["-c", "command -v radosgw && command -v ceph-mon && command -v ceph-osd"], { encoding: "utf8" });
+  const found = spawnSync("sh", ["-c", "command -v radosgw && command -v ceph-mon && command -v ceph-osd"], {
+    encoding: "utf8",
+  });
   return found.status === 0
     ? null
     : "Ceph RGW is not installed (apt-get install radosgw ceph-mon ceph-osd; .ci/run does this)";
@@ -29,5 +31,9 @@ export function startRgw(t: Test, port = 7480): S3Endpoint {
   const started = spawnSync("bash", [`${scripts}rgw-start.sh`], { env, encoding: "utf8", timeout: 120_000 });
   if (started.status !== 0) throw new Error(`RGW did not start: ${started.stdout}\n${started.stderr}`);
   const value = (name: string) => new RegExp(`^${name}=(.*)$`, "m").exec(started.stdout)?.[1] ?? "";
-  return { endpoint: value("S3_ENDPOINT"), accessKeyId: value("S3_ACCESS_KEY"), secretAccessKey: value("S3_SECRET_KEY") };
+  return {
+    endpoint: value("S3_ENDPOINT"),
+    accessKeyId: value("S3_ACCESS_KEY"),
+    secretAccessKey: value("S3_SECRET_KEY"),
+  };
 }

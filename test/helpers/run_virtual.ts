@@ -6,7 +6,11 @@ const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
  * Settles `promise` by jumping the virtual clock from timer to timer, letting callbacks run
  * between jumps. Bounded: it gives up after `stepsMax` jumps.
  */
-export async function runVirtual<T>(clock: VirtualClock, promise: Promise<T>, stepsMax = 100_000): Promise<T> {
+export async function runVirtual<T>(
+  clock: VirtualClock,
+  promise: Promise<T>,
+  stepsMax = 100_000,
+): Promise<T> {
   let settled = false;
   const watched = promise.finally(() => {
     settled = true;

@@ -26,8 +26,14 @@ t.test("the fs backend passes the probe, honours create-if-absent, and leaves no
 
 t.test("each misconfiguration is named: credentials, bucket, endpoint", async (t) => {
   const cases = [
-    { faults: { errorRates: { list: { auth: 1 } } }, pattern: /the credentials were rejected by http:\/\/store\.test for bucket b/ },
-    { faults: { outages: [{ fromMs: 0, toMs: 1e9 }] }, pattern: /the endpoint http:\/\/store\.test is unreachable/ },
+    {
+      faults: { errorRates: { list: { auth: 1 } } },
+      pattern: /the credentials were rejected by http:\/\/store\.test for bucket b/,
+    },
+    {
+      faults: { outages: [{ fromMs: 0, toMs: 1e9 }] },
+      pattern: /the endpoint http:\/\/store\.test is unreachable/,
+    },
   ];
   for (const c of cases) {
     const store = new SimObjectStore(new VirtualClock(), new Rng(1), c.faults);
@@ -46,10 +52,19 @@ t.test("an endpoint nobody listens on stops start-up with the endpoint named", a
     STRATA_TIERED_STORAGE_S3_ACCESS_KEY: "k",
     STRATA_TIERED_STORAGE_S3_SECRET_KEY: "s",
   });
-  const deps = { disk: new NodeDisk(), clock: new RealClock(), rng: new Rng(1), registry: createMetricsRegistry(), logger: silentLogger() };
+  const deps = {
+    disk: new NodeDisk(),
+    clock: new RealClock(),
+    rng: new Rng(1),
+    registry: createMetricsRegistry(),
+    logger: silentLogger(),
+  };
   const error = await openObjectStore(config.tieredStorage, deps).catch((e) => e);
   t.ok(error instanceof ObjectStoreProbeError);
-  t.match(error.message, /^Cannot use the object store: the endpoint http:\/\/127\.0\.0\.1:9 is unreachable \(ECONNREFUSED\)/);
+  t.match(
+    error.message,
+    /^Cannot use the object store: the endpoint http:\/\/127\.0\.0\.1:9 is unreachable \(ECONNREFUSED\)/,
+  );
 });
 
 t.test("against s3rver, which ignores If-None-Match, the probe turns conditional writes off (HEAD then PUT)", async (t) => {
@@ -63,11 +78,28 @@ t.test("against s3rver, which ignores If-None-Match, the probe turns conditional
     AWS_ACCESS_KEY_ID: endpoint.accessKeyId,
     AWS_SECRET_ACCESS_KEY: endpoint.secretAccessKey,
   });
-  const deps = { disk: new NodeDisk(), clock: new RealClock(), rng: new Rng(1), registry: createMetricsRegistry(), logger: silentLogger() };
+  const deps = {
+    disk: new NodeDisk(),
+    clock: new RealClock(),
+    rng: new Rng(1),
+    registry: createMetricsRegistry(),
+    logger: silentLogger(),
+  };
   const opened = await openObjectStore(config.tieredStorage, deps);
   t.teardown(() => opened.close());
-  t.match(opened.description, { backend: "s3", url_style: "path", conditional_create: false, conditional_writes: false });
-  const missing = await openObjectStore({ ...config.tieredStorage, s3: { ...config.tieredStorage.s3, bucket: "no-such-bucket" } }, deps)
+  t.match(opened.description, {
+    backend: "s3",
+    url_style: "path",
+    conditional_create: false,
+    conditional_writes: false,
+  });
+  const missing = await openObjectStore({
+    ...config.tieredStorage,
+    s3: { ...config.tieredStorage.s3, bucket: "no-such-bucket" },
+  }, deps)
     .catch((e) => e);
-  t.match(missing.message, /^Cannot use the object store: bucket no-such-bucket does not exist at http:\/\/127\.0\.0\.1:\d+/);
+  t.match(
+    missing.message,
+    /^Cannot use the object store: bucket no-such-bucket does not exist at http:\/\/127\.0\.0\.1:\d+/,
+  );
 });

@@ -1,5 +1,10 @@
 import t from "tap";
-import { backoffMs, decideRetry, defaultRetryProfiles, jittered } from "../../src/objectstore/retry_policy.ts";
+import {
+  backoffMs,
+  decideRetry,
+  defaultRetryProfiles,
+  jittered,
+} from "../../src/objectstore/retry_policy.ts";
 
 const p = defaultRetryProfiles;
 

@@ -29,12 +29,18 @@ function setup(faults: SimFaults, seed = 1) {
     otherMs: 30_000,
   }, new ObjectStoreMetrics(registry));
   const put = (key: string, options: { deadlineAtMs?: number } = {}) =>
-    store.put(key, bodyOf(new Uint8Array([1, 2, 3])), { sizeBytes: 3, metadata: {}, ifAbsent: false, ...options });
+    store.put(key, bodyOf(new Uint8Array([1, 2, 3])), {
+      sizeBytes: 3,
+      metadata: {},
+      ifAbsent: false,
+      ...options,
+    });
   return { clock, sim, store, registry, put };
 }
 
 /** Times (ms) at which the sim store saw attempts of `op`. */
-const attemptTimes = (sim: SimObjectStore, op: "put" | "get" | "head") => sim.records.filter((r) => r.op === op).map((r) => r.atMs);
+const attemptTimes = (sim: SimObjectStore, op: "put" | "get" | "head") =>
+  sim.records.filter((r) => r.op === op).map((r) => r.atMs);
 
 t.test("a transient error is retried at once, then with growing backoff, until it succeeds", async (t) => {
   const { clock, sim, put, registry } = setup({ outages: [{ fromMs: 0, toMs: 100 }] });
@@ -43,7 +49,10 @@ t.test("a transient error is retried at once, then with growing backoff, until i
   t.equal(times[0], 0);
   t.equal(times[1], 0, "the first retry is immediate");
   const gaps = times.slice(2).map((x, i) => x - times[i + 1]!);
-  t.ok(gaps.every((g, i) => g >= 10 * 2 ** i / 2 && g <= 10 * 2 ** i), `gaps ${gaps} follow 10 ms × 2^n with equal jitter`);
+  t.ok(
+    gaps.every((g, i) => g >= 10 * 2 ** i / 2 && g <= 10 * 2 ** i),
+    `gaps ${gaps} follow 10 ms × 2^n with equal jitter`,
+  );
   t.ok(times.at(-1)! >= 100, "it succeeded once the outage ended");
   t.ok(sim.peek("k"), "the object exists");
   t.match(await registry.metrics(), /strata_objectstore_retries_total\{op="put",profile="transient"\} \d+/);
@@ -85,12 +94,21 @@ t.test("throttling backs off instead of hammering the store", async (t) => {
 });
 
 t.test("deadlines: each attempt gets the time left; a retry needs time before the deadline", async (t) => {
-  const { clock, sim, store } = setup({ latencyMs: { min: 2_000, max: 2_000 }, errorRates: { get: { transient: 1 } } });
-  await runVirtual(clock, store.put("k", bodyOf(new Uint8Array([1])), { sizeBytes: 1, metadata: {}, ifAbsent: false }));
+  const { clock, sim, store } = setup({
+    latencyMs: { min: 2_000, max: 2_000 },
+    errorRates: { get: { transient: 1 } },
+  });
+  await runVirtual(
+    clock,
+    store.put("k", bodyOf(new Uint8Array([1])), { sizeBytes: 1, metadata: {}, ifAbsent: false }),
+  );
   const startedMs = clock.nowMs();
   const error = await runVirtual(clock, store.getRange("k", 0, 1)).catch((e) => e);
   t.ok(error instanceof TransportError);
-  t.ok(clock.nowMs() - startedMs <= 5_000 + 2_000, `gave up ${clock.nowMs() - startedMs} ms after starting (fetch deadline 5 s)`);
+  t.ok(
+    clock.nowMs() - startedMs <= 5_000 + 2_000,
+    `gave up ${clock.nowMs() - startedMs} ms after starting (fetch deadline 5 s)`,
+  );
   t.ok(sim.count("get") >= 2 && sim.count("get") <= 3, `${sim.count("get")} attempts fit in 5 s at 2 s each`);
 });
 
@@ -103,13 +121,19 @@ t.test("a lost reply surfaces as a timeout at the attempt's deadline, then the r
   t.equal(clock.nowMs(), 1_000, "exactly at the deadline");
   t.equal(sim.records[0]!.outcome, "lost", "the store did the work but the reply was lost");
   sim.faults = { errorRates: { put: { lostReply: 0.5 } } };
-  await runVirtual(clock, store.put("x", bodyOf(new Uint8Array([9])), { sizeBytes: 1, metadata: {}, ifAbsent: false }));
+  await runVirtual(
+    clock,
+    store.put("x", bodyOf(new Uint8Array([9])), { sizeBytes: 1, metadata: {}, ifAbsent: false }),
+  );
   t.ok(sim.peek("x"), "a put whose reply was lost is retried until one is heard");
 });
 
 t.test("the same seed gives the same attempts: faults replay exactly", async (t) => {
   const run = async () => {
-    const { clock, sim, put } = setup({ errorRates: { put: { transient: 0.5, throttle: 0.2 } }, latencyMs: { min: 1, max: 50 } }, 42);
+    const { clock, sim, put } = setup({
+      errorRates: { put: { transient: 0.5, throttle: 0.2 } },
+      latencyMs: { min: 1, max: 50 },
+    }, 42);
     for (let i = 0; i < 20; i++) await runVirtual(clock, put(`k${i}`));
     return JSON.stringify(sim.records);
   };

@@ -6,6 +6,7 @@ import { rgwUnavailableReason, startRgw } from "../helpers/rgw_harness.ts";
 import { createBucket, ourStore, sdkRead } from "../helpers/s3_harness.ts";
 import { runServerExpectingFailure, spawnServer } from "../helpers/spawn_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+import { measureSteadyState, mib } from "../helpers/measure_put_rss.ts";
 
 // Our s3 backend against Ceph's RADOS Gateway, a production S3: strict SigV4, If-None-Match: *
 // honoured with 412, ranged GETs answered with 206 as AWS does.
@@ -21,7 +22,10 @@ if (unavailable !== null) {
   objectStoreContract(t, store, "strata/c1", { exactIfAbsent: true });
 
   t.test("a wrong secret is refused with Auth, and the message holds neither key", async (t) => {
-    const wrong = ourStore({ ...endpoint, secretAccessKey: "not-the-secret-0000000000000000000000000" }, "strata-test");
+    const wrong = ourStore(
+      { ...endpoint, secretAccessKey: "not-the-secret-0000000000000000000000000" },
+      "strata-test",
+    );
     t.teardown(() => wrong.close());
     const error = await wrong.head("strata/anything").catch((e) => e);
     const listError = await wrong.list("strata/").catch((e) => e);
@@ -44,7 +48,11 @@ if (unavailable !== null) {
     });
     const read = await sdkRead(endpoint, "strata-test", key);
     t.ok(Buffer.compare(read.bytes, bytes) === 0, "byte for byte");
-    t.same(read.metadata, { "end-offset": "1999", "crc32c": String(crc32c(bytes)), "format-version": "1" }, "metadata");
+    t.same(
+      read.metadata,
+      { "end-offset": "1999", "crc32c": String(crc32c(bytes)), "format-version": "1" },
+      "metadata",
+    );
   });
 
   t.test("the server boots on RGW, and refuses to start on a wrong secret or bucket, saying which", async (t) => {
@@ -61,16 +69,34 @@ if (unavailable !== null) {
       ...overrides,
     });
     const server = await spawnServer([], env({}));
-    t.match(server.stderr(), /"msg":"object store ready".*"url_style":"path","conditional_create":true,"conditional_writes":true/);
+    t.match(
+      server.stderr(),
+      /"msg":"object store ready".*"url_style":"path","conditional_create":true,"conditional_writes":true/,
+    );
     t.notMatch(server.stderr(), new RegExp(endpoint.secretAccessKey), "the secret is never logged");
     t.equal(await server.stop("SIGTERM"), 0);
 
-    const badSecret = await runServerExpectingFailure([], env({ AWS_SECRET_ACCESS_KEY: "wrong-secret-wrong-secret-wrong-secret00" }));
+    const badSecret = await runServerExpectingFailure(
+      [],
+      env({ AWS_SECRET_ACCESS_KEY: "wrong-secret-wrong-secret-wrong-secret00" }),
+    );
     t.equal(badSecret.code, 2);
-    t.match(badSecret.stderr, /Cannot use the object store: the credentials were rejected by http:\/\/127\.0\.0\.1:\d+ for bucket strata-test/);
+    t.match(
+      badSecret.stderr,
+      /Cannot use the object store: the credentials were rejected by http:\/\/127\.0\.0\.1:\d+ for bucket strata-test/,
+    );
     t.notMatch(badSecret.stderr, /wrong-secret/);
-    const badBucket = await runServerExpectingFailure([], env({ STRATA_TIERED_STORAGE_S3_BUCKET: "no-such-bucket" }));
+    const badBucket = await runServerExpectingFailure(
+      [],
+      env({ STRATA_TIERED_STORAGE_S3_BUCKET: "no-such-bucket" }),
+    );
     t.equal(badBucket.code, 2);
     t.match(badBucket.stderr, /Cannot use the object store: bucket no-such-bucket does not exist/);
+  });
+
+  t.test("RSS growth of a PUT to RGW does not scale with the object's size", async (t) => {
+    const { small, large } = await measureSteadyState(store, "strata/m");
+    t.ok(large < 64 * mib, `1 GiB PUT grew RSS by ${(large / mib).toFixed(1)} MiB`);
+    t.ok(large - small <= 16 * mib, `1 GiB grew ${((large - small) / mib).toFixed(1)} MiB more than 256 MiB`);
   });
 }

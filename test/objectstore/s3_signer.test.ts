@@ -3,15 +3,27 @@ import { createS3Signer, encodeKeyPath } from "../../src/objectstore/s3/s3_signe
 
 // Known answers from AWS: the S3 examples of "Signature Calculations for the Authorization Header:
 // Transferring Payload in a Single Chunk", and the get-vanilla cases of the SigV4 test suite.
-const s3Example = { accessKeyId: "AKIAIOSFODNN7EXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY" };
-const suiteExample = { accessKeyId: "AKIDEXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY" };
+const s3Example = {
+  accessKeyId: "AKIAIOSFODNN7EXAMPLE",
+  secretAccessKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+};
+const suiteExample = {
+  accessKeyId: "AKIDEXAMPLE",
+  secretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+};
 const emptySha = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 const may24 = new Date("2013-05-24T00:00:00Z");
 
 async function authorization(
   credentials: typeof s3Example,
   service: string,
-  request: { method: string; host: string; path: string; query?: Record<string, string>; headers: Record<string, string> },
+  request: {
+    method: string;
+    host: string;
+    path: string;
+    query?: Record<string, string>;
+    headers: Record<string, string>;
+  },
   date: Date,
 ): Promise<string> {
   const signed = await createS3Signer(credentials, "us-east-1", service).sign({
@@ -58,7 +70,12 @@ t.test("S3 GET Bucket Lifecycle: a valueless query parameter", async (t) => {
 
 t.test("SigV4 test suite: get-vanilla and get-vanilla-query-order-key-case", async (t) => {
   const aug30 = new Date("2015-08-30T12:36:00Z");
-  const vanilla = await authorization(suiteExample, "service", { method: "GET", host: "example.amazonaws.com", path: "/", headers: {} }, aug30);
+  const vanilla = await authorization(suiteExample, "service", {
+    method: "GET",
+    host: "example.amazonaws.com",
+    path: "/",
+    headers: {},
+  }, aug30);
   t.equal(
     vanilla,
     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date, " +
