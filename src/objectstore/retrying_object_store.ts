@@ -7,7 +7,6 @@ import type {
   ListPage,
   ObjectHead,
   ObjectStore,
-  OpOptions,
   PutOptions,
   PutResult,
 } from "./object_store.ts";

@@ -10,7 +10,7 @@ export async function startS3rver(t: Test): Promise<S3Endpoint> {
   const dir = mkdtempSync(join(tmpdir(), "strata-s3rver-"));
   const child = spawn(
     process.execPath,
-    ["--openssl-legacy-provider", new URL("./s3rver_process.mjs", import.meta.url).pathname, dir],
+    ["--openssl-legacy-provider", new URL("../../scripts/s3rver.mjs", import.meta.url).pathname, dir],
     { stdio: ["ignore", "pipe", "inherit"], env: process.env },
   );
   t.teardown(async () => {
