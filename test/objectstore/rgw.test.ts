@@ -3,7 +3,9 @@ import { AuthError } from "../../src/objectstore/object_store_errors.ts";
 import { crc32c, initCrc32c } from "../../src/runtime/crc32c.ts";
 import { bodyOf, objectStoreContract, patterned } from "../helpers/object_store_contract.ts";
 import { rgwUnavailableReason, startRgw } from "../helpers/rgw_harness.ts";
-import { createBucket, ourStore, sdkRead } from "../helpers/s3_harness.ts";
+import { createBucket, ourStore, s3Settings, sdkRead } from "../helpers/s3_harness.ts";
+import { S3ObjectStore } from "../../src/objectstore/s3/s3_object_store.ts";
+import { RealClock } from "../../src/runtime/real_clock.ts";
 import { runServerExpectingFailure, spawnServer } from "../helpers/spawn_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { measureSteadyState, mib } from "../helpers/measure_put_rss.ts";
@@ -98,5 +100,35 @@ if (unavailable !== null) {
     const { small, large } = await measureSteadyState(store, "strata/m");
     t.ok(large < 64 * mib, `1 GiB PUT grew RSS by ${(large / mib).toFixed(1)} MiB`);
     t.ok(large - small <= 16 * mib, `1 GiB grew ${((large - small) / mib).toFixed(1)} MiB more than 256 MiB`);
+  });
+
+  t.test("clock skew: a store an hour off re-signs once with the server's Date header and then succeeds", async (t) => {
+    class SkewedClock extends RealClock {
+      override wallMs(): number {
+        return super.wallMs() - 3_600_000;
+      }
+    }
+    const skewed = new S3ObjectStore(s3Settings(endpoint, "strata-test"), new SkewedClock());
+    t.teardown(() => skewed.close());
+    t.equal(
+      await skewed.head("strata/skew/nothing"),
+      null,
+      "a HEAD learns the offset from the Date header and re-signs",
+    );
+    const fresh = new S3ObjectStore(s3Settings(endpoint, "strata-test"), new SkewedClock());
+    t.teardown(() => fresh.close());
+    const page = await fresh.list("strata/skew/");
+    t.same(
+      page.objects,
+      [],
+      "a LIST is refused with RequestTimeTooSkewed, re-signed with the server's time, and answered",
+    );
+    const put = await skewed.put("strata/skew/x", bodyOf(new Uint8Array([1, 2])), {
+      sizeBytes: 2,
+      metadata: {},
+      ifAbsent: false,
+    });
+    t.ok(put.etag, "later requests, streamed PUTs included, are signed with the learned offset");
+    await skewed.delete(["strata/skew/x"]);
   });
 }

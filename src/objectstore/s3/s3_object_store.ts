@@ -53,6 +53,9 @@ interface S3Response {
   body: AsyncIterable<Uint8Array> & { dump?: () => Promise<void> };
 }
 
+/** A 403 whose Date header is further than this from our clock is taken for clock skew. */
+const clockSkewToleranceMs = 5 * 60 * 1000;
+
 /** Bound on an error or XML answer read into memory. */
 const smallBodyBytesMax = 8 * 1024 * 1024;
 
@@ -247,13 +250,17 @@ export class S3ObjectStore implements ObjectStore {
     what: string,
   ): Promise<S3Response> {
     let response = await this.#send(method, path, query, headers, body, options, what);
-    if (response.status === 403 && method !== "HEAD") {
-      const error = parseErrorBody(await readText(response, what));
+    if (response.status === 403) {
+      const text = method === "HEAD" ? "" : await readText(response, what);
+      if (method === "HEAD") await drain(response);
+      const error = parseErrorBody(text);
+      // Skew is named by the error code, or, for a HEAD (no body), by a Date header far from ours.
       const serverMs = Date.parse(header(response, "date"));
-      if (error.code !== "RequestTimeTooSkewed" || !Number.isFinite(serverMs)) {
-        throw mapS3Error(what, response.status, error.code, error.message);
-      }
-      // Clock skew: learn the server's time from its Date header and sign once more with it.
+      const ourMs = this.#clock.wallMs() + this.#clockOffsetMs;
+      const skewed = Number.isFinite(serverMs) &&
+        (error.code === "RequestTimeTooSkewed" || Math.abs(serverMs - ourMs) > clockSkewToleranceMs);
+      if (!skewed) throw mapS3Error(what, response.status, error.code, error.message);
+      // Learn the server's time from its Date header and sign once more with it.
       this.#clockOffsetMs = serverMs - this.#clock.wallMs();
       if (body !== null && !(body instanceof Uint8Array)) {
         // A streamed body cannot be replayed here; the retry layer's next attempt is re-signed.
