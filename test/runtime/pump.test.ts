@@ -113,7 +113,8 @@ t.test("with the real clock, a busy-but-yielding loop keeps ticks within a few m
   }
   pump.stop();
   const s = pump.snapshot();
-  t.ok(s.ticks >= 30, `${s.ticks} ticks fired in 300 ms of busy work`);
-  // Generous bound: a test machine may be shared; the point is that ticks were not starved.
-  t.ok(s.p50Ms < 5, `median lateness ${s.p50Ms} ms stays under one tick interval`);
+  // Without the yields no tick could fire until the loop ended (one at most). The bounds are wide
+  // because the suite shares two cores with other test files; the point is ticks are not starved.
+  t.ok(s.ticks >= 10, `${s.ticks} ticks fired in 300 ms of busy work (at most 60 possible)`);
+  t.ok(s.p50Ms < 25, `median lateness ${s.p50Ms} ms`);
 });

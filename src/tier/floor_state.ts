@@ -1,0 +1,43 @@
+/**
+ * The tiered-floor state machine of one partition, fed by the shard's control log: the RFC's
+ * "partition state machine". It holds one value (and the generation it belongs to). Applying a
+ * command is pure and deterministic, so any replica applying the same log reaches the same floor.
+ */
+export interface FloorState {
+  purgeGeneration: number;
+  /** Exclusive: every offset below it is durable in the object store. */
+  tieredUpToOffset: number;
+}
+
+/** `AdvanceTieredFloor`: submitted after both objects of a segment are in the store. */
+export interface AdvanceTieredFloor {
+  kind: "advance_tiered_floor";
+  partition: string;
+  purgeGeneration: number;
+  upToOffset: number;
+}
+
+export type FloorOutcome =
+  | "advanced"
+  /** Already at or past it: applying is max(current, up_to). */
+  | "unchanged"
+  /** From another purge generation: an upload that raced a purge. */
+  | "rejected_generation"
+  /** Beyond the partition's committed end: the control log is not ordered with the data log, so this is checked. */
+  | "rejected_beyond_end";
+
+export function applyAdvanceTieredFloor(
+  state: FloorState,
+  command: AdvanceTieredFloor,
+  committedEndOffset: number,
+): { state: FloorState; outcome: FloorOutcome } {
+  if (command.purgeGeneration !== state.purgeGeneration) return { state, outcome: "rejected_generation" };
+  if (command.upToOffset > committedEndOffset) return { state, outcome: "rejected_beyond_end" };
+  if (command.upToOffset <= state.tieredUpToOffset) return { state, outcome: "unchanged" };
+  return { state: { ...state, tieredUpToOffset: command.upToOffset }, outcome: "advanced" };
+}
+
+/** A purge starts a new generation at floor 0. */
+export function resetForPurge(state: FloorState): FloorState {
+  return { purgeGeneration: state.purgeGeneration + 1, tieredUpToOffset: 0 };
+}
