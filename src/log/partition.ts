@@ -8,6 +8,13 @@ import { PartitionRefusedError } from "./log_errors.ts";
 import { PartitionLog } from "./partition_log.ts";
 import { recoverSegments } from "./recover_segments.ts";
 import { readSuperblock, type Superblock, writeSuperblock } from "./superblock.ts";
+import {
+  type AdvanceTieredFloor,
+  applyAdvanceTieredFloor,
+  type FloorOutcome,
+  type FloorState,
+  resetForPurge,
+} from "./floor_state.ts";
 
 /** Where a partition sits, by id; names live only in the metadata. */
 export interface PartitionAddress {
@@ -68,7 +75,12 @@ export class Partition {
   ): Promise<Partition> {
     const dir = partitionDir(dataPath, address);
     await disk.mkdirp(dir);
-    const superblock: Superblock = { version: 1, createdRevision: newRevision(rng), purgeGeneration: 0 };
+    const superblock: Superblock = {
+      version: 1,
+      createdRevision: newRevision(rng),
+      purgeGeneration: 0,
+      tieredUpToOffset: 0,
+    };
     await writeSuperblock(disk, dir, superblock);
     const segment = await PartitionLog.createSegment(disk, dir, 0);
     const log = new PartitionLog(disk, dir, clock, config, [segment], labelOf(address));
@@ -110,10 +122,29 @@ export class Partition {
 
   /** Deletes every message: a new purge generation, an empty log at offset 0, no consumer offsets. */
   async purge(): Promise<void> {
-    const next: Superblock = { ...this.#superblock, purgeGeneration: this.#superblock.purgeGeneration + 1 };
+    const reset = resetForPurge(floorStateOf(this.#superblock));
+    const next: Superblock = { ...this.#superblock, ...reset };
     await this.log.purge(() => writeSuperblock(this.#disk, this.dir, next));
     this.#superblock = next;
     await this.offsets.clear();
+  }
+
+  /**
+   * Applies a control-log command to this partition's floor state machine, checked against the
+   * committed end of its log, and persists the floor in the superblock when it advances.
+   */
+  async applyFloor(command: AdvanceTieredFloor): Promise<FloorOutcome> {
+    const { state, outcome } = applyAdvanceTieredFloor(
+      floorStateOf(this.#superblock),
+      command,
+      this.log.nextOffset,
+    );
+    if (outcome === "advanced") {
+      const next: Superblock = { ...this.#superblock, tieredUpToOffset: state.tieredUpToOffset };
+      await writeSuperblock(this.#disk, this.dir, next);
+      this.#superblock = next;
+    }
+    return outcome;
   }
 
   close(): Promise<void> {
@@ -123,4 +154,8 @@ export class Partition {
 
 export function labelOf(a: PartitionAddress): string {
   return `${a.streamId}/${a.topicId}/${a.partitionId}`;
+}
+
+function floorStateOf(superblock: Superblock): FloorState {
+  return { purgeGeneration: superblock.purgeGeneration, tieredUpToOffset: superblock.tieredUpToOffset };
 }

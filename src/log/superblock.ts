@@ -11,6 +11,12 @@ export interface Superblock {
   createdRevision: string;
   /** Bumped by every purge; separates the offset spaces before and after it. */
   purgeGeneration: number;
+  /**
+   * The tiered floor, exclusive: every offset below it is durable in the object store. Written on
+   * every apply of the control log's `AdvanceTieredFloor`; reset to 0 by a purge. Superblocks
+   * written before tiering have none, which reads as 0.
+   */
+  tieredUpToOffset: number;
 }
 
 export const superblockFileName = "superblock.bin";
@@ -20,6 +26,13 @@ export function writeSuperblock(disk: Disk, dir: string, superblock: Superblock)
   return writeRecordFile(disk, dir, superblockFileName, magic, superblock);
 }
 
-export function readSuperblock(disk: Disk, dir: string): Promise<Superblock | null> {
-  return readRecordFile<Superblock>(disk, `${dir}/${superblockFileName}`, magic);
+export async function readSuperblock(disk: Disk, dir: string): Promise<Superblock | null> {
+  const stored = await readRecordFile<Partial<Superblock>>(disk, `${dir}/${superblockFileName}`, magic);
+  if (stored === null) return null;
+  return {
+    version: 1,
+    createdRevision: stored.createdRevision ?? "",
+    purgeGeneration: stored.purgeGeneration ?? 0,
+    tieredUpToOffset: stored.tieredUpToOffset ?? 0,
+  };
 }

@@ -3,7 +3,7 @@ import { assert } from "../runtime/assert.ts";
 import { crc32c } from "../runtime/crc32c.ts";
 import type { Disk, DiskFile } from "../runtime/disk.ts";
 import { readExactly } from "../log/scan_batches.ts";
-import type { AdvanceTieredFloor } from "./floor_state.ts";
+import type { AdvanceTieredFloor } from "../log/floor_state.ts";
 
 /** Commands of the partition state machines a shard owns; the floor is the first. */
 export type ControlCommand = AdvanceTieredFloor;

@@ -1,5 +1,5 @@
 import t from "tap";
-import { applyAdvanceTieredFloor, resetForPurge } from "../../src/tier/floor_state.ts";
+import { applyAdvanceTieredFloor, resetForPurge } from "../../src/log/floor_state.ts";
 
 const cmd = (upToOffset: number, purgeGeneration = 0) => ({
   kind: "advance_tiered_floor" as const,
