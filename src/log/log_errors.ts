@@ -21,3 +21,13 @@ export class WriteQueueFullError extends Error {
     super(`Cannot append to partition ${label}: ${limit} writes are already queued`);
   }
 }
+
+/** A read reached a segment whose `.log` was evicted to the object store, which this server cannot read yet. */
+export class RemoteReadUnavailableError extends Error {
+  override name = "RemoteReadUnavailableError";
+  constructor(label: string, startOffset: number) {
+    super(
+      `Cannot read partition ${label} at segment ${startOffset}: its data is in the object store and remote reads are not available`,
+    );
+  }
+}

@@ -103,7 +103,10 @@ export class Partition {
       throw new PartitionRefusedError(label, error.message);
     });
     if (superblock === null) throw new PartitionRefusedError(label, "its superblock is missing");
-    const report = await recoverSegments(disk, dir, config.indexIntervalBytes, label, logger);
+    const report = await recoverSegments(disk, dir, config.indexIntervalBytes, label, logger, {
+      createdRevision: superblock.createdRevision,
+      purgeGeneration: superblock.purgeGeneration,
+    });
     if (report.segments.length === 0) {
       // A purge that crashed after unlinking every segment: start the new generation's log.
       report.segments.push(await PartitionLog.createSegment(disk, dir, 0));

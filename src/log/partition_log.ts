@@ -3,7 +3,10 @@ import type { Clock } from "../runtime/clock.ts";
 import { type Disk, DiskError } from "../runtime/disk.ts";
 import { decodeMessages, encodeBatch, type MessageInput, type StoredMessage } from "./batch_codec.ts";
 import { groupOpsMax, type LogConfig, retentionSegmentsPerPassMax } from "./log_config.ts";
-import { PartitionUnavailableError, WriteQueueFullError } from "./log_errors.ts";
+import { PartitionUnavailableError, RemoteReadUnavailableError, WriteQueueFullError } from "./log_errors.ts";
+import { encodeRemoteMarker, type RemoteMarker } from "./remote_marker.ts";
+import { Crc32cStream } from "../runtime/crc32c.ts";
+import { yieldToReactor } from "../runtime/yield_to_reactor.ts";
 import { readExactly, scanBatches } from "./scan_batches.ts";
 import { Segment } from "./segment.ts";
 import { encodeIndexEntry, indexEntryBytes } from "./sparse_index.ts";
@@ -23,6 +26,7 @@ export interface SegmentStats {
   endOffset: number;
   sizeBytes: number;
   sealed: boolean;
+  location: "local" | "uploaded" | "remote";
 }
 
 export interface LogStats {
@@ -40,12 +44,32 @@ interface Deferred<T> {
   reject: (error: Error) => void;
 }
 
+/** Whether the local envelope (`local_retention_age` / `local_retention_size`) still wants a segment. */
+export type KeepLocal = (segment: Segment, localBytes: number) => boolean;
+
+/** Identity a marker must carry: the partition's incarnation. */
+export interface MarkerIdentity {
+  createdRevision: string;
+  purgeGeneration: number;
+}
+
+/** Segments one eviction pass evicts at most, as the RFC's per-pass budget. */
+export const evictionSegmentsPerPassMax = 16;
+
 type WriteOp =
   | { kind: "append"; messages: readonly MessageInput[]; done: Deferred<AppendResult> }
   | { kind: "roll"; done: Deferred<void> }
   | { kind: "sync"; done: Deferred<void> }
   | { kind: "retention"; decide: RetentionDecision; done: Deferred<number> }
-  | { kind: "purge"; commit: () => Promise<void>; done: Deferred<void> };
+  | { kind: "purge"; commit: () => Promise<void>; done: Deferred<void> }
+  | {
+    kind: "evict";
+    victims: Map<number, number>;
+    floor: number;
+    identity: MarkerIdentity;
+    keepLocal: KeepLocal;
+    done: Deferred<number>;
+  };
 
 /**
  * A partition's segmented log. Every change goes through one writer loop, which takes up to
@@ -150,6 +174,34 @@ export class PartitionLog {
     return this.#enqueue<number>((done) => ({ kind: "retention", decide, done }));
   }
 
+  /**
+   * Local eviction: walks sealed segments from the front and stops at the first that is active,
+   * not below the tiered floor (exclusive), or still wanted by the local envelope; at most 16 per
+   * pass. Each victim's `.log` is hashed first, outside the writer loop, piece by piece; then,
+   * inside it, in this order: the 128-byte `.remote` marker is written and fsynced, the directory
+   * fsynced, the `.log` unlinked, the directory fsynced. The `.index` stays; totals still count it.
+   */
+  async evictLocal(floor: number, identity: MarkerIdentity, keepLocal: KeepLocal): Promise<number> {
+    const victims = new Map<number, number>();
+    let localBytes = this.#localBytes();
+    for (const segment of this.#segments) {
+      if (victims.size >= evictionSegmentsPerPassMax || !segment.sealed || segment.endOffset >= floor) break;
+      if (segment.location === "remote") continue;
+      if (keepLocal(segment, localBytes)) break;
+      victims.set(segment.startOffset, await hashLog(this.#disk, segment));
+      localBytes -= segment.sizeBytes;
+    }
+    if (victims.size === 0) return 0;
+    return await this.#enqueue<number>((done) => ({
+      kind: "evict",
+      victims,
+      floor,
+      identity,
+      keepLocal,
+      done,
+    }));
+  }
+
   /** Deletes every segment and starts again at offset 0; `commit` runs before anything is acknowledged. */
   purge(commit: () => Promise<void>): Promise<void> {
     return this.#enqueue<void>((done) => ({ kind: "purge", commit, done }));
@@ -181,6 +233,7 @@ export class PartitionLog {
       endOffset: s.visibleEndOffset,
       sizeBytes: s.visibleSizeBytes,
       sealed: s.sealed,
+      location: s.location,
     }));
     return {
       firstOffset: this.#segments[0]!.startOffset,
@@ -216,7 +269,20 @@ export class PartitionLog {
     }
     return new Promise<T>((resolve, reject) => {
       this.#queue.push(make({ resolve, reject } as Deferred<T>) as WriteOp);
-      this.#running ??= this.#drain().finally(() => (this.#running = null));
+      this.#kick();
+    });
+  }
+
+  /**
+   * Starts the writer unless it runs. When a drain ends, anything queued in the moment between its
+   * last look at the queue and its end starts a new one: without that, an append made in that
+   * window would wait forever.
+   */
+  #kick(): void {
+    if (this.#running !== null) return;
+    this.#running = this.#drain().finally(() => {
+      this.#running = null;
+      if (this.#queue.length > 0) this.#kick();
     });
   }
 
@@ -261,6 +327,10 @@ export class PartitionLog {
       case "retention": {
         const deleted = await this.#deleteFront(op.decide);
         return () => op.done.resolve(deleted);
+      }
+      case "evict": {
+        const evicted = await this.#evict(op.victims, op.floor, op.identity);
+        return () => op.done.resolve(evicted);
       }
       case "purge": {
         await this.#purge();
@@ -349,6 +419,48 @@ export class PartitionLog {
     this.#lastSyncMs = this.#clock.nowMs();
   }
 
+  async #evict(victims: Map<number, number>, floor: number, identity: MarkerIdentity): Promise<number> {
+    let evicted = 0;
+    for (const segment of this.#segments) {
+      const logCrc32c = victims.get(segment.startOffset);
+      if (logCrc32c === undefined) continue;
+      // Checked again inside the loop: a purge or retention may have run since the hashing.
+      if (!segment.sealed || segment.endOffset >= floor || segment.location === "remote") continue;
+      const marker: RemoteMarker = {
+        startOffset: segment.startOffset,
+        endOffset: segment.endOffset,
+        sizeBytes: segment.sizeBytes,
+        indexSizeBytes: segment.index.length * indexEntryBytes,
+        startTimestampUs: segment.firstTimestampUs ?? segment.maxTimestampUs,
+        endTimestampUs: segment.maxTimestampUs,
+        maxTimestampUs: segment.maxTimestampUs,
+        createdRevision: identity.createdRevision,
+        purgeGeneration: identity.purgeGeneration,
+        logCrc32c,
+      };
+      const file = await this.#disk.open(segment.markerPath, { create: true });
+      try {
+        await file.truncate(0);
+        await file.writeAt(encodeRemoteMarker(marker), 0);
+        await file.sync();
+      } finally {
+        await file.close();
+      }
+      await this.#disk.fsyncDir(this.#dir);
+      // From here on reads go to the store for this segment; an open read handle keeps working.
+      segment.marker = marker;
+      segment.location = "remote";
+      await this.#disk.unlink(segment.logPath);
+      await this.#disk.fsyncDir(this.#dir);
+      evicted++;
+    }
+    return evicted;
+  }
+
+  #localBytes(): number {
+    return this.#segments.filter((s) => s.location !== "remote").reduce((sum, s) => sum + s.sizeBytes, 0);
+  }
+
   async #deleteFront(decide: RetentionDecision): Promise<number> {
     let retainedBytes = this.#segments.reduce((sum, s) => sum + s.sizeBytes, 0);
     let deleted = 0;
@@ -357,8 +469,9 @@ export class PartitionLog {
       if (!front.sealed || !decide(front, retainedBytes)) break;
       // Out of the list first, so no new read picks up a segment whose files are going away.
       this.#segments.shift();
-      await this.#disk.unlink(front.logPath);
-      await this.#disk.unlink(front.indexPath);
+      if (front.location !== "remote") await this.#disk.unlink(front.logPath);
+      await unlinkIfPresent(this.#disk, front.indexPath);
+      if (front.marker !== null) await unlinkIfPresent(this.#disk, front.markerPath);
       retainedBytes -= front.sizeBytes;
       deleted++;
     }
@@ -373,8 +486,9 @@ export class PartitionLog {
     // Oldest first, so a crash part-way leaves a contiguous suffix that boot accepts.
     for (const segment of doomed) {
       await closeFiles(segment);
-      await this.#disk.unlink(segment.logPath);
-      await this.#disk.unlink(segment.indexPath);
+      if (segment.location !== "remote") await this.#disk.unlink(segment.logPath);
+      await unlinkIfPresent(this.#disk, segment.indexPath);
+      if (segment.marker !== null) await unlinkIfPresent(this.#disk, segment.markerPath);
     }
     await this.#disk.fsyncDir(this.#dir);
     this.#segments = [await PartitionLog.createSegment(this.#disk, this.#dir, 0)];
@@ -408,6 +522,9 @@ export class PartitionLog {
     for (; i < segments.length && messages.length < count && bytes < maxBytes; i++) {
       const segment = segments[i]!;
       if (segment.visibleSizeBytes === 0 || segment.visibleEndOffset < offset) continue;
+      if (segment.location === "remote") {
+        throw new RemoteReadUnavailableError(this.label, segment.startOffset);
+      }
       const entry = segment.index.floorByOffset(offset - segment.startOffset);
       // Reads use their own handle: a roll may close the writer's while this read is under way.
       const file = await this.#disk.open(segment.logPath, { readOnly: true });
@@ -449,6 +566,7 @@ export class PartitionLog {
     const segments = [...this.#segments];
     const segment = segments.find((s) => s.visibleSizeBytes > 0 && s.maxTimestampUs >= timestampUs);
     if (segment === undefined) return segments.at(-1)!.visibleEndOffset + 1;
+    if (segment.location === "remote") throw new RemoteReadUnavailableError(this.label, segment.startOffset);
     const entry = segment.index.floorByTimestamp(timestampUs);
     const file = await this.#disk.open(segment.logPath, { readOnly: true });
     let found = segment.visibleEndOffset + 1;
@@ -478,6 +596,31 @@ export class PartitionLog {
  * makes progress every time; the bound covers four whole retention passes.
  */
 const readAttemptsMax = 4 * retentionSegmentsPerPassMax;
+
+async function unlinkIfPresent(disk: Disk, path: string): Promise<void> {
+  try {
+    await disk.unlink(path);
+  } catch (error) {
+    if (!(error instanceof DiskError && error.code === "not_found")) throw error;
+  }
+}
+
+/** CRC32C of a segment's `.log`, read 1 MiB at a time with a yield after each piece. */
+async function hashLog(disk: Disk, segment: Segment): Promise<number> {
+  const crc = await Crc32cStream.create();
+  const file = await disk.open(segment.logPath, { readOnly: true });
+  try {
+    for (let at = 0; at < segment.sizeBytes; at += hashPieceBytes) {
+      crc.update(await readExactly(file, at, Math.min(hashPieceBytes, segment.sizeBytes - at)));
+      await yieldToReactor();
+    }
+  } finally {
+    await file.close();
+  }
+  return crc.digest();
+}
+
+const hashPieceBytes = 1024 * 1024;
 
 /** Bound on encoded batches held before they are written, whatever the group size. */
 const pendingWriteBytesMax = 4 * 1024 * 1024;

@@ -4,6 +4,8 @@ import { type BatchHeader, decodeBatchHeader, isPlausibleHeader } from "./batch_
 import { PartitionRefusedError } from "./log_errors.ts";
 import { readExactly, scanBatches } from "./scan_batches.ts";
 import { Segment } from "./segment.ts";
+import type { MarkerIdentity } from "./partition_log.ts";
+import { decodeRemoteMarker, type RemoteMarker, remoteMarkerBytes } from "./remote_marker.ts";
 import {
   decodeIndexEntries,
   encodeIndexEntry,
@@ -37,12 +39,16 @@ export async function recoverSegments(
   indexIntervalBytes: number,
   label: string,
   logger: Logger,
+  identity: MarkerIdentity | null = null,
 ): Promise<RecoveryReport> {
   const names = await disk.list(dir);
-  const stems = names.filter((n) => /^\d{20}\.log$/.test(n)).map((n) => n.slice(0, 20)).sort();
+  const logs = new Set(names.filter((n) => /^\d{20}\.log$/.test(n)).map((n) => n.slice(0, 20)));
+  const markers = new Set(names.filter((n) => /^\d{20}\.remote$/.test(n)).map((n) => n.slice(0, 20)));
+  const stems = [...new Set([...logs, ...markers])].sort();
   let removed = 0;
   for (const name of names) {
     const orphanIndex = /^(\d{20})\.index$/.exec(name);
+    // An index is kept while its segment exists locally or remotely; a marker keeps it too.
     if (name.endsWith(".tmp") || (orphanIndex && !stems.includes(orphanIndex[1]!))) {
       await disk.unlink(`${dir}/${name}`);
       removed++;
@@ -53,20 +59,92 @@ export async function recoverSegments(
   for (const [i, stem] of stems.entries()) {
     const segment = new Segment(dir, Number(stem));
     const previous = report.segments.at(-1);
+    const marker = markers.has(stem) ? await readMarker(disk, segment, label, identity) : null;
+    const hasLog = logs.has(stem);
+    if (marker !== null && !hasLog && previous !== undefined && previous.location !== "remote") {
+      throw new PartitionRefusedError(
+        label,
+        `segment ${stem} is tiered but follows a local segment: tiered segments must be a prefix`,
+      );
+    }
+    if (marker !== null && !hasLog && i === stems.length - 1) {
+      throw new PartitionRefusedError(
+        label,
+        `the last segment ${stem} has no .log: the active segment is never evicted`,
+      );
+    }
+    if (marker !== null && !hasLog) {
+      await recoverRemote(disk, segment, marker);
+    } else if (i < stems.length - 1) {
+      await recoverSealed(disk, segment, indexIntervalBytes, label, report);
+    } else {
+      await recoverActive(disk, segment, indexIntervalBytes, label, report, logger);
+    }
+    if (marker !== null && hasLog) {
+      // Both copies: the segment is local, and eviction can resume without re-uploading.
+      segment.marker = marker;
+      segment.location = "uploaded";
+    }
     if (previous !== undefined && previous.endOffset + 1 !== segment.startOffset) {
       throw new PartitionRefusedError(
         label,
         `hole in the chain: segment ${previous.stem} ends at offset ${previous.endOffset} but the next starts at ${segment.startOffset}`,
       );
     }
-    if (i < stems.length - 1) {
-      await recoverSealed(disk, segment, indexIntervalBytes, label, report);
-    } else {
-      await recoverActive(disk, segment, indexIntervalBytes, label, report, logger);
-    }
     report.segments.push(segment);
   }
   return report;
+}
+
+/** Reads and checks a marker; one from another incarnation or generation quarantines the partition. */
+async function readMarker(
+  disk: Disk,
+  segment: Segment,
+  label: string,
+  identity: MarkerIdentity | null,
+): Promise<RemoteMarker> {
+  const file = await disk.open(segment.markerPath, { readOnly: true });
+  let marker: RemoteMarker;
+  try {
+    marker = decodeRemoteMarker(await readExactly(file, 0, remoteMarkerBytes + 1));
+  } catch (error) {
+    throw new PartitionRefusedError(label, `segment ${segment.stem}: ${(error as Error).message}`);
+  } finally {
+    await file.close();
+  }
+  if (marker.startOffset !== segment.startOffset) {
+    throw new PartitionRefusedError(
+      label,
+      `marker ${segment.stem}.remote names segment ${marker.startOffset}`,
+    );
+  }
+  if (
+    identity !== null &&
+    (marker.createdRevision !== identity.createdRevision ||
+      marker.purgeGeneration !== identity.purgeGeneration)
+  ) {
+    throw new PartitionRefusedError(
+      label,
+      `stale marker ${segment.stem}.remote (revision ${marker.createdRevision}, generation ${marker.purgeGeneration}; ` +
+        `the partition is ${identity.createdRevision}, ${identity.purgeGeneration}): quarantined`,
+    );
+  }
+  return marker;
+}
+
+/** A tiered segment: bounds and sizes from its marker; its index if present, else fetched on first read (part 2). */
+async function recoverRemote(disk: Disk, segment: Segment, marker: RemoteMarker): Promise<void> {
+  const stored = await readIndexFile(disk, segment.indexPath);
+  for (const e of stored ?? []) segment.index.add(e);
+  segment.sizeBytes = marker.sizeBytes;
+  segment.endOffset = marker.endOffset;
+  segment.firstTimestampUs = marker.startTimestampUs;
+  segment.maxTimestampUs = marker.maxTimestampUs;
+  segment.lastIndexedPosition = segment.index.last?.position ?? -1;
+  segment.sealed = true;
+  segment.marker = marker;
+  segment.location = "remote";
+  markVisible(segment);
 }
 
 async function recoverSealed(

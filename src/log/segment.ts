@@ -1,5 +1,12 @@
 import type { DiskFile } from "../runtime/disk.ts";
+import type { RemoteMarker } from "./remote_marker.ts";
 import { SparseIndex } from "./sparse_index.ts";
+
+/**
+ * Where a segment's bytes are: only on local disk, in both places (uploaded, a marker beside the
+ * `.log`), or only in the object store (the `.log` evicted; the marker and `.index` remain).
+ */
+export type SegmentLocation = "local" | "uploaded" | "remote";
 
 /** The zero-padded stem shared by a segment's files and, later, its object keys. */
 export function segmentStem(startOffset: number): string {
@@ -26,6 +33,9 @@ export class Segment {
   maxTimestampUs: number;
   /** Position of the last index entry's batch, for the index interval. */
   lastIndexedPosition: number;
+  location: SegmentLocation = "local";
+  /** The `.remote` marker's fields when one exists (uploaded or remote). */
+  marker: RemoteMarker | null = null;
   logFile: DiskFile | null = null;
   indexFile: DiskFile | null = null;
 
@@ -53,6 +63,10 @@ export class Segment {
 
   get indexPath(): string {
     return `${this.dir}/${this.stem}.index`;
+  }
+
+  get markerPath(): string {
+    return `${this.dir}/${this.stem}.remote`;
   }
 
   get isEmpty(): boolean {

@@ -186,6 +186,7 @@ function statsView(s: ReturnType<Broker["partitionStats"]>): Record<string, unkn
       end_offset: x.endOffset,
       size_bytes: x.sizeBytes,
       sealed: x.sealed,
+      location: x.location,
     })),
   };
 }

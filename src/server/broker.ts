@@ -1,7 +1,11 @@
 import type { Config } from "../config/config.ts";
 import type { MessageInput, StoredMessage } from "../log/batch_codec.ts";
 import type { LogConfig } from "../log/log_config.ts";
-import { PartitionUnavailableError, WriteQueueFullError } from "../log/log_errors.ts";
+import {
+  PartitionUnavailableError,
+  RemoteReadUnavailableError,
+  WriteQueueFullError,
+} from "../log/log_errors.ts";
 import { labelOf, Partition, type PartitionAddress, partitionDir } from "../log/partition.ts";
 import type { LogStats } from "../log/partition_log.ts";
 import { TooManyConsumersError } from "../log/consumer_offsets.ts";
@@ -13,7 +17,7 @@ import { Pump } from "../runtime/pump.ts";
 import { PumpMetrics } from "../runtime/pump_metrics.ts";
 import type { Rng } from "../runtime/rng.ts";
 import { Semaphore } from "../runtime/semaphore.ts";
-import { ApiError, badRequest, conflict, notFound, unavailable } from "./api_errors.ts";
+import { badRequest, conflict, notFound, unavailable } from "./api_errors.ts";
 import { MetadataStore, type StreamMeta, type TopicMeta } from "./metadata_store.ts";
 import { checkName } from "./names.ts";
 import { Shard } from "./shard.ts";
@@ -465,7 +469,10 @@ async function dataCall<T>(run: () => Promise<T>): Promise<T> {
     if (error instanceof PartitionUnavailableError) {
       throw unavailable("partition_unavailable", error.message, 30);
     }
-    if (error instanceof ApiError) throw error;
+    // Until remote reads land, an evicted range answers 503, never wrong or missing data.
+    if (error instanceof RemoteReadUnavailableError) {
+      throw unavailable("remote_read_unavailable", error.message, 30);
+    }
     throw error;
   }
 }

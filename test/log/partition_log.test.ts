@@ -221,3 +221,15 @@ t.test("reads racing retention never fail: a deleted segment leaves the list bef
     "each read started at whatever was first when it looked",
   );
 });
+
+t.test("an append made just as the writer finishes is never left waiting (chained in each completion)", async (t) => {
+  const { log } = await newLog(t);
+  let chain: Promise<unknown> = Promise.resolve();
+  for (let i = 0; i < 50; i++) chain = chain.then(() => log.append([message(i)]));
+  const settled = await Promise.race([
+    chain.then(() => "done"),
+    new Promise((r) => setTimeout(() => r("stuck"), 5000)),
+  ]);
+  t.equal(settled, "done");
+  t.equal(log.nextOffset, 50);
+});

@@ -4,7 +4,7 @@ import {
   encodeRemoteMarker,
   MarkerError,
   remoteMarkerBytes,
-} from "../../src/tier/remote_marker.ts";
+} from "../../src/log/remote_marker.ts";
 import { initCrc32c } from "../../src/runtime/crc32c.ts";
 
 await initCrc32c();
