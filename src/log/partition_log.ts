@@ -91,6 +91,7 @@ export class PartitionLog {
   #dirty = false;
   #lastSyncMs: number;
   #failure: Error | null = null;
+  #sealedCount = 0;
   #closed = false;
   /** Encoded batches not yet written, and where the first of them goes in the active segment. */
   #pending: Uint8Array[] = [];
@@ -134,6 +135,11 @@ export class PartitionLog {
 
   get nextOffset(): number {
     return this.#visibleNextOffset();
+  }
+
+  /** Grows by one at every seal: the tier service's cue to look for new work. */
+  get sealedCount(): number {
+    return this.#sealedCount;
   }
 
   get segments(): readonly Segment[] {
@@ -391,6 +397,7 @@ export class PartitionLog {
     await sealing.logFile!.sync();
     await writeIndex(sealing);
     sealing.sealed = true;
+    this.#sealedCount++;
     await closeFiles(sealing);
     this.#dirty = false;
     this.#lastSyncMs = this.#clock.nowMs();

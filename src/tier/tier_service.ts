@@ -1,0 +1,399 @@
+import type { Partition } from "../log/partition.ts";
+import type { Segment } from "../log/segment.ts";
+import { DiskError } from "../runtime/disk.ts";
+import type { Cancel, Clock } from "../runtime/clock.ts";
+import type { Logger } from "../runtime/logger.ts";
+import type { Rng } from "../runtime/rng.ts";
+import type { TokenBucket } from "../runtime/token_bucket.ts";
+import type { Disk } from "../runtime/disk.ts";
+import { classify } from "../objectstore/object_store_errors.ts";
+import type { RetryingObjectStore } from "../objectstore/retrying_object_store.ts";
+import type { RetryProfiles } from "../objectstore/retry_policy.ts";
+import type { ControlLog } from "./control_log.ts";
+import { segmentKeys } from "./object_keys.ts";
+import { uploadSegment } from "./segment_uploader.ts";
+import * as core from "./upload_core.ts";
+
+/** The local envelope of a topic; null means unlimited. */
+export interface LocalEnvelope {
+  ageMs: number | null;
+  sizeBytes: number | null;
+}
+
+export interface TieredPartition {
+  /** "{stream}/{topic}/{partition}" by id. */
+  key: string;
+  partition: Partition;
+  /** Read at each use: topic options may change. */
+  tiered: () => boolean;
+  envelope: () => LocalEnvelope;
+}
+
+export interface TierServiceConfig {
+  prefix: string;
+  clusterId: string;
+  uploadConcurrency: number;
+  uploadPieceBytes: number;
+  uploadLoopBackoffMaxMs: number;
+  segmentUploadTimeoutMs: number;
+  retry: RetryProfiles;
+}
+
+export interface TierServiceDeps {
+  clock: Clock;
+  rng: Rng;
+  logger: Logger;
+  disk: Disk;
+  store: RetryingObjectStore;
+  bandwidth: TokenBucket;
+  config: TierServiceConfig;
+}
+
+/** Bound on `await` waiters per shard. */
+const floorWaitersMax = 10_000;
+const scanBackoffMinMs = 100;
+
+interface FloorWaiter {
+  key: string;
+  offset: number;
+  resolve: (reached: boolean) => void;
+  cancel: Cancel;
+}
+
+/**
+ * One shard's tier service: the imperative shell around the pure upload core. Driven from the
+ * shard's tick: it feeds the core sealed segments (on seal, and from a scan that backs off from
+ * 100 ms to `upload_loop_backoff_max` while it finds nothing), runs the effects the core returns
+ * (uploads, floor commands to the control log), applies committed floors to partitions, and
+ * evicts local copies below the floor beyond each topic's local envelope.
+ */
+export class TierService {
+  readonly #deps: TierServiceDeps;
+  #state: core.UploadState;
+  readonly #partitions = new Map<string, TieredPartition>();
+  readonly #sealedSeen = new Map<string, number>();
+  readonly #evicting = new Set<string>();
+  readonly #waiters = new Set<FloorWaiter>();
+  #scanDelayMs = scanBackoffMinMs;
+  #nextScanMs = 0;
+  #controlLog: ControlLog | null = null;
+
+  constructor(deps: TierServiceDeps) {
+    this.#deps = deps;
+    this.#state = core.initialState({
+      concurrencyMax: deps.config.uploadConcurrency,
+      transferDeadlineMs: 4 * deps.config.segmentUploadTimeoutMs,
+      profiles: deps.config.retry,
+      pendingPerPartitionMax: 1000,
+    });
+  }
+
+  /**
+   * Attached after the partitions are added: opening the control log replays it through
+   * `applyFloor`, which needs them.
+   */
+  attachControlLog(log: ControlLog): void {
+    this.#controlLog = log;
+  }
+
+  /** The state the core holds, for gauges and tests. */
+  get state(): core.UploadState {
+    return this.#state;
+  }
+
+  addPartition(p: TieredPartition): void {
+    this.#partitions.set(p.key, p);
+    const sb = p.partition.superblock;
+    this.#step(
+      core.partitionOpened(this.#state, {
+        partition: p.key,
+        generation: sb.purgeGeneration,
+        floor: sb.tieredUpToOffset,
+      }, this.#now()),
+    );
+    this.#nextScanMs = 0;
+  }
+
+  removePartition(key: string): void {
+    this.#partitions.delete(key);
+    this.#sealedSeen.delete(key);
+    this.#step(core.partitionClosed(this.#state, { partition: key }, this.#now()));
+  }
+
+  /** The control log committed a floor command: apply it to the partition and tell the core. */
+  async applyFloor(
+    command: { partition: string; purgeGeneration: number; upToOffset: number },
+  ): Promise<void> {
+    const p = this.#partitions.get(command.partition);
+    if (p === undefined) return;
+    const outcome = await p.partition.applyFloor({ kind: "advance_tiered_floor", ...command });
+    if (outcome === "rejected_generation" || outcome === "rejected_beyond_end") {
+      this.#deps.logger.warn("floor command rejected", {
+        partition: command.partition,
+        outcome,
+        up_to_offset: command.upToOffset,
+      });
+      return;
+    }
+    const sb = p.partition.superblock;
+    this.#step(
+      core.floorApplied(this.#state, {
+        partition: p.key,
+        generation: sb.purgeGeneration,
+        floor: sb.tieredUpToOffset,
+      }, this.#now()),
+    );
+    this.#wakeWaiters(p.key, sb.tieredUpToOffset);
+  }
+
+  /** A purge bumped the partition's generation: the core starts over for it. */
+  purged(key: string): void {
+    const p = this.#partitions.get(key);
+    if (p === undefined) return;
+    this.#step(
+      core.purged(
+        this.#state,
+        { partition: key, generation: p.partition.superblock.purgeGeneration },
+        this.#now(),
+      ),
+    );
+    this.#wakeWaiters(key, 0);
+  }
+
+  /** Resolves true once every offset below `offset` is in the store, false after `timeoutMs`. */
+  awaitFloor(key: string, offset: number, timeoutMs: number): Promise<boolean> {
+    const p = this.#partitions.get(key);
+    if (p === undefined) return Promise.resolve(false);
+    if (p.partition.superblock.tieredUpToOffset >= offset) return Promise.resolve(true);
+    if (this.#waiters.size >= floorWaitersMax) {
+      return Promise.reject(new Error("Cannot await the floor: too many waiters"));
+    }
+    return new Promise((resolve) => {
+      const waiter: FloorWaiter = {
+        key,
+        offset,
+        resolve,
+        cancel: this.#deps.clock.schedule(timeoutMs, () => {
+          this.#waiters.delete(waiter);
+          resolve(false);
+        }),
+      };
+      this.#waiters.add(waiter);
+    });
+  }
+
+  /** The tick: deadlines and retries in the core, the scan, and eviction passes. */
+  onTick(nowMs: number): void {
+    this.#step(core.tick(this.#state, nowMs));
+    this.#scan(nowMs);
+    for (const p of this.#partitions.values()) this.#evict(p);
+  }
+
+  #now(): number {
+    return this.#deps.clock.nowMs();
+  }
+
+  #scan(nowMs: number): void {
+    let sealedSinceLook = false;
+    for (const [key, p] of this.#partitions) {
+      if ((this.#sealedSeen.get(key) ?? -1) !== p.partition.log.sealedCount) sealedSinceLook = true;
+    }
+    if (!sealedSinceLook && nowMs < this.#nextScanMs) return;
+    let found = false;
+    for (const [key, p] of this.#partitions) {
+      this.#sealedSeen.set(key, p.partition.log.sealedCount);
+      if (!p.tiered()) continue;
+      const sb = p.partition.superblock;
+      const segments = p.partition.log.segments
+        .filter((s) => s.sealed && s.location === "local" && s.startOffset >= sb.tieredUpToOffset)
+        .map((s) => ({
+          startOffset: s.startOffset,
+          endOffset: s.endOffset,
+          sizeBytes: s.sizeBytes,
+          sealedAtMs: s.maxTimestampUs / 1000,
+        }));
+      if (segments.length === 0) continue;
+      const before = this.#state;
+      this.#step(
+        core.segmentsSealed(this.#state, { partition: key, generation: sb.purgeGeneration, segments }, nowMs),
+      );
+      if (this.#state !== before) found = true;
+    }
+    // Idle partitions cost nothing: the scan backs off while it finds nothing new.
+    this.#scanDelayMs = found
+      ? scanBackoffMinMs
+      : Math.min(this.#scanDelayMs * 2, this.#deps.config.uploadLoopBackoffMaxMs);
+    this.#nextScanMs = nowMs + this.#scanDelayMs;
+  }
+
+  #step(step: core.Step): void {
+    this.#state = step.state;
+    for (const effect of step.effects) this.#run(effect);
+  }
+
+  #run(effect: core.UploadEffect): void {
+    const log = this.#deps.logger;
+    switch (effect.kind) {
+      case "start_upload":
+        void this.#upload(effect);
+        return;
+      case "submit_floor":
+        if (this.#controlLog === null) {
+          log.error("floor command dropped: no control log attached", { partition: effect.partition });
+          return;
+        }
+        this.#controlLog.submit({
+          kind: "advance_tiered_floor",
+          partition: effect.partition,
+          purgeGeneration: effect.generation,
+          upToOffset: effect.upToOffset,
+        }).catch((error) => log.error("floor command failed", { partition: effect.partition, error }));
+        return;
+      case "gave_up_deleted":
+        log.warn("segment deleted by retention before upload; the floor moves past it", {
+          partition: effect.partition,
+          start_offset: effect.segment.startOffset,
+          end_offset: effect.segment.endOffset,
+        });
+        return;
+      case "duplicate_discarded":
+        log.debug("duplicate upload result discarded", {
+          partition: effect.partition,
+          identity: effect.identity,
+        });
+        return;
+      case "anomaly":
+        log.error("upload anomaly: an object exists with other bytes; the floor is stalled", {
+          partition: effect.partition,
+          start_offset: effect.segment.startOffset,
+          detail: effect.detail,
+        });
+        return;
+    }
+  }
+
+  async #upload(effect: Extract<core.UploadEffect, { kind: "start_upload" }>): Promise<void> {
+    const p = this.#partitions.get(effect.partition);
+    const segment = p?.partition.log.segments.find((s) => s.startOffset === effect.segment.startOffset);
+    if (p === undefined || segment === undefined || segment.location === "remote") {
+      this.#step(
+        core.segmentDeleted(this.#state, {
+          partition: effect.partition,
+          startOffset: effect.segment.startOffset,
+        }, this.#now()),
+      );
+      return;
+    }
+    const a = p.partition.address;
+    const keys = segmentKeys({
+      prefix: this.#deps.config.prefix,
+      clusterId: this.#deps.config.clusterId,
+      streamId: a.streamId,
+      topicId: a.topicId,
+      partitionId: a.partitionId,
+      createdRevision: p.partition.superblock.createdRevision,
+      purgeGeneration: effect.generation,
+    }, segment.startOffset);
+    try {
+      const outcome = await uploadSegment(
+        {
+          disk: this.#deps.disk,
+          store: this.#deps.store,
+          pieceBytes: this.#deps.config.uploadPieceBytes,
+          bandwidth: this.#deps.bandwidth,
+        },
+        sealedOf(segment),
+        keys,
+        this.#now() + this.#deps.config.segmentUploadTimeoutMs,
+      );
+      const event = { partition: effect.partition, identity: effect.identity };
+      this.#step(
+        outcome.kind === "uploaded"
+          ? core.uploadSucceeded(this.#state, event, this.#now())
+          : core.uploadFailed(this.#state, {
+            ...event,
+            errorClass: "fail",
+            anomaly: outcome.detail,
+            random: this.#deps.rng.nextFloat(),
+          }, this.#now()),
+      );
+    } catch (error) {
+      if (error instanceof DiskError && error.code === "not_found") {
+        this.#step(
+          core.segmentDeleted(
+            this.#state,
+            { partition: effect.partition, startOffset: segment.startOffset },
+            this.#now(),
+          ),
+        );
+        return;
+      }
+      this.#deps.logger.warn("upload failed; it will be retried", {
+        partition: effect.partition,
+        start_offset: segment.startOffset,
+        error,
+      });
+      this.#step(core.uploadFailed(this.#state, {
+        partition: effect.partition,
+        identity: effect.identity,
+        errorClass: classify(error),
+        random: this.#deps.rng.nextFloat(),
+      }, this.#now()));
+    }
+  }
+
+  /** One eviction pass per partition at a time, below the floor and beyond the local envelope. */
+  #evict(p: TieredPartition): void {
+    if (this.#evicting.has(p.key)) return;
+    const sb = p.partition.superblock;
+    const envelope = p.envelope();
+    const nowUs = this.#deps.clock.wallMs() * 1000;
+    const keepLocal = (segment: Segment, localBytes: number) =>
+      (envelope.sizeBytes === null || localBytes <= envelope.sizeBytes) &&
+      (envelope.ageMs === null || segment.maxTimestampUs >= nowUs - envelope.ageMs * 1000);
+    const candidate = p.partition.log.segments.find((s) => s.sealed && s.location !== "remote");
+    if (candidate === undefined || candidate.endOffset >= sb.tieredUpToOffset) {
+      this.#updatePressure(p, keepLocal);
+      return;
+    }
+    this.#evicting.add(p.key);
+    p.partition.log.evictLocal(sb.tieredUpToOffset, {
+      createdRevision: sb.createdRevision,
+      purgeGeneration: sb.purgeGeneration,
+    }, keepLocal)
+      .catch((error) => this.#deps.logger.error("eviction failed", { partition: p.key, error }))
+      .finally(() => this.#evicting.delete(p.key));
+  }
+
+  /** Under pressure: the envelope wants a segment gone that the floor has not passed yet. */
+  #updatePressure(p: TieredPartition, keepLocal: (s: Segment, localBytes: number) => boolean): void {
+    const local = p.partition.log.segments.filter((s) => s.location !== "remote");
+    const localBytes = local.reduce((n, s) => n + s.sizeBytes, 0);
+    const first = local.find((s) => s.sealed);
+    const underPressure = first !== undefined && !keepLocal(first, localBytes);
+    const current = this.#state.partitions.get(p.key)?.underPressure ?? false;
+    if (current !== underPressure) {
+      this.#step(core.pressureChanged(this.#state, { partition: p.key, underPressure }, this.#now()));
+    }
+  }
+
+  #wakeWaiters(key: string, floor: number): void {
+    for (const w of this.#waiters) {
+      if (w.key !== key || floor < w.offset) continue;
+      w.cancel();
+      this.#waiters.delete(w);
+      w.resolve(true);
+    }
+  }
+}
+
+function sealedOf(segment: Segment) {
+  return {
+    logPath: segment.logPath,
+    indexPath: segment.indexPath,
+    startOffset: segment.startOffset,
+    endOffset: segment.endOffset,
+    startTimestampUs: segment.firstTimestampUs ?? segment.maxTimestampUs,
+    maxTimestampUs: segment.maxTimestampUs,
+  };
+}
