@@ -41,7 +41,12 @@ export interface TopicCreate {
   segment_max_age?: number | string | null;
   retention_max_age?: number | string | null;
   retention_max_bytes?: number | string | null;
+  tiered?: boolean;
+  local_retention_age?: number | string | null;
+  local_retention_size?: number | string | null;
 }
+
+export type TopicPatch = Partial<Omit<TopicCreate, "name" | "partitions" | "segment_size">>;
 
 /** An error answer from the server: its status, error code and message. */
 export class StrataApiError extends Error {
@@ -95,6 +100,30 @@ export class StrataClient {
 
   getTopic(stream: string, topic: string): Promise<Record<string, unknown>> {
     return this.#call("GET", `/streams/${e(stream)}/topics/${e(topic)}`);
+  }
+
+  patchTopic(stream: string, topic: string, patch: TopicPatch): Promise<Record<string, unknown>> {
+    return this.#call("PATCH", `/streams/${e(stream)}/topics/${e(topic)}`, patch);
+  }
+
+  /** True once every message below `offset` is durable in the object store; false if `timeoutMs` passed first. */
+  async awaitTiered(
+    stream: string,
+    topic: string,
+    partition: number,
+    offset: number,
+    timeoutMs: number,
+  ): Promise<boolean> {
+    const path = `/streams/${e(stream)}/topics/${
+      e(topic)
+    }/partitions/${partition}/tier/await?offset=${offset}&timeout_ms=${timeoutMs}`;
+    try {
+      await this.#call("GET", path);
+      return true;
+    } catch (error) {
+      if (error instanceof StrataApiError && error.status === 408) return false;
+      throw error;
+    }
   }
 
   deleteTopic(stream: string, topic: string): Promise<void> {

@@ -32,6 +32,15 @@ export interface TieredStorageConfig {
   fetchTimeoutMs: number;
   requestTimeoutMs: number;
   connectionIdleTimeoutMs: number;
+  uploadConcurrency: number;
+  uploadPieceBytes: number;
+  uploadLoopBackoffMaxMs: number;
+  uploadBandwidthBytesPerSec: number | "unlimited";
+  defaultTopicTiered: boolean;
+  /** null: unlimited. */
+  defaultLocalRetentionAgeMs: number | null;
+  /** null: unlimited. */
+  defaultLocalRetentionSizeBytes: number | null;
   retry: {
     transient: { initialMs: number; factor: number; maxMs: number };
     nonTransient: { initialMs: number; factor: number; maxMs: number };
@@ -92,6 +101,13 @@ function toTieredStorage(v: ValidatedConfig, dataPath: string): TieredStorageCon
     fetchTimeoutMs: t["fetch_timeout"] as number,
     requestTimeoutMs: t["request_timeout"] as number,
     connectionIdleTimeoutMs: t["connection_idle_timeout"] as number,
+    uploadConcurrency: t["upload_concurrency"] as number,
+    uploadPieceBytes: t["upload_piece_size"] as number,
+    uploadLoopBackoffMaxMs: t["upload_loop_backoff_max"] as number,
+    uploadBandwidthBytesPerSec: t["upload_bandwidth"] as number | "unlimited",
+    defaultTopicTiered: t["default_topic_tiered"] as boolean,
+    defaultLocalRetentionAgeMs: orNull(t["default_local_retention_age"]),
+    defaultLocalRetentionSizeBytes: orNull(t["default_local_retention_size"]),
     retry: {
       transient: {
         initialMs: r["transient_initial"] as number,
@@ -118,4 +134,8 @@ function toTieredStorage(v: ValidatedConfig, dataPath: string): TieredStorageCon
     },
     fs: { path: (fs["path"] as string) === "" ? `${dataPath}/objects` : (fs["path"] as string) },
   };
+}
+
+function orNull(value: unknown): number | null {
+  return value === "unlimited" ? null : value as number;
 }

@@ -37,8 +37,8 @@ export const configSchema = {
     level: { kind: "enum", default: "info", values: logLevels },
   },
   tiered_storage: {
-    /** Builds and probes the object store at boot; tiering itself uses it from the tier service on. */
-    enabled: { kind: "bool", default: false },
+    /** Probes the object store at boot and runs a tier service per shard. */
+    enabled: { kind: "bool", default: true },
     backend: { kind: "enum", default: "fs", values: ["fs", "s3"] },
     /** Deadline of one segment upload, retries included. */
     segment_upload_timeout: { kind: "duration", default: 90_000, min: 1000, max: 3_600_000 },
@@ -48,6 +48,38 @@ export const configSchema = {
     request_timeout: { kind: "duration", default: 30_000, min: 100, max: 600_000 },
     /** Idle connections to the store are closed after this. */
     connection_idle_timeout: { kind: "duration", default: 5000, min: 100, max: 600_000 },
+    /** Uploads in flight per shard. */
+    upload_concurrency: { kind: "int", default: 2, min: 1, max: 64 },
+    /** Read, hash and send unit of an upload; one yield per piece. */
+    upload_piece_size: { kind: "bytes", default: 1024 * 1024, min: 64 * 1024, max: 16 * 1024 * 1024 },
+    /** Longest pause of the upload scan while it finds nothing. */
+    upload_loop_backoff_max: { kind: "duration", default: 10_000, min: 100, max: 600_000 },
+    /** Upload pacing per shard, bytes per second. */
+    upload_bandwidth: {
+      kind: "bytes",
+      default: "unlimited",
+      min: 1024,
+      max: Number.MAX_SAFE_INTEGER,
+      unlimited: true,
+    },
+    /** New topics are tiered unless they say otherwise. */
+    default_topic_tiered: { kind: "bool", default: true },
+    /** Local envelope of new topics: local copies older than this are evicted once uploaded. */
+    default_local_retention_age: {
+      kind: "duration",
+      default: 86_400_000,
+      min: 1000,
+      max: Number.MAX_SAFE_INTEGER,
+      unlimited: true,
+    },
+    /** Local envelope of new topics, per partition: local bytes above this are evicted once uploaded. */
+    default_local_retention_size: {
+      kind: "bytes",
+      default: "unlimited",
+      min: 1024 * 1024,
+      max: Number.MAX_SAFE_INTEGER,
+      unlimited: true,
+    },
   },
   "tiered_storage.retry": {
     transient_initial: { kind: "duration", default: 10, min: 1, max: 60_000 },

@@ -8,6 +8,8 @@ export const pollCountDefault = 100;
 export const pollCountMax = 10_000;
 export const pollBytesDefault = 1024 * 1024;
 export const pollBytesMax = 64 * 1024 * 1024;
+/** Longest wait of one await request. */
+export const awaitTimeoutMsMax = 300_000;
 
 export interface RouteContext {
   request: Request;
@@ -50,6 +52,11 @@ export const apiRoutes: Route[] = [
     async (c) => reply(c, 201, await c.broker.createTopic(stream(c), await body(c))),
   ),
   route("GET", T, (c) => Promise.resolve(reply(c, 200, c.broker.getTopic(stream(c), topic(c))))),
+  route(
+    "PATCH",
+    T,
+    async (c) => reply(c, 200, await c.broker.patchTopic(stream(c), topic(c), await body(c))),
+  ),
   route("DELETE", T, async (c) => {
     await c.broker.deleteTopic(stream(c), topic(c));
     return new Response(null, { status: 204 });
@@ -89,6 +96,23 @@ export const apiRoutes: Route[] = [
       messages: result.messages.map((m) => messageView(m, encoding)),
       next_offset: result.nextOffset,
     }, encoding);
+  }),
+  route("GET", `${P}/tier/await`, async (c) => {
+    const q = c.url.searchParams;
+    const offset = queryInt(q, "offset", null, 0, Number.MAX_SAFE_INTEGER);
+    if (offset === null) {
+      throw badRequest("invalid_query", "Cannot await the tiered floor: offset is required");
+    }
+    const timeoutMs = queryInt(q, "timeout_ms", 30_000, 1, awaitTimeoutMsMax)!;
+    const reached = await c.broker.awaitTiered(stream(c), topic(c), partition(c), offset, timeoutMs);
+    if (!reached) {
+      throw new ApiError(
+        408,
+        "timeout",
+        `Cannot confirm offset ${offset} is in the object store within ${timeoutMs} ms`,
+      );
+    }
+    return reply(c, 200, { offset, tiered: true });
   }),
   route("PUT", `${P}/consumers/:consumer/offset`, async (c) => {
     const consumer = checkName("consumer", c.params[3]);
@@ -180,6 +204,9 @@ function statsView(s: ReturnType<Broker["partitionStats"]>): Record<string, unkn
     first_offset: s.firstOffset,
     next_offset: s.nextOffset,
     size_bytes: s.sizeBytes,
+    local_size_bytes: s.localSizeBytes,
+    remote_size_bytes: s.remoteSizeBytes,
+    tiered_up_to_offset: s.tieredUpToOffset,
     shard: s.shard,
     segments: s.segments.map((x) => ({
       start_offset: x.startOffset,

@@ -22,7 +22,24 @@ import { MetadataStore, type StreamMeta, type TopicMeta } from "./metadata_store
 import { checkName } from "./names.ts";
 import { Shard } from "./shard.ts";
 import { fnv1a32 } from "./stable_hash.ts";
-import { parseTopicOptions, type TopicOptions } from "./topic_options.ts";
+import {
+  parseTopicOptions,
+  patchTopicOptions,
+  type TopicDefaults,
+  type TopicOptions,
+  topicOptionsJson,
+} from "./topic_options.ts";
+import type { RetryingObjectStore } from "../objectstore/retrying_object_store.ts";
+import { LocalControlLog } from "../tier/control_log.ts";
+import { TierService } from "../tier/tier_service.ts";
+import { TokenBucket } from "../runtime/token_bucket.ts";
+
+export interface PartitionStats extends LogStats {
+  shard: number;
+  tieredUpToOffset: number;
+  localSizeBytes: number;
+  remoteSizeBytes: number;
+}
 
 export interface BrokerDeps {
   config: Config;
@@ -31,6 +48,8 @@ export interface BrokerDeps {
   rng: Rng;
   logger: Logger;
   registry: Registry;
+  /** The object store, when tiered storage is enabled: each shard then runs a tier service. */
+  objectStore: RetryingObjectStore | null;
 }
 
 /** A partition slot: open, or refused at boot with the reason. */
@@ -60,6 +79,9 @@ const adminWaitersMax = 1024;
  */
 export class Broker {
   readonly shards: readonly Shard[];
+  /** One per shard, when tiered storage is enabled. */
+  readonly tiers: (TierService | null)[] = [];
+  readonly #controlLogs: LocalControlLog[] = [];
   readonly #deps: BrokerDeps;
   readonly #metadata: MetadataStore;
   readonly #topics = new Map<string, TopicRuntime>();
@@ -97,10 +119,24 @@ export class Broker {
           () => clock.wallMs(),
         ),
       );
+      const tier = deps.objectStore === null ? null : broker.#newTierService(deps.objectStore, shardLogger);
+      broker.tiers.push(tier);
+      if (tier !== null) pump.onTick("tier", (nowMs) => tier.onTick(nowMs));
     }
     await broker.#sweepOrphanDirectories();
     for (const stream of metadata.doc.streams) {
       for (const topic of stream.topics) await broker.#openTopic(stream.id, topic);
+    }
+    // Opened after the partitions: the replay applies committed floors to them.
+    for (const [id, tier] of broker.tiers.entries()) {
+      if (tier === null) continue;
+      const log = await LocalControlLog.open(
+        disk,
+        `${dataPath}/control/shard-${id}.log`,
+        (_i, c) => tier.applyFloor(c),
+      );
+      broker.#controlLogs.push(log);
+      tier.attachControlLog(log);
     }
     for (const shard of shards) shard.pump.start();
     logger.info("broker opened", {
@@ -159,7 +195,7 @@ export class Broker {
 
   async createTopic(streamName: string, body: Record<string, unknown>): Promise<Record<string, unknown>> {
     const topicName = checkName("topic", body["name"]);
-    const options = parseTopicOptions(body);
+    const options = parseTopicOptions(body, this.#topicDefaults());
     using _lock = await this.#adminLock.acquire();
     const stream = this.#stream(streamName);
     if (stream.topics.some((t) => t.name === topicName)) {
@@ -200,13 +236,60 @@ export class Broker {
     return this.getTopic(streamName, topicName);
   }
 
+  /** Changes a topic's options; tiering cannot be turned off while remote segments exist. */
+  async patchTopic(
+    streamName: string,
+    topicName: string,
+    body: Record<string, unknown>,
+  ): Promise<Record<string, unknown>> {
+    using _lock = await this.#adminLock.acquire();
+    const stream = this.#stream(streamName);
+    const topic = this.#topic(streamName, topicName);
+    const options = patchTopicOptions(topic.meta.options, body);
+    const remote = topic.slots.some((s) =>
+      s.kind === "open" && s.partition.log.segments.some((x) => x.location !== "local")
+    );
+    if (topic.meta.options.tiered && !options.tiered && remote) {
+      throw conflict(
+        "remote_segments_exist",
+        `Cannot turn tiering off for ${streamName}/${topicName}: it has remote segments`,
+      );
+    }
+    await this.#metadata.commit((doc) => {
+      const t = doc.streams.find((x) => x.id === stream.id)!.topics.find((x) => x.id === topic.meta.id)!;
+      t.options = options;
+    });
+    topic.meta = { ...topic.meta, options };
+    for (const slot of topic.slots) {
+      if (slot.kind === "open") slot.partition.log.updateConfig(this.#logConfig(options));
+    }
+    return this.getTopic(streamName, topicName);
+  }
+
+  /** Resolves true once every message below `offset` is durable in the object store. */
+  awaitTiered(
+    streamName: string,
+    topicName: string,
+    partitionId: number,
+    offset: number,
+    timeoutMs: number,
+  ): Promise<boolean> {
+    const topic = this.#topic(streamName, topicName);
+    const partition = this.#open(topic, partitionId, streamName);
+    const tier = this.tiers[this.#shardOf(partition.address).id] ?? null;
+    if (tier === null) {
+      throw badRequest("tiering_disabled", "Cannot await the tiered floor: tiered storage is not enabled");
+    }
+    return tier.awaitFloor(labelOf(partition.address), offset, timeoutMs);
+  }
+
   getTopic(streamName: string, topicName: string): Record<string, unknown> {
     const topic = this.#topic(streamName, topicName);
     return {
       id: topic.meta.id,
       name: topic.meta.name,
       created_at: topic.meta.createdAtMs,
-      ...topicOptionsView(topic.meta.options),
+      ...topicOptionsJson(topic.meta.options),
       size_bytes: topic.slots.reduce(
         (sum, s) => sum + (s.kind === "open" ? s.partition.log.stats().sizeBytes : 0),
         0,
@@ -231,7 +314,11 @@ export class Broker {
   async purgeTopic(streamName: string, topicName: string): Promise<void> {
     using _lock = await this.#adminLock.acquire();
     const topic = this.#topic(streamName, topicName);
-    for (const slot of topic.slots) if (slot.kind === "open") await slot.partition.purge();
+    for (const slot of topic.slots) {
+      if (slot.kind !== "open") continue;
+      await slot.partition.purge();
+      this.tiers[this.#shardOf(slot.partition.address).id]?.purged(labelOf(slot.partition.address));
+    }
   }
 
   // ---- data ----------------------------------------------------------------------------------
@@ -263,10 +350,18 @@ export class Broker {
     );
   }
 
-  partitionStats(streamName: string, topicName: string, partitionId: number): LogStats & { shard: number } {
+  partitionStats(streamName: string, topicName: string, partitionId: number): PartitionStats {
     const topic = this.#topic(streamName, topicName);
     const partition = this.#open(topic, partitionId, streamName);
-    return { ...partition.log.stats(), shard: this.#shardOf(partition.address).id };
+    const stats = partition.log.stats();
+    const remote = stats.segments.filter((s) => s.location === "remote").reduce((n, s) => n + s.sizeBytes, 0);
+    return {
+      ...stats,
+      shard: this.#shardOf(partition.address).id,
+      tieredUpToOffset: partition.superblock.tieredUpToOffset,
+      localSizeBytes: stats.sizeBytes - remote,
+      remoteSizeBytes: remote,
+    };
   }
 
   async storeConsumerOffset(
@@ -295,12 +390,48 @@ export class Broker {
   /** Stops the pumps and closes every partition, syncing its log. */
   async close(): Promise<void> {
     for (const shard of this.shards) shard.pump.stop();
+    for (const log of this.#controlLogs) await log.close();
     for (const topic of this.#topics.values()) {
       for (const slot of topic.slots) if (slot.kind === "open") await slot.partition.close();
     }
   }
 
   // ---- internals -----------------------------------------------------------------------------
+
+  #topicDefaults(): TopicDefaults {
+    const t = this.#deps.config.tieredStorage;
+    return {
+      tiered: t.enabled && t.defaultTopicTiered,
+      localRetentionAgeMs: t.defaultLocalRetentionAgeMs,
+      localRetentionSizeBytes: t.defaultLocalRetentionSizeBytes,
+    };
+  }
+
+  #newTierService(store: RetryingObjectStore, logger: Logger): TierService {
+    const { clock, rng, disk, config } = this.#deps;
+    const t = config.tieredStorage;
+    return new TierService({
+      clock,
+      rng,
+      logger,
+      disk,
+      store,
+      bandwidth: new TokenBucket(clock, {
+        rateBytesPerSec: t.uploadBandwidthBytesPerSec,
+        waitersMax: 1024,
+        name: "upload bandwidth",
+      }),
+      config: {
+        prefix: t.s3.prefix,
+        clusterId: this.#metadata.doc.clusterId,
+        uploadConcurrency: t.uploadConcurrency,
+        uploadPieceBytes: t.uploadPieceBytes,
+        uploadLoopBackoffMaxMs: t.uploadLoopBackoffMaxMs,
+        segmentUploadTimeoutMs: t.segmentUploadTimeoutMs,
+        retry: t.retry,
+      },
+    });
+  }
 
   #stream(name: string): StreamMeta {
     const stream = this.#metadata.doc.streams.find((s) => s.name === name);
@@ -382,10 +513,23 @@ export class Broker {
   }
 
   #register(streamId: number, streamName: string, meta: TopicMeta, slots: PartitionSlot[]): void {
+    const runtime: TopicRuntime = { meta, streamId, slots, roundRobin: -1 };
     for (const slot of slots) {
-      if (slot.kind === "open") this.#shardOf(slot.partition.address).partitions.add(slot.partition);
+      if (slot.kind !== "open") continue;
+      const shard = this.#shardOf(slot.partition.address);
+      shard.partitions.add(slot.partition);
+      // The tier service reads the topic's options at each use: a PATCH applies at once.
+      this.tiers[shard.id]?.addPartition({
+        key: labelOf(slot.partition.address),
+        partition: slot.partition,
+        tiered: () => runtime.meta.options.tiered,
+        envelope: () => ({
+          ageMs: runtime.meta.options.localRetentionAgeMs,
+          sizeBytes: runtime.meta.options.localRetentionSizeBytes,
+        }),
+      });
     }
-    this.#topics.set(topicKey(streamName, meta.name), { meta, streamId, slots, roundRobin: -1 });
+    this.#topics.set(topicKey(streamName, meta.name), runtime);
   }
 
   async #closeTopic(streamName: string, topicName: string): Promise<void> {
@@ -395,6 +539,7 @@ export class Broker {
     for (const slot of topic.slots) {
       if (slot.kind !== "open") continue;
       this.#shardOf(slot.partition.address).partitions.delete(slot.partition);
+      this.tiers[this.#shardOf(slot.partition.address).id]?.removePartition(labelOf(slot.partition.address));
       await slot.partition.close();
     }
   }
@@ -448,16 +593,6 @@ export class Broker {
 
 function topicKey(stream: string, topic: string): string {
   return `${stream}\u0000${topic}`;
-}
-
-function topicOptionsView(o: TopicOptions): Record<string, unknown> {
-  return {
-    partitions: o.partitions,
-    segment_size: o.segmentSizeBytes,
-    segment_max_age: o.segmentMaxAgeMs,
-    retention_max_age: o.retentionMaxAgeMs,
-    retention_max_bytes: o.retentionMaxBytes,
-  };
 }
 
 /** Maps the log's typed failures to API errors. */

@@ -70,7 +70,15 @@ export class StrataServer {
     const objectStore = config.tieredStorage.enabled
       ? await openObjectStore(config.tieredStorage, { disk, clock, rng, registry, logger })
       : null;
-    const broker = await Broker.open({ config, disk, clock, rng, logger, registry });
+    const broker = await Broker.open({
+      config,
+      disk,
+      clock,
+      rng,
+      logger,
+      registry,
+      objectStore: objectStore?.store ?? null,
+    });
     logger.info("server opened", {
       data_path: config.system.path,
       tick_interval_ms: config.system.tickIntervalMs,

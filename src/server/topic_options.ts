@@ -8,6 +8,19 @@ export interface TopicOptions {
   segmentMaxAgeMs: number | null;
   retentionMaxAgeMs: number | null;
   retentionMaxBytes: number | null;
+  /** Sealed segments are uploaded to the object store. */
+  tiered: boolean;
+  /** Local envelope: uploaded local copies older than this are evicted; null keeps them. */
+  localRetentionAgeMs: number | null;
+  /** Local envelope per partition: uploaded local bytes above this are evicted; null keeps them. */
+  localRetentionSizeBytes: number | null;
+}
+
+/** Server defaults for the options a create request leaves out. */
+export interface TopicDefaults {
+  tiered: boolean;
+  localRetentionAgeMs: number | null;
+  localRetentionSizeBytes: number | null;
 }
 
 export const partitionsPerTopicMax = 1024;
@@ -17,8 +30,15 @@ export const segmentSizeBytesDefault = 1024 * 1024 * 1024;
 export const segmentMaxAgeMsMin = 1000;
 
 /** Validates the options of a create request; each bad field is named in the 400. */
-export function parseTopicOptions(body: Record<string, unknown>): TopicOptions {
+export function parseTopicOptions(body: Record<string, unknown>, defaults: TopicDefaults): TopicOptions {
   return {
+    tiered: boolField(body, "tiered") ?? defaults.tiered,
+    localRetentionAgeMs: body["local_retention_age"] === undefined
+      ? defaults.localRetentionAgeMs
+      : durationField(body, "local_retention_age", 1000),
+    localRetentionSizeBytes: body["local_retention_size"] === undefined
+      ? defaults.localRetentionSizeBytes
+      : bytesField(body, "local_retention_size", null, 1024 * 1024, Number.MAX_SAFE_INTEGER),
     partitions: intField(body, "partitions", 1, 1, partitionsPerTopicMax),
     segmentSizeBytes:
       bytesField(body, "segment_size", segmentSizeBytesDefault, segmentSizeBytesMin, segmentSizeBytesMax) ??
@@ -29,6 +49,53 @@ export function parseTopicOptions(body: Record<string, unknown>): TopicOptions {
   };
 }
 
+/**
+ * A PATCH: only the fields present change. Partitions and segment size are fixed at creation.
+ * Turning tiering off is for the caller to refuse while remote segments exist.
+ */
+export function patchTopicOptions(current: TopicOptions, body: Record<string, unknown>): TopicOptions {
+  for (const name of ["partitions", "segment_size", "name"]) {
+    if (body[name] !== undefined) {
+      throw badRequest("invalid_option", `Cannot update topic: ${name} is fixed at creation`);
+    }
+  }
+  const has = (name: string) => body[name] !== undefined;
+  return {
+    ...current,
+    ...(has("tiered") ? { tiered: boolField(body, "tiered")! } : {}),
+    ...(has("local_retention_age")
+      ? { localRetentionAgeMs: durationField(body, "local_retention_age", 1000) }
+      : {}),
+    ...(has("local_retention_size")
+      ? {
+        localRetentionSizeBytes: bytesField(
+          body,
+          "local_retention_size",
+          null,
+          1024 * 1024,
+          Number.MAX_SAFE_INTEGER,
+        ),
+      }
+      : {}),
+    ...(has("segment_max_age")
+      ? { segmentMaxAgeMs: durationField(body, "segment_max_age", segmentMaxAgeMsMin) }
+      : {}),
+    ...(has("retention_max_age") ? { retentionMaxAgeMs: durationField(body, "retention_max_age", 1) } : {}),
+    ...(has("retention_max_bytes")
+      ? { retentionMaxBytes: bytesField(body, "retention_max_bytes", null, 1, Number.MAX_SAFE_INTEGER) }
+      : {}),
+  };
+}
+
+function boolField(body: Record<string, unknown>, name: string): boolean | null {
+  const value = body[name];
+  if (value === undefined || value === null) return null;
+  if (typeof value !== "boolean") {
+    throw badRequest("invalid_option", `Cannot set ${name}: expected true or false`);
+  }
+  return value;
+}
+
 /** The options as the API shows them. */
 export function topicOptionsJson(o: TopicOptions): Record<string, unknown> {
   return {
@@ -37,6 +104,9 @@ export function topicOptionsJson(o: TopicOptions): Record<string, unknown> {
     segment_max_age: o.segmentMaxAgeMs,
     retention_max_age: o.retentionMaxAgeMs,
     retention_max_bytes: o.retentionMaxBytes,
+    tiered: o.tiered,
+    local_retention_age: o.localRetentionAgeMs,
+    local_retention_size: o.localRetentionSizeBytes,
   };
 }
 
