@@ -5,7 +5,7 @@ import type { Rng } from "../runtime/rng.ts";
 import { ConsumerOffsets } from "./consumer_offsets.ts";
 import type { LogConfig } from "./log_config.ts";
 import { PartitionRefusedError } from "./log_errors.ts";
-import { PartitionLog } from "./partition_log.ts";
+import { PartitionLog, type RetentionDecision } from "./partition_log.ts";
 import { recoverSegments } from "./recover_segments.ts";
 import { readSuperblock, type Superblock, writeSuperblock } from "./superblock.ts";
 import {
@@ -80,6 +80,7 @@ export class Partition {
       createdRevision: newRevision(rng),
       purgeGeneration: 0,
       tieredUpToOffset: 0,
+      deletedUpToOffset: 0,
     };
     await writeSuperblock(disk, dir, superblock);
     const segment = await PartitionLog.createSegment(disk, dir, 0);
@@ -126,7 +127,7 @@ export class Partition {
   /** Deletes every message: a new purge generation, an empty log at offset 0, no consumer offsets. */
   async purge(): Promise<void> {
     const reset = resetForPurge(floorStateOf(this.#superblock));
-    const next: Superblock = { ...this.#superblock, ...reset };
+    const next: Superblock = { ...this.#superblock, ...reset, deletedUpToOffset: 0 };
     await this.log.purge(() => writeSuperblock(this.#disk, this.dir, next));
     this.#superblock = next;
     await this.offsets.clear();
@@ -148,6 +149,21 @@ export class Partition {
       this.#superblock = next;
     }
     return outcome;
+  }
+
+  /**
+   * Total retention over local and remote segments; when it deletes, the durable
+   * `deletedUpToOffset` watermark rises to the new first offset.
+   */
+  async enforceRetention(decide: RetentionDecision): Promise<number> {
+    const deleted = await this.log.enforceRetention(decide);
+    const first = this.log.stats().firstOffset;
+    if (deleted > 0 && first > this.#superblock.deletedUpToOffset) {
+      const next: Superblock = { ...this.#superblock, deletedUpToOffset: first };
+      await writeSuperblock(this.#disk, this.dir, next);
+      this.#superblock = next;
+    }
+    return deleted;
   }
 
   close(): Promise<void> {

@@ -17,6 +17,11 @@ export interface Superblock {
    * written before tiering have none, which reads as 0.
    */
   tieredUpToOffset: number;
+  /**
+   * Exclusive: total retention deleted every offset below it (local and remote). Raised after
+   * each retention pass that deletes; part 2 deletes the objects at or below it.
+   */
+  deletedUpToOffset: number;
 }
 
 export const superblockFileName = "superblock.bin";
@@ -34,5 +39,6 @@ export async function readSuperblock(disk: Disk, dir: string): Promise<Superbloc
     createdRevision: stored.createdRevision ?? "",
     purgeGeneration: stored.purgeGeneration ?? 0,
     tieredUpToOffset: stored.tieredUpToOffset ?? 0,
+    deletedUpToOffset: stored.deletedUpToOffset ?? 0,
   };
 }

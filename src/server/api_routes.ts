@@ -207,6 +207,7 @@ function statsView(s: ReturnType<Broker["partitionStats"]>): Record<string, unkn
     local_size_bytes: s.localSizeBytes,
     remote_size_bytes: s.remoteSizeBytes,
     tiered_up_to_offset: s.tieredUpToOffset,
+    deleted_up_to_offset: s.deletedUpToOffset,
     shard: s.shard,
     segments: s.segments.map((x) => ({
       start_offset: x.startOffset,

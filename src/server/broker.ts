@@ -32,11 +32,13 @@ import {
 import type { RetryingObjectStore } from "../objectstore/retrying_object_store.ts";
 import { LocalControlLog } from "../tier/control_log.ts";
 import { TierService } from "../tier/tier_service.ts";
+import { TierMetrics } from "../tier/tier_metrics.ts";
 import { TokenBucket } from "../runtime/token_bucket.ts";
 
 export interface PartitionStats extends LogStats {
   shard: number;
   tieredUpToOffset: number;
+  deletedUpToOffset: number;
   localSizeBytes: number;
   remoteSizeBytes: number;
 }
@@ -82,6 +84,7 @@ export class Broker {
   /** One per shard, when tiered storage is enabled. */
   readonly tiers: (TierService | null)[] = [];
   readonly #controlLogs: LocalControlLog[] = [];
+  #tierMetrics: TierMetrics | null = null;
   readonly #deps: BrokerDeps;
   readonly #metadata: MetadataStore;
   readonly #topics = new Map<string, TopicRuntime>();
@@ -359,6 +362,7 @@ export class Broker {
       ...stats,
       shard: this.#shardOf(partition.address).id,
       tieredUpToOffset: partition.superblock.tieredUpToOffset,
+      deletedUpToOffset: partition.superblock.deletedUpToOffset,
       localSizeBytes: stats.sizeBytes - remote,
       remoteSizeBytes: remote,
     };
@@ -421,6 +425,7 @@ export class Broker {
         waitersMax: 1024,
         name: "upload bandwidth",
       }),
+      metrics: this.#tierMetrics ??= new TierMetrics(this.#deps.registry),
       config: {
         prefix: t.s3.prefix,
         clusterId: this.#metadata.doc.clusterId,
@@ -575,7 +580,7 @@ export class Broker {
     if (topic === undefined) return null;
     const { retentionMaxAgeMs, retentionMaxBytes } = topic.meta.options;
     if (retentionMaxAgeMs === null && retentionMaxBytes === null) return null;
-    return partition.log.enforceRetention((segment, retainedBytes) =>
+    return partition.enforceRetention((segment, retainedBytes) =>
       (retentionMaxBytes !== null && retainedBytes > retentionMaxBytes) ||
       (retentionMaxAgeMs !== null && segment.maxTimestampUs / 1000 < wallMs - retentionMaxAgeMs)
     );

@@ -13,6 +13,7 @@ import type { ControlLog } from "./control_log.ts";
 import { segmentKeys } from "./object_keys.ts";
 import { uploadSegment } from "./segment_uploader.ts";
 import * as core from "./upload_core.ts";
+import type { TierGaugeSource, TierMetrics } from "./tier_metrics.ts";
 
 /** The local envelope of a topic; null means unlimited. */
 export interface LocalEnvelope {
@@ -47,6 +48,7 @@ export interface TierServiceDeps {
   store: RetryingObjectStore;
   bandwidth: TokenBucket;
   config: TierServiceConfig;
+  metrics?: TierMetrics;
 }
 
 /** Bound on `await` waiters per shard. */
@@ -67,7 +69,7 @@ interface FloorWaiter {
  * (uploads, floor commands to the control log), applies committed floors to partitions, and
  * evicts local copies below the floor beyond each topic's local envelope.
  */
-export class TierService {
+export class TierService implements TierGaugeSource {
   readonly #deps: TierServiceDeps;
   #state: core.UploadState;
   readonly #partitions = new Map<string, TieredPartition>();
@@ -80,6 +82,7 @@ export class TierService {
 
   constructor(deps: TierServiceDeps) {
     this.#deps = deps;
+    deps.metrics?.addSource(this);
     this.#state = core.initialState({
       concurrencyMax: deps.config.uploadConcurrency,
       transferDeadlineMs: 4 * deps.config.segmentUploadTimeoutMs,
@@ -94,6 +97,32 @@ export class TierService {
    */
   attachControlLog(log: ControlLog): void {
     this.#controlLog = log;
+  }
+
+  uploadsInFlight(): number {
+    return core.inFlightCount(this.#state);
+  }
+
+  stalledOffset(): number | null {
+    return core.stalledOffset(this.#state);
+  }
+
+  localOvershootBytes(): number {
+    let overshoot = 0;
+    for (const p of this.#partitions.values()) {
+      const limit = p.envelope().sizeBytes;
+      if (limit === null) continue;
+      const local = p.partition.log.segments.filter((s) => s.location !== "remote").reduce(
+        (n, s) => n + s.sizeBytes,
+        0,
+      );
+      overshoot += Math.max(0, local - limit);
+    }
+    return overshoot;
+  }
+
+  *floors(): Iterable<[string, number]> {
+    for (const [key, p] of this.#partitions) yield [key, p.partition.superblock.tieredUpToOffset];
   }
 
   /** The state the core holds, for gauges and tests. */
@@ -235,6 +264,7 @@ export class TierService {
     const log = this.#deps.logger;
     switch (effect.kind) {
       case "start_upload":
+        this.#deps.metrics?.uploadsStarted.inc();
         void this.#upload(effect);
         return;
       case "submit_floor":
@@ -250,6 +280,7 @@ export class TierService {
         }).catch((error) => log.error("floor command failed", { partition: effect.partition, error }));
         return;
       case "gave_up_deleted":
+        this.#deps.metrics?.segmentsGivenUp.inc();
         log.warn("segment deleted by retention before upload; the floor moves past it", {
           partition: effect.partition,
           start_offset: effect.segment.startOffset,
@@ -263,6 +294,7 @@ export class TierService {
         });
         return;
       case "anomaly":
+        this.#deps.metrics?.anomalies.inc();
         log.error("upload anomaly: an object exists with other bytes; the floor is stalled", {
           partition: effect.partition,
           start_offset: effect.segment.startOffset,
@@ -294,6 +326,7 @@ export class TierService {
       createdRevision: p.partition.superblock.createdRevision,
       purgeGeneration: effect.generation,
     }, segment.startOffset);
+    const startedMs = this.#now();
     try {
       const outcome = await uploadSegment(
         {
@@ -307,6 +340,11 @@ export class TierService {
         this.#now() + this.#deps.config.segmentUploadTimeoutMs,
       );
       const event = { partition: effect.partition, identity: effect.identity };
+      if (outcome.kind === "uploaded") {
+        this.#deps.metrics?.uploadsCompleted.inc();
+        this.#deps.metrics?.uploadedBytes.inc(outcome.sizeBytes + outcome.indexSizeBytes);
+        this.#deps.metrics?.uploadDuration.observe((this.#now() - startedMs) / 1000);
+      }
       this.#step(
         outcome.kind === "uploaded"
           ? core.uploadSucceeded(this.#state, event, this.#now())
@@ -328,6 +366,9 @@ export class TierService {
         );
         return;
       }
+      this.#deps.metrics?.uploadsFailed.inc({
+        profile: classify(error) === "retry" ? "transient" : "non_transient",
+      });
       this.#deps.logger.warn("upload failed; it will be retried", {
         partition: effect.partition,
         start_offset: segment.startOffset,

@@ -1,0 +1,106 @@
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+
+/** What a tier service reports at scrape time; the gauges are read from state, never kept by hand. */
+export interface TierGaugeSource {
+  uploadsInFlight(): number;
+  /** Lowest offset pinned by a non-transient upload failure, or null. */
+  stalledOffset(): number | null;
+  /** Local bytes above each partition's envelope, summed. */
+  localOvershootBytes(): number;
+  floors(): Iterable<[string, number]>;
+}
+
+/** The tier services' metrics in one registry, shared by every shard. */
+export class TierMetrics {
+  readonly uploadsStarted: Counter;
+  readonly uploadsCompleted: Counter;
+  readonly uploadsFailed: Counter<"profile">;
+  readonly uploadedBytes: Counter;
+  readonly uploadDuration: Histogram;
+  readonly segmentsGivenUp: Counter;
+  readonly anomalies: Counter;
+  readonly #sources = new Set<TierGaugeSource>();
+
+  constructor(registry: Registry) {
+    const registers = [registry];
+    this.uploadsStarted = new Counter({
+      name: "strata_tier_uploads_started_total",
+      help: "Segment uploads started, resubmissions included.",
+      registers,
+    });
+    this.uploadsCompleted = new Counter({
+      name: "strata_tier_uploads_completed_total",
+      help: "Segments whose .log and .index are in the store.",
+      registers,
+    });
+    this.uploadsFailed = new Counter({
+      name: "strata_tier_upload_retries_total",
+      help: "Failed segment uploads, each retried, by profile (transient, non_transient).",
+      labelNames: ["profile"],
+      registers,
+    });
+    this.uploadedBytes = new Counter({
+      name: "strata_tier_uploaded_bytes_total",
+      help: "Segment bytes uploaded (.log and .index).",
+      registers,
+    });
+    this.uploadDuration = new Histogram({
+      name: "strata_tier_upload_duration_seconds",
+      help: "Duration of one segment upload.",
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 90, 360],
+      registers,
+    });
+    this.segmentsGivenUp = new Counter({
+      name: "strata_tier_segments_given_up_total",
+      help: "Segments deleted by total retention before they were uploaded.",
+      registers,
+    });
+    this.anomalies = new Counter({
+      name: "strata_tier_upload_anomalies_total",
+      help: "Objects found with other bytes; never overwritten.",
+      registers,
+    });
+    const sources = this.#sources;
+    new Gauge({
+      name: "strata_tier_uploads_in_flight",
+      help: "Segment uploads in flight.",
+      registers,
+      collect() {
+        this.set([...sources].reduce((n, s) => n + s.uploadsInFlight(), 0));
+      },
+    });
+    new Gauge({
+      name: "strata_tier_upload_stalled_offset",
+      help: "Where a non-transient upload failure pins the floor; 0 when none.",
+      registers,
+      collect() {
+        const pinned = [...sources].map((s) => s.stalledOffset()).filter((x): x is number => x !== null);
+        this.set(pinned.length === 0 ? 0 : Math.min(...pinned));
+      },
+    });
+    new Gauge({
+      name: "strata_tier_local_overshoot_bytes",
+      help: "Local bytes above the local envelope because uploads lag.",
+      registers,
+      collect() {
+        this.set([...sources].reduce((n, s) => n + s.localOvershootBytes(), 0));
+      },
+    });
+    new Gauge({
+      name: "strata_tier_floor_offset",
+      help: "The tiered floor per partition (exclusive).",
+      labelNames: ["partition"],
+      registers,
+      collect() {
+        this.reset();
+        for (const source of sources) {
+          for (const [partition, floor] of source.floors()) this.set({ partition }, floor);
+        }
+      },
+    });
+  }
+
+  addSource(source: TierGaugeSource): void {
+    this.#sources.add(source);
+  }
+}
