@@ -36,7 +36,7 @@ t.test("a tiered topic uploads and evicts; stats, metrics and await report the f
   const lastSealedEnd = stats.segments.filter((s) => s.sealed).at(-1)!.end_offset;
   let awaited: boolean | null = null;
   void c.awaitTiered("s", "t", 0, lastSealedEnd + 1, 60_000).then((r) => (awaited = r));
-  t.ok(await until(async () => awaited !== null), "await answered");
+  t.ok(await until(() => Promise.resolve(awaited !== null)), "await answered");
   t.equal(awaited, true, "200 once the floor passed the last sealed segment");
   const evicted = await until(async () => {
     const p = await c.partition("s", "t", 0) as { remote_size_bytes: number };
@@ -79,7 +79,7 @@ t.test("await times out with 408 when the floor does not get there", async (t) =
   await c.produce("s", "t", [{ payload: payload(10) }], 0);
   let answer: boolean | null = null;
   void c.awaitTiered("s", "t", 0, 1, 500).then((r) => (answer = r));
-  t.ok(await until(async () => answer !== null));
+  t.ok(await until(() => Promise.resolve(answer !== null)));
   t.equal(answer, false, "408: the active segment is never uploaded");
 });
 
