@@ -34,8 +34,10 @@ export class TierMetrics {
       registers,
     });
     this.uploadsFailed = new Counter({
-      name: "strata_tier_upload_retries_total",
-      help: "Failed segment uploads, each retried, by profile (transient, non_transient).",
+      name: "strata_tier_uploads_failed_total",
+      help:
+        "Failed segment uploads by retry profile (transient, non_transient); each is retried, never skipped. " +
+        "Request-level retries are strata_objectstore_retries_total.",
       labelNames: ["profile"],
       registers,
     });

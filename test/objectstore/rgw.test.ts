@@ -151,11 +151,17 @@ if (unavailable !== null) {
     const client = new StrataClient({ baseUrl: server.baseUrl, encoding: "msgpack" });
     const prefix = (revision: string) => `tier-e2e/${clusterId}/1/1/0/${revision}-0/`;
     await produceTierAndVerify(t, client, `${dir}/data/streams/1/topics/1/partitions/0`, store, prefix);
-    const first = (await store.list("tier-e2e/")).objects.find((o) => o.key.endsWith("00000000000000000000.log"))!;
+    const first = (await store.list("tier-e2e/")).objects.find((o) =>
+      o.key.endsWith("00000000000000000000.log")
+    )!;
     const viaSdk = await sdkRead(endpoint, "strata-test", first.key);
     const viaUs = Buffer.concat(await store.getRange(first.key, 0, first.sizeBytes));
     t.ok(Buffer.compare(viaSdk.bytes, viaUs) === 0, "the SDK reads the same bytes");
-    t.equal(viaSdk.metadata["end-offset"], (await store.head(first.key))?.metadata["end-offset"], "and the same metadata");
+    t.equal(
+      viaSdk.metadata["end-offset"],
+      (await store.head(first.key))?.metadata["end-offset"],
+      "and the same metadata",
+    );
     t.equal(await server.stop("SIGTERM"), 0);
   });
 }
