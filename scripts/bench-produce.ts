@@ -4,7 +4,8 @@
  *
  *   deno task bench:produce [--seconds 10] [--producers 8] [--partitions 4] [--encoding msgpack|json] [--json PATH]
  *
- * Messages are 1 KiB, in batches of 100. Each server runs as its own process on loopback; this
+ * The topic is created untiered: this measures the log's produce and consume path (tiering's cost
+ * on the loop is the pump benchmark's subject). Messages are 1 KiB, in batches of 100. Each server runs as its own process on loopback; this
  * process only generates load, with request bodies built once and sent repeatedly.
  */
 import { parseArgs } from "node:util";
@@ -145,7 +146,7 @@ async function benchServer(fsync: "always" | "interval") {
     await post(`${server.baseUrl}/streams`, json({ name: "bench" }), "application/json");
     await post(
       `${server.baseUrl}/streams/bench/topics`,
-      json({ name: "t", partitions, segment_size: "256 MiB" }),
+      json({ name: "t", partitions, segment_size: "256 MiB", tiered: false }),
       "application/json",
     );
     const bodies = Array.from({ length: partitions }, (_, p) => produceBody(p));
