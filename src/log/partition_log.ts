@@ -5,6 +5,7 @@ import { decodeMessages, encodeBatch, type MessageInput, type StoredMessage } fr
 import { groupOpsMax, type LogConfig, retentionSegmentsPerPassMax } from "./log_config.ts";
 import { PartitionUnavailableError, RemoteReadUnavailableError, WriteQueueFullError } from "./log_errors.ts";
 import { encodeRemoteMarker, type RemoteMarker } from "./remote_marker.ts";
+import { writeWholeFile } from "./write_whole_file.ts";
 import { Crc32cStream } from "../runtime/crc32c.ts";
 import { yieldToReactor } from "../runtime/yield_to_reactor.ts";
 import { readExactly, scanBatches } from "./scan_batches.ts";
@@ -445,14 +446,7 @@ export class PartitionLog {
         purgeGeneration: identity.purgeGeneration,
         logCrc32c,
       };
-      const file = await this.#disk.open(segment.markerPath, { create: true });
-      try {
-        await file.truncate(0);
-        await file.writeAt(encodeRemoteMarker(marker), 0);
-        await file.sync();
-      } finally {
-        await file.close();
-      }
+      await writeWholeFile(this.#disk, segment.markerPath, encodeRemoteMarker(marker));
       await this.#disk.fsyncDir(this.#dir);
       // From here on reads go to the store for this segment; an open read handle keeps working.
       segment.marker = marker;

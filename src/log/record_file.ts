@@ -1,6 +1,7 @@
 import { pack, unpack } from "msgpackr";
 import { crc32c } from "../runtime/crc32c.ts";
 import type { Disk } from "../runtime/disk.ts";
+import { writeWholeFile } from "./write_whole_file.ts";
 
 /**
  * A small durable record (superblock, consumer offsets, metadata): 8 bytes of magic, the payload
@@ -32,14 +33,7 @@ export async function writeRecordFile(
   view.setUint32(12, crc32c(payload), true);
   bytes.set(payload, headerBytes);
   const tempPath = `${dir}/${name}.tmp`;
-  const file = await disk.open(tempPath, { create: true });
-  try {
-    await file.truncate(0);
-    await file.writeAt(bytes, 0);
-    await file.sync();
-  } finally {
-    await file.close();
-  }
+  await writeWholeFile(disk, tempPath, bytes);
   await disk.rename(tempPath, `${dir}/${name}`);
   await disk.fsyncDir(dir);
 }

@@ -4,6 +4,7 @@ import { type BatchHeader, decodeBatchHeader, isPlausibleHeader } from "./batch_
 import { PartitionRefusedError } from "./log_errors.ts";
 import { readExactly, scanBatches } from "./scan_batches.ts";
 import { Segment } from "./segment.ts";
+import { writeWholeFile } from "./write_whole_file.ts";
 import type { MarkerIdentity } from "./partition_log.ts";
 import { decodeRemoteMarker, type RemoteMarker, remoteMarkerBytes } from "./remote_marker.ts";
 import {
@@ -307,14 +308,7 @@ async function readIndexFile(disk: Disk, path: string): Promise<IndexEntry[] | n
 async function writeIndexFile(disk: Disk, path: string, entries: readonly IndexEntry[]): Promise<void> {
   const bytes = new Uint8Array(entries.length * indexEntryBytes);
   entries.forEach((e, i) => bytes.set(encodeIndexEntry(e), i * indexEntryBytes));
-  const file = await disk.open(path, { create: true });
-  try {
-    await file.truncate(0);
-    await file.writeAt(bytes, 0);
-    await file.sync();
-  } finally {
-    await file.close();
-  }
+  await writeWholeFile(disk, path, bytes);
 }
 
 function markVisible(segment: Segment): void {

@@ -146,14 +146,9 @@ export function uploadSucceeded(
   e: { partition: string; identity: string },
   nowMs: number,
 ): Step {
-  if (state.orphans.has(e.identity)) return releaseOrphan(state, e, nowMs);
-  const p = state.partitions.get(e.partition);
-  if (p === undefined || p.inFlight?.identity !== e.identity) {
-    return {
-      state,
-      effects: [{ kind: "duplicate_discarded", partition: e.partition, identity: e.identity }],
-    };
-  }
+  const matched = matchResult(state, e, nowMs);
+  if ("effects" in matched) return matched;
+  const p = matched;
   const done = p.inFlight.segment;
   const next: PartitionUploads = {
     ...p,
@@ -182,14 +177,9 @@ export function uploadFailed(
   e: { partition: string; identity: string; errorClass: ErrorClass; anomaly?: string; random: number },
   nowMs: number,
 ): Step {
-  if (state.orphans.has(e.identity)) return releaseOrphan(state, e, nowMs);
-  const p = state.partitions.get(e.partition);
-  if (p === undefined || p.inFlight?.identity !== e.identity) {
-    return {
-      state,
-      effects: [{ kind: "duplicate_discarded", partition: e.partition, identity: e.identity }],
-    };
-  }
+  const matched = matchResult(state, e, nowMs);
+  if ("effects" in matched) return matched;
+  const p = matched;
   const failures = p.failures + 1;
   // Answers such as auth errors are not retried by the store layer, but an upload is never given
   // up: they take the non-transient profile here.
@@ -371,6 +361,26 @@ function dispatch(state: UploadState, nowMs: number, effects: UploadEffect[]): S
     free--;
   }
   return { state: next, effects };
+}
+
+/**
+ * The partition whose in-flight upload a result belongs to; otherwise the step that discards the
+ * result (a late duplicate, or an orphan of a purge, which frees its slot).
+ */
+function matchResult(
+  state: UploadState,
+  e: { partition: string; identity: string },
+  nowMs: number,
+): (PartitionUploads & { inFlight: InFlight }) | Step {
+  if (state.orphans.has(e.identity)) return releaseOrphan(state, e, nowMs);
+  const p = state.partitions.get(e.partition);
+  if (p === undefined || p.inFlight?.identity !== e.identity) {
+    return {
+      state,
+      effects: [{ kind: "duplicate_discarded", partition: e.partition, identity: e.identity }],
+    };
+  }
+  return p as PartitionUploads & { inFlight: InFlight };
 }
 
 function releaseOrphan(state: UploadState, e: { partition: string; identity: string }, nowMs: number): Step {

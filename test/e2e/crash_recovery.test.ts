@@ -1,12 +1,10 @@
-import { readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import t from "tap";
 import { StrataClient } from "../../src/client/strata_client.ts";
 import { Rng } from "../../src/runtime/rng.ts";
+import { configCopy } from "../helpers/config_copy.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 
-const shipped = readFileSync(new URL("../../config.toml", import.meta.url), "utf8");
 const messagesTarget = 20_000;
 const batchSize = 100;
 const partitions = 3;
@@ -20,13 +18,7 @@ interface Acked {
 
 t.test("SIGKILL mid-produce loses no acknowledged message: every one reads back byte for byte after restart", async (t) => {
   const dir = tempDir(t, "strata-crash-");
-  const configPath = join(dir, "config.toml");
-  writeFileSync(
-    configPath,
-    shipped
-      .replace('path = "./data"', `path = ${JSON.stringify(join(dir, "data"))}`)
-      .replace('address = "127.0.0.1:8080"', 'address = "127.0.0.1:0"'),
-  );
+  const configPath = configCopy(dir);
   const first = await spawnServer(["--config", configPath]);
   t.teardown(() => first.stop("SIGKILL"));
   const client = new StrataClient({ baseUrl: first.baseUrl });

@@ -1,20 +1,11 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
+import { configCopy, shippedConfig } from "../helpers/config_copy.ts";
 import { runServerExpectingFailure, spawnServer } from "../helpers/spawn_server.ts";
 
-const shipped = readFileSync(new URL("../../config.toml", import.meta.url), "utf8");
-
-/** A copy of the shipped config with another data path and a free port. */
-function configCopy(dir: string, extra = ""): string {
-  const path = join(dir, "config.toml");
-  const text = shipped
-    .replace('path = "./data"', `path = ${JSON.stringify(join(dir, "data"))}`)
-    .replace('address = "127.0.0.1:8080"', 'address = "127.0.0.1:0"');
-  writeFileSync(path, text + extra);
-  return path;
-}
+const shipped = shippedConfig;
 
 t.test("deno run starts the server on a config copy; /metrics shows the tick lateness; SIGTERM exits 0", async (t) => {
   const dir = mkdtempSync(join(tmpdir(), "strata-e2e-"));

@@ -1,10 +1,10 @@
-import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import { StrataClient } from "../../src/client/strata_client.ts";
 import { FsObjectStore } from "../../src/objectstore/fs_object_store.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
+import { configCopy } from "../helpers/config_copy.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { produceTierAndVerify } from "../helpers/tiered_e2e.ts";
@@ -13,14 +13,7 @@ import { produceTierAndVerify } from "../helpers/tiered_e2e.ts";
 // envelope, and every object checked against what was produced.
 t.test("200 MiB into a tiered topic on the fs backend: floor, envelope and objects", async (t) => {
   const dir = tempDir(t, "strata-tier-fs-");
-  const shipped = readFileSync(new URL("../../config.toml", import.meta.url), "utf8");
-  const configPath = join(dir, "config.toml");
-  writeFileSync(
-    configPath,
-    shipped
-      .replace('path = "./data"', `path = ${JSON.stringify(join(dir, "data"))}`)
-      .replace('address = "127.0.0.1:8080"', 'address = "127.0.0.1:0"'),
-  );
+  const configPath = configCopy(dir);
   const server = await spawnServer(["--config", configPath]);
   t.teardown(() => server.stop("SIGKILL"));
   const client = new StrataClient({ baseUrl: server.baseUrl, encoding: "msgpack" });

@@ -10,16 +10,11 @@ export interface RunningServer {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/**
- * Starts the real server with `deno run` (the same command as `deno task server`), waits for its
- * "listening" log line and returns its address. The config should set port 0 so tests never
- * collide on a port.
- */
-export async function spawnServer(
+/** `deno run` of the entry point with the same permissions as `deno task server`. */
+function spawnDeno(
   args: string[],
-  env: Record<string, string> = {},
-  timeoutMs = 30_000,
-): Promise<RunningServer> {
+  env: Record<string, string>,
+): { child: ChildProcess; stderr: () => string } {
   const child = spawn(
     "deno",
     [
@@ -41,14 +36,27 @@ export async function spawnServer(
   let err = "";
   child.stderr!.on("data", (chunk) => (err += chunk));
   child.stdout!.resume();
+  return { child, stderr: () => err };
+}
+
+/**
+ * Starts the real server with `deno run`, waits for its "listening" log line and returns its
+ * address. The config should set port 0 so tests never collide on a port.
+ */
+export async function spawnServer(
+  args: string[],
+  env: Record<string, string> = {},
+  timeoutMs = 30_000,
+): Promise<RunningServer> {
+  const { child, stderr } = spawnDeno(args, env);
   const exited = once(child, "exit");
   const address = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(
-      () => reject(new Error(`server did not listen within ${timeoutMs} ms: ${err}`)),
+      () => reject(new Error(`server did not listen within ${timeoutMs} ms: ${stderr()}`)),
       timeoutMs,
     );
     const onData = () => {
-      const match = /"msg":"listening","address":"([^"]+)"/.exec(err);
+      const match = /"msg":"listening","address":"([^"]+)"/.exec(stderr());
       if (match) {
         clearTimeout(timer);
         child.stderr!.off("data", onData);
@@ -58,13 +66,13 @@ export async function spawnServer(
     child.stderr!.on("data", onData);
     child.once("exit", (code) => {
       clearTimeout(timer);
-      reject(new Error(`server exited with ${code} before listening: ${err}`));
+      reject(new Error(`server exited with ${code} before listening: ${stderr()}`));
     });
   });
   return {
     child,
     baseUrl: `http://${address}`,
-    stderr: () => err,
+    stderr,
     stop: async (signal = "SIGTERM") => {
       if (child.exitCode === null) child.kill(signal);
       const [code] = await exited;
@@ -75,27 +83,7 @@ export async function spawnServer(
 
 /** Runs the server expecting it to fail at start-up; resolves with its exit code and stderr. */
 export async function runServerExpectingFailure(args: string[], env: Record<string, string> = {}) {
-  const child = spawn(
-    "deno",
-    [
-      "run",
-      "--allow-read",
-      "--allow-write",
-      "--allow-net",
-      "--allow-env",
-      "--allow-sys",
-      "src/main.ts",
-      ...args,
-    ],
-    {
-      cwd: new URL("../..", import.meta.url).pathname,
-      env: { ...process.env, ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-  let err = "";
-  child.stderr!.on("data", (chunk) => (err += chunk));
-  child.stdout!.resume();
+  const { child, stderr } = spawnDeno(args, env);
   const [code] = await once(child, "exit");
-  return { code: code as number | null, stderr: err };
+  return { code: code as number | null, stderr: stderr() };
 }
