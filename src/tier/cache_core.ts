@@ -1,0 +1,146 @@
+import { assert } from "../runtime/assert.ts";
+
+/**
+ * The chunk cache's accounting, as a pure core (RFC § "Chunk cache"): the budget, reservations
+ * made before a download, LRU order by access, cold readers' chunks entering at the cold end, and
+ * trims down to the low watermark at most once per `trim_min_interval` unless forced. The shell
+ * downloads, writes `.part` files, renames them and deletes the files the effects name.
+ */
+export interface CacheConfig {
+  /** The smaller of `size` and `size_percent` of the data disk. */
+  budgetBytes: number;
+  objectsMax: number;
+  lowWatermarkPercent: number;
+  trimMinIntervalMs: number;
+}
+
+export interface CachedChunk {
+  key: string;
+  sizeBytes: number;
+  /** LRU order: lower is evicted first. Access moves a chunk to the warm end. */
+  rank: number;
+}
+
+export interface CacheState {
+  config: CacheConfig;
+  chunks: ReadonlyMap<string, CachedChunk>;
+  usedBytes: number;
+  reservedBytes: number;
+  reservations: number;
+  lastTrimMs: number;
+  /** Next rank at the warm end, and below the coldest at the cold end. */
+  warmRank: number;
+  coldRank: number;
+}
+
+export type CacheEffect = { kind: "delete_chunk"; key: string; sizeBytes: number };
+
+export interface CacheStep {
+  state: CacheState;
+  effects: CacheEffect[];
+}
+
+export function initialCache(config: CacheConfig): CacheState {
+  assert(config.budgetBytes > 0 && config.objectsMax > 0, "a cache needs a positive budget and object cap");
+  assert(
+    config.lowWatermarkPercent > 0 && config.lowWatermarkPercent < 100,
+    "the low watermark is a percentage below 100",
+  );
+  return {
+    config,
+    chunks: new Map(),
+    usedBytes: 0,
+    reservedBytes: 0,
+    reservations: 0,
+    lastTrimMs: -Infinity,
+    warmRank: 1,
+    coldRank: 0,
+  };
+}
+
+/**
+ * Space for a download, reserved before it starts. When it does not fit, the answer is `full`
+ * (the poll answers a transient 503) and a trim is forced, so the space frees for the retry.
+ */
+export function reserve(state: CacheState, bytes: number, nowMs: number): CacheStep & { admitted: boolean } {
+  const fits = state.usedBytes + state.reservedBytes + bytes <= state.config.budgetBytes &&
+    state.chunks.size + state.reservations < state.config.objectsMax;
+  if (fits) {
+    return {
+      state: { ...state, reservedBytes: state.reservedBytes + bytes, reservations: state.reservations + 1 },
+      effects: [],
+      admitted: true,
+    };
+  }
+  return { ...trim(state, nowMs, true), admitted: false };
+}
+
+/** A download failed or was abandoned: its reservation goes back. */
+export function releaseReservation(state: CacheState, bytes: number): CacheState {
+  assert(state.reservedBytes >= bytes && state.reservations > 0, "released more than was reserved");
+  return { ...state, reservedBytes: state.reservedBytes - bytes, reservations: state.reservations - 1 };
+}
+
+/**
+ * A download landed: its reservation becomes a chunk. A cold reader's chunk (a backfill far
+ * behind the head) enters at the cold end, so it cannot push out the working set near the head.
+ */
+export function commit(
+  state: CacheState,
+  e: { key: string; reservedBytes: number; sizeBytes: number; cold: boolean },
+): CacheState {
+  const released = releaseReservation(state, e.reservedBytes);
+  const chunks = new Map(released.chunks);
+  const previous = chunks.get(e.key);
+  const rank = e.cold ? released.coldRank : released.warmRank;
+  chunks.set(e.key, { key: e.key, sizeBytes: e.sizeBytes, rank });
+  return {
+    ...released,
+    chunks,
+    usedBytes: released.usedBytes - (previous?.sizeBytes ?? 0) + e.sizeBytes,
+    warmRank: e.cold ? released.warmRank : released.warmRank + 1,
+    coldRank: e.cold ? released.coldRank - 1 : released.coldRank,
+  };
+}
+
+/** A read hit the chunk: it moves to the warm end. */
+export function access(state: CacheState, key: string): CacheState {
+  const chunk = state.chunks.get(key);
+  if (chunk === undefined) return state;
+  const chunks = new Map(state.chunks);
+  chunks.set(key, { ...chunk, rank: state.warmRank });
+  return { ...state, chunks, warmRank: state.warmRank + 1 };
+}
+
+/** A chunk file found missing or dropped (a checksum failure): it leaves the accounting. */
+export function forget(state: CacheState, key: string): CacheState {
+  const chunk = state.chunks.get(key);
+  if (chunk === undefined) return state;
+  const chunks = new Map(state.chunks);
+  chunks.delete(key);
+  return { ...state, chunks, usedBytes: state.usedBytes - chunk.sizeBytes };
+}
+
+/**
+ * Evicts least recently used chunks down to the low watermark (bytes and objects) when the cache
+ * is over either, at most once per `trim_min_interval` unless `force`.
+ */
+export function trim(state: CacheState, nowMs: number, force = false): CacheStep {
+  const c = state.config;
+  const lowBytes = (c.budgetBytes * c.lowWatermarkPercent) / 100;
+  const lowObjects = Math.floor((c.objectsMax * c.lowWatermarkPercent) / 100);
+  const over = state.usedBytes + state.reservedBytes > lowBytes ||
+    state.chunks.size + state.reservations > lowObjects;
+  if (!over || (!force && nowMs - state.lastTrimMs < c.trimMinIntervalMs)) return { state, effects: [] };
+  const chunks = new Map(state.chunks);
+  const effects: CacheEffect[] = [];
+  let used = state.usedBytes;
+  // Coldest first; the victims are bounded by the cache's own contents.
+  for (const chunk of [...state.chunks.values()].sort((a, b) => a.rank - b.rank)) {
+    if (used + state.reservedBytes <= lowBytes && chunks.size + state.reservations <= lowObjects) break;
+    chunks.delete(chunk.key);
+    used -= chunk.sizeBytes;
+    effects.push({ kind: "delete_chunk", key: chunk.key, sizeBytes: chunk.sizeBytes });
+  }
+  return { state: { ...state, chunks, usedBytes: used, lastTrimMs: nowMs }, effects };
+}
