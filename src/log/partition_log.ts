@@ -1,7 +1,17 @@
 import { assert } from "../runtime/assert.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { type Disk, DiskError } from "../runtime/disk.ts";
-import { decodeMessages, encodeBatch, type MessageInput, type StoredMessage } from "./batch_codec.ts";
+import {
+  type BatchHeader,
+  decodeBatchHeader,
+  decodeMessages,
+  encodeBatch,
+  isPlausibleHeader,
+  type MessageInput,
+  type StoredMessage,
+  verifyBatch,
+} from "./batch_codec.ts";
+import { type RemoteChunk, RemoteCorruptError, type RemoteReader } from "./remote_reader.ts";
 import { groupOpsMax, type LogConfig, retentionSegmentsPerPassMax } from "./log_config.ts";
 import { PartitionUnavailableError, RemoteReadUnavailableError, WriteQueueFullError } from "./log_errors.ts";
 import { encodeRemoteMarker, type RemoteMarker } from "./remote_marker.ts";
@@ -92,6 +102,7 @@ export class PartitionLog {
   #dirty = false;
   #lastSyncMs: number;
   #failure: Error | null = null;
+  #remote: RemoteReader | null = null;
   #sealedCount = 0;
   #closed = false;
   /** Encoded batches not yet written, and where the first of them goes in the active segment. */
@@ -139,6 +150,11 @@ export class PartitionLog {
   }
 
   /** Grows by one at every seal: the tier service's cue to look for new work. */
+  /** Reads of evicted segments go through this once the tier service attaches its cache. */
+  attachRemoteReader(reader: RemoteReader): void {
+    this.#remote = reader;
+  }
+
   get sealedCount(): number {
     return this.#sealedCount;
   }
@@ -519,48 +535,87 @@ export class PartitionLog {
     if (offset >= visibleNext) return { messages: [], nextOffset: visibleNext };
     const messages: StoredMessage[] = [];
     let bytes = 0;
+    // The same visitor walks local and remote segments: one poll spans both seamlessly.
+    const visit = (batch: Uint8Array, header: BatchHeader) => {
+      if (header.baseOffset + header.lastOffsetDelta < offset) return true;
+      for (const message of decodeMessages(batch)) {
+        if (message.offset < offset) continue;
+        const size = message.payload.length + (message.key?.length ?? 0);
+        if (messages.length >= count || (messages.length > 0 && bytes + size > maxBytes)) return false;
+        messages.push(message);
+        bytes += size;
+      }
+      return messages.length < count && bytes < maxBytes;
+    };
     let i = findSegmentIndex(segments, offset);
     for (; i < segments.length && messages.length < count && bytes < maxBytes; i++) {
       const segment = segments[i]!;
       if (segment.visibleSizeBytes === 0 || segment.visibleEndOffset < offset) continue;
-      if (segment.location === "remote") {
-        throw new RemoteReadUnavailableError(this.label, segment.startOffset);
-      }
       const entry = segment.index.floorByOffset(offset - segment.startOffset);
-      // Reads use their own handle: a roll may close the writer's while this read is under way.
-      const file = await this.#disk.open(segment.logPath, { readOnly: true });
-      try {
+      if (segment.location === "remote") {
+        await this.#scanRemote(segment, entry.position, visit);
+      } else {
         // Start with a modest window (a poll of 100 × 1 KiB fits) and let the scan double it.
         const windowBytes = Math.min(maxBytes - bytes + 16 * 1024, 128 * 1024);
-        const end = await scanBatches(
-          file,
-          entry.position,
-          segment.visibleSizeBytes,
-          { verify: false, windowBytes },
-          (batch, header) => {
-            if (header.baseOffset + header.lastOffsetDelta < offset) return true;
-            for (const message of decodeMessages(batch)) {
-              if (message.offset < offset) continue;
-              const size = message.payload.length + (message.key?.length ?? 0);
-              if (messages.length >= count || (messages.length > 0 && bytes + size > maxBytes)) return false;
-              messages.push(message);
-              bytes += size;
-            }
-            return messages.length < count && bytes < maxBytes;
-          },
-        );
-        if (end.kind === "torn" || end.kind === "corrupt") {
-          throw new PartitionUnavailableError(
-            this.label,
-            `${segment.logPath} is ${end.kind} at byte ${end.position}`,
-          );
-        }
-      } finally {
-        await file.close();
+        await this.#scanLocal(segment, entry.position, windowBytes, visit);
       }
       offset = messages.length > 0 ? messages.at(-1)!.offset + 1 : segment.visibleEndOffset + 1;
     }
     return { messages, nextOffset: messages.length > 0 ? messages.at(-1)!.offset + 1 : offset };
+  }
+
+  async #scanLocal(
+    segment: Segment,
+    position: number,
+    windowBytes: number,
+    visit: (batch: Uint8Array, header: BatchHeader) => boolean,
+  ): Promise<void> {
+    // Reads use their own handle: a roll may close the writer's while this read is under way.
+    const file = await this.#disk.open(segment.logPath, { readOnly: true });
+    try {
+      const end = await scanBatches(
+        file,
+        position,
+        segment.visibleSizeBytes,
+        { verify: false, windowBytes },
+        visit,
+      );
+      if (end.kind === "torn" || end.kind === "corrupt") {
+        throw new PartitionUnavailableError(
+          this.label,
+          `${segment.logPath} is ${end.kind} at byte ${end.position}`,
+        );
+      }
+    } finally {
+      await file.close();
+    }
+  }
+
+  /**
+   * Walks a remote segment chunk by chunk through the remote reader. Every batch's CRC32C is
+   * checked: a mismatch drops the chunk and fetches it once more; a second is never served.
+   */
+  async #scanRemote(
+    segment: Segment,
+    position: number,
+    visit: (batch: Uint8Array, header: BatchHeader) => boolean,
+  ): Promise<void> {
+    const remote = this.#remote;
+    if (remote === null) throw new RemoteReadUnavailableError(this.label, segment.startOffset);
+    let pos = position;
+    // Each pass consumes at least one chunk, so the segment's size bounds the loop.
+    while (pos < segment.sizeBytes) {
+      let chunk = await remote.chunkAt(segment, pos);
+      let verdict = walkChunk(chunk, pos, visit);
+      if (verdict === "corrupt") {
+        await remote.drop(chunk);
+        chunk = await remote.chunkAt(segment, pos);
+        verdict = walkChunk(chunk, pos, visit);
+        if (verdict === "corrupt") throw new RemoteCorruptError(this.label, segment.startOffset, pos);
+      }
+      if (verdict === "stopped") return;
+      pos = chunk.start + chunk.bytes.length;
+    }
   }
 
   async #offsetForTimestamp(timestampUs: number): Promise<number> {
@@ -597,6 +652,29 @@ export class PartitionLog {
  * makes progress every time; the bound covers four whole retention passes.
  */
 const readAttemptsMax = 4 * retentionSegmentsPerPassMax;
+
+/**
+ * Walks whole batches of one chunk from `position`, checking each one's CRC32C. Chunks start and
+ * end on batch boundaries, so a batch running past the chunk's end is corruption too.
+ */
+function walkChunk(
+  chunk: RemoteChunk,
+  position: number,
+  visit: (batch: Uint8Array, header: BatchHeader) => boolean,
+): "end" | "stopped" | "corrupt" {
+  let at = position - chunk.start;
+  while (at < chunk.bytes.length) {
+    const header = decodeBatchHeader(chunk.bytes, at);
+    if (header === null || !isPlausibleHeader(header) || at + header.lengthBytes > chunk.bytes.length) {
+      return "corrupt";
+    }
+    const batch = chunk.bytes.subarray(at, at + header.lengthBytes);
+    if (!verifyBatch(batch)) return "corrupt";
+    if (!visit(batch, header)) return "stopped";
+    at += header.lengthBytes;
+  }
+  return "end";
+}
 
 async function unlinkIfPresent(disk: Disk, path: string): Promise<void> {
   try {

@@ -1,0 +1,198 @@
+import { readExactly } from "../log/scan_batches.ts";
+import type { Clock } from "../runtime/clock.ts";
+import { type Disk, DiskError } from "../runtime/disk.ts";
+import type { Logger } from "../runtime/logger.ts";
+import { yieldToReactor } from "../runtime/yield_to_reactor.ts";
+import type { RetryingObjectStore } from "../objectstore/retrying_object_store.ts";
+import * as cacheCore from "./cache_core.ts";
+import type { ChunkSpan } from "./chunk_layout.ts";
+
+/** The cache has no room even after a trim: the poll answers a transient 503. */
+export class CacheFullError extends Error {
+  override name = "CacheFullError";
+  constructor(bytes: number) {
+    super(`Cannot cache a chunk of ${bytes} bytes: the chunk cache is full; retry shortly`);
+  }
+}
+
+export interface ChunkCacheDeps {
+  disk: Disk;
+  store: RetryingObjectStore;
+  clock: Clock;
+  logger: Logger;
+  /** This shard's cache directory. */
+  dir: string;
+  config: cacheCore.CacheConfig;
+  /** Deadline of one fetch, retries included (`fetch_timeout`). */
+  fetchTimeoutMs: number;
+}
+
+/** Bound on chunk fetches in flight per shard. */
+const fetchesInFlightMax = 64;
+
+/**
+ * A shard's chunk cache (RFC § "Chunk cache"): chunks of remote `.log` objects as files under the
+ * shard's cache directory. A miss reserves space first, issues one ranged GET, writes a `.part`
+ * file piece by piece with yields, fsyncs it and renames it into place; concurrent readers of one
+ * chunk share that fetch. The accounting (budget, LRU, trims) is the pure `cache_core`.
+ */
+export class ChunkCache {
+  readonly #deps: ChunkCacheDeps;
+  #state: cacheCore.CacheState;
+  readonly #inFlight = new Map<string, Promise<Uint8Array>>();
+  /** Object requests made, for tests and gauges. */
+  fetches = 0;
+  hits = 0;
+
+  private constructor(deps: ChunkCacheDeps, state: cacheCore.CacheState) {
+    this.#deps = deps;
+    this.#state = state;
+  }
+
+  /**
+   * Opens the cache: walks its directory, deletes `.part` leftovers of interrupted fetches, and
+   * accounts every chunk already there, so a restart keeps the cache.
+   */
+  static async open(deps: ChunkCacheDeps): Promise<ChunkCache> {
+    await deps.disk.mkdirp(deps.dir);
+    let state = cacheCore.initialCache(deps.config);
+    const walk = async (relative: string): Promise<void> => {
+      const dir = relative === "" ? deps.dir : `${deps.dir}/${relative}`;
+      for (const name of await deps.disk.list(dir)) {
+        const child = relative === "" ? name : `${relative}/${name}`;
+        const stat = await deps.disk.stat(`${deps.dir}/${child}`);
+        if (stat?.isDirectory) await walk(child);
+        else if (name.endsWith(".part")) await deps.disk.unlink(`${deps.dir}/${child}`);
+        else if (stat?.isFile) {
+          state = cacheCore.commit(cacheCore.reserve(state, stat.sizeBytes, 0).state, {
+            key: child,
+            reservedBytes: stat.sizeBytes,
+            sizeBytes: stat.sizeBytes,
+            cold: true,
+          });
+        }
+      }
+    };
+    await walk("");
+    return new ChunkCache(deps, state);
+  }
+
+  get usedBytes(): number {
+    return this.#state.usedBytes;
+  }
+
+  get chunkCount(): number {
+    return this.#state.chunks.size;
+  }
+
+  /** The bytes of one chunk of an object: from the cache, or fetched once and cached. */
+  async readChunk(objectKey: string, cacheKey: string, span: ChunkSpan, cold: boolean): Promise<Uint8Array> {
+    const path = `${this.#deps.dir}/${cacheKey}`;
+    if (this.#state.chunks.has(cacheKey)) {
+      try {
+        const bytes = await this.#readFile(path);
+        this.#state = cacheCore.access(this.#state, cacheKey);
+        this.hits++;
+        return bytes;
+      } catch (error) {
+        if (!(error instanceof DiskError && error.code === "not_found")) throw error;
+        this.#state = cacheCore.forget(this.#state, cacheKey);
+      }
+    }
+    const shared = this.#inFlight.get(cacheKey);
+    if (shared !== undefined) return await shared;
+    if (this.#inFlight.size >= fetchesInFlightMax) throw new CacheFullError(span.end - span.start);
+    const fetching = this.#fetch(objectKey, cacheKey, path, span, cold).finally(() =>
+      this.#inFlight.delete(cacheKey)
+    );
+    this.#inFlight.set(cacheKey, fetching);
+    return await fetching;
+  }
+
+  /** Drops a chunk whose bytes failed their checksum, so the next read fetches it again. */
+  async drop(cacheKey: string): Promise<void> {
+    this.#state = cacheCore.forget(this.#state, cacheKey);
+    await this.#deps.disk.unlink(`${this.#deps.dir}/${cacheKey}`).catch(() => {});
+  }
+
+  /** From the tick: a trim when the cache is over its watermark and the interval has passed. */
+  onTick(nowMs: number): void {
+    this.#apply(cacheCore.trim(this.#state, nowMs));
+  }
+
+  async #fetch(
+    objectKey: string,
+    cacheKey: string,
+    path: string,
+    span: ChunkSpan,
+    cold: boolean,
+  ): Promise<Uint8Array> {
+    const bytes = span.end - span.start;
+    const reserved = cacheCore.reserve(this.#state, bytes, this.#deps.clock.nowMs());
+    this.#apply(reserved);
+    if (!reserved.admitted) throw new CacheFullError(bytes);
+    try {
+      this.fetches++;
+      const pieces = await this.#deps.store.getRange(objectKey, span.start, span.end, {
+        deadlineAtMs: this.#deps.clock.nowMs() + this.#deps.fetchTimeoutMs,
+      });
+      const dir = path.slice(0, path.lastIndexOf("/"));
+      await this.#deps.disk.mkdirp(dir);
+      const part = await this.#deps.disk.open(`${path}.part`, { create: true });
+      let at = 0;
+      try {
+        await part.truncate(0);
+        for (const piece of pieces) {
+          await part.writeAt(piece, at);
+          at += piece.length;
+          await yieldToReactor();
+        }
+        await part.sync();
+      } finally {
+        await part.close();
+      }
+      await this.#deps.disk.rename(`${path}.part`, path);
+      await this.#deps.disk.fsyncDir(dir);
+      this.#state = cacheCore.commit(this.#state, {
+        key: cacheKey,
+        reservedBytes: bytes,
+        sizeBytes: at,
+        cold,
+      });
+      return concat(pieces, at);
+    } catch (error) {
+      if (this.#state.reservedBytes >= bytes && !this.#state.chunks.has(cacheKey)) {
+        this.#state = cacheCore.releaseReservation(this.#state, bytes);
+      }
+      throw error;
+    }
+  }
+
+  async #readFile(path: string): Promise<Uint8Array> {
+    const file = await this.#deps.disk.open(path, { readOnly: true });
+    try {
+      return await readExactly(file, 0, await file.sizeBytes());
+    } finally {
+      await file.close();
+    }
+  }
+
+  #apply(step: cacheCore.CacheStep): void {
+    this.#state = step.state;
+    for (const effect of step.effects) {
+      this.#deps.disk.unlink(`${this.#deps.dir}/${effect.key}`).catch((error) =>
+        this.#deps.logger.warn("cache trim could not delete a chunk", { key: effect.key, error })
+      );
+    }
+  }
+}
+
+function concat(pieces: Uint8Array[], total: number): Uint8Array {
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const p of pieces) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
