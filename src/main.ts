@@ -37,25 +37,25 @@ async function main(): Promise<number> {
     rng: Rng.fromEntropy(),
   });
   const { hostname, port } = config.http.address;
-  const listening = Promise.withResolvers<void>();
-  const http = Deno.serve({
-    hostname,
-    port,
-    onListen: (addr) => {
-      logger.info("listening", { address: `${addr.hostname}:${addr.port}` });
-      listening.resolve();
-    },
-  }, server.handler);
-  await listening.promise;
-
+  // Signals are handled from before the socket opens: a SIGTERM right after "listening" must
+  // still shut down gracefully, not kill the process with the default action.
   const stopped = Promise.withResolvers<void>();
+  let http: Deno.HttpServer | null = null;
+  let shuttingDown = false;
   const shutdown = (signal: string) => {
+    if (shuttingDown) return;
+    shuttingDown = true;
     logger.info("shutting down", { signal });
     // Stop accepting, let in-flight requests finish, then close the server's own resources.
-    http.shutdown().then(() => server.close()).then(() => stopped.resolve());
+    (http?.shutdown() ?? Promise.resolve()).then(() => server.close()).then(() => stopped.resolve());
   };
   Deno.addSignalListener("SIGINT", () => shutdown("SIGINT"));
   Deno.addSignalListener("SIGTERM", () => shutdown("SIGTERM"));
+  http = Deno.serve({
+    hostname,
+    port,
+    onListen: (addr) => logger.info("listening", { address: `${addr.hostname}:${addr.port}` }),
+  }, server.handler);
   await stopped.promise;
   return 0;
 }

@@ -61,6 +61,15 @@ export interface TieredStorageConfig {
     /** Resolved: objects/ under the data directory when the key is empty. */
     path: string;
   };
+  cache: {
+    /** Resolved: cache/ under the data directory when the key is empty. */
+    path: string;
+    sizeBytes: number;
+    objectsMax: number;
+    chunkBytes: number;
+    lowWatermarkPercent: number;
+    trimMinIntervalMs: number;
+  };
 }
 
 /** Maps validated snake_case keys to the typed object; validation already checked every value. */
@@ -94,6 +103,7 @@ function toTieredStorage(v: ValidatedConfig, dataPath: string): TieredStorageCon
   const r = v["tiered_storage.retry"]!;
   const s3 = v["tiered_storage.s3"]!;
   const fs = v["tiered_storage.fs"]!;
+  const cache = v["tiered_storage.cache"]!;
   return {
     enabled: t["enabled"] as boolean,
     backend: t["backend"] as "fs" | "s3",
@@ -133,6 +143,14 @@ function toTieredStorage(v: ValidatedConfig, dataPath: string): TieredStorageCon
       connections: s3["connections"] as number,
     },
     fs: { path: (fs["path"] as string) === "" ? `${dataPath}/objects` : (fs["path"] as string) },
+    cache: {
+      path: (cache["path"] as string) === "" ? `${dataPath}/cache` : (cache["path"] as string),
+      sizeBytes: cache["size"] as number,
+      objectsMax: cache["max_objects"] as number,
+      chunkBytes: cache["chunk_size"] as number,
+      lowWatermarkPercent: cache["low_watermark_percent"] as number,
+      trimMinIntervalMs: cache["trim_min_interval"] as number,
+    },
   };
 }
 

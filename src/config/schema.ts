@@ -109,6 +109,22 @@ export const configSchema = {
     /** Connections per endpoint. */
     connections: { kind: "int", default: 16, min: 1, max: 1024 },
   },
+  "tiered_storage.cache": {
+    /** Empty: cache/ under the data directory; one subdirectory per shard. */
+    path: { kind: "string", default: "" },
+    /** Budget of the chunk cache, divided among shards. */
+    size: {
+      kind: "bytes",
+      default: 4 * 1024 * 1024 * 1024,
+      min: 16 * 1024 * 1024,
+      max: Number.MAX_SAFE_INTEGER,
+    },
+    max_objects: { kind: "int", default: 100_000, min: 16, max: 10_000_000 },
+    /** Unit of remote reads; boundaries snap to batch starts. */
+    chunk_size: { kind: "bytes", default: 8 * 1024 * 1024, min: 1024 * 1024, max: 64 * 1024 * 1024 },
+    low_watermark_percent: { kind: "int", default: 80, min: 10, max: 99 },
+    trim_min_interval: { kind: "duration", default: 5000, min: 0, max: 3_600_000 },
+  },
   "tiered_storage.fs": {
     /** Empty: objects/ under the data directory. */
     path: { kind: "string", default: "" },

@@ -17,7 +17,11 @@ import { Pump } from "../runtime/pump.ts";
 import { PumpMetrics } from "../runtime/pump_metrics.ts";
 import type { Rng } from "../runtime/rng.ts";
 import { Semaphore } from "../runtime/semaphore.ts";
-import { badRequest, conflict, notFound, unavailable } from "./api_errors.ts";
+import { ApiError, badRequest, conflict, notFound, unavailable } from "./api_errors.ts";
+import { CacheFullError, ChunkCache } from "../tier/chunk_cache.ts";
+import { TierRemoteReader } from "../tier/tier_remote_reader.ts";
+import { RemoteCorruptError } from "../log/remote_reader.ts";
+import { NotFoundError, ThrottledError, TransportError } from "../objectstore/object_store_errors.ts";
 import { MetadataStore, type StreamMeta, type TopicMeta } from "./metadata_store.ts";
 import { checkName } from "./names.ts";
 import { Shard } from "./shard.ts";
@@ -84,6 +88,8 @@ export class Broker {
   /** One per shard, when tiered storage is enabled. */
   readonly tiers: (TierService | null)[] = [];
   readonly #controlLogs: LocalControlLog[] = [];
+  /** One per shard, when tiered storage is enabled: reads of evicted segments go through it. */
+  readonly #caches: (ChunkCache | null)[] = [];
   #tierMetrics: TierMetrics | null = null;
   readonly #deps: BrokerDeps;
   readonly #metadata: MetadataStore;
@@ -125,6 +131,29 @@ export class Broker {
       const tier = deps.objectStore === null ? null : broker.#newTierService(deps.objectStore, shardLogger);
       broker.tiers.push(tier);
       if (tier !== null) pump.onTick("tier", (nowMs) => tier.onTick(nowMs));
+    }
+    for (const [id, tier] of broker.tiers.entries()) {
+      if (tier === null || deps.objectStore === null) {
+        broker.#caches.push(null);
+        continue;
+      }
+      const c = config.tieredStorage.cache;
+      const cache = await ChunkCache.open({
+        disk,
+        store: deps.objectStore,
+        clock,
+        logger,
+        dir: `${c.path}/shard-${id}`,
+        config: {
+          budgetBytes: Math.floor(c.sizeBytes / config.system.shards),
+          objectsMax: Math.max(1, Math.floor(c.objectsMax / config.system.shards)),
+          lowWatermarkPercent: c.lowWatermarkPercent,
+          trimMinIntervalMs: c.trimMinIntervalMs,
+        },
+        fetchTimeoutMs: config.tieredStorage.fetchTimeoutMs,
+      });
+      broker.#caches.push(cache);
+      shards[id]!.pump.onTick("cache", (nowMs) => cache.onTick(nowMs));
     }
     await broker.#sweepOrphanDirectories();
     for (const stream of metadata.doc.streams) {
@@ -523,6 +552,18 @@ export class Broker {
       if (slot.kind !== "open") continue;
       const shard = this.#shardOf(slot.partition.address);
       shard.partitions.add(slot.partition);
+      const cache = this.#caches[shard.id] ?? null;
+      if (cache !== null) {
+        slot.partition.log.attachRemoteReader(
+          new TierRemoteReader(
+            slot.partition,
+            cache,
+            this.#deps.config.tieredStorage.s3.prefix,
+            this.#metadata.doc.clusterId,
+            this.#deps.config.tieredStorage.cache.chunkBytes,
+          ),
+        );
+      }
       // The tier service reads the topic's options at each use: a PATCH applies at once.
       this.tiers[shard.id]?.addPartition({
         key: labelOf(slot.partition.address),
@@ -613,6 +654,15 @@ async function dataCall<T>(run: () => Promise<T>): Promise<T> {
     if (error instanceof RemoteReadUnavailableError) {
       throw unavailable("remote_read_unavailable", error.message, 30);
     }
+    // Remote reads: a full cache or a slow store is transient (the SDK retries, the fetch goes on);
+    // missing or corrupt remote data is a fault of its own, never an empty or wrong answer.
+    if (
+      error instanceof CacheFullError || error instanceof TransportError || error instanceof ThrottledError
+    ) {
+      throw unavailable("transient", error.message, 1);
+    }
+    if (error instanceof NotFoundError) throw new ApiError(502, "remote_data_missing", error.message);
+    if (error instanceof RemoteCorruptError) throw new ApiError(502, "remote_data_corrupt", error.message);
     throw error;
   }
 }

@@ -47,3 +47,14 @@ t.test("a missing config file and a bad environment override are refused by name
   t.equal(badEnv.code, 2);
   t.match(badEnv.stderr, /STRATA_HTTP_ADDRESS \(\[http\] address\): expected "host:port"/);
 });
+
+t.test("SIGTERM the moment the server says it listens still shuts down gracefully with exit 0", async (t) => {
+  const codes: (number | null)[] = [];
+  for (let i = 0; i < 3; i++) {
+    const dir = mkdtempSync(join(tmpdir(), "strata-e2e-"));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    const server = await spawnServer(["--config", configCopy(dir)]);
+    codes.push(await server.stop("SIGTERM"));
+  }
+  t.same(codes, [0, 0, 0]);
+});

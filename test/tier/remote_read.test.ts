@@ -1,0 +1,159 @@
+import { existsSync, writeFileSync } from "node:fs";
+import t, { type Test } from "tap";
+import type { LogConfig } from "../../src/log/log_config.ts";
+import { Partition } from "../../src/log/partition.ts";
+import { RemoteCorruptError } from "../../src/log/remote_reader.ts";
+import { defaultRetryProfiles } from "../../src/objectstore/retry_policy.ts";
+import { RetryingObjectStore } from "../../src/objectstore/retrying_object_store.ts";
+import { SimObjectStore } from "../../src/objectstore/sim_object_store.ts";
+import { initCrc32c } from "../../src/runtime/crc32c.ts";
+import { silentLogger } from "../../src/runtime/logger.ts";
+import { NodeDisk } from "../../src/runtime/node_disk.ts";
+import { Rng } from "../../src/runtime/rng.ts";
+import { TokenBucket } from "../../src/runtime/token_bucket.ts";
+import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import { ChunkCache } from "../../src/tier/chunk_cache.ts";
+import { segmentKeys } from "../../src/tier/object_keys.ts";
+import { uploadSegment } from "../../src/tier/segment_uploader.ts";
+import { TierRemoteReader } from "../../src/tier/tier_remote_reader.ts";
+import { tempDir } from "../helpers/temp_dir.ts";
+
+// Reads of evicted segments through the chunk cache, with the sim store counting every GET.
+await initCrc32c();
+const logConfig: LogConfig = {
+  segmentSizeBytes: 200_000,
+  segmentMaxAgeMs: null,
+  indexIntervalBytes: 4096,
+  fsync: "always",
+  fsyncIntervalMs: 1000,
+  writeQueueMax: 100,
+};
+const chunkBytes = 64 * 1024;
+
+/** A partition with 4 sealed segments uploaded to the sim store and evicted. */
+async function evicted(t: Test) {
+  const disk = new NodeDisk();
+  const data = tempDir(t);
+  const clock = new VirtualClock();
+  const partition = await Partition.create(disk, clock, new Rng(1), data, {
+    streamId: 1,
+    topicId: 1,
+    partitionId: 0,
+  }, logConfig);
+  t.teardown(() => partition.close());
+  for (let i = 0; i < 90; i++) {
+    await partition.log.append([{ key: null, headers: {}, payload: new Uint8Array(10_000).fill(i) }]);
+  }
+  const sim = new SimObjectStore(clock, new Rng(2));
+  const store = new RetryingObjectStore(sim, clock, new Rng(3), defaultRetryProfiles, {
+    putMs: 90_000,
+    getMs: 5000,
+    otherMs: 30_000,
+  }, null);
+  const sb = partition.superblock;
+  const incarnation = {
+    prefix: "strata",
+    clusterId: "c1",
+    streamId: 1,
+    topicId: 1,
+    partitionId: 0,
+    createdRevision: sb.createdRevision,
+    purgeGeneration: 0,
+  };
+  const sealed = partition.log.segments.filter((s) => s.sealed);
+  for (const s of sealed) {
+    await uploadSegment(
+      {
+        disk,
+        store,
+        pieceBytes: 65536,
+        bandwidth: new TokenBucket(clock, { rateBytesPerSec: "unlimited", waitersMax: 1, name: "b" }),
+      },
+      {
+        logPath: s.logPath,
+        indexPath: s.indexPath,
+        startOffset: s.startOffset,
+        endOffset: s.endOffset,
+        startTimestampUs: s.firstTimestampUs!,
+        maxTimestampUs: s.maxTimestampUs,
+      },
+      segmentKeys(incarnation, s.startOffset),
+      1e12,
+    );
+  }
+  const floor = sealed.at(-1)!.endOffset + 1;
+  await partition.log.evictLocal(
+    floor,
+    { createdRevision: sb.createdRevision, purgeGeneration: 0 },
+    () => false,
+  );
+  const cacheDir = `${data}/cache/shard-0`;
+  const openCache = () =>
+    ChunkCache.open({
+      disk,
+      store,
+      clock,
+      logger: silentLogger(),
+      dir: cacheDir,
+      config: {
+        budgetBytes: 64 * 1024 * 1024,
+        objectsMax: 1000,
+        lowWatermarkPercent: 80,
+        trimMinIntervalMs: 0,
+      },
+      fetchTimeoutMs: 5000,
+    });
+  const attach = async () => {
+    const cache = await openCache();
+    partition.log.attachRemoteReader(new TierRemoteReader(partition, cache, "strata", "c1", chunkBytes));
+    return cache;
+  };
+  return { partition, sim, attach, cacheDir, floor, incarnation };
+}
+
+const payloadOk = (m: { offset: number; payload: Uint8Array }) =>
+  m.payload.length === 10_000 && m.payload.every((b) => b === (m.offset & 0xff));
+
+t.test("a read spanning remote then local segments returns every message, byte for byte", async (t) => {
+  const { partition, attach, floor } = await evicted(t);
+  await attach();
+  t.ok(partition.log.segments.filter((s) => s.location === "remote").length >= 4);
+  const r = await partition.log.read(0, 1000, 1 << 24);
+  t.same(r.messages.map((m) => m.offset), Array.from({ length: 90 }, (_, i) => i));
+  t.ok(r.messages.every(payloadOk), "payloads intact");
+  t.ok(floor < 90, "the read crossed into the local segments");
+});
+
+t.test("a warm poll makes zero GETs; concurrent cold readers of one chunk share one GET", async (t) => {
+  const { partition, sim, attach } = await evicted(t);
+  await attach();
+  const cold = await Promise.all(Array.from({ length: 8 }, () => partition.log.read(0, 3, 1 << 20)));
+  t.ok(cold.every((r) => r.messages.length === 3 && r.messages.every(payloadOk)));
+  t.equal(sim.count("get"), 1, "eight concurrent cold readers, one GET");
+  await partition.log.read(0, 3, 1 << 20);
+  t.equal(sim.count("get"), 1, "the warm poll made none");
+});
+
+t.test("a restart keeps the cache (no refetch of cached chunks); .part leftovers are removed at boot", async (t) => {
+  const { partition, sim, attach, cacheDir } = await evicted(t);
+  await attach();
+  await partition.log.read(0, 1000, 1 << 24);
+  const gets = sim.count("get");
+  writeFileSync(`${cacheDir}/leftover.part`, "half a chunk");
+  const reopened = await attach();
+  t.notOk(existsSync(`${cacheDir}/leftover.part`), "the .part leftover is gone");
+  t.ok(reopened.chunkCount >= 4, `${reopened.chunkCount} chunks accounted at boot`);
+  await partition.log.read(0, 1000, 1 << 24);
+  t.equal(sim.count("get"), gets, "no GET after the restart for chunks already cached");
+});
+
+t.test("corrupted object bytes are detected, fetched once more, and never served", async (t) => {
+  const { partition, sim, attach, incarnation } = await evicted(t);
+  await attach();
+  sim.corrupt(segmentKeys(incarnation, 0).log, 5000);
+  const error = await partition.log.read(0, 1000, 1 << 24).catch((e) => e);
+  t.ok(error instanceof RemoteCorruptError, `${error?.name}`);
+  t.equal(sim.count("get"), 2, "dropped and fetched again once before giving up");
+  const later = await partition.log.read(30, 5, 1 << 20);
+  t.ok(later.messages.every(payloadOk), "other segments still read");
+});
