@@ -33,6 +33,8 @@ export interface TieredStorageConfig {
   requestTimeoutMs: number;
   connectionIdleTimeoutMs: number;
   uploadConcurrency: number;
+  fetchConcurrency: number;
+  fetchBandwidthBytesPerSec: number | "unlimited";
   uploadPieceBytes: number;
   uploadLoopBackoffMaxMs: number;
   uploadBandwidthBytesPerSec: number | "unlimited";
@@ -112,6 +114,8 @@ function toTieredStorage(v: ValidatedConfig, dataPath: string): TieredStorageCon
     requestTimeoutMs: t["request_timeout"] as number,
     connectionIdleTimeoutMs: t["connection_idle_timeout"] as number,
     uploadConcurrency: t["upload_concurrency"] as number,
+    fetchConcurrency: t["fetch_concurrency"] as number,
+    fetchBandwidthBytesPerSec: t["fetch_bandwidth"] as number | "unlimited",
     uploadPieceBytes: t["upload_piece_size"] as number,
     uploadLoopBackoffMaxMs: t["upload_loop_backoff_max"] as number,
     uploadBandwidthBytesPerSec: t["upload_bandwidth"] as number | "unlimited",

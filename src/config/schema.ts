@@ -50,6 +50,16 @@ export const configSchema = {
     connection_idle_timeout: { kind: "duration", default: 5000, min: 100, max: 600_000 },
     /** Uploads in flight per shard. */
     upload_concurrency: { kind: "int", default: 2, min: 1, max: 64 },
+    /** Chunk fetches in flight per shard; uploads never share these permits. */
+    fetch_concurrency: { kind: "int", default: 4, min: 1, max: 64 },
+    /** Download pacing per node in bytes per second, divided among shards. */
+    fetch_bandwidth: {
+      kind: "bytes",
+      default: "unlimited",
+      min: 1024,
+      max: Number.MAX_SAFE_INTEGER,
+      unlimited: true,
+    },
     /** Read, hash and send unit of an upload; one yield per piece. */
     upload_piece_size: { kind: "bytes", default: 1024 * 1024, min: 64 * 1024, max: 16 * 1024 * 1024 },
     /** Longest pause of the upload scan while it finds nothing. */

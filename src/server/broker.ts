@@ -18,7 +18,7 @@ import { PumpMetrics } from "../runtime/pump_metrics.ts";
 import type { Rng } from "../runtime/rng.ts";
 import { Semaphore } from "../runtime/semaphore.ts";
 import { ApiError, badRequest, conflict, notFound, unavailable } from "./api_errors.ts";
-import { CacheFullError, ChunkCache } from "../tier/chunk_cache.ts";
+import { CacheFullError, ChunkCache, FetchTimeoutError } from "../tier/chunk_cache.ts";
 import { TierRemoteReader } from "../tier/tier_remote_reader.ts";
 import { RemoteCorruptError } from "../log/remote_reader.ts";
 import { NotFoundError, ThrottledError, TransportError } from "../objectstore/object_store_errors.ts";
@@ -151,6 +151,19 @@ export class Broker {
           trimMinIntervalMs: c.trimMinIntervalMs,
         },
         fetchTimeoutMs: config.tieredStorage.fetchTimeoutMs,
+        fetchDeadlineMs: config.tieredStorage.requestTimeoutMs,
+        fetchSlots: new Semaphore({
+          permits: config.tieredStorage.fetchConcurrency,
+          waitersMax: 4096,
+          name: "fetch slot",
+        }),
+        fetchBandwidth: new TokenBucket(clock, {
+          rateBytesPerSec: config.tieredStorage.fetchBandwidthBytesPerSec === "unlimited"
+            ? "unlimited"
+            : Math.max(1, Math.floor(config.tieredStorage.fetchBandwidthBytesPerSec / config.system.shards)),
+          waitersMax: 4096,
+          name: "fetch bandwidth",
+        }),
       });
       broker.#caches.push(cache);
       shards[id]!.pump.onTick("cache", (nowMs) => cache.onTick(nowMs));
@@ -657,7 +670,9 @@ async function dataCall<T>(run: () => Promise<T>): Promise<T> {
     // Remote reads: a full cache or a slow store is transient (the SDK retries, the fetch goes on);
     // missing or corrupt remote data is a fault of its own, never an empty or wrong answer.
     if (
-      error instanceof CacheFullError || error instanceof TransportError || error instanceof ThrottledError
+      error instanceof CacheFullError || error instanceof FetchTimeoutError ||
+      error instanceof TransportError ||
+      error instanceof ThrottledError
     ) {
       throw unavailable("transient", error.message, 1);
     }

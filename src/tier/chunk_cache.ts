@@ -6,6 +6,16 @@ import { yieldToReactor } from "../runtime/yield_to_reactor.ts";
 import type { RetryingObjectStore } from "../objectstore/retrying_object_store.ts";
 import * as cacheCore from "./cache_core.ts";
 import type { ChunkSpan } from "./chunk_layout.ts";
+import type { Semaphore } from "../runtime/semaphore.ts";
+import type { TokenBucket } from "../runtime/token_bucket.ts";
+
+/** A poll waited `fetch_timeout` for a chunk; the fetch goes on, so a retry is likely warm. */
+export class FetchTimeoutError extends Error {
+  override name = "FetchTimeoutError";
+  constructor(timeoutMs: number) {
+    super(`Cannot read remote data within ${timeoutMs} ms: the fetch continues; retry shortly`);
+  }
+}
 
 /** The cache has no room even after a trim: the poll answers a transient 503. */
 export class CacheFullError extends Error {
@@ -23,8 +33,14 @@ export interface ChunkCacheDeps {
   /** This shard's cache directory. */
   dir: string;
   config: cacheCore.CacheConfig;
-  /** Deadline of one fetch, retries included (`fetch_timeout`). */
+  /** How long a poll waits for a chunk (`fetch_timeout`); the fetch itself may run longer. */
   fetchTimeoutMs: number;
+  /** Deadline of one fetch, retries included: it outlives the poll that started it. */
+  fetchDeadlineMs: number;
+  /** `fetch_concurrency`: fetches for polls hold their own permits, never the uploads'. */
+  fetchSlots: Semaphore;
+  /** `fetch_bandwidth`, this shard's share. */
+  fetchBandwidth: TokenBucket;
 }
 
 /** Bound on chunk fetches in flight per shard. */
@@ -99,14 +115,34 @@ export class ChunkCache {
         this.#state = cacheCore.forget(this.#state, cacheKey);
       }
     }
-    const shared = this.#inFlight.get(cacheKey);
-    if (shared !== undefined) return await shared;
-    if (this.#inFlight.size >= fetchesInFlightMax) throw new CacheFullError(span.end - span.start);
-    const fetching = this.#fetch(objectKey, cacheKey, path, span, cold).finally(() =>
-      this.#inFlight.delete(cacheKey)
-    );
-    this.#inFlight.set(cacheKey, fetching);
-    return await fetching;
+    let fetching = this.#inFlight.get(cacheKey);
+    if (fetching === undefined) {
+      if (this.#inFlight.size >= fetchesInFlightMax) throw new CacheFullError(span.end - span.start);
+      fetching = this.#fetch(objectKey, cacheKey, path, span, cold).finally(() =>
+        this.#inFlight.delete(cacheKey)
+      );
+      // A poll that gives up must not leave an unhandled rejection behind: the fetch is shared.
+      fetching.catch(() => {});
+      this.#inFlight.set(cacheKey, fetching);
+    }
+    return await this.#waitAtMostFetchTimeout(fetching);
+  }
+
+  /** The poll waits at most `fetch_timeout`; the fetch goes on and fills the cache for the retry. */
+  #waitAtMostFetchTimeout(fetching: Promise<Uint8Array>): Promise<Uint8Array> {
+    return new Promise((resolve, reject) => {
+      const cancel = this.#deps.clock.schedule(
+        this.#deps.fetchTimeoutMs,
+        () => reject(new FetchTimeoutError(this.#deps.fetchTimeoutMs)),
+      );
+      fetching.then((bytes) => {
+        cancel();
+        resolve(bytes);
+      }, (error) => {
+        cancel();
+        reject(error);
+      });
+    });
   }
 
   /** Drops a chunk whose bytes failed their checksum, so the next read fetches it again. */
@@ -132,9 +168,11 @@ export class ChunkCache {
     this.#apply(reserved);
     if (!reserved.admitted) throw new CacheFullError(bytes);
     try {
+      using _slot = await this.#deps.fetchSlots.acquire();
+      await this.#deps.fetchBandwidth.take(bytes);
       this.fetches++;
       const pieces = await this.#deps.store.getRange(objectKey, span.start, span.end, {
-        deadlineAtMs: this.#deps.clock.nowMs() + this.#deps.fetchTimeoutMs,
+        deadlineAtMs: this.#deps.clock.nowMs() + this.#deps.fetchDeadlineMs,
       });
       const dir = path.slice(0, path.lastIndexOf("/"));
       await this.#deps.disk.mkdirp(dir);

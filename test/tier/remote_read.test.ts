@@ -12,7 +12,8 @@ import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { TokenBucket } from "../../src/runtime/token_bucket.ts";
 import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
-import { ChunkCache } from "../../src/tier/chunk_cache.ts";
+import { ChunkCache, FetchTimeoutError } from "../../src/tier/chunk_cache.ts";
+import { Semaphore } from "../../src/runtime/semaphore.ts";
 import { segmentKeys } from "../../src/tier/object_keys.ts";
 import { uploadSegment } from "../../src/tier/segment_uploader.ts";
 import { TierRemoteReader } from "../../src/tier/tier_remote_reader.ts";
@@ -102,13 +103,20 @@ async function evicted(t: Test) {
         trimMinIntervalMs: 0,
       },
       fetchTimeoutMs: 5000,
+      fetchDeadlineMs: 60_000,
+      fetchSlots: new Semaphore({ permits: 4, waitersMax: 100, name: "fetch slot" }),
+      fetchBandwidth: new TokenBucket(clock, {
+        rateBytesPerSec: "unlimited",
+        waitersMax: 100,
+        name: "fetch bandwidth",
+      }),
     });
   const attach = async () => {
     const cache = await openCache();
     partition.log.attachRemoteReader(new TierRemoteReader(partition, cache, "strata", "c1", chunkBytes));
     return cache;
   };
-  return { partition, sim, attach, cacheDir, floor, incarnation };
+  return { partition, sim, attach, cacheDir, floor, incarnation, clock };
 }
 
 const payloadOk = (m: { offset: number; payload: Uint8Array }) =>
@@ -156,4 +164,23 @@ t.test("corrupted object bytes are detected, fetched once more, and never served
   t.equal(sim.count("get"), 2, "dropped and fetched again once before giving up");
   const later = await partition.log.read(30, 5, 1 << 20);
   t.ok(later.messages.every(payloadOk), "other segments still read");
+});
+
+t.test("a poll waits at most fetch_timeout, answers transient, and its retry is warm: the fetch went on", async (t) => {
+  const { partition, sim, attach, clock } = await evicted(t);
+  await attach();
+  sim.faults = { latencyMs: { min: 10_000, max: 10_000 } };
+  const first = partition.log.read(0, 3, 1 << 20);
+  first.catch(() => {});
+  await new Promise((r) => setTimeout(r, 50));
+  clock.advance(5000);
+  const error = await first.catch((e) => e);
+  t.ok(error instanceof FetchTimeoutError, "after 5 s the poll gives up with a transient error");
+  clock.advance(5000);
+  for (let i = 0; i < 200 && sim.count("get") === 0; i++) await new Promise((r) => setTimeout(r, 5));
+  await new Promise((r) => setTimeout(r, 100));
+  sim.faults = {};
+  const retry = await partition.log.read(0, 3, 1 << 20);
+  t.ok(retry.messages.length === 3 && retry.messages.every(payloadOk), "the retry is served");
+  t.equal(sim.count("get"), 1, "from the cache the first fetch filled: one GET in all");
 });
