@@ -37,6 +37,7 @@ import type { RetryingObjectStore } from "../objectstore/retrying_object_store.t
 import { LocalControlLog } from "../tier/control_log.ts";
 import { TierService } from "../tier/tier_service.ts";
 import { TierMetrics } from "../tier/tier_metrics.ts";
+import { CacheMetrics } from "../tier/cache_metrics.ts";
 import { TokenBucket } from "../runtime/token_bucket.ts";
 
 export interface PartitionStats extends LogStats {
@@ -91,6 +92,7 @@ export class Broker {
   /** One per shard, when tiered storage is enabled: reads of evicted segments go through it. */
   readonly #caches: (ChunkCache | null)[] = [];
   #tierMetrics: TierMetrics | null = null;
+  #cacheMetrics: CacheMetrics | null = null;
   readonly #deps: BrokerDeps;
   readonly #metadata: MetadataStore;
   readonly #topics = new Map<string, TopicRuntime>();
@@ -164,6 +166,7 @@ export class Broker {
           waitersMax: 4096,
           name: "fetch bandwidth",
         }),
+        metrics: broker.#cacheMetrics ??= new CacheMetrics(deps.registry),
       });
       broker.#caches.push(cache);
       shards[id]!.pump.onTick("cache", (nowMs) => cache.onTick(nowMs));

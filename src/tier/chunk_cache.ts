@@ -8,6 +8,7 @@ import * as cacheCore from "./cache_core.ts";
 import type { ChunkSpan } from "./chunk_layout.ts";
 import type { Semaphore } from "../runtime/semaphore.ts";
 import type { TokenBucket } from "../runtime/token_bucket.ts";
+import type { CacheMetrics } from "./cache_metrics.ts";
 
 /** A poll waited `fetch_timeout` for a chunk; the fetch goes on, so a retry is likely warm. */
 export class FetchTimeoutError extends Error {
@@ -41,6 +42,7 @@ export interface ChunkCacheDeps {
   fetchSlots: Semaphore;
   /** `fetch_bandwidth`, this shard's share. */
   fetchBandwidth: TokenBucket;
+  metrics?: CacheMetrics;
 }
 
 /** Bound on chunk fetches in flight per shard. */
@@ -63,6 +65,7 @@ export class ChunkCache {
   private constructor(deps: ChunkCacheDeps, state: cacheCore.CacheState) {
     this.#deps = deps;
     this.#state = state;
+    deps.metrics?.addSource(this);
   }
 
   /**
@@ -109,6 +112,7 @@ export class ChunkCache {
         const bytes = await this.#readFile(path);
         this.#state = cacheCore.access(this.#state, cacheKey);
         this.hits++;
+        this.#deps.metrics?.hits.inc();
         return bytes;
       } catch (error) {
         if (!(error instanceof DiskError && error.code === "not_found")) throw error;
@@ -125,7 +129,14 @@ export class ChunkCache {
       fetching.catch(() => {});
       this.#inFlight.set(cacheKey, fetching);
     }
-    return await this.#waitAtMostFetchTimeout(fetching);
+    try {
+      return await this.#waitAtMostFetchTimeout(fetching);
+    } catch (error) {
+      if (error instanceof FetchTimeoutError || error instanceof CacheFullError) {
+        this.#deps.metrics?.transientReplies.inc();
+      }
+      throw error;
+    }
   }
 
   /** The poll waits at most `fetch_timeout`; the fetch goes on and fills the cache for the retry. */
@@ -147,6 +158,7 @@ export class ChunkCache {
 
   /** Drops a chunk whose bytes failed their checksum, so the next read fetches it again. */
   async drop(cacheKey: string): Promise<void> {
+    this.#deps.metrics?.checksumFailures.inc();
     this.#state = cacheCore.forget(this.#state, cacheKey);
     await this.#deps.disk.unlink(`${this.#deps.dir}/${cacheKey}`).catch(() => {});
   }
@@ -171,6 +183,7 @@ export class ChunkCache {
       using _slot = await this.#deps.fetchSlots.acquire();
       await this.#deps.fetchBandwidth.take(bytes);
       this.fetches++;
+      this.#deps.metrics?.misses.inc();
       const pieces = await this.#deps.store.getRange(objectKey, span.start, span.end, {
         deadlineAtMs: this.#deps.clock.nowMs() + this.#deps.fetchDeadlineMs,
       });
@@ -197,6 +210,7 @@ export class ChunkCache {
         sizeBytes: at,
         cold,
       });
+      this.#deps.metrics?.fetchedBytes.inc(at);
       return concat(pieces, at);
     } catch (error) {
       if (this.#state.reservedBytes >= bytes && !this.#state.chunks.has(cacheKey)) {
@@ -217,6 +231,7 @@ export class ChunkCache {
 
   #apply(step: cacheCore.CacheStep): void {
     this.#state = step.state;
+    this.#deps.metrics?.evictions.inc(step.effects.length);
     for (const effect of step.effects) {
       this.#deps.disk.unlink(`${this.#deps.dir}/${effect.key}`).catch((error) =>
         this.#deps.logger.warn("cache trim could not delete a chunk", { key: effect.key, error })

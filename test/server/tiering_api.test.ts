@@ -81,6 +81,10 @@ t.test("a tiered topic uploads and evicts; stats, metrics and await report the f
   await c.poll("s", "t", 0, { offset: 0, count: 5 });
   t.ok(afterCold > 0, `${afterCold} GETs for the first, cold read`);
   t.equal(await gets(), afterCold, "a warm poll makes no object-store request");
+  const cacheMetrics = await (await raw("/metrics")).text();
+  t.match(cacheMetrics, /strata_cache_misses_total [1-9]/, "cache misses counted");
+  t.match(cacheMetrics, /strata_cache_hits_total [1-9]/, "the warm poll was a hit");
+  t.match(cacheMetrics, /strata_cache_size_bytes [1-9]\d*/, "cache size reported");
 
   const refused = await c.patchTopic("s", "t", { tiered: false }).catch((e) => e);
   t.ok(

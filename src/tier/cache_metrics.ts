@@ -1,0 +1,73 @@
+import { Counter, Gauge, type Registry } from "prom-client";
+
+/** What a chunk cache reports at scrape time. */
+export interface CacheGaugeSource {
+  readonly usedBytes: number;
+  readonly chunkCount: number;
+}
+
+/** The chunk caches' metrics, shared by every shard's cache in one registry. */
+export class CacheMetrics {
+  readonly hits: Counter;
+  readonly misses: Counter;
+  readonly fetchedBytes: Counter;
+  readonly evictions: Counter;
+  readonly checksumFailures: Counter;
+  readonly transientReplies: Counter;
+  readonly #sources = new Set<CacheGaugeSource>();
+
+  constructor(registry: Registry) {
+    const registers = [registry];
+    this.hits = new Counter({
+      name: "strata_cache_hits_total",
+      help: "Chunk reads served from the cache.",
+      registers,
+    });
+    this.misses = new Counter({
+      name: "strata_cache_misses_total",
+      help: "Chunk reads that needed a GET (shared fetches count once).",
+      registers,
+    });
+    this.fetchedBytes = new Counter({
+      name: "strata_cache_fetched_bytes_total",
+      help: "Bytes downloaded into the cache.",
+      registers,
+    });
+    this.evictions = new Counter({
+      name: "strata_cache_evictions_total",
+      help: "Chunks trimmed from the cache.",
+      registers,
+    });
+    this.checksumFailures = new Counter({
+      name: "strata_cache_checksum_failures_total",
+      help: "Remote chunks whose batches failed their CRC32C (dropped and fetched again).",
+      registers,
+    });
+    this.transientReplies = new Counter({
+      name: "strata_cache_transient_replies_total",
+      help: "Polls answered 503 transient: fetch_timeout passed or the cache was full.",
+      registers,
+    });
+    const sources = this.#sources;
+    new Gauge({
+      name: "strata_cache_size_bytes",
+      help: "Bytes held by the chunk caches.",
+      registers,
+      collect() {
+        this.set([...sources].reduce((n, s) => n + s.usedBytes, 0));
+      },
+    });
+    new Gauge({
+      name: "strata_cache_chunks",
+      help: "Chunk files held by the chunk caches.",
+      registers,
+      collect() {
+        this.set([...sources].reduce((n, s) => n + s.chunkCount, 0));
+      },
+    });
+  }
+
+  addSource(source: CacheGaugeSource): void {
+    this.#sources.add(source);
+  }
+}
