@@ -59,20 +59,26 @@ export function initialCache(config: CacheConfig): CacheState {
 }
 
 /**
- * Space for a download, reserved before it starts. When it does not fit, the answer is `full`
- * (the poll answers a transient 503) and a trim is forced, so the space frees for the retry.
+ * Space for a download, reserved before it starts. When it does not fit, a trim is forced that
+ * frees room for it; only when even that cannot make room (downloads in flight hold the space) is
+ * the answer `full`, and the poll answers a transient 503.
  */
 export function reserve(state: CacheState, bytes: number, nowMs: number): CacheStep & { admitted: boolean } {
-  const fits = state.usedBytes + state.reservedBytes + bytes <= state.config.budgetBytes &&
-    state.chunks.size + state.reservations < state.config.objectsMax;
-  if (fits) {
-    return {
-      state: { ...state, reservedBytes: state.reservedBytes + bytes, reservations: state.reservations + 1 },
-      effects: [],
-      admitted: true,
-    };
+  if (fits(state, bytes)) return { state: reserved(state, bytes), effects: [], admitted: true };
+  const trimmed = trim(state, nowMs, true, bytes);
+  if (fits(trimmed.state, bytes)) {
+    return { state: reserved(trimmed.state, bytes), effects: trimmed.effects, admitted: true };
   }
-  return { ...trim(state, nowMs, true), admitted: false };
+  return { ...trimmed, admitted: false };
+}
+
+function fits(state: CacheState, bytes: number): boolean {
+  return state.usedBytes + state.reservedBytes + bytes <= state.config.budgetBytes &&
+    state.chunks.size + state.reservations < state.config.objectsMax;
+}
+
+function reserved(state: CacheState, bytes: number): CacheState {
+  return { ...state, reservedBytes: state.reservedBytes + bytes, reservations: state.reservations + 1 };
 }
 
 /** A download failed or was abandoned: its reservation goes back. */
@@ -103,10 +109,13 @@ export function commit(
   };
 }
 
-/** A read hit the chunk: it moves to the warm end. */
-export function access(state: CacheState, key: string): CacheState {
+/**
+ * A read hit the chunk: it moves to the warm end, unless the reader is cold (a backfill far behind
+ * the head): its hits leave the chunk where it is, so a backfill never displaces the working set.
+ */
+export function access(state: CacheState, key: string, cold = false): CacheState {
   const chunk = state.chunks.get(key);
-  if (chunk === undefined) return state;
+  if (chunk === undefined || cold) return state;
   const chunks = new Map(state.chunks);
   chunks.set(key, { ...chunk, rank: state.warmRank });
   return { ...state, chunks, warmRank: state.warmRank + 1 };
@@ -123,12 +132,17 @@ export function forget(state: CacheState, key: string): CacheState {
 
 /**
  * Evicts least recently used chunks down to the low watermark (bytes and objects) when the cache
- * is over either, at most once per `trim_min_interval` unless `force`.
+ * is over either, at most once per `trim_min_interval` unless `force`. A forced trim for a refused
+ * reservation frees room for that request too (`neededBytes`): trimming only to the watermark
+ * could leave it refused forever.
  */
-export function trim(state: CacheState, nowMs: number, force = false): CacheStep {
+export function trim(state: CacheState, nowMs: number, force = false, neededBytes = 0): CacheStep {
   const c = state.config;
-  const lowBytes = (c.budgetBytes * c.lowWatermarkPercent) / 100;
-  const lowObjects = Math.floor((c.objectsMax * c.lowWatermarkPercent) / 100);
+  const lowBytes = Math.min((c.budgetBytes * c.lowWatermarkPercent) / 100, c.budgetBytes - neededBytes);
+  const lowObjects = Math.min(
+    Math.floor((c.objectsMax * c.lowWatermarkPercent) / 100),
+    c.objectsMax - (neededBytes > 0 ? 1 : 0),
+  );
   const over = state.usedBytes + state.reservedBytes > lowBytes ||
     state.chunks.size + state.reservations > lowObjects;
   if (!over || (!force && nowMs - state.lastTrimMs < c.trimMinIntervalMs)) return { state, effects: [] };

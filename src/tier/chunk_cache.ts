@@ -96,6 +96,10 @@ export class ChunkCache {
     return new ChunkCache(deps, state);
   }
 
+  get budgetBytes(): number {
+    return this.#state.config.budgetBytes;
+  }
+
   get usedBytes(): number {
     return this.#state.usedBytes;
   }
@@ -110,7 +114,7 @@ export class ChunkCache {
     if (this.#state.chunks.has(cacheKey)) {
       try {
         const bytes = await this.#readFile(path);
-        this.#state = cacheCore.access(this.#state, cacheKey);
+        this.#state = cacheCore.access(this.#state, cacheKey, cold);
         this.hits++;
         this.#deps.metrics?.hits.inc();
         return bytes;

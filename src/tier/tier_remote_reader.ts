@@ -52,8 +52,22 @@ export class TierRemoteReader implements RemoteReader {
     const cacheKey =
       `${a.streamId}/${a.topicId}/${a.partitionId}/${sb.createdRevision}-${sb.purgeGeneration}/` +
       `${segment.stem}.log_chunks/${span.start}`;
-    const bytes = await this.#cache.readChunk(keys.log, cacheKey, span, false);
+    // A reader further behind the head than the cache could hold is a backfill: its chunks enter
+    // the LRU at the cold end, and its hits do not promote them, so it cannot evict the working
+    // set near the head.
+    const cold = this.#bytesFromHead(segment, span.start) > this.#cache.budgetBytes;
+    const bytes = await this.#cache.readChunk(keys.log, cacheKey, span, cold);
     return { start: span.start, bytes, cacheKey };
+  }
+
+  #bytesFromHead(segment: Segment, position: number): number {
+    let behind = segment.sizeBytes - position;
+    let after = false;
+    for (const s of this.#partition.log.segments) {
+      if (after) behind += s.sizeBytes;
+      if (s === segment) after = true;
+    }
+    return behind;
   }
 
   drop(chunk: RemoteChunk): Promise<void> {

@@ -21,25 +21,28 @@ function filled(keys: string[], size = 100, cold: string[] = []) {
 }
 const deleted = (effects: { key: string }[]) => effects.map((e) => e.key);
 
-t.test("space is reserved before a download; a download that does not fit is refused and forces a trim", (t) => {
-  let state = filled(["a", "b", "c", "d", "e", "f", "g", "h", "i"]);
+t.test("space is reserved before a download; one that does not fit forces a trim that makes room for it", (t) => {
+  const state = filled(["a", "b", "c", "d", "e", "f", "g", "h", "i"]);
   t.equal(state.usedBytes, 900);
   const big = reserve(state, 200, 1);
-  t.equal(big.admitted, false, "900 used + 200 > 1000: full, the poll answers a transient 503");
-  t.same(
-    deleted(big.effects),
-    ["a"],
-    "and a forced trim brings the cache down to its 80 % watermark (900 → 800 bytes)",
-  );
-  state = big.state;
-  const retry = reserve(state, 200, 2);
-  t.equal(retry.admitted, true, "the retry fits");
-  t.equal(retry.state.reservedBytes, 200);
+  t.equal(big.admitted, true, "admitted after the trim");
+  t.same(deleted(big.effects), ["a"], "the least recently used chunk made room: 800 + 200 fits in 1000");
+  t.equal(big.state.reservedBytes, 200);
   t.equal(
-    releaseReservation(retry.state, 200).reservedBytes,
+    releaseReservation(big.state, 200).reservedBytes,
     0,
     "an abandoned download gives its reservation back",
   );
+  t.end();
+});
+
+t.test("only when downloads in flight hold the space is a reservation refused (the poll answers 503)", (t) => {
+  const state = initialCache(config);
+  const inFlight = reserve(state, 900, 0);
+  t.equal(inFlight.admitted, true);
+  const refused = reserve(inFlight.state, 200, 1);
+  t.equal(refused.admitted, false, "900 bytes reserved by a download in flight cannot be trimmed");
+  t.same(refused.effects, []);
   t.end();
 });
 
@@ -91,7 +94,33 @@ t.test("the object cap counts too", (t) => {
     state = commit(reserve(state, 1, 0).state, { key: k, reservedBytes: 1, sizeBytes: 1, cold: false });
   }
   const r = reserve(state, 1, 1);
-  t.equal(r.admitted, false, "five objects: the cap is reached");
-  t.same(deleted(r.effects), ["a"], "trimmed to 80 % of five (four objects)");
+  t.same(deleted(r.effects), ["a"], "five objects: the oldest goes to make room for the sixth");
+  t.equal(r.admitted, true);
+  t.end();
+});
+
+t.test("a forced trim frees room for the request, not only down to the watermark", (t) => {
+  // 790 bytes are under the 800-byte watermark, but 790 + 250 does not fit in 1000.
+  let state = initialCache(config);
+  for (const [key, size] of [["a", 200], ["b", 200], ["c", 200], ["d", 190]] as const) {
+    state = commit(reserve(state, size, 0).state, { key, reservedBytes: size, sizeBytes: size, cold: false });
+  }
+  const r = reserve(state, 250, 1);
+  t.same(deleted(r.effects), ["a"], "the oldest chunk goes, leaving room for 250 bytes");
+  t.equal(r.admitted, true, "instead of a refusal that would repeat forever");
+  t.end();
+});
+
+t.test("a cold reader's hits do not promote a chunk: only warm readers move it to the warm end", (t) => {
+  let state = filled(["head", "old1", "old2"], 100, ["old1", "old2"]);
+  state = access(state, "old1", true);
+  state = access(state, "old2", true);
+  const ranks = Object.fromEntries([...state.chunks.values()].map((c) => [c.key, c.rank]));
+  t.ok(
+    ranks["head"]! > ranks["old1"]! && ranks["head"]! > ranks["old2"]!,
+    "the head stays warmer than the backfill",
+  );
+  state = access(state, "old1");
+  t.ok(state.chunks.get("old1")!.rank > state.chunks.get("head")!.rank, "a warm reader's hit does promote");
   t.end();
 });

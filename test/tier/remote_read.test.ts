@@ -12,7 +12,7 @@ import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { TokenBucket } from "../../src/runtime/token_bucket.ts";
 import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
-import { ChunkCache, FetchTimeoutError } from "../../src/tier/chunk_cache.ts";
+import { CacheFullError, ChunkCache, FetchTimeoutError } from "../../src/tier/chunk_cache.ts";
 import { Semaphore } from "../../src/runtime/semaphore.ts";
 import { segmentKeys } from "../../src/tier/object_keys.ts";
 import { uploadSegment } from "../../src/tier/segment_uploader.ts";
@@ -32,7 +32,7 @@ const logConfig: LogConfig = {
 const chunkBytes = 64 * 1024;
 
 /** A partition with 4 sealed segments uploaded to the sim store and evicted. */
-async function evicted(t: Test) {
+async function evicted(t: Test, budgetBytes = 64 * 1024 * 1024) {
   const disk = new NodeDisk();
   const data = tempDir(t);
   const clock = new VirtualClock();
@@ -97,7 +97,7 @@ async function evicted(t: Test) {
       logger: silentLogger(),
       dir: cacheDir,
       config: {
-        budgetBytes: 64 * 1024 * 1024,
+        budgetBytes,
         objectsMax: 1000,
         lowWatermarkPercent: 80,
         trimMinIntervalMs: 0,
@@ -183,4 +183,40 @@ t.test("a poll waits at most fetch_timeout, answers transient, and its retry is 
   const retry = await partition.log.read(0, 3, 1 << 20);
   t.ok(retry.messages.length === 3 && retry.messages.every(payloadOk), "the retry is served");
   t.equal(sim.count("get"), 1, "from the cache the first fetch filled: one GET in all");
+});
+
+t.test("a backfill far behind the head enters the cache at the cold end and cannot evict the head's chunk", async (t) => {
+  const { partition, sim, attach } = await evicted(t, 260 * 1024);
+  const cache = await attach();
+  const remote = partition.log.segments.filter((s) => s.location === "remote");
+  const nearHead = remote.at(-1)!;
+  await partition.log.read(nearHead.endOffset, 1, 1 << 20);
+  const afterHead = sim.count("get");
+  // The backfill polls as a client does: small polls, retrying a transient "cache full" answer
+  // (whose forced trim frees room for the retry).
+  let refusals = 0;
+  for (let offset = 0; offset < nearHead.startOffset;) {
+    const r = await partition.log.read(offset, 5, 1 << 20).catch((e) => {
+      if (!(e instanceof CacheFullError)) throw e;
+      refusals++;
+      return null;
+    });
+    if (r !== null) {
+      t.ok(r.messages.every(payloadOk), "backfilled messages intact") || t.bailout();
+      offset = r.nextOffset;
+    }
+    if (refusals > 100) throw new Error("the backfill made no progress");
+  }
+  t.ok(
+    cache.usedBytes <= 260 * 1024,
+    `the backfill stayed within the budget (${cache.usedBytes} bytes, ${refusals} transient refusals)`,
+  );
+  t.ok(sim.count("get") - afterHead > 4, `the backfill fetched ${sim.count("get") - afterHead} chunks`);
+  const beforeHeadAgain = sim.count("get");
+  await partition.log.read(nearHead.endOffset, 1, 1 << 20);
+  t.equal(
+    sim.count("get"),
+    beforeHeadAgain,
+    "the head's chunk is still cached after the backfill: no GET for it",
+  );
 });
