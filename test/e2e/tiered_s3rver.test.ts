@@ -4,7 +4,7 @@ import { createBucket, ourStore, sdkRead } from "../helpers/s3_harness.ts";
 import { startS3rver } from "../helpers/s3rver_harness.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
-import { produceTierAndVerify } from "../helpers/tiered_e2e.ts";
+import { produceTierAndVerify, readAllBack } from "../helpers/tiered_e2e.ts";
 
 // The same end-to-end run as on RGW (rgw.test.ts), against s3rver: it always runs, so the s3
 // path is covered end to end even where RGW's packages are absent.
@@ -43,6 +43,11 @@ t.test("end to end on s3rver: 200 MiB tiered by the real server, objects verifie
   t.ok(
     Buffer.compare(viaSdk.bytes, Buffer.concat(await store.getRange(first.key, 0, first.sizeBytes))) === 0,
     "the SDK reads the same bytes",
+  );
+  t.same(
+    await readAllBack(client),
+    { count: 3200, bad: 0 },
+    "all 3200 messages read back from offset 0 through the cache",
   );
   t.equal(await server.stop("SIGTERM"), 0);
 });

@@ -112,3 +112,27 @@ export async function produceTierAndVerify(
   );
   t.equal(checkedMessages, lastSealedEnd + 1);
 }
+
+/** Reads every message of the tiered topic from offset 0 and checks each payload; returns the count. */
+export async function readAllBack(client: StrataClient): Promise<{ count: number; bad: number }> {
+  let offset = 0;
+  let count = 0;
+  let bad = 0;
+  for (let round = 0; round < 100_000; round++) {
+    const r = await client.poll("tiered", "t", 0, { offset, count: 64, maxBytes: 8 * 1024 * 1024 });
+    if (r.messages.length === 0) break;
+    for (const m of r.messages) {
+      // Dense from 0: each message is the next offset, with the payload produced for it.
+      if (m.offset !== count || Buffer.compare(m.payload, payloadOf(m.offset)) !== 0) bad++;
+      count++;
+    }
+    offset = r.next_offset;
+  }
+  return { count, bad };
+}
+
+/** Object-store GETs the server has made, from its metrics. */
+export async function getsMade(baseUrl: string): Promise<number> {
+  const text = await (await fetch(`${baseUrl}/metrics`)).text();
+  return Number(/strata_objectstore_requests_total\{op="get"\} (\d+)/.exec(text)?.[1] ?? 0);
+}

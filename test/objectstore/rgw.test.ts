@@ -9,7 +9,7 @@ import { RealClock } from "../../src/runtime/real_clock.ts";
 import { runServerExpectingFailure, spawnServer } from "../helpers/spawn_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { measureSteadyState, mib } from "../helpers/measure_put_rss.ts";
-import { produceTierAndVerify } from "../helpers/tiered_e2e.ts";
+import { getsMade, produceTierAndVerify, readAllBack } from "../helpers/tiered_e2e.ts";
 import { StrataClient } from "../../src/client/strata_client.ts";
 
 // Our s3 backend against Ceph's RADOS Gateway, a production S3: strict SigV4, If-None-Match: *
@@ -136,7 +136,7 @@ if (unavailable !== null) {
 
   t.test("end to end on RGW: 200 MiB tiered by the real server, objects verified, a sample read back with the SDK", async (t) => {
     const dir = tempDir(t, "strata-tier-rgw-");
-    const server = await spawnServer([], {
+    const serverEnv = {
       STRATA_SYSTEM_PATH: `${dir}/data`,
       STRATA_HTTP_ADDRESS: "127.0.0.1:0",
       STRATA_TIERED_STORAGE_BACKEND: "s3",
@@ -145,7 +145,8 @@ if (unavailable !== null) {
       STRATA_TIERED_STORAGE_S3_PREFIX: "tier-e2e",
       AWS_ACCESS_KEY_ID: endpoint.accessKeyId,
       AWS_SECRET_ACCESS_KEY: endpoint.secretAccessKey,
-    });
+    };
+    const server = await spawnServer([], serverEnv);
     t.teardown(() => server.stop("SIGKILL"));
     const clusterId = /"cluster_id":"([0-9a-f]+)"/.exec(server.stderr())![1]!;
     const client = new StrataClient({ baseUrl: server.baseUrl, encoding: "msgpack" });
@@ -162,6 +163,18 @@ if (unavailable !== null) {
       (await store.head(first.key))?.metadata["end-offset"],
       "and the same metadata",
     );
+    t.same(
+      await readAllBack(client),
+      { count: 3200, bad: 0 },
+      "all 3200 messages read back from offset 0, byte for byte",
+    );
+    t.ok(await getsMade(server.baseUrl) > 0, "the evicted part came from RGW");
     t.equal(await server.stop("SIGTERM"), 0);
+    const again = await spawnServer([], serverEnv);
+    t.teardown(() => again.stop("SIGKILL"));
+    const reread = await readAllBack(new StrataClient({ baseUrl: again.baseUrl, encoding: "msgpack" }));
+    t.same(reread, { count: 3200, bad: 0 }, "read again after a restart");
+    t.equal(await getsMade(again.baseUrl), 0, "with zero GETs for the chunks already cached");
+    t.equal(await again.stop("SIGTERM"), 0);
   });
 }
