@@ -440,6 +440,7 @@ export class Broker {
   async close(): Promise<void> {
     for (const shard of this.shards) shard.pump.stop();
     for (const log of this.#controlLogs) await log.close();
+    for (const cache of this.#caches) await cache?.close();
     for (const topic of this.#topics.values()) {
       for (const slot of topic.slots) if (slot.kind === "open") await slot.partition.close();
     }

@@ -5,6 +5,7 @@ import type { Logger } from "../runtime/logger.ts";
 import { yieldToReactor } from "../runtime/yield_to_reactor.ts";
 import type { RetryingObjectStore } from "../objectstore/retrying_object_store.ts";
 import * as cacheCore from "./cache_core.ts";
+import { readRecordFile, writeRecordFile } from "../log/record_file.ts";
 import type { ChunkSpan } from "./chunk_layout.ts";
 import type { Semaphore } from "../runtime/semaphore.ts";
 import type { TokenBucket } from "../runtime/token_bucket.ts";
@@ -45,6 +46,17 @@ export interface ChunkCacheDeps {
   metrics?: CacheMetrics;
 }
 
+/** The LRU order, saved so a restart keeps which chunks are warm. */
+interface AccessTable {
+  version: 1;
+  /** Chunk keys, coldest first. */
+  order: string[];
+}
+
+const accessTableFile = "access-table.bin";
+const accessTableMagic = "STRACACH";
+const accessTableSaveIntervalMs = 60_000;
+
 /** Bound on chunk fetches in flight per shard. */
 const fetchesInFlightMax = 64;
 
@@ -61,6 +73,8 @@ export class ChunkCache {
   /** Object requests made, for tests and gauges. */
   fetches = 0;
   hits = 0;
+  #saving: Promise<void> = Promise.resolve();
+  #lastSaveMs = 0;
 
   private constructor(deps: ChunkCacheDeps, state: cacheCore.CacheState) {
     this.#deps = deps;
@@ -74,26 +88,69 @@ export class ChunkCache {
    */
   static async open(deps: ChunkCacheDeps): Promise<ChunkCache> {
     await deps.disk.mkdirp(deps.dir);
-    let state = cacheCore.initialCache(deps.config);
+    const files = new Map<string, number>();
     const walk = async (relative: string): Promise<void> => {
       const dir = relative === "" ? deps.dir : `${deps.dir}/${relative}`;
       for (const name of await deps.disk.list(dir)) {
         const child = relative === "" ? name : `${relative}/${name}`;
+        if (relative === "" && name.startsWith(accessTableFile)) continue;
         const stat = await deps.disk.stat(`${deps.dir}/${child}`);
         if (stat?.isDirectory) await walk(child);
         else if (name.endsWith(".part")) await deps.disk.unlink(`${deps.dir}/${child}`);
-        else if (stat?.isFile) {
-          state = cacheCore.commit(cacheCore.reserve(state, stat.sizeBytes, 0).state, {
-            key: child,
-            reservedBytes: stat.sizeBytes,
-            sizeBytes: stat.sizeBytes,
-            cold: true,
-          });
-        }
+        else if (stat?.isFile) files.set(child, stat.sizeBytes);
       }
     };
     await walk("");
+    // The saved order ranks the chunks it knows, coldest first; files it does not know (written
+    // after the last save) join at the cold end.
+    const saved = await readRecordFile<AccessTable>(
+      deps.disk,
+      `${deps.dir}/${accessTableFile}`,
+      accessTableMagic,
+    )
+      .catch((error) => {
+        deps.logger.warn("cache access table unreadable; chunks are ranked cold", { error });
+        return null;
+      });
+    const known = (saved?.order ?? []).filter((key) => files.has(key));
+    const unknown = [...files.keys()].filter((key) => !known.includes(key));
+    let state = cacheCore.initialCache(deps.config);
+    const doomed: string[] = [];
+    const add = (key: string, cold: boolean) => {
+      const size = files.get(key)!;
+      const r = cacheCore.reserve(state, size, 0);
+      doomed.push(...r.effects.map((e) => e.key));
+      if (!r.admitted) {
+        doomed.push(key);
+        return;
+      }
+      state = cacheCore.commit(r.state, { key, reservedBytes: size, sizeBytes: size, cold });
+    };
+    for (const key of unknown) add(key, true);
+    for (const key of known) add(key, false);
+    // A smaller budget than before: what does not fit goes now, file and all.
+    for (const key of doomed) await deps.disk.unlink(`${deps.dir}/${key}`).catch(() => {});
     return new ChunkCache(deps, state);
+  }
+
+  /** Saves the LRU order (every `accessTableSaveIntervalMs` from the tick, and at shutdown). */
+  save(): Promise<void> {
+    const order = [...this.#state.chunks.values()].sort((a, b) => a.rank - b.rank).map((c) => c.key);
+    this.#saving = this.#saving.catch(() => {}).then(() =>
+      writeRecordFile(
+        this.#deps.disk,
+        this.#deps.dir,
+        accessTableFile,
+        accessTableMagic,
+        { version: 1, order } satisfies AccessTable,
+      )
+    );
+    return this.#saving;
+  }
+
+  /** Saves the access table; called at shutdown. */
+  async close(): Promise<void> {
+    await this.save();
   }
 
   get budgetBytes(): number {
@@ -170,6 +227,10 @@ export class ChunkCache {
   /** From the tick: a trim when the cache is over its watermark and the interval has passed. */
   onTick(nowMs: number): void {
     this.#apply(cacheCore.trim(this.#state, nowMs));
+    if (nowMs - this.#lastSaveMs >= accessTableSaveIntervalMs) {
+      this.#lastSaveMs = nowMs;
+      this.save().catch((error) => this.#deps.logger.warn("cache access table not saved", { error }));
+    }
   }
 
   async #fetch(

@@ -220,3 +220,48 @@ t.test("a backfill far behind the head enters the cache at the cold end and cann
     "the head's chunk is still cached after the backfill: no GET for it",
   );
 });
+
+t.test("the access table is saved and restored: after a restart the least recently used chunk is still evicted first", async (t) => {
+  const disk = new NodeDisk();
+  const clock = new VirtualClock();
+  const dir = tempDir(t);
+  const sim = new SimObjectStore(clock, new Rng(5));
+  const store = new RetryingObjectStore(sim, clock, new Rng(6), defaultRetryProfiles, {
+    putMs: 90_000,
+    getMs: 5000,
+    otherMs: 30_000,
+  }, null);
+  const body = new Uint8Array(4000).fill(1);
+  await sim.put("o", () =>
+    (async function* () {
+      yield body;
+    })(), { sizeBytes: 4000, metadata: {}, ifAbsent: false });
+  const open = () =>
+    ChunkCache.open({
+      disk,
+      store,
+      clock,
+      logger: silentLogger(),
+      dir,
+      config: { budgetBytes: 3500, objectsMax: 100, lowWatermarkPercent: 80, trimMinIntervalMs: 0 },
+      fetchTimeoutMs: 5000,
+      fetchDeadlineMs: 60_000,
+      fetchSlots: new Semaphore({ permits: 4, waitersMax: 100, name: "fetch slot" }),
+      fetchBandwidth: new TokenBucket(clock, {
+        rateBytesPerSec: "unlimited",
+        waitersMax: 100,
+        name: "fetch bandwidth",
+      }),
+    });
+  const span = (n: number) => ({ chunk: n, start: n * 1000, end: n * 1000 + 1000 });
+  const cache = await open();
+  for (const n of [1, 2, 3]) await cache.readChunk("o", `k${n}`, span(n - 1), false);
+  await cache.readChunk("o", "k1", span(0), false); // k1 is used again: k2 is now the least recent
+  await cache.close();
+  const reopened = await open();
+  t.equal(reopened.chunkCount, 3);
+  await reopened.readChunk("o", "k4", span(3), false); // 3000 + 1000 > 3500: one chunk must go
+  await new Promise((r) => setTimeout(r, 50));
+  t.notOk(existsSync(`${dir}/k2`), "k2, the least recently used before the restart, was evicted");
+  t.ok(existsSync(`${dir}/k1`) && existsSync(`${dir}/k3`), "k1 and k3 stay");
+});
