@@ -30,11 +30,6 @@ export function partitionDir(dataPath: string, a: PartitionAddress): string {
   return `${dataPath}/streams/${a.streamId}/topics/${a.topicId}/partitions/${a.partitionId}`;
 }
 
-/** A random 64-bit revision as 16 hex digits: unique even if a wiped data directory reuses ids. */
-export function newRevision(rng: Rng): string {
-  return [rng.nextU32(), rng.nextU32()].map((x) => x.toString(16).padStart(8, "0")).join("");
-}
-
 /** A partition: its log, its superblock and its consumer offsets. */
 export class Partition {
   readonly address: PartitionAddress;
@@ -77,7 +72,8 @@ export class Partition {
     await disk.mkdirp(dir);
     const superblock: Superblock = {
       version: 1,
-      createdRevision: newRevision(rng),
+      // Random, not a counter: unique even if a wiped data directory reuses the same ids.
+      createdRevision: rng.hex64(),
       purgeGeneration: 0,
       tieredUpToOffset: 0,
       deletedUpToOffset: 0,

@@ -1,3 +1,4 @@
+import { concatBytes } from "../runtime/bytes.ts";
 import { assert } from "../runtime/assert.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { type Disk, DiskError } from "../runtime/disk.ts";
@@ -20,7 +21,7 @@ import { Crc32cStream } from "../runtime/crc32c.ts";
 import { yieldToReactor } from "../runtime/yield_to_reactor.ts";
 import { readExactly, scanBatches } from "./scan_batches.ts";
 import { Segment } from "./segment.ts";
-import { encodeIndexEntry, indexEntryBytes } from "./sparse_index.ts";
+import { encodeIndexEntries, indexEntryBytes } from "./sparse_index.ts";
 
 export interface AppendResult {
   baseOffset: number;
@@ -200,18 +201,28 @@ export class PartitionLog {
   /**
    * Local eviction: walks sealed segments from the front and stops at the first that is active,
    * not below the tiered floor (exclusive), or still wanted by the local envelope; at most 16 per
-   * pass. Each victim's `.log` is hashed first, outside the writer loop, piece by piece; then,
+   * pass. Each victim's `.log` checksum comes from `knownLogCrc32c` or is computed first, outside
+   * the writer loop, piece by piece; then,
    * inside it, in this order: the 128-byte `.remote` marker is written and fsynced, the directory
    * fsynced, the `.log` unlinked, the directory fsynced. The `.index` stays; totals still count it.
    */
-  async evictLocal(floor: number, identity: MarkerIdentity, keepLocal: KeepLocal): Promise<number> {
+  async evictLocal(
+    floor: number,
+    identity: MarkerIdentity,
+    keepLocal: KeepLocal,
+    knownLogCrc32c: (startOffset: number) => number | undefined = () => undefined,
+  ): Promise<number> {
     const victims = new Map<number, number>();
     let localBytes = this.#localBytes();
     for (const segment of this.#segments) {
       if (victims.size >= evictionSegmentsPerPassMax || !segment.sealed || segment.endOffset >= floor) break;
       if (segment.location === "remote") continue;
       if (keepLocal(segment, localBytes)) break;
-      victims.set(segment.startOffset, await hashLog(this.#disk, segment));
+      // The uploader already hashed the .log; only an unknown checksum (after a restart) is read again.
+      victims.set(
+        segment.startOffset,
+        knownLogCrc32c(segment.startOffset) ?? await hashLog(this.#disk, segment),
+      );
       localBytes -= segment.sizeBytes;
     }
     if (victims.size === 0) return 0;
@@ -400,7 +411,9 @@ export class PartitionLog {
 
   async #flushPending(): Promise<void> {
     if (this.#pending.length === 0) return;
-    const bytes = this.#pending.length === 1 ? this.#pending[0]! : concat(this.#pending, this.#pendingBytes);
+    const bytes = this.#pending.length === 1
+      ? this.#pending[0]!
+      : concatBytes(this.#pending, this.#pendingBytes);
     const position = this.#pendingPosition;
     this.#pending = [];
     this.#pendingBytes = 0;
@@ -472,6 +485,11 @@ export class PartitionLog {
       evicted++;
     }
     return evicted;
+  }
+
+  /** Bytes of the segments whose `.log` is on local disk (local or uploaded). */
+  get localSizeBytes(): number {
+    return this.#localBytes();
   }
 
   #localBytes(): number {
@@ -704,21 +722,9 @@ const hashPieceBytes = 1024 * 1024;
 /** Bound on encoded batches held before they are written, whatever the group size. */
 const pendingWriteBytesMax = 4 * 1024 * 1024;
 
-function concat(pieces: readonly Uint8Array[], totalBytes: number): Uint8Array {
-  const bytes = new Uint8Array(totalBytes);
-  let at = 0;
-  for (const piece of pieces) {
-    bytes.set(piece, at);
-    at += piece.length;
-  }
-  return bytes;
-}
-
 /** Writes a segment's whole in-memory index to its file and makes it durable. */
 async function writeIndex(segment: Segment): Promise<void> {
-  const entries = segment.index.entries();
-  const bytes = new Uint8Array(entries.length * indexEntryBytes);
-  entries.forEach((e, i) => bytes.set(encodeIndexEntry(e), i * indexEntryBytes));
+  const bytes = encodeIndexEntries(segment.index.entries());
   await segment.indexFile!.truncate(0);
   await segment.indexFile!.writeAt(bytes, 0);
   await segment.indexFile!.sync();

@@ -7,13 +7,7 @@ import { Segment } from "./segment.ts";
 import { writeWholeFile } from "./write_whole_file.ts";
 import type { MarkerIdentity } from "./partition_log.ts";
 import { decodeRemoteMarker, type RemoteMarker, remoteMarkerBytes } from "./remote_marker.ts";
-import {
-  decodeIndexEntries,
-  encodeIndexEntry,
-  type IndexEntry,
-  indexEntryBytes,
-  SparseIndex,
-} from "./sparse_index.ts";
+import { decodeIndexEntries, encodeIndexEntries, type IndexEntry, SparseIndex } from "./sparse_index.ts";
 
 export interface RecoveryReport {
   segments: Segment[];
@@ -306,9 +300,7 @@ async function readIndexFile(disk: Disk, path: string): Promise<IndexEntry[] | n
 }
 
 async function writeIndexFile(disk: Disk, path: string, entries: readonly IndexEntry[]): Promise<void> {
-  const bytes = new Uint8Array(entries.length * indexEntryBytes);
-  entries.forEach((e, i) => bytes.set(encodeIndexEntry(e), i * indexEntryBytes));
-  await writeWholeFile(disk, path, bytes);
+  await writeWholeFile(disk, path, encodeIndexEntries(entries));
 }
 
 function markVisible(segment: Segment): void {

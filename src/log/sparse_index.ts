@@ -77,6 +77,13 @@ export function encodeIndexEntry(entry: IndexEntry): Uint8Array {
   return bytes;
 }
 
+/** A whole index file's bytes. */
+export function encodeIndexEntries(entries: readonly IndexEntry[]): Uint8Array {
+  const bytes = new Uint8Array(entries.length * indexEntryBytes);
+  entries.forEach((e, i) => bytes.set(encodeIndexEntry(e), i * indexEntryBytes));
+  return bytes;
+}
+
 /** Decodes a whole index file; returns null when it is not a whole number of entries. */
 export function decodeIndexEntries(bytes: Uint8Array): IndexEntry[] | null {
   if (bytes.length % indexEntryBytes !== 0) return null;

@@ -53,7 +53,7 @@ export class FsObjectStore implements ObjectStore {
     const path = this.#objectPath(checkKey(key));
     const tempDir = `${this.#root}/tmp`;
     await this.#disk.mkdirp(tempDir);
-    const tempPath = `${tempDir}/${this.#rng.nextU32().toString(16)}-${this.#rng.nextU32().toString(16)}`;
+    const tempPath = `${tempDir}/${this.#rng.hex64()}`;
     try {
       const etag = await this.#writeTemp(tempPath, body, options);
       await this.#disk.mkdirp(dirOf(path));

@@ -43,7 +43,7 @@ export async function probeObjectStore(
   } catch (error) {
     throw explain(error, target);
   }
-  const key = `${prefix}/_probe/${rng.nextU32().toString(16)}${rng.nextU32().toString(16)}`;
+  const key = `${prefix}/_probe/${rng.hex64()}`;
   const body = () =>
     (async function* () {
       yield probeBody;

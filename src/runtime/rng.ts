@@ -52,6 +52,11 @@ export class Rng {
     return this.nextU32() / 0x1_0000_0000;
   }
 
+  /** 64 random bits as 16 hex digits: partition revisions, cluster ids, unique names. */
+  hex64(): string {
+    return [this.nextU32(), this.nextU32()].map((x) => x.toString(16).padStart(8, "0")).join("");
+  }
+
   /** An integer uniform in [minInclusive, maxInclusive]. */
   int(minInclusive: number, maxInclusive: number): number {
     assert(

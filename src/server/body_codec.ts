@@ -1,3 +1,4 @@
+import { concatBytes } from "../runtime/bytes.ts";
 import { Packr } from "msgpackr";
 import { ApiError, badRequest } from "./api_errors.ts";
 
@@ -43,13 +44,7 @@ export async function readBody(request: Request, maxBytes: number): Promise<Uint
     if (total > maxBytes) throw tooLarge();
     pieces.push(piece);
   }
-  const body = new Uint8Array(total);
-  let at = 0;
-  for (const piece of pieces) {
-    body.set(piece, at);
-    at += piece.length;
-  }
-  return body;
+  return concatBytes(pieces, total);
 }
 
 /** Decodes a body as a JSON or msgpack object; anything else is a 400. */

@@ -52,8 +52,7 @@ export class MetadataStore {
     configuredClusterId: string,
   ): Promise<MetadataStore> {
     const stored = await readRecordFile<Metadata>(disk, `${dataPath}/${fileName}`, magic);
-    const randomId = [rng.nextU32(), rng.nextU32()].map((x) => x.toString(16).padStart(8, "0")).join("");
-    const doc: Metadata = stored ?? { version: 1, clusterId: randomId, nextStreamId: 1, streams: [] };
+    const doc: Metadata = stored ?? { version: 1, clusterId: rng.hex64(), nextStreamId: 1, streams: [] };
     if (configuredClusterId !== "") doc.clusterId = configuredClusterId;
     const store = new MetadataStore(disk, dataPath, doc);
     if (stored === null || stored.clusterId !== doc.clusterId) await store.commit(() => {});

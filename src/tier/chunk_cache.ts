@@ -1,3 +1,4 @@
+import { concatBytes } from "../runtime/bytes.ts";
 import { readExactly } from "../log/scan_batches.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { type Disk, DiskError } from "../runtime/disk.ts";
@@ -276,7 +277,7 @@ export class ChunkCache {
         cold,
       });
       this.#deps.metrics?.fetchedBytes.inc(at);
-      return concat(pieces, at);
+      return concatBytes(pieces, at);
     } catch (error) {
       if (this.#state.reservedBytes >= bytes && !this.#state.chunks.has(cacheKey)) {
         this.#state = cacheCore.releaseReservation(this.#state, bytes);
@@ -303,14 +304,4 @@ export class ChunkCache {
       );
     }
   }
-}
-
-function concat(pieces: Uint8Array[], total: number): Uint8Array {
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const p of pieces) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }

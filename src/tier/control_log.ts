@@ -1,3 +1,4 @@
+import { concatBytes } from "../runtime/bytes.ts";
 import { pack, unpack } from "msgpackr";
 import { assert } from "../runtime/assert.ts";
 import { crc32c } from "../runtime/crc32c.ts";
@@ -140,7 +141,7 @@ export class LocalControlLog implements ControlLog {
   async #compact(): Promise<void> {
     const bytes = await readExactly(this.#file, 0, this.#sizeBytes);
     const keep = decodeRecords(bytes).records.filter((r) => r.index > this.#snapshotIndex);
-    const rewritten = concat(keep.map(encodeRecord));
+    const rewritten = concatBytes(keep.map(encodeRecord));
     const temp = `${this.#path}.tmp`;
     const file = await this.#disk.open(temp, { create: true });
     await file.truncate(0);
@@ -186,14 +187,4 @@ function decodeRecords(bytes: Uint8Array): { records: Record[]; validBytes: numb
     at = end;
   }
   return { records, validBytes: at };
-}
-
-function concat(pieces: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(pieces.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of pieces) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }

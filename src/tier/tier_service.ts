@@ -51,6 +51,9 @@ export interface TierServiceDeps {
   metrics?: TierMetrics;
 }
 
+/** How often eviction and local pressure are looked at, besides right after a floor moves. */
+const evictionCheckIntervalMs = 1000;
+
 /** Bound on `await` waiters per shard. */
 const floorWaitersMax = 10_000;
 const scanBackoffMinMs = 100;
@@ -75,6 +78,10 @@ export class TierService implements TierGaugeSource {
   readonly #partitions = new Map<string, TieredPartition>();
   readonly #sealedSeen = new Map<string, number>();
   readonly #evicting = new Set<string>();
+  /** The .log CRC32C of segments uploaded and not yet evicted, so eviction need not read them again. */
+  readonly #uploadedCrc32c = new Map<string, Map<number, number>>();
+  #evictionDue = true;
+  #lastEvictionMs = -Infinity;
   readonly #waiters = new Set<FloorWaiter>();
   #scanDelayMs = scanBackoffMinMs;
   #nextScanMs = 0;
@@ -112,11 +119,7 @@ export class TierService implements TierGaugeSource {
     for (const p of this.#partitions.values()) {
       const limit = p.envelope().sizeBytes;
       if (limit === null) continue;
-      const local = p.partition.log.segments.filter((s) => s.location !== "remote").reduce(
-        (n, s) => n + s.sizeBytes,
-        0,
-      );
-      overshoot += Math.max(0, local - limit);
+      overshoot += Math.max(0, p.partition.log.localSizeBytes - limit);
     }
     return overshoot;
   }
@@ -146,6 +149,7 @@ export class TierService implements TierGaugeSource {
   removePartition(key: string): void {
     this.#partitions.delete(key);
     this.#sealedSeen.delete(key);
+    this.#uploadedCrc32c.delete(key);
     this.#step(core.partitionClosed(this.#state, { partition: key }, this.#now()));
   }
 
@@ -173,12 +177,14 @@ export class TierService implements TierGaugeSource {
       }, this.#now()),
     );
     this.#wakeWaiters(p.key, sb.tieredUpToOffset);
+    this.#evictionDue = true;
   }
 
   /** A purge bumped the partition's generation: the core starts over for it. */
   purged(key: string): void {
     const p = this.#partitions.get(key);
     if (p === undefined) return;
+    this.#uploadedCrc32c.delete(key);
     this.#step(
       core.purged(
         this.#state,
@@ -215,7 +221,13 @@ export class TierService implements TierGaugeSource {
   onTick(nowMs: number): void {
     this.#step(core.tick(this.#state, nowMs));
     this.#scan(nowMs);
-    for (const p of this.#partitions.values()) this.#evict(p);
+    // Eviction and pressure are looked at once a second, or at the next tick after a floor moved:
+    // not on every tick, which is the pump's hot path.
+    if (this.#evictionDue || nowMs - this.#lastEvictionMs >= evictionCheckIntervalMs) {
+      this.#evictionDue = false;
+      this.#lastEvictionMs = nowMs;
+      for (const p of this.#partitions.values()) this.#evict(p);
+    }
   }
 
   #now(): number {
@@ -341,6 +353,9 @@ export class TierService implements TierGaugeSource {
       );
       const event = { partition: effect.partition, identity: effect.identity };
       if (outcome.kind === "uploaded") {
+        const known = this.#uploadedCrc32c.get(effect.partition) ?? new Map<number, number>();
+        known.set(segment.startOffset, outcome.logCrc32c);
+        this.#uploadedCrc32c.set(effect.partition, known);
         this.#deps.metrics?.uploadsCompleted.inc();
         this.#deps.metrics?.uploadedBytes.inc(outcome.sizeBytes + outcome.indexSizeBytes);
         this.#deps.metrics?.uploadDuration.observe((this.#now() - startedMs) / 1000);
@@ -398,19 +413,31 @@ export class TierService implements TierGaugeSource {
       return;
     }
     this.#evicting.add(p.key);
-    p.partition.log.evictLocal(sb.tieredUpToOffset, {
-      createdRevision: sb.createdRevision,
-      purgeGeneration: sb.purgeGeneration,
-    }, keepLocal)
+    p.partition.log.evictLocal(
+      sb.tieredUpToOffset,
+      {
+        createdRevision: sb.createdRevision,
+        purgeGeneration: sb.purgeGeneration,
+      },
+      keepLocal,
+      (start) => this.#uploadedCrc32c.get(p.key)?.get(start),
+    )
       .catch((error) => this.#deps.logger.error("eviction failed", { partition: p.key, error }))
-      .finally(() => this.#evicting.delete(p.key));
+      .finally(() => {
+        this.#evicting.delete(p.key);
+        // Checksums are kept only while their segment still has a local .log: the map stays bounded.
+        const known = this.#uploadedCrc32c.get(p.key);
+        const local = new Set(
+          p.partition.log.segments.filter((s) => s.location !== "remote").map((s) => s.startOffset),
+        );
+        for (const start of known?.keys() ?? []) if (!local.has(start)) known!.delete(start);
+      });
   }
 
   /** Under pressure: the envelope wants a segment gone that the floor has not passed yet. */
   #updatePressure(p: TieredPartition, keepLocal: (s: Segment, localBytes: number) => boolean): void {
-    const local = p.partition.log.segments.filter((s) => s.location !== "remote");
-    const localBytes = local.reduce((n, s) => n + s.sizeBytes, 0);
-    const first = local.find((s) => s.sealed);
+    const localBytes = p.partition.log.localSizeBytes;
+    const first = p.partition.log.segments.find((s) => s.sealed && s.location !== "remote");
     const underPressure = first !== undefined && !keepLocal(first, localBytes);
     const current = this.#state.partitions.get(p.key)?.underPressure ?? false;
     if (current !== underPressure) {
