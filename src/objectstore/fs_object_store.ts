@@ -102,17 +102,21 @@ export class FsObjectStore implements ObjectStore {
   async list(prefix: string, options: ListOptions = {}): Promise<ListPage> {
     const maxKeys = Math.min(options.maxKeys ?? keysPerRequestMax, keysPerRequestMax);
     const keys: string[] = [];
+    const mtimes = new Map<string, number>();
     // Only the directory the prefix names needs walking.
     const base = prefix.includes("/") ? prefix.slice(0, prefix.lastIndexOf("/")) : "";
-    await this.#walk(base, (k) => {
-      if (k.startsWith(prefix) && (options.startAfter === undefined || k > options.startAfter)) keys.push(k);
+    await this.#walk(base, (k, mtimeMs) => {
+      if (k.startsWith(prefix) && (options.startAfter === undefined || k > options.startAfter)) {
+        keys.push(k);
+        mtimes.set(k, mtimeMs);
+      }
     });
     keys.sort();
     const pageKeys = keys.slice(0, maxKeys);
     const objects = [];
     for (const k of pageKeys) {
       const head = await this.head(k);
-      if (head !== null) objects.push({ key: k, sizeBytes: head.sizeBytes });
+      if (head !== null) objects.push({ key: k, sizeBytes: head.sizeBytes, lastModifiedMs: mtimes.get(k)! });
     }
     return { objects, nextStartAfter: keys.length > maxKeys ? pageKeys.at(-1)! : null };
   }
@@ -200,7 +204,7 @@ export class FsObjectStore implements ObjectStore {
     }
   }
 
-  async #walk(relative: string, visit: (key: string) => void): Promise<void> {
+  async #walk(relative: string, visit: (key: string, mtimeMs: number) => void): Promise<void> {
     const dir = relative === "" ? `${this.#root}/objects` : `${this.#root}/objects/${relative}`;
     const stat = await this.#disk.stat(dir);
     if (stat === null || !stat.isDirectory) return;
@@ -208,7 +212,7 @@ export class FsObjectStore implements ObjectStore {
       const child = relative === "" ? name : `${relative}/${name}`;
       const childStat = await this.#disk.stat(`${this.#root}/objects/${child}`);
       if (childStat?.isDirectory) await this.#walk(child, visit);
-      else if (childStat?.isFile) visit(child);
+      else if (childStat?.isFile) visit(child, childStat.mtimeMs);
     }
   }
 

@@ -56,6 +56,11 @@ export interface ListOptions extends OpOptions {
 export interface ListedObject {
   key: string;
   sizeBytes: number;
+  /**
+   * When the object was written, in wall-clock ms since the epoch, by the store's clock: what
+   * the deletion grace is measured against (no object younger than `delete_grace` is deleted).
+   */
+  lastModifiedMs: number;
 }
 
 export interface ListPage {

@@ -67,6 +67,8 @@ interface SimObject {
   metadata: Record<string, string>;
   etag: string;
   createdAtMs: number;
+  /** Wall-clock time of the write, as S3's LastModified. */
+  lastModifiedMs: number;
 }
 
 /** How long a lost reply hangs when the caller set no timeout. */
@@ -160,6 +162,7 @@ export class SimObjectStore implements ObjectStore {
         metadata: { ...options.metadata },
         etag,
         createdAtMs: this.#clock.nowMs(),
+        lastModifiedMs: this.#clock.wallMs(),
       });
       return { etag };
     }, size);
@@ -192,7 +195,10 @@ export class SimObjectStore implements ObjectStore {
       );
       const page = keys.slice(0, maxKeys);
       return {
-        objects: page.map((k) => ({ key: k, sizeBytes: this.#objects.get(k)!.sizeBytes })),
+        objects: page.map((k) => {
+          const object = this.#objects.get(k)!;
+          return { key: k, sizeBytes: object.sizeBytes, lastModifiedMs: object.lastModifiedMs };
+        }),
         nextStartAfter: keys.length > maxKeys ? page.at(-1)! : null,
       };
     });

@@ -50,6 +50,8 @@ export interface ContractOptions {
    * own scans; a sentinel key keeps the directory during the batch delete and is deleted after.
    */
   sentinelDuringDelete?: boolean;
+  /** The store's wall clock, for LastModified; `Date.now` unless the store runs on a virtual clock. */
+  wallMs?: () => number;
 }
 
 /**
@@ -101,6 +103,9 @@ export function objectStoreContract(t: Test, store: ObjectStore, prefix: string,
     t.same([...concat(await store.getRange(key, 0, 3))], [1, 2, 3]);
     const listed = await store.list(`${prefix}/odd/`);
     t.same(listed.objects.map((o) => o.key), [key]);
+    // The deletion grace is measured from LastModified: it must be a real time, within a day of now.
+    const age = (options.wallMs ?? Date.now)() - listed.objects[0]!.lastModifiedMs;
+    t.ok(Math.abs(age) < 86_400_000, `lastModifiedMs is a wall-clock time (age ${age} ms)`);
     t.same(await store.delete([key]), [{ key, error: null }]);
     t.equal(await store.head(key), null);
   });

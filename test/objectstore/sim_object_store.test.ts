@@ -5,6 +5,8 @@ import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
 import { objectStoreContract } from "../helpers/object_store_contract.ts";
 
 // The contract on the sim backend with faults off.
-objectStoreContract(t, new SimObjectStore(new VirtualClock(), new Rng(1)), "strata/c1", {
+const clock = new VirtualClock();
+objectStoreContract(t, new SimObjectStore(clock, new Rng(1)), "strata/c1", {
   exactIfAbsent: true,
+  wallMs: () => clock.wallMs(),
 });

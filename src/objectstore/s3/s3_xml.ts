@@ -33,11 +33,24 @@ export interface ListV2Result {
 export function parseListV2(xml: string): ListV2Result {
   const result = parser.parse(xml)?.ListBucketResult;
   if (result === undefined) throw new Error("not a ListBucketResult");
-  const contents: { Key: string; Size: string }[] = result.Contents ?? [];
+  const contents: { Key: string; Size: string; LastModified?: string }[] = result.Contents ?? [];
   return {
-    objects: contents.map((c) => ({ key: String(c.Key), sizeBytes: Number(c.Size) })),
+    objects: contents.map((c) => ({
+      key: String(c.Key),
+      sizeBytes: Number(c.Size),
+      lastModifiedMs: lastModifiedOf(c.LastModified),
+    })),
     truncated: String(result.IsTruncated) === "true",
   };
+}
+
+/**
+ * An object without a readable LastModified reads as written now (Infinity is never older than the
+ * grace), so a store that omits it can never get an object deleted early.
+ */
+function lastModifiedOf(text: string | undefined): number {
+  const ms = text === undefined ? NaN : Date.parse(String(text));
+  return Number.isFinite(ms) ? ms : Number.POSITIVE_INFINITY;
 }
 
 export interface DeleteOutcome {
