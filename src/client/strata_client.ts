@@ -44,6 +44,7 @@ export interface TopicCreate {
   tiered?: boolean;
   local_retention_age?: number | string | null;
   local_retention_size?: number | string | null;
+  retention_consumer_barrier?: boolean;
 }
 
 export type TopicPatch = Partial<Omit<TopicCreate, "name" | "partitions" | "segment_size">>;

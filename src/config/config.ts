@@ -43,6 +43,7 @@ export interface TieredStorageConfig {
   defaultLocalRetentionAgeMs: number | null;
   /** null: unlimited. */
   defaultLocalRetentionSizeBytes: number | null;
+  housekeeping: HousekeepingConfig;
   retry: {
     transient: { initialMs: number; factor: number; maxMs: number };
     nonTransient: { initialMs: number; factor: number; maxMs: number };
@@ -72,6 +73,18 @@ export interface TieredStorageConfig {
     lowWatermarkPercent: number;
     trimMinIntervalMs: number;
   };
+}
+
+export interface HousekeepingConfig {
+  intervalMs: number;
+  idleTimeoutMs: number;
+  idleThresholdRps: number;
+  requestQuota: number;
+  deleteBatchPerPass: number;
+  deleteGraceMs: number;
+  orphanSweepIntervalMs: number;
+  manifestUploadIntervalMs: number;
+  verifyIntervalMs: number;
 }
 
 /** Maps validated snake_case keys to the typed object; validation already checked every value. */
@@ -106,6 +119,7 @@ function toTieredStorage(v: ValidatedConfig, dataPath: string): TieredStorageCon
   const s3 = v["tiered_storage.s3"]!;
   const fs = v["tiered_storage.fs"]!;
   const cache = v["tiered_storage.cache"]!;
+  const hk = v["tiered_storage.housekeeping"]!;
   return {
     enabled: t["enabled"] as boolean,
     backend: t["backend"] as "fs" | "s3",
@@ -122,6 +136,17 @@ function toTieredStorage(v: ValidatedConfig, dataPath: string): TieredStorageCon
     defaultTopicTiered: t["default_topic_tiered"] as boolean,
     defaultLocalRetentionAgeMs: orNull(t["default_local_retention_age"]),
     defaultLocalRetentionSizeBytes: orNull(t["default_local_retention_size"]),
+    housekeeping: {
+      intervalMs: hk["interval"] as number,
+      idleTimeoutMs: hk["idle_timeout"] as number,
+      idleThresholdRps: hk["idle_threshold_rps"] as number,
+      requestQuota: hk["request_quota"] as number,
+      deleteBatchPerPass: hk["delete_batch_per_pass"] as number,
+      deleteGraceMs: hk["delete_grace"] as number,
+      orphanSweepIntervalMs: hk["orphan_sweep_interval"] as number,
+      manifestUploadIntervalMs: hk["manifest_upload_interval"] as number,
+      verifyIntervalMs: hk["verify_interval"] as number,
+    },
     retry: {
       transient: {
         initialMs: r["transient_initial"] as number,

@@ -91,6 +91,26 @@ export const configSchema = {
       unlimited: true,
     },
   },
+  "tiered_storage.housekeeping": {
+    /** Housekeeping runs at least this often, busy or not. */
+    interval: { kind: "duration", default: 300_000, min: 1000, max: 86_400_000 },
+    /** A shard whose request rate stayed below idle_threshold_rps this long runs housekeeping early. */
+    idle_timeout: { kind: "duration", default: 10_000, min: 100, max: 3_600_000 },
+    /** Produce and poll requests per second under which a shard counts as idle. */
+    idle_threshold_rps: { kind: "int", default: 10, min: 0, max: 1_000_000 },
+    /** Object-store requests one housekeeping run may spend, all jobs together. */
+    request_quota: { kind: "int", default: 5000, min: 1, max: 1_000_000 },
+    /** Keys one run deletes at most per partition. */
+    delete_batch_per_pass: { kind: "int", default: 300, min: 1, max: 1000 },
+    /** No object is deleted sooner than this after it became deletable, nor while younger than this. */
+    delete_grace: { kind: "duration", default: 60_000, min: 1000, max: 604_800_000 },
+    /** How often shard 0 lists the cluster prefix for incarnations that no longer exist. */
+    orphan_sweep_interval: { kind: "duration", default: 3_600_000, min: 1000, max: 604_800_000 },
+    /** Least time between two manifest uploads of one partition. */
+    manifest_upload_interval: { kind: "duration", default: 60_000, min: 1000, max: 86_400_000 },
+    /** How often every key below each partition's floor is HEADed and compared with the marker. */
+    verify_interval: { kind: "duration", default: 3_600_000, min: 1000, max: 604_800_000 },
+  },
   "tiered_storage.retry": {
     transient_initial: { kind: "duration", default: 10, min: 1, max: 60_000 },
     transient_factor: { kind: "int", default: 2, min: 1, max: 10 },

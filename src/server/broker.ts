@@ -636,11 +636,15 @@ export class Broker {
       t.streamId === partition.address.streamId && t.meta.id === partition.address.topicId
     );
     if (topic === undefined) return null;
-    const { retentionMaxAgeMs, retentionMaxBytes } = topic.meta.options;
+    const { retentionMaxAgeMs, retentionMaxBytes, tiered, retentionConsumerBarrier } = topic.meta.options;
     if (retentionMaxAgeMs === null && retentionMaxBytes === null) return null;
+    // The consumer barrier (RFC invariant 8): on a tiered topic, a segment that a stored consumer
+    // offset (the next offset that consumer reads) points into or before is kept.
+    const barrier = tiered && retentionConsumerBarrier ? partition.offsets.minimum() : null;
     return partition.enforceRetention((segment, retainedBytes) =>
-      (retentionMaxBytes !== null && retainedBytes > retentionMaxBytes) ||
-      (retentionMaxAgeMs !== null && segment.maxTimestampUs / 1000 < wallMs - retentionMaxAgeMs)
+      (barrier === null || segment.endOffset < barrier) &&
+      ((retentionMaxBytes !== null && retainedBytes > retentionMaxBytes) ||
+        (retentionMaxAgeMs !== null && segment.maxTimestampUs / 1000 < wallMs - retentionMaxAgeMs))
     );
   }
 

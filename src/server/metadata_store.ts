@@ -1,7 +1,7 @@
 import { readRecordFile, writeRecordFile } from "../log/record_file.ts";
 import type { Disk } from "../runtime/disk.ts";
 import type { Rng } from "../runtime/rng.ts";
-import type { TopicOptions } from "./topic_options.ts";
+import { type TopicOptions, withOptionDefaults } from "./topic_options.ts";
 
 export interface TopicMeta {
   id: number;
@@ -54,6 +54,9 @@ export class MetadataStore {
     const stored = await readRecordFile<Metadata>(disk, `${dataPath}/${fileName}`, magic);
     const doc: Metadata = stored ?? { version: 1, clusterId: rng.hex64(), nextStreamId: 1, streams: [] };
     if (configuredClusterId !== "") doc.clusterId = configuredClusterId;
+    for (const stream of doc.streams) {
+      for (const topic of stream.topics) topic.options = withOptionDefaults(topic.options);
+    }
     const store = new MetadataStore(disk, dataPath, doc);
     if (stored === null || stored.clusterId !== doc.clusterId) await store.commit(() => {});
     return store;

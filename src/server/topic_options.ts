@@ -14,6 +14,11 @@ export interface TopicOptions {
   localRetentionAgeMs: number | null;
   /** Local envelope per partition: uploaded local bytes above this are evicted; null keeps them. */
   localRetentionSizeBytes: number | null;
+  /**
+   * On tiered topics, total retention keeps every segment a stored consumer offset points into or
+   * before (the consumer barrier); false lets retention delete regardless of consumers.
+   */
+  retentionConsumerBarrier: boolean;
 }
 
 /** Server defaults for the options a create request leaves out. */
@@ -46,7 +51,13 @@ export function parseTopicOptions(body: Record<string, unknown>, defaults: Topic
     segmentMaxAgeMs: durationField(body, "segment_max_age", segmentMaxAgeMsMin),
     retentionMaxAgeMs: durationField(body, "retention_max_age", 1),
     retentionMaxBytes: bytesField(body, "retention_max_bytes", null, 1, Number.MAX_SAFE_INTEGER),
+    retentionConsumerBarrier: boolField(body, "retention_consumer_barrier") ?? true,
   };
+}
+
+/** Options stored before a field existed read as that field's default. */
+export function withOptionDefaults(stored: TopicOptions): TopicOptions {
+  return { ...stored, retentionConsumerBarrier: stored.retentionConsumerBarrier ?? true };
 }
 
 /**
@@ -84,6 +95,9 @@ export function patchTopicOptions(current: TopicOptions, body: Record<string, un
     ...(has("retention_max_bytes")
       ? { retentionMaxBytes: bytesField(body, "retention_max_bytes", null, 1, Number.MAX_SAFE_INTEGER) }
       : {}),
+    ...(has("retention_consumer_barrier")
+      ? { retentionConsumerBarrier: boolField(body, "retention_consumer_barrier")! }
+      : {}),
   };
 }
 
@@ -107,6 +121,7 @@ export function topicOptionsJson(o: TopicOptions): Record<string, unknown> {
     tiered: o.tiered,
     local_retention_age: o.localRetentionAgeMs,
     local_retention_size: o.localRetentionSizeBytes,
+    retention_consumer_barrier: o.retentionConsumerBarrier,
   };
 }
 

@@ -77,3 +77,39 @@ t.test("total retention by age deletes sealed segments whose newest message is o
   });
   t.ok(expired, "every sealed segment expired; the active one stays");
 });
+
+t.test("the consumer barrier: total retention of a tiered topic keeps what a stored consumer offset still needs, unless the topic waives it", async (t) => {
+  const { client, clock } = await openServer(t);
+  const c = client();
+  await c.createStream("s");
+  await c.createTopic("s", { name: "t", segment_size: "1 MiB", retention_max_bytes: "3 MiB" });
+  await c.storeOffset("s", "t", 0, "slow", 5);
+  for (let i = 0; i < 60; i++) await c.produce("s", "t", [{ payload: payload(100_000) }], 0);
+  const firstOffset = async () => (await c.partition("s", "t", 0))["first_offset"] as number;
+  for (let i = 0; i < 20; i++) {
+    clock.advance(1000);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  t.equal(await firstOffset(), 0, "the segment holding offset 5 and everything after it stay");
+
+  await c.storeOffset("s", "t", 0, "slow", 25);
+  const moved = await eventually(async () => {
+    clock.advance(1000);
+    return (await firstOffset()) > 0;
+  });
+  const first = await firstOffset();
+  t.ok(moved && first <= 25, `retention moved up to the consumer, not past it (first offset ${first})`);
+
+  t.match(await c.patchTopic("s", "t", { retention_consumer_barrier: false }), {
+    retention_consumer_barrier: false,
+  });
+  const waived = await eventually(async () => {
+    clock.advance(1000);
+    return ((await c.partition("s", "t", 0))["size_bytes"] as number) <= 3 * 1024 * 1024;
+  });
+  t.ok(
+    waived,
+    `with the barrier waived retention reached retention_max_bytes (first offset ${await firstOffset()})`,
+  );
+  t.ok((await firstOffset()) > 25, "and went past the consumer's offset");
+});
