@@ -28,6 +28,11 @@ export interface Metadata {
 const magic = "STRAMETA";
 const fileName = "metadata.bin";
 
+/** Reads the metadata without opening a store, for tools that run beside the server (GC); null if absent. */
+export function readMetadata(disk: Disk, dataPath: string): Promise<Metadata | null> {
+  return readRecordFile<Metadata>(disk, `${dataPath}/${fileName}`, magic);
+}
+
 /**
  * The names-to-ids map and topic options, in one atomically rewritten file under the data
  * directory. Directories are named by id only. Changes are serialized; each resolves once durable.
@@ -51,7 +56,7 @@ export class MetadataStore {
     rng: Rng,
     configuredClusterId: string,
   ): Promise<MetadataStore> {
-    const stored = await readRecordFile<Metadata>(disk, `${dataPath}/${fileName}`, magic);
+    const stored = await readMetadata(disk, dataPath);
     const doc: Metadata = stored ?? { version: 1, clusterId: rng.hex64(), nextStreamId: 1, streams: [] };
     if (configuredClusterId !== "") doc.clusterId = configuredClusterId;
     for (const stream of doc.streams) {

@@ -1,0 +1,158 @@
+import type { DeleteResult, ListOptions, ListPage } from "../objectstore/object_store.ts";
+import { assert } from "../runtime/assert.ts";
+import {
+  classifyObject,
+  type IncarnationTable,
+  isGarbage,
+  type ObjectClass,
+  objectClasses,
+} from "./object_class.ts";
+import { type ParsedObjectKey, parseObjectKey } from "./object_keys.ts";
+
+/** The store operations GC needs; the retrying store and every backend have them. */
+export interface GcStore {
+  list(prefix: string, options?: ListOptions): Promise<ListPage>;
+  delete(keys: readonly string[]): Promise<DeleteResult[]>;
+}
+
+export type GcMode = "dry-run" | "delete";
+
+export interface GcOptions {
+  store: GcStore;
+  /** `{prefix}/{cluster}/`: the listing's root. */
+  root: string;
+  mode: GcMode;
+  deleteGraceMs: number;
+  wallNowMs: () => number;
+  /**
+   * Reads what the metadata knows about these addresses. Called after each page is listed, so the
+   * table is never older than the objects it judges.
+   */
+  readTable: (addresses: ParsedAddresses) => Promise<IncarnationTable>;
+  /** Called after each page with the running count of listed objects. */
+  progress?: (listedObjects: number) => void;
+  /** Bound on pages, so a run always ends; 1000 keys per page. */
+  pagesMax?: number;
+}
+
+export type ParsedAddresses = { streamId: number; topicId: number; partitionId: number }[];
+
+export interface GcClassCount {
+  objects: number;
+  bytes: number;
+}
+
+export interface GcReport {
+  mode: GcMode;
+  root: string;
+  listedObjects: number;
+  classes: Record<ObjectClass, GcClassCount>;
+  deletedObjects: number;
+  deletedBytes: number;
+  deleteFailures: { key: string; error: string }[];
+  /** True when `pagesMax` stopped the listing before its end. */
+  truncated: boolean;
+}
+
+const deleteFailuresKeptMax = 100;
+
+/**
+ * The GC command's work (`failure-modes.md` § "Orphaned S3 objects"): lists the cluster's root
+ * page by page, classifies each object against the metadata read after that page, counts every
+ * class, and in `delete` mode deletes the garbage classes. Objects younger than `deleteGraceMs`
+ * are `in_grace` and are never deleted; unrecognized keys are never deleted either.
+ */
+export async function runGc(o: GcOptions): Promise<GcReport> {
+  const report: GcReport = {
+    mode: o.mode,
+    root: o.root,
+    listedObjects: 0,
+    classes: Object.fromEntries(objectClasses.map((c) => [c, { objects: 0, bytes: 0 }])) as Record<
+      ObjectClass,
+      GcClassCount
+    >,
+    deletedObjects: 0,
+    deletedBytes: 0,
+    deleteFailures: [],
+    truncated: false,
+  };
+  const pagesMax = o.pagesMax ?? 10_000_000;
+  let startAfter: string | undefined;
+  for (let page = 0; page < pagesMax; page++) {
+    const listed = await o.store.list(o.root, startAfter === undefined ? {} : { startAfter });
+    const parsed = listed.objects.map((obj) => ({ obj, parsed: parseObjectKey(o.root, obj.key) }));
+    const table = await o.readTable(addressesOf(parsed.map((p) => p.parsed)));
+    const now = o.wallNowMs();
+    const doomed: { key: string; sizeBytes: number }[] = [];
+    for (const { obj, parsed: key } of parsed) {
+      const c = classifyObject(key, obj.lastModifiedMs, table, now, o.deleteGraceMs);
+      report.classes[c].objects++;
+      report.classes[c].bytes += obj.sizeBytes;
+      if (isGarbage(c)) doomed.push(obj);
+    }
+    report.listedObjects += listed.objects.length;
+    if (o.mode === "delete" && doomed.length > 0) await deleteAll(o.store, doomed, report);
+    o.progress?.(report.listedObjects);
+    if (listed.nextStartAfter === null) return report;
+    assert(startAfter === undefined || listed.nextStartAfter > startAfter, "GC listing must move forward");
+    startAfter = listed.nextStartAfter;
+  }
+  report.truncated = true;
+  return report;
+}
+
+async function deleteAll(store: GcStore, doomed: { key: string; sizeBytes: number }[], report: GcReport) {
+  const sizes = new Map(doomed.map((d) => [d.key, d.sizeBytes]));
+  for (const result of await store.delete(doomed.map((d) => d.key))) {
+    if (result.error === null) {
+      report.deletedObjects++;
+      report.deletedBytes += sizes.get(result.key) ?? 0;
+    } else if (report.deleteFailures.length < deleteFailuresKeptMax) {
+      report.deleteFailures.push({ key: result.key, error: result.error.message });
+    }
+  }
+}
+
+function addressesOf(keys: ParsedObjectKey[]): ParsedAddresses {
+  const seen = new Map<string, ParsedAddresses[number]>();
+  for (const k of keys) {
+    if (k.kind === "unrecognized") continue;
+    seen.set(`${k.address.streamId}/${k.address.topicId}/${k.address.partitionId}`, k.address);
+  }
+  return [...seen.values()];
+}
+
+/** The report as a fixed-width table: one line per class, then the totals. */
+export function formatGcTable(r: GcReport): string {
+  const lines = [`${"class".padEnd(24)}${"objects".padStart(12)}${"bytes".padStart(16)}`];
+  for (const c of objectClasses) {
+    lines.push(
+      `${c.padEnd(24)}${String(r.classes[c].objects).padStart(12)}${String(r.classes[c].bytes).padStart(16)}`,
+    );
+  }
+  lines.push(`${"listed".padEnd(24)}${String(r.listedObjects).padStart(12)}`);
+  lines.push(
+    r.mode === "delete"
+      ? `${"deleted".padEnd(24)}${String(r.deletedObjects).padStart(12)}${
+        String(r.deletedBytes).padStart(16)
+      }`
+      : "dry run: nothing deleted (--mode delete deletes the garbage classes)",
+  );
+  if (r.deleteFailures.length > 0) lines.push(`delete failures: ${r.deleteFailures.length}`);
+  if (r.truncated) lines.push("the listing stopped at its page bound before the end of the prefix");
+  return lines.join("\n");
+}
+
+/** The report as JSON, class counts under their names. */
+export function gcJson(r: GcReport): Record<string, unknown> {
+  return {
+    mode: r.mode,
+    root: r.root,
+    listed_objects: r.listedObjects,
+    classes: r.classes,
+    deleted_objects: r.deletedObjects,
+    deleted_bytes: r.deletedBytes,
+    delete_failures: r.deleteFailures,
+    truncated: r.truncated,
+  };
+}
