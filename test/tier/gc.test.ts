@@ -182,7 +182,7 @@ t.test("the GC command: dry-run JSON by default, delete on request, refusals wit
   t.match(refused.err, /Cannot run GC: no metadata under/);
 });
 
-t.test("GC arguments: defaults, both spellings, and clear refusals", async (t) => {
+t.test("GC arguments: defaults, both spellings, and clear refusals", (t) => {
   t.same(parseGcArgs([]), { mode: "dry-run", format: "table", configPath: "./config.toml", help: false });
   t.same(parseGcArgs(["--mode=delete", "--format", "json", "--config=x.toml"]), {
     mode: "delete",
@@ -193,4 +193,5 @@ t.test("GC arguments: defaults, both spellings, and clear refusals", async (t) =
   t.throws(() => parseGcArgs(["--format", "xml"]), /--format must be one of table, json, got "xml"/);
   t.throws(() => parseGcArgs(["--config"]), /--config needs a value/);
   t.throws(() => parseGcArgs(["--force"]), /unknown argument "--force"/);
+  t.end();
 });

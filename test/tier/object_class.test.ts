@@ -20,7 +20,7 @@ const inc = (partitionId: number, createdRevision: string, purgeGeneration: numb
   purgeGeneration,
 });
 
-t.test("keys written by the layout parse back to their incarnation and offset; anything else is unrecognized", async (t) => {
+t.test("keys written by the layout parse back to their incarnation and offset; anything else is unrecognized", (t) => {
   const keys = segmentKeys(inc(3, "00ab", 4), 1234);
   t.match(parseObjectKey(root, keys.log), {
     kind: "segment",
@@ -52,9 +52,10 @@ t.test("keys written by the layout parse back to their incarnation and offset; a
     "skip key sorts after the segments",
   );
   t.ok(afterIncarnation(incarnationPrefix(inc(3, "00ab", 4))) < segmentKeys(inc(3, "00ab", 5), 0).log);
+  t.end();
 });
 
-t.test("each class: live, below the watermark, stale generation, unknown incarnation, in grace, unreadable kept", async (t) => {
+t.test("each class: live, below the watermark, stale generation, unknown incarnation, in grace, unreadable kept", (t) => {
   const table: IncarnationTable = new Map([
     ["1/2/0", { createdRevision: "aa", purgeGeneration: 2, deletedUpToOffset: 100 }],
     ["1/2/1", "unreadable" as const],
@@ -89,4 +90,5 @@ t.test("each class: live, below the watermark, stale generation, unknown incarna
     "no LastModified",
   );
   t.equal(classOf(`${root}notes.txt`), "unrecognized");
+  t.end();
 });
