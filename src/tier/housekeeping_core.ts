@@ -1,0 +1,266 @@
+import { assert } from "../runtime/assert.ts";
+
+/**
+ * When housekeeping runs and what it does, as a pure core: `(state, event, nowMs) → {state,
+ * effects}`. A shard runs housekeeping when its request rate has stayed below `idleThresholdRps`
+ * for `idleTimeoutMs` and there is work, or at least once per `intervalMs` (RFC § "Tier service").
+ * One run at a time; the shell spends at most `request_quota` requests on the jobs of a run, in
+ * the order planned, and reports what each job finished.
+ *
+ * Deletion is two-phase: a partition's retention watermark is remembered with the time it was
+ * first seen, and objects below it become deletable only `deleteGraceMs` later (the shell also
+ * skips any object younger than the grace). A purge or a recreated partition is a new
+ * incarnation: its state starts over.
+ */
+
+export interface HousekeepingCoreConfig {
+  intervalMs: number;
+  idleTimeoutMs: number;
+  idleThresholdRps: number;
+  deleteGraceMs: number;
+  orphanSweepIntervalMs: number;
+  manifestUploadIntervalMs: number;
+  verifyIntervalMs: number;
+  /** Only one shard (0) sweeps the cluster's prefix for orphans. */
+  sweepsOrphans: boolean;
+}
+
+/** What the shell sees of a partition at each observation. */
+export interface PartitionView {
+  key: string;
+  /** `{revision}-{generation}`: a change means a new incarnation. */
+  incarnation: string;
+  floor: number;
+  deletedUpToOffset: number;
+}
+
+interface Watermark {
+  offset: number;
+  seenAtMs: number;
+}
+
+export interface PartitionHousekeeping {
+  incarnation: string;
+  floor: number;
+  deletedUpToOffset: number;
+  /** Watermarks not yet eligible (plus the newest eligible one), oldest first, at most `watermarksMax`. */
+  watermarks: Watermark[];
+  /** Every object of this incarnation that starts below this offset is deleted. */
+  deletedBelow: number;
+  /** What the last uploaded manifest described (`floor:watermark`), null before the first. */
+  manifestOf: string | null;
+  manifestAtMs: number;
+  verifiedAtMs: number;
+  /** Where an unfinished verify pass goes on. */
+  verifyFrom: number;
+}
+
+export interface HousekeepingState {
+  config: HousekeepingCoreConfig;
+  partitions: ReadonlyMap<string, PartitionHousekeeping>;
+  running: boolean;
+  lastRunMs: number;
+  /** Last time the request rate was at or above the threshold. */
+  busyAtMs: number;
+  rateSampleAtMs: number;
+  rateSampleCount: number;
+  sweptAtMs: number;
+  /** Where an unfinished orphan sweep goes on; null starts from the beginning. */
+  sweepAfter: string | null;
+}
+
+export type HousekeepingJob =
+  | { kind: "delete_below"; partition: string; fromOffset: number; belowOffset: number }
+  | { kind: "upload_manifest"; partition: string; describes: string }
+  | { kind: "verify"; partition: string; fromOffset: number }
+  | { kind: "orphan_sweep"; startAfter: string | null };
+
+export type HousekeepingEffect = { kind: "run"; jobs: HousekeepingJob[] };
+
+/** What a job finished; a job that failed reports nothing and is planned again. */
+export type JobOutcome =
+  | { kind: "delete_below"; partition: string; deletedBelow: number }
+  | { kind: "upload_manifest"; partition: string; describes: string }
+  | { kind: "verify"; partition: string; nextFrom: number | null }
+  | { kind: "orphan_sweep"; nextAfter: string | null };
+
+export interface HousekeepingStep {
+  state: HousekeepingState;
+  effects: HousekeepingEffect[];
+}
+
+export const watermarksMax = 64;
+const rateSampleMs = 1000;
+
+export function initialHousekeeping(config: HousekeepingCoreConfig, nowMs: number): HousekeepingState {
+  return {
+    config,
+    partitions: new Map(),
+    running: false,
+    lastRunMs: nowMs,
+    busyAtMs: nowMs,
+    rateSampleAtMs: nowMs,
+    rateSampleCount: 0,
+    sweptAtMs: nowMs,
+    sweepAfter: null,
+  };
+}
+
+/**
+ * The shard's partitions and its running request count, observed periodically: updates each
+ * partition's watermarks and the idle clock, and starts a run when one is due and there is work.
+ */
+export function observe(
+  state: HousekeepingState,
+  event: { partitions: readonly PartitionView[]; requestCount: number },
+  nowMs: number,
+): HousekeepingStep {
+  const partitions = new Map<string, PartitionHousekeeping>();
+  for (const view of event.partitions) {
+    partitions.set(
+      view.key,
+      observePartition(state.partitions.get(view.key), view, nowMs, state.config.deleteGraceMs),
+    );
+  }
+  let next: HousekeepingState = { ...state, partitions, ...sampleRate(state, event.requestCount, nowMs) };
+  if (next.running) return { state: next, effects: [] };
+  const idle = nowMs - next.busyAtMs >= next.config.idleTimeoutMs &&
+    nowMs - next.lastRunMs >= next.config.idleTimeoutMs;
+  const due = nowMs - next.lastRunMs >= next.config.intervalMs;
+  if (!idle && !due) return { state: next, effects: [] };
+  const jobs = plan(next, nowMs);
+  if (jobs.length === 0) {
+    // Nothing to do: the interval starts again, so an idle shard does not plan every second.
+    return { state: due ? { ...next, lastRunMs: nowMs } : next, effects: [] };
+  }
+  next = { ...next, running: true, lastRunMs: nowMs };
+  return { state: next, effects: [{ kind: "run", jobs }] };
+}
+
+/** A run ended: each finished job moves its cursor. */
+export function runFinished(
+  state: HousekeepingState,
+  event: { outcomes: readonly JobOutcome[] },
+  nowMs: number,
+): HousekeepingStep {
+  assert(state.running, "housekeeping finished a run it did not start");
+  const partitions = new Map(state.partitions);
+  let next: HousekeepingState = { ...state, running: false };
+  for (const o of event.outcomes) {
+    if (o.kind === "orphan_sweep") {
+      next = o.nextAfter === null
+        ? { ...next, sweptAtMs: nowMs, sweepAfter: null }
+        : { ...next, sweepAfter: o.nextAfter };
+      continue;
+    }
+    const p = partitions.get(o.partition);
+    if (p === undefined) continue;
+    partitions.set(o.partition, applyOutcome(p, o, nowMs));
+  }
+  return { state: { ...next, partitions }, effects: [] };
+}
+
+/** The highest watermark seen at least `deleteGraceMs` ago, or 0. */
+export function eligibleWatermark(p: PartitionHousekeeping, nowMs: number, deleteGraceMs: number): number {
+  let eligible = 0;
+  for (const w of p.watermarks) if (nowMs - w.seenAtMs >= deleteGraceMs) eligible = w.offset;
+  return eligible;
+}
+
+function observePartition(
+  previous: PartitionHousekeeping | undefined,
+  view: PartitionView,
+  nowMs: number,
+  deleteGraceMs: number,
+): PartitionHousekeeping {
+  const p = previous === undefined || previous.incarnation !== view.incarnation
+    ? fresh(view, nowMs)
+    : { ...previous, floor: view.floor, watermarks: pruned(previous.watermarks, nowMs, deleteGraceMs) };
+  if (view.deletedUpToOffset <= (p.watermarks.at(-1)?.offset ?? 0)) {
+    return { ...p, deletedUpToOffset: view.deletedUpToOffset };
+  }
+  const watermarks = [...p.watermarks, { offset: view.deletedUpToOffset, seenAtMs: nowMs }];
+  // Over the bound, the second newest goes: its offsets then wait for the newest, later, never sooner.
+  if (watermarks.length > watermarksMax) watermarks.splice(watermarks.length - 2, 1);
+  return { ...p, deletedUpToOffset: view.deletedUpToOffset, watermarks };
+}
+
+/** Entries older than the newest eligible one say nothing more: they go. */
+function pruned(watermarks: Watermark[], nowMs: number, deleteGraceMs: number): Watermark[] {
+  let lastEligible = -1;
+  watermarks.forEach((w, i) => {
+    if (nowMs - w.seenAtMs >= deleteGraceMs) lastEligible = i;
+  });
+  return lastEligible <= 0 ? watermarks : watermarks.slice(lastEligible);
+}
+
+function fresh(view: PartitionView, nowMs: number): PartitionHousekeeping {
+  return {
+    incarnation: view.incarnation,
+    floor: view.floor,
+    deletedUpToOffset: 0,
+    watermarks: [],
+    deletedBelow: 0,
+    manifestOf: null,
+    manifestAtMs: -Infinity,
+    // A verify pass after a restart waits one interval: booting must not HEAD every key at once.
+    verifiedAtMs: nowMs,
+    verifyFrom: 0,
+  };
+}
+
+function sampleRate(state: HousekeepingState, requestCount: number, nowMs: number) {
+  const elapsedMs = nowMs - state.rateSampleAtMs;
+  if (elapsedMs < rateSampleMs) return {};
+  const rps = ((requestCount - state.rateSampleCount) * 1000) / elapsedMs;
+  return {
+    rateSampleAtMs: nowMs,
+    rateSampleCount: requestCount,
+    busyAtMs: rps >= state.config.idleThresholdRps ? nowMs : state.busyAtMs,
+  };
+}
+
+/** Deletions first (they free storage), then manifests, the orphan sweep, and verify passes. */
+function plan(state: HousekeepingState, nowMs: number): HousekeepingJob[] {
+  const c = state.config;
+  const deletes: HousekeepingJob[] = [];
+  const manifests: HousekeepingJob[] = [];
+  const verifies: HousekeepingJob[] = [];
+  for (const [key, p] of state.partitions) {
+    const below = eligibleWatermark(p, nowMs, c.deleteGraceMs);
+    if (below > p.deletedBelow) {
+      deletes.push({ kind: "delete_below", partition: key, fromOffset: p.deletedBelow, belowOffset: below });
+    }
+    const describes = `${p.floor}:${p.deletedUpToOffset}`;
+    if (p.floor > 0 && describes !== p.manifestOf && nowMs - p.manifestAtMs >= c.manifestUploadIntervalMs) {
+      manifests.push({ kind: "upload_manifest", partition: key, describes });
+    }
+    if (p.floor > 0 && nowMs - p.verifiedAtMs >= c.verifyIntervalMs) {
+      verifies.push({ kind: "verify", partition: key, fromOffset: p.verifyFrom });
+    }
+  }
+  const sweep: HousekeepingJob[] = c.sweepsOrphans &&
+      (state.sweepAfter !== null || nowMs - state.sweptAtMs >= c.orphanSweepIntervalMs)
+    ? [{ kind: "orphan_sweep", startAfter: state.sweepAfter }]
+    : [];
+  return [...deletes, ...manifests, ...sweep, ...verifies];
+}
+
+function applyOutcome(
+  p: PartitionHousekeeping,
+  o: Exclude<JobOutcome, { kind: "orphan_sweep" }>,
+  nowMs: number,
+) {
+  switch (o.kind) {
+    case "delete_below": {
+      assert(o.deletedBelow >= p.deletedBelow, "the deletion cursor never moves back");
+      return { ...p, deletedBelow: o.deletedBelow };
+    }
+    case "upload_manifest":
+      return { ...p, manifestOf: o.describes, manifestAtMs: nowMs };
+    case "verify":
+      return o.nextFrom === null
+        ? { ...p, verifiedAtMs: nowMs, verifyFrom: 0 }
+        : { ...p, verifyFrom: o.nextFrom };
+  }
+}
