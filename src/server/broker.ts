@@ -1,3 +1,6 @@
+import { Housekeeping } from "../tier/housekeeping.ts";
+import { HousekeepingMetrics } from "../tier/housekeeping_metrics.ts";
+import { addressKey, type IncarnationTable, type KnownPartition } from "../tier/object_class.ts";
 import type { Config } from "../config/config.ts";
 import type { MessageInput, StoredMessage } from "../log/batch_codec.ts";
 import type { LogConfig } from "../log/log_config.ts";
@@ -93,6 +96,8 @@ export class Broker {
   readonly #caches: (ChunkCache | null)[] = [];
   #tierMetrics: TierMetrics | null = null;
   #cacheMetrics: CacheMetrics | null = null;
+  #housekeepingMetrics: HousekeepingMetrics | null = null;
+  readonly #housekeeping: Housekeeping[] = [];
   readonly #deps: BrokerDeps;
   readonly #metadata: MetadataStore;
   readonly #topics = new Map<string, TopicRuntime>();
@@ -185,6 +190,9 @@ export class Broker {
       );
       broker.#controlLogs.push(log);
       tier.attachControlLog(log);
+      const housekeeping = broker.#newHousekeeping(id, tier, deps.objectStore!);
+      broker.#housekeeping.push(housekeeping);
+      shards[id]!.pump.onTick("housekeeping", (nowMs) => housekeeping.onTick(nowMs));
     }
     for (const shard of shards) shard.pump.start();
     logger.info("broker opened", {
@@ -380,6 +388,7 @@ export class Broker {
     const topic = this.#topic(streamName, topicName);
     const id = partitionId ?? this.#choosePartition(topic, messages[0]!.key);
     const partition = this.#open(topic, id, streamName);
+    this.#shardOf(partition.address).requests++;
     const result = await dataCall(() => partition.log.append(messages));
     return { partition: id, base_offset: result.baseOffset, count: result.count };
   }
@@ -391,6 +400,7 @@ export class Broker {
     request: PollRequest,
   ): Promise<{ messages: StoredMessage[]; nextOffset: number }> {
     const partition = this.#open(this.#topic(streamName, topicName), partitionId, streamName);
+    this.#shardOf(partition.address).requests++;
     return await dataCall(() =>
       request.timestampUs !== undefined
         ? partition.log.readFromTimestamp(request.timestampUs, request.count, request.maxBytes)
@@ -439,6 +449,7 @@ export class Broker {
   /** Stops the pumps and closes every partition, syncing its log. */
   async close(): Promise<void> {
     for (const shard of this.shards) shard.pump.stop();
+    for (const h of this.#housekeeping) await h.stop();
     for (const log of this.#controlLogs) await log.close();
     for (const cache of this.#caches) await cache?.close();
     for (const topic of this.#topics.values()) {
@@ -455,6 +466,48 @@ export class Broker {
       localRetentionAgeMs: t.defaultLocalRetentionAgeMs,
       localRetentionSizeBytes: t.defaultLocalRetentionSizeBytes,
     };
+  }
+
+  #newHousekeeping(shardId: number, tier: TierService, store: RetryingObjectStore): Housekeeping {
+    const t = this.#deps.config.tieredStorage;
+    return new Housekeeping({
+      clock: this.#deps.clock,
+      logger: this.#deps.logger.child({ shard: String(shardId), component: "housekeeping" }),
+      store,
+      config: {
+        ...t.housekeeping,
+        prefix: t.s3.prefix,
+        clusterId: this.#metadata.doc.clusterId,
+        segmentUploadTimeoutMs: t.segmentUploadTimeoutMs,
+      },
+      sweepsOrphans: shardId === 0,
+      partitions: () => tier.partitions(),
+      requestCount: () => this.shards[shardId]!.requests,
+      liveTable: () => this.#incarnationTable(),
+      upload: tier.uploadDeps,
+      metrics: this.#housekeepingMetrics ??= new HousekeepingMetrics(this.#deps.registry),
+    });
+  }
+
+  /** Every partition the metadata names, as the orphan sweep judges objects against it. */
+  #incarnationTable(): IncarnationTable {
+    const table = new Map<string, KnownPartition>();
+    for (const topic of this.#topics.values()) {
+      topic.slots.forEach((slot, partitionId) => {
+        const key = addressKey({ streamId: topic.streamId, topicId: topic.meta.id, partitionId });
+        if (slot.kind !== "open") {
+          table.set(key, "unreadable");
+          return;
+        }
+        const sb = slot.partition.superblock;
+        table.set(key, {
+          createdRevision: sb.createdRevision,
+          purgeGeneration: sb.purgeGeneration,
+          deletedUpToOffset: sb.deletedUpToOffset,
+        });
+      });
+    }
+    return table;
   }
 
   #newTierService(store: RetryingObjectStore, logger: Logger): TierService {

@@ -17,6 +17,8 @@ export class Shard {
   readonly id: number;
   readonly pump: Pump;
   readonly partitions = new Set<Partition>();
+  /** Produce and poll requests served for this shard's partitions: housekeeping's idle signal. */
+  requests = 0;
   readonly #retentionInFlight = new Set<Partition>();
   readonly #logger: Logger;
   #lastRetentionMs = -Infinity;

@@ -11,7 +11,7 @@ import type { RetryingObjectStore } from "../objectstore/retrying_object_store.t
 import type { RetryProfiles } from "../objectstore/retry_policy.ts";
 import type { ControlLog } from "./control_log.ts";
 import { segmentKeys } from "./object_keys.ts";
-import { uploadSegment } from "./segment_uploader.ts";
+import { type UploadDeps, uploadSegment } from "./segment_uploader.ts";
 import * as core from "./upload_core.ts";
 import type { TierGaugeSource, TierMetrics } from "./tier_metrics.ts";
 
@@ -126,6 +126,21 @@ export class TierService implements TierGaugeSource {
 
   *floors(): Iterable<[string, number]> {
     for (const [key, p] of this.#partitions) yield [key, p.partition.superblock.tieredUpToOffset];
+  }
+
+  /** The partitions this shard tiers, for housekeeping. */
+  partitions(): Iterable<TieredPartition> {
+    return this.#partitions.values();
+  }
+
+  /** What an upload needs, shared with the verify pass's re-uploads (same pacing). */
+  get uploadDeps(): UploadDeps {
+    return {
+      disk: this.#deps.disk,
+      store: this.#deps.store,
+      pieceBytes: this.#deps.config.uploadPieceBytes,
+      bandwidth: this.#deps.bandwidth,
+    };
   }
 
   /** The state the core holds, for gauges and tests. */

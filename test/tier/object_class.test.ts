@@ -1,5 +1,5 @@
 import t from "tap";
-import { classifyObject, type IncarnationTable } from "../../src/tier/object_class.ts";
+import { classifyObject, type IncarnationTable, type KnownPartition } from "../../src/tier/object_class.ts";
 import {
   afterIncarnation,
   clusterRoot,
@@ -56,7 +56,7 @@ t.test("keys written by the layout parse back to their incarnation and offset; a
 });
 
 t.test("each class: live, below the watermark, stale generation, unknown incarnation, in grace, unreadable kept", (t) => {
-  const table: IncarnationTable = new Map([
+  const table: IncarnationTable = new Map<string, KnownPartition>([
     ["1/2/0", { createdRevision: "aa", purgeGeneration: 2, deletedUpToOffset: 100 }],
     ["1/2/1", "unreadable" as const],
   ]);

@@ -1,0 +1,62 @@
+import { Counter, type Registry } from "prom-client";
+
+/** Housekeeping's counters, shared by every shard in one registry. */
+export class HousekeepingMetrics {
+  readonly runs: Counter;
+  readonly requests: Counter;
+  readonly deletedObjects: Counter<"reason">;
+  readonly failures: Counter<"job">;
+  readonly orphansFound: Counter;
+  readonly manifestsUploaded: Counter;
+  readonly verifyAnomalies: Counter<"kind">;
+  readonly verifyReuploads: Counter;
+
+  constructor(registry: Registry) {
+    const registers = [registry];
+    this.runs = new Counter({
+      name: "strata_housekeeping_runs_total",
+      help: "Housekeeping runs started.",
+      registers,
+    });
+    this.requests = new Counter({
+      name: "strata_housekeeping_requests_total",
+      help: "Object-store requests housekeeping spent (each run at most request_quota).",
+      registers,
+    });
+    this.deletedObjects = new Counter({
+      name: "strata_housekeeping_deleted_objects_total",
+      help:
+        "Objects deleted: below a retention watermark (watermark) or of an incarnation that is gone (orphan).",
+      labelNames: ["reason"],
+      registers,
+    });
+    this.failures = new Counter({
+      name: "strata_housekeeping_failures_total",
+      help:
+        "Housekeeping jobs that failed (delete_below, upload_manifest, verify, orphan_sweep); retried next run.",
+      labelNames: ["job"],
+      registers,
+    });
+    this.orphansFound = new Counter({
+      name: "strata_housekeeping_orphans_found_total",
+      help: "Objects the orphan sweep found whose incarnation no longer exists.",
+      registers,
+    });
+    this.manifestsUploaded = new Counter({
+      name: "strata_housekeeping_manifests_uploaded_total",
+      help: "Partition manifests uploaded under meta/.",
+      registers,
+    });
+    this.verifyAnomalies = new Counter({
+      name: "strata_tier_verify_anomalies_total",
+      help: "Objects below the floor found missing or different from their marker by the verify pass.",
+      labelNames: ["kind"],
+      registers,
+    });
+    this.verifyReuploads = new Counter({
+      name: "strata_tier_verify_reuploads_total",
+      help: "Missing objects the verify pass uploaded again from a local .log still on disk.",
+      registers,
+    });
+  }
+}

@@ -1,0 +1,67 @@
+import { pack, unpack } from "msgpackr";
+import type { Partition } from "../log/partition.ts";
+
+/**
+ * The lazily uploaded partition manifest (RFC § "Cluster interactions"): a derived description of
+ * a partition's tiered segments, uploaded by housekeeping under `meta/` when the remote set changed.
+ * Never the source of truth for a live cluster; it is what a restore into an empty cluster reads.
+ */
+export interface PartitionManifest {
+  version: 1;
+  streamId: number;
+  topicId: number;
+  partitionId: number;
+  createdRevision: string;
+  purgeGeneration: number;
+  /** Exclusive: every offset below it is in the store. */
+  tieredUpToOffset: number;
+  /** Exclusive: total retention deleted every offset below it. */
+  deletedUpToOffset: number;
+  /** Segments below the floor and at or above the watermark, oldest first. */
+  segments: ManifestSegment[];
+}
+
+export interface ManifestSegment {
+  startOffset: number;
+  endOffset: number;
+  sizeBytes: number;
+  maxTimestampUs: number;
+  /** The .log's CRC32C when a marker records it (evicted segments); null while the .log is local. */
+  logCrc32c: number | null;
+}
+
+/** Segments in one manifest at most, as the RFC's manifest cap. */
+export const manifestSegmentsMax = 65_536;
+
+export function manifestOf(partition: Partition): PartitionManifest {
+  const sb = partition.superblock;
+  const segments = partition.log.segments
+    .filter((s) => s.sealed && s.endOffset < sb.tieredUpToOffset && s.startOffset >= sb.deletedUpToOffset)
+    .slice(-manifestSegmentsMax)
+    .map((s) => ({
+      startOffset: s.startOffset,
+      endOffset: s.endOffset,
+      sizeBytes: s.sizeBytes,
+      maxTimestampUs: s.maxTimestampUs,
+      logCrc32c: s.marker?.logCrc32c ?? null,
+    }));
+  return {
+    version: 1,
+    ...partition.address,
+    createdRevision: sb.createdRevision,
+    purgeGeneration: sb.purgeGeneration,
+    tieredUpToOffset: sb.tieredUpToOffset,
+    deletedUpToOffset: sb.deletedUpToOffset,
+    segments,
+  };
+}
+
+export function encodeManifest(m: PartitionManifest): Uint8Array {
+  return pack(m);
+}
+
+export function decodeManifest(bytes: Uint8Array): PartitionManifest {
+  const m = unpack(bytes) as PartitionManifest;
+  if (m?.version !== 1 || !Array.isArray(m.segments)) throw new Error("Cannot read manifest: unknown format");
+  return m;
+}

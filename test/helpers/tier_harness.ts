@@ -1,0 +1,142 @@
+import type { Test } from "tap";
+import type { HousekeepingConfig } from "../../src/config/config.ts";
+import type { LogConfig } from "../../src/log/log_config.ts";
+import { Partition } from "../../src/log/partition.ts";
+import { defaultRetryProfiles } from "../../src/objectstore/retry_policy.ts";
+import { RetryingObjectStore } from "../../src/objectstore/retrying_object_store.ts";
+import { SimObjectStore } from "../../src/objectstore/sim_object_store.ts";
+import { initCrc32c } from "../../src/runtime/crc32c.ts";
+import { silentLogger } from "../../src/runtime/logger.ts";
+import { createMetricsRegistry } from "../../src/runtime/metrics.ts";
+import { NodeDisk } from "../../src/runtime/node_disk.ts";
+import { Rng } from "../../src/runtime/rng.ts";
+import { TokenBucket } from "../../src/runtime/token_bucket.ts";
+import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import { LocalControlLog } from "../../src/tier/control_log.ts";
+import { Housekeeping } from "../../src/tier/housekeeping.ts";
+import { HousekeepingMetrics } from "../../src/tier/housekeeping_metrics.ts";
+import type { IncarnationTable } from "../../src/tier/object_class.ts";
+import { type LocalEnvelope, TierService } from "../../src/tier/tier_service.ts";
+import { tempDir } from "./temp_dir.ts";
+
+// The tier service shell (and, on request, housekeeping) with the sim store, a real partition on
+// disk and virtual time.
+await initCrc32c();
+export const logConfig: LogConfig = {
+  segmentSizeBytes: 50_000,
+  segmentMaxAgeMs: null,
+  indexIntervalBytes: 4096,
+  fsync: "always",
+  fsyncIntervalMs: 1000,
+  writeQueueMax: 1000,
+};
+
+export const housekeepingDefaults: HousekeepingConfig = {
+  intervalMs: 300_000,
+  idleTimeoutMs: 10_000,
+  idleThresholdRps: 10,
+  requestQuota: 5000,
+  deleteBatchPerPass: 300,
+  deleteGraceMs: 60_000,
+  orphanSweepIntervalMs: 3_600_000,
+  manifestUploadIntervalMs: 60_000,
+  verifyIntervalMs: 3_600_000,
+};
+
+export interface TierHarnessOptions {
+  /** Runs housekeeping beside the tier service, as shard 0 (which sweeps orphans). */
+  housekeeping?: Partial<HousekeepingConfig>;
+  /** The partitions the orphan sweep takes as live; the harness's own partition by default. */
+  liveTable?: () => IncarnationTable;
+}
+
+export async function tierHarness(t: Test, envelope: LocalEnvelope, options: TierHarnessOptions = {}) {
+  const disk = new NodeDisk();
+  const data = tempDir(t);
+  const clock = new VirtualClock();
+  const partition = await Partition.create(disk, clock, new Rng(1), data, {
+    streamId: 1,
+    topicId: 1,
+    partitionId: 0,
+  }, logConfig);
+  t.teardown(() => partition.close());
+  const sim = new SimObjectStore(clock, new Rng(2));
+  const store = new RetryingObjectStore(sim, clock, new Rng(3), defaultRetryProfiles, {
+    putMs: 90_000,
+    getMs: 5000,
+    otherMs: 30_000,
+  }, null);
+  const tier = new TierService({
+    clock,
+    rng: new Rng(4),
+    logger: silentLogger(),
+    disk,
+    store,
+    bandwidth: new TokenBucket(clock, {
+      rateBytesPerSec: "unlimited",
+      waitersMax: 100,
+      name: "upload bandwidth",
+    }),
+    config: {
+      prefix: "strata",
+      clusterId: "c1",
+      uploadConcurrency: 2,
+      uploadPieceBytes: 16 * 1024,
+      uploadLoopBackoffMaxMs: 10_000,
+      segmentUploadTimeoutMs: 90_000,
+      retry: defaultRetryProfiles,
+    },
+  });
+  tier.addPartition({ key: "1/1/0", partition, tiered: () => true, envelope: () => envelope });
+  const control = await LocalControlLog.open(
+    disk,
+    `${data}/control/shard-0.log`,
+    (_i, c) => tier.applyFloor(c),
+  );
+  t.teardown(() => control.close());
+  tier.attachControlLog(control);
+  const registry = createMetricsRegistry();
+  const housekeeping = options.housekeeping === undefined ? null : new Housekeeping({
+    clock,
+    logger: silentLogger(),
+    store,
+    config: {
+      ...housekeepingDefaults,
+      ...options.housekeeping,
+      prefix: "strata",
+      clusterId: "c1",
+      segmentUploadTimeoutMs: 90_000,
+    },
+    sweepsOrphans: true,
+    partitions: () => tier.partitions(),
+    requestCount: () => 0,
+    liveTable: options.liveTable ?? (() => {
+      const sb = partition.superblock;
+      return new Map([["1/1/0", {
+        createdRevision: sb.createdRevision,
+        purgeGeneration: sb.purgeGeneration,
+        deletedUpToOffset: sb.deletedUpToOffset,
+      }]]);
+    }),
+    upload: tier.uploadDeps,
+    metrics: new HousekeepingMetrics(registry),
+  });
+  if (housekeeping !== null) t.teardown(() => housekeeping.stop());
+  const produce = async (n: number) => {
+    for (let i = 0; i < n; i++) {
+      await partition.log.append([{ key: null, headers: {}, payload: new Uint8Array(10_000).fill(i % 256) }]);
+    }
+  };
+  /** Ticks every 10 ms of virtual time, letting real I/O run between ticks, until `done` or the bound. */
+  const runUntil = async (done: () => boolean, ticksMax = 3000) => {
+    for (let i = 0; i < ticksMax && !done(); i++) {
+      clock.advance(10);
+      tier.onTick(clock.nowMs());
+      housekeeping?.onTick(clock.nowMs());
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    return done();
+  };
+  const lastSealedEnd = () => partition.log.segments.filter((s) => s.sealed).at(-1)!.endOffset;
+  return { partition, sim, store, tier, clock, produce, runUntil, lastSealedEnd, housekeeping, registry };
+}
