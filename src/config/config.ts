@@ -68,8 +68,10 @@ export interface TieredStorageConfig {
     /** Resolved: cache/ under the data directory when the key is empty. */
     path: string;
     sizeBytes: number;
+    sizePercent: number;
     objectsMax: number;
     chunkBytes: number;
+    readaheadChunksMax: number;
     lowWatermarkPercent: number;
     trimMinIntervalMs: number;
   };
@@ -175,7 +177,9 @@ function toTieredStorage(v: ValidatedConfig, dataPath: string): TieredStorageCon
     cache: {
       path: (cache["path"] as string) === "" ? `${dataPath}/cache` : (cache["path"] as string),
       sizeBytes: cache["size"] as number,
+      sizePercent: cache["size_percent"] as number,
       objectsMax: cache["max_objects"] as number,
+      readaheadChunksMax: cache["readahead_max"] as number,
       chunkBytes: cache["chunk_size"] as number,
       lowWatermarkPercent: cache["low_watermark_percent"] as number,
       trimMinIntervalMs: cache["trim_min_interval"] as number,

@@ -149,7 +149,11 @@ export const configSchema = {
       min: 16 * 1024 * 1024,
       max: Number.MAX_SAFE_INTEGER,
     },
+    /** Budget cap as a share of the data disk's capacity; the smaller of this and size wins. */
+    size_percent: { kind: "int", default: 20, min: 1, max: 100 },
     max_objects: { kind: "int", default: 100_000, min: 16, max: 10_000_000 },
+    /** Chunks fetched ahead of a sequential reader at most (doubling from one); 0 turns readahead off. */
+    readahead_max: { kind: "int", default: 4, min: 0, max: 64 },
     /** Unit of remote reads; boundaries snap to batch starts. */
     chunk_size: { kind: "bytes", default: 8 * 1024 * 1024, min: 1024 * 1024, max: 64 * 1024 * 1024 },
     low_watermark_percent: { kind: "int", default: 80, min: 10, max: 99 },

@@ -12,7 +12,12 @@ import {
   type StoredMessage,
   verifyBatch,
 } from "./batch_codec.ts";
-import { type RemoteChunk, RemoteCorruptError, type RemoteReader } from "./remote_reader.ts";
+import {
+  type RemoteChunk,
+  RemoteCorruptError,
+  type RemoteReader,
+  RemoteSegmentRetiredError,
+} from "./remote_reader.ts";
 import { groupOpsMax, type LogConfig, retentionSegmentsPerPassMax } from "./log_config.ts";
 import { PartitionUnavailableError, RemoteReadUnavailableError, WriteQueueFullError } from "./log_errors.ts";
 import { encodeRemoteMarker, type RemoteMarker } from "./remote_marker.ts";
@@ -21,7 +26,7 @@ import { Crc32cStream } from "../runtime/crc32c.ts";
 import { yieldToReactor } from "../runtime/yield_to_reactor.ts";
 import { readExactly, scanBatches } from "./scan_batches.ts";
 import { Segment } from "./segment.ts";
-import { encodeIndexEntries, indexEntryBytes } from "./sparse_index.ts";
+import { decodeIndexEntries, encodeIndexEntries, indexEntryBytes } from "./sparse_index.ts";
 
 export interface AppendResult {
   baseOffset: number;
@@ -250,9 +255,35 @@ export class PartitionLog {
         return await this.#read(offset, count, maxBytes);
       } catch (error) {
         const vanished = error instanceof DiskError && error.code === "not_found";
-        if (!vanished || attempt >= readAttemptsMax) throw error;
+        const retired = error instanceof RemoteSegmentRetiredError;
+        if ((!vanished && !retired) || attempt >= readAttemptsMax) throw error;
+        // Its object is gone below the retention watermark: the segment leaves the chain as total
+        // retention would have taken it, and the read starts again past it.
+        if (retired) {
+          const watermark = error.deletedUpToOffset;
+          await this.enforceRetention((s) => s.location === "remote" && s.endOffset < watermark);
+        }
       }
     }
+  }
+
+  /**
+   * Stores a remote segment's `.index`, fetched because it was missing locally, and loads its
+   * entries. Entries that are not increasing positions inside the segment are refused: the read
+   * then scans from the segment's start, which is slower but right.
+   */
+  async installRemoteIndex(segment: Segment, bytes: Uint8Array): Promise<boolean> {
+    assert(segment.location === "remote", "only a remote segment's index is fetched");
+    const entries = decodeIndexEntries(bytes);
+    const consistent = entries !== null &&
+      entries.every((e, i) =>
+        e.position < segment.sizeBytes && (i === 0 || e.position > entries[i - 1]!.position)
+      );
+    if (!consistent || segment.index.entries().length > 0) return false;
+    await writeWholeFile(this.#disk, segment.indexPath, bytes);
+    for (const e of entries) segment.index.add(e);
+    segment.lastIndexedPosition = entries.at(-1)?.position ?? -1;
+    return true;
   }
 
   /** Messages from the first one stamped at or after `timestampUs`. */
@@ -569,9 +600,10 @@ export class PartitionLog {
     for (; i < segments.length && messages.length < count && bytes < maxBytes; i++) {
       const segment = segments[i]!;
       if (segment.visibleSizeBytes === 0 || segment.visibleEndOffset < offset) continue;
+      if (segment.location === "remote") await this.#remote?.ensureIndex(segment);
       const entry = segment.index.floorByOffset(offset - segment.startOffset);
       if (segment.location === "remote") {
-        await this.#scanRemote(segment, entry.position, visit);
+        await this.#scanRemote(segment, entry.position, () => maxBytes - bytes, visit);
       } else {
         // Start with a modest window (a poll of 100 × 1 KiB fits) and let the scan double it.
         const windowBytes = Math.min(maxBytes - bytes + 16 * 1024, 128 * 1024);
@@ -616,18 +648,19 @@ export class PartitionLog {
   async #scanRemote(
     segment: Segment,
     position: number,
+    wantBytes: () => number,
     visit: (batch: Uint8Array, header: BatchHeader) => boolean,
   ): Promise<void> {
     const remote = this.#remote;
     if (remote === null) throw new RemoteReadUnavailableError(this.label, segment.startOffset);
     let pos = position;
-    // Each pass consumes at least one chunk, so the segment's size bounds the loop.
+    // Each pass consumes at least one batch, so the segment's size bounds the loop.
     while (pos < segment.sizeBytes) {
-      let chunk = await remote.chunkAt(segment, pos);
+      let chunk = await remote.chunkAt(segment, pos, wantBytes());
       let verdict = walkChunk(chunk, pos, visit);
       if (verdict === "corrupt") {
         await remote.drop(chunk);
-        chunk = await remote.chunkAt(segment, pos);
+        chunk = await remote.chunkAt(segment, pos, wantBytes());
         verdict = walkChunk(chunk, pos, visit);
         if (verdict === "corrupt") throw new RemoteCorruptError(this.label, segment.startOffset, pos);
       }
@@ -640,23 +673,23 @@ export class PartitionLog {
     const segments = [...this.#segments];
     const segment = segments.find((s) => s.visibleSizeBytes > 0 && s.maxTimestampUs >= timestampUs);
     if (segment === undefined) return segments.at(-1)!.visibleEndOffset + 1;
-    if (segment.location === "remote") throw new RemoteReadUnavailableError(this.label, segment.startOffset);
+    let found = segment.visibleEndOffset + 1;
+    const visit = (batch: Uint8Array, header: BatchHeader) => {
+      if (header.maxTimestampUs < timestampUs) return true;
+      const first = decodeMessages(batch).find((m) => m.timestampUs >= timestampUs);
+      if (first !== undefined) found = first.offset;
+      return first === undefined;
+    };
+    if (segment.location === "remote") {
+      await this.#remote?.ensureIndex(segment);
+      const entry = segment.index.floorByTimestamp(timestampUs);
+      await this.#scanRemote(segment, entry.position, () => 64 * 1024, visit);
+      return found;
+    }
     const entry = segment.index.floorByTimestamp(timestampUs);
     const file = await this.#disk.open(segment.logPath, { readOnly: true });
-    let found = segment.visibleEndOffset + 1;
     try {
-      await scanBatches(
-        file,
-        entry.position,
-        segment.visibleSizeBytes,
-        { verify: false },
-        (batch, header) => {
-          if (header.maxTimestampUs < timestampUs) return true;
-          const first = decodeMessages(batch).find((m) => m.timestampUs >= timestampUs);
-          if (first !== undefined) found = first.offset;
-          return first === undefined;
-        },
-      );
+      await scanBatches(file, entry.position, segment.visibleSizeBytes, { verify: false }, visit);
     } finally {
       await file.close();
     }

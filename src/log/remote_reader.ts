@@ -13,8 +13,13 @@ export interface RemoteChunk {
  * implements it. Without one, such reads answer `RemoteReadUnavailableError`.
  */
 export interface RemoteReader {
-  /** The chunk holding byte `position` of the segment. */
-  chunkAt(segment: Segment, position: number): Promise<RemoteChunk>;
+  /**
+   * Bytes of the segment from `position` (a batch boundary): the chunk holding it, or for a cold
+   * poll just the range it needs (`wantBytes`, clamped to 64 KiB to 1 MiB) while the chunk hydrates.
+   */
+  chunkAt(segment: Segment, position: number, wantBytes: number): Promise<RemoteChunk>;
+  /** Fetches and stores the segment's `.index` when it is missing locally; a no-op otherwise. */
+  ensureIndex(segment: Segment): Promise<void>;
   /** Forgets a chunk whose bytes failed their checksum, so the next read fetches it again. */
   drop(chunk: RemoteChunk): Promise<void>;
 }
@@ -25,6 +30,31 @@ export class RemoteCorruptError extends Error {
   constructor(label: string, segment: number, position: number) {
     super(
       `Cannot read partition ${label} at segment ${segment}, byte ${position}: the remote data fails its checksum`,
+    );
+  }
+}
+
+/**
+ * A remote segment's object is gone and the segment lies below `deleted_up_to_offset`: retention
+ * retired it, only the local marker lagged. The log retires it too and the read clamps forward.
+ */
+export class RemoteSegmentRetiredError extends Error {
+  override name = "RemoteSegmentRetiredError";
+  readonly deletedUpToOffset: number;
+  constructor(label: string, segment: number, deletedUpToOffset: number) {
+    super(
+      `Cannot read partition ${label} at segment ${segment}: retention deleted it (below ${deletedUpToOffset})`,
+    );
+    this.deletedUpToOffset = deletedUpToOffset;
+  }
+}
+
+/** A remote segment's object is missing above `deleted_up_to_offset`: data loss, never an empty answer. */
+export class RemoteDataLossError extends Error {
+  override name = "RemoteDataLossError";
+  constructor(label: string, segment: number, key: string) {
+    super(
+      `Cannot read partition ${label} at segment ${segment}: its object ${key} is missing from the store`,
     );
   }
 }

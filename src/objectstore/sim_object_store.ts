@@ -174,7 +174,7 @@ export class SimObjectStore implements ObjectStore {
       const object = this.#objects.get(key);
       if (object === undefined) throw new NotFoundError(`Cannot find object ${key}`, 404);
       return toPieces(readRange(object.pieces, start, Math.min(endExclusive, object.sizeBytes)));
-    });
+    }, Math.max(0, endExclusive - start));
   }
 
   head(key: string, options: OpOptions = {}): Promise<ObjectHead | null> {

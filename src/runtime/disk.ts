@@ -24,6 +24,8 @@ export interface Disk {
   removeTree(dirPath: string): Promise<void>;
   /** Makes the directory's entries (creates, renames, unlinks) durable. */
   fsyncDir(dirPath: string): Promise<void>;
+  /** Total bytes of the file system holding `path` (for budgets given as a share of the disk). */
+  capacityBytes(path: string): Promise<number>;
 }
 
 export interface OpenOptions {

@@ -39,6 +39,11 @@ export class NodeDisk implements Disk {
     }
   }
 
+  async capacityBytes(path: string): Promise<number> {
+    const s = await wrap("read the capacity of", path, () => fs.statfs(path));
+    return Number(s.blocks) * Number(s.bsize);
+  }
+
   async mkdirp(dirPath: string): Promise<void> {
     await wrap("create directory", dirPath, () => fs.mkdir(dirPath, { recursive: true }));
   }

@@ -23,7 +23,7 @@ import { Semaphore } from "../runtime/semaphore.ts";
 import { ApiError, badRequest, conflict, notFound, unavailable } from "./api_errors.ts";
 import { CacheFullError, ChunkCache, FetchTimeoutError } from "../tier/chunk_cache.ts";
 import { TierRemoteReader } from "../tier/tier_remote_reader.ts";
-import { RemoteCorruptError } from "../log/remote_reader.ts";
+import { RemoteCorruptError, RemoteDataLossError } from "../log/remote_reader.ts";
 import { NotFoundError, ThrottledError, TransportError } from "../objectstore/object_store_errors.ts";
 import { MetadataStore, type StreamMeta, type TopicMeta } from "./metadata_store.ts";
 import { checkName } from "./names.ts";
@@ -145,6 +145,16 @@ export class Broker {
         continue;
       }
       const c = config.tieredStorage.cache;
+      // The budget is the smaller of size and size_percent of the data disk, split among shards.
+      const diskBytes = await disk.capacityBytes(dataPath);
+      const budgetBytes = Math.min(c.sizeBytes, Math.floor((diskBytes * c.sizePercent) / 100));
+      if (id === 0) {
+        logger.info("chunk cache budget", {
+          budget_bytes: budgetBytes,
+          disk_bytes: diskBytes,
+          size_bytes: c.sizeBytes,
+        });
+      }
       const cache = await ChunkCache.open({
         disk,
         store: deps.objectStore,
@@ -152,7 +162,7 @@ export class Broker {
         logger,
         dir: `${c.path}/shard-${id}`,
         config: {
-          budgetBytes: Math.floor(c.sizeBytes / config.system.shards),
+          budgetBytes: Math.max(1, Math.floor(budgetBytes / config.system.shards)),
           objectsMax: Math.max(1, Math.floor(c.objectsMax / config.system.shards)),
           lowWatermarkPercent: c.lowWatermarkPercent,
           trimMinIntervalMs: c.trimMinIntervalMs,
@@ -625,13 +635,13 @@ export class Broker {
       const cache = this.#caches[shard.id] ?? null;
       if (cache !== null) {
         slot.partition.log.attachRemoteReader(
-          new TierRemoteReader(
-            slot.partition,
-            cache,
-            this.#deps.config.tieredStorage.s3.prefix,
-            this.#metadata.doc.clusterId,
-            this.#deps.config.tieredStorage.cache.chunkBytes,
-          ),
+          new TierRemoteReader(slot.partition, cache, {
+            prefix: this.#deps.config.tieredStorage.s3.prefix,
+            clusterId: this.#metadata.doc.clusterId,
+            chunkBytes: this.#deps.config.tieredStorage.cache.chunkBytes,
+            readaheadChunksMax: this.#deps.config.tieredStorage.cache.readaheadChunksMax,
+            ...(this.#cacheMetrics !== null ? { metrics: this.#cacheMetrics } : {}),
+          }),
         );
       }
       // The tier service reads the topic's options at each use: a PATCH applies at once.
@@ -737,7 +747,9 @@ async function dataCall<T>(run: () => Promise<T>): Promise<T> {
     ) {
       throw unavailable("transient", error.message, 1);
     }
-    if (error instanceof NotFoundError) throw new ApiError(502, "remote_data_missing", error.message);
+    if (error instanceof NotFoundError || error instanceof RemoteDataLossError) {
+      throw new ApiError(502, "remote_data_missing", error.message);
+    }
     if (error instanceof RemoteCorruptError) throw new ApiError(502, "remote_data_corrupt", error.message);
     throw error;
   }

@@ -72,6 +72,19 @@ export function reserve(state: CacheState, bytes: number, nowMs: number): CacheS
   return { ...trimmed, admitted: false };
 }
 
+/**
+ * Space for a prefetch (readahead, background hydration nobody waits for): admitted only when the
+ * cache stays at or under its low watermark afterwards. It never forces a trim, so speculative
+ * downloads cannot push out chunks that readers are using.
+ */
+export function reserveIfRoom(state: CacheState, bytes: number): { state: CacheState; admitted: boolean } {
+  const c = state.config;
+  const room =
+    state.usedBytes + state.reservedBytes + bytes <= (c.budgetBytes * c.lowWatermarkPercent) / 100 &&
+    state.chunks.size + state.reservations + 1 <= Math.floor((c.objectsMax * c.lowWatermarkPercent) / 100);
+  return room ? { state: reserved(state, bytes), admitted: true } : { state, admitted: false };
+}
+
 function fits(state: CacheState, bytes: number): boolean {
   return state.usedBytes + state.reservedBytes + bytes <= state.config.budgetBytes &&
     state.chunks.size + state.reservations < state.config.objectsMax;

@@ -1,4 +1,4 @@
-import { Counter, Gauge, type Registry } from "prom-client";
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 
 /** What a chunk cache reports at scrape time. */
 export interface CacheGaugeSource {
@@ -14,6 +14,10 @@ export class CacheMetrics {
   readonly evictions: Counter;
   readonly checksumFailures: Counter;
   readonly transientReplies: Counter;
+  readonly hydrations: Counter<"kind">;
+  readonly reservationRefusals: Counter;
+  readonly fetchSeconds: Histogram<"kind">;
+  readonly dataLoss: Counter;
   readonly #sources = new Set<CacheGaugeSource>();
 
   constructor(registry: Registry) {
@@ -46,6 +50,31 @@ export class CacheMetrics {
     this.transientReplies = new Counter({
       name: "strata_cache_transient_replies_total",
       help: "Polls answered 503 transient: fetch_timeout passed or the cache was full.",
+      registers,
+    });
+    this.hydrations = new Counter({
+      name: "strata_cache_hydrations_total",
+      help:
+        "Chunks fetched in the background: after a cold poll's first range (hydration) or ahead of a reader (readahead).",
+      labelNames: ["kind"],
+      registers,
+    });
+    this.reservationRefusals = new Counter({
+      name: "strata_cache_reservation_refusals_total",
+      help:
+        "Downloads refused because fetches in flight held the whole budget (the poll answered 503 transient).",
+      registers,
+    });
+    this.fetchSeconds = new Histogram({
+      name: "strata_cache_fetch_seconds",
+      help: "Duration of one GET: a cold poll's first range (first) or a whole chunk (chunk).",
+      labelNames: ["kind"],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
+    this.dataLoss = new Counter({
+      name: "strata_tier_data_loss_total",
+      help: "Reads that found an object missing above deleted_up_to_offset: data loss, answered 502.",
       registers,
     });
     const sources = this.#sources;

@@ -8,6 +8,7 @@ import type { RetryingObjectStore } from "../objectstore/retrying_object_store.t
 import * as cacheCore from "./cache_core.ts";
 import { readRecordFile, writeRecordFile } from "../log/record_file.ts";
 import type { ChunkSpan } from "./chunk_layout.ts";
+import { assert } from "../runtime/assert.ts";
 import type { Semaphore } from "../runtime/semaphore.ts";
 import type { TokenBucket } from "../runtime/token_bucket.ts";
 import type { CacheMetrics } from "./cache_metrics.ts";
@@ -58,8 +59,29 @@ const accessTableFile = "access-table.bin";
 const accessTableMagic = "STRACACH";
 const accessTableSaveIntervalMs = 60_000;
 
-/** Bound on chunk fetches in flight per shard. */
+/** Bound on chunk fetches (hydrations and first-range fetches together) in flight per shard. */
 const fetchesInFlightMax = 64;
+
+/** What a read asks of the cache. */
+export interface ChunkRequest {
+  objectKey: string;
+  cacheKey: string;
+  span: ChunkSpan;
+  /** A backfill far behind the head: its chunks enter at the cold end and its hits do not promote. */
+  cold: boolean;
+}
+
+/** Bytes of a `.log` from `start`: a whole chunk, or the first range of a cold poll. */
+export interface FetchedRange {
+  start: number;
+  bytes: Uint8Array;
+}
+
+interface FirstFetch {
+  start: number;
+  end: number;
+  bytes: Promise<Uint8Array>;
+}
 
 /**
  * A shard's chunk cache (RFC § "Chunk cache"): chunks of remote `.log` objects as files under the
@@ -71,6 +93,8 @@ export class ChunkCache {
   readonly #deps: ChunkCacheDeps;
   #state: cacheCore.CacheState;
   readonly #inFlight = new Map<string, Promise<Uint8Array>>();
+  /** Cold polls' first-range fetches, by chunk: concurrent cold readers of one range share one. */
+  readonly #firstFetches = new Map<string, FirstFetch>();
   /** Object requests made, for tests and gauges. */
   fetches = 0;
   hits = 0;
@@ -166,6 +190,85 @@ export class ChunkCache {
     return this.#state.chunks.size;
   }
 
+  /** Whether a chunk is cached or being fetched: a read of it makes no new request. */
+  isWarm(cacheKey: string): boolean {
+    return this.#state.chunks.has(cacheKey) || this.#inFlight.has(cacheKey);
+  }
+
+  /**
+   * A cold poll (RFC § "Chunk cache"): fetches exactly the walk's range `[first.start, first.end)`
+   * (64 KiB to 1 MiB, ending on a batch boundary) and answers from it, then hydrates the whole
+   * chunk in the background. Readers arriving meanwhile share the first fetch when it covers
+   * their position, else wait for the chunk.
+   */
+  async readFirst(request: ChunkRequest, first: { start: number; end: number }): Promise<FetchedRange> {
+    const { span, cacheKey } = request;
+    assert(
+      span.start <= first.start && first.start < first.end && first.end <= span.end,
+      "first range in chunk",
+    );
+    const shared = this.#firstFetches.get(cacheKey);
+    if (
+      this.isWarm(cacheKey) ||
+      (shared !== undefined && !(shared.start <= first.start && first.start < shared.end))
+    ) {
+      return {
+        start: span.start,
+        bytes: await this.readChunk(request.objectKey, cacheKey, span, request.cold),
+      };
+    }
+    let fetch = shared;
+    if (fetch === undefined) {
+      if (this.#inFlight.size + this.#firstFetches.size >= fetchesInFlightMax) {
+        throw new CacheFullError(first.end - first.start);
+      }
+      const bytes = this.#fetchRange(request.objectKey, first.start, first.end, "first").finally(() => {
+        this.#firstFetches.delete(cacheKey);
+        this.#hydrate(request, "hydration");
+      });
+      bytes.catch(() => {});
+      fetch = { ...first, bytes };
+      this.#firstFetches.set(cacheKey, fetch);
+    }
+    return { start: fetch.start, bytes: await this.#waitForPoll(fetch.bytes) };
+  }
+
+  /**
+   * Readahead and background hydration: starts fetching a chunk nobody waits for, when it is not
+   * cached or in flight and the cache has room below its low watermark; otherwise does nothing.
+   */
+  prefetch(request: ChunkRequest): void {
+    this.#hydrate(request, "readahead");
+  }
+
+  #hydrate(request: ChunkRequest, why: "hydration" | "readahead"): void {
+    const { cacheKey, span } = request;
+    if (this.isWarm(cacheKey) || this.#inFlight.size + this.#firstFetches.size >= fetchesInFlightMax) return;
+    const bytes = span.end - span.start;
+    // The chunk under a cold poll is being read: it may force a trim like any miss. Readahead is
+    // speculative: only into room below the low watermark, never pushing anything out.
+    if (why === "hydration") {
+      const reserved = cacheCore.reserve(this.#state, bytes, this.#deps.clock.nowMs());
+      this.#apply(reserved);
+      if (!reserved.admitted) return;
+    } else {
+      const room = cacheCore.reserveIfRoom(this.#state, bytes);
+      if (!room.admitted) return;
+      this.#state = room.state;
+    }
+    this.#deps.metrics?.hydrations.inc({ kind: why });
+    const path = `${this.#deps.dir}/${cacheKey}`;
+    // Prefetched chunks enter at the cold end: a reader that stops leaves them first in line to go.
+    const cold = why === "readahead" || request.cold;
+    const fetching = this.#download(request.objectKey, cacheKey, path, span, cold).finally(() =>
+      this.#inFlight.delete(cacheKey)
+    );
+    fetching.catch((error) =>
+      this.#deps.logger.debug("background chunk fetch failed", { key: cacheKey, error })
+    );
+    this.#inFlight.set(cacheKey, fetching);
+  }
+
   /** The bytes of one chunk of an object: from the cache, or fetched once and cached. */
   async readChunk(objectKey: string, cacheKey: string, span: ChunkSpan, cold: boolean): Promise<Uint8Array> {
     const path = `${this.#deps.dir}/${cacheKey}`;
@@ -191,6 +294,10 @@ export class ChunkCache {
       fetching.catch(() => {});
       this.#inFlight.set(cacheKey, fetching);
     }
+    return await this.#waitForPoll(fetching);
+  }
+
+  async #waitForPoll(fetching: Promise<Uint8Array>): Promise<Uint8Array> {
     try {
       return await this.#waitAtMostFetchTimeout(fetching);
     } catch (error) {
@@ -244,15 +351,61 @@ export class ChunkCache {
     const bytes = span.end - span.start;
     const reserved = cacheCore.reserve(this.#state, bytes, this.#deps.clock.nowMs());
     this.#apply(reserved);
-    if (!reserved.admitted) throw new CacheFullError(bytes);
+    if (!reserved.admitted) {
+      this.#deps.metrics?.reservationRefusals.inc();
+      throw new CacheFullError(bytes);
+    }
+    this.#deps.metrics?.misses.inc();
+    return await this.#download(objectKey, cacheKey, path, span, cold);
+  }
+
+  /** A whole small object (a segment's `.index`), not cached here: its owner stores it. */
+  fetchObject(objectKey: string, sizeBytes: number): Promise<Uint8Array> {
+    return this.#fetchRange(objectKey, 0, sizeBytes, "index");
+  }
+
+  /** Ranged GET of `[start, end)` for a poll, not cached: a cold poll's first range, or an index. */
+  async #fetchRange(
+    objectKey: string,
+    start: number,
+    end: number,
+    kind: "first" | "index",
+  ): Promise<Uint8Array> {
+    using _slot = await this.#deps.fetchSlots.acquire();
+    await this.#deps.fetchBandwidth.take(end - start);
+    this.fetches++;
+    this.#deps.metrics?.misses.inc();
+    const startedMs = this.#deps.clock.nowMs();
+    const pieces = await this.#deps.store.getRange(objectKey, start, end, {
+      deadlineAtMs: startedMs + this.#deps.fetchDeadlineMs,
+    });
+    this.#deps.metrics?.fetchSeconds.observe({ kind }, (this.#deps.clock.nowMs() - startedMs) / 1000);
+    const length = pieces.reduce((n, p) => n + p.length, 0);
+    this.#deps.metrics?.fetchedBytes.inc(length);
+    return concatBytes(pieces, length);
+  }
+
+  /** Downloads a chunk whose space is reserved into its file, and accounts it. */
+  async #download(
+    objectKey: string,
+    cacheKey: string,
+    path: string,
+    span: ChunkSpan,
+    cold: boolean,
+  ): Promise<Uint8Array> {
+    const bytes = span.end - span.start;
     try {
       using _slot = await this.#deps.fetchSlots.acquire();
       await this.#deps.fetchBandwidth.take(bytes);
       this.fetches++;
-      this.#deps.metrics?.misses.inc();
+      const startedMs = this.#deps.clock.nowMs();
       const pieces = await this.#deps.store.getRange(objectKey, span.start, span.end, {
-        deadlineAtMs: this.#deps.clock.nowMs() + this.#deps.fetchDeadlineMs,
+        deadlineAtMs: startedMs + this.#deps.fetchDeadlineMs,
       });
+      this.#deps.metrics?.fetchSeconds.observe(
+        { kind: "chunk" },
+        (this.#deps.clock.nowMs() - startedMs) / 1000,
+      );
       const dir = path.slice(0, path.lastIndexOf("/"));
       await this.#deps.disk.mkdirp(dir);
       const part = await this.#deps.disk.open(`${path}.part`, { create: true });

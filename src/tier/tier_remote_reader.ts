@@ -1,63 +1,169 @@
 import type { Partition } from "../log/partition.ts";
-import type { RemoteChunk, RemoteReader } from "../log/remote_reader.ts";
+import {
+  type RemoteChunk,
+  RemoteDataLossError,
+  type RemoteReader,
+  RemoteSegmentRetiredError,
+} from "../log/remote_reader.ts";
 import type { Segment } from "../log/segment.ts";
-import type { ChunkCache } from "./chunk_cache.ts";
-import { chunkAt, chunkStarts } from "./chunk_layout.ts";
+import { NotFoundError } from "../objectstore/object_store_errors.ts";
+import type { CacheMetrics } from "./cache_metrics.ts";
+import type { ChunkCache, ChunkRequest } from "./chunk_cache.ts";
+import { chunkAt, type ChunkSpan, chunkStarts } from "./chunk_layout.ts";
 import { segmentKeys } from "./object_keys.ts";
+
+/** A cold poll's first range: the walk's own bytes, 64 KiB to 1 MiB (RFC § "Chunk cache"). */
+export const firstRangeBytesMin = 64 * 1024;
+export const firstRangeBytesMax = 1024 * 1024;
+
+export interface TierRemoteReaderOptions {
+  prefix: string;
+  clusterId: string;
+  chunkBytes: number;
+  /** `readahead_max`: chunks fetched ahead of a sequential reader at most; 0 turns readahead off. */
+  readaheadChunksMax: number;
+  metrics?: CacheMetrics;
+}
 
 /**
  * Reads a partition's evicted segments through the shard's chunk cache: chunk boundaries come
- * from the segment's sparse index (kept locally), object keys from the partition's incarnation.
+ * from the segment's sparse index (kept locally, fetched once if missing), object keys from the
+ * partition's incarnation. A cold poll fetches only its own range first; a sequential reader gets
+ * readahead that doubles from one chunk up to `readahead_max`.
  */
 export class TierRemoteReader implements RemoteReader {
   readonly #partition: Partition;
   readonly #cache: ChunkCache;
-  readonly #prefix: string;
-  readonly #clusterId: string;
-  readonly #chunkBytes: number;
+  readonly #o: TierRemoteReaderOptions;
   readonly #starts = new WeakMap<Segment, number[]>();
+  readonly #indexFetches = new WeakMap<Segment, Promise<void>>();
+  /** The last chunk served, to tell a sequential reader, and the readahead it has earned. */
+  #last: { segment: Segment; chunk: number; chunks: number } | null = null;
+  #readaheadChunks = 1;
 
-  constructor(
-    partition: Partition,
-    cache: ChunkCache,
-    prefix: string,
-    clusterId: string,
-    chunkBytes: number,
-  ) {
+  constructor(partition: Partition, cache: ChunkCache, options: TierRemoteReaderOptions) {
     this.#partition = partition;
     this.#cache = cache;
-    this.#prefix = prefix;
-    this.#clusterId = clusterId;
-    this.#chunkBytes = chunkBytes;
+    this.#o = options;
   }
 
-  async chunkAt(segment: Segment, position: number): Promise<RemoteChunk> {
+  async chunkAt(segment: Segment, position: number, wantBytes: number): Promise<RemoteChunk> {
+    const starts = this.#chunkStarts(segment);
+    const span = chunkAt(starts, segment.sizeBytes, position);
+    const request = this.#request(segment, span, position);
+    try {
+      const first = this.#firstRange(segment, span, position, wantBytes);
+      const got = first === null || this.#cache.isWarm(request.cacheKey)
+        ? {
+          start: span.start,
+          bytes: await this.#cache.readChunk(request.objectKey, request.cacheKey, span, request.cold),
+        }
+        : await this.#cache.readFirst(request, first);
+      this.#readahead(segment, span, starts, request.cold);
+      return { start: got.start, bytes: got.bytes, cacheKey: request.cacheKey };
+    } catch (error) {
+      throw this.#missing(error, segment, request.objectKey);
+    }
+  }
+
+  async ensureIndex(segment: Segment): Promise<void> {
+    const indexBytes = segment.marker?.indexSizeBytes ?? 0;
+    if (segment.location !== "remote" || segment.index.entries().length > 0 || indexBytes === 0) return;
+    let fetching = this.#indexFetches.get(segment);
+    if (fetching === undefined) {
+      const key = this.#keys(segment).index;
+      fetching = this.#cache.fetchObject(key, indexBytes)
+        .then((bytes) => this.#partition.log.installRemoteIndex(segment, bytes))
+        .then(() => {
+          this.#starts.delete(segment);
+        })
+        .catch((error) => {
+          // Without the index the read scans from the segment's start: slower, never wrong.
+          this.#indexFetches.delete(segment);
+          if (error instanceof NotFoundError) throw this.#missing(error, segment, key);
+        });
+      this.#indexFetches.set(segment, fetching);
+    }
+    await fetching;
+  }
+
+  drop(chunk: RemoteChunk): Promise<void> {
+    return this.#cache.drop(chunk.cacheKey);
+  }
+
+  /** Null when the whole chunk is fetched anyway: little more than the walk needs, or no index to snap to. */
+  #firstRange(segment: Segment, span: ChunkSpan, position: number, wantBytes: number) {
+    if (span.end - position <= firstRangeBytesMax) return null;
+    const target = position + Math.min(firstRangeBytesMax, Math.max(firstRangeBytesMin, wantBytes));
+    // The range ends on a batch boundary: the first index entry at or past the target.
+    const end = segment.index.entries().find((e) => e.position >= target && e.position < span.end)?.position;
+    if (end === undefined || end - position > 2 * firstRangeBytesMax) return null;
+    return { start: position, end };
+  }
+
+  /** Sequential reads earn readahead: one chunk, doubling up to `readahead_max`; a jump resets it. */
+  #readahead(segment: Segment, span: ChunkSpan, starts: number[], cold: boolean): void {
+    if (this.#o.readaheadChunksMax === 0) return;
+    const last = this.#last;
+    if (last !== null && last.segment === segment && last.chunk === span.chunk) return;
+    const sequential = last !== null &&
+      ((last.segment === segment && span.chunk === last.chunk + 1) ||
+        (last.segment !== segment && span.chunk === 0 && last.chunk === last.chunks - 1));
+    this.#readaheadChunks = sequential ? Math.min(this.#readaheadChunks * 2, this.#o.readaheadChunksMax) : 1;
+    this.#last = { segment, chunk: span.chunk, chunks: starts.length };
+    let ahead = this.#readaheadChunks;
+    for (let k = span.chunk + 1; k < starts.length && ahead > 0; k++, ahead--) {
+      const next = { chunk: k, start: starts[k]!, end: starts[k + 1] ?? segment.sizeBytes };
+      this.#cache.prefetch({ ...this.#request(segment, next, next.start), cold });
+    }
+  }
+
+  #missing(error: unknown, segment: Segment, key: string): unknown {
+    if (!(error instanceof NotFoundError)) return error;
+    const deletedUpTo = this.#partition.superblock.deletedUpToOffset;
+    if (segment.endOffset < deletedUpTo) {
+      return new RemoteSegmentRetiredError(this.#partition.log.label, segment.startOffset, deletedUpTo);
+    }
+    this.#o.metrics?.dataLoss.inc();
+    return new RemoteDataLossError(this.#partition.log.label, segment.startOffset, key);
+  }
+
+  #chunkStarts(segment: Segment): number[] {
     let starts = this.#starts.get(segment);
     if (starts === undefined) {
-      starts = chunkStarts(segment.index.entries(), segment.sizeBytes, this.#chunkBytes);
+      starts = chunkStarts(segment.index.entries(), segment.sizeBytes, this.#o.chunkBytes);
       this.#starts.set(segment, starts);
     }
-    const span = chunkAt(starts, segment.sizeBytes, position);
+    return starts;
+  }
+
+  #keys(segment: Segment) {
     const sb = this.#partition.superblock;
     const a = this.#partition.address;
-    const keys = segmentKeys({
-      prefix: this.#prefix,
-      clusterId: this.#clusterId,
+    return segmentKeys({
+      prefix: this.#o.prefix,
+      clusterId: this.#o.clusterId,
       streamId: a.streamId,
       topicId: a.topicId,
       partitionId: a.partitionId,
       createdRevision: sb.createdRevision,
       purgeGeneration: sb.purgeGeneration,
     }, segment.startOffset);
-    const cacheKey =
-      `${a.streamId}/${a.topicId}/${a.partitionId}/${sb.createdRevision}-${sb.purgeGeneration}/` +
-      `${segment.stem}.log_chunks/${span.start}`;
-    // A reader further behind the head than the cache could hold is a backfill: its chunks enter
-    // the LRU at the cold end, and its hits do not promote them, so it cannot evict the working
-    // set near the head.
-    const cold = this.#bytesFromHead(segment, span.start) > this.#cache.budgetBytes;
-    const bytes = await this.#cache.readChunk(keys.log, cacheKey, span, cold);
-    return { start: span.start, bytes, cacheKey };
+  }
+
+  #request(segment: Segment, span: ChunkSpan, position: number): ChunkRequest {
+    const sb = this.#partition.superblock;
+    const a = this.#partition.address;
+    return {
+      objectKey: this.#keys(segment).log,
+      cacheKey: `${a.streamId}/${a.topicId}/${a.partitionId}/${sb.createdRevision}-${sb.purgeGeneration}/` +
+        `${segment.stem}.log_chunks/${span.start}`,
+      span,
+      // A reader further behind the head than the cache could hold is a backfill: its chunks enter
+      // the LRU at the cold end, and its hits do not promote them, so it cannot evict the working
+      // set near the head.
+      cold: this.#bytesFromHead(segment, position) > this.#cache.budgetBytes,
+    };
   }
 
   #bytesFromHead(segment: Segment, position: number): number {
@@ -68,9 +174,5 @@ export class TierRemoteReader implements RemoteReader {
       if (s === segment) after = true;
     }
     return behind;
-  }
-
-  drop(chunk: RemoteChunk): Promise<void> {
-    return this.#cache.drop(chunk.cacheKey);
   }
 }

@@ -5,6 +5,7 @@ import {
   initialCache,
   releaseReservation,
   reserve,
+  reserveIfRoom,
   trim,
 } from "../../src/tier/cache_core.ts";
 
@@ -122,5 +123,22 @@ t.test("a cold reader's hits do not promote a chunk: only warm readers move it t
   );
   state = access(state, "old1");
   t.ok(state.chunks.get("old1")!.rank > state.chunks.get("head")!.rank, "a warm reader's hit does promote");
+  t.end();
+});
+
+t.test("a prefetch is admitted only below the low watermark and never forces a trim", (t) => {
+  let state = initialCache({
+    budgetBytes: 1000,
+    objectsMax: 100,
+    lowWatermarkPercent: 80,
+    trimMinIntervalMs: 0,
+  });
+  const first = reserveIfRoom(state, 500);
+  t.ok(first.admitted, "500 of 800 allowed");
+  state = commit(first.state, { key: "a", reservedBytes: 500, sizeBytes: 500, cold: true });
+  t.ok(reserveIfRoom(state, 300).admitted, "up to the watermark exactly");
+  const refused = reserveIfRoom(state, 301);
+  t.notOk(refused.admitted, "past the watermark: refused");
+  t.equal(refused.state, state, "and nothing changed: no trim, no reservation");
   t.end();
 });

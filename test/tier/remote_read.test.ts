@@ -1,8 +1,10 @@
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, unlinkSync, writeFileSync } from "node:fs";
 import t, { type Test } from "tap";
 import type { LogConfig } from "../../src/log/log_config.ts";
 import { Partition } from "../../src/log/partition.ts";
-import { RemoteCorruptError } from "../../src/log/remote_reader.ts";
+import { RemoteCorruptError, RemoteDataLossError } from "../../src/log/remote_reader.ts";
+import { readSuperblock, writeSuperblock } from "../../src/log/superblock.ts";
+import { runVirtual } from "../helpers/run_virtual.ts";
 import { defaultRetryProfiles } from "../../src/objectstore/retry_policy.ts";
 import { RetryingObjectStore } from "../../src/objectstore/retrying_object_store.ts";
 import { SimObjectStore } from "../../src/objectstore/sim_object_store.ts";
@@ -17,11 +19,13 @@ import { Semaphore } from "../../src/runtime/semaphore.ts";
 import { segmentKeys } from "../../src/tier/object_keys.ts";
 import { uploadSegment } from "../../src/tier/segment_uploader.ts";
 import { TierRemoteReader } from "../../src/tier/tier_remote_reader.ts";
+import { CacheMetrics } from "../../src/tier/cache_metrics.ts";
+import { createMetricsRegistry } from "../../src/runtime/metrics.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 
 // Reads of evicted segments through the chunk cache, with the sim store counting every GET.
 await initCrc32c();
-const logConfig: LogConfig = {
+const baseLogConfig: LogConfig = {
   segmentSizeBytes: 200_000,
   segmentMaxAgeMs: null,
   indexIntervalBytes: 4096,
@@ -29,10 +33,19 @@ const logConfig: LogConfig = {
   fsyncIntervalMs: 1000,
   writeQueueMax: 100,
 };
-const chunkBytes = 64 * 1024;
+interface EvictedOptions {
+  budgetBytes?: number;
+  segmentSizeBytes?: number;
+  messages?: number;
+  chunkBytes?: number;
+  readaheadChunksMax?: number;
+}
 
-/** A partition with 4 sealed segments uploaded to the sim store and evicted. */
-async function evicted(t: Test, budgetBytes = 64 * 1024 * 1024) {
+/** A partition with sealed segments (4 by default) uploaded to the sim store and evicted. */
+async function evicted(t: Test, options: EvictedOptions = {}) {
+  const budgetBytes = options.budgetBytes ?? 64 * 1024 * 1024;
+  const chunkBytes = options.chunkBytes ?? 64 * 1024;
+  const logConfig = { ...baseLogConfig, segmentSizeBytes: options.segmentSizeBytes ?? 200_000 };
   const disk = new NodeDisk();
   const data = tempDir(t);
   const clock = new VirtualClock();
@@ -42,7 +55,7 @@ async function evicted(t: Test, budgetBytes = 64 * 1024 * 1024) {
     partitionId: 0,
   }, logConfig);
   t.teardown(() => partition.close());
-  for (let i = 0; i < 90; i++) {
+  for (let i = 0; i < (options.messages ?? 90); i++) {
     await partition.log.append([{ key: null, headers: {}, payload: new Uint8Array(10_000).fill(i) }]);
   }
   const sim = new SimObjectStore(clock, new Rng(2));
@@ -111,12 +124,21 @@ async function evicted(t: Test, budgetBytes = 64 * 1024 * 1024) {
         name: "fetch bandwidth",
       }),
     });
-  const attach = async () => {
+  const metrics = new CacheMetrics(createMetricsRegistry());
+  const attach = async (to: Partition = partition) => {
     const cache = await openCache();
-    partition.log.attachRemoteReader(new TierRemoteReader(partition, cache, "strata", "c1", chunkBytes));
+    to.log.attachRemoteReader(
+      new TierRemoteReader(to, cache, {
+        prefix: "strata",
+        clusterId: "c1",
+        chunkBytes,
+        readaheadChunksMax: options.readaheadChunksMax ?? 0,
+        metrics,
+      }),
+    );
     return cache;
   };
-  return { partition, sim, attach, cacheDir, floor, incarnation, clock };
+  return { partition, sim, attach, cacheDir, floor, incarnation, clock, disk, data, logConfig, metrics };
 }
 
 const payloadOk = (m: { offset: number; payload: Uint8Array }) =>
@@ -186,7 +208,7 @@ t.test("a poll waits at most fetch_timeout, answers transient, and its retry is 
 });
 
 t.test("a backfill far behind the head enters the cache at the cold end and cannot evict the head's chunk", async (t) => {
-  const { partition, sim, attach } = await evicted(t, 260 * 1024);
+  const { partition, sim, attach } = await evicted(t, { budgetBytes: 260 * 1024 });
   const cache = await attach();
   const remote = partition.log.segments.filter((s) => s.location === "remote");
   const nearHead = remote.at(-1)!;
@@ -264,4 +286,116 @@ t.test("the access table is saved and restored: after a restart the least recent
   await new Promise((r) => setTimeout(r, 50));
   t.notOk(existsSync(`${dir}/k2`), "k2, the least recently used before the restart, was evicted");
   t.ok(existsSync(`${dir}/k1`) && existsSync(`${dir}/k3`), "k1 and k3 stay");
+});
+
+t.test("a cold poll fetches only its own range first (64 KiB to 1 MiB) and answers from it; the chunk hydrates in the background", async (t) => {
+  const { partition, sim, attach, clock } = await evicted(t, {
+    segmentSizeBytes: 5_000_000,
+    messages: 600,
+    chunkBytes: 4 * 1024 * 1024,
+  });
+  const cache = await attach();
+  sim.faults = { latencyMs: { min: 100, max: 100 } };
+  const cold = await runVirtual(clock, partition.log.read(0, 5, 64 * 1024));
+  t.same(cold.messages.map((m) => m.offset), [0, 1, 2, 3, 4]);
+  t.ok(cold.messages.every(payloadOk));
+  const gets = sim.records.filter((r) => r.op === "get");
+  t.equal(gets.length, 1, "the poll waited for one GET");
+  t.ok(
+    gets[0]!.bytes! >= 64 * 1024 && gets[0]!.bytes! <= 1024 * 1024,
+    `a small one: ${gets[0]!.bytes} bytes`,
+  );
+  // Virtual time moves the GET's latency along; real time lets the chunk file be written.
+  for (let i = 0; i < 500 && cache.chunkCount === 0; i++) {
+    clock.advance(50);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  const all = sim.records.filter((r) => r.op === "get");
+  t.equal(all.length, 2, "then the chunk hydrated in the background");
+  t.ok(all[1]!.bytes! > 3 * 1024 * 1024, `the whole chunk (${all[1]!.bytes} bytes)`);
+  t.equal(cache.chunkCount, 1);
+  const warm = await partition.log.read(100, 5, 64 * 1024);
+  t.ok(warm.messages.every(payloadOk) && warm.messages.length === 5);
+  t.equal(sim.count("get"), 2, "a warm poll makes no request");
+});
+
+t.test("readahead: a sequential reader earns one chunk ahead, doubling up to readahead_max; with 0 there is none", async (t) => {
+  const getsFor = async (readaheadChunksMax: number) => {
+    const { partition, sim, attach } = await evicted(t, {
+      segmentSizeBytes: 400_000,
+      messages: 45,
+      chunkBytes: 16 * 1024,
+      readaheadChunksMax,
+    });
+    await attach();
+    // Small polls walking forward through chunks 0 to 3 of the first segment.
+    for (let offset = 0; offset < 6; offset++) {
+      const r = await partition.log.read(offset, 1, 1024);
+      t.ok(r.messages.length === 1 && payloadOk(r.messages[0]!)) || t.bailout();
+    }
+    await new Promise((r) => setTimeout(r, 100));
+    return sim.count("get");
+  };
+  const none = await getsFor(0);
+  const ahead = await getsFor(4);
+  t.ok(none >= 3 && none <= 5, `without readahead: one GET per chunk read (${none})`);
+  t.ok(ahead >= none + 4, `with readahead_max 4: chunks fetched ahead of the reader (${ahead} GETs)`);
+});
+
+t.test("a remote segment whose .index is missing locally has it fetched on first use and stored", async (t) => {
+  const { partition, sim, attach, incarnation, disk, data, logConfig } = await evicted(t);
+  const segment = partition.log.segments.find((s) => s.location === "remote" && s.startOffset > 0)!;
+  await partition.close();
+  unlinkSync(segment.indexPath);
+  const reopened = await Partition.open(
+    disk,
+    new VirtualClock(),
+    data,
+    partition.address,
+    logConfig,
+    silentLogger(),
+  );
+  t.teardown(() => reopened.close());
+  await attach(reopened);
+  const target = segment.startOffset + 10;
+  const r = await reopened.log.read(target, 3, 1 << 20);
+  t.same(r.messages.map((m) => m.offset), [target, target + 1, target + 2]);
+  t.ok(r.messages.every(payloadOk));
+  t.equal(
+    sim.count("get", segmentKeys(incarnation, segment.startOffset).index),
+    1,
+    "the index was fetched once",
+  );
+  t.ok(existsSync(segment.indexPath), "and stored");
+  await reopened.log.read(target, 3, 1 << 20);
+  t.equal(sim.count("get", segmentKeys(incarnation, segment.startOffset).index), 1, "and not again");
+});
+
+t.test("an object missing below deleted_up_to_offset retires its segment and the read clamps forward; above it, data loss", async (t) => {
+  const { partition, sim, attach, incarnation, disk, data, logConfig, metrics } = await evicted(t);
+  const remote = partition.log.segments.filter((s) => s.location === "remote");
+  t.ok(remote.length >= 3);
+  await partition.close();
+  const sb = (await readSuperblock(disk, partition.dir))!;
+  await writeSuperblock(disk, partition.dir, { ...sb, deletedUpToOffset: remote[1]!.startOffset });
+  const reopened = await Partition.open(
+    disk,
+    new VirtualClock(),
+    data,
+    partition.address,
+    logConfig,
+    silentLogger(),
+  );
+  t.teardown(() => reopened.close());
+  await attach(reopened);
+  await sim.delete([segmentKeys(incarnation, remote[0]!.startOffset).log]);
+  const r = await reopened.log.read(0, 3, 1 << 20);
+  t.equal(r.messages[0]!.offset, remote[1]!.startOffset, "the read starts past the retired segment");
+  t.ok(r.messages.every(payloadOk));
+  t.equal(reopened.log.stats().firstOffset, remote[1]!.startOffset, "the segment left the chain");
+
+  await sim.delete([segmentKeys(incarnation, remote[2]!.startOffset).log]);
+  const error = await reopened.log.read(remote[2]!.startOffset, 3, 1 << 20).catch((e) => e);
+  t.ok(error instanceof RemoteDataLossError, `${error?.name}: ${error?.message}`);
+  t.match(await metrics.dataLoss.get(), { values: [{ value: 1 }] }, "strata_tier_data_loss_total rose");
 });
