@@ -1,4 +1,4 @@
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import t, { type Test } from "tap";
 import { StrataApiError } from "../../src/client/strata_client.ts";
 import { LocalControlLog } from "../../src/tier/control_log.ts";
@@ -146,4 +146,52 @@ t.test("crash between the floor command's commit and its apply: the next boot ap
   const second = await openServer(t, {}, first.dir);
   const p = await second.client().partition("s", "t", 0);
   t.equal(p["tiered_up_to_offset"], 10, "replayed at boot and persisted in the superblock");
+});
+
+t.test("a byte flipped in an object of the fs store is detected and never served: 502 remote_data_corrupt", async (t) => {
+  const { c, until, dir, raw } = await tieredServer(t);
+  await c.createTopic("s", { name: "t", segment_size: "1 MiB", local_retention_size: "1 MiB" });
+  for (let i = 0; i < 40; i++) await c.produce("s", "t", [{ payload: payload(100_000, i) }], 0);
+  const evicted = await until(async () => {
+    const p = await c.partition("s", "t", 0) as { segments: { location: string }[] };
+    return p.segments.filter((s) => s.location === "remote").length >= 2;
+  });
+  t.ok(evicted, "segments were evicted");
+  const p = await c.partition("s", "t", 0) as { segments: { start_offset: number; location: string }[] };
+  const victim = p.segments.find((s) => s.location === "remote")!;
+  const stem = String(victim.start_offset).padStart(20, "0");
+  const objects = `${dir}/data/objects/objects`;
+  const find = (d: string): string | null => {
+    for (const name of readdirSync(d, { withFileTypes: true })) {
+      const path = `${d}/${name.name}`;
+      if (name.isDirectory()) {
+        const found = find(path);
+        if (found !== null) return found;
+      } else if (name.name === `${stem}.log`) return path;
+    }
+    return null;
+  };
+  const file = find(`${objects}/strata`)!;
+  t.ok(file, `the object of segment ${victim.start_offset} is ${file}`);
+  const bytes = readFileSync(file);
+  bytes[bytes.length - 5000] ^= 0x40;
+  writeFileSync(file, bytes);
+
+  const error = await c.poll("s", "t", 0, {
+    offset: victim.start_offset,
+    count: 100,
+    maxBytes: 4 * 1024 * 1024,
+  })
+    .catch((e) => e);
+  t.ok(error instanceof StrataApiError, `${error}`);
+  t.equal(error.status, 502);
+  t.equal(error.code, "remote_data_corrupt", "a code of its own, not the transient one");
+  const metrics = await (await raw("/metrics")).text();
+  t.match(metrics, /strata_cache_checksum_failures_total [1-9]/, "counted");
+  const other = p.segments.find((s) => s.location === "remote" && s.start_offset !== victim.start_offset)!;
+  const fine = await c.poll("s", "t", 0, { offset: other.start_offset, count: 3 });
+  t.ok(
+    fine.messages.every((m) => m.payload.every((b) => b === (m.offset & 0xff))),
+    "other segments still serve",
+  );
 });

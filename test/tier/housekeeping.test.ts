@@ -168,3 +168,43 @@ t.test("the verify pass re-uploads a missing object from a local .log, reports o
     remote.marker!.logCrc32c,
   );
 });
+
+t.test("a deleted topic's objects are orphans: the sweep deletes them after the grace and reports what it found", async (t) => {
+  let exists = true;
+  const h = await tierHarness(t, { ageMs: null, sizeBytes: null }, {
+    housekeeping: { idleTimeoutMs: 1000, orphanSweepIntervalMs: 2000, manifestUploadIntervalMs: 1000 },
+    liveTable: () => {
+      const sb = h.partition.superblock;
+      const known = {
+        createdRevision: sb.createdRevision,
+        purgeGeneration: sb.purgeGeneration,
+        deletedUpToOffset: 0,
+      };
+      return new Map(exists ? [["1/1/0", known]] : []);
+    },
+  });
+  await h.produce(20);
+  t.ok(await h.runUntil(() => h.partition.superblock.tieredUpToOffset === h.lastSealedEnd() + 1));
+  const inc = incOf(h.partition.superblock.createdRevision, 0);
+  t.ok(await h.runUntil(() => h.sim.peek(manifestKey(inc)) !== undefined), "a manifest was uploaded");
+  const objects = h.sim.keys().filter((k) => k.startsWith(root));
+  t.ok(objects.length >= 7, `${objects.length} objects, manifest included`);
+  const sweptBefore = h.housekeeping!.state.sweptAtMs;
+  await h.runUntil(() => false, 1000); // 10 s: sweeps run while the topic exists
+  t.ok(h.housekeeping!.state.sweptAtMs > sweptBefore, "the sweep ran meanwhile");
+  t.ok(objects.every((k) => h.sim.peek(k) !== undefined), "a live incarnation is never swept");
+
+  exists = false; // the topic is deleted: its partition leaves the metadata
+  h.tier.removePartition("1/1/0");
+  const deletedAtMs = h.clock.nowMs();
+  t.ok(
+    await h.runUntil(() => objects.every((k) => h.sim.peek(k) === undefined), 30_000),
+    "every object swept",
+  );
+  t.ok(h.clock.nowMs() - deletedAtMs >= 60_000, "after the grace");
+  t.ok(await metric(h.registry, /strata_housekeeping_orphans_found_total (\d+)/) >= objects.length);
+  t.equal(
+    await metric(h.registry, /strata_housekeeping_deleted_objects_total\{reason="orphan"\} (\d+)/),
+    objects.length,
+  );
+});
