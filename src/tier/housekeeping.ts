@@ -23,6 +23,8 @@ import { segmentStem } from "../log/segment.ts";
 export interface HousekeptPartition {
   key: string;
   partition: Partition;
+  /** Untiered topics have no objects: housekeeping leaves them alone. Read at each use. */
+  tiered: () => boolean;
 }
 
 export interface HousekeepingDeps {
@@ -130,7 +132,8 @@ export class Housekeeping {
     if (this.#stopped || nowMs - this.#lastObservedMs < observeIntervalMs) return;
     this.#lastObservedMs = nowMs;
     const views: core.PartitionView[] = [];
-    for (const { key, partition } of this.#deps.partitions()) {
+    for (const { key, partition, tiered } of this.#deps.partitions()) {
+      if (!tiered()) continue;
       const sb = partition.superblock;
       views.push({
         key,

@@ -174,7 +174,8 @@ t.test("a byte flipped in an object of the fs store is detected and never served
   const file = find(`${objects}/strata`)!;
   t.ok(file, `the object of segment ${victim.start_offset} is ${file}`);
   const bytes = readFileSync(file);
-  bytes[bytes.length - 5000] ^= 0x40;
+  const flip = bytes.length - 5000;
+  bytes[flip] = bytes[flip]! ^ 0x40;
   writeFileSync(file, bytes);
 
   const error = await c.poll("s", "t", 0, {
