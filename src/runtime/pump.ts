@@ -42,6 +42,7 @@ export class Pump implements LatenessMaxSource {
   #ticks = 0;
   #missedTicks = 0;
   #latenessMaxSinceTakeMs = 0;
+  #latenessObserver: ((atMs: number, latenessMs: number) => void) | null = null;
 
   constructor(options: PumpOptions) {
     assert(options.tickIntervalMs > 0, "Pump tick interval must be positive");
@@ -92,6 +93,11 @@ export class Pump implements LatenessMaxSource {
     this.#missedTicks = 0;
   }
 
+  /** One observer of every tick's lateness, for the benchmark's time series; null removes it. */
+  observeLateness(observer: ((atMs: number, latenessMs: number) => void) | null): void {
+    this.#latenessObserver = observer;
+  }
+
   takeLatenessMaxMs(): number {
     const max = this.#latenessMaxSinceTakeMs;
     this.#latenessMaxSinceTakeMs = 0;
@@ -120,6 +126,7 @@ export class Pump implements LatenessMaxSource {
     this.#missedTicks += missed;
     this.#recorder.recordMs(latenessMs);
     this.#latenessMaxSinceTakeMs = Math.max(this.#latenessMaxSinceTakeMs, latenessMs);
+    this.#latenessObserver?.(this.#scheduledMs, latenessMs);
     const labels = { shard: this.shard };
     this.#metrics.lateness.observe(labels, latenessMs / 1000);
     this.#metrics.ticks.inc(labels);

@@ -1,4 +1,5 @@
 import { Housekeeping } from "../tier/housekeeping.ts";
+import type { Cooperation } from "../runtime/cooperation.ts";
 import { HousekeepingMetrics } from "../tier/housekeeping_metrics.ts";
 import { addressKey, type IncarnationTable, type KnownPartition } from "../tier/object_class.ts";
 import type { Config } from "../config/config.ts";
@@ -60,6 +61,8 @@ export interface BrokerDeps {
   registry: Registry;
   /** The object store, when tiered storage is enabled: each shard then runs a tier service. */
   objectStore: RetryingObjectStore | null;
+  /** The cooperative controls (benchmark switch; `cooperative` in production). */
+  cooperation: Cooperation;
 }
 
 /** A partition slot: open, or refused at boot with the reason. */
@@ -169,6 +172,7 @@ export class Broker {
         },
         fetchTimeoutMs: config.tieredStorage.fetchTimeoutMs,
         fetchDeadlineMs: config.tieredStorage.requestTimeoutMs,
+        cooperation: deps.cooperation,
         fetchSlots: new Semaphore({
           permits: config.tieredStorage.fetchConcurrency,
           waitersMax: 4096,
@@ -535,6 +539,7 @@ export class Broker {
         name: "upload bandwidth",
       }),
       metrics: this.#tierMetrics ??= new TierMetrics(this.#deps.registry),
+      cooperation: this.#deps.cooperation,
       config: {
         prefix: t.s3.prefix,
         clusterId: this.#metadata.doc.clusterId,

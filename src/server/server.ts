@@ -8,6 +8,7 @@ import { createMetricsRegistry, type Registry } from "../runtime/metrics.ts";
 import type { Pump } from "../runtime/pump.ts";
 import type { Rng } from "../runtime/rng.ts";
 import { initCrc32c } from "../runtime/crc32c.ts";
+import { type Cooperation, cooperative } from "../runtime/cooperation.ts";
 import { Broker } from "./broker.ts";
 import { type OpenedObjectStore, openObjectStore } from "../objectstore/open_object_store.ts";
 import { createHttpHandler, type FetchHandler } from "./http_handler.ts";
@@ -19,6 +20,8 @@ export interface ServerDeps {
   disk: Disk;
   rng: Rng;
   registry?: Registry;
+  /** The pump benchmark's switch for its naive phase; never set from configuration. */
+  cooperation?: Cooperation;
 }
 
 /**
@@ -78,6 +81,7 @@ export class StrataServer {
       logger,
       registry,
       objectStore: objectStore?.store ?? null,
+      cooperation: deps.cooperation ?? cooperative,
     });
     logger.info("server opened", {
       data_path: config.system.path,

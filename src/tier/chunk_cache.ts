@@ -9,6 +9,7 @@ import * as cacheCore from "./cache_core.ts";
 import { readRecordFile, writeRecordFile } from "../log/record_file.ts";
 import type { ChunkSpan } from "./chunk_layout.ts";
 import { assert } from "../runtime/assert.ts";
+import { type Cooperation, cooperative } from "../runtime/cooperation.ts";
 import type { Semaphore } from "../runtime/semaphore.ts";
 import type { TokenBucket } from "../runtime/token_bucket.ts";
 import type { CacheMetrics } from "./cache_metrics.ts";
@@ -46,6 +47,8 @@ export interface ChunkCacheDeps {
   /** `fetch_bandwidth`, this shard's share. */
   fetchBandwidth: TokenBucket;
   metrics?: CacheMetrics;
+  /** The benchmark's switch: in its naive phase fetches skip the slots and fill a chunk without yields. */
+  cooperation?: Cooperation;
 }
 
 /** The LRU order, saved so a restart keeps which chunks are warm. */
@@ -371,7 +374,9 @@ export class ChunkCache {
     end: number,
     kind: "first" | "index",
   ): Promise<Uint8Array> {
-    using _slot = await this.#deps.fetchSlots.acquire();
+    using _slot = (this.#deps.cooperation ?? cooperative).naive
+      ? null
+      : await this.#deps.fetchSlots.acquire();
     await this.#deps.fetchBandwidth.take(end - start);
     this.fetches++;
     this.#deps.metrics?.misses.inc();
@@ -394,8 +399,9 @@ export class ChunkCache {
     cold: boolean,
   ): Promise<Uint8Array> {
     const bytes = span.end - span.start;
+    const naive = (this.#deps.cooperation ?? cooperative).naive;
     try {
-      using _slot = await this.#deps.fetchSlots.acquire();
+      using _slot = naive ? null : await this.#deps.fetchSlots.acquire();
       await this.#deps.fetchBandwidth.take(bytes);
       this.fetches++;
       const startedMs = this.#deps.clock.nowMs();
@@ -412,7 +418,12 @@ export class ChunkCache {
       let at = 0;
       try {
         await part.truncate(0);
-        for (const piece of pieces) {
+        if (naive) {
+          const whole = concatBytes(pieces, pieces.reduce((n, p) => n + p.length, 0));
+          await part.writeAt(whole, 0);
+          at = whole.length;
+        }
+        for (const piece of naive ? [] : pieces) {
           await part.writeAt(piece, at);
           at += piece.length;
           await yieldToReactor();

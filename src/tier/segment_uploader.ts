@@ -1,5 +1,6 @@
 import type { Disk, DiskFile } from "../runtime/disk.ts";
-import { Crc32cStream } from "../runtime/crc32c.ts";
+import { crc32c, Crc32cStream } from "../runtime/crc32c.ts";
+import { toPieces } from "../objectstore/object_store.ts";
 import type { TokenBucket } from "../runtime/token_bucket.ts";
 import { yieldToReactor } from "../runtime/yield_to_reactor.ts";
 import { readExactly } from "../log/scan_batches.ts";
@@ -23,6 +24,8 @@ export interface UploadDeps {
   pieceBytes: number;
   /** `upload_bandwidth`, charged once per segment. */
   bandwidth: TokenBucket;
+  /** The pump benchmark's naive phase: whole-file read and hash, no pieces, no yields. */
+  naive?: boolean;
 }
 
 export type UploadOutcome =
@@ -46,36 +49,112 @@ export async function uploadSegment(
   deadlineAtMs: number,
 ): Promise<UploadOutcome> {
   const log = await deps.disk.open(segment.logPath, { readOnly: true });
-  const index = await deps.disk.open(segment.indexPath, { readOnly: true });
+  const index = await deps.disk.open(segment.indexPath, { readOnly: true }).catch(async (error) => {
+    await log.close();
+    throw error;
+  });
   try {
-    const sizeBytes = await log.sizeBytes();
-    const indexSizeBytes = await index.sizeBytes();
-    const logCrc32c = await hashFile(log, sizeBytes, deps.pieceBytes);
-    const metadata = {
-      "start-offset": String(segment.startOffset),
-      "end-offset": String(segment.endOffset),
-      "start-timestamp": String(segment.startTimestampUs),
-      "max-timestamp": String(segment.maxTimestampUs),
-      "size": String(sizeBytes),
-      "index-size": String(indexSizeBytes),
-      "crc32c": String(logCrc32c),
-      "format-version": segmentFormatVersion,
-    };
-    await deps.bandwidth.take(sizeBytes + indexSizeBytes);
-    const logResult = await putOnce(deps, keys.log, log, sizeBytes, logCrc32c, metadata, deadlineAtMs);
-    if (logResult !== "created" && logResult !== "same") return { kind: "anomaly", detail: logResult };
-    const indexCrc32c = await hashFile(index, indexSizeBytes, deps.pieceBytes);
-    const indexResult = await putOnce(deps, keys.index, index, indexSizeBytes, indexCrc32c, {
-      "crc32c": String(indexCrc32c),
-      "format-version": segmentFormatVersion,
-    }, deadlineAtMs);
-    // Indexes may legitimately differ (flush timing); an existing one with another checksum is kept.
-    void indexResult;
-    return { kind: "uploaded", logCrc32c, sizeBytes, indexSizeBytes, alreadyThere: logResult === "same" };
+    return deps.naive
+      ? await uploadWhole(deps, segment, log, index, keys, deadlineAtMs)
+      : await uploadInPieces(deps, segment, log, index, keys, deadlineAtMs);
   } finally {
     await log.close();
     await index.close();
   }
+}
+
+/** The user metadata of a segment's `.log` object: what a HEAD needs to check it without reading it. */
+function segmentMetadata(
+  segment: SealedSegment,
+  sizeBytes: number,
+  indexSizeBytes: number,
+  logCrc32c: number,
+): Record<string, string> {
+  return {
+    "start-offset": String(segment.startOffset),
+    "end-offset": String(segment.endOffset),
+    "start-timestamp": String(segment.startTimestampUs),
+    "max-timestamp": String(segment.maxTimestampUs),
+    "size": String(sizeBytes),
+    "index-size": String(indexSizeBytes),
+    "crc32c": String(logCrc32c),
+    "format-version": segmentFormatVersion,
+  };
+}
+
+async function uploadInPieces(
+  deps: UploadDeps,
+  segment: SealedSegment,
+  log: DiskFile,
+  index: DiskFile,
+  keys: { log: string; index: string },
+  deadlineAtMs: number,
+): Promise<UploadOutcome> {
+  const sizeBytes = await log.sizeBytes();
+  const indexSizeBytes = await index.sizeBytes();
+  const logCrc32c = await hashFile(log, sizeBytes, deps.pieceBytes);
+  const metadata = segmentMetadata(segment, sizeBytes, indexSizeBytes, logCrc32c);
+  await deps.bandwidth.take(sizeBytes + indexSizeBytes);
+  const logResult = await putOnce(deps, keys.log, log, sizeBytes, logCrc32c, metadata, deadlineAtMs);
+  if (logResult !== "created" && logResult !== "same") return { kind: "anomaly", detail: logResult };
+  const indexCrc32c = await hashFile(index, indexSizeBytes, deps.pieceBytes);
+  const indexResult = await putOnce(deps, keys.index, index, indexSizeBytes, indexCrc32c, {
+    "crc32c": String(indexCrc32c),
+    "format-version": segmentFormatVersion,
+  }, deadlineAtMs);
+  // Indexes may legitimately differ (flush timing); an existing one with another checksum is kept.
+  void indexResult;
+  return { kind: "uploaded", logCrc32c, sizeBytes, indexSizeBytes, alreadyThere: logResult === "same" };
+}
+
+/**
+ * What the cooperative design prevents, for the benchmark's naive phase only: the whole `.log` read
+ * in one call and hashed in one synchronous stretch, then sent without a yield between pieces.
+ */
+async function uploadWhole(
+  deps: UploadDeps,
+  segment: SealedSegment,
+  log: DiskFile,
+  index: DiskFile,
+  keys: { log: string; index: string },
+  deadlineAtMs: number,
+): Promise<UploadOutcome> {
+  const logBytes = await readExactly(log, 0, await log.sizeBytes());
+  const indexBytes = await readExactly(index, 0, await index.sizeBytes());
+  const logCrc32c = crc32c(logBytes);
+  const indexCrc32c = crc32c(indexBytes);
+  const metadata = segmentMetadata(segment, logBytes.length, indexBytes.length, logCrc32c);
+  const whole = (bytes: Uint8Array) => () =>
+    (async function* () {
+      yield* toPieces(bytes);
+    })();
+  for (
+    const [key, bytes, crc, meta] of [
+      [keys.log, logBytes, logCrc32c, metadata],
+      [keys.index, indexBytes, indexCrc32c, {
+        "crc32c": String(indexCrc32c),
+        "format-version": segmentFormatVersion,
+      }],
+    ] as const
+  ) {
+    await deps.store.put(key, whole(bytes), {
+      sizeBytes: bytes.length,
+      metadata: meta,
+      ifAbsent: false,
+      crc32c: crc,
+      deadlineAtMs,
+    })
+      .catch((error) => {
+        if (!(error instanceof PreconditionFailedError)) throw error;
+      });
+  }
+  return {
+    kind: "uploaded",
+    logCrc32c,
+    sizeBytes: logBytes.length,
+    indexSizeBytes: indexBytes.length,
+    alreadyThere: false,
+  };
 }
 
 async function putOnce(

@@ -6,6 +6,7 @@ import type { Logger } from "../runtime/logger.ts";
 import type { Rng } from "../runtime/rng.ts";
 import type { TokenBucket } from "../runtime/token_bucket.ts";
 import type { Disk } from "../runtime/disk.ts";
+import { type Cooperation, cooperative, naiveConcurrencyMax } from "../runtime/cooperation.ts";
 import { classify } from "../objectstore/object_store_errors.ts";
 import type { RetryingObjectStore } from "../objectstore/retrying_object_store.ts";
 import type { RetryProfiles } from "../objectstore/retry_policy.ts";
@@ -49,6 +50,8 @@ export interface TierServiceDeps {
   bandwidth: TokenBucket;
   config: TierServiceConfig;
   metrics?: TierMetrics;
+  /** The benchmark's switch; `cooperative` unless the pump benchmark's naive phase runs. */
+  cooperation?: Cooperation;
 }
 
 /** How often eviction and local pressure are looked at, besides right after a floor moves. */
@@ -140,7 +143,12 @@ export class TierService implements TierGaugeSource {
       store: this.#deps.store,
       pieceBytes: this.#deps.config.uploadPieceBytes,
       bandwidth: this.#deps.bandwidth,
+      naive: this.#naive,
     };
+  }
+
+  get #naive(): boolean {
+    return (this.#deps.cooperation ?? cooperative).naive;
   }
 
   /** The state the core holds, for gauges and tests. */
@@ -234,6 +242,11 @@ export class TierService implements TierGaugeSource {
 
   /** The tick: deadlines and retries in the core, the scan, and eviction passes. */
   onTick(nowMs: number): void {
+    // The naive benchmark phase lifts the concurrency cap; leaving it puts the configured one back.
+    const concurrencyMax = this.#naive ? naiveConcurrencyMax : this.#deps.config.uploadConcurrency;
+    if (this.#state.config.concurrencyMax !== concurrencyMax) {
+      this.#state = { ...this.#state, config: { ...this.#state.config, concurrencyMax } };
+    }
     this.#step(core.tick(this.#state, nowMs));
     this.#scan(nowMs);
     // Eviction and pressure are looked at once a second, or at the next tick after a floor moved:

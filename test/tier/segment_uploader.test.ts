@@ -125,3 +125,31 @@ t.test("an existing object with other bytes is an anomaly: reported, never overw
   t.match(outcome.kind === "anomaly" ? outcome.detail : "", /exists with size 1000/);
   t.same([...sim.peek(keys.log)!.bytes.subarray(0, 3)], [9, 9, 9], "the existing object is untouched");
 });
+
+t.test("the benchmark's naive upload (whole file, no pieces) stores the same objects and metadata", async (t) => {
+  const cooperativeRun = await setup(t);
+  const naiveRun = await setup(t);
+  await uploadSegment(cooperativeRun.deps, cooperativeRun.segment, cooperativeRun.keys, 1e12);
+  const outcome = await uploadSegment(
+    { ...naiveRun.deps, naive: true },
+    naiveRun.segment,
+    naiveRun.keys,
+    1e12,
+  );
+  t.match(outcome, { kind: "uploaded", logCrc32c: crc32c(readFileSync(naiveRun.segment.logPath)) });
+  for (const key of [naiveRun.keys.log, naiveRun.keys.index]) {
+    const naive = naiveRun.sim.peek(key)!;
+    t.ok(
+      Buffer.compare(
+        naive.bytes,
+        readFileSync(key.endsWith(".log") ? naiveRun.segment.logPath : naiveRun.segment.indexPath),
+      ) === 0,
+      `${key} is the file`,
+    );
+    t.equal(
+      naive.metadata["crc32c"],
+      cooperativeRun.sim.peek(key)!.metadata["crc32c"],
+      "same checksum metadata",
+    );
+  }
+});
