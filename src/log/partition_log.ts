@@ -654,18 +654,28 @@ export class PartitionLog {
     const remote = this.#remote;
     if (remote === null) throw new RemoteReadUnavailableError(this.label, segment.startOffset);
     let pos = position;
-    // Each pass consumes at least one batch, so the segment's size bounds the loop.
+    let windowBytes = wantBytes();
+    let dropped = false;
+    // Each pass consumes at least one batch, or doubles the window (bounded by the segment's size),
+    // or drops a corrupt chunk once: the loop ends.
     while (pos < segment.sizeBytes) {
-      let chunk = await remote.chunkAt(segment, pos, wantBytes());
-      let verdict = walkChunk(chunk, pos, visit);
-      if (verdict === "corrupt") {
-        await remote.drop(chunk);
-        chunk = await remote.chunkAt(segment, pos, wantBytes());
-        verdict = walkChunk(chunk, pos, visit);
-        if (verdict === "corrupt") throw new RemoteCorruptError(this.label, segment.startOffset, pos);
+      const chunk = await remote.chunkAt(segment, pos, windowBytes);
+      const walked = walkChunk(chunk, pos, visit);
+      if (walked.kind === "stopped") return;
+      if (walked.kind === "short") {
+        // A batch runs past the window: the same position again, with a larger window.
+        windowBytes = Math.max(windowBytes * 2, chunk.bytes.length * 2);
+        continue;
       }
-      if (verdict === "stopped") return;
-      pos = chunk.start + chunk.bytes.length;
+      if (walked.kind === "corrupt") {
+        if (dropped) throw new RemoteCorruptError(this.label, segment.startOffset, pos);
+        dropped = true;
+        await remote.drop(chunk);
+        continue;
+      }
+      assert(walked.next > pos, "a remote read moves forward");
+      pos = walked.next;
+      windowBytes = wantBytes();
     }
   }
 
@@ -712,19 +722,31 @@ function walkChunk(
   chunk: RemoteChunk,
   position: number,
   visit: (batch: Uint8Array, header: BatchHeader) => boolean,
-): "end" | "stopped" | "corrupt" {
+): { kind: "end" | "stopped" | "short" | "corrupt"; next: number } {
   let at = position - chunk.start;
+  const windowEnd = chunk.start + chunk.bytes.length;
+  // A header cut by the window's end, or a batch running past it, is read again in a larger window
+  // ("short" when not even one batch fit); past the chunk's own end (a batch boundary) it is corrupt.
+  const cut = () => ({
+    kind: at === position - chunk.start ? "short" as const : "end" as const,
+    next: chunk.start + at,
+  });
   while (at < chunk.bytes.length) {
     const header = decodeBatchHeader(chunk.bytes, at);
-    if (header === null || !isPlausibleHeader(header) || at + header.lengthBytes > chunk.bytes.length) {
-      return "corrupt";
+    if (header === null && windowEnd < chunk.end) return cut();
+    if (header === null || !isPlausibleHeader(header)) return { kind: "corrupt", next: chunk.start + at };
+    if (at + header.lengthBytes > chunk.bytes.length) {
+      if (chunk.start + at + header.lengthBytes > chunk.end) {
+        return { kind: "corrupt", next: chunk.start + at };
+      }
+      return cut();
     }
     const batch = chunk.bytes.subarray(at, at + header.lengthBytes);
-    if (!verifyBatch(batch)) return "corrupt";
-    if (!visit(batch, header)) return "stopped";
+    if (!verifyBatch(batch)) return { kind: "corrupt", next: chunk.start + at };
+    if (!visit(batch, header)) return { kind: "stopped", next: chunk.start + at + header.lengthBytes };
     at += header.lengthBytes;
   }
-  return "end";
+  return { kind: "end", next: chunk.start + at };
 }
 
 async function unlinkIfPresent(disk: Disk, path: string): Promise<void> {

@@ -1,9 +1,15 @@
 import type { Segment } from "./segment.ts";
 
-/** One chunk of a remote segment's `.log`: the bytes from `start`, whole batches only. */
+/**
+ * Bytes of a remote segment's `.log` from `start` (a batch boundary): a window of one chunk, which
+ * ends on a batch boundary at `end`. A window may end inside a batch when `start + bytes.length`
+ * is before `end`; the reader then asks again for a larger window.
+ */
 export interface RemoteChunk {
   start: number;
   bytes: Uint8Array;
+  /** Where the chunk ends in the segment: a batch boundary. */
+  end: number;
   /** Names the chunk for `drop`. */
   cacheKey: string;
 }
@@ -14,8 +20,9 @@ export interface RemoteChunk {
  */
 export interface RemoteReader {
   /**
-   * Bytes of the segment from `position` (a batch boundary): the chunk holding it, or for a cold
-   * poll just the range it needs (`wantBytes`, clamped to 64 KiB to 1 MiB) while the chunk hydrates.
+   * Bytes of the segment from `position` (a batch boundary), about `wantBytes` of them (at least
+   * 64 KiB, never past the chunk's end): read from the cached chunk, or for a cold poll fetched as
+   * just that range while the chunk hydrates.
    */
   chunkAt(segment: Segment, position: number, wantBytes: number): Promise<RemoteChunk>;
   /** Fetches and stores the segment's `.index` when it is missing locally; a no-op otherwise. */

@@ -331,7 +331,11 @@ export class Broker {
     });
     topic.meta = { ...topic.meta, options };
     for (const slot of topic.slots) {
-      if (slot.kind === "open") slot.partition.log.updateConfig(this.#logConfig(options));
+      if (slot.kind !== "open") continue;
+      slot.partition.log.updateConfig(this.#logConfig(options));
+      // Tiering just turned on: the sealed segments already there are found at the next tick, not
+      // after the idle scan's backoff.
+      if (options.tiered) this.tiers[this.#shardOf(slot.partition.address).id]?.rescan();
     }
     return this.getTopic(streamName, topicName);
   }

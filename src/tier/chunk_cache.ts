@@ -95,7 +95,8 @@ interface FirstFetch {
 export class ChunkCache {
   readonly #deps: ChunkCacheDeps;
   #state: cacheCore.CacheState;
-  readonly #inFlight = new Map<string, Promise<Uint8Array>>();
+  /** Chunk downloads in flight; a reader waits for one, then reads its window from the file. */
+  readonly #inFlight = new Map<string, Promise<void>>();
   /** Cold polls' first-range fetches, by chunk: concurrent cold readers of one range share one. */
   readonly #firstFetches = new Map<string, FirstFetch>();
   /** Object requests made, for tests and gauges. */
@@ -215,9 +216,10 @@ export class ChunkCache {
       this.isWarm(cacheKey) ||
       (shared !== undefined && !(shared.start <= first.start && first.start < shared.end))
     ) {
+      const window = { from: first.start, length: first.end - first.start };
       return {
-        start: span.start,
-        bytes: await this.readChunk(request.objectKey, cacheKey, span, request.cold),
+        start: first.start,
+        bytes: await this.readChunk(request.objectKey, cacheKey, span, request.cold, window),
       };
     }
     let fetch = shared;
@@ -272,12 +274,25 @@ export class ChunkCache {
     this.#inFlight.set(cacheKey, fetching);
   }
 
-  /** The bytes of one chunk of an object: from the cache, or fetched once and cached. */
-  async readChunk(objectKey: string, cacheKey: string, span: ChunkSpan, cold: boolean): Promise<Uint8Array> {
+  /**
+   * Bytes of one chunk of an object, from the cache, or fetched once and cached: the whole chunk,
+   * or only `window` (a poll reads what it needs from the chunk file, never the whole chunk).
+   */
+  async readChunk(
+    objectKey: string,
+    cacheKey: string,
+    span: ChunkSpan,
+    cold: boolean,
+    window: { from: number; length: number } = { from: span.start, length: span.end - span.start },
+  ): Promise<Uint8Array> {
+    assert(
+      window.from >= span.start && window.from < span.end && window.length > 0,
+      "window inside the chunk",
+    );
     const path = `${this.#deps.dir}/${cacheKey}`;
     if (this.#state.chunks.has(cacheKey)) {
       try {
-        const bytes = await this.#readFile(path);
+        const bytes = await this.#readWindow(path, span, window);
         this.#state = cacheCore.access(this.#state, cacheKey, cold);
         this.hits++;
         this.#deps.metrics?.hits.inc();
@@ -297,10 +312,13 @@ export class ChunkCache {
       fetching.catch(() => {});
       this.#inFlight.set(cacheKey, fetching);
     }
-    return await this.#waitForPoll(fetching);
+    await this.#waitForPoll(fetching);
+    // A trim right after the download can take the file away again: the read is then retried by
+    // the log (a vanished file is a retryable `not_found`).
+    return await this.#readWindow(path, span, window);
   }
 
-  async #waitForPoll(fetching: Promise<Uint8Array>): Promise<Uint8Array> {
+  async #waitForPoll<T>(fetching: Promise<T>): Promise<T> {
     try {
       return await this.#waitAtMostFetchTimeout(fetching);
     } catch (error) {
@@ -312,15 +330,15 @@ export class ChunkCache {
   }
 
   /** The poll waits at most `fetch_timeout`; the fetch goes on and fills the cache for the retry. */
-  #waitAtMostFetchTimeout(fetching: Promise<Uint8Array>): Promise<Uint8Array> {
-    return new Promise((resolve, reject) => {
+  #waitAtMostFetchTimeout<T>(fetching: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
       const cancel = this.#deps.clock.schedule(
         this.#deps.fetchTimeoutMs,
         () => reject(new FetchTimeoutError(this.#deps.fetchTimeoutMs)),
       );
-      fetching.then((bytes) => {
+      fetching.then((value) => {
         cancel();
-        resolve(bytes);
+        resolve(value);
       }, (error) => {
         cancel();
         reject(error);
@@ -350,7 +368,7 @@ export class ChunkCache {
     path: string,
     span: ChunkSpan,
     cold: boolean,
-  ): Promise<Uint8Array> {
+  ): Promise<void> {
     const bytes = span.end - span.start;
     const reserved = cacheCore.reserve(this.#state, bytes, this.#deps.clock.nowMs());
     this.#apply(reserved);
@@ -359,7 +377,7 @@ export class ChunkCache {
       throw new CacheFullError(bytes);
     }
     this.#deps.metrics?.misses.inc();
-    return await this.#download(objectKey, cacheKey, path, span, cold);
+    await this.#download(objectKey, cacheKey, path, span, cold);
   }
 
   /** A whole small object (a segment's `.index`), not cached here: its owner stores it. */
@@ -397,7 +415,7 @@ export class ChunkCache {
     path: string,
     span: ChunkSpan,
     cold: boolean,
-  ): Promise<Uint8Array> {
+  ): Promise<void> {
     const bytes = span.end - span.start;
     const naive = (this.#deps.cooperation ?? cooperative).naive;
     try {
@@ -441,7 +459,6 @@ export class ChunkCache {
         cold,
       });
       this.#deps.metrics?.fetchedBytes.inc(at);
-      return concatBytes(pieces, at);
     } catch (error) {
       if (this.#state.reservedBytes >= bytes && !this.#state.chunks.has(cacheKey)) {
         this.#state = cacheCore.releaseReservation(this.#state, bytes);
@@ -450,10 +467,15 @@ export class ChunkCache {
     }
   }
 
-  async #readFile(path: string): Promise<Uint8Array> {
+  async #readWindow(
+    path: string,
+    span: ChunkSpan,
+    window: { from: number; length: number },
+  ): Promise<Uint8Array> {
     const file = await this.#deps.disk.open(path, { readOnly: true });
     try {
-      return await readExactly(file, 0, await file.sizeBytes());
+      const length = Math.min(window.length, span.end - window.from);
+      return await readExactly(file, window.from - span.start, length);
     } finally {
       await file.close();
     }

@@ -15,6 +15,8 @@ import { segmentKeys } from "./object_keys.ts";
 /** A cold poll's first range: the walk's own bytes, 64 KiB to 1 MiB (RFC § "Chunk cache"). */
 export const firstRangeBytesMin = 64 * 1024;
 export const firstRangeBytesMax = 1024 * 1024;
+/** The least a poll reads from a cached chunk at once. */
+const windowBytesMin = 64 * 1024;
 
 export interface TierRemoteReaderOptions {
   prefix: string;
@@ -53,14 +55,16 @@ export class TierRemoteReader implements RemoteReader {
     const request = this.#request(segment, span, position);
     try {
       const first = this.#firstRange(segment, span, position, wantBytes);
+      // A poll reads only what it wants from the chunk file (with room to finish its last batch).
+      const window = { from: position, length: Math.max(windowBytesMin, wantBytes + windowBytesMin) };
       const got = first === null || this.#cache.isWarm(request.cacheKey)
         ? {
-          start: span.start,
-          bytes: await this.#cache.readChunk(request.objectKey, request.cacheKey, span, request.cold),
+          start: position,
+          bytes: await this.#cache.readChunk(request.objectKey, request.cacheKey, span, request.cold, window),
         }
         : await this.#cache.readFirst(request, first);
       this.#readahead(segment, span, starts, request.cold);
-      return { start: got.start, bytes: got.bytes, cacheKey: request.cacheKey };
+      return { start: got.start, bytes: got.bytes, end: span.end, cacheKey: request.cacheKey };
     } catch (error) {
       throw this.#missing(error, segment, request.objectKey);
     }

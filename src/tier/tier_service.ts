@@ -176,6 +176,12 @@ export class TierService implements TierGaugeSource {
     this.#step(core.partitionClosed(this.#state, { partition: key }, this.#now()));
   }
 
+  /** Looks for sealed segments at the next tick (a topic's tiering was turned on). */
+  rescan(): void {
+    this.#scanDelayMs = scanBackoffMinMs;
+    this.#nextScanMs = 0;
+  }
+
   /** The control log committed a floor command: apply it to the partition and tell the core. */
   async applyFloor(
     command: { partition: string; purgeGeneration: number; upToOffset: number },

@@ -196,3 +196,16 @@ t.test("a byte flipped in an object of the fs store is detected and never served
     "other segments still serve",
   );
 });
+
+t.test("turning tiering on uploads the sealed segments at once, not after the idle scan's backoff", async (t) => {
+  const { c, until } = await tieredServer(t);
+  await c.createTopic("s", { name: "t", segment_size: "1 MiB", tiered: false });
+  for (let i = 0; i < 25; i++) await c.produce("s", "t", [{ payload: payload(100_000) }], 0);
+  await until(() => Promise.resolve(false), 1500); // 30 s of idle scans: the backoff is at its 10 s cap
+  await c.patchTopic("s", "t", { tiered: true });
+  const prompt = await until(
+    async () => ((await c.partition("s", "t", 0))["tiered_up_to_offset"] as number) > 0,
+    50,
+  );
+  t.ok(prompt, "the floor moved within one second of the PATCH");
+});

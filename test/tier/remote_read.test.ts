@@ -39,6 +39,7 @@ interface EvictedOptions {
   messages?: number;
   chunkBytes?: number;
   readaheadChunksMax?: number;
+  payloadBytes?: number;
 }
 
 /** A partition with sealed segments (4 by default) uploaded to the sim store and evicted. */
@@ -56,7 +57,11 @@ async function evicted(t: Test, options: EvictedOptions = {}) {
   }, logConfig);
   t.teardown(() => partition.close());
   for (let i = 0; i < (options.messages ?? 90); i++) {
-    await partition.log.append([{ key: null, headers: {}, payload: new Uint8Array(10_000).fill(i) }]);
+    await partition.log.append([{
+      key: null,
+      headers: {},
+      payload: new Uint8Array(options.payloadBytes ?? 10_000).fill(i),
+    }]);
   }
   const sim = new SimObjectStore(clock, new Rng(2));
   const store = new RetryingObjectStore(sim, clock, new Rng(3), defaultRetryProfiles, {
@@ -398,4 +403,23 @@ t.test("an object missing below deleted_up_to_offset retires its segment and the
   const error = await reopened.log.read(remote[2]!.startOffset, 3, 1 << 20).catch((e) => e);
   t.ok(error instanceof RemoteDataLossError, `${error?.name}: ${error?.message}`);
   t.match(await metrics.dataLoss.get(), { values: [{ value: 1 }] }, "strata_tier_data_loss_total rose");
+});
+
+t.test("a batch larger than a poll's window is read whole: the window grows until the batch fits", async (t) => {
+  const { partition, attach } = await evicted(t, {
+    segmentSizeBytes: 1_000_000,
+    messages: 12,
+    payloadBytes: 300_000,
+    chunkBytes: 1024 * 1024,
+  });
+  await attach();
+  t.ok(partition.log.segments.some((s) => s.location === "remote"), "evicted");
+  for (const offset of [0, 1, 2, 5]) {
+    const r = await partition.log.read(offset, 1, 1024);
+    t.equal(r.messages[0]!.offset, offset);
+    t.ok(
+      r.messages[0]!.payload.length === 300_000 && r.messages[0]!.payload.every((b) => b === offset),
+      `message ${offset} whole`,
+    );
+  }
 });

@@ -1,0 +1,574 @@
+/**
+ * The pump-latency benchmark (issue 7): one process, one shard, the real server code, and the
+ * consensus tick's lateness measured over phases of equal length:
+ *
+ *   idle     the server up, no load
+ *   produce  a steady producer through the HTTP handler (1 KiB messages in batches of 100)
+ *   upload   produce, plus a backlog of sealed segments to upload, present at the phase's start
+ *   storm    upload, plus concurrent consumers reading evicted data from offset 0 through the cache
+ *   naive    the storm with the cooperative controls off (whole-segment read and hash, no yields,
+ *            no concurrency caps): what the design prevents
+ *
+ *   deno task bench:pump [--phase-seconds 20] [--produce-rate 5] [--backlog "4 GiB"]
+ *     [--segment-size "1 GiB"] [--readers 32] [--backend fs|s3 --endpoint URL --bucket NAME]
+ *     [--quick] [--json PATH] [--svg PATH] [--phases idle,storm,...] [--dir PATH]
+ *     [--piece-size "1 MiB"] [--upload-concurrency 2] [--fetch-concurrency 4] [--chunk-size "8 MiB"]
+ *
+ * Rates are MB/s (10^6 bytes), times milliseconds. The targets are checked at the end, from this
+ * run's own figures; a missed target is printed and recorded, and the exit code stays 0 (the
+ * benchmark measures, it does not judge the machine).
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { cpus, release, tmpdir, totalmem } from "node:os";
+import { join } from "node:path";
+import { memoryUsage } from "node:process";
+import { parseArgs } from "node:util";
+import { StrataClient } from "../src/client/strata_client.ts";
+import { loadConfig } from "../src/config/load_config.ts";
+import { parseBytes } from "../src/config/units.ts";
+import type { MessageInput } from "../src/log/batch_codec.ts";
+import { crc32c } from "../src/runtime/crc32c.ts";
+import { LatencyRecorder, type LatencySnapshot } from "../src/runtime/latency_recorder.ts";
+import { Logger } from "../src/runtime/logger.ts";
+import { NodeDisk } from "../src/runtime/node_disk.ts";
+import { RealClock } from "../src/runtime/real_clock.ts";
+import { Rng } from "../src/runtime/rng.ts";
+import { StrataServer } from "../src/server/server.ts";
+import { latenessChartSvg, type PhaseSeries } from "./lib/lateness_chart.ts";
+
+const phaseNames = ["idle", "produce", "upload", "storm", "naive"] as const;
+type PhaseName = typeof phaseNames[number];
+
+const { values: args } = parseArgs({
+  args: Deno.args,
+  options: {
+    "phase-seconds": { type: "string" },
+    "produce-rate": { type: "string", default: "5" },
+    backlog: { type: "string" },
+    "segment-size": { type: "string" },
+    readers: { type: "string", default: "32" },
+    backend: { type: "string", default: "fs" },
+    endpoint: { type: "string", default: "" },
+    bucket: { type: "string", default: "strata-bench" },
+    quick: { type: "boolean", default: false },
+    json: { type: "string" },
+    svg: { type: "string" },
+    phases: { type: "string", default: phaseNames.join(",") },
+    dir: { type: "string" },
+    "piece-size": { type: "string", default: "1 MiB" },
+    "upload-concurrency": { type: "string", default: "2" },
+    "fetch-concurrency": { type: "string", default: "4" },
+    "chunk-size": { type: "string", default: "8 MiB" },
+  },
+});
+
+function bytesArg(name: string, text: string): number {
+  const bytes = parseBytes(text);
+  if (bytes === null || bytes <= 0) {
+    throw new Error(`Cannot run the benchmark: --${name} ${text} is not a size`);
+  }
+  return bytes;
+}
+
+function intArg(name: string, text: string, min: number, max: number): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new Error(`Cannot run the benchmark: --${name} must be an integer from ${min} to ${max}`);
+  }
+  return n;
+}
+
+const quick = args.quick;
+const phaseSeconds = Number(args["phase-seconds"] ?? (quick ? 5 : 20));
+const produceRateBytesPerSec = Number(args["produce-rate"]) * 1e6;
+const backlogBytes = bytesArg("backlog", args.backlog ?? (quick ? "1 GiB" : "4 GiB"));
+const backlogSegmentBytes = bytesArg("segment-size", args["segment-size"] ?? (quick ? "256 MiB" : "1 GiB"));
+const readers = intArg("readers", args.readers, 1, 1024);
+const phases = args.phases.split(",").map((p) => p.trim()) as PhaseName[];
+for (const p of phases) {
+  if (!phaseNames.includes(p)) {
+    throw new Error(`Cannot run the benchmark: unknown phase ${JSON.stringify(p)}`);
+  }
+}
+if (!(phaseSeconds > 0 && phaseSeconds <= 3600)) {
+  throw new Error("Cannot run the benchmark: --phase-seconds 1 to 3600");
+}
+if (!(produceRateBytesPerSec > 0)) {
+  throw new Error("Cannot run the benchmark: --produce-rate must be positive");
+}
+const backlogPartitions = 4;
+const messageBytes = 1024;
+const batchMessages = 100;
+/** Evicted data each storm reader starts from: its own partition of a cold topic. */
+const coldBytesPerPartition = quick ? 8 * 1024 * 1024 : 64 * 1024 * 1024;
+const coldSegmentBytes = quick ? 2 * 1024 * 1024 : 16 * 1024 * 1024;
+const fillBatchBytes = 1024 * 1024;
+
+const dir = args.dir ?? mkdtempSync(join(tmpdir(), "strata-bench-pump-"));
+const ownsDir = args.dir === undefined;
+const env: Record<string, string> = {
+  STRATA_SYSTEM_PATH: join(dir, "data"),
+  STRATA_SYSTEM_SHARDS: "1",
+  STRATA_LOG_LEVEL: "warn",
+  STRATA_TIERED_STORAGE_UPLOAD_PIECE_SIZE: args["piece-size"],
+  STRATA_TIERED_STORAGE_UPLOAD_CONCURRENCY: args["upload-concurrency"],
+  STRATA_TIERED_STORAGE_FETCH_CONCURRENCY: args["fetch-concurrency"],
+  STRATA_TIERED_STORAGE_CACHE_CHUNK_SIZE: args["chunk-size"],
+  ...(args.backend === "s3"
+    ? {
+      STRATA_TIERED_STORAGE_BACKEND: "s3",
+      STRATA_TIERED_STORAGE_S3_ENDPOINT: args.endpoint,
+      STRATA_TIERED_STORAGE_S3_BUCKET: args.bucket,
+    }
+    : {}),
+};
+const { config, secrets } = loadConfig("", "bench-pump", { ...Deno.env.toObject(), ...env });
+const logger = new Logger({ level: "warn", secrets });
+const clock = new RealClock();
+const cooperation = { naive: false };
+const disk = new NodeDisk();
+const server = await StrataServer.open({ config, logger, clock, disk, rng: Rng.fromEntropy(), cooperation });
+const client = new StrataClient({ baseUrl: "http://bench", encoding: "msgpack", fetch: server.handler });
+const pump = server.pumps[0]!;
+const stream = "bench";
+const sleep = (ms: number) => clock.sleep(ms);
+
+function progress(text: string): void {
+  console.error(`[bench:pump] ${text}`);
+}
+
+/** Appends `bytes` of 64 KiB messages to a partition in 1 MiB batches, straight to the broker. */
+async function fill(topic: string, partition: number, bytes: number, messageSize = 64 * 1024): Promise<void> {
+  const payload = new Uint8Array(messageSize).map((_, i) => (i * 31 + partition) & 0xff);
+  const perBatch = Math.max(1, Math.floor(fillBatchBytes / messageSize));
+  const batch: MessageInput[] = Array.from({ length: perBatch }, () => ({ key: null, headers: {}, payload }));
+  for (let written = 0; written < bytes; written += perBatch * messageSize) {
+    await server.broker.produce(stream, topic, partition, batch);
+  }
+}
+
+async function partitionStats(topic: string, p: number) {
+  return await client.partition(stream, topic, p) as {
+    tiered_up_to_offset: number;
+    segments: { end_offset: number; sealed: boolean; location: string; size_bytes: number }[];
+  };
+}
+
+/** True once every sealed segment of the topic is uploaded (and, when asked, evicted). */
+async function tieredAll(topic: string, partitions: number, evicted: boolean): Promise<boolean> {
+  for (let p = 0; p < partitions; p++) {
+    const s = await partitionStats(topic, p);
+    const sealed = s.segments.filter((x) => x.sealed);
+    const last = sealed.at(-1);
+    if (last === undefined) continue;
+    if (s.tiered_up_to_offset < last.end_offset + 1) return false;
+    if (evicted && sealed.some((x) => x.location !== "remote")) return false;
+  }
+  return true;
+}
+
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutS: number): Promise<void> {
+  const deadline = clock.nowMs() + timeoutS * 1000;
+  while (!(await check())) {
+    if (clock.nowMs() > deadline) {
+      throw new Error(`Cannot run the benchmark: ${what} took over ${timeoutS} s`);
+    }
+    await sleep(200);
+  }
+}
+
+/** A cold topic for one storm: a partition per reader, uploaded and evicted before the phase. */
+async function prepareCold(topic: string): Promise<void> {
+  await client.createTopic(stream, {
+    name: topic,
+    partitions: readers,
+    segment_size: coldSegmentBytes,
+    local_retention_size: "1 MiB",
+  });
+  for (let p = 0; p < readers; p++) {
+    await fill(topic, p, coldBytesPerPartition + coldSegmentBytes, messageBytes);
+  }
+  progress(
+    `${topic}: ${readers} × ${coldBytesPerPartition / 1048576} MiB written; waiting for upload and eviction`,
+  );
+  await waitFor(`uploading and evicting ${topic}`, () => tieredAll(topic, readers, true), 1800);
+}
+
+/** The backlog of one phase: sealed segments of an untiered topic, made tiered at the phase's start. */
+async function prepareBacklog(topic: string): Promise<void> {
+  await client.createTopic(stream, {
+    name: topic,
+    partitions: backlogPartitions,
+    segment_size: backlogSegmentBytes,
+    tiered: false,
+  });
+  const perPartition = Math.ceil(backlogBytes / backlogPartitions / backlogSegmentBytes) *
+    backlogSegmentBytes;
+  for (let p = 0; p < backlogPartitions; p++) {
+    // One batch past the last segment boundary, so every backlog segment is sealed.
+    await fill(topic, p, perPartition + fillBatchBytes);
+  }
+  progress(`${topic}: ${(backlogPartitions * perPartition) / 2 ** 30} GiB of sealed segments`);
+}
+
+async function dropTopic(topic: string): Promise<void> {
+  const streamId = (await client.getStream(stream) as { id: number }).id;
+  const topicId = (await client.getTopic(stream, topic) as { id: number }).id;
+  await client.deleteTopic(stream, topic);
+  if (args.backend === "fs") {
+    // The deleted topic's objects would wait for the orphan sweep; the benchmark frees the disk now.
+    const root = `${config.tieredStorage.fs.path}/objects/${config.tieredStorage.s3.prefix}`;
+    rmSync(`${root}/${server.broker.clusterId}/${streamId}/${topicId}`, { recursive: true, force: true });
+  }
+}
+
+/** The `.log` of a topic's first segment on partition 0. */
+async function firstLogPath(topic: string): Promise<string> {
+  const streamId = (await client.getStream(stream) as { id: number }).id;
+  const topicId = (await client.getTopic(stream, topic) as { id: number }).id;
+  return `${config.system.path}/streams/${streamId}/topics/${topicId}/partitions/0/${
+    "0".padStart(20, "0")
+  }.log`;
+}
+
+// ---- ceilings measured in the same run --------------------------------------------------------
+
+/** Median time to read one 1 MiB piece of a segment file and CRC32C it: what one piece can cost. */
+async function measurePieceMs(path: string): Promise<number> {
+  const file = await disk.open(path, { readOnly: true });
+  const times: number[] = [];
+  const piece = new Uint8Array(1024 * 1024);
+  try {
+    const size = await file.sizeBytes();
+    for (let i = 0; i < 64; i++) {
+      const at = (i * 7919 * piece.length) % Math.max(1, size - piece.length);
+      const started = clock.nowMs();
+      await file.readAt(piece, at);
+      crc32c(piece);
+      times.push(clock.nowMs() - started);
+    }
+  } finally {
+    await file.close();
+  }
+  times.sort((a, b) => a - b);
+  return times[times.length >> 1]!;
+}
+
+/** Raw copy speed of a segment file (read, write, fsync in 1 MiB pieces): the most an fs upload can reach. */
+async function measureCopyMbS(path: string): Promise<number> {
+  const source = await disk.open(path, { readOnly: true });
+  const target = `${dir}/copy-probe.bin`;
+  const sink = await disk.open(target, { create: true });
+  const piece = new Uint8Array(1024 * 1024);
+  const started = clock.nowMs();
+  let copied = 0;
+  try {
+    const size = await source.sizeBytes();
+    while (copied < size) {
+      const n = await source.readAt(piece, copied);
+      if (n === 0) break;
+      await sink.writeAt(piece.subarray(0, n), copied);
+      copied += n;
+    }
+    await sink.sync();
+  } finally {
+    await source.close();
+    await sink.close();
+    rmSync(target, { force: true });
+  }
+  return copied / 1e6 / ((clock.nowMs() - started) / 1000);
+}
+
+// ---- load -------------------------------------------------------------------------------------
+
+interface Load {
+  stop(): Promise<void>;
+}
+
+/** A steady producer at `produceRateBytesPerSec`, one request at a time, latency per request. */
+function startProducer(latency: LatencyRecorder): Load {
+  const payload = new Uint8Array(messageBytes).map((_, i) => (i * 13) & 0xff);
+  const messages = Array.from({ length: batchMessages }, () => ({ payload }));
+  const intervalMs = (messageBytes * batchMessages * 1000) / produceRateBytesPerSec;
+  let running = true;
+  const loop = (async () => {
+    let next = clock.nowMs();
+    while (running) {
+      const started = clock.nowMs();
+      await client.produce(stream, "produce", messages, 0);
+      latency.recordMs(clock.nowMs() - started);
+      next += intervalMs;
+      const wait = next - clock.nowMs();
+      if (wait > 0) await sleep(wait);
+      else next = clock.nowMs(); // behind: no burst to catch up, the rate just falls
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+    },
+  };
+}
+
+/** Readers of a cold topic from offset 0, each its own partition; a transient 503 is retried. */
+function startReaders(topic: string, latency: LatencyRecorder, counts: { transient: number }): Load {
+  let running = true;
+  const loops = Array.from({ length: readers }, (_, p) =>
+    (async () => {
+      let offset = 0;
+      while (running) {
+        const started = clock.nowMs();
+        try {
+          const r = await client.poll(stream, topic, p, { offset, count: 1000, maxBytes: 1024 * 1024 });
+          latency.recordMs(clock.nowMs() - started);
+          offset = r.messages.length === 0 ? 0 : r.next_offset;
+        } catch {
+          counts.transient++;
+          await sleep(50);
+        }
+      }
+    })());
+  return {
+    stop: async () => {
+      running = false;
+      await Promise.all(loops);
+    },
+  };
+}
+
+function uploadedBytes(): Promise<number> {
+  return server.registry.getSingleMetric("strata_tier_uploaded_bytes_total")!.get().then((m) =>
+    m.values.reduce((n, v) => n + v.value, 0)
+  );
+}
+
+// ---- phases -----------------------------------------------------------------------------------
+
+interface PhaseResult {
+  tick_lateness_ms: { p50: number; p99: number; p999: number; max: number };
+  missed_ticks: number;
+  upload_mb_s: number;
+  produce_latency_ms: { p50: number; p99: number };
+  cold_poll_ms: { p50: number; p99: number };
+  rss_mb: number;
+  transient_replies: number;
+}
+
+const round = (n: number, digits = 3) => Number(n.toFixed(digits));
+const pct = (s: LatencySnapshot) => ({ p50: round(s.p50Ms), p99: round(s.p99Ms) });
+
+async function runPhase(name: PhaseName, series: PhaseSeries[]): Promise<PhaseResult> {
+  const withUpload = name === "upload" || name === "storm" || name === "naive";
+  const withReaders = name === "storm" || name === "naive";
+  const backlog = `backlog-${name}`;
+  if (withUpload) await prepareBacklog(backlog);
+  if (withReaders) await prepareCold(`cold-${name}`);
+  progress(`phase ${name}: ${phaseSeconds} s`);
+  const produceLatency = new LatencyRecorder();
+  const pollLatency = new LatencyRecorder();
+  const transient = { transient: 0 };
+  const samples: PhaseSeries["samples"] = [];
+  cooperation.naive = name === "naive";
+  const startedMs = clock.nowMs();
+  pump.resetSnapshot();
+  pump.observeLateness((atMs, latenessMs) => {
+    if (samples.length < 1_000_000) samples.push({ atS: (atMs - startedMs) / 1000, latenessMs });
+  });
+  let rssMax = memoryUsage.rss();
+  const rssTimer = setInterval(() => (rssMax = Math.max(rssMax, memoryUsage.rss())), 100);
+  const uploadedBefore = await uploadedBytes();
+  if (withUpload) await client.patchTopic(stream, backlog, { tiered: true });
+  const loads: Load[] = [];
+  if (name !== "idle") loads.push(startProducer(produceLatency));
+  if (withReaders) loads.push(startReaders(`cold-${name}`, pollLatency, transient));
+  let uploadDoneS: number | null = null;
+  while (clock.nowMs() - startedMs < phaseSeconds * 1000) {
+    await sleep(100);
+    if (withUpload && uploadDoneS === null && await tieredAll(backlog, backlogPartitions, false)) {
+      uploadDoneS = (clock.nowMs() - startedMs) / 1000;
+    }
+  }
+  const lateness = pump.snapshot();
+  pump.observeLateness(null);
+  const uploadedInPhase = (await uploadedBytes()) - uploadedBefore;
+  for (const load of loads) await load.stop();
+  cooperation.naive = false;
+  clearInterval(rssTimer);
+  series.push({ name, samples, durationS: phaseSeconds });
+  const uploadSeconds = uploadDoneS ?? phaseSeconds;
+  const result: PhaseResult = {
+    tick_lateness_ms: {
+      p50: round(lateness.p50Ms),
+      p99: round(lateness.p99Ms),
+      p999: round(lateness.p999Ms),
+      max: round(lateness.maxMs),
+    },
+    missed_ticks: lateness.missedTicks,
+    upload_mb_s: withUpload ? round(uploadedInPhase / 1e6 / uploadSeconds, 1) : 0,
+    produce_latency_ms: pct(produceLatency.snapshot()),
+    cold_poll_ms: pct(pollLatency.snapshot()),
+    rss_mb: round(rssMax / 1e6, 1),
+    transient_replies: transient.transient,
+  };
+  progress(`phase ${name}: ${JSON.stringify(result)}`);
+  // Uploads still running would spill into the next phase: wait for them, then free the disk.
+  if (withUpload) {
+    await waitFor(`finishing the ${name} backlog`, () => tieredAll(backlog, backlogPartitions, false), 3600);
+    await dropTopic(backlog);
+  }
+  if (withReaders) await dropTopic(`cold-${name}`);
+  return result;
+}
+
+// ---- run --------------------------------------------------------------------------------------
+
+let exitCode = 0;
+try {
+  await client.createStream(stream);
+  await client.createTopic(stream, { name: "produce", segment_size: "1 GiB" });
+  // The ceilings, from a segment like the backlog's.
+  await client.createTopic(stream, { name: "probe", segment_size: backlogSegmentBytes, tiered: false });
+  await fill("probe", 0, Math.min(backlogSegmentBytes, 256 * 1024 * 1024) + fillBatchBytes);
+  const probeLog = await firstLogPath("probe");
+  const pieceMs = await measurePieceMs(probeLog);
+  const copyMbS = await measureCopyMbS(probeLog);
+  await dropTopic("probe");
+  progress(`piece_ms ${pieceMs.toFixed(3)}, copy_mb_s ${copyMbS.toFixed(0)}`);
+
+  const series: PhaseSeries[] = [];
+  const results: Partial<Record<PhaseName, PhaseResult>> = {};
+  for (const name of phases) results[name] = await runPhase(name, series);
+
+  const machine = {
+    cpu: cpus()[0]?.model ?? "unknown",
+    cpus: cpus().length,
+    memory_gib: round(totalmem() / 2 ** 30, 1),
+    os: `${Deno.build.os} ${release()}`,
+    deno: Deno.version.deno,
+    v8: Deno.version.v8,
+    backend: args.backend,
+  };
+  const report = {
+    machine,
+    settings: {
+      phase_seconds: phaseSeconds,
+      produce_rate_mb_s: produceRateBytesPerSec / 1e6,
+      backlog_bytes: backlogBytes,
+      segment_size_bytes: backlogSegmentBytes,
+      readers,
+      upload_piece_size: config.tieredStorage.uploadPieceBytes,
+      upload_concurrency: config.tieredStorage.uploadConcurrency,
+      fetch_concurrency: config.tieredStorage.fetchConcurrency,
+      chunk_size: config.tieredStorage.cache.chunkBytes,
+      quick,
+    },
+    piece_ms: round(pieceMs),
+    copy_mb_s: round(copyMbS, 1),
+    phases: results,
+    targets: targets(results, pieceMs, copyMbS),
+  };
+  printTable(report.phases, report.targets, pieceMs, copyMbS);
+  if (args.json) Deno.writeTextFileSync(args.json, JSON.stringify(report, null, 2) + "\n");
+  if (args.svg) {
+    Deno.writeTextFileSync(
+      args.svg,
+      latenessChartSvg(series, `Tick lateness per phase (${machine.cpus} × ${machine.cpu}, ${args.backend})`),
+    );
+  }
+} catch (error) {
+  console.error(error instanceof Error ? error.message : error);
+  exitCode = 1;
+} finally {
+  await server.close();
+  if (ownsDir) rmSync(dir, { recursive: true, force: true });
+}
+Deno.exit(exitCode);
+
+interface Target {
+  name: string;
+  value: number;
+  limit: number;
+  met: boolean;
+}
+
+/** The issue's targets, each a ratio within this run; absent phases leave their targets out. */
+function targets(r: Partial<Record<PhaseName, PhaseResult>>, pieceMs: number, copyMbS: number): Target[] {
+  const out: Target[] = [];
+  const add = (name: string, value: number, limit: number, atMost: boolean) =>
+    out.push({
+      name,
+      value: round(value),
+      limit: round(limit),
+      met: atMost ? value <= limit : value >= limit,
+    });
+  const { idle, produce, upload, storm, naive } = r;
+  if (idle && storm) {
+    add("storm p99 <= idle p99 + 2 ms", storm.tick_lateness_ms.p99, idle.tick_lateness_ms.p99 + 2, true);
+    add(
+      "storm max <= idle max + 2 x piece_ms",
+      storm.tick_lateness_ms.max,
+      idle.tick_lateness_ms.max + 2 * pieceMs,
+      true,
+    );
+    add("storm rss <= idle rss + 64 MB", storm.rss_mb, idle.rss_mb + 64, true);
+  }
+  if (upload) add("upload MB/s >= 0.7 x copy_mb_s", upload.upload_mb_s, 0.7 * copyMbS, false);
+  if (produce && upload) {
+    add(
+      "upload produce p99 <= 1.2 x produce p99",
+      upload.produce_latency_ms.p99,
+      1.2 * produce.produce_latency_ms.p99,
+      true,
+    );
+  }
+  if (storm && naive) {
+    add("naive max >= 20 x storm max", naive.tick_lateness_ms.max, 20 * storm.tick_lateness_ms.max, false);
+  }
+  return out;
+}
+
+function printTable(
+  r: Partial<Record<PhaseName, PhaseResult>>,
+  t: Target[],
+  pieceMs: number,
+  copyMbS: number,
+): void {
+  const cols = [
+    "phase",
+    "p50",
+    "p99",
+    "p99.9",
+    "max",
+    "missed",
+    "upload MB/s",
+    "produce p99",
+    "poll p99",
+    "RSS MB",
+  ];
+  const rows = Object.entries(r).map(([name, p]) =>
+    [
+      name,
+      p!.tick_lateness_ms.p50,
+      p!.tick_lateness_ms.p99,
+      p!.tick_lateness_ms.p999,
+      p!.tick_lateness_ms.max,
+      p!.missed_ticks,
+      p!.upload_mb_s,
+      p!.produce_latency_ms.p99,
+      p!.cold_poll_ms.p99,
+      p!.rss_mb,
+    ].map(String)
+  );
+  const widths = cols.map((c, i) => Math.max(c.length, ...rows.map((row) => row[i]!.length)));
+  const line = (cells: string[]) =>
+    cells.map((c, i) => i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)).join("  ");
+  console.log(`tick lateness in ms; piece_ms ${pieceMs.toFixed(3)}; copy_mb_s ${copyMbS.toFixed(0)}`);
+  console.log(line(cols));
+  for (const row of rows) console.log(line(row));
+  for (const target of t) {
+    console.log(
+      `${target.met ? "MET   " : "MISSED"} ${target.name}: ${target.value} (limit ${target.limit})`,
+    );
+  }
+}
