@@ -23,6 +23,7 @@ import { cpus, release, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { memoryUsage } from "node:process";
 import { parseArgs } from "node:util";
+import { pack } from "msgpackr";
 import { StrataClient } from "../src/client/strata_client.ts";
 import { loadConfig } from "../src/config/load_config.ts";
 import { parseBytes } from "../src/config/units.ts";
@@ -103,6 +104,9 @@ const batchMessages = 100;
 const coldBytesPerPartition = quick ? 8 * 1024 * 1024 : 64 * 1024 * 1024;
 const coldSegmentBytes = quick ? 2 * 1024 * 1024 : 16 * 1024 * 1024;
 const fillBatchBytes = 1024 * 1024;
+const pollMessages = 100;
+/** Cold topics hold 1 KiB messages; the sealed part (what is evicted) is what the readers walk. */
+const coldMessagesPerPartition = Math.floor(coldBytesPerPartition / messageBytes);
 
 const dir = args.dir ?? mkdtempSync(join(tmpdir(), "strata-bench-pump-"));
 const ownsDir = args.dir === undefined;
@@ -137,15 +141,25 @@ function progress(text: string): void {
   console.error(`[bench:pump] ${text}`);
 }
 
-/** Appends `bytes` of 64 KiB messages to a partition in 1 MiB batches, straight to the broker. */
-async function fill(topic: string, partition: number, bytes: number, messageSize = 64 * 1024): Promise<void> {
+/**
+ * Appends `bytes` to a partition straight through the broker, in batches of `perBatch` messages of
+ * `messageSize` bytes, 64 appends at a time so group commit shares the fsyncs.
+ */
+async function fill(topic: string, partition: number, bytes: number, messageSize: number, perBatch: number) {
   const payload = new Uint8Array(messageSize).map((_, i) => (i * 31 + partition) & 0xff);
-  const perBatch = Math.max(1, Math.floor(fillBatchBytes / messageSize));
   const batch: MessageInput[] = Array.from({ length: perBatch }, () => ({ key: null, headers: {}, payload }));
-  for (let written = 0; written < bytes; written += perBatch * messageSize) {
-    await server.broker.produce(stream, topic, partition, batch);
+  const batches = Math.ceil(bytes / (perBatch * messageSize));
+  for (let done = 0; done < batches; done += 64) {
+    const wave = Math.min(64, batches - done);
+    await Promise.all(
+      Array.from({ length: wave }, () => server.broker.produce(stream, topic, partition, batch)),
+    );
   }
 }
+
+/** Backlog and probe data: the upload path does not care about message size, so 64 KiB messages, 1 MiB batches. */
+const fillBulk = (topic: string, partition: number, bytes: number) =>
+  fill(topic, partition, bytes, 64 * 1024, 16);
 
 async function partitionStats(topic: string, p: number) {
   return await client.partition(stream, topic, p) as {
@@ -186,7 +200,8 @@ async function prepareCold(topic: string): Promise<void> {
     local_retention_size: "1 MiB",
   });
   for (let p = 0; p < readers; p++) {
-    await fill(topic, p, coldBytesPerPartition + coldSegmentBytes, messageBytes);
+    // Cold data is what the readers poll: 1 KiB messages in batches of 100, as the producer writes them.
+    await fill(topic, p, coldBytesPerPartition + coldSegmentBytes, messageBytes, batchMessages);
   }
   progress(
     `${topic}: ${readers} × ${coldBytesPerPartition / 1048576} MiB written; waiting for upload and eviction`,
@@ -206,7 +221,7 @@ async function prepareBacklog(topic: string): Promise<void> {
     backlogSegmentBytes;
   for (let p = 0; p < backlogPartitions; p++) {
     // One batch past the last segment boundary, so every backlog segment is sealed.
-    await fill(topic, p, perPartition + fillBatchBytes);
+    await fillBulk(topic, p, perPartition + fillBatchBytes);
   }
   progress(`${topic}: ${(backlogPartitions * perPartition) / 2 ** 30} GiB of sealed segments`);
 }
@@ -285,17 +300,40 @@ interface Load {
   stop(): Promise<void>;
 }
 
+/**
+ * A request straight to the server's fetch handler, as `Deno.serve` would pass it: the server's
+ * own work (routing, decoding, the log, encoding the answer) runs on the loop, the load's does not
+ * (bodies are encoded once and answers are read as bytes, never decoded).
+ */
+async function request(method: string, path: string, body?: Uint8Array<ArrayBuffer>): Promise<Response> {
+  const response = await server.handler(
+    new Request(`http://bench${path}`, {
+      method,
+      headers: {
+        "accept": "application/msgpack",
+        ...(body !== undefined ? { "content-type": "application/msgpack" } : {}),
+      },
+      ...(body !== undefined ? { body } : {}),
+    }),
+  );
+  await response.arrayBuffer();
+  return response;
+}
+
 /** A steady producer at `produceRateBytesPerSec`, one request at a time, latency per request. */
 function startProducer(latency: LatencyRecorder): Load {
   const payload = new Uint8Array(messageBytes).map((_, i) => (i * 13) & 0xff);
-  const messages = Array.from({ length: batchMessages }, () => ({ payload }));
+  const body = new Uint8Array(
+    pack({ partition: 0, messages: Array.from({ length: batchMessages }, () => ({ payload })) }),
+  );
   const intervalMs = (messageBytes * batchMessages * 1000) / produceRateBytesPerSec;
   let running = true;
   const loop = (async () => {
     let next = clock.nowMs();
     while (running) {
       const started = clock.nowMs();
-      await client.produce(stream, "produce", messages, 0);
+      const response = await request("POST", `/streams/${stream}/topics/produce/messages`, body);
+      if (response.status !== 200) throw new Error(`Cannot produce: ${response.status}`);
       latency.recordMs(clock.nowMs() - started);
       next += intervalMs;
       const wait = next - clock.nowMs();
@@ -311,7 +349,11 @@ function startProducer(latency: LatencyRecorder): Load {
   };
 }
 
-/** Readers of a cold topic from offset 0, each its own partition; a transient 503 is retried. */
+/**
+ * Readers of a cold topic from offset 0, each its own partition, polling as a default client does
+ * (100 messages); a transient 503 is retried after 50 ms. The next offset comes from a header-free
+ * count: messages are 1 KiB and dense, so offset + 100 is where the next poll starts.
+ */
 function startReaders(topic: string, latency: LatencyRecorder, counts: { transient: number }): Load {
   let running = true;
   const loops = Array.from({ length: readers }, (_, p) =>
@@ -319,11 +361,14 @@ function startReaders(topic: string, latency: LatencyRecorder, counts: { transie
       let offset = 0;
       while (running) {
         const started = clock.nowMs();
-        try {
-          const r = await client.poll(stream, topic, p, { offset, count: 1000, maxBytes: 1024 * 1024 });
+        const response = await request(
+          "GET",
+          `/streams/${stream}/topics/${topic}/partitions/${p}/messages?offset=${offset}&count=${pollMessages}`,
+        );
+        if (response.status === 200) {
           latency.recordMs(clock.nowMs() - started);
-          offset = r.messages.length === 0 ? 0 : r.next_offset;
-        } catch {
+          offset = offset + pollMessages >= coldMessagesPerPartition ? 0 : offset + pollMessages;
+        } else {
           counts.transient++;
           await sleep(50);
         }
@@ -429,7 +474,7 @@ try {
   await client.createTopic(stream, { name: "produce", segment_size: "1 GiB" });
   // The ceilings, from a segment like the backlog's.
   await client.createTopic(stream, { name: "probe", segment_size: backlogSegmentBytes, tiered: false });
-  await fill("probe", 0, Math.min(backlogSegmentBytes, 256 * 1024 * 1024) + fillBatchBytes);
+  await fillBulk("probe", 0, Math.min(backlogSegmentBytes, 256 * 1024 * 1024) + fillBatchBytes);
   const probeLog = await firstLogPath("probe");
   const pieceMs = await measurePieceMs(probeLog);
   const copyMbS = await measureCopyMbS(probeLog);

@@ -158,6 +158,9 @@ export class FsObjectStore implements ObjectStore {
         crc.update(piece);
         await file.writeAt(piece, headerBytes + written);
         written += piece.length;
+        // Written back a little at a time: one fsync of a whole segment at the end would make every
+        // other fsync on the disk (a produce's group commit) wait behind it.
+        if (written % syncEveryBytes < piece.length) await file.sync();
       }
       if (written !== options.sizeBytes) {
         throw new MalformedError(`Cannot put object: the body is ${written} bytes, not ${options.sizeBytes}`);
@@ -220,6 +223,9 @@ export class FsObjectStore implements ObjectStore {
     return `${this.#root}/objects/${key}`;
   }
 }
+
+/** How much of an object is written between two fsyncs of its temp file. */
+const syncEveryBytes = 16 * 1024 * 1024;
 
 function header(metaBytes: Uint8Array): Uint8Array {
   const bytes = new Uint8Array(fixedHeaderBytes + metaBytes.length);
