@@ -382,10 +382,10 @@ function startReaders(topic: string, latency: LatencyRecorder, counts: { transie
   };
 }
 
-function uploadedBytes(): Promise<number> {
-  return server.registry.getSingleMetric("strata_tier_uploaded_bytes_total")!.get().then((m) =>
-    m.values.reduce((n, v) => n + v.value, 0)
-  );
+/** The bytes a backlog holds: whole segments per partition. */
+function backlogTotalBytes(): number {
+  return Math.ceil(backlogBytes / backlogPartitions / backlogSegmentBytes) * backlogSegmentBytes *
+    backlogPartitions;
 }
 
 // ---- phases -----------------------------------------------------------------------------------
@@ -422,7 +422,6 @@ async function runPhase(name: PhaseName, series: PhaseSeries[]): Promise<PhaseRe
   });
   let rssMax = memoryUsage.rss();
   const rssTimer = setInterval(() => (rssMax = Math.max(rssMax, memoryUsage.rss())), 100);
-  const uploadedBefore = await uploadedBytes();
   if (withUpload) await client.patchTopic(stream, backlog, { tiered: true });
   const loads: Load[] = [];
   if (name !== "idle") loads.push(startProducer(produceLatency));
@@ -436,12 +435,16 @@ async function runPhase(name: PhaseName, series: PhaseSeries[]): Promise<PhaseRe
   }
   const lateness = pump.snapshot();
   pump.observeLateness(null);
-  const uploadedInPhase = (await uploadedBytes()) - uploadedBefore;
   for (const load of loads) await load.stop();
   cooperation.naive = false;
   clearInterval(rssTimer);
   series.push({ name, samples, durationS: phaseSeconds });
-  const uploadSeconds = uploadDoneS ?? phaseSeconds;
+  // Uploads still running would spill into the next phase: wait for them, then free the disk. The
+  // upload rate is the whole backlog over the time it took, which may run past the phase's end.
+  if (withUpload && uploadDoneS === null) {
+    await waitFor(`finishing the ${name} backlog`, () => tieredAll(backlog, backlogPartitions, false), 3600);
+    uploadDoneS = (clock.nowMs() - startedMs) / 1000;
+  }
   const result: PhaseResult = {
     tick_lateness_ms: {
       p50: round(lateness.p50Ms),
@@ -450,18 +453,14 @@ async function runPhase(name: PhaseName, series: PhaseSeries[]): Promise<PhaseRe
       max: round(lateness.maxMs),
     },
     missed_ticks: lateness.missedTicks,
-    upload_mb_s: withUpload ? round(uploadedInPhase / 1e6 / uploadSeconds, 1) : 0,
+    upload_mb_s: withUpload ? round(backlogTotalBytes() / 1e6 / uploadDoneS!, 1) : 0,
     produce_latency_ms: pct(produceLatency.snapshot()),
     cold_poll_ms: pct(pollLatency.snapshot()),
     rss_mb: round(rssMax / 1e6, 1),
     transient_replies: transient.transient,
   };
   progress(`phase ${name}: ${JSON.stringify(result)}`);
-  // Uploads still running would spill into the next phase: wait for them, then free the disk.
-  if (withUpload) {
-    await waitFor(`finishing the ${name} backlog`, () => tieredAll(backlog, backlogPartitions, false), 3600);
-    await dropTopic(backlog);
-  }
+  if (withUpload) await dropTopic(backlog);
   if (withReaders) await dropTopic(`cold-${name}`);
   return result;
 }

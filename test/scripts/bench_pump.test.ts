@@ -1,0 +1,71 @@
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import t from "tap";
+import { tempDir } from "../helpers/temp_dir.ts";
+
+// The pump benchmark's smoke run: the script works end to end under Deno and its JSON report has
+// every field the issue names. The targets are the benchmark's own business, never asserted here.
+t.test("bench:pump --quick runs every phase and writes the JSON report and the SVG chart", {
+  timeout: 900_000,
+}, async (t) => {
+  const dir = tempDir(t);
+  const json = join(dir, "pump.json");
+  const svg = join(dir, "pump.svg");
+  const child = spawn("deno", [
+    "task",
+    "--quiet",
+    "bench:pump",
+    "--quick",
+    "--json",
+    json,
+    "--svg",
+    svg,
+    "--dir",
+    dir,
+  ], {
+    cwd: new URL("../..", import.meta.url).pathname,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  child.stdout!.on("data", (d) => (out += d));
+  child.stderr!.on("data", (d) => (err += d));
+  const [code] = await once(child, "exit");
+  t.equal(code, 0, err.slice(-2000));
+  t.match(out, /tick lateness in ms; piece_ms/, "the table is printed");
+  const report = JSON.parse(readFileSync(json, "utf8"));
+  t.match(report, {
+    machine: { cpu: String, cpus: Number, deno: String },
+    piece_ms: Number,
+    copy_mb_s: Number,
+  });
+  t.ok(
+    report.piece_ms > 0 && report.copy_mb_s > 0,
+    `piece_ms ${report.piece_ms}, copy_mb_s ${report.copy_mb_s}`,
+  );
+  for (const phase of ["idle", "produce", "upload", "storm", "naive"]) {
+    const p = report.phases[phase];
+    t.match(p, {
+      tick_lateness_ms: { p50: Number, p99: Number, p999: Number, max: Number },
+      missed_ticks: Number,
+      upload_mb_s: Number,
+      produce_latency_ms: { p50: Number, p99: Number },
+      cold_poll_ms: { p50: Number, p99: Number },
+      rss_mb: Number,
+    }, `phase ${phase} has every field`);
+    t.ok(
+      p.tick_lateness_ms.max >= p.tick_lateness_ms.p99 && p.tick_lateness_ms.p99 >= p.tick_lateness_ms.p50,
+    );
+  }
+  t.ok(report.phases.produce.produce_latency_ms.p50 > 0, "the producer ran");
+  t.ok(report.phases.upload.upload_mb_s > 0, "the backlog uploaded");
+  t.ok(report.phases.storm.cold_poll_ms.p50 > 0, "the readers read");
+  t.equal(report.targets.length, 6, "every target evaluated");
+  const chart = readFileSync(svg, "utf8");
+  t.match(chart, /^<svg/);
+  for (const phase of ["idle", "produce", "upload", "storm", "naive"]) {
+    t.match(chart, new RegExp(`>${phase}<`));
+  }
+});
