@@ -51,8 +51,44 @@ export async function recoverSegments(
   }
   if (removed > 0) await disk.fsyncDir(dir);
   const report: RecoveryReport = { segments: [], truncatedBytes: 0, rebuiltIndexes: 0 };
+  const opened: Segment[] = [];
+  try {
+    await recoverChain(
+      { disk, dir, stems, logs, markers, indexIntervalBytes, label, logger, identity },
+      report,
+      opened,
+    );
+  } catch (error) {
+    // A refused partition keeps no file open: the active segment's handles are closed here.
+    for (const segment of opened) {
+      await segment.logFile?.close().catch(() => {});
+      await segment.indexFile?.close().catch(() => {});
+      segment.logFile = null;
+      segment.indexFile = null;
+    }
+    throw error;
+  }
+  return report;
+}
+
+interface ChainContext {
+  disk: Disk;
+  dir: string;
+  stems: readonly string[];
+  logs: ReadonlySet<string>;
+  markers: ReadonlySet<string>;
+  indexIntervalBytes: number;
+  label: string;
+  logger: Logger;
+  identity: MarkerIdentity | null;
+}
+
+/** Walks the stems oldest first, validating the chain; every segment it touches goes into `opened`. */
+async function recoverChain(c: ChainContext, report: RecoveryReport, opened: Segment[]): Promise<void> {
+  const { disk, dir, stems, logs, markers, indexIntervalBytes, label, logger, identity } = c;
   for (const [i, stem] of stems.entries()) {
     const segment = new Segment(dir, Number(stem));
+    opened.push(segment);
     const previous = report.segments.at(-1);
     const marker = markers.has(stem) ? await readMarker(disk, segment, label, identity) : null;
     const hasLog = logs.has(stem);
@@ -88,7 +124,6 @@ export async function recoverSegments(
     }
     report.segments.push(segment);
   }
-  return report;
 }
 
 /** Reads and checks a marker; one from another incarnation or generation quarantines the partition. */

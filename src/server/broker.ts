@@ -1,5 +1,6 @@
 import { Housekeeping } from "../tier/housekeeping.ts";
 import type { Cooperation } from "../runtime/cooperation.ts";
+import { PieceGate } from "../runtime/piece_gate.ts";
 import { HousekeepingMetrics } from "../tier/housekeeping_metrics.ts";
 import { addressKey, type IncarnationTable, type KnownPartition } from "../tier/object_class.ts";
 import type { Config } from "../config/config.ts";
@@ -544,6 +545,8 @@ export class Broker {
       }),
       metrics: this.#tierMetrics ??= new TierMetrics(this.#deps.registry),
       cooperation: this.#deps.cooperation,
+      // One gate per shard: every piece of upload work on this shard takes its turn.
+      pieceGate: new PieceGate(),
       config: {
         prefix: t.s3.prefix,
         clusterId: this.#metadata.doc.clusterId,

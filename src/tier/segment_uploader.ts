@@ -3,6 +3,7 @@ import { crc32c, Crc32cStream } from "../runtime/crc32c.ts";
 import { toPieces } from "../objectstore/object_store.ts";
 import type { TokenBucket } from "../runtime/token_bucket.ts";
 import { yieldToReactor } from "../runtime/yield_to_reactor.ts";
+import type { PieceGate } from "../runtime/piece_gate.ts";
 import { readExactly, readExactlyInto } from "../log/scan_batches.ts";
 import { PreconditionFailedError } from "../objectstore/object_store_errors.ts";
 import type { RetryingObjectStore } from "../objectstore/retrying_object_store.ts";
@@ -26,6 +27,8 @@ export interface UploadDeps {
   bandwidth: TokenBucket;
   /** The pump benchmark's naive phase: whole-file read and hash, no pieces, no yields. */
   naive?: boolean;
+  /** The shard's piece gate: each piece's CPU work waits for its turn (else a yield after each piece). */
+  gate?: PieceGate;
 }
 
 export type UploadOutcome =
@@ -92,12 +95,12 @@ async function uploadInPieces(
 ): Promise<UploadOutcome> {
   const sizeBytes = await log.sizeBytes();
   const indexSizeBytes = await index.sizeBytes();
-  const logCrc32c = await hashFile(log, sizeBytes, deps.pieceBytes);
+  const logCrc32c = await hashFile(log, sizeBytes, deps.pieceBytes, deps.gate);
   const metadata = segmentMetadata(segment, sizeBytes, indexSizeBytes, logCrc32c);
   await deps.bandwidth.take(sizeBytes + indexSizeBytes);
   const logResult = await putOnce(deps, keys.log, log, sizeBytes, logCrc32c, metadata, deadlineAtMs);
   if (logResult !== "created" && logResult !== "same") return { kind: "anomaly", detail: logResult };
-  const indexCrc32c = await hashFile(index, indexSizeBytes, deps.pieceBytes);
+  const indexCrc32c = await hashFile(index, indexSizeBytes, deps.pieceBytes, deps.gate);
   const indexResult = await putOnce(deps, keys.index, index, indexSizeBytes, indexCrc32c, {
     "crc32c": String(indexCrc32c),
     "format-version": segmentFormatVersion,
@@ -167,7 +170,7 @@ async function putOnce(
   deadlineAtMs: number,
 ): Promise<"created" | "same" | string> {
   try {
-    await deps.store.put(key, () => pieces(file, sizeBytes, deps.pieceBytes), {
+    await deps.store.put(key, () => pieces(file, sizeBytes, deps.pieceBytes, deps.gate), {
       sizeBytes,
       metadata,
       ifAbsent: true,
@@ -190,23 +193,39 @@ async function putOnce(
  * CRC32C of a file, one piece at a time with a yield after each, through one reused buffer: the
  * hash pass allocates nothing per piece, which keeps garbage collection off the pump's path.
  */
-async function hashFile(file: DiskFile, sizeBytes: number, pieceBytes: number): Promise<number> {
+async function hashFile(
+  file: DiskFile,
+  sizeBytes: number,
+  pieceBytes: number,
+  gate: PieceGate | undefined,
+): Promise<number> {
   const crc = await Crc32cStream.create();
   const buffer = new Uint8Array(Math.max(1, Math.min(pieceBytes, sizeBytes)));
   for (let at = 0; at < sizeBytes; at += buffer.length) {
     const n = await readExactlyInto(file, buffer.subarray(0, Math.min(buffer.length, sizeBytes - at)), at);
     if (n === 0) break;
+    if (gate !== undefined) await gate.turn();
     crc.update(buffer.subarray(0, n));
-    await yieldToReactor();
+    if (gate === undefined) await yieldToReactor();
   }
   return crc.digest();
 }
 
-async function* pieces(file: DiskFile, sizeBytes: number, pieceBytes: number): AsyncGenerator<Uint8Array> {
+/**
+ * The pieces of a file for a PUT. With a gate, each piece is handed over on the shard's turn, so
+ * the store's synchronous work on it (checksum, the start of a write or a send) runs within it.
+ */
+async function* pieces(
+  file: DiskFile,
+  sizeBytes: number,
+  pieceBytes: number,
+  gate?: PieceGate,
+): AsyncGenerator<Uint8Array> {
   for (let at = 0; at < sizeBytes; at += pieceBytes) {
     const piece = await readExactly(file, at, Math.min(pieceBytes, sizeBytes - at));
     if (piece.length === 0) break;
+    if (gate !== undefined) await gate.turn();
     yield piece;
-    await yieldToReactor();
+    if (gate === undefined) await yieldToReactor();
   }
 }

@@ -6,6 +6,7 @@ import type { Logger } from "../runtime/logger.ts";
 import type { Rng } from "../runtime/rng.ts";
 import type { TokenBucket } from "../runtime/token_bucket.ts";
 import type { Disk } from "../runtime/disk.ts";
+import type { PieceGate } from "../runtime/piece_gate.ts";
 import { type Cooperation, cooperative, naiveConcurrencyMax } from "../runtime/cooperation.ts";
 import { classify } from "../objectstore/object_store_errors.ts";
 import type { RetryingObjectStore } from "../objectstore/retrying_object_store.ts";
@@ -52,6 +53,8 @@ export interface TierServiceDeps {
   metrics?: TierMetrics;
   /** The benchmark's switch; `cooperative` unless the pump benchmark's naive phase runs. */
   cooperation?: Cooperation;
+  /** The shard's piece gate, shared with the chunk cache. */
+  pieceGate?: PieceGate;
 }
 
 /** How often eviction and local pressure are looked at, besides right after a floor moves. */
@@ -144,6 +147,7 @@ export class TierService implements TierGaugeSource {
       pieceBytes: this.#deps.config.uploadPieceBytes,
       bandwidth: this.#deps.bandwidth,
       naive: this.#naive,
+      ...(this.#deps.pieceGate !== undefined ? { gate: this.#deps.pieceGate } : {}),
     };
   }
 

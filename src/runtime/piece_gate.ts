@@ -1,0 +1,29 @@
+import { Semaphore } from "./semaphore.ts";
+import { yieldToReactor } from "./yield_to_reactor.ts";
+
+/**
+ * One piece of CPU work at a time per shard, a timers phase between two pieces. A yield after each
+ * piece bounds how long one task runs, but every task that is ready runs its next piece in the same
+ * turn of the event loop, and the tick waits behind the sum. Tasks that do pieces (hashing an
+ * upload's piece, checking a downloaded one) take a turn first: the turn's holder runs its piece
+ * at once, synchronously, and the turn passes on only after a yield to the reactor, so the tick
+ * waits behind one piece at most, whatever the number of tasks.
+ */
+export class PieceGate {
+  readonly #turns: Semaphore;
+
+  constructor(waitersMax = 4096) {
+    this.#turns = new Semaphore({ permits: 1, waitersMax, name: "piece gate" });
+  }
+
+  /** Resolves when it is the caller's turn; the caller then runs one piece without awaiting. */
+  async turn(): Promise<void> {
+    const permit = await this.#turns.acquire();
+    void yieldToReactor().then(() => permit.release());
+  }
+
+  /** Gauge: tasks waiting for a turn. */
+  get waiting(): number {
+    return this.#turns.waiting;
+  }
+}
