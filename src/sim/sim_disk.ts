@@ -24,9 +24,13 @@ export class SimDisk implements Disk {
   /** Open handles, closed by a crash. */
   readonly #handles = new Set<SimFile>();
 
-  constructor(rng: Rng, capacityBytes = 1024 ** 4) {
+  /** A disk whose fsync does nothing: only for proving that the simulator's checks catch lost data. */
+  readonly #lyingFsync: boolean;
+
+  constructor(rng: Rng, options: { capacityBytes?: number; lyingFsync?: boolean } = {}) {
     this.#rng = rng;
-    this.#capacityBytes = capacityBytes;
+    this.#capacityBytes = options.capacityBytes ?? 1024 ** 4;
+    this.#lyingFsync = options.lyingFsync ?? false;
     this.#dirs.set("/", new SimDirectory());
   }
 
@@ -160,7 +164,7 @@ export class SimDisk implements Disk {
   }
 
   #handle(path: string, inode: SimInode, readOnly: boolean): SimFile {
-    const handle = new SimFile(path, inode, readOnly, (h) => this.#handles.delete(h));
+    const handle = new SimFile(path, inode, readOnly, this.#lyingFsync, (h) => this.#handles.delete(h));
     this.#handles.add(handle);
     return handle;
   }
@@ -265,14 +269,22 @@ class SimFile implements DiskFile {
   readonly path: string;
   readonly #inode: SimInode;
   readonly #readOnly: boolean;
+  readonly #lyingFsync: boolean;
   readonly #onClose: (h: SimFile) => void;
   #open = true;
   #crashed = false;
 
-  constructor(path: string, inode: SimInode, readOnly: boolean, onClose: (h: SimFile) => void) {
+  constructor(
+    path: string,
+    inode: SimInode,
+    readOnly: boolean,
+    lyingFsync: boolean,
+    onClose: (h: SimFile) => void,
+  ) {
     this.path = path;
     this.#inode = inode;
     this.#readOnly = readOnly;
+    this.#lyingFsync = lyingFsync;
     this.#onClose = onClose;
   }
 
@@ -316,7 +328,7 @@ class SimFile implements DiskFile {
   // deno-lint-ignore require-await
   async sync(): Promise<void> {
     this.#check("sync");
-    this.#inode.sync();
+    if (!this.#lyingFsync) this.#inode.sync();
   }
 
   close(): Promise<void> {

@@ -1,0 +1,59 @@
+import type { SimFaults } from "../objectstore/sim_object_store.ts";
+import type { Rng } from "../runtime/rng.ts";
+
+/** What a scenario does to the world; faults apply until the run's recovery window. */
+export interface Scenario {
+  name: string;
+  /** The object store's faults while the scenario is active; a function of the run's own time. */
+  faults: (rng: Rng, activeUntilMs: number) => SimFaults;
+  /** Chance per step that the process crashes (the disk loses what was not durable). */
+  crashChance: number;
+}
+
+const none = (): SimFaults => ({});
+
+/** The scenarios built so far; issue 8 names the rest. */
+export const scenarios: Record<string, Scenario> = {
+  store_outage: {
+    name: "store_outage",
+    faults: (rng, until) => {
+      const from = rng.int(0, Math.floor(until / 2));
+      return { outages: [{ fromMs: from, toMs: from + rng.int(1000, Math.max(1000, until - from)) }] };
+    },
+    crashChance: 0,
+  },
+  transient_errors: {
+    name: "transient_errors",
+    faults: () => ({
+      errorRates: {
+        put: { transient: 0.2, throttle: 0.1 },
+        get: { transient: 0.2, throttle: 0.1 },
+        head: { transient: 0.1 },
+      },
+      latencyMs: { min: 1, max: 50 },
+    }),
+    crashChance: 0,
+  },
+  lost_transfer_result: {
+    name: "lost_transfer_result",
+    faults: () => ({ errorRates: { put: { lostReply: 0.2 } }, latencyMs: { min: 1, max: 20 } }),
+    crashChance: 0,
+  },
+  crash_during_eviction: {
+    name: "crash_during_eviction",
+    faults: none,
+    crashChance: 0.01,
+  },
+  swarm: {
+    name: "swarm",
+    faults: (rng) => ({
+      errorRates: {
+        put: { transient: rng.nextFloat() * 0.3, lostReply: rng.nextFloat() * 0.1 },
+        get: { transient: rng.nextFloat() * 0.3, throttle: rng.nextFloat() * 0.1 },
+        head: { transient: rng.nextFloat() * 0.2 },
+      },
+      latencyMs: { min: 1, max: rng.int(1, 200) },
+    }),
+    crashChance: 0.005,
+  },
+};
