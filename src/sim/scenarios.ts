@@ -39,6 +39,27 @@ export const scenarios: Record<string, Scenario> = {
     faults: () => ({ errorRates: { put: { lostReply: 0.2 } }, latencyMs: { min: 1, max: 20 } }),
     crashChance: 0,
   },
+  nontransient_errors: {
+    name: "nontransient_errors",
+    // Unexpected 4xx on uploads: the pipeline stalls on the non-transient profile, never skips.
+    faults: () => ({ errorRates: { put: { nonTransient: 0.3 }, head: { nonTransient: 0.1 } } }),
+    crashChance: 0,
+  },
+  throttling_storm: {
+    name: "throttling_storm",
+    faults: () => ({
+      errorRates: { put: { throttle: 0.5 }, get: { throttle: 0.5 }, head: { throttle: 0.5 } },
+      latencyMs: { min: 1, max: 30 },
+    }),
+    crashChance: 0,
+  },
+  slow_uploads_local_pressure: {
+    name: "slow_uploads_local_pressure",
+    // Every request takes up to 2 s of virtual time while producers keep writing: local bytes pile up
+    // above the envelope until uploads catch up.
+    faults: () => ({ latencyMs: { min: 200, max: 2000 } }),
+    crashChance: 0,
+  },
   crash_during_eviction: {
     name: "crash_during_eviction",
     faults: none,
