@@ -8,6 +8,8 @@ export interface Scenario {
   faults: (rng: Rng, activeUntilMs: number) => SimFaults;
   /** Chance per step that the process crashes (the disk loses what was not durable). */
   crashChance: number;
+  /** Chance per step that the partition is purged (a new generation, offsets from 0). */
+  purgeChance?: number;
 }
 
 const none = (): SimFaults => ({});
@@ -59,6 +61,13 @@ export const scenarios: Record<string, Scenario> = {
     // above the envelope until uploads catch up.
     faults: () => ({ latencyMs: { min: 200, max: 2000 } }),
     crashChance: 0,
+  },
+  purge_during_upload: {
+    name: "purge_during_upload",
+    // Slow uploads so that purges land while one is in flight; its floor command must be rejected.
+    faults: () => ({ latencyMs: { min: 50, max: 500 } }),
+    crashChance: 0,
+    purgeChance: 0.004,
   },
   crash_during_eviction: {
     name: "crash_during_eviction",

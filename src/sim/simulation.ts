@@ -233,6 +233,22 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
     check();
   };
 
+  /** Purge: every message goes, offsets start again at 0 under a new generation. */
+  const purge = async () => {
+    trace.record(clock.nowMs(), "purge");
+    const purging = world.partition.purge();
+    const done = await withTime(purging, 10_000);
+    if (done === null) {
+      fail("a purge did not finish within 10 s of virtual time");
+      return;
+    }
+    world.tier.purged("1/1/0");
+    acknowledgedBelow = 0;
+    nextAssign = 0;
+    floorSeen = world.partition.superblock.tieredUpToOffset;
+    fail(floorSeen === 0 ? null : `after a purge the floor is ${floorSeen}, not 0`);
+  };
+
   for (let step = 0; step < o.steps && violation === null; step++) {
     if (clock.nowMs() >= activeUntilMs && Object.keys(sim.faults).length > 0) {
       sim.faults = {};
@@ -241,6 +257,8 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
     const roll = workload.nextFloat();
     if (clock.nowMs() < activeUntilMs && workload.chance(o.scenario.crashChance)) {
       await crash();
+    } else if (clock.nowMs() < activeUntilMs && workload.chance(o.scenario.purgeChance ?? 0)) {
+      await purge();
     } else if (roll < 0.35) {
       const count = workload.int(1, 3);
       const base = nextAssign;
