@@ -2,7 +2,7 @@ import { Housekeeping } from "../tier/housekeeping.ts";
 import type { Cooperation } from "../runtime/cooperation.ts";
 import { PieceGate } from "../runtime/piece_gate.ts";
 import { HousekeepingMetrics } from "../tier/housekeeping_metrics.ts";
-import { addressKey, type IncarnationTable, type KnownPartition } from "../tier/object_class.ts";
+import type { IncarnationTable, KnownPartition } from "../tier/object_class.ts";
 import type { Config } from "../config/config.ts";
 import type { MessageInput, StoredMessage } from "../log/batch_codec.ts";
 import type { LogConfig } from "../log/log_config.ts";
@@ -143,21 +143,18 @@ export class Broker {
       broker.tiers.push(tier);
       if (tier !== null) pump.onTick("tier", (nowMs) => tier.onTick(nowMs));
     }
+    const c = config.tieredStorage.cache;
+    // The cache budget is the smaller of size and size_percent of the data disk, split among shards.
+    const budgetBytes = deps.objectStore === null
+      ? 0
+      : Math.min(c.sizeBytes, Math.floor(((await disk.capacityBytes(dataPath)) * c.sizePercent) / 100));
+    if (deps.objectStore !== null) {
+      logger.info("chunk cache budget", { budget_bytes: budgetBytes, size_bytes: c.sizeBytes });
+    }
     for (const [id, tier] of broker.tiers.entries()) {
       if (tier === null || deps.objectStore === null) {
         broker.#caches.push(null);
         continue;
-      }
-      const c = config.tieredStorage.cache;
-      // The budget is the smaller of size and size_percent of the data disk, split among shards.
-      const diskBytes = await disk.capacityBytes(dataPath);
-      const budgetBytes = Math.min(c.sizeBytes, Math.floor((diskBytes * c.sizePercent) / 100));
-      if (id === 0) {
-        logger.info("chunk cache budget", {
-          budget_bytes: budgetBytes,
-          disk_bytes: diskBytes,
-          size_bytes: c.sizeBytes,
-        });
       }
       const cache = await ChunkCache.open({
         disk,
@@ -334,9 +331,6 @@ export class Broker {
     for (const slot of topic.slots) {
       if (slot.kind !== "open") continue;
       slot.partition.log.updateConfig(this.#logConfig(options));
-      // Tiering just turned on: the sealed segments already there are found at the next tick, not
-      // after the idle scan's backoff.
-      if (options.tiered) this.tiers[this.#shardOf(slot.partition.address).id]?.rescan();
     }
     return this.getTopic(streamName, topicName);
   }
@@ -513,7 +507,7 @@ export class Broker {
     const table = new Map<string, KnownPartition>();
     for (const topic of this.#topics.values()) {
       topic.slots.forEach((slot, partitionId) => {
-        const key = addressKey({ streamId: topic.streamId, topicId: topic.meta.id, partitionId });
+        const key = labelOf({ streamId: topic.streamId, topicId: topic.meta.id, partitionId });
         if (slot.kind !== "open") {
           table.set(key, "unreadable");
           return;

@@ -1,3 +1,4 @@
+import { labelOf, type PartitionAddress } from "../log/partition.ts";
 import type { DeleteResult, ListOptions, ListPage } from "../objectstore/object_store.ts";
 import { assert } from "../runtime/assert.ts";
 import {
@@ -28,14 +29,12 @@ export interface GcOptions {
    * Reads what the metadata knows about these addresses. Called after each page is listed, so the
    * table is never older than the objects it judges.
    */
-  readTable: (addresses: ParsedAddresses) => Promise<IncarnationTable>;
+  readTable: (addresses: PartitionAddress[]) => Promise<IncarnationTable>;
   /** Called after each page with the running count of listed objects. */
   progress?: (listedObjects: number) => void;
   /** Bound on pages, so a run always ends; 1000 keys per page. */
   pagesMax?: number;
 }
-
-export type ParsedAddresses = { streamId: number; topicId: number; partitionId: number }[];
 
 export interface GcClassCount {
   objects: number;
@@ -113,11 +112,11 @@ async function deleteAll(store: GcStore, doomed: { key: string; sizeBytes: numbe
   }
 }
 
-function addressesOf(keys: ParsedObjectKey[]): ParsedAddresses {
-  const seen = new Map<string, ParsedAddresses[number]>();
+function addressesOf(keys: ParsedObjectKey[]): PartitionAddress[] {
+  const seen = new Map<string, PartitionAddress>();
   for (const k of keys) {
     if (k.kind === "unrecognized") continue;
-    seen.set(`${k.address.streamId}/${k.address.topicId}/${k.address.partitionId}`, k.address);
+    seen.set(labelOf(k.address), k.address);
   }
   return [...seen.values()];
 }

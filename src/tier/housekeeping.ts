@@ -11,6 +11,7 @@ import { classifyObject, type IncarnationTable } from "./object_class.ts";
 import {
   afterIncarnation,
   clusterRoot,
+  incarnationOf,
   incarnationPrefix,
   manifestKey,
   parseObjectKey,
@@ -398,15 +399,6 @@ export class Housekeeping {
   }
 
   #incarnation(partition: Partition): PartitionIncarnation {
-    const a = partition.address;
-    return {
-      prefix: this.#deps.config.prefix,
-      clusterId: this.#deps.config.clusterId,
-      streamId: a.streamId,
-      topicId: a.topicId,
-      partitionId: a.partitionId,
-      createdRevision: partition.superblock.createdRevision,
-      purgeGeneration: partition.superblock.purgeGeneration,
-    };
+    return incarnationOf(this.#deps.config.prefix, this.#deps.config.clusterId, partition);
   }
 }

@@ -1,8 +1,8 @@
-import { partitionDir } from "../log/partition.ts";
+import { labelOf, type PartitionAddress, partitionDir } from "../log/partition.ts";
 import { readSuperblock } from "../log/superblock.ts";
 import type { Disk } from "../runtime/disk.ts";
 import type { Metadata } from "../server/metadata_store.ts";
-import { addressKey, type IncarnationTable, type KnownPartition } from "./object_class.ts";
+import type { IncarnationTable, KnownPartition } from "./object_class.ts";
 
 /**
  * Builds the incarnation table of the partitions named in `addresses` from a data directory: the
@@ -14,11 +14,11 @@ export async function readIncarnationTable(
   disk: Disk,
   dataPath: string,
   metadata: Metadata,
-  addresses: Iterable<{ streamId: number; topicId: number; partitionId: number }>,
+  addresses: Iterable<PartitionAddress>,
 ): Promise<IncarnationTable> {
   const table = new Map<string, KnownPartition>();
   for (const a of addresses) {
-    const key = addressKey(a);
+    const key = labelOf(a);
     if (table.has(key)) continue;
     const topic = metadata.streams.find((s) => s.id === a.streamId)?.topics.find((t) => t.id === a.topicId);
     if (topic === undefined || a.partitionId >= topic.options.partitions) continue;

@@ -1,3 +1,4 @@
+import { labelOf } from "../log/partition.ts";
 import type { ParsedObjectKey } from "./object_keys.ts";
 
 /**
@@ -11,10 +12,6 @@ export type KnownPartition =
 
 /** "{stream}/{topic}/{partition}" → what is known; an address absent from the table no longer exists. */
 export type IncarnationTable = ReadonlyMap<string, KnownPartition>;
-
-export function addressKey(a: { streamId: number; topicId: number; partitionId: number }): string {
-  return `${a.streamId}/${a.topicId}/${a.partitionId}`;
-}
 
 /**
  * The classes of `failure-modes.md` § "Orphaned S3 objects", as this layout has them:
@@ -68,7 +65,7 @@ export function classifyObject(
 
 function garbageClass(parsed: ParsedObjectKey, table: IncarnationTable): ObjectClass {
   if (parsed.kind === "unrecognized") return "unrecognized";
-  const known = table.get(addressKey(parsed.address));
+  const known = table.get(labelOf(parsed.address));
   if (known === undefined) return "unknown_incarnation";
   if (known === "unreadable") return "live";
   if (known.createdRevision !== parsed.createdRevision) return "unknown_incarnation";

@@ -1,3 +1,4 @@
+import type { PartitionAddress } from "../log/partition.ts";
 import { segmentStem } from "../log/segment.ts";
 
 /** The identity of a partition incarnation in the bucket (RFC § "Object layout"). */
@@ -9,6 +10,25 @@ export interface PartitionIncarnation {
   partitionId: number;
   createdRevision: string;
   purgeGeneration: number;
+}
+
+/**
+ * The incarnation of a partition as it is now (or under `purgeGeneration`, for an upload started
+ * before a purge): what every key of its objects is built from.
+ */
+export function incarnationOf(
+  prefix: string,
+  clusterId: string,
+  partition: { address: PartitionAddress; superblock: { createdRevision: string; purgeGeneration: number } },
+  purgeGeneration = partition.superblock.purgeGeneration,
+): PartitionIncarnation {
+  return {
+    prefix,
+    clusterId,
+    ...partition.address,
+    createdRevision: partition.superblock.createdRevision,
+    purgeGeneration,
+  };
 }
 
 /** `{prefix}/{cluster}/`: everything this cluster writes is under it. */
@@ -44,7 +64,7 @@ export function afterIncarnation(incarnationPrefixKey: string): string {
 export type ParsedObjectKey =
   | {
     kind: "segment";
-    address: { streamId: number; topicId: number; partitionId: number };
+    address: PartitionAddress;
     createdRevision: string;
     purgeGeneration: number;
     /** The incarnation's own prefix, the key of its first object sorts at or after it. */
@@ -54,7 +74,7 @@ export type ParsedObjectKey =
   }
   | {
     kind: "manifest";
-    address: { streamId: number; topicId: number; partitionId: number };
+    address: PartitionAddress;
     createdRevision: string;
     purgeGeneration: number;
     incarnationPrefix: string;
@@ -91,6 +111,7 @@ export function parseObjectKey(root: string, key: string): ParsedObjectKey {
   return { kind: "segment", ...common, startOffset: Number(seg[1]), file: seg[2] as "log" | "index" };
 }
 
-function incarnationPath(p: PartitionIncarnation): string {
+/** `{stream}/{topic}/{partition}/{revision}-{generation}/`: an incarnation below any root. */
+export function incarnationPath(p: PartitionIncarnation): string {
   return `${p.streamId}/${p.topicId}/${p.partitionId}/${p.createdRevision}-${p.purgeGeneration}/`;
 }

@@ -10,7 +10,7 @@ import { NotFoundError } from "../objectstore/object_store_errors.ts";
 import type { CacheMetrics } from "./cache_metrics.ts";
 import type { ChunkCache, ChunkRequest } from "./chunk_cache.ts";
 import { chunkAt, type ChunkSpan, chunkStarts } from "./chunk_layout.ts";
-import { segmentKeys } from "./object_keys.ts";
+import { incarnationOf, incarnationPath, segmentKeys } from "./object_keys.ts";
 
 /** A cold poll's first range: the walk's own bytes, 64 KiB to 1 MiB (RFC § "Chunk cache"). */
 export const firstRangeBytesMin = 64 * 1024;
@@ -142,26 +142,17 @@ export class TierRemoteReader implements RemoteReader {
   }
 
   #keys(segment: Segment) {
-    const sb = this.#partition.superblock;
-    const a = this.#partition.address;
-    return segmentKeys({
-      prefix: this.#o.prefix,
-      clusterId: this.#o.clusterId,
-      streamId: a.streamId,
-      topicId: a.topicId,
-      partitionId: a.partitionId,
-      createdRevision: sb.createdRevision,
-      purgeGeneration: sb.purgeGeneration,
-    }, segment.startOffset);
+    return segmentKeys(
+      incarnationOf(this.#o.prefix, this.#o.clusterId, this.#partition),
+      segment.startOffset,
+    );
   }
 
   #request(segment: Segment, span: ChunkSpan, position: number): ChunkRequest {
-    const sb = this.#partition.superblock;
-    const a = this.#partition.address;
+    const incarnation = incarnationOf(this.#o.prefix, this.#o.clusterId, this.#partition);
     return {
-      objectKey: this.#keys(segment).log,
-      cacheKey: `${a.streamId}/${a.topicId}/${a.partitionId}/${sb.createdRevision}-${sb.purgeGeneration}/` +
-        `${segment.stem}.log_chunks/${span.start}`,
+      objectKey: segmentKeys(incarnation, segment.startOffset).log,
+      cacheKey: `${incarnationPath(incarnation)}${segment.stem}.log_chunks/${span.start}`,
       span,
       // A reader further behind the head than the cache could hold is a backfill: its chunks enter
       // the LRU at the cold end, and its hits do not promote them, so it cannot evict the working

@@ -12,7 +12,7 @@ import { classify } from "../objectstore/object_store_errors.ts";
 import type { RetryingObjectStore } from "../objectstore/retrying_object_store.ts";
 import type { RetryProfiles } from "../objectstore/retry_policy.ts";
 import type { ControlLog } from "./control_log.ts";
-import { segmentKeys } from "./object_keys.ts";
+import { incarnationOf, segmentKeys } from "./object_keys.ts";
 import { type UploadDeps, uploadSegment } from "./segment_uploader.ts";
 import * as core from "./upload_core.ts";
 import type { TierGaugeSource, TierMetrics } from "./tier_metrics.ts";
@@ -82,6 +82,10 @@ export class TierService implements TierGaugeSource {
   readonly #deps: TierServiceDeps;
   #state: core.UploadState;
   readonly #partitions = new Map<string, TieredPartition>();
+  /**
+   * What the scan last saw of each partition: its sealed count and whether it was tiered. A change
+   * of either (a roll, tiering turned on) makes the next tick look at once, not after the backoff.
+   */
   readonly #sealedSeen = new Map<string, number>();
   readonly #evicting = new Set<string>();
   /** The .log CRC32C of segments uploaded and not yet evicted, so eviction need not read them again. */
@@ -180,12 +184,6 @@ export class TierService implements TierGaugeSource {
     this.#step(core.partitionClosed(this.#state, { partition: key }, this.#now()));
   }
 
-  /** Looks for sealed segments at the next tick (a topic's tiering was turned on). */
-  rescan(): void {
-    this.#scanDelayMs = scanBackoffMinMs;
-    this.#nextScanMs = 0;
-  }
-
   /** The control log committed a floor command: apply it to the partition and tell the core. */
   async applyFloor(
     command: { partition: string; purgeGeneration: number; upToOffset: number },
@@ -275,12 +273,12 @@ export class TierService implements TierGaugeSource {
   #scan(nowMs: number): void {
     let sealedSinceLook = false;
     for (const [key, p] of this.#partitions) {
-      if ((this.#sealedSeen.get(key) ?? -1) !== p.partition.log.sealedCount) sealedSinceLook = true;
+      if (this.#sealedSeen.get(key) !== seenOf(p)) sealedSinceLook = true;
     }
     if (!sealedSinceLook && nowMs < this.#nextScanMs) return;
     let found = false;
     for (const [key, p] of this.#partitions) {
-      this.#sealedSeen.set(key, p.partition.log.sealedCount);
+      this.#sealedSeen.set(key, seenOf(p));
       if (!p.tiered()) continue;
       const sb = p.partition.superblock;
       const segments = p.partition.log.segments
@@ -366,16 +364,11 @@ export class TierService implements TierGaugeSource {
       );
       return;
     }
-    const a = p.partition.address;
-    const keys = segmentKeys({
-      prefix: this.#deps.config.prefix,
-      clusterId: this.#deps.config.clusterId,
-      streamId: a.streamId,
-      topicId: a.topicId,
-      partitionId: a.partitionId,
-      createdRevision: p.partition.superblock.createdRevision,
-      purgeGeneration: effect.generation,
-    }, segment.startOffset);
+    const { prefix, clusterId } = this.#deps.config;
+    const keys = segmentKeys(
+      incarnationOf(prefix, clusterId, p.partition, effect.generation),
+      segment.startOffset,
+    );
     const startedMs = this.#now();
     try {
       const outcome = await uploadSegment(
@@ -491,6 +484,11 @@ export class TierService implements TierGaugeSource {
       w.resolve(true);
     }
   }
+}
+
+/** The sealed count and the tiered flag in one number: compared on every tick, so no allocation. */
+function seenOf(p: TieredPartition): number {
+  return p.partition.log.sealedCount * 2 + (p.tiered() ? 1 : 0);
 }
 
 function sealedOf(segment: Segment) {
