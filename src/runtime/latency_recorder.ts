@@ -30,11 +30,14 @@ export class LatencyRecorder {
 
   snapshot(): LatencySnapshot {
     const h = this.#histogram;
+    // A percentile is reported as the top of its bucket (three significant digits), which can lie
+    // just above the largest value recorded: no percentile is reported above the maximum.
+    const at = (percentile: number) => Math.min(h.getValueAtPercentile(percentile), h.maxValue) / 1000;
     return {
       count: h.totalCount,
-      p50Ms: h.getValueAtPercentile(50) / 1000,
-      p99Ms: h.getValueAtPercentile(99) / 1000,
-      p999Ms: h.getValueAtPercentile(99.9) / 1000,
+      p50Ms: at(50),
+      p99Ms: at(99),
+      p999Ms: at(99.9),
       maxMs: h.maxValue / 1000,
     };
   }
