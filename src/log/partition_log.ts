@@ -22,7 +22,7 @@ import { groupOpsMax, type LogConfig, retentionSegmentsPerPassMax } from "./log_
 import { PartitionUnavailableError, RemoteReadUnavailableError, WriteQueueFullError } from "./log_errors.ts";
 import { encodeRemoteMarker, type RemoteMarker } from "./remote_marker.ts";
 import { writeWholeFile } from "./write_whole_file.ts";
-import { Crc32cStream } from "../runtime/crc32c.ts";
+import { Crc32Stream } from "../runtime/crc32.ts";
 import { yieldToReactor } from "../runtime/yield_to_reactor.ts";
 import { readExactly, scanBatches } from "./scan_batches.ts";
 import { Segment } from "./segment.ts";
@@ -206,7 +206,7 @@ export class PartitionLog {
   /**
    * Local eviction: walks sealed segments from the front and stops at the first that is active,
    * not below the tiered floor (exclusive), or still wanted by the local envelope; at most 16 per
-   * pass. Each victim's `.log` checksum comes from `knownLogCrc32c` or is computed first, outside
+   * pass. Each victim's `.log` checksum comes from `knownLogCrc32` or is computed first, outside
    * the writer loop, piece by piece; then,
    * inside it, in this order: the 128-byte `.remote` marker is written and fsynced, the directory
    * fsynced, the `.log` unlinked, the directory fsynced. The `.index` stays; totals still count it.
@@ -215,7 +215,7 @@ export class PartitionLog {
     floor: number,
     identity: MarkerIdentity,
     keepLocal: KeepLocal,
-    knownLogCrc32c: (startOffset: number) => number | undefined = () => undefined,
+    knownLogCrc32: (startOffset: number) => number | undefined = () => undefined,
   ): Promise<number> {
     const victims = new Map<number, number>();
     let localBytes = this.#localBytes();
@@ -226,7 +226,7 @@ export class PartitionLog {
       // The uploader already hashed the .log; only an unknown checksum (after a restart) is read again.
       victims.set(
         segment.startOffset,
-        knownLogCrc32c(segment.startOffset) ?? await hashLog(this.#disk, segment),
+        knownLogCrc32(segment.startOffset) ?? await hashLog(this.#disk, segment),
       );
       localBytes -= segment.sizeBytes;
     }
@@ -490,8 +490,8 @@ export class PartitionLog {
   async #evict(victims: Map<number, number>, floor: number, identity: MarkerIdentity): Promise<number> {
     let evicted = 0;
     for (const segment of this.#segments) {
-      const logCrc32c = victims.get(segment.startOffset);
-      if (logCrc32c === undefined) continue;
+      const logCrc32 = victims.get(segment.startOffset);
+      if (logCrc32 === undefined) continue;
       // Checked again inside the loop: a purge or retention may have run since the hashing.
       if (!segment.sealed || segment.endOffset >= floor || segment.location === "remote") continue;
       const marker: RemoteMarker = {
@@ -504,7 +504,7 @@ export class PartitionLog {
         maxTimestampUs: segment.maxTimestampUs,
         createdRevision: identity.createdRevision,
         purgeGeneration: identity.purgeGeneration,
-        logCrc32c,
+        logCrc32,
       };
       await writeWholeFile(this.#disk, segment.markerPath, encodeRemoteMarker(marker));
       await this.#disk.fsyncDir(this.#dir);
@@ -757,9 +757,9 @@ async function unlinkIfPresent(disk: Disk, path: string): Promise<void> {
   }
 }
 
-/** CRC32C of a segment's `.log`, read 1 MiB at a time with a yield after each piece. */
+/** CRC32 of a segment's `.log`, read 1 MiB at a time with a yield after each piece. */
 async function hashLog(disk: Disk, segment: Segment): Promise<number> {
-  const crc = await Crc32cStream.create();
+  const crc = new Crc32Stream();
   const file = await disk.open(segment.logPath, { readOnly: true });
   try {
     for (let at = 0; at < segment.sizeBytes; at += hashPieceBytes) {

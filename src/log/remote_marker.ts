@@ -11,7 +11,7 @@ import { crc32c } from "../runtime/crc32c.ts";
  *   32  size u64               index_size u64
  *   48  start_timestamp u64    end_timestamp u64    max_timestamp u64   (microseconds)
  *   72  created_revision u64   purge_generation u64
- *   88  log_checksum 16 bytes: the .log's CRC32C in the first 4, the rest zero
+ *   88  log_checksum 16 bytes: the .log's CRC32 in the first 4, the rest zero
  *  104  record_checksum u64: CRC32C of bytes 0..104 in the low 32 bits
  *  112  padding to 128 (zero)
  */
@@ -30,7 +30,7 @@ export interface RemoteMarker {
   /** 16 hex digits, as the superblock holds it. */
   createdRevision: string;
   purgeGeneration: number;
-  logCrc32c: number;
+  logCrc32: number;
 }
 
 export class MarkerError extends Error {
@@ -55,7 +55,7 @@ export function encodeRemoteMarker(m: RemoteMarker): Uint8Array {
   u64(64, m.maxTimestampUs);
   view.setBigUint64(72, BigInt(`0x${m.createdRevision}`), true);
   u64(80, m.purgeGeneration);
-  view.setUint32(88, m.logCrc32c, true);
+  view.setUint32(88, m.logCrc32, true);
   view.setBigUint64(104, BigInt(crc32c(bytes.subarray(0, 104))), true);
   return bytes;
 }
@@ -83,6 +83,6 @@ export function decodeRemoteMarker(bytes: Uint8Array): RemoteMarker {
     maxTimestampUs: u64(64),
     createdRevision: view.getBigUint64(72, true).toString(16).padStart(16, "0"),
     purgeGeneration: u64(80),
-    logCrc32c: view.getUint32(88, true),
+    logCrc32: view.getUint32(88, true),
   };
 }

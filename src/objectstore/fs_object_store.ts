@@ -1,5 +1,5 @@
 import { pack, unpack } from "msgpackr";
-import { Crc32cStream } from "../runtime/crc32c.ts";
+import { Crc32Stream } from "../runtime/crc32.ts";
 import { type Disk, DiskError, type DiskFile } from "../runtime/disk.ts";
 import type { Rng } from "../runtime/rng.ts";
 import { checkKey } from "./key_check.ts";
@@ -142,7 +142,7 @@ export class FsObjectStore implements ObjectStore {
   async #writeTemp(tempPath: string, body: BodySource, options: PutOptions): Promise<string> {
     const metaBytes = (sizeBytes: number, etag: string) =>
       pack({ sizeBytes, metadata: options.metadata, etag });
-    const crc = await Crc32cStream.create();
+    const crc = new Crc32Stream();
     const file = await this.#disk.createExclusive(tempPath);
     try {
       // The header is rewritten at the end with the etag; its length cannot change (fixed-width hex).
@@ -166,9 +166,9 @@ export class FsObjectStore implements ObjectStore {
         throw new MalformedError(`Cannot put object: the body is ${written} bytes, not ${options.sizeBytes}`);
       }
       const digest = crc.digest();
-      if (options.crc32c !== undefined && options.crc32c !== digest) {
+      if (options.crc32 !== undefined && options.crc32 !== digest) {
         throw new CorruptError(
-          `Cannot put object: its CRC32C is ${hex(digest)}, expected ${hex(options.crc32c)}`,
+          `Cannot put object: its CRC32 is ${hex(digest)}, expected ${hex(options.crc32)}`,
         );
       }
       const etag = hex(digest);

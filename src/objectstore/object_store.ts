@@ -33,8 +33,8 @@ export interface PutOptions extends OpOptions {
   metadata: Record<string, string>;
   /** Create only: fail with `PreconditionFailedError` when the key exists. */
   ifAbsent: boolean;
-  /** CRC32C of the body when known in advance; a body that does not match is refused. */
-  crc32c?: number;
+  /** CRC32 of the body (S3's `x-amz-checksum-crc32`) when known in advance; a body that does not match is refused. */
+  crc32?: number;
 }
 
 export interface PutResult {

@@ -1,6 +1,6 @@
 import { assert } from "../runtime/assert.ts";
 import type { Clock } from "../runtime/clock.ts";
-import { Crc32cStream } from "../runtime/crc32c.ts";
+import { Crc32Stream } from "../runtime/crc32.ts";
 import type { Rng } from "../runtime/rng.ts";
 import { checkKey } from "./key_check.ts";
 import {
@@ -135,7 +135,7 @@ export class SimObjectStore implements ObjectStore {
     checkKey(key);
     const chunks: Uint8Array[] = [];
     let size = 0;
-    const crc = await Crc32cStream.create();
+    const crc = new Crc32Stream();
     for await (const piece of body()) {
       size += piece.length;
       if (size > options.sizeBytes) {
@@ -149,8 +149,8 @@ export class SimObjectStore implements ObjectStore {
         throw new MalformedError(`Cannot put ${key}: the body is ${size} bytes, not ${options.sizeBytes}`);
       }
       const digest = crc.digest();
-      if (options.crc32c !== undefined && digest !== options.crc32c) {
-        throw new CorruptError(`Cannot put ${key}: CRC32C mismatch`, 400);
+      if (options.crc32 !== undefined && digest !== options.crc32) {
+        throw new CorruptError(`Cannot put ${key}: CRC32 mismatch`, 400);
       }
       if (options.ifAbsent && this.#objects.has(key)) {
         throw new PreconditionFailedError(`Cannot create ${key}: it exists`, 412);

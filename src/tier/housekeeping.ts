@@ -260,7 +260,7 @@ export class Housekeeping {
 
   /**
    * HEADs the `.log` and `.index` of each segment below the floor from `fromOffset` on and compares
-   * size and CRC32C with what the segment (its marker, when evicted) records. A missing object with
+   * size and CRC32 with what the segment (its marker, when evicted) records. A missing object with
    * its `.log` still local is uploaded again; otherwise it is reported, never hidden.
    */
   async #verify(p: HousekeptPartition, fromOffset: number, budget: Budget): Promise<core.JobOutcome> {
@@ -276,7 +276,7 @@ export class Housekeeping {
       const keys = segmentKeys(inc, segment.startOffset);
       const [log, index] = [await this.#deps.store.head(keys.log), await this.#deps.store.head(keys.index)];
       const problem = log === null ? "missing" : log.sizeBytes !== segment.sizeBytes ||
-          (segment.marker !== null && log.metadata["crc32c"] !== String(segment.marker.logCrc32c))
+          (segment.marker !== null && log.metadata["crc32"] !== String(segment.marker.logCrc32))
         ? "mismatch"
         : index === null
         ? "missing_index"

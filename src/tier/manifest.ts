@@ -26,8 +26,8 @@ export interface ManifestSegment {
   endOffset: number;
   sizeBytes: number;
   maxTimestampUs: number;
-  /** The .log's CRC32C when a marker records it (evicted segments); null while the .log is local. */
-  logCrc32c: number | null;
+  /** The .log's CRC32 when a marker records it (evicted segments); null while the .log is local. */
+  logCrc32: number | null;
 }
 
 /** Segments in one manifest at most, as the RFC's manifest cap. */
@@ -43,7 +43,7 @@ export function manifestOf(partition: Partition): PartitionManifest {
       endOffset: s.endOffset,
       sizeBytes: s.sizeBytes,
       maxTimestampUs: s.maxTimestampUs,
-      logCrc32c: s.marker?.logCrc32c ?? null,
+      logCrc32: s.marker?.logCrc32 ?? null,
     }));
   return {
     version: 1,

@@ -1,5 +1,5 @@
 import type { Disk, DiskFile } from "../runtime/disk.ts";
-import { crc32c, Crc32cStream } from "../runtime/crc32c.ts";
+import { crc32, Crc32Stream } from "../runtime/crc32.ts";
 import { toPieces } from "../objectstore/object_store.ts";
 import type { TokenBucket } from "../runtime/token_bucket.ts";
 import { yieldToReactor } from "../runtime/yield_to_reactor.ts";
@@ -32,7 +32,7 @@ export interface UploadDeps {
 }
 
 export type UploadOutcome =
-  | { kind: "uploaded"; logCrc32c: number; sizeBytes: number; indexSizeBytes: number; alreadyThere: boolean }
+  | { kind: "uploaded"; logCrc32: number; sizeBytes: number; indexSizeBytes: number; alreadyThere: boolean }
   /** An object already there with other bytes: reported, never overwritten; the floor stalls. */
   | { kind: "anomaly"; detail: string };
 
@@ -40,10 +40,10 @@ export const segmentFormatVersion = "1";
 
 /**
  * Uploads one sealed segment's `.log` then `.index`. The `.log` is read twice, piece by piece with
- * a yield after each: first to compute its CRC32C (which a streamed PUT must declare up front),
+ * a yield after each: first to compute its CRC32 (which a streamed PUT must declare up front),
  * then to send it; the store checks the second pass against the first, so a file that changed in
  * between is refused rather than stored. Create-if-absent: a `PreconditionFailed` whose HEAD shows
- * the same size and CRC32C is a re-upload after a crash and counts as success.
+ * the same size and CRC32 is a re-upload after a crash and counts as success.
  */
 export async function uploadSegment(
   deps: UploadDeps,
@@ -71,7 +71,7 @@ function segmentMetadata(
   segment: SealedSegment,
   sizeBytes: number,
   indexSizeBytes: number,
-  logCrc32c: number,
+  logCrc32: number,
 ): Record<string, string> {
   return {
     "start-offset": String(segment.startOffset),
@@ -80,7 +80,7 @@ function segmentMetadata(
     "max-timestamp": String(segment.maxTimestampUs),
     "size": String(sizeBytes),
     "index-size": String(indexSizeBytes),
-    "crc32c": String(logCrc32c),
+    "crc32": String(logCrc32),
     "format-version": segmentFormatVersion,
   };
 }
@@ -95,19 +95,19 @@ async function uploadInPieces(
 ): Promise<UploadOutcome> {
   const sizeBytes = await log.sizeBytes();
   const indexSizeBytes = await index.sizeBytes();
-  const logCrc32c = await hashFile(log, sizeBytes, deps.pieceBytes, deps.gate);
-  const metadata = segmentMetadata(segment, sizeBytes, indexSizeBytes, logCrc32c);
+  const logCrc32 = await hashFile(log, sizeBytes, deps.pieceBytes, deps.gate);
+  const metadata = segmentMetadata(segment, sizeBytes, indexSizeBytes, logCrc32);
   await deps.bandwidth.take(sizeBytes + indexSizeBytes);
-  const logResult = await putOnce(deps, keys.log, log, sizeBytes, logCrc32c, metadata, deadlineAtMs);
+  const logResult = await putOnce(deps, keys.log, log, sizeBytes, logCrc32, metadata, deadlineAtMs);
   if (logResult !== "created" && logResult !== "same") return { kind: "anomaly", detail: logResult };
-  const indexCrc32c = await hashFile(index, indexSizeBytes, deps.pieceBytes, deps.gate);
-  const indexResult = await putOnce(deps, keys.index, index, indexSizeBytes, indexCrc32c, {
-    "crc32c": String(indexCrc32c),
+  const indexCrc32 = await hashFile(index, indexSizeBytes, deps.pieceBytes, deps.gate);
+  const indexResult = await putOnce(deps, keys.index, index, indexSizeBytes, indexCrc32, {
+    "crc32": String(indexCrc32),
     "format-version": segmentFormatVersion,
   }, deadlineAtMs);
   // Indexes may legitimately differ (flush timing); an existing one with another checksum is kept.
   void indexResult;
-  return { kind: "uploaded", logCrc32c, sizeBytes, indexSizeBytes, alreadyThere: logResult === "same" };
+  return { kind: "uploaded", logCrc32, sizeBytes, indexSizeBytes, alreadyThere: logResult === "same" };
 }
 
 /**
@@ -124,18 +124,18 @@ async function uploadWhole(
 ): Promise<UploadOutcome> {
   const logBytes = await readExactly(log, 0, await log.sizeBytes());
   const indexBytes = await readExactly(index, 0, await index.sizeBytes());
-  const logCrc32c = crc32c(logBytes);
-  const indexCrc32c = crc32c(indexBytes);
-  const metadata = segmentMetadata(segment, logBytes.length, indexBytes.length, logCrc32c);
+  const logCrc32 = crc32(logBytes);
+  const indexCrc32 = crc32(indexBytes);
+  const metadata = segmentMetadata(segment, logBytes.length, indexBytes.length, logCrc32);
   const whole = (bytes: Uint8Array) => () =>
     (async function* () {
       yield* toPieces(bytes);
     })();
   for (
     const [key, bytes, crc, meta] of [
-      [keys.log, logBytes, logCrc32c, metadata],
-      [keys.index, indexBytes, indexCrc32c, {
-        "crc32c": String(indexCrc32c),
+      [keys.log, logBytes, logCrc32, metadata],
+      [keys.index, indexBytes, indexCrc32, {
+        "crc32": String(indexCrc32),
         "format-version": segmentFormatVersion,
       }],
     ] as const
@@ -144,7 +144,7 @@ async function uploadWhole(
       sizeBytes: bytes.length,
       metadata: meta,
       ifAbsent: false,
-      crc32c: crc,
+      crc32: crc,
       deadlineAtMs,
     })
       .catch((error) => {
@@ -153,7 +153,7 @@ async function uploadWhole(
   }
   return {
     kind: "uploaded",
-    logCrc32c,
+    logCrc32,
     sizeBytes: logBytes.length,
     indexSizeBytes: indexBytes.length,
     alreadyThere: false,
@@ -165,7 +165,7 @@ async function putOnce(
   key: string,
   file: DiskFile,
   sizeBytes: number,
-  crc32c: number,
+  checksum: number,
   metadata: Record<string, string>,
   deadlineAtMs: number,
 ): Promise<"created" | "same" | string> {
@@ -174,23 +174,23 @@ async function putOnce(
       sizeBytes,
       metadata,
       ifAbsent: true,
-      crc32c,
+      crc32: checksum,
       deadlineAtMs,
     });
     return "created";
   } catch (error) {
     if (!(error instanceof PreconditionFailedError)) throw error;
     const head = await deps.store.head(key, { deadlineAtMs });
-    if (head !== null && head.sizeBytes === sizeBytes && head.metadata["crc32c"] === String(crc32c)) {
+    if (head !== null && head.sizeBytes === sizeBytes && head.metadata["crc32"] === String(checksum)) {
       return "same";
     }
-    return `object ${key} exists with size ${head?.sizeBytes} and CRC32C ${head?.metadata["crc32c"]}, ` +
-      `not ${sizeBytes} and ${crc32c}`;
+    return `object ${key} exists with size ${head?.sizeBytes} and CRC32 ${head?.metadata["crc32"]}, ` +
+      `not ${sizeBytes} and ${checksum}`;
   }
 }
 
 /**
- * CRC32C of a file, one piece at a time with a yield after each, through one reused buffer: the
+ * CRC32 of a file, one piece at a time with a yield after each, through one reused buffer: the
  * hash pass allocates nothing per piece, which keeps garbage collection off the pump's path.
  */
 async function hashFile(
@@ -199,7 +199,7 @@ async function hashFile(
   pieceBytes: number,
   gate: PieceGate | undefined,
 ): Promise<number> {
-  const crc = await Crc32cStream.create();
+  const crc = new Crc32Stream();
   const buffer = new Uint8Array(Math.max(1, Math.min(pieceBytes, sizeBytes)));
   for (let at = 0; at < sizeBytes; at += buffer.length) {
     const n = await readExactlyInto(file, buffer.subarray(0, Math.min(buffer.length, sizeBytes - at)), at);

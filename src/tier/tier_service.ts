@@ -88,8 +88,8 @@ export class TierService implements TierGaugeSource {
    */
   readonly #sealedSeen = new Map<string, number>();
   readonly #evicting = new Set<string>();
-  /** The .log CRC32C of segments uploaded and not yet evicted, so eviction need not read them again. */
-  readonly #uploadedCrc32c = new Map<string, Map<number, number>>();
+  /** The .log CRC32 of segments uploaded and not yet evicted, so eviction need not read them again. */
+  readonly #uploadedCrc32 = new Map<string, Map<number, number>>();
   #evictionDue = true;
   #lastEvictionMs = -Infinity;
   readonly #waiters = new Set<FloorWaiter>();
@@ -180,7 +180,7 @@ export class TierService implements TierGaugeSource {
   removePartition(key: string): void {
     this.#partitions.delete(key);
     this.#sealedSeen.delete(key);
-    this.#uploadedCrc32c.delete(key);
+    this.#uploadedCrc32.delete(key);
     this.#step(core.partitionClosed(this.#state, { partition: key }, this.#now()));
   }
 
@@ -215,7 +215,7 @@ export class TierService implements TierGaugeSource {
   purged(key: string): void {
     const p = this.#partitions.get(key);
     if (p === undefined) return;
-    this.#uploadedCrc32c.delete(key);
+    this.#uploadedCrc32.delete(key);
     this.#step(
       core.purged(
         this.#state,
@@ -384,9 +384,9 @@ export class TierService implements TierGaugeSource {
       );
       const event = { partition: effect.partition, identity: effect.identity };
       if (outcome.kind === "uploaded") {
-        const known = this.#uploadedCrc32c.get(effect.partition) ?? new Map<number, number>();
-        known.set(segment.startOffset, outcome.logCrc32c);
-        this.#uploadedCrc32c.set(effect.partition, known);
+        const known = this.#uploadedCrc32.get(effect.partition) ?? new Map<number, number>();
+        known.set(segment.startOffset, outcome.logCrc32);
+        this.#uploadedCrc32.set(effect.partition, known);
         this.#deps.metrics?.uploadsCompleted.inc();
         this.#deps.metrics?.uploadedBytes.inc(outcome.sizeBytes + outcome.indexSizeBytes);
         this.#deps.metrics?.uploadDuration.observe((this.#now() - startedMs) / 1000);
@@ -451,13 +451,13 @@ export class TierService implements TierGaugeSource {
         purgeGeneration: sb.purgeGeneration,
       },
       keepLocal,
-      (start) => this.#uploadedCrc32c.get(p.key)?.get(start),
+      (start) => this.#uploadedCrc32.get(p.key)?.get(start),
     )
       .catch((error) => this.#deps.logger.error("eviction failed", { partition: p.key, error }))
       .finally(() => {
         this.#evicting.delete(p.key);
         // Checksums are kept only while their segment still has a local .log: the map stays bounded.
-        const known = this.#uploadedCrc32c.get(p.key);
+        const known = this.#uploadedCrc32.get(p.key);
         const local = new Set(
           p.partition.log.segments.filter((s) => s.location !== "remote").map((s) => s.startOffset),
         );

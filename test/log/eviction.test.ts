@@ -6,7 +6,8 @@ import { PartitionRefusedError, RemoteReadUnavailableError } from "../../src/log
 import { PartitionLog } from "../../src/log/partition_log.ts";
 import { recoverSegments } from "../../src/log/recover_segments.ts";
 import { decodeRemoteMarker, encodeRemoteMarker } from "../../src/log/remote_marker.ts";
-import { crc32c, initCrc32c } from "../../src/runtime/crc32c.ts";
+import { initCrc32c } from "../../src/runtime/crc32c.ts";
+import { crc32 } from "../../src/runtime/crc32.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
@@ -73,7 +74,7 @@ t.test("eviction below the floor: marker, .log gone, .index kept, totals unchang
     sizeBytes: logBytes.length,
     ...identity,
   });
-  t.equal(marker.logCrc32c, crc32c(logBytes), "the marker carries the log's CRC32C");
+  t.equal(marker.logCrc32, crc32(logBytes), "the marker carries the log's CRC32");
   await t.rejects(
     log.read(0, 1, 1000),
     RemoteReadUnavailableError,
@@ -116,7 +117,7 @@ t.test("boot: marker-only stems are tiered, marker plus log is uploaded and loca
       endTimestampUs: 1,
       maxTimestampUs: 1,
       ...identity,
-      logCrc32c: 1,
+      logCrc32: 1,
     }),
   );
   const next = log.nextOffset;

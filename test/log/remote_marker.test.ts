@@ -18,7 +18,7 @@ const marker = {
   maxTimestampUs: 1_795_000_100_000_000,
   createdRevision: "fedcba9876543210",
   purgeGeneration: 3,
-  logCrc32c: 0xdeadbeef,
+  logCrc32: 0xdeadbeef,
 };
 
 t.test("a marker is 128 bytes and round-trips every field", (t) => {

@@ -1,6 +1,7 @@
 import t from "tap";
 import { AuthError } from "../../src/objectstore/object_store_errors.ts";
-import { crc32c, initCrc32c } from "../../src/runtime/crc32c.ts";
+import { initCrc32c } from "../../src/runtime/crc32c.ts";
+import { crc32 } from "../../src/runtime/crc32.ts";
 import { bodyOf, objectStoreContract, patterned } from "../helpers/object_store_contract.ts";
 import { rgwUnavailableReason, startRgw } from "../helpers/rgw_harness.ts";
 import { createBucket, ourStore, s3Settings, sdkRead } from "../helpers/s3_harness.ts";
@@ -46,15 +47,15 @@ if (unavailable !== null) {
     const key = "strata/sdk/00000000000000001000.log";
     await store.put(key, bodyOf(bytes), {
       sizeBytes: bytes.length,
-      metadata: { "end-offset": "1999", "crc32c": String(crc32c(bytes)), "format-version": "1" },
+      metadata: { "end-offset": "1999", "crc32": String(crc32(bytes)), "format-version": "1" },
       ifAbsent: true,
-      crc32c: crc32c(bytes),
+      crc32: crc32(bytes),
     });
     const read = await sdkRead(endpoint, "strata-test", key);
     t.ok(Buffer.compare(read.bytes, bytes) === 0, "byte for byte");
     t.same(
       read.metadata,
-      { "end-offset": "1999", "crc32c": String(crc32c(bytes)), "format-version": "1" },
+      { "end-offset": "1999", "crc32": String(crc32(bytes)), "format-version": "1" },
       "metadata",
     );
   });

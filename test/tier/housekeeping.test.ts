@@ -164,8 +164,8 @@ t.test("the verify pass re-uploads a missing object from a local .log, reports o
     "the manifest lists every segment below the floor",
   );
   t.equal(
-    manifest.segments.find((s) => s.startOffset === remote.startOffset)!.logCrc32c,
-    remote.marker!.logCrc32c,
+    manifest.segments.find((s) => s.startOffset === remote.startOffset)!.logCrc32,
+    remote.marker!.logCrc32,
   );
 });
 

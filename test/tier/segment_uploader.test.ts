@@ -4,7 +4,8 @@ import { PartitionLog } from "../../src/log/partition_log.ts";
 import { defaultRetryProfiles } from "../../src/objectstore/retry_policy.ts";
 import { RetryingObjectStore } from "../../src/objectstore/retrying_object_store.ts";
 import { SimObjectStore } from "../../src/objectstore/sim_object_store.ts";
-import { crc32c, initCrc32c } from "../../src/runtime/crc32c.ts";
+import { initCrc32c } from "../../src/runtime/crc32c.ts";
+import { crc32 } from "../../src/runtime/crc32.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { TokenBucket } from "../../src/runtime/token_bucket.ts";
@@ -93,7 +94,7 @@ t.test("a sealed segment's .log and .index land under the incarnation's keys, by
     "max-timestamp": String(segment.maxTimestampUs),
     "size": String(logBytes.length),
     "index-size": String(readFileSync(segment.indexPath).length),
-    "crc32c": String(crc32c(logBytes)),
+    "crc32": String(crc32(logBytes)),
     "format-version": "1",
   });
   t.equal(
@@ -117,7 +118,7 @@ t.test("an existing object with other bytes is an anomaly: reported, never overw
   const other = new Uint8Array(1000).fill(9);
   await sim.put(keys.log, bodyOf(other), {
     sizeBytes: other.length,
-    metadata: { crc32c: String(crc32c(other)) },
+    metadata: { crc32: String(crc32(other)) },
     ifAbsent: false,
   });
   const outcome = await uploadSegment(deps, segment, keys, 1e12);
@@ -136,7 +137,7 @@ t.test("the benchmark's naive upload (whole file, no pieces) stores the same obj
     naiveRun.keys,
     1e12,
   );
-  t.match(outcome, { kind: "uploaded", logCrc32c: crc32c(readFileSync(naiveRun.segment.logPath)) });
+  t.match(outcome, { kind: "uploaded", logCrc32: crc32(readFileSync(naiveRun.segment.logPath)) });
   for (const key of [naiveRun.keys.log, naiveRun.keys.index]) {
     const naive = naiveRun.sim.peek(key)!;
     t.ok(
@@ -147,8 +148,8 @@ t.test("the benchmark's naive upload (whole file, no pieces) stores the same obj
       `${key} is the file`,
     );
     t.equal(
-      naive.metadata["crc32c"],
-      cooperativeRun.sim.peek(key)!.metadata["crc32c"],
+      naive.metadata["crc32"],
+      cooperativeRun.sim.peek(key)!.metadata["crc32"],
       "same checksum metadata",
     );
   }

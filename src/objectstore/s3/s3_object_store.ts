@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import { Pool } from "undici";
 import { Buffer } from "node:buffer";
 import type { Clock } from "../../runtime/clock.ts";
-import { Crc32cStream } from "../../runtime/crc32c.ts";
+import { Crc32Stream } from "../../runtime/crc32.ts";
 import { checkKey } from "../key_check.ts";
 import {
   type BodySource,
@@ -63,7 +63,7 @@ const smallBodyBytesMax = 8 * 1024 * 1024;
  * The S3 backend: undici for transport (one pool per endpoint, idle connections closed after
  * `connectionIdleTimeoutMs`, a timeout per attempt on the injected clock) and SigV4 from
  * @smithy/signature-v4. A PUT is one streamed request with an exact Content-Length and an
- * unsigned payload; its CRC32C goes in `x-amz-checksum-crc32c` and is also checked as the bytes
+ * unsigned payload; its CRC32 goes in `x-amz-checksum-crc32` and is also checked as the bytes
  * go out, so a body that changed under us is aborted, never stored.
  */
 export class S3ObjectStore implements ObjectStore {
@@ -108,7 +108,7 @@ export class S3ObjectStore implements ObjectStore {
       "content-type": "application/octet-stream",
       "x-amz-content-sha256": "UNSIGNED-PAYLOAD",
     };
-    if (options.crc32c !== undefined) headers["x-amz-checksum-crc32c"] = crc32cBase64(options.crc32c);
+    if (options.crc32 !== undefined) headers["x-amz-checksum-crc32"] = crc32Base64(options.crc32);
     if (options.ifAbsent && this.settings.conditionalWrites) headers["if-none-match"] = "*";
     for (const [name, value] of Object.entries(options.metadata)) headers[`x-amz-meta-${name}`] = value;
     const stream = checkedBody(body, options, what);
@@ -337,12 +337,12 @@ const emptySha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b785
 
 /**
  * The body as sent: counted and checksummed on the way. One piece is held back, so the size and
- * the CRC32C are checked before the final bytes go out: a body that does not match aborts the
+ * the CRC32 are checked before the final bytes go out: a body that does not match aborts the
  * request before the store has a complete body it could commit.
  */
 async function* checkedBody(body: BodySource, options: PutOptions, what: string): AsyncGenerator<Uint8Array> {
-  // Only a declared checksum is checked; hashing costs about 0.7 ms per MiB.
-  const crc = options.crc32c === undefined ? null : await Crc32cStream.create();
+  // Only a declared checksum is checked; hashing costs about 0.12 ms per MiB (docs/TUNING.md).
+  const crc = options.crc32 === undefined ? null : new Crc32Stream();
   let sent = 0;
   let held: Uint8Array | null = null;
   for await (const piece of body()) {
@@ -357,8 +357,8 @@ async function* checkedBody(body: BodySource, options: PutOptions, what: string)
   if (sent !== options.sizeBytes) {
     throw new MalformedError(`${what}: the body is ${sent} bytes, not ${options.sizeBytes}`);
   }
-  if (crc !== null && crc.digest() !== options.crc32c) {
-    throw new CorruptError(`${what}: the body's CRC32C does not match the one declared`);
+  if (crc !== null && crc.digest() !== options.crc32) {
+    throw new CorruptError(`${what}: the body's CRC32 does not match the one declared`);
   }
   if (held !== null) yield held;
 }
@@ -423,7 +423,7 @@ function trimEtag(etag: string): string {
   return etag.replace(/^"|"$/g, "");
 }
 
-export function crc32cBase64(crc: number): string {
+export function crc32Base64(crc: number): string {
   const bytes = new Uint8Array(4);
   new DataView(bytes.buffer).setUint32(0, crc, false);
   return Buffer.from(bytes).toString("base64");
