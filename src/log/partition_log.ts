@@ -1,3 +1,4 @@
+import type { PieceGate } from "../runtime/piece_gate.ts";
 import { concatBytes } from "../runtime/bytes.ts";
 import { assert } from "../runtime/assert.ts";
 import type { Clock } from "../runtime/clock.ts";
@@ -109,6 +110,8 @@ export class PartitionLog {
   #lastSyncMs: number;
   #failure: Error | null = null;
   #remote: RemoteReader | null = null;
+  /** The shard's piece gate: walking a remote chunk waits for a turn (absent in tests and the naive mode). */
+  #gate: PieceGate | null = null;
   #sealedCount = 0;
   #closed = false;
   /** Encoded batches not yet written, and where the first of them goes in the active segment. */
@@ -157,8 +160,9 @@ export class PartitionLog {
 
   /** Grows by one at every seal: the tier service's cue to look for new work. */
   /** Reads of evicted segments go through this once the tier service attaches its cache. */
-  attachRemoteReader(reader: RemoteReader): void {
+  attachRemoteReader(reader: RemoteReader, gate?: PieceGate): void {
     this.#remote = reader;
+    this.#gate = gate ?? null;
   }
 
   get sealedCount(): number {
@@ -660,6 +664,8 @@ export class PartitionLog {
     // or drops a corrupt chunk once: the loop ends.
     while (pos < segment.sizeBytes) {
       const chunk = await remote.chunkAt(segment, pos, windowBytes);
+      // Checking and decoding a window is this read's piece: it runs on the shard's turn.
+      if (this.#gate !== null) await this.#gate.turn();
       const walked = walkChunk(chunk, pos, visit);
       if (walked.kind === "stopped") return;
       if (walked.kind === "short") {

@@ -1,6 +1,6 @@
 import { Housekeeping } from "../tier/housekeeping.ts";
 import type { Cooperation } from "../runtime/cooperation.ts";
-import { PieceGate } from "../runtime/piece_gate.ts";
+import type { PieceGate } from "../runtime/piece_gate.ts";
 import { HousekeepingMetrics } from "../tier/housekeeping_metrics.ts";
 import type { IncarnationTable, KnownPartition } from "../tier/object_class.ts";
 import type { Config } from "../config/config.ts";
@@ -139,7 +139,9 @@ export class Broker {
           () => clock.wallMs(),
         ),
       );
-      const tier = deps.objectStore === null ? null : broker.#newTierService(deps.objectStore, shardLogger);
+      const tier = deps.objectStore === null
+        ? null
+        : broker.#newTierService(deps.objectStore, shardLogger, shards[id]!.pieceGate);
       broker.tiers.push(tier);
       if (tier !== null) pump.onTick("tier", (nowMs) => tier.onTick(nowMs));
     }
@@ -171,6 +173,7 @@ export class Broker {
         fetchTimeoutMs: config.tieredStorage.fetchTimeoutMs,
         fetchDeadlineMs: config.tieredStorage.requestTimeoutMs,
         cooperation: deps.cooperation,
+        gate: shards[id]!.pieceGate,
         fetchSlots: new Semaphore({
           permits: config.tieredStorage.fetchConcurrency,
           waitersMax: 4096,
@@ -413,12 +416,18 @@ export class Broker {
     request: PollRequest,
   ): Promise<{ messages: StoredMessage[]; nextOffset: number }> {
     const partition = this.#open(this.#topic(streamName, topicName), partitionId, streamName);
-    this.#shardOf(partition.address).requests++;
-    return await dataCall(() =>
+    const shard = this.#shardOf(partition.address);
+    shard.requests++;
+    const result = await dataCall(() =>
       request.timestampUs !== undefined
         ? partition.log.readFromTimestamp(request.timestampUs, request.count, request.maxBytes)
         : partition.log.read(request.offset ?? 0, request.count, request.maxBytes)
     );
+    // The answer's encoding (up to `max_bytes` of messages) is a piece of CPU work: it runs on the
+    // shard's turn, which the caller's synchronous encode continues, so 32 polls finishing together
+    // cannot put 32 encodings into one turn of the loop ahead of the tick.
+    if (!this.#deps.cooperation.naive && result.messages.length > 0) await shard.pieceGate.turn();
+    return result;
   }
 
   partitionStats(streamName: string, topicName: string, partitionId: number): PartitionStats {
@@ -523,7 +532,7 @@ export class Broker {
     return table;
   }
 
-  #newTierService(store: RetryingObjectStore, logger: Logger): TierService {
+  #newTierService(store: RetryingObjectStore, logger: Logger, pieceGate: PieceGate): TierService {
     const { clock, rng, disk, config } = this.#deps;
     const t = config.tieredStorage;
     return new TierService({
@@ -539,8 +548,7 @@ export class Broker {
       }),
       metrics: this.#tierMetrics ??= new TierMetrics(this.#deps.registry),
       cooperation: this.#deps.cooperation,
-      // One gate per shard: every piece of upload work on this shard takes its turn.
-      pieceGate: new PieceGate(),
+      pieceGate,
       config: {
         prefix: t.s3.prefix,
         clusterId: this.#metadata.doc.clusterId,
@@ -648,6 +656,7 @@ export class Broker {
             readaheadChunksMax: this.#deps.config.tieredStorage.cache.readaheadChunksMax,
             ...(this.#cacheMetrics !== null ? { metrics: this.#cacheMetrics } : {}),
           }),
+          this.#deps.cooperation.naive ? undefined : shard.pieceGate,
         );
       }
       // The tier service reads the topic's options at each use: a PATCH applies at once.

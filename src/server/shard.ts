@@ -1,6 +1,7 @@
 import type { Partition } from "../log/partition.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { Pump } from "../runtime/pump.ts";
+import { PieceGate } from "../runtime/piece_gate.ts";
 
 /** How often each shard evaluates total retention for its partitions. */
 export const retentionCheckIntervalMs = 1000;
@@ -17,6 +18,11 @@ export class Shard {
   readonly id: number;
   readonly pump: Pump;
   readonly partitions = new Set<Partition>();
+  /**
+   * One piece of CPU work at a time on this shard, whoever does it: upload pieces, chunk fills,
+   * the walk of a remote chunk and the encoding of a poll's answer all take their turn here.
+   */
+  readonly pieceGate = new PieceGate();
   /** Produce and poll requests served for this shard's partitions: housekeeping's idle signal. */
   requests = 0;
   readonly #retentionInFlight = new Set<Partition>();

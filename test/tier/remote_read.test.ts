@@ -1,3 +1,5 @@
+import { setImmediate } from "node:timers";
+import { PieceGate } from "../../src/runtime/piece_gate.ts";
 import { existsSync, unlinkSync, writeFileSync } from "node:fs";
 import t, { type Test } from "tap";
 import type { LogConfig } from "../../src/log/log_config.ts";
@@ -107,8 +109,9 @@ async function evicted(t: Test, options: EvictedOptions = {}) {
     () => false,
   );
   const cacheDir = `${data}/cache/shard-0`;
-  const openCache = () =>
+  const openCache = (gate?: PieceGate) =>
     ChunkCache.open({
+      ...(gate !== undefined ? { gate } : {}),
       disk,
       store,
       clock,
@@ -130,8 +133,8 @@ async function evicted(t: Test, options: EvictedOptions = {}) {
       }),
     });
   const metrics = new CacheMetrics(createMetricsRegistry());
-  const attach = async (to: Partition = partition) => {
-    const cache = await openCache();
+  const attach = async (to: Partition = partition, gate?: PieceGate) => {
+    const cache = await openCache(gate);
     to.log.attachRemoteReader(
       new TierRemoteReader(to, cache, {
         prefix: "strata",
@@ -140,6 +143,7 @@ async function evicted(t: Test, options: EvictedOptions = {}) {
         readaheadChunksMax: options.readaheadChunksMax ?? 0,
         metrics,
       }),
+      gate,
     );
     return cache;
   };
@@ -157,6 +161,47 @@ t.test("a read spanning remote then local segments returns every message, byte f
   t.same(r.messages.map((m) => m.offset), Array.from({ length: 90 }, (_, i) => i));
   t.ok(r.messages.every(payloadOk), "payloads intact");
   t.ok(floor < 90, "the read crossed into the local segments");
+});
+
+/** A piece gate that notes the loop iteration in which each turn's holder runs. */
+class RecordingGate extends PieceGate {
+  readonly turnsAt: number[] = [];
+  #iteration = 0;
+  #running = true;
+
+  constructor() {
+    super();
+    // An immediate queued from the check phase runs in the next iteration: one count per iteration.
+    const count = () => {
+      this.#iteration++;
+      if (this.#running) setImmediate(count);
+    };
+    setImmediate(count);
+  }
+
+  override async turn(): Promise<void> {
+    await super.turn();
+    this.turnsAt.push(this.#iteration);
+  }
+
+  stop(): void {
+    this.#running = false;
+  }
+}
+
+t.test("with the shard's piece gate, chunk fills and remote walks take turns, one per loop iteration", async (t) => {
+  const { partition, attach } = await evicted(t);
+  const gate = new RecordingGate();
+  t.teardown(() => gate.stop());
+  await attach(partition, gate);
+  const reads = await Promise.all(
+    Array.from({ length: 8 }, (_, i) => partition.log.read(i * 5, 30, 1 << 20)),
+  );
+  gate.stop();
+  t.ok(reads.every((r) => r.messages.length === 30 && r.messages.every(payloadOk)), "every read intact");
+  // Eight readers each walk at least one window; the fills write their chunks piece by piece.
+  t.ok(gate.turnsAt.length >= 8, `the walks and fills took ${gate.turnsAt.length} turns`);
+  t.equal(new Set(gate.turnsAt).size, gate.turnsAt.length, "never two pieces in one loop iteration");
 });
 
 t.test("a warm poll makes zero GETs; concurrent cold readers of one chunk share one GET", async (t) => {
