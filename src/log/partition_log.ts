@@ -1,3 +1,4 @@
+import type { IndexEntry } from "./sparse_index.ts";
 import type { PieceGate } from "../runtime/piece_gate.ts";
 import { concatBytes } from "../runtime/bytes.ts";
 import { assert } from "../runtime/assert.ts";
@@ -607,7 +608,7 @@ export class PartitionLog {
       if (segment.location === "remote") await this.#remote?.ensureIndex(segment);
       const entry = segment.index.floorByOffset(offset - segment.startOffset);
       if (segment.location === "remote") {
-        await this.#scanRemote(segment, entry.position, () => maxBytes - bytes, visit);
+        await this.#scanRemote(segment, entry, () => maxBytes - bytes, visit);
       } else {
         // Start with a modest window (a poll of 100 × 1 KiB fits) and let the scan double it.
         const windowBytes = Math.min(maxBytes - bytes + 16 * 1024, 128 * 1024);
@@ -646,27 +647,31 @@ export class PartitionLog {
   }
 
   /**
-   * Walks a remote segment chunk by chunk through the remote reader. Every batch's CRC32C is
-   * checked: a mismatch drops the chunk and fetches it once more; a second is never served.
+   * Walks a remote segment chunk by chunk through the remote reader, from an index entry. Every
+   * batch's CRC32C is checked, and its base offset, which the CRC32C does not cover, must follow the
+   * one before (the first the index entry's): a mismatch drops the chunk and fetches it once more; a
+   * second is never served.
    */
   async #scanRemote(
     segment: Segment,
-    position: number,
+    from: IndexEntry,
     wantBytes: () => number,
     visit: (batch: Uint8Array, header: BatchHeader) => boolean,
   ): Promise<void> {
     const remote = this.#remote;
     if (remote === null) throw new RemoteReadUnavailableError(this.label, segment.startOffset);
-    let pos = position;
+    let pos = from.position;
+    let expectedOffset = segment.startOffset + from.relativeOffset;
     let windowBytes = wantBytes();
-    let dropped = false;
+    /** Where the last corrupt batch was found: a second failure there is never served. */
+    let droppedAt: number | null = null;
     // Each pass consumes at least one batch, or doubles the window (bounded by the segment's size),
-    // or drops a corrupt chunk once: the loop ends.
+    // or drops a corrupt chunk once per position, and positions only grow: the loop ends.
     while (pos < segment.sizeBytes) {
       const chunk = await remote.chunkAt(segment, pos, windowBytes);
       // Checking and decoding a window is this read's piece: it runs on the shard's turn.
       if (this.#gate !== null) await this.#gate.turn();
-      const walked = walkChunk(chunk, pos, visit);
+      const walked = walkChunk(chunk, pos, expectedOffset, visit);
       if (walked.kind === "stopped") return;
       if (walked.kind === "short") {
         // A batch runs past the window: the same position again, with a larger window.
@@ -674,13 +679,20 @@ export class PartitionLog {
         continue;
       }
       if (walked.kind === "corrupt") {
-        if (dropped) throw new RemoteCorruptError(this.label, segment.startOffset, pos);
-        dropped = true;
+        // The batches before the bad one were good and are visited already: the retry starts at the
+        // bad one (starting over at `pos` would hand them to the reader twice).
+        if (walked.next === droppedAt) {
+          throw new RemoteCorruptError(this.label, segment.startOffset, walked.next);
+        }
+        droppedAt = walked.next;
+        pos = walked.next;
+        expectedOffset = walked.nextOffset;
         await remote.drop(chunk);
         continue;
       }
       assert(walked.next > pos, "a remote read moves forward");
       pos = walked.next;
+      expectedOffset = walked.nextOffset;
       windowBytes = wantBytes();
     }
   }
@@ -699,7 +711,7 @@ export class PartitionLog {
     if (segment.location === "remote") {
       await this.#remote?.ensureIndex(segment);
       const entry = segment.index.floorByTimestamp(timestampUs);
-      await this.#scanRemote(segment, entry.position, () => 64 * 1024, visit);
+      await this.#scanRemote(segment, entry, () => 64 * 1024, visit);
       return found;
     }
     const entry = segment.index.floorByTimestamp(timestampUs);
@@ -721,38 +733,44 @@ export class PartitionLog {
 const readAttemptsMax = 4 * retentionSegmentsPerPassMax;
 
 /**
- * Walks whole batches of one chunk from `position`, checking each one's CRC32C. Chunks start and
- * end on batch boundaries, so a batch running past the chunk's end is corruption too.
+ * Walks whole batches of one chunk from `position`, checking each one's CRC32C and that its base
+ * offset is `expectedOffset`, then the one after the batch before. Chunks start and end on batch
+ * boundaries, so a batch running past the chunk's end is corruption too.
  */
 function walkChunk(
   chunk: RemoteChunk,
   position: number,
+  expectedOffset: number,
   visit: (batch: Uint8Array, header: BatchHeader) => boolean,
-): { kind: "end" | "stopped" | "short" | "corrupt"; next: number } {
+): { kind: "end" | "stopped" | "short" | "corrupt"; next: number; nextOffset: number } {
   let at = position - chunk.start;
+  let nextOffset = expectedOffset;
   const windowEnd = chunk.start + chunk.bytes.length;
   // A header cut by the window's end, or a batch running past it, is read again in a larger window
   // ("short" when not even one batch fit); past the chunk's own end (a batch boundary) it is corrupt.
   const cut = () => ({
     kind: at === position - chunk.start ? "short" as const : "end" as const,
     next: chunk.start + at,
+    nextOffset,
   });
   while (at < chunk.bytes.length) {
     const header = decodeBatchHeader(chunk.bytes, at);
     if (header === null && windowEnd < chunk.end) return cut();
-    if (header === null || !isPlausibleHeader(header)) return { kind: "corrupt", next: chunk.start + at };
+    const corrupt = { kind: "corrupt" as const, next: chunk.start + at, nextOffset };
+    if (header === null || !isPlausibleHeader(header)) return corrupt;
     if (at + header.lengthBytes > chunk.bytes.length) {
-      if (chunk.start + at + header.lengthBytes > chunk.end) {
-        return { kind: "corrupt", next: chunk.start + at };
-      }
+      if (chunk.start + at + header.lengthBytes > chunk.end) return corrupt;
       return cut();
     }
     const batch = chunk.bytes.subarray(at, at + header.lengthBytes);
-    if (!verifyBatch(batch)) return { kind: "corrupt", next: chunk.start + at };
-    if (!visit(batch, header)) return { kind: "stopped", next: chunk.start + at + header.lengthBytes };
+    if (header.baseOffset !== nextOffset || !verifyBatch(batch)) return corrupt;
+    nextOffset = header.baseOffset + header.lastOffsetDelta + 1;
+    if (!visit(batch, header)) {
+      return { kind: "stopped", next: chunk.start + at + header.lengthBytes, nextOffset };
+    }
     at += header.lengthBytes;
   }
-  return { kind: "end", next: chunk.start + at };
+  return { kind: "end", next: chunk.start + at, nextOffset };
 }
 
 async function unlinkIfPresent(disk: Disk, path: string): Promise<void> {

@@ -34,10 +34,13 @@ export interface RemoteReader {
 /** A remote chunk failed its checksum twice: never served. */
 export class RemoteCorruptError extends Error {
   override name = "RemoteCorruptError";
+  /** The start offset of the segment whose bytes fail their checksum. */
+  readonly segment: number;
   constructor(label: string, segment: number, position: number) {
     super(
       `Cannot read partition ${label} at segment ${segment}, byte ${position}: the remote data fails its checksum`,
     );
+    this.segment = segment;
   }
 }
 
@@ -59,9 +62,12 @@ export class RemoteSegmentRetiredError extends Error {
 /** A remote segment's object is missing above `deleted_up_to_offset`: data loss, never an empty answer. */
 export class RemoteDataLossError extends Error {
   override name = "RemoteDataLossError";
+  /** The start offset of the segment whose object is missing. */
+  readonly segment: number;
   constructor(label: string, segment: number, key: string) {
     super(
       `Cannot read partition ${label} at segment ${segment}: its object ${key} is missing from the store`,
     );
+    this.segment = segment;
   }
 }

@@ -204,6 +204,54 @@ t.test("with the shard's piece gate, chunk fills and remote walks take turns, on
   t.equal(new Set(gate.turnsAt).size, gate.turnsAt.length, "never two pieces in one loop iteration");
 });
 
+t.test("a batch whose base offset changed (the CRC32C does not cover it) is corruption, never served", async (t) => {
+  const { partition, sim, attach, incarnation } = await evicted(t);
+  await attach();
+  const key = segmentKeys(incarnation, 0).log;
+  const bytes = sim.peek(key)!.bytes;
+  const secondBatchAt = new DataView(bytes.buffer, bytes.byteOffset).getUint32(8, true);
+  // Bit 1 of the second batch's base offset: it claims offsets two further on, its CRC32C still good.
+  sim.corrupt(key, secondBatchAt);
+  const error = await partition.log.read(0, 1000, 1 << 24).catch((e) => e);
+  t.ok(error instanceof RemoteCorruptError, `the read fails closed (${error?.name})`);
+});
+
+t.test("a chunk that fails its check part-way is read again from the bad batch: no message twice", async (t) => {
+  const { partition, attach } = await evicted(t);
+  const cache = await attach();
+  // A reader whose first answer carries one flipped byte in its third batch (damage in transit), and
+  // whose later answers are good: the retry must not hand the first two batches over again.
+  const inner = new TierRemoteReader(partition, cache, {
+    prefix: "strata",
+    clusterId: "c1",
+    chunkBytes: 64 * 1024,
+    readaheadChunksMax: 0,
+  });
+  let damaged = false;
+  partition.log.attachRemoteReader({
+    chunkAt: async (segment, position, wantBytes) => {
+      const chunk = await inner.chunkAt(segment, position, wantBytes);
+      if (damaged || position !== 0) return chunk;
+      damaged = true;
+      const bytes = chunk.bytes.slice();
+      const view = new DataView(bytes.buffer);
+      const third = view.getUint32(0 + 8, true) + view.getUint32(view.getUint32(8, true) + 8, true);
+      bytes[third + 100]! ^= 0x01;
+      return { ...chunk, bytes };
+    },
+    ensureIndex: (segment) => inner.ensureIndex(segment),
+    drop: (chunk) => inner.drop(chunk),
+  });
+  const r = await partition.log.read(0, 10, 1 << 24);
+  t.ok(damaged, "the damaged answer was served once");
+  t.same(
+    r.messages.map((m) => m.offset),
+    Array.from({ length: 10 }, (_, i) => i),
+    "each message once, in order",
+  );
+  t.ok(r.messages.every(payloadOk));
+});
+
 t.test("a warm poll makes zero GETs; concurrent cold readers of one chunk share one GET", async (t) => {
   const { partition, sim, attach } = await evicted(t);
   await attach();
