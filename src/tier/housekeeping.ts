@@ -50,6 +50,8 @@ export interface HousekeepingDeps {
 const observeIntervalMs = 1000;
 /** Dead incarnations the orphan sweep remembers between two sweeps. */
 const deadIncarnationsMax = 10_000;
+/** Bound on the orphan objects whose first sighting is remembered; past it, a later sweep takes them. */
+const orphanObjectsTrackedMax = 100_000;
 
 /** Thrown when a job would spend more than the run's quota; jobs check `left` first, so this is a bug guard. */
 class QuotaSpent extends Error {
@@ -94,6 +96,13 @@ export class Housekeeping {
   /** Incarnation prefix → when a sweep first found it gone. */
   #deadSince = new Map<string, number>();
   #deadSeenThisSweep = new Set<string>();
+  /**
+   * When each orphan object was first listed, by our own clock. Its creation came before that, so
+   * deleting it a grace after this sighting never deletes an object younger than the grace, whatever
+   * the store's clock says (its LastModified can be an hour off either way).
+   */
+  #orphanSeenAt = new Map<string, number>();
+  #orphansSeenThisSweep = new Set<string>();
   #running: Promise<void> | null = null;
   #budget: Budget | null = null;
   #stopped = false;
@@ -336,14 +345,18 @@ export class Housekeeping {
   /**
    * Lists the cluster's prefix and deletes the objects of incarnations that no longer exist
    * (stale generations, deleted or recreated partitions) once a sweep at least `delete_grace`
-   * earlier found them gone, and only objects older than the grace. A live incarnation is skipped
+   * earlier found them gone, and only objects a sweep listed at least the grace ago (by our clock,
+   * not the store's LastModified, which clock skew makes unreliable). A live incarnation is skipped
    * as a whole: the next listing starts after it.
    */
   async #sweep(startAfterKey: string | null, budget: Budget): Promise<core.JobOutcome> {
     const { prefix, clusterId, deleteGraceMs } = this.#deps.config;
     const root = clusterRoot(prefix, clusterId);
     let startAfter = startAfterKey ?? undefined;
-    if (startAfter === undefined) this.#deadSeenThisSweep.clear();
+    if (startAfter === undefined) {
+      this.#deadSeenThisSweep.clear();
+      this.#orphansSeenThisSweep.clear();
+    }
     for (let page = 0; page < 1_000_000; page++) {
       if (budget.left < 2) return { kind: "orphan_sweep", nextAfter: startAfter ?? null };
       budget.take();
@@ -352,6 +365,14 @@ export class Housekeeping {
       const nowMs = this.#deps.clock.nowMs();
       const wallMs = this.#deps.clock.wallMs();
       const doomed: string[] = [];
+      const seenAt = (objectKey: string): number | null => {
+        this.#orphansSeenThisSweep.add(objectKey);
+        const known = this.#orphanSeenAt.get(objectKey);
+        if (known !== undefined) return known;
+        if (this.#orphanSeenAt.size >= orphanObjectsTrackedMax) return null;
+        this.#orphanSeenAt.set(objectKey, nowMs);
+        return nowMs;
+      };
       let skipAfter: string | null = null;
       for (const obj of listed.objects) {
         const key = parseObjectKey(root, obj.key);
@@ -367,8 +388,9 @@ export class Housekeeping {
         const since = this.#deadSince.get(key.incarnationPrefix) ??
           this.#markDead(key.incarnationPrefix, nowMs);
         this.#deadSeenThisSweep.add(key.incarnationPrefix);
+        const seen = seenAt(obj.key);
         if (
-          since !== null && nowMs - since >= deleteGraceMs && wallMs - obj.lastModifiedMs >= deleteGraceMs
+          since !== null && nowMs - since >= deleteGraceMs && seen !== null && nowMs - seen >= deleteGraceMs
         ) {
           doomed.push(obj.key);
         }
@@ -387,6 +409,9 @@ export class Housekeeping {
     // A complete sweep forgets incarnations it no longer found: their objects are gone.
     for (const prefixKey of [...this.#deadSince.keys()]) {
       if (!this.#deadSeenThisSweep.has(prefixKey)) this.#deadSince.delete(prefixKey);
+    }
+    for (const objectKey of [...this.#orphanSeenAt.keys()]) {
+      if (!this.#orphansSeenThisSweep.has(objectKey)) this.#orphanSeenAt.delete(objectKey);
     }
     return { kind: "orphan_sweep", nextAfter: null };
   }

@@ -208,3 +208,44 @@ t.test("a deleted topic's objects are orphans: the sweep deletes them after the 
     objects.length,
   );
 });
+
+t.test("the orphan sweep goes by its own clock, not the store's: an hour of skew either way neither delays nor hastens it", async (t) => {
+  for (const skewMs of [3_600_000, -3_600_000]) {
+    let exists = true;
+    const h = await tierHarness(t, { ageMs: null, sizeBytes: null }, {
+      housekeeping: { idleTimeoutMs: 1000, orphanSweepIntervalMs: 2000, manifestUploadIntervalMs: 1000 },
+      liveTable: () => {
+        const sb = h.partition.superblock;
+        const known = {
+          createdRevision: sb.createdRevision,
+          purgeGeneration: sb.purgeGeneration,
+          deletedUpToOffset: 0,
+        };
+        return new Map(exists ? [["1/1/0", known]] : []);
+      },
+    });
+    h.sim.faults = { wallSkewMs: skewMs };
+    await h.produce(20);
+    t.ok(await h.runUntil(() => h.partition.superblock.tieredUpToOffset === h.lastSealedEnd() + 1));
+    const objects = h.sim.keys().filter((k) => k.startsWith(root));
+    exists = false;
+    h.tier.removePartition("1/1/0");
+    const deletedAtMs = h.clock.nowMs();
+    const createdLastMs = Math.max(...objects.map((k) => h.sim.peek(k)!.createdAtMs));
+    // 40 s of sweeps: none may delete yet (the grace is 60 s of our time, whatever LastModified says).
+    await h.runUntil(() => false, 4000);
+    t.ok(
+      objects.every((k) => h.sim.peek(k) !== undefined),
+      `skew ${skewMs} ms: nothing deleted within the grace`,
+    );
+    t.ok(
+      await h.runUntil(() => objects.every((k) => h.sim.peek(k) === undefined), 30_000),
+      `skew ${skewMs} ms: every orphan swept soon after the grace`,
+    );
+    t.ok(
+      h.clock.nowMs() - deletedAtMs >= 60_000 && h.clock.nowMs() - createdLastMs >= 60_000,
+      "after the grace",
+    );
+    t.ok(h.clock.nowMs() - deletedAtMs < 120_000, `within two graces (${h.clock.nowMs() - deletedAtMs} ms)`);
+  }
+});
