@@ -1,5 +1,5 @@
 /**
- * The deterministic simulator (issue 8; scenarios are still being added):
+ * The deterministic simulator (issue 8):
  *
  *   deno task sim --seed N --scenario NAME [--steps T] [--verbose]
  *   deno task sim --scenarios all --seeds K [--from S] [--steps T]

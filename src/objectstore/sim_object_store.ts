@@ -49,6 +49,8 @@ export interface SimFaults {
   latencyMs?: { min: number; max: number };
   /** Every attempt that starts inside one of these windows fails as unreachable. */
   outages?: { fromMs: number; toMs: number }[];
+  /** The store's wall clock minus ours: what its LastModified dates are off by. */
+  wallSkewMs?: number;
 }
 
 export interface SimRecord {
@@ -113,6 +115,14 @@ export class SimObjectStore implements ObjectStore {
     return { bytes, metadata: object.metadata, etag: object.etag, createdAtMs: object.createdAtMs };
   }
 
+  /** Called for each object a delete request removes, with the clock's time of its creation. */
+  onDelete: ((key: string, createdAtMs: number) => void) | null = null;
+
+  /** Removes an object behind the client's back (the simulator's "object missing"), bypassing faults. */
+  lose(key: string): boolean {
+    return this.#objects.delete(key);
+  }
+
   keys(): string[] {
     return [...this.#objects.keys()].sort();
   }
@@ -162,7 +172,7 @@ export class SimObjectStore implements ObjectStore {
         metadata: { ...options.metadata },
         etag,
         createdAtMs: this.#clock.nowMs(),
-        lastModifiedMs: this.#clock.wallMs(),
+        lastModifiedMs: this.#clock.wallMs() + (this.faults.wallSkewMs ?? 0),
       });
       return { etag };
     }, size);
@@ -212,6 +222,8 @@ export class SimObjectStore implements ObjectStore {
       results.push(
         ...await this.#attempt("delete", batch[0] ?? "", options, () =>
           batch.map((key) => {
+            const object = this.#objects.get(key);
+            if (object !== undefined) this.onDelete?.(key, object.createdAtMs);
             this.#objects.delete(key);
             return { key, error: null };
           })),

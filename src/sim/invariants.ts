@@ -62,3 +62,56 @@ export function caughtUp(floor: number, lastSealedEnd: number | null): string | 
   if (lastSealedEnd === null || floor > lastSealedEnd) return null;
   return `uploads did not catch up: the floor is ${floor}, the last sealed segment ends at ${lastSealedEnd}`;
 }
+
+/** No object is deleted younger than `delete_grace`, by the simulation's own clock (not the store's). */
+export function deletedOldEnough(key: string, createdAtMs: number, deletedAtMs: number, graceMs: number) {
+  const ageMs = deletedAtMs - createdAtMs;
+  return ageMs < graceMs
+    ? `object ${key} was deleted ${ageMs} ms after its creation, under the grace ${graceMs}`
+    : null;
+}
+
+/** What a `.remote` marker claims, next to the object it names (null when the object is absent). */
+export interface MarkerView {
+  startOffset: number;
+  key: string;
+  markerCrc32: number;
+  objectCrc32: string | null;
+}
+
+/** Every marker refers to an object that exists and carries the marker's checksum. */
+export function markersBacked(markers: readonly MarkerView[]): string | null {
+  for (const m of markers) {
+    if (m.objectCrc32 === null) {
+      return `the marker of segment ${m.startOffset} names ${m.key}, which is missing`;
+    }
+    if (m.objectCrc32 !== String(m.markerCrc32)) {
+      return `the marker of segment ${m.startOffset} says CRC32 ${m.markerCrc32}, ${m.key} says ${m.objectCrc32}`;
+    }
+  }
+  return null;
+}
+
+/** Once GC has had its time, no object outside the live incarnations remains. */
+export function orphansCollected(keys: readonly string[], livePaths: readonly string[]): string | null {
+  const orphan = keys.find((k) => !livePaths.some((path) => k.includes(`/${path}`)));
+  return orphan === undefined ? null : `orphan ${orphan} is still in the store after GC had its time`;
+}
+
+/** The chunk cache never holds more than its budget. */
+export function cacheWithinBudget(usedBytes: number, budgetBytes: number): string | null {
+  return usedBytes > budgetBytes
+    ? `the chunk cache holds ${usedBytes} bytes, over its budget ${budgetBytes}`
+    : null;
+}
+
+/**
+ * No loop iteration moves more than `boundBytes` through the disk. Virtual time does not pass during
+ * synchronous work, so tick lateness is measured by its cause: the bytes one turn of the loop reads
+ * or writes, which are what a real tick would wait behind.
+ */
+export function stretchBounded(iterationBytesMax: number, boundBytes: number): string | null {
+  return iterationBytesMax > boundBytes
+    ? `one loop iteration moved ${iterationBytesMax} bytes through the disk, over the bound ${boundBytes}`
+    : null;
+}

@@ -10,11 +10,23 @@ export interface Scenario {
   crashChance: number;
   /** Chance per step that the partition is purged (a new generation, offsets from 0). */
   purgeChance?: number;
+  /** Chance per step that the process crashes and its data directory is wiped (a new incarnation). */
+  wipeDataChance?: number;
+  /** Chance per step that the topic is deleted and created again under the same name. */
+  deleteTopicChance?: number;
+  /** Chance per step that an evicted segment's object is lost or has a byte flipped in the store. */
+  sabotageChance?: number;
+  /** A crash also loses the chunk cache's directory: the restart is cold. */
+  wipeCacheOnCrash?: boolean;
+  /** The chunk cache's budget (256 KiB, 16 chunks, by default). */
+  cacheBudgetBytes?: number;
+  /** Draws the scenario's chances from the seed (swarm); what it returns replaces the fields above. */
+  draw?: (rng: Rng) => Partial<Omit<Scenario, "name" | "faults" | "draw">>;
 }
 
 const none = (): SimFaults => ({});
 
-/** The scenarios built so far; issue 8 names the rest. */
+/** One scenario for each failure of the design sources, and `swarm`, which draws them all from the seed. */
 export const scenarios: Record<string, Scenario> = {
   store_outage: {
     name: "store_outage",
@@ -74,6 +86,66 @@ export const scenarios: Record<string, Scenario> = {
     faults: none,
     crashChance: 0.01,
   },
+  crash_mid_upload: {
+    name: "crash_mid_upload",
+    // Slow transfers, some of whose replies are lost: crashes land while uploads are in flight, leave
+    // objects no floor names yet, and the restarted process uploads them again (create-if-absent).
+    faults: () => ({ errorRates: { put: { lostReply: 0.1 } }, latencyMs: { min: 100, max: 1000 } }),
+    crashChance: 0.01,
+  },
+  cold_cache_restart: {
+    name: "cold_cache_restart",
+    // Restarts lose the chunk cache, and the store is unreachable for a while: reads of evicted data
+    // fail closed (a transient error), never an empty or wrong answer.
+    faults: (rng, until) => {
+      const outages = [];
+      for (let i = 0; i < 3; i++) {
+        const from = rng.int(0, Math.floor(until));
+        outages.push({ fromMs: from, toMs: from + rng.int(500, 5000) });
+      }
+      return { outages };
+    },
+    crashChance: 0.004,
+    wipeCacheOnCrash: true,
+  },
+  wiped_data_dir: {
+    name: "wiped_data_dir",
+    // The bucket keeps the old incarnation's objects, the local log starts empty: the local log is
+    // authoritative and the stale objects are GC's.
+    faults: none,
+    crashChance: 0,
+    wipeDataChance: 0.002,
+  },
+  topic_delete_then_gc: {
+    name: "topic_delete_then_gc",
+    faults: () => ({ latencyMs: { min: 1, max: 300 } }),
+    crashChance: 0,
+    deleteTopicChance: 0.003,
+  },
+  cache_full: {
+    name: "cache_full",
+    // A cache of two chunks under readers of every evicted range: it trims, never exceeds its budget.
+    faults: none,
+    crashChance: 0.002,
+    cacheBudgetBytes: 32 * 1024,
+  },
+  object_missing_or_corrupt: {
+    name: "object_missing_or_corrupt",
+    faults: none,
+    crashChance: 0.002,
+    sabotageChance: 0.003,
+  },
+  store_clock_skew: {
+    name: "store_clock_skew",
+    // The store's clock is an hour off either way while purges orphan whole incarnations: deletion
+    // must still wait `delete_grace` of our own time.
+    faults: (rng) => ({
+      wallSkewMs: (rng.chance(0.5) ? -1 : 1) * rng.int(60_000, 3_600_000),
+      latencyMs: { min: 1, max: 300 },
+    }),
+    crashChance: 0.002,
+    purgeChance: 0.004,
+  },
   swarm: {
     name: "swarm",
     faults: (rng) => ({
@@ -83,7 +155,17 @@ export const scenarios: Record<string, Scenario> = {
         head: { transient: rng.nextFloat() * 0.2 },
       },
       latencyMs: { min: 1, max: rng.int(1, 200) },
+      wallSkewMs: rng.int(-600_000, 600_000),
     }),
     crashChance: 0.005,
+    draw: (rng) => ({
+      crashChance: rng.nextFloat() * 0.01,
+      purgeChance: rng.nextFloat() * 0.002,
+      wipeDataChance: rng.nextFloat() * 0.001,
+      deleteTopicChance: rng.nextFloat() * 0.001,
+      sabotageChance: rng.nextFloat() * 0.002,
+      wipeCacheOnCrash: rng.chance(0.5),
+      cacheBudgetBytes: rng.int(2, 16) * 16 * 1024,
+    }),
   },
 };

@@ -13,9 +13,13 @@ import { ChunkCache } from "../tier/chunk_cache.ts";
 import { LocalControlLog } from "../tier/control_log.ts";
 import { TierRemoteReader } from "../tier/tier_remote_reader.ts";
 import { TierService } from "../tier/tier_service.ts";
+import { Housekeeping } from "../tier/housekeeping.ts";
+import { incarnationOf, incarnationPath, segmentKeys } from "../tier/object_keys.ts";
+import type { HousekeepingConfig } from "../config/config.ts";
 import * as inv from "./invariants.ts";
 import type { Scenario } from "./scenarios.ts";
 import { SimDisk } from "./sim_disk.ts";
+import { IoScheduler } from "./io_scheduler.ts";
 import { Trace } from "./trace.ts";
 
 export interface SimOptions {
@@ -25,6 +29,8 @@ export interface SimOptions {
   steps: number;
   /** Only for testing the simulator itself: a disk whose fsync does nothing, so data must be lost. */
   lyingFsync?: boolean;
+  /** Only for testing the simulator itself: a tighter bound on the bytes one loop iteration moves. */
+  stretchBytesMax?: number;
 }
 
 export interface SimResult {
@@ -55,13 +61,39 @@ const payloadBytes = 700;
 /** Virtual time after the faults stop in which uploads must catch up (liveness). */
 const recoveryMs = 120_000;
 const stepMs = 10;
+const cacheChunkBytes = 16 * 1024;
+const uploadPieceBytes = 8 * 1024;
+const uploadConcurrency = 2;
+const fetchConcurrency = 4;
+/** Windows of a poll are at most its byte budget (64 KiB) or a chunk; pieces are smaller. */
+const ioBytesPerTaskMax = 64 * 1024;
+/**
+ * What one loop iteration may move through the disk: one unit of each concurrent task (uploads,
+ * fetches, the writer, a poll, housekeeping's verify), each at most a window; a task that read or
+ * wrote a whole segment or chunk set in one stretch would pass it.
+ */
+const stretchBytesBound = (uploadConcurrency + fetchConcurrency + 3) * ioBytesPerTaskMax;
+const housekeepingConfig: HousekeepingConfig = {
+  intervalMs: 2000,
+  idleTimeoutMs: 1000,
+  idleThresholdRps: 1_000_000,
+  requestQuota: 1000,
+  deleteBatchPerPass: 100,
+  deleteGraceMs: 5000,
+  orphanSweepIntervalMs: 5000,
+  manifestUploadIntervalMs: 30_000,
+  verifyIntervalMs: 30_000,
+};
+/** Virtual time at the end in which GC must collect every orphan: several sweeps past the grace. */
+const gcWindowMs = 4 * (housekeepingConfig.deleteGraceMs + housekeepingConfig.orphanSweepIntervalMs);
 
-/** The process under test: a partition, its tier service, control log and chunk cache. */
+/** The process under test: a partition, its tier service, control log, chunk cache and housekeeping. */
 interface World {
   partition: Partition;
   tier: TierService;
   control: LocalControlLog;
   cache: ChunkCache;
+  housekeeping: Housekeeping;
 }
 
 /**
@@ -72,7 +104,20 @@ interface World {
 export async function runSimulation(o: SimOptions): Promise<SimResult> {
   const workload = new Rng(o.seed * 4 + 1);
   const clock = new VirtualClock();
-  const disk = new SimDisk(new Rng(o.seed * 4 + 2), { lyingFsync: o.lyingFsync ?? false });
+  const raw = new SimDisk(new Rng(o.seed * 4 + 2), { lyingFsync: o.lyingFsync ?? false });
+  // The bytes each loop iteration moves: an immediate queued from the check phase runs in the next
+  // iteration, so this chain closes one iteration's sum at a time.
+  let iterationBytes = 0;
+  let iterationBytesMax = 0;
+  let iterating = true;
+  const closeIteration = () => {
+    iterationBytesMax = Math.max(iterationBytesMax, iterationBytes);
+    iterationBytes = 0;
+    if (iterating) setImmediate(closeIteration);
+  };
+  setImmediate(closeIteration);
+  const disk = new IoScheduler(raw, new Rng(o.seed * 4 + 1_000_003), (bytes) => (iterationBytes += bytes));
+  const scenario: Scenario = { ...o.scenario, ...(o.scenario.draw?.(new Rng(o.seed * 4 + 2_000_003)) ?? {}) };
   const sim = new SimObjectStore(clock, new Rng(o.seed * 4 + 3));
   const store = new RetryingObjectStore(sim, clock, new Rng(o.seed * 4 + 4), defaultRetryProfiles, {
     putMs: 90_000,
@@ -81,9 +126,13 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
   }, null);
   const trace = new Trace();
   const activeUntilMs = o.steps * stepMs * 0.7;
-  sim.faults = o.scenario.faults(new Rng(o.seed * 4 + 5), activeUntilMs);
+  sim.faults = scenario.faults(new Rng(o.seed * 4 + 5), activeUntilMs);
   let acknowledgedBelow = 0;
   let crashes = 0;
+  /** Partitions created so far: each new one (after a wipe or a delete) draws a new revision. */
+  let incarnations = 0;
+  /** Segments whose object the scenario lost or corrupted, by start offset, with their end. */
+  const sabotaged = new Map<number, number>();
   let floorSeen = 0;
   let violation: string | null = null;
   const fail = (what: string | null) => {
@@ -93,9 +142,21 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
     }
   };
 
-  await disk.mkdirp(dataPath);
-  const first = await Partition.create(disk, clock, new Rng(o.seed), dataPath, address, logConfig);
-  let world = await openWorld(first);
+  sim.onDelete = (key, createdAtMs) =>
+    fail(inv.deletedOldEnough(key, createdAtMs, clock.nowMs(), housekeepingConfig.deleteGraceMs));
+
+  const createPartition = async () => {
+    await disk.mkdirp(dataPath);
+    return await Partition.create(
+      disk,
+      clock,
+      new Rng(o.seed * 4 + 3_000_017 * ++incarnations),
+      dataPath,
+      address,
+      logConfig,
+    );
+  };
+  let world = await openWorld(await createPartition());
   /** Appends are assigned offsets in call order: the next one's base, known before it resolves. */
   let nextAssign = world.partition.log.nextOffset;
 
@@ -110,8 +171,8 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
       config: {
         prefix: "strata",
         clusterId: "sim",
-        uploadConcurrency: 2,
-        uploadPieceBytes: 8 * 1024,
+        uploadConcurrency,
+        uploadPieceBytes,
         uploadLoopBackoffMaxMs: 1000,
         segmentUploadTimeoutMs: 10_000,
         retry: defaultRetryProfiles,
@@ -135,10 +196,15 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
       clock,
       logger: silentLogger(),
       dir: "/cache",
-      config: { budgetBytes: 256 * 1024, objectsMax: 64, lowWatermarkPercent: 80, trimMinIntervalMs: 1000 },
+      config: {
+        budgetBytes: scenario.cacheBudgetBytes ?? 256 * 1024,
+        objectsMax: 64,
+        lowWatermarkPercent: 80,
+        trimMinIntervalMs: 1000,
+      },
       fetchTimeoutMs: 5000,
       fetchDeadlineMs: 30_000,
-      fetchSlots: new Semaphore({ permits: 4, waitersMax: 1000, name: "fetch" }),
+      fetchSlots: new Semaphore({ permits: fetchConcurrency, waitersMax: 1000, name: "fetch" }),
       fetchBandwidth: new TokenBucket(clock, {
         rateBytesPerSec: "unlimited",
         waitersMax: 1000,
@@ -149,11 +215,29 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
       new TierRemoteReader(partition, cache, {
         prefix: "strata",
         clusterId: "sim",
-        chunkBytes: 16 * 1024,
+        chunkBytes: cacheChunkBytes,
         readaheadChunksMax: 2,
       }),
     );
-    return { partition, tier, control, cache };
+    const housekeeping = new Housekeeping({
+      clock,
+      logger: silentLogger(),
+      store,
+      config: { ...housekeepingConfig, prefix: "strata", clusterId: "sim", segmentUploadTimeoutMs: 10_000 },
+      sweepsOrphans: true,
+      partitions: () => tier.partitions(),
+      requestCount: () => 0,
+      liveTable: () => {
+        const sb = partition.superblock;
+        return new Map([["1/1/0", {
+          createdRevision: sb.createdRevision,
+          purgeGeneration: sb.purgeGeneration,
+          deletedUpToOffset: sb.deletedUpToOffset,
+        }]]);
+      },
+      upload: tier.uploadDeps,
+    });
+    return { partition, tier, control, cache, housekeeping };
   }
 
   const settle = async () => {
@@ -167,15 +251,40 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
     world.partition.log.onTick(now);
     world.tier.onTick(now);
     world.cache.onTick(now);
+    world.housekeeping.onTick(now);
     await settle();
   };
+
+  const liveIncarnation = () => incarnationOf("strata", "sim", world.partition);
+
+  /** What each marker says next to the object it names; sabotaged segments are the scenario's doing. */
+  const markerViews = (): inv.MarkerView[] =>
+    world.partition.log.segments
+      .filter((s) => s.location === "remote" && s.marker !== null && !sabotaged.has(s.startOffset))
+      .map((s) => {
+        const key = segmentKeys(liveIncarnation(), s.startOffset).log;
+        return {
+          startOffset: s.startOffset,
+          key,
+          markerCrc32: s.marker!.logCrc32,
+          objectCrc32: sim.peek(key)?.metadata["crc32"] ?? null,
+        };
+      });
 
   const check = () => {
     const sb = world.partition.superblock;
     fail(inv.floorMonotone(floorSeen, sb.tieredUpToOffset));
     floorSeen = Math.max(floorSeen, sb.tieredUpToOffset);
     fail(inv.evictionSound(world.partition.log.segments, sb.tieredUpToOffset));
+    fail(inv.markersBacked(markerViews()));
+    fail(inv.cacheWithinBudget(world.cache.usedBytes, world.cache.budgetBytes));
+    fail(inv.stretchBounded(iterationBytesMax, o.stretchBytesMax ?? stretchBytesBound));
   };
+
+  /** A read error is the scenario's doing when it names a segment the scenario lost or corrupted. */
+  const expectedLoss = (error: unknown) =>
+    (error instanceof RemoteDataLossError || error instanceof RemoteCorruptError) &&
+    sabotaged.has(error.segment);
 
   /**
    * Waits for `promise` while virtual time moves on (fetches wait on retries and timeouts of the
@@ -205,16 +314,27 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
       trace.record(clock.nowMs(), `poll ${offset} -> ${r.messages.length}`);
       fail(inv.readBackIntact(r.messages));
     } catch (error) {
-      // Transient answers are fine; missing or corrupt data is never.
-      if (error instanceof RemoteDataLossError || error instanceof RemoteCorruptError) fail(String(error));
+      // Transient answers are fine; missing or corrupt data is never, unless the scenario made it so.
+      const lossy = error instanceof RemoteDataLossError || error instanceof RemoteCorruptError;
+      if (lossy && !expectedLoss(error)) fail(String(error));
       trace.record(clock.nowMs(), `poll ${offset} -> ${(error as Error).name}`);
     }
   };
 
-  const crash = async () => {
+  /** A crash; `wipe` also loses the data directory (a new disk), so a new incarnation begins. */
+  const crash = async (wipe = false) => {
     crashes++;
-    trace.record(clock.nowMs(), "crash");
-    disk.crash();
+    trace.record(clock.nowMs(), wipe ? "crash, data directory wiped" : "crash");
+    // The dead process starts nothing new; a request it had in flight may still land in the store.
+    void world.housekeeping.stop();
+    raw.crash();
+    if (scenario.wipeCacheOnCrash) await raw.removeTree("/cache");
+    if (wipe) {
+      await raw.removeTree(dataPath);
+      world = await openWorld(await createPartition());
+      restartFromEmpty();
+      return;
+    }
     let partition: Partition;
     try {
       partition = await Partition.open(disk, clock, dataPath, address, logConfig, silentLogger());
@@ -233,6 +353,46 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
     check();
   };
 
+  /** A log that starts again from offset 0 (wipe, delete, purge): nothing before is owed. */
+  function restartFromEmpty() {
+    acknowledgedBelow = 0;
+    nextAssign = world.partition.log.nextOffset;
+    floorSeen = world.partition.superblock.tieredUpToOffset;
+    sabotaged.clear();
+  }
+
+  /** The topic is deleted and created again under its name: a new incarnation, the old one GC's. */
+  const deleteTopic = async () => {
+    trace.record(clock.nowMs(), "delete topic");
+    void world.housekeeping.stop();
+    world.tier.removePartition("1/1/0");
+    await world.control.close().catch(() => {});
+    await world.partition.close().catch(() => {});
+    await disk.removeTree(dataPath);
+    world = await openWorld(await createPartition());
+    restartFromEmpty();
+  };
+
+  /** The store loses an evicted segment's object, or one of its bytes flips. */
+  const sabotage = () => {
+    const remote = world.partition.log.segments.filter((s) =>
+      s.location === "remote" && !sabotaged.has(s.startOffset)
+    );
+    if (remote.length === 0) return;
+    const segment = remote[workload.int(0, remote.length - 1)]!;
+    const key = segmentKeys(liveIncarnation(), segment.startOffset).log;
+    const object = sim.peek(key);
+    if (object === undefined) return;
+    sabotaged.set(segment.startOffset, segment.endOffset);
+    if (workload.chance(0.5)) {
+      sim.lose(key);
+      trace.record(clock.nowMs(), `lose ${segment.startOffset}`);
+    } else {
+      sim.corrupt(key, workload.int(0, object.bytes.length - 1));
+      trace.record(clock.nowMs(), `corrupt ${segment.startOffset}`);
+    }
+  };
+
   /** Purge: every message goes, offsets start again at 0 under a new generation. */
   const purge = async () => {
     trace.record(clock.nowMs(), "purge");
@@ -243,9 +403,7 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
       return;
     }
     world.tier.purged("1/1/0");
-    acknowledgedBelow = 0;
-    nextAssign = 0;
-    floorSeen = world.partition.superblock.tieredUpToOffset;
+    restartFromEmpty();
     fail(floorSeen === 0 ? null : `after a purge the floor is ${floorSeen}, not 0`);
   };
 
@@ -255,10 +413,17 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
       trace.record(clock.nowMs(), "faults stop");
     }
     const roll = workload.nextFloat();
-    if (clock.nowMs() < activeUntilMs && workload.chance(o.scenario.crashChance)) {
+    const active = clock.nowMs() < activeUntilMs;
+    if (active && workload.chance(scenario.crashChance)) {
       await crash();
-    } else if (clock.nowMs() < activeUntilMs && workload.chance(o.scenario.purgeChance ?? 0)) {
+    } else if (active && workload.chance(scenario.purgeChance ?? 0)) {
       await purge();
+    } else if (active && workload.chance(scenario.wipeDataChance ?? 0)) {
+      await crash(true);
+    } else if (active && workload.chance(scenario.deleteTopicChance ?? 0)) {
+      await deleteTopic();
+    } else if (active && workload.chance(scenario.sabotageChance ?? 0)) {
+      sabotage();
     } else if (roll < 0.35) {
       const count = workload.int(1, 3);
       const base = nextAssign;
@@ -271,6 +436,8 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
       const appended = world.partition.log.append(messages);
       const from = world;
       appended.then((r) => {
+        // An answer that arrives after its process crashed or its topic went never reached the client.
+        if (from !== world) return;
         if (r.baseOffset !== base) fail(`an append expected at ${base} was assigned ${r.baseOffset}`);
         acknowledgedBelow = Math.max(acknowledgedBelow, r.baseOffset + r.count);
       }, (error) => {
@@ -299,22 +466,42 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
   const lastSealed = world.partition.log.segments.filter((s) => s.sealed).at(-1)?.endOffset ?? null;
   fail(inv.caughtUp(world.partition.superblock.tieredUpToOffset, lastSealed));
 
+  // GC: given several sweeps past the grace, every object of a dead incarnation is gone.
+  for (let waited = 0; waited < gcWindowMs && violation === null; waited += stepMs * 10) {
+    for (let i = 0; i < 10; i++) await advance();
+    check();
+    if (inv.orphansCollected(sim.keys(), [incarnationPath(liveIncarnation())]) === null) break;
+  }
+  fail(inv.orphansCollected(sim.keys(), [incarnationPath(liveIncarnation())]));
+
   // No acknowledged message lost or changed, read back through the ordinary poll path (local or remote).
   if (violation === null) {
     const first = world.partition.log.stats().firstOffset;
     const offsets: number[] = [];
+    /** The start of a damaged segment ahead: reads stop short of it, then skip it. */
+    let damagedAhead: number | null = null;
     for (let offset = first, reads = 0; reads < 100_000 && offset < world.partition.log.nextOffset; reads++) {
       let r;
+      const count = damagedAhead === null || damagedAhead <= offset
+        ? 100
+        : Math.min(100, damagedAhead - offset);
       try {
-        const got = await withTime(world.partition.log.read(offset, 100, 1 << 20), 10_000);
+        const got = await withTime(world.partition.log.read(offset, count, 1 << 20), 10_000);
         if (got === null) continue;
         r = got.value;
       } catch (error) {
-        // A fetch still waiting is transient: let time pass and ask again.
+        // The scenario's own damage is skipped over; any other loss is a violation.
+        if (expectedLoss(error)) {
+          const segment = (error as RemoteDataLossError).segment;
+          if (segment > offset) damagedAhead = segment;
+          else offset = sabotaged.get(segment)! + 1;
+          continue;
+        }
         if (error instanceof RemoteDataLossError || error instanceof RemoteCorruptError) {
           fail(String(error));
           break;
         }
+        // A fetch still waiting is transient: let time pass and ask again.
         await advance();
         continue;
       }
@@ -323,12 +510,18 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
       if (r.messages.length === 0) break;
       offset = r.nextOffset;
     }
-    fail(inv.acknowledgedPresent(acknowledgedBelow, first, offsets));
+    const lost = [...sabotaged].flatMap(([start, end]) =>
+      Array.from({ length: end - start + 1 }, (_, i) => start + i)
+    );
+    fail(inv.acknowledgedPresent(acknowledgedBelow, first, [...offsets, ...lost]));
   }
   trace.record(
     clock.nowMs(),
     `end floor=${world.partition.superblock.tieredUpToOffset} acked=${acknowledgedBelow}`,
   );
+  iterating = false;
+  // Its request in flight may wait on virtual time (a lost reply's timeout): time moves while it ends.
+  await withTime(world.housekeeping.stop(), 120_000);
   await world.control.close().catch(() => {});
   return {
     seed: o.seed,

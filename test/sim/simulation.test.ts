@@ -2,17 +2,22 @@ import t from "tap";
 import { initCrc32c } from "../../src/runtime/crc32c.ts";
 import {
   acknowledgedPresent,
+  cacheWithinBudget,
   caughtUp,
+  deletedOldEnough,
   evictionSound,
   floorMonotone,
+  markersBacked,
+  orphansCollected,
   readBackIntact,
+  stretchBounded,
 } from "../../src/sim/invariants.ts";
 import { scenarios } from "../../src/sim/scenarios.ts";
 import { runSimulation } from "../../src/sim/simulation.ts";
 
 await initCrc32c();
 
-t.test("every scenario built so far holds its invariants on a fixed set of seeds", async (t) => {
+t.test("every scenario holds its invariants on a fixed set of seeds", async (t) => {
   for (const scenario of Object.values(scenarios)) {
     for (const seed of [1, 2, 3]) {
       const r = await runSimulation({ seed, scenario, steps: 800 });
@@ -49,6 +54,33 @@ t.test("the checks catch lost data: on a disk whose fsync lies, crashes lose ack
     `${failing[0]?.violation}`,
   );
   t.ok((failing[0]?.trail.length ?? 0) > 0, "with the trail of events that led there");
+});
+
+t.test("the stretch check can fail: with a bound below one upload piece, the first upload breaks it", async (t) => {
+  const r = await runSimulation({
+    seed: 1,
+    scenario: scenarios["store_outage"]!,
+    steps: 400,
+    stretchBytesMax: 4096,
+  });
+  t.notOk(r.ok);
+  t.match(r.violation, /one loop iteration moved \d+ bytes through the disk, over the bound 4096/);
+});
+
+t.test("the checkers added with housekeeping and the cache, each alone", (t) => {
+  t.equal(deletedOldEnough("k", 1000, 7000, 5000), null);
+  t.match(deletedOldEnough("k", 1000, 3000, 5000), /object k was deleted 2000 ms after its creation/);
+  const marker = { startOffset: 0, key: "a/0.log", markerCrc32: 7 };
+  t.equal(markersBacked([{ ...marker, objectCrc32: "7" }]), null);
+  t.match(markersBacked([{ ...marker, objectCrc32: null }]), /names a\/0.log, which is missing/);
+  t.match(markersBacked([{ ...marker, objectCrc32: "8" }]), /says CRC32 7, a\/0.log says 8/);
+  t.equal(orphansCollected(["s/c/1/1/0/r-1/0.log"], ["1/1/0/r-1/"]), null);
+  t.match(orphansCollected(["s/c/1/1/0/r-0/0.log"], ["1/1/0/r-1/"]), /orphan s\/c\/1\/1\/0\/r-0\/0.log/);
+  t.equal(cacheWithinBudget(10, 10), null);
+  t.match(cacheWithinBudget(11, 10), /holds 11 bytes, over its budget 10/);
+  t.equal(stretchBounded(10, 10), null);
+  t.match(stretchBounded(11, 10), /moved 11 bytes/);
+  t.end();
 });
 
 t.test("the invariant checkers, each alone", (t) => {
