@@ -84,8 +84,14 @@ const housekeepingConfig: HousekeepingConfig = {
   manifestUploadIntervalMs: 30_000,
   verifyIntervalMs: 30_000,
 };
-/** Virtual time at the end in which GC must collect every orphan: several sweeps past the grace. */
-const gcWindowMs = 4 * (housekeepingConfig.deleteGraceMs + housekeepingConfig.orphanSweepIntervalMs);
+/** The longest deadline of one store request (a PUT's), retries included. */
+const requestDeadlineMsMax = 90_000;
+/**
+ * Virtual time at the end in which GC must collect every orphan: a housekeeping run may first wait out
+ * a request whose reply was lost (up to its deadline), then four sweeps past the grace.
+ */
+const gcWindowMs = requestDeadlineMsMax +
+  4 * (housekeepingConfig.deleteGraceMs + housekeepingConfig.orphanSweepIntervalMs);
 
 /** The process under test: a partition, its tier service, control log, chunk cache and housekeeping. */
 interface World {
@@ -120,7 +126,7 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
   const scenario: Scenario = { ...o.scenario, ...(o.scenario.draw?.(new Rng(o.seed * 4 + 2_000_003)) ?? {}) };
   const sim = new SimObjectStore(clock, new Rng(o.seed * 4 + 3));
   const store = new RetryingObjectStore(sim, clock, new Rng(o.seed * 4 + 4), defaultRetryProfiles, {
-    putMs: 90_000,
+    putMs: requestDeadlineMsMax,
     getMs: 5000,
     otherMs: 30_000,
   }, null);
