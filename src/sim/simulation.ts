@@ -43,6 +43,8 @@ export interface SimResult {
   traceHash: string;
   events: number;
   acknowledged: number;
+  /** Messages acknowledged over the whole run, across purges, wipes and deletions. */
+  acknowledgedTotal: number;
   crashes: number;
   floor: number;
 }
@@ -134,6 +136,7 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
   const activeUntilMs = o.steps * stepMs * 0.7;
   sim.faults = scenario.faults(new Rng(o.seed * 4 + 5), activeUntilMs);
   let acknowledgedBelow = 0;
+  let acknowledgedTotal = 0;
   let crashes = 0;
   /** Partitions created so far: each new one (after a wipe or a delete) draws a new revision. */
   let incarnations = 0;
@@ -446,6 +449,7 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
         if (from !== world) return;
         if (r.baseOffset !== base) fail(`an append expected at ${base} was assigned ${r.baseOffset}`);
         acknowledgedBelow = Math.max(acknowledgedBelow, r.baseOffset + r.count);
+        acknowledgedTotal += r.count;
       }, (error) => {
         // Only a crash may fail an append: the process it belonged to is gone.
         if (from === world) fail(`an append failed without a crash: ${error}`);
@@ -538,6 +542,7 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
     traceHash: trace.hash,
     events: trace.events,
     acknowledged: acknowledgedBelow,
+    acknowledgedTotal,
     crashes,
     floor: world.partition.superblock.tieredUpToOffset,
   };

@@ -23,9 +23,10 @@ t.test("every scenario holds its invariants on a fixed set of seeds", async (t) 
       const r = await runSimulation({ seed, scenario, steps: 800 });
       t.ok(r.ok, `${scenario.name} seed ${seed}: ${r.violation ?? "ok"}`) ||
         t.comment(r.trail.slice(-20).join("\n"));
+      // The run did work: purges, wipes and deletions restart the log, so count the whole run.
       t.ok(
-        r.acknowledged > 100 && r.floor > 0,
-        `${scenario.name} seed ${seed}: ${r.acknowledged} acknowledged, floor ${r.floor}`,
+        r.acknowledgedTotal > 100,
+        `${scenario.name} seed ${seed}: ${r.acknowledgedTotal} acknowledged in all, ${r.acknowledged} at the end`,
       );
     }
   }
