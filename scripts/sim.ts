@@ -1,8 +1,11 @@
 /**
  * The deterministic simulator (issue 8):
  *
- *   deno task sim --seed N --scenario NAME [--steps T] [--verbose]
- *   deno task sim --scenarios all --seeds K [--from S] [--steps T]
+ *   deno task sim --seed N --scenario NAME [--ticks T] [--verbose]
+ *   deno task sim --scenarios all --seeds K [--from S] [--ticks T]
+ *
+ * `--ticks` (or its older name `--steps`) is the workload's length in steps of the simulated shard:
+ * each a produce, a poll, an event of the scenario, or 10 ms of virtual time with the tick.
  *
  * One seed decides everything; a run's last line is `trace_hash=<hex>`. A failing run prints the
  * seed, the scenario, the first violated invariant and the trail of events before it, and the
@@ -21,7 +24,8 @@ const { values: args } = parseArgs({
     scenarios: { type: "string" },
     seeds: { type: "string", default: "10" },
     from: { type: "string", default: "1" },
-    steps: { type: "string", default: "2000" },
+    steps: { type: "string" },
+    ticks: { type: "string" },
     verbose: { type: "boolean", default: false },
   },
 });
@@ -55,7 +59,10 @@ function report(r: SimResult, verbose: boolean): void {
 }
 
 await initCrc32c();
-const steps = int("steps", args.steps, 1);
+if (args.steps !== undefined && args.ticks !== undefined) {
+  fail("Cannot run: give --ticks or --steps, not both");
+}
+const steps = int(args.ticks !== undefined ? "ticks" : "steps", args.ticks ?? args.steps ?? "2000", 1);
 if (args.seed !== undefined) {
   const scenario = scenarios[args.scenario ?? ""];
   if (scenario === undefined) {

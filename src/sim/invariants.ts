@@ -115,3 +115,17 @@ export function stretchBounded(iterationBytesMax: number, boundBytes: number): s
     ? `one loop iteration moved ${iterationBytesMax} bytes through the disk, over the bound ${boundBytes}`
     : null;
 }
+
+/**
+ * A stored consumer offset survives a crash: after it, the offset is the last one acknowledged, or one
+ * stored after it whose acknowledgement the crash cut off; never an older or unknown value.
+ */
+export function consumerOffsetDurable(
+  name: string,
+  found: number | null,
+  acknowledged: number | null,
+  inFlight: readonly number[],
+): string | null {
+  if (found === acknowledged || (found !== null && inFlight.includes(found))) return null;
+  return `after a crash consumer ${name} is at ${found}, not its acknowledged ${acknowledged} or a later store`;
+}

@@ -1,5 +1,5 @@
 import { assert } from "../runtime/assert.ts";
-import type { Disk, DiskFile, DiskStat, OpenOptions } from "../runtime/disk.ts";
+import { type Disk, DiskError, type DiskFile, type DiskStat, type OpenOptions } from "../runtime/disk.ts";
 import type { Rng } from "../runtime/rng.ts";
 
 /** Most promise hops one disk operation's completion is held back. */
@@ -11,17 +11,34 @@ export const completionHopsMax = 4;
  * only after a number of promise hops drawn from the seed: two operations in flight together can
  * complete in either order, and one seed always picks the same one. It also reports the bytes each
  * read or write moves, which the simulator sums per loop iteration (its measure of a synchronous
- * stretch).
+ * stretch). One scheduler is one process's view of the disk: a crash revokes it, so code of the dead
+ * process still awaiting something can never touch the disk again.
  */
 export class IoScheduler implements Disk {
   readonly #disk: Disk;
   readonly #rng: Rng;
   readonly #onBytes: (bytes: number) => void;
+  #revoked = false;
 
   constructor(disk: Disk, rng: Rng, onBytes: (bytes: number) => void = () => {}) {
     this.#disk = disk;
     this.#rng = rng;
     this.#onBytes = onBytes;
+  }
+
+  /** The process is gone: every later operation, on the disk or an open file, fails. */
+  revoke(): void {
+    this.#revoked = true;
+  }
+
+  /** Runs `operation` unless the process is gone, and delivers its result after the seed's hops. */
+  run<T>(name: string, path: string, operation: () => Promise<T>): Promise<T> {
+    if (this.#revoked) return Promise.reject(new DiskError("io", name, `${path} (the process crashed)`));
+    try {
+      return this.later(operation());
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /** Delivers `result` after the seed's number of hops, keeping its value or its error. */
@@ -38,47 +55,47 @@ export class IoScheduler implements Disk {
   }
 
   async open(path: string, options?: OpenOptions): Promise<DiskFile> {
-    return new ScheduledFile(await this.later(this.#disk.open(path, options)), this);
+    return new ScheduledFile(await this.run("open", path, () => this.#disk.open(path, options)), this);
   }
 
   async createExclusive(path: string): Promise<DiskFile> {
-    return new ScheduledFile(await this.later(this.#disk.createExclusive(path)), this);
+    return new ScheduledFile(await this.run("create", path, () => this.#disk.createExclusive(path)), this);
   }
 
   list(dirPath: string): Promise<string[]> {
-    return this.later(this.#disk.list(dirPath));
+    return this.run("list", dirPath, () => this.#disk.list(dirPath));
   }
 
   stat(path: string): Promise<DiskStat | null> {
-    return this.later(this.#disk.stat(path));
+    return this.run("stat", path, () => this.#disk.stat(path));
   }
 
   mkdirp(dirPath: string): Promise<void> {
-    return this.later(this.#disk.mkdirp(dirPath));
+    return this.run("create directory", dirPath, () => this.#disk.mkdirp(dirPath));
   }
 
   rename(fromPath: string, toPath: string): Promise<void> {
-    return this.later(this.#disk.rename(fromPath, toPath));
+    return this.run("rename", fromPath, () => this.#disk.rename(fromPath, toPath));
   }
 
   link(existingPath: string, newPath: string): Promise<void> {
-    return this.later(this.#disk.link(existingPath, newPath));
+    return this.run("link", existingPath, () => this.#disk.link(existingPath, newPath));
   }
 
   unlink(path: string): Promise<void> {
-    return this.later(this.#disk.unlink(path));
+    return this.run("unlink", path, () => this.#disk.unlink(path));
   }
 
   removeTree(dirPath: string): Promise<void> {
-    return this.later(this.#disk.removeTree(dirPath));
+    return this.run("remove", dirPath, () => this.#disk.removeTree(dirPath));
   }
 
   fsyncDir(dirPath: string): Promise<void> {
-    return this.later(this.#disk.fsyncDir(dirPath));
+    return this.run("sync directory", dirPath, () => this.#disk.fsyncDir(dirPath));
   }
 
   capacityBytes(path: string): Promise<number> {
-    return this.later(this.#disk.capacityBytes(path));
+    return this.run("stat", path, () => this.#disk.capacityBytes(path));
   }
 }
 
@@ -95,32 +112,33 @@ class ScheduledFile implements DiskFile {
 
   readAt(buffer: Uint8Array, position: number): Promise<number> {
     this.#scheduler.bytes(buffer.length);
-    return this.#scheduler.later(this.#file.readAt(buffer, position));
+    return this.#scheduler.run("read", this.path, () => this.#file.readAt(buffer, position));
   }
 
   writeAt(data: Uint8Array, position: number): Promise<void> {
     this.#scheduler.bytes(data.length);
-    return this.#scheduler.later(this.#file.writeAt(data, position));
+    return this.#scheduler.run("write", this.path, () => this.#file.writeAt(data, position));
   }
 
   append(data: Uint8Array): Promise<void> {
     this.#scheduler.bytes(data.length);
-    return this.#scheduler.later(this.#file.append(data));
+    return this.#scheduler.run("write", this.path, () => this.#file.append(data));
   }
 
   sizeBytes(): Promise<number> {
-    return this.#scheduler.later(this.#file.sizeBytes());
+    return this.#scheduler.run("stat", this.path, () => this.#file.sizeBytes());
   }
 
   truncate(lengthBytes: number): Promise<void> {
-    return this.#scheduler.later(this.#file.truncate(lengthBytes));
+    return this.#scheduler.run("truncate", this.path, () => this.#file.truncate(lengthBytes));
   }
 
   sync(): Promise<void> {
-    return this.#scheduler.later(this.#file.sync());
+    return this.#scheduler.run("sync", this.path, () => this.#file.sync());
   }
 
   close(): Promise<void> {
+    // Closing is always allowed: the crash already closed the handle underneath.
     return this.#scheduler.later(this.#file.close());
   }
 }

@@ -124,7 +124,10 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
     if (iterating) setImmediate(closeIteration);
   };
   setImmediate(closeIteration);
-  const disk = new IoScheduler(raw, new Rng(o.seed * 4 + 1_000_003), (bytes) => (iterationBytes += bytes));
+  const completionRng = new Rng(o.seed * 4 + 1_000_003);
+  /** One process's view of the disk; a crash revokes it and the restarted process gets a new one. */
+  const processDisk = () => new IoScheduler(raw, completionRng, (bytes) => (iterationBytes += bytes));
+  let disk = processDisk();
   const scenario: Scenario = { ...o.scenario, ...(o.scenario.draw?.(new Rng(o.seed * 4 + 2_000_003)) ?? {}) };
   const sim = new SimObjectStore(clock, new Rng(o.seed * 4 + 3));
   const store = new RetryingObjectStore(sim, clock, new Rng(o.seed * 4 + 4), defaultRetryProfiles, {
@@ -138,8 +141,17 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
   let acknowledgedBelow = 0;
   let acknowledgedTotal = 0;
   let crashes = 0;
+  /** Counts processes (and topic lives): an answer to an older one never reached a client. */
+  let processNo = 0;
   /** Partitions created so far: each new one (after a wipe or a delete) draws a new revision. */
   let incarnations = 0;
+  /** The topic options the workload changes: tiering on or off, and the local size envelope. */
+  const options = { tiered: true, localSizeBytes: 64 * 1024 as number | null };
+  /**
+   * Consumer offsets: the last value each consumer heard acknowledged, and the values it stored since
+   * (in flight). After a crash a consumer's offset is its acknowledged value or one of those.
+   */
+  const consumers = new Map<string, { acknowledged: number | null; inFlight: number[] }>();
   /** Segments whose object the scenario lost or corrupted, by start offset, with their end. */
   const sabotaged = new Map<number, number>();
   let floorSeen = 0;
@@ -190,8 +202,9 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
     tier.addPartition({
       key: "1/1/0",
       partition,
-      tiered: () => true,
-      envelope: () => ({ ageMs: null, sizeBytes: 64 * 1024 }),
+      // The topic's options as the workload last changed them (read at each use, as a PATCH applies).
+      tiered: () => options.tiered,
+      envelope: () => ({ ageMs: null, sizeBytes: options.localSizeBytes }),
     });
     const control = await LocalControlLog.open(
       disk,
@@ -333,10 +346,13 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
   /** A crash; `wipe` also loses the data directory (a new disk), so a new incarnation begins. */
   const crash = async (wipe = false) => {
     crashes++;
+    processNo++;
     trace.record(clock.nowMs(), wipe ? "crash, data directory wiped" : "crash");
     // The dead process starts nothing new; a request it had in flight may still land in the store.
     void world.housekeeping.stop();
+    disk.revoke();
     raw.crash();
+    disk = processDisk();
     if (scenario.wipeCacheOnCrash) await raw.removeTree("/cache");
     if (wipe) {
       await raw.removeTree(dataPath);
@@ -353,6 +369,11 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
       return;
     }
     world = await openWorld(partition);
+    for (const [name, c] of consumers) {
+      fail(inv.consumerOffsetDurable(name, partition.offsets.get(name), c.acknowledged, c.inFlight));
+      const now = partition.offsets.get(name);
+      consumers.set(name, { acknowledged: now, inFlight: [] });
+    }
     nextAssign = partition.log.nextOffset;
     fail(
       nextAssign < acknowledgedBelow
@@ -364,6 +385,7 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
 
   /** A log that starts again from offset 0 (wipe, delete, purge): nothing before is owed. */
   function restartFromEmpty() {
+    consumers.clear();
     acknowledgedBelow = 0;
     nextAssign = world.partition.log.nextOffset;
     floorSeen = world.partition.superblock.tieredUpToOffset;
@@ -373,6 +395,7 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
   /** The topic is deleted and created again under its name: a new incarnation, the old one GC's. */
   const deleteTopic = async () => {
     trace.record(clock.nowMs(), "delete topic");
+    processNo++;
     void world.housekeeping.stop();
     world.tier.removePartition("1/1/0");
     await world.control.close().catch(() => {});
@@ -402,6 +425,35 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
     }
   };
 
+  /** A consumer stores its offset (one of three consumers, a random offset of the log). */
+  const storeConsumerOffset = () => {
+    const name = `consumer-${workload.int(0, 2)}`;
+    const { firstOffset, nextOffset } = world.partition.log.stats();
+    const offset = workload.int(firstOffset, Math.max(firstOffset, nextOffset));
+    const c = consumers.get(name) ?? { acknowledged: null, inFlight: [] };
+    c.inFlight.push(offset);
+    consumers.set(name, c);
+    const from = processNo;
+    world.partition.offsets.set(name, offset).then(() => {
+      if (from !== processNo) return;
+      const now = consumers.get(name);
+      if (now === undefined) return;
+      // Writes are serialized: this one and every one before it are durable.
+      now.acknowledged = offset;
+      now.inFlight = now.inFlight.slice(now.inFlight.indexOf(offset) + 1);
+    }, (error) => {
+      if (from === processNo) fail(`storing a consumer offset failed without a crash: ${error}`);
+    });
+    trace.record(clock.nowMs(), `consumer ${name} at ${offset}`);
+  };
+
+  /** The topic's options change: tiering off or on, the local size envelope smaller or larger. */
+  const changeOptions = () => {
+    options.tiered = workload.chance(0.8);
+    options.localSizeBytes = [0, 32 * 1024, 64 * 1024, 256 * 1024, null][workload.int(0, 4)]!;
+    trace.record(clock.nowMs(), `options tiered=${options.tiered} local_size=${options.localSizeBytes}`);
+  };
+
   /** Purge: every message goes, offsets start again at 0 under a new generation. */
   const purge = async () => {
     trace.record(clock.nowMs(), "purge");
@@ -417,8 +469,9 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
   };
 
   for (let step = 0; step < o.steps && violation === null; step++) {
-    if (clock.nowMs() >= activeUntilMs && Object.keys(sim.faults).length > 0) {
+    if (clock.nowMs() >= activeUntilMs && (Object.keys(sim.faults).length > 0 || !options.tiered)) {
       sim.faults = {};
+      options.tiered = true;
       trace.record(clock.nowMs(), "faults stop");
     }
     const roll = workload.nextFloat();
@@ -433,6 +486,10 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
       await deleteTopic();
     } else if (active && workload.chance(scenario.sabotageChance ?? 0)) {
       sabotage();
+    } else if (roll < 0.03) {
+      storeConsumerOffset();
+    } else if (roll < 0.04 && active) {
+      changeOptions();
     } else if (roll < 0.35) {
       const count = workload.int(1, 3);
       const base = nextAssign;
@@ -443,16 +500,16 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
         payload: new Uint8Array(payloadBytes).fill((base + i) & 0xff),
       }));
       const appended = world.partition.log.append(messages);
-      const from = world;
+      const from = processNo;
       appended.then((r) => {
         // An answer that arrives after its process crashed or its topic went never reached the client.
-        if (from !== world) return;
+        if (from !== processNo) return;
         if (r.baseOffset !== base) fail(`an append expected at ${base} was assigned ${r.baseOffset}`);
         acknowledgedBelow = Math.max(acknowledgedBelow, r.baseOffset + r.count);
         acknowledgedTotal += r.count;
       }, (error) => {
         // Only a crash may fail an append: the process it belonged to is gone.
-        if (from === world) fail(`an append failed without a crash: ${error}`);
+        if (from === processNo) fail(`an append failed without a crash: ${error}`);
       });
       trace.record(clock.nowMs(), `produce ${base}+${count}`);
       await settle();
@@ -465,8 +522,9 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
     check();
   }
 
-  // Liveness: with the faults gone, the floor reaches the last sealed segment within the bound.
+  // Liveness: with the faults gone (and tiering on), the floor reaches the last sealed segment in time.
   sim.faults = {};
+  options.tiered = true;
   for (let waited = 0; waited < recoveryMs && violation === null; waited += stepMs) {
     const sealed = world.partition.log.segments.filter((s) => s.sealed).at(-1);
     if (sealed === undefined || world.partition.superblock.tieredUpToOffset > sealed.endOffset) break;

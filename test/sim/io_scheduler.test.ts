@@ -33,3 +33,15 @@ t.test("an error reaches its caller after the delay, unchanged", async (t) => {
   const error = await disk.open("/missing/file").catch((e) => e);
   t.match(String(error), /Cannot open \/missing\/file/);
 });
+
+t.test("a revoked view (a crashed process) can no longer touch the disk; a new view can", async (t) => {
+  const raw = new SimDisk(new Rng(1));
+  const dead = new IoScheduler(raw, new Rng(2));
+  await dead.mkdirp("/d");
+  const file = await dead.open("/d/f", { create: true });
+  dead.revoke();
+  t.match(String(await dead.rename("/d/f", "/d/g").catch((e) => e)), /the process crashed/);
+  t.match(String(await file.writeAt(new Uint8Array([1]), 0).catch((e) => e)), /the process crashed/);
+  const alive = new IoScheduler(raw, new Rng(3));
+  t.same(await alive.list("/d"), ["f"], "nothing the dead process asked for happened");
+});

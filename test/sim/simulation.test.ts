@@ -4,6 +4,7 @@ import {
   acknowledgedPresent,
   cacheWithinBudget,
   caughtUp,
+  consumerOffsetDurable,
   deletedOldEnough,
   evictionSound,
   floorMonotone,
@@ -79,6 +80,10 @@ t.test("the checkers added with housekeeping and the cache, each alone", (t) => 
   t.match(orphansCollected(["s/c/1/1/0/r-0/0.log"], ["1/1/0/r-1/"]), /orphan s\/c\/1\/1\/0\/r-0\/0.log/);
   t.equal(cacheWithinBudget(10, 10), null);
   t.match(cacheWithinBudget(11, 10), /holds 11 bytes, over its budget 10/);
+  t.equal(consumerOffsetDurable("c", 5, 5, []), null);
+  t.equal(consumerOffsetDurable("c", 9, 5, [7, 9]), null, "a store the crash cut off may have landed");
+  t.match(consumerOffsetDurable("c", 3, 5, [7]), /consumer c is at 3, not its acknowledged 5/);
+  t.match(consumerOffsetDurable("c", null, 5, []), /is at null/);
   t.equal(stretchBounded(10, 10), null);
   t.match(stretchBounded(11, 10), /moved 11 bytes/);
   t.end();
