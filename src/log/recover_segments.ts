@@ -90,8 +90,10 @@ async function recoverChain(c: ChainContext, report: RecoveryReport, opened: Seg
     const segment = new Segment(dir, Number(stem));
     opened.push(segment);
     const previous = report.segments.at(-1);
-    const marker = markers.has(stem) ? await readMarker(disk, segment, label, identity) : null;
     const hasLog = logs.has(stem);
+    const marker = markers.has(stem)
+      ? await readMarker(disk, segment, label, identity, hasLog, logger)
+      : null;
     if (marker !== null && !hasLog && previous !== undefined && previous.location !== "remote") {
       throw new PartitionRefusedError(
         label,
@@ -126,21 +128,36 @@ async function recoverChain(c: ChainContext, report: RecoveryReport, opened: Seg
   }
 }
 
-/** Reads and checks a marker; one from another incarnation or generation quarantines the partition. */
+/**
+ * Reads and checks a marker; one from another incarnation or generation quarantines the partition.
+ * An unreadable marker (empty or torn) beside its `.log` is an eviction a crash cut short before the
+ * marker was synced: the `.log` is only unlinked after that, so the marker is removed and the segment
+ * stays local (null). Without its `.log`, an unreadable marker refuses the partition.
+ */
 async function readMarker(
   disk: Disk,
   segment: Segment,
   label: string,
   identity: MarkerIdentity | null,
-): Promise<RemoteMarker> {
+  hasLog: boolean,
+  logger: Logger,
+): Promise<RemoteMarker | null> {
   const file = await disk.open(segment.markerPath, { readOnly: true });
-  let marker: RemoteMarker;
+  let marker: RemoteMarker | null = null;
+  let unreadable: Error | null = null;
   try {
     marker = decodeRemoteMarker(await readExactly(file, 0, remoteMarkerBytes + 1));
   } catch (error) {
-    throw new PartitionRefusedError(label, `segment ${segment.stem}: ${(error as Error).message}`);
+    unreadable = error as Error;
   } finally {
     await file.close();
+  }
+  if (marker === null) {
+    if (!hasLog) throw new PartitionRefusedError(label, `segment ${segment.stem}: ${unreadable?.message}`);
+    logger.warn("removing an unfinished eviction's marker", { partition: label, segment: segment.stem });
+    await disk.unlink(segment.markerPath);
+    await disk.fsyncDir(segment.markerPath.slice(0, segment.markerPath.lastIndexOf("/")));
+    return null;
   }
   if (marker.startOffset !== segment.startOffset) {
     throw new PartitionRefusedError(

@@ -18,12 +18,23 @@ export class IoScheduler implements Disk {
   readonly #disk: Disk;
   readonly #rng: Rng;
   readonly #onBytes: (bytes: number) => void;
+  readonly #onOperation: (name: string, path: string) => void;
   #revoked = false;
 
-  constructor(disk: Disk, rng: Rng, onBytes: (bytes: number) => void = () => {}) {
+  /**
+   * `onOperation` hears of every operation before it runs, and may revoke this view (a crash that
+   * strikes right then): the operation then fails as the dead process's would.
+   */
+  constructor(
+    disk: Disk,
+    rng: Rng,
+    onBytes: (bytes: number) => void = () => {},
+    onOperation: (name: string, path: string) => void = () => {},
+  ) {
     this.#disk = disk;
     this.#rng = rng;
     this.#onBytes = onBytes;
+    this.#onOperation = onOperation;
   }
 
   /** The process is gone: every later operation, on the disk or an open file, fails. */
@@ -33,6 +44,7 @@ export class IoScheduler implements Disk {
 
   /** Runs `operation` unless the process is gone, and delivers its result after the seed's hops. */
   run<T>(name: string, path: string, operation: () => Promise<T>): Promise<T> {
+    if (!this.#revoked) this.#onOperation(name, path);
     if (this.#revoked) return Promise.reject(new DiskError("io", name, `${path} (the process crashed)`));
     try {
       return this.later(operation());

@@ -16,6 +16,8 @@ export interface Scenario {
   deleteTopicChance?: number;
   /** Chance per step that an evicted segment's object is lost or has a byte flipped in the store. */
   sabotageChance?: number;
+  /** Crashes also strike in the middle of evictions, before any of their durable steps. */
+  crashAtEvictionSteps?: boolean;
   /** A crash also loses the chunk cache's directory: the restart is cold. */
   wipeCacheOnCrash?: boolean;
   /** The chunk cache's budget (256 KiB, 16 chunks, by default). */
@@ -83,8 +85,11 @@ export const scenarios: Record<string, Scenario> = {
   },
   crash_during_eviction: {
     name: "crash_during_eviction",
+    // Crashes between steps, and before each durable step of an eviction (the marker's creation,
+    // write, sync and directory fsync, the .log's unlink and its directory fsync).
     faults: none,
     crashChance: 0.01,
+    crashAtEvictionSteps: true,
   },
   crash_mid_upload: {
     name: "crash_mid_upload",
@@ -165,6 +170,7 @@ export const scenarios: Record<string, Scenario> = {
       deleteTopicChance: rng.nextFloat() * 0.001,
       sabotageChance: rng.nextFloat() * 0.002,
       wipeCacheOnCrash: rng.chance(0.5),
+      crashAtEvictionSteps: rng.chance(0.5),
       cacheBudgetBytes: rng.int(2, 16) * 16 * 1024,
     }),
   },

@@ -46,6 +46,8 @@ export interface SimResult {
   /** Messages acknowledged over the whole run, across purges, wipes and deletions. */
   acknowledgedTotal: number;
   crashes: number;
+  /** Crashes that struck at a durable step of an eviction, by step (`crash_during_eviction`). */
+  crashPoints: Record<string, number>;
   floor: number;
 }
 
@@ -126,8 +128,26 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
   setImmediate(closeIteration);
   const completionRng = new Rng(o.seed * 4 + 1_000_003);
   /** One process's view of the disk; a crash revokes it and the restarted process gets a new one. */
-  const processDisk = () => new IoScheduler(raw, completionRng, (bytes) => (iterationBytes += bytes));
+  const processDisk = () =>
+    new IoScheduler(raw, completionRng, (bytes) => (iterationBytes += bytes), (name, path) => {
+      const step = evictionStep(name, path, lastEvictionStep);
+      if (step === null) return;
+      lastEvictionStep = step;
+      if (!dead && !sequenceRunning && scenario.crashAtEvictionSteps && crashPointRng.chance(0.05)) {
+        crashPoints[step] = (crashPoints[step] ?? 0) + 1;
+        die(`crash before ${step}`);
+      }
+    });
   let disk = processDisk();
+  /** Set between a crash and the restart. */
+  let dead = false;
+  /** A purge, deletion or restart is under way: crashes inside disk operations wait for it to end. */
+  let sequenceRunning = false;
+  /** Crashes that struck at a durable step of an eviction, by step. */
+  const crashPoints: Record<string, number> = {};
+  const crashPointRng = new Rng(o.seed * 4 + 4_000_037);
+  /** The last eviction step seen, so that a directory fsync can be told apart by what it makes durable. */
+  let lastEvictionStep: string | null = null;
   const scenario: Scenario = { ...o.scenario, ...(o.scenario.draw?.(new Rng(o.seed * 4 + 2_000_003)) ?? {}) };
   const sim = new SimObjectStore(clock, new Rng(o.seed * 4 + 3));
   const store = new RetryingObjectStore(sim, clock, new Rng(o.seed * 4 + 4), defaultRetryProfiles, {
@@ -343,15 +363,39 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
     }
   };
 
-  /** A crash; `wipe` also loses the data directory (a new disk), so a new incarnation begins. */
-  const crash = async (wipe = false) => {
+  /**
+   * The process dies at once: the disk keeps what a crash keeps, and nothing of the dead process
+   * touches it again. Synchronous, so that it can strike in the middle of a disk operation.
+   */
+  const die = (what: string) => {
     crashes++;
     processNo++;
-    trace.record(clock.nowMs(), wipe ? "crash, data directory wiped" : "crash");
+    dead = true;
+    trace.record(clock.nowMs(), what);
     // The dead process starts nothing new; a request it had in flight may still land in the store.
     void world.housekeeping.stop();
     disk.revoke();
     raw.crash();
+  };
+
+  /** A crash; `wipe` also loses the data directory (a new disk), so a new incarnation begins. */
+  const crash = async (wipe = false) => {
+    die(wipe ? "crash, data directory wiped" : "crash");
+    await restart(wipe);
+  };
+
+  /** The restarted process: recovery from what the crash kept, then a new world on it. */
+  const restart = async (wipe = false) => {
+    sequenceRunning = true;
+    try {
+      await restartNow(wipe);
+    } finally {
+      sequenceRunning = false;
+    }
+  };
+
+  const restartNow = async (wipe: boolean) => {
+    dead = false;
     disk = processDisk();
     if (scenario.wipeCacheOnCrash) await raw.removeTree("/cache");
     if (wipe) {
@@ -394,6 +438,15 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
 
   /** The topic is deleted and created again under its name: a new incarnation, the old one GC's. */
   const deleteTopic = async () => {
+    sequenceRunning = true;
+    try {
+      await deleteTopicNow();
+    } finally {
+      sequenceRunning = false;
+    }
+  };
+
+  const deleteTopicNow = async () => {
     trace.record(clock.nowMs(), "delete topic");
     processNo++;
     void world.housekeeping.stop();
@@ -456,6 +509,15 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
 
   /** Purge: every message goes, offsets start again at 0 under a new generation. */
   const purge = async () => {
+    sequenceRunning = true;
+    try {
+      await purgeNow();
+    } finally {
+      sequenceRunning = false;
+    }
+  };
+
+  const purgeNow = async () => {
     trace.record(clock.nowMs(), "purge");
     const purging = world.partition.purge();
     const done = await withTime(purging, 10_000);
@@ -474,6 +536,7 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
       options.tiered = true;
       trace.record(clock.nowMs(), "faults stop");
     }
+    if (dead) await restart();
     const roll = workload.nextFloat();
     const active = clock.nowMs() < activeUntilMs;
     if (active && workload.chance(scenario.crashChance)) {
@@ -522,6 +585,7 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
     check();
   }
 
+  if (dead && violation === null) await restart();
   // Liveness: with the faults gone (and tiering on), the floor reaches the last sealed segment in time.
   sim.faults = {};
   options.tiered = true;
@@ -602,6 +666,24 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
     acknowledged: acknowledgedBelow,
     acknowledgedTotal,
     crashes,
+    crashPoints,
     floor: world.partition.superblock.tieredUpToOffset,
   };
+}
+
+/**
+ * Which durable step of an eviction a disk operation is, if any: the marker's creation, write and sync,
+ * the directory fsync that makes it durable, the `.log`'s unlink and the fsync that makes that durable.
+ */
+function evictionStep(name: string, path: string, previous: string | null): string | null {
+  if (path.endsWith(".remote")) {
+    if (name === "open") return "marker create";
+    if (name === "write") return "marker write";
+    if (name === "sync") return "marker sync";
+    return null;
+  }
+  if (name === "unlink" && path.endsWith(".log") && previous === "marker directory sync") return "log unlink";
+  if (name === "sync directory" && previous === "marker sync") return "marker directory sync";
+  if (name === "sync directory" && previous === "log unlink") return "unlink directory sync";
+  return null;
 }

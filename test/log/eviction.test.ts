@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import t, { type Test } from "tap";
 import type { Disk } from "../../src/runtime/disk.ts";
 import type { LogConfig } from "../../src/log/log_config.ts";
@@ -194,4 +194,33 @@ t.test("crash at every durable step of an eviction: each reboot gives a contiguo
     await rebooted.close();
   }
   t.same(outcomes.filter((o) => o.endsWith("BAD")), [], `reboots: ${outcomes.join(" ")}`);
+});
+
+t.test("a marker left empty or torn by a crash before its sync: beside its .log it is removed and the segment stays local; alone it refuses", async (t) => {
+  const { log, dir } = await filledLog(t);
+  const sealed = log.stats().segments.filter((s) => s.location === "local").slice(0, 2);
+  await log.close();
+  const stem = (offset: number) => `${dir}/${String(offset).padStart(20, "0")}`;
+  // Segment 0: the marker's name survived the crash but not its bytes; segment 1: half of them.
+  writeFileSync(`${stem(sealed[0]!.startOffset)}.remote`, new Uint8Array(0));
+  writeFileSync(`${stem(sealed[1]!.startOffset)}.remote`, new Uint8Array(64).fill(7));
+  const reopened = await reopen(dir);
+  t.teardown(() => reopened.close());
+  t.same(reopened.stats().segments.slice(0, 2).map((s) => s.location), ["local", "local"]);
+  t.notOk(existsSync(`${stem(sealed[0]!.startOffset)}.remote`), "the empty marker is gone");
+  t.notOk(existsSync(`${stem(sealed[1]!.startOffset)}.remote`), "the torn marker is gone");
+  const read = await reopened.read(0, 30, 1 << 20);
+  t.equal(read.messages.length, 30, "every message reads back");
+
+  // Without its .log an unreadable marker is real damage: the partition is refused, not guessed at.
+  const { log: other, dir: otherDir } = await filledLog(t);
+  const first = other.stats().segments[0]!;
+  await other.close();
+  const otherStem = `${otherDir}/${String(first.startOffset).padStart(20, "0")}`;
+  writeFileSync(`${otherStem}.remote`, new Uint8Array(0));
+  unlinkSync(`${otherStem}.log`);
+  await t.rejects(
+    recoverSegments(new NodeDisk(), otherDir, 512, "t", silentLogger(), identity),
+    PartitionRefusedError,
+  );
 });

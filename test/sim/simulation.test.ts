@@ -33,6 +33,25 @@ t.test("every scenario holds its invariants on a fixed set of seeds", async (t) 
   }
 });
 
+t.test("crash_during_eviction strikes before every durable step of an eviction, and every reboot holds", async (t) => {
+  const scenario = scenarios["crash_during_eviction"]!;
+  const struck: Record<string, number> = {};
+  for (let seed = 1; seed <= 6; seed++) {
+    const r = await runSimulation({ seed, scenario, steps: 1000 });
+    t.ok(r.ok, `seed ${seed}: ${r.violation ?? "ok"}`);
+    for (const [step, n] of Object.entries(r.crashPoints)) struck[step] = (struck[step] ?? 0) + n;
+  }
+  const steps = [
+    "marker create",
+    "marker write",
+    "marker sync",
+    "marker directory sync",
+    "log unlink",
+    "unlink directory sync",
+  ];
+  for (const step of steps) t.ok((struck[step] ?? 0) > 0, `crashes before ${step}: ${struck[step] ?? 0}`);
+});
+
 t.test("one seed replays exactly; another seed is another run", async (t) => {
   const scenario = scenarios["swarm"]!;
   const a = await runSimulation({ seed: 7, scenario, steps: 600 });
