@@ -52,7 +52,7 @@ function report(r: SimResult, verbose: boolean): void {
     console.log(`VIOLATION seed=${r.seed} scenario=${r.scenario}: ${r.violation}`);
     console.log("trail (oldest first):");
     for (const event of r.trail) console.log(`  ${event}`);
-    console.log(`replay: deno task sim --seed ${r.seed} --scenario ${r.scenario} --steps ${args.steps}`);
+    console.log(`replay: deno task sim --seed ${r.seed} --scenario ${r.scenario} --ticks ${steps}`);
   } else if (verbose) {
     for (const event of r.trail) console.log(`  ${event}`);
   }

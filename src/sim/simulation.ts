@@ -126,6 +126,8 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
     if (iterating) setImmediate(closeIteration);
   };
   setImmediate(closeIteration);
+  /** Faults and crashes strike only while the workload runs, before the liveness and GC windows. */
+  let faultsActive = true;
   const completionRng = new Rng(o.seed * 4 + 1_000_003);
   /** One process's view of the disk; a crash revokes it and the restarted process gets a new one. */
   const processDisk = () =>
@@ -133,7 +135,10 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
       const step = evictionStep(name, path, lastEvictionStep);
       if (step === null) return;
       lastEvictionStep = step;
-      if (!dead && !sequenceRunning && scenario.crashAtEvictionSteps && crashPointRng.chance(0.05)) {
+      if (
+        !dead && faultsActive && !sequenceRunning && scenario.crashAtEvictionSteps &&
+        crashPointRng.chance(0.05)
+      ) {
         crashPoints[step] = (crashPoints[step] ?? 0) + 1;
         die(`crash before ${step}`);
       }
@@ -585,6 +590,7 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
     check();
   }
 
+  faultsActive = false;
   if (dead && violation === null) await restart();
   // Liveness: with the faults gone (and tiering on), the floor reaches the last sealed segment in time.
   sim.faults = {};
