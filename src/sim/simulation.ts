@@ -1,4 +1,3 @@
-import type { LogConfig } from "../log/log_config.ts";
 import { Partition } from "../log/partition.ts";
 import { RemoteCorruptError, RemoteDataLossError } from "../log/remote_reader.ts";
 import { RetryingObjectStore } from "../objectstore/retrying_object_store.ts";
@@ -15,12 +14,28 @@ import { TierRemoteReader } from "../tier/tier_remote_reader.ts";
 import { TierService } from "../tier/tier_service.ts";
 import { Housekeeping } from "../tier/housekeeping.ts";
 import { incarnationOf, incarnationPath, segmentKeys } from "../tier/object_keys.ts";
-import type { HousekeepingConfig } from "../config/config.ts";
 import * as inv from "./invariants.ts";
 import type { Scenario } from "./scenarios.ts";
 import { SimDisk } from "./sim_disk.ts";
 import { IoScheduler } from "./io_scheduler.ts";
 import { Trace } from "./trace.ts";
+import {
+  address,
+  cacheChunkBytes,
+  dataPath,
+  fetchConcurrency,
+  gcWindowMs,
+  housekeepingConfig,
+  logConfig,
+  payloadBytes,
+  recoveryMs,
+  requestDeadlineMsMax,
+  stepMs,
+  stretchBytesBound,
+  uploadConcurrency,
+  uploadPieceBytes,
+} from "./sim_settings.ts";
+import { evictionStep } from "./eviction_steps.ts";
 
 export interface SimOptions {
   seed: number;
@@ -50,52 +65,6 @@ export interface SimResult {
   crashPoints: Record<string, number>;
   floor: number;
 }
-
-const address = { streamId: 1, topicId: 1, partitionId: 0 };
-const dataPath = "/data";
-const logConfig: LogConfig = {
-  segmentSizeBytes: 32 * 1024,
-  segmentMaxAgeMs: null,
-  indexIntervalBytes: 1024,
-  fsync: "always",
-  fsyncIntervalMs: 1000,
-  writeQueueMax: 1000,
-};
-const payloadBytes = 700;
-/** Virtual time after the faults stop in which uploads must catch up (liveness). */
-const recoveryMs = 120_000;
-const stepMs = 10;
-const cacheChunkBytes = 16 * 1024;
-const uploadPieceBytes = 8 * 1024;
-const uploadConcurrency = 2;
-const fetchConcurrency = 4;
-/** Windows of a poll are at most its byte budget (64 KiB) or a chunk; pieces are smaller. */
-const ioBytesPerTaskMax = 64 * 1024;
-/**
- * What one loop iteration may move through the disk: one unit of each concurrent task (uploads,
- * fetches, the writer, a poll, housekeeping's verify), each at most a window; a task that read or
- * wrote a whole segment or chunk set in one stretch would pass it.
- */
-const stretchBytesBound = (uploadConcurrency + fetchConcurrency + 3) * ioBytesPerTaskMax;
-const housekeepingConfig: HousekeepingConfig = {
-  intervalMs: 2000,
-  idleTimeoutMs: 1000,
-  idleThresholdRps: 1_000_000,
-  requestQuota: 1000,
-  deleteBatchPerPass: 100,
-  deleteGraceMs: 5000,
-  orphanSweepIntervalMs: 5000,
-  manifestUploadIntervalMs: 30_000,
-  verifyIntervalMs: 30_000,
-};
-/** The longest deadline of one store request (a PUT's), retries included. */
-const requestDeadlineMsMax = 90_000;
-/**
- * Virtual time at the end in which GC must collect every orphan: a housekeeping run may first wait out
- * a request whose reply was lost (up to its deadline), then four sweeps past the grace.
- */
-const gcWindowMs = requestDeadlineMsMax +
-  4 * (housekeepingConfig.deleteGraceMs + housekeepingConfig.orphanSweepIntervalMs);
 
 /** The process under test: a partition, its tier service, control log, chunk cache and housekeeping. */
 interface World {
@@ -675,21 +644,4 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
     crashPoints,
     floor: world.partition.superblock.tieredUpToOffset,
   };
-}
-
-/**
- * Which durable step of an eviction a disk operation is, if any: the marker's creation, write and sync,
- * the directory fsync that makes it durable, the `.log`'s unlink and the fsync that makes that durable.
- */
-function evictionStep(name: string, path: string, previous: string | null): string | null {
-  if (path.endsWith(".remote")) {
-    if (name === "open") return "marker create";
-    if (name === "write") return "marker write";
-    if (name === "sync") return "marker sync";
-    return null;
-  }
-  if (name === "unlink" && path.endsWith(".log") && previous === "marker directory sync") return "log unlink";
-  if (name === "sync directory" && previous === "marker sync") return "marker directory sync";
-  if (name === "sync directory" && previous === "log unlink") return "unlink directory sync";
-  return null;
 }

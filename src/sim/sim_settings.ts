@@ -1,0 +1,50 @@
+import type { HousekeepingConfig } from "../config/config.ts";
+import type { LogConfig } from "../log/log_config.ts";
+
+/** The simulated shard's settings: small segments, chunks and pieces, so a short run exercises them all. */
+
+export const address = { streamId: 1, topicId: 1, partitionId: 0 };
+export const dataPath = "/data";
+export const logConfig: LogConfig = {
+  segmentSizeBytes: 32 * 1024,
+  segmentMaxAgeMs: null,
+  indexIntervalBytes: 1024,
+  fsync: "always",
+  fsyncIntervalMs: 1000,
+  writeQueueMax: 1000,
+};
+export const payloadBytes = 700;
+/** Virtual time after the faults stop in which uploads must catch up (liveness). */
+export const recoveryMs = 120_000;
+export const stepMs = 10;
+export const cacheChunkBytes = 16 * 1024;
+export const uploadPieceBytes = 8 * 1024;
+export const uploadConcurrency = 2;
+export const fetchConcurrency = 4;
+/** Windows of a poll are at most its byte budget (64 KiB) or a chunk; pieces are smaller. */
+export const ioBytesPerTaskMax = 64 * 1024;
+/**
+ * What one loop iteration may move through the disk: one unit of each concurrent task (uploads,
+ * fetches, the writer, a poll, housekeeping's verify), each at most a window; a task that read or
+ * wrote a whole segment or chunk set in one stretch would pass it.
+ */
+export const stretchBytesBound = (uploadConcurrency + fetchConcurrency + 3) * ioBytesPerTaskMax;
+export const housekeepingConfig: HousekeepingConfig = {
+  intervalMs: 2000,
+  idleTimeoutMs: 1000,
+  idleThresholdRps: 1_000_000,
+  requestQuota: 1000,
+  deleteBatchPerPass: 100,
+  deleteGraceMs: 5000,
+  orphanSweepIntervalMs: 5000,
+  manifestUploadIntervalMs: 30_000,
+  verifyIntervalMs: 30_000,
+};
+/** The longest deadline of one store request (a PUT's), retries included. */
+export const requestDeadlineMsMax = 90_000;
+/**
+ * Virtual time at the end in which GC must collect every orphan: a housekeeping run may first wait out
+ * a request whose reply was lost (up to its deadline), then four sweeps past the grace.
+ */
+export const gcWindowMs = requestDeadlineMsMax +
+  4 * (housekeepingConfig.deleteGraceMs + housekeepingConfig.orphanSweepIntervalMs);
