@@ -111,7 +111,7 @@ export class PartitionLog {
   #lastSyncMs: number;
   #failure: Error | null = null;
   #remote: RemoteReader | null = null;
-  /** The shard's piece gate: walking a remote chunk waits for a turn (absent in tests and the naive mode). */
+  /** The shard's piece gate: walking a remote chunk waits for a turn (absent in some tests). */
   #gate: PieceGate | null = null;
   #sealedCount = 0;
   #closed = false;

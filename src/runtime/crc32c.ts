@@ -23,28 +23,6 @@ export function crc32c(data: Uint8Array): number {
   return readU32(shared.digest("binary"));
 }
 
-/** A streaming CRC32C for data that arrives in pieces across awaits (uploads, downloads). */
-export class Crc32cStream {
-  readonly #hasher: IHasher;
-
-  private constructor(hasher: IHasher) {
-    this.#hasher = hasher;
-    hasher.init();
-  }
-
-  static async create(): Promise<Crc32cStream> {
-    return new Crc32cStream(await createCRC32(castagnoli));
-  }
-
-  update(piece: Uint8Array): void {
-    this.#hasher.update(piece);
-  }
-
-  digest(): number {
-    return readU32(this.#hasher.digest("binary"));
-  }
-}
-
 function readU32(bytes: Uint8Array): number {
   return ((bytes[0]! << 24) | (bytes[1]! << 16) | (bytes[2]! << 8) | bytes[3]!) >>> 0;
 }

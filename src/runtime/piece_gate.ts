@@ -1,3 +1,4 @@
+import { type Cooperation, cooperative } from "./cooperation.ts";
 import { Semaphore } from "./semaphore.ts";
 import { yieldToReactor } from "./yield_to_reactor.ts";
 
@@ -7,17 +8,21 @@ import { yieldToReactor } from "./yield_to_reactor.ts";
  * turn of the event loop, and the tick waits behind the sum. Tasks that do pieces (hashing an
  * upload's piece, checking a downloaded one) take a turn first: the turn's holder runs its piece
  * at once, synchronously, and the turn passes on only after a yield to the reactor, so the tick
- * waits behind one piece at most, whatever the number of tasks.
+ * waits behind one piece at most, whatever the number of tasks. In the benchmark's naive mode
+ * (read at each turn, since the benchmark switches it per phase) every turn is granted at once.
  */
 export class PieceGate {
   readonly #turns: Semaphore;
+  readonly #cooperation: Cooperation;
 
-  constructor(waitersMax = 4096) {
+  constructor(cooperation: Cooperation = cooperative, waitersMax = 4096) {
     this.#turns = new Semaphore({ permits: 1, waitersMax, name: "piece gate" });
+    this.#cooperation = cooperation;
   }
 
   /** Resolves when it is the caller's turn; the caller then runs one piece without awaiting. */
   async turn(): Promise<void> {
+    if (this.#cooperation.naive) return;
     const permit = await this.#turns.acquire();
     void yieldToReactor().then(() => permit.release());
   }

@@ -137,6 +137,7 @@ export class Broker {
           shardLogger,
           (p, wallMs) => broker.#retentionPass(p, wallMs),
           () => clock.wallMs(),
+          deps.cooperation,
         ),
       );
       const tier = deps.objectStore === null
@@ -426,7 +427,7 @@ export class Broker {
     // The answer's encoding (up to `max_bytes` of messages) is a piece of CPU work: it runs on the
     // shard's turn, which the caller's synchronous encode continues, so 32 polls finishing together
     // cannot put 32 encodings into one turn of the loop ahead of the tick.
-    if (!this.#deps.cooperation.naive && result.messages.length > 0) await shard.pieceGate.turn();
+    if (result.messages.length > 0) await shard.pieceGate.turn();
     return result;
   }
 
@@ -656,7 +657,7 @@ export class Broker {
             readaheadChunksMax: this.#deps.config.tieredStorage.cache.readaheadChunksMax,
             ...(this.#cacheMetrics !== null ? { metrics: this.#cacheMetrics } : {}),
           }),
-          this.#deps.cooperation.naive ? undefined : shard.pieceGate,
+          shard.pieceGate,
         );
       }
       // The tier service reads the topic's options at each use: a PATCH applies at once.

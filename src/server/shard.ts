@@ -2,6 +2,7 @@ import type { Partition } from "../log/partition.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { Pump } from "../runtime/pump.ts";
 import { PieceGate } from "../runtime/piece_gate.ts";
+import type { Cooperation } from "../runtime/cooperation.ts";
 
 /** How often each shard evaluates total retention for its partitions. */
 export const retentionCheckIntervalMs = 1000;
@@ -22,15 +23,23 @@ export class Shard {
    * One piece of CPU work at a time on this shard, whoever does it: upload pieces, chunk fills,
    * the walk of a remote chunk and the encoding of a poll's answer all take their turn here.
    */
-  readonly pieceGate = new PieceGate();
+  readonly pieceGate: PieceGate;
   /** Produce and poll requests served for this shard's partitions: housekeeping's idle signal. */
   requests = 0;
   readonly #retentionInFlight = new Set<Partition>();
   readonly #logger: Logger;
   #lastRetentionMs = -Infinity;
 
-  constructor(id: number, pump: Pump, logger: Logger, retention: RetentionPolicy, wallMs: () => number) {
+  constructor(
+    id: number,
+    pump: Pump,
+    logger: Logger,
+    retention: RetentionPolicy,
+    wallMs: () => number,
+    cooperation: Cooperation,
+  ) {
     this.id = id;
+    this.pieceGate = new PieceGate(cooperation);
     this.pump = pump;
     this.#logger = logger;
     pump.onTick("log", (nowMs) => {

@@ -62,3 +62,21 @@ t.test("without the gate, tasks that only yield run their pieces back to back in
   t.ok(consecutive > 0, `${consecutive} pieces ran right after another piece`);
   t.end();
 });
+
+t.test("in the benchmark's naive mode every turn is granted at once, and the switch is read at each turn", async (t) => {
+  const cooperation = { naive: true };
+  const gate = new PieceGate(cooperation);
+  const order: string[] = [];
+  // Held turns would make these wait for loop turns; naive ones resolve in microtasks, before the immediate.
+  setImmediate(() => order.push("immediate"));
+  await Promise.all([1, 2, 3].map(async (i) => {
+    await gate.turn();
+    order.push(`piece ${i}`);
+  }));
+  t.same(order, ["piece 1", "piece 2", "piece 3"], "three turns without waiting for the loop");
+  cooperation.naive = false;
+  await gate.turn();
+  await gate.turn();
+  t.ok(order.includes("immediate"), "cooperative again: the second turn waited for the loop");
+  t.end();
+});
