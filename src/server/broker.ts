@@ -64,6 +64,11 @@ export interface BrokerDeps {
   objectStore: RetryingObjectStore | null;
   /** The cooperative controls (benchmark switch; `cooperative` in production). */
   cooperation: Cooperation;
+  /**
+   * The process's piece gate: one event loop per process, so one piece of work per turn of it,
+   * whichever shard does it. The disk's callers resume on the same gate (`GatedDisk`).
+   */
+  pieceGate: PieceGate;
 }
 
 /** A partition slot: open, or refused at boot with the reason. */
@@ -137,7 +142,7 @@ export class Broker {
           shardLogger,
           (p, wallMs) => broker.#retentionPass(p, wallMs),
           () => clock.wallMs(),
-          deps.cooperation,
+          deps.pieceGate,
         ),
       );
       const tier = deps.objectStore === null

@@ -9,6 +9,8 @@ import type { Pump } from "../runtime/pump.ts";
 import type { Rng } from "../runtime/rng.ts";
 import { initCrc32c } from "../runtime/crc32c.ts";
 import { type Cooperation, cooperative } from "../runtime/cooperation.ts";
+import { GatedDisk } from "../runtime/gated_disk.ts";
+import { PieceGate } from "../runtime/piece_gate.ts";
 import { Broker } from "./broker.ts";
 import { type OpenedObjectStore, openObjectStore } from "../objectstore/open_object_store.ts";
 import { createHttpHandler, type FetchHandler } from "./http_handler.ts";
@@ -64,7 +66,12 @@ export class StrataServer {
   }
 
   static async open(deps: ServerDeps): Promise<StrataServer> {
-    const { config, logger, clock, disk, rng } = deps;
+    const { config, logger, clock, rng } = deps;
+    const cooperation = deps.cooperation ?? cooperative;
+    // One loop, one gate: pieces of work and the resumptions of disk callers take turns of the
+    // loop, so no turn carries more than one of them ahead of the consensus tick.
+    const pieceGate = new PieceGate(cooperation);
+    const disk = new GatedDisk(deps.disk, pieceGate);
     await initCrc32c();
     await disk.mkdirp(config.system.path);
     const registry = deps.registry ?? createMetricsRegistry();
@@ -81,7 +88,8 @@ export class StrataServer {
       logger,
       registry,
       objectStore: objectStore?.store ?? null,
-      cooperation: deps.cooperation ?? cooperative,
+      cooperation,
+      pieceGate,
     });
     logger.info("server opened", {
       data_path: config.system.path,

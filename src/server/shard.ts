@@ -1,8 +1,7 @@
 import type { Partition } from "../log/partition.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { Pump } from "../runtime/pump.ts";
-import { PieceGate } from "../runtime/piece_gate.ts";
-import type { Cooperation } from "../runtime/cooperation.ts";
+import type { PieceGate } from "../runtime/piece_gate.ts";
 
 /** How often each shard evaluates total retention for its partitions. */
 export const retentionCheckIntervalMs = 1000;
@@ -20,8 +19,9 @@ export class Shard {
   readonly pump: Pump;
   readonly partitions = new Set<Partition>();
   /**
-   * One piece of CPU work at a time on this shard, whoever does it: upload pieces, chunk fills,
-   * the walk of a remote chunk and the encoding of a poll's answer all take their turn here.
+   * One piece of work per turn of the loop, whoever does it: upload pieces, chunk fills, the walk
+   * of a remote chunk, the encoding of a poll's answer and every disk caller's resumption take
+   * their turn here. The gate is the process's, shared by its shards, since they share one loop.
    */
   readonly pieceGate: PieceGate;
   /** Produce and poll requests served for this shard's partitions: housekeeping's idle signal. */
@@ -36,10 +36,10 @@ export class Shard {
     logger: Logger,
     retention: RetentionPolicy,
     wallMs: () => number,
-    cooperation: Cooperation,
+    pieceGate: PieceGate,
   ) {
     this.id = id;
-    this.pieceGate = new PieceGate(cooperation);
+    this.pieceGate = pieceGate;
     this.pump = pump;
     this.#logger = logger;
     pump.onTick("log", (nowMs) => {
