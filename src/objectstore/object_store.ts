@@ -17,7 +17,12 @@ export interface ObjectStore {
   delete(keys: readonly string[], options?: OpOptions): Promise<DeleteResult[]>;
 }
 
-/** A body that can be produced again for a retry: each call starts a new stream of pieces. */
+/**
+ * A body that can be produced again for a retry: each call starts a new stream of pieces. A piece
+ * is the store's to read until it pulls the next one, since the source may read every piece into
+ * one buffer (the uploader does, to allocate nothing per piece); a store that keeps a piece longer
+ * copies it.
+ */
 export type BodySource = () => AsyncIterable<Uint8Array>;
 
 export interface OpOptions {

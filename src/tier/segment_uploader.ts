@@ -212,8 +212,10 @@ async function hashFile(
 }
 
 /**
- * The pieces of a file for a PUT. With a gate, each piece is handed over on the shard's turn, so
- * the store's synchronous work on it (checksum, the start of a write or a send) runs within it.
+ * The pieces of a file for a PUT, all read into one buffer: a piece is the store's only until it
+ * pulls the next (the `BodySource` contract), so the send pass allocates nothing per piece, like
+ * the hash pass. With a gate, each piece is handed over on the shard's turn, so the store's
+ * synchronous work on it (checksum, the start of a write or a send) runs within it.
  */
 async function* pieces(
   file: DiskFile,
@@ -221,11 +223,12 @@ async function* pieces(
   pieceBytes: number,
   gate?: PieceGate,
 ): AsyncGenerator<Uint8Array> {
-  for (let at = 0; at < sizeBytes; at += pieceBytes) {
-    const piece = await readExactly(file, at, Math.min(pieceBytes, sizeBytes - at));
-    if (piece.length === 0) break;
+  const buffer = new Uint8Array(Math.max(1, Math.min(pieceBytes, sizeBytes)));
+  for (let at = 0; at < sizeBytes; at += buffer.length) {
+    const n = await readExactlyInto(file, buffer.subarray(0, Math.min(buffer.length, sizeBytes - at)), at);
+    if (n === 0) break;
     if (gate !== undefined) await gate.turn();
-    yield piece;
+    yield buffer.subarray(0, n);
     if (gate === undefined) await yieldToReactor();
   }
 }

@@ -104,6 +104,28 @@ t.test("a sealed segment's .log and .index land under the incarnation's keys, by
   );
 });
 
+t.test("the send pass reads every piece of a segment into one buffer: it allocates nothing per piece", async (t) => {
+  const { deps, segment, keys } = await setup(t);
+  const buffers = new Set<ArrayBufferLike>();
+  let pieces = 0;
+  const store = deps.store;
+  // A store that notes the buffer under each piece of the .log, then stores as the real one does.
+  const noting = Object.create(store) as typeof store;
+  noting.put = (key, body, options) =>
+    store.put(key, async function* () {
+      for await (const piece of body()) {
+        if (key === keys.log) {
+          buffers.add(piece.buffer);
+          pieces++;
+        }
+        yield piece;
+      }
+    }, options);
+  await uploadSegment({ ...deps, store: noting }, segment, keys, 1e12);
+  t.ok(pieces >= 4, `${pieces} pieces of 64 KiB`);
+  t.equal(buffers.size, 1, "one buffer under every piece");
+});
+
 t.test("a re-upload after a crash meets the existing objects and counts as success", async (t) => {
   const { deps, sim, segment, keys } = await setup(t);
   await uploadSegment(deps, segment, keys, 1e12);

@@ -338,7 +338,9 @@ const emptySha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b785
 /**
  * The body as sent: counted and checksummed on the way. One piece is held back, so the size and
  * the CRC32 are checked before the final bytes go out: a body that does not match aborts the
- * request before the store has a complete body it could commit.
+ * request before the store has a complete body it could commit. The held piece is a copy: the
+ * source may reuse its buffer once the next piece is pulled, and the transport may queue a piece
+ * it was handed until the socket drains.
  */
 async function* checkedBody(body: BodySource, options: PutOptions, what: string): AsyncGenerator<Uint8Array> {
   // Only a declared checksum is checked; hashing costs about 0.12 ms per MiB (docs/TUNING.md).
@@ -352,7 +354,7 @@ async function* checkedBody(body: BodySource, options: PutOptions, what: string)
     }
     crc?.update(piece);
     if (held !== null) yield held;
-    held = piece;
+    held = piece.slice();
   }
   if (sent !== options.sizeBytes) {
     throw new MalformedError(`${what}: the body is ${sent} bytes, not ${options.sizeBytes}`);
