@@ -662,7 +662,10 @@ export class PartitionLog {
     if (remote === null) throw new RemoteReadUnavailableError(this.label, segment.startOffset);
     let pos = from.position;
     let expectedOffset = segment.startOffset + from.relativeOffset;
-    let windowBytes = wantBytes();
+    // A poll's budget is often far more than its count needs (1 MiB by default for 100 messages):
+    // the first window is modest and each further one doubles, up to what the poll still wants,
+    // so a small poll does not read and allocate a megabyte and a large one still takes few windows.
+    let windowBytes = Math.min(wantBytes(), remoteWindowFirstBytes);
     /** Where the last corrupt batch was found: a second failure there is never served. */
     let droppedAt: number | null = null;
     // Each pass consumes at least one batch, or doubles the window (bounded by the segment's size),
@@ -693,7 +696,7 @@ export class PartitionLog {
       assert(walked.next > pos, "a remote read moves forward");
       pos = walked.next;
       expectedOffset = walked.nextOffset;
-      windowBytes = wantBytes();
+      windowBytes = Math.min(wantBytes(), windowBytes * 2);
     }
   }
 
@@ -724,6 +727,9 @@ export class PartitionLog {
     return found;
   }
 }
+
+/** The bytes a remote walk asks for first (the remote reader adds room to finish a batch). */
+export const remoteWindowFirstBytes = 64 * 1024;
 
 /**
  * How many times a read starts over when retention deleted a segment under it. Each failed attempt

@@ -4,6 +4,7 @@ import { existsSync, unlinkSync, writeFileSync } from "node:fs";
 import t, { type Test } from "tap";
 import type { LogConfig } from "../../src/log/log_config.ts";
 import { Partition } from "../../src/log/partition.ts";
+import { remoteWindowFirstBytes } from "../../src/log/partition_log.ts";
 import { RemoteCorruptError, RemoteDataLossError } from "../../src/log/remote_reader.ts";
 import { readSuperblock, writeSuperblock } from "../../src/log/superblock.ts";
 import { runVirtual } from "../helpers/run_virtual.ts";
@@ -250,6 +251,40 @@ t.test("a chunk that fails its check part-way is read again from the bad batch: 
     "each message once, in order",
   );
   t.ok(r.messages.every(payloadOk));
+});
+
+t.test("a poll asks for a modest first window whatever its byte budget, and doubles it while it needs more", async (t) => {
+  const { partition, attach } = await evicted(t, { payloadBytes: 1000, messages: 600 });
+  const cache = await attach();
+  const inner = new TierRemoteReader(partition, cache, {
+    prefix: "strata",
+    clusterId: "c1",
+    chunkBytes: 64 * 1024,
+    readaheadChunksMax: 0,
+  });
+  const asked: number[] = [];
+  partition.log.attachRemoteReader({
+    chunkAt: (segment, position, wantBytes) => {
+      asked.push(wantBytes);
+      return inner.chunkAt(segment, position, wantBytes);
+    },
+    ensureIndex: (segment) => inner.ensureIndex(segment),
+    drop: (chunk) => inner.drop(chunk),
+  });
+  // Ten small messages with the default 1 MiB budget: one window of 64 KiB, not of a megabyte.
+  const small = await partition.log.read(0, 10, 1 << 20);
+  t.same(small.messages.map((m) => m.offset), Array.from({ length: 10 }, (_, i) => i), "ten messages");
+  t.same(asked, [remoteWindowFirstBytes], "one modest window");
+  // A poll of 150 KB in one segment: windows of 64 KiB, then 128 KiB, each capped by what is left.
+  asked.length = 0;
+  const large = await partition.log.read(0, 150, 1 << 20);
+  t.equal(large.messages.length, 150, "150 messages");
+  t.ok(
+    large.messages.every((m) => m.payload.length === 1000 && m.payload.every((b) => b === (m.offset & 0xff))),
+    "intact",
+  );
+  t.equal(asked[0], remoteWindowFirstBytes, "the first window is modest");
+  t.ok(asked.length >= 2 && asked[1]! >= 2 * remoteWindowFirstBytes, `then it doubles (${asked.join(", ")})`);
 });
 
 t.test("a warm poll makes zero GETs; concurrent cold readers of one chunk share one GET", async (t) => {
