@@ -316,7 +316,9 @@ async function request(method: string, path: string, body?: Uint8Array<ArrayBuff
       ...(body !== undefined ? { body } : {}),
     }),
   );
-  await response.arrayBuffer();
+  // The answer is read piece by piece and dropped, as a client elsewhere would read it off its
+  // socket: gathering it into one buffer would be the client's garbage on the server's thread.
+  if (response.body !== null) { for await (const _piece of response.body) { /* read and dropped */ } }
   return response;
 }
 

@@ -68,9 +68,25 @@ export function decodeBody(bytes: Uint8Array, encoding: Encoding): Record<string
   return value as Record<string, unknown>;
 }
 
+/**
+ * Encoded answers this large go out as a stream of one piece: a byte body is copied when the
+ * Response is made (the fetch standard says so), a stream's pieces are not, and a poll's answer of
+ * 100 KiB or more copied at every poll is garbage the collector must chase on the pump's thread.
+ */
+export const streamedBodyBytesMin = 64 * 1024;
+
 export function encodeResponse(status: number, body: unknown, encoding: Encoding): Response {
   if (encoding === "msgpack") {
-    return new Response(packMsgpack(body), { status, headers: { "content-type": msgpackContentType } });
+    const bytes = packMsgpack(body);
+    const headers = { "content-type": msgpackContentType };
+    if (bytes.length < streamedBodyBytesMin) return new Response(bytes, { status, headers });
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(bytes);
+        controller.close();
+      },
+    });
+    return new Response(stream, { status, headers: { ...headers, "content-length": String(bytes.length) } });
   }
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 }
