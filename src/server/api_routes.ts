@@ -1,6 +1,7 @@
 import { ApiError, badRequest } from "./api_errors.ts";
 import { decodeBody, encodeResponse, readBody, requestEncoding, responseEncoding } from "./body_codec.ts";
 import type { Broker } from "./broker.ts";
+import type { PieceGate } from "../runtime/piece_gate.ts";
 import { messageView, parseMessages } from "./message_codec.ts";
 import { checkName } from "./names.ts";
 
@@ -17,6 +18,7 @@ export interface RouteContext {
   params: string[];
   broker: Broker;
   maxRequestBytes: number;
+  pieceGate: PieceGate;
 }
 
 type RouteHandler = (ctx: RouteContext) => Promise<Response>;
@@ -165,7 +167,10 @@ function reply(c: RouteContext, status: number, value: unknown): Response {
 }
 
 async function body(c: RouteContext): Promise<Record<string, unknown>> {
-  return decodeBody(await readBody(c.request, c.maxRequestBytes), requestEncoding(c.request));
+  const bytes = await readBody(c.request, c.maxRequestBytes);
+  // Decoding a body (a produce request carries up to max_request_bytes) is a piece of work.
+  await c.pieceGate.turn();
+  return decodeBody(bytes, requestEncoding(c.request));
 }
 
 const stream = (c: RouteContext) => checkName("stream", c.params[0]);

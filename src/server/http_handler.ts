@@ -1,5 +1,6 @@
 import type { Registry } from "prom-client";
 import type { Logger } from "../runtime/logger.ts";
+import type { PieceGate } from "../runtime/piece_gate.ts";
 import type { Pump } from "../runtime/pump.ts";
 import { ApiError } from "./api_errors.ts";
 import { matchRoute } from "./api_routes.ts";
@@ -16,6 +17,8 @@ export interface HttpHandlerDeps {
   maxRequestBytes: number;
   /** When non-empty, every request needs `Authorization: Bearer <one of these>`. */
   tokens: readonly string[];
+  /** The process's piece gate: each request starts, and decodes its body, on a turn of its own. */
+  pieceGate: PieceGate;
 }
 
 /**
@@ -25,6 +28,9 @@ export interface HttpHandlerDeps {
  */
 export function createHttpHandler(deps: HttpHandlerDeps): FetchHandler {
   return async (request) => {
+    // Requests that arrive together would otherwise all parse, route and start their work in one
+    // turn of the loop, ahead of the consensus tick; each takes a turn instead.
+    await deps.pieceGate.turn();
     const url = new URL(request.url);
     try {
       if (!authorized(request, deps.tokens)) {
@@ -56,6 +62,7 @@ export function createHttpHandler(deps: HttpHandlerDeps): FetchHandler {
         params: match.params,
         broker: deps.broker,
         maxRequestBytes: deps.maxRequestBytes,
+        pieceGate: deps.pieceGate,
       });
     } catch (error) {
       if (error instanceof ApiError) {

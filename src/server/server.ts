@@ -46,6 +46,7 @@ export class StrataServer {
     objectStore: OpenedObjectStore | null,
     logger: Logger,
     config: Config,
+    pieceGate: PieceGate,
   ) {
     this.registry = registry;
     this.broker = broker;
@@ -58,6 +59,7 @@ export class StrataServer {
       logger,
       maxRequestBytes: config.http.maxRequestBytes,
       tokens: config.http.tokens,
+      pieceGate,
     });
   }
 
@@ -95,7 +97,7 @@ export class StrataServer {
       data_path: config.system.path,
       tick_interval_ms: config.system.tickIntervalMs,
     });
-    return new StrataServer(registry, broker, objectStore, logger, config);
+    return new StrataServer(registry, broker, objectStore, logger, config, pieceGate);
   }
 
   /** Stops the pumps and syncs and closes every partition. Idempotent. */

@@ -2,7 +2,11 @@ import { join } from "node:path";
 import t from "tap";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import type { StrataServer } from "../../src/server/server.ts";
+import { silentLogger } from "../../src/runtime/logger.ts";
+import { streamedBodyBytesMin, unpackMsgpack } from "../../src/server/body_codec.ts";
+import { createHttpHandler } from "../../src/server/http_handler.ts";
 import { openServer } from "../helpers/open_server.ts";
+import { RecordingGate } from "../helpers/recording_gate.ts";
 
 const get = (server: StrataServer, path: string, method = "GET") =>
   server.handler(new Request(`http://strata.test${path}`, { method }));
@@ -49,4 +53,52 @@ t.test("unknown paths get 404 and wrong methods 405, both as JSON errors", async
 t.test("opening the server creates the data directory", async (t) => {
   const { dir } = await openServer(t);
   t.ok(await new NodeDisk().stat(join(dir, "data")), "data directory exists");
+});
+
+t.test("requests that arrive together start on turns of their own, and a produce decodes its body on another", async (t) => {
+  const { server } = await openServer(t);
+  const gate = new RecordingGate();
+  t.teardown(() => gate.stop());
+  const handler = createHttpHandler({
+    registry: server.registry,
+    pumps: server.pumps,
+    broker: server.broker,
+    logger: silentLogger(),
+    maxRequestBytes: 1 << 20,
+    tokens: [],
+    pieceGate: gate,
+  });
+  const call = (path: string, init?: RequestInit) => handler(new Request(`http://strata.test${path}`, init));
+  const answers = await Promise.all(Array.from({ length: 8 }, () => call("/health")));
+  t.ok(answers.every((a) => a.status === 200), "every request answered");
+  t.equal(gate.turnsAt.length, 8, "one turn per request");
+  t.equal(new Set(gate.turnsAt).size, 8, "each in a loop iteration of its own");
+  gate.turnsAt.length = 0;
+  const json = { "content-type": "application/json" };
+  t.equal(
+    (await call("/streams", { method: "POST", headers: json, body: JSON.stringify({ name: "s" }) })).status,
+    201,
+  );
+  t.equal(gate.turnsAt.length, 2, "a request with a body: one turn to start, one to decode it");
+});
+
+t.test("a large msgpack answer is handed over as a stream with its length, not copied into the response", async (t) => {
+  const { server, client } = await openServer(t);
+  const c = client("msgpack");
+  await c.createStream("s");
+  await c.createTopic("s", { name: "t", partitions: 1 });
+  const payload = new Uint8Array(1024).fill(5);
+  await c.produce("s", "t", Array.from({ length: 100 }, () => ({ payload })), 0);
+  const response = await server.handler(
+    new Request("http://strata.test/streams/s/topics/t/partitions/0/messages?offset=0&count=100", {
+      headers: { accept: "application/msgpack" },
+    }),
+  );
+  t.equal(response.status, 200);
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  t.ok(bytes.length >= streamedBodyBytesMin, `${bytes.length} bytes, above the streaming threshold`);
+  t.equal(response.headers.get("content-length"), String(bytes.length), "the length is declared");
+  const answer = unpackMsgpack(bytes) as { messages: { payload: Uint8Array }[] };
+  t.equal(answer.messages.length, 100, "every message");
+  t.ok(answer.messages.every((m) => m.payload.length === 1024 && m.payload.every((b) => b === 5)), "intact");
 });

@@ -1,5 +1,4 @@
-import { setImmediate } from "node:timers";
-import { PieceGate } from "../../src/runtime/piece_gate.ts";
+import type { PieceGate } from "../../src/runtime/piece_gate.ts";
 import { existsSync, unlinkSync, writeFileSync } from "node:fs";
 import t, { type Test } from "tap";
 import type { LogConfig } from "../../src/log/log_config.ts";
@@ -25,6 +24,7 @@ import { TierRemoteReader } from "../../src/tier/tier_remote_reader.ts";
 import { CacheMetrics } from "../../src/tier/cache_metrics.ts";
 import { createMetricsRegistry } from "../../src/runtime/metrics.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+import { RecordingGate } from "../helpers/recording_gate.ts";
 
 // Reads of evicted segments through the chunk cache, with the sim store counting every GET.
 await initCrc32c();
@@ -163,32 +163,6 @@ t.test("a read spanning remote then local segments returns every message, byte f
   t.ok(r.messages.every(payloadOk), "payloads intact");
   t.ok(floor < 90, "the read crossed into the local segments");
 });
-
-/** A piece gate that notes the loop iteration in which each turn's holder runs. */
-class RecordingGate extends PieceGate {
-  readonly turnsAt: number[] = [];
-  #iteration = 0;
-  #running = true;
-
-  constructor() {
-    super();
-    // An immediate queued from the check phase runs in the next iteration: one count per iteration.
-    const count = () => {
-      this.#iteration++;
-      if (this.#running) setImmediate(count);
-    };
-    setImmediate(count);
-  }
-
-  override async turn(): Promise<void> {
-    await super.turn();
-    this.turnsAt.push(this.#iteration);
-  }
-
-  stop(): void {
-    this.#running = false;
-  }
-}
 
 t.test("with the shard's piece gate, chunk fills and remote walks take turns, one per loop iteration", async (t) => {
   const { partition, attach } = await evicted(t);
