@@ -12,6 +12,7 @@ import {
   type ObjectHead,
   type ObjectStore,
   pieceBytesMax,
+  type PieceSink,
   type PutOptions,
   type PutResult,
 } from "./object_store.ts";
@@ -79,6 +80,27 @@ export class FsObjectStore implements ObjectStore {
         pieces.push(piece);
       }
       return pieces;
+    } finally {
+      await file.close();
+    }
+  }
+
+  async streamRange(key: string, start: number, endExclusive: number, onPiece: PieceSink): Promise<number> {
+    const file = await this.#open(checkKey(key));
+    try {
+      const { meta, headerBytes } = await readHeader(file, key);
+      const end = Math.min(endExclusive, meta.sizeBytes);
+      // One buffer for every piece: the sink is done with a piece when its promise resolves.
+      const buffer = new Uint8Array(Math.max(1, Math.min(pieceBytesMax, end - start)));
+      for (let at = start; at < end; at += buffer.length) {
+        const piece = buffer.subarray(0, Math.min(buffer.length, end - at));
+        const read = await file.readAt(piece, headerBytes + at);
+        if (read !== piece.length) {
+          throw new CorruptError(`Cannot read object ${key}: it is shorter than its header says`);
+        }
+        await onPiece(piece, at - start);
+      }
+      return Math.max(0, end - start);
     } finally {
       await file.close();
     }

@@ -9,6 +9,18 @@ export interface ObjectStore {
   put(key: string, body: BodySource, options: PutOptions): Promise<PutResult>;
   /** Bytes [start, endExclusive) of an object, as pieces of at most 1 MiB. */
   getRange(key: string, start: number, endExclusive: number, options?: OpOptions): Promise<Uint8Array[]>;
+  /**
+   * Bytes [start, endExclusive) of an object handed to `onPiece` as they arrive, in order, one at a
+   * time (the next only once the promise of the one before resolved); resolves with the byte count.
+   * Nothing holds the whole range: a chunk fill writes each piece to its file as it comes.
+   */
+  streamRange(
+    key: string,
+    start: number,
+    endExclusive: number,
+    onPiece: PieceSink,
+    options?: OpOptions,
+  ): Promise<number>;
   /** Size, user metadata and etag, or null when the object does not exist. */
   head(key: string, options?: OpOptions): Promise<ObjectHead | null>;
   /** One page of keys under `prefix`, sorted, after `startAfter`. */
@@ -16,6 +28,13 @@ export interface ObjectStore {
   /** Deletes keys; a missing key counts as deleted. One result per key. */
   delete(keys: readonly string[], options?: OpOptions): Promise<DeleteResult[]>;
 }
+
+/**
+ * Takes one piece of a streamed range, at `position` bytes into the range. The piece is the sink's
+ * only until its promise resolves: the store may read the next piece into the same buffer. A
+ * retried range is streamed again from position 0, so a sink writes at `position`, not at its end.
+ */
+export type PieceSink = (piece: Uint8Array, position: number) => Promise<void>;
 
 /**
  * A body that can be produced again for a retry: each call starts a new stream of pieces. A piece

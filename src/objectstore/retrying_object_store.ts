@@ -7,6 +7,7 @@ import type {
   ListPage,
   ObjectHead,
   ObjectStore,
+  PieceSink,
   PutOptions,
   PutResult,
 } from "./object_store.ts";
@@ -98,6 +99,29 @@ export class RetryingObjectStore {
         });
         this.#metrics?.bytesReceived.inc({ op: "get" }, pieces.reduce((sum, p) => sum + p.length, 0));
         return pieces;
+      },
+    );
+  }
+
+  /** `streamRange` with retries: a retried attempt streams the range again from position 0. */
+  streamRange(
+    key: string,
+    start: number,
+    endExclusive: number,
+    onPiece: PieceSink,
+    options: DeadlineOptions = {},
+  ): Promise<number> {
+    return this.#run(
+      "get",
+      options.deadlineAtMs ?? this.#in(this.#deadlines.getMs),
+      options.signal,
+      async (timeoutMs) => {
+        const bytes = await this.inner.streamRange(key, start, endExclusive, onPiece, {
+          timeoutMs,
+          ...signalOf(options),
+        });
+        this.#metrics?.bytesReceived.inc({ op: "get" }, bytes);
+        return bytes;
       },
     );
   }

@@ -12,6 +12,7 @@ import {
   type ObjectHead,
   type ObjectStore,
   type OpOptions,
+  type PieceSink,
   type PutOptions,
   type PutResult,
   toPieces,
@@ -185,6 +186,22 @@ export class SimObjectStore implements ObjectStore {
       if (object === undefined) throw new NotFoundError(`Cannot find object ${key}`, 404);
       return toPieces(readRange(object.pieces, start, Math.min(endExclusive, object.sizeBytes)));
     }, Math.max(0, endExclusive - start));
+  }
+
+  /** The range as `getRange` answers it (its faults, latency and lost replies), then piece by piece. */
+  async streamRange(
+    key: string,
+    start: number,
+    endExclusive: number,
+    onPiece: PieceSink,
+    options: OpOptions = {},
+  ): Promise<number> {
+    let position = 0;
+    for (const piece of await this.getRange(key, start, endExclusive, options)) {
+      await onPiece(piece, position);
+      position += piece.length;
+    }
+    return position;
   }
 
   head(key: string, options: OpOptions = {}): Promise<ObjectHead | null> {

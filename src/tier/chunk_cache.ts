@@ -2,7 +2,7 @@ import type { PieceGate } from "../runtime/piece_gate.ts";
 import { concatBytes } from "../runtime/bytes.ts";
 import { readExactly } from "../log/scan_batches.ts";
 import type { Clock } from "../runtime/clock.ts";
-import { type Disk, DiskError } from "../runtime/disk.ts";
+import { type Disk, DiskError, type DiskFile } from "../runtime/disk.ts";
 import type { Logger } from "../runtime/logger.ts";
 import { yieldToReactor } from "../runtime/yield_to_reactor.ts";
 import type { RetryingObjectStore } from "../objectstore/retrying_object_store.ts";
@@ -425,34 +425,36 @@ export class ChunkCache {
       using _slot = naive ? null : await this.#deps.fetchSlots.acquire();
       await this.#deps.fetchBandwidth.take(bytes);
       this.fetches++;
-      const startedMs = this.#deps.clock.nowMs();
-      const pieces = await this.#deps.store.getRange(objectKey, span.start, span.end, {
-        deadlineAtMs: startedMs + this.#deps.fetchDeadlineMs,
-      });
-      this.#deps.metrics?.fetchSeconds.observe(
-        { kind: "chunk" },
-        (this.#deps.clock.nowMs() - startedMs) / 1000,
-      );
       const dir = path.slice(0, path.lastIndexOf("/"));
       await this.#deps.disk.mkdirp(dir);
       const part = await this.#deps.disk.open(`${path}.part`, { create: true });
       let at = 0;
       try {
         await part.truncate(0);
+        const startedMs = this.#deps.clock.nowMs();
+        const deadline = { deadlineAtMs: startedMs + this.#deps.fetchDeadlineMs };
         if (naive) {
+          const pieces = await this.#deps.store.getRange(objectKey, span.start, span.end, deadline);
           const whole = concatBytes(pieces, pieces.reduce((n, p) => n + p.length, 0));
           await part.writeAt(whole, 0);
           at = whole.length;
+        } else {
+          // Each piece goes to the file as it arrives: the chunk is never whole in memory, and the
+          // store may read the next piece into the same buffer once this one is written.
+          at = await this.#deps.store.streamRange(
+            objectKey,
+            span.start,
+            span.end,
+            (piece, position) => this.#writePiece(part, piece, position),
+            deadline,
+          );
+          // A retried attempt wrote from position 0 again; nothing of an earlier one lies past its end.
+          await part.truncate(at);
         }
-        const gate = this.#deps.gate;
-        for (const piece of naive ? [] : pieces) {
-          // A write's copy into the page cache runs on the loop thread in some runtimes (Deno's
-          // node:fs), about 0.8 ms per MiB: it is a piece of work like a checksum.
-          if (gate !== undefined) await gate.turn();
-          await part.writeAt(piece, at);
-          at += piece.length;
-          if (gate === undefined) await yieldToReactor();
-        }
+        this.#deps.metrics?.fetchSeconds.observe(
+          { kind: "chunk" },
+          (this.#deps.clock.nowMs() - startedMs) / 1000,
+        );
         await part.sync();
       } finally {
         await part.close();
@@ -472,6 +474,18 @@ export class ChunkCache {
       }
       throw error;
     }
+  }
+
+  /**
+   * One piece of a chunk fill into its `.part` file. A write's copy into the page cache runs on the
+   * loop thread in some runtimes (Deno's node:fs), about 0.8 ms per MiB: it is a piece of work like
+   * a checksum, and takes the gate's turn.
+   */
+  async #writePiece(part: DiskFile, piece: Uint8Array, position: number): Promise<void> {
+    const gate = this.#deps.gate;
+    if (gate !== undefined) await gate.turn();
+    await part.writeAt(piece, position);
+    if (gate === undefined) await yieldToReactor();
   }
 
   async #readWindow(

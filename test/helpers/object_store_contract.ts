@@ -123,6 +123,52 @@ export function objectStoreContract(t: Test, store: ObjectStore, prefix: string,
     t.ok(Buffer.compare(back, bytes) === 0, "byte for byte");
   });
 
+  t.test("streamRange hands over the same bytes as getRange, one piece at a time, each at its position", async (t) => {
+    await initCrc32c();
+    const bytes = patterned(2_700_000, 9);
+    const key = `${prefix}/stream/00000000000000000009.log`;
+    await store.put(key, bodyOf(bytes), { sizeBytes: bytes.length, metadata: {}, ifAbsent: false });
+    const streamed = async (start: number, end: number) => {
+      const out = new Uint8Array(Math.max(0, Math.min(end, bytes.length) - start));
+      let inSink = false;
+      let overlapped = false;
+      let expected = 0;
+      let ordered = true;
+      let largest = 0;
+      const count = await store.streamRange(key, start, end, async (piece, position) => {
+        overlapped ||= inSink;
+        inSink = true;
+        ordered &&= position === expected;
+        expected = position + piece.length;
+        largest = Math.max(largest, piece.length);
+        // The piece is ours only until this promise resolves: copy it, after a real yield.
+        await new Promise((resolve) => setTimeout(resolve, 1));
+        out.set(piece, position);
+        inSink = false;
+      });
+      return { out, count, overlapped, ordered, largest };
+    };
+    const whole = await streamed(0, bytes.length);
+    t.equal(whole.count, bytes.length, "the byte count");
+    t.ok(Buffer.compare(whole.out, bytes) === 0, "the whole object byte for byte");
+    t.notOk(whole.overlapped, "never two pieces in the sink at once");
+    t.ok(whole.ordered, "pieces in order, each at its position");
+    t.ok(whole.largest <= 1024 * 1024, "pieces of at most 1 MiB");
+    const middle = await streamed(1_000_000, 2_100_000);
+    t.ok(Buffer.compare(middle.out, bytes.subarray(1_000_000, 2_100_000)) === 0, "a middle range");
+    const tail = await streamed(bytes.length - 10, bytes.length + 100);
+    t.equal(tail.count, 10, "a range past the end is clamped");
+    t.equal((await streamed(bytes.length + 5, bytes.length + 10)).count, 0, "a range past the end is empty");
+    const sinkFailure = new Error("disk full");
+    const failed = await store.streamRange(key, 0, bytes.length, () => Promise.reject(sinkFailure)).catch((
+      e,
+    ) => e);
+    t.equal(failed, sinkFailure, "the sink's own failure comes back as it is");
+    const missing = await store.streamRange(`${prefix}/stream/none.log`, 0, 10, () => Promise.resolve())
+      .catch((e) => e);
+    t.ok(missing instanceof NotFoundError, "a missing object is NotFound");
+  });
+
   t.test("absent objects: head is null, get is NotFound, delete is a success", async (t) => {
     const key = `${prefix}/missing/nothing.log`;
     t.equal(await store.head(key), null);

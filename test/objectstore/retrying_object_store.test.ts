@@ -149,3 +149,42 @@ t.test("a sim outage window and a throttled answer carry the right classes", asy
   t.ok(slowDown instanceof ThrottledError);
   t.equal(slowDown.status, 503);
 });
+
+t.test("a stream that fails part-way is streamed again from position 0, and the bytes land where they belong", async (t) => {
+  const clock = new VirtualClock();
+  const sim = new SimObjectStore(clock, new Rng(1));
+  const bytes = new Uint8Array(3 * 1024 * 1024).map((_, i) => (i * 7) & 0xff);
+  await runVirtual(
+    clock,
+    sim.put("k", bodyOf(bytes), { sizeBytes: bytes.length, metadata: {}, ifAbsent: false }),
+  );
+  // A store whose first stream breaks after its first piece, as a connection reset would.
+  let attempts = 0;
+  const flaky = Object.create(sim) as SimObjectStore;
+  flaky.streamRange = async (key, start, end, onPiece, options) => {
+    attempts++;
+    if (attempts > 1) return sim.streamRange(key, start, end, onPiece, options);
+    const first = (await sim.getRange(key, start, end))[0]!;
+    await onPiece(first, 0);
+    throw new TransportError("Cannot get k: connection reset");
+  };
+  const store = new RetryingObjectStore(flaky, clock, new Rng(2), defaultRetryProfiles, {
+    putMs: 90_000,
+    getMs: 5_000,
+    otherMs: 30_000,
+  }, null);
+  const file = new Uint8Array(bytes.length);
+  const positions: number[] = [];
+  const count = await runVirtual(
+    clock,
+    store.streamRange("k", 0, bytes.length, (piece, position) => {
+      positions.push(position);
+      file.set(piece, position);
+      return Promise.resolve();
+    }),
+  );
+  t.equal(attempts, 2, "retried once");
+  t.same(positions, [0, 0, 1024 * 1024, 2 * 1024 * 1024], "the retry started over at position 0");
+  t.equal(count, bytes.length, "the byte count of the attempt that succeeded");
+  t.ok(Buffer.compare(file, bytes) === 0, "the bytes where they belong");
+});

@@ -87,6 +87,7 @@ function smallPages(store: ObjectStore): ObjectStore {
   return {
     put: (...a) => store.put(...a),
     getRange: (...a) => store.getRange(...a),
+    streamRange: (...a) => store.streamRange(...a),
     head: (...a) => store.head(...a),
     delete: (...a) => store.delete(...a),
     list: (prefix, options = {}) => store.list(prefix, { ...options, maxKeys: 4 }),

@@ -148,7 +148,20 @@ async function evicted(t: Test, options: EvictedOptions = {}) {
     );
     return cache;
   };
-  return { partition, sim, attach, cacheDir, floor, incarnation, clock, disk, data, logConfig, metrics };
+  return {
+    partition,
+    sim,
+    store,
+    attach,
+    cacheDir,
+    floor,
+    incarnation,
+    clock,
+    disk,
+    data,
+    logConfig,
+    metrics,
+  };
 }
 
 const payloadOk = (m: { offset: number; payload: Uint8Array }) =>
@@ -259,6 +272,27 @@ t.test("a poll asks for a modest first window whatever its byte budget, and doub
   );
   t.equal(asked[0], remoteWindowFirstBytes, "the first window is modest");
   t.ok(asked.length >= 2 && asked[1]! >= 2 * remoteWindowFirstBytes, `then it doubles (${asked.join(", ")})`);
+});
+
+t.test("a chunk fill hands each piece to the file as it arrives: it never asks for a whole chunk at once", async (t) => {
+  const { partition, attach, store } = await evicted(t);
+  let wholeRanges = 0;
+  let streamed = 0;
+  const getRange = store.getRange.bind(store);
+  store.getRange = (...args) => {
+    wholeRanges++;
+    return getRange(...args);
+  };
+  const streamRange = store.streamRange.bind(store);
+  store.streamRange = (key, start, end, onPiece, options) => {
+    streamed++;
+    return streamRange(key, start, end, onPiece, options);
+  };
+  await attach();
+  const read = await partition.log.read(0, 30, 1 << 20);
+  t.ok(read.messages.length === 30 && read.messages.every(payloadOk), "the read is intact");
+  t.ok(streamed >= 1, `${streamed} chunks streamed`);
+  t.equal(wholeRanges, 0, "no range fetched whole");
 });
 
 t.test("a warm poll makes zero GETs; concurrent cold readers of one chunk share one GET", async (t) => {

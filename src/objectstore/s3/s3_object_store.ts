@@ -15,6 +15,7 @@ import {
   type ObjectStore,
   type OpOptions,
   pieceBytesMax,
+  type PieceSink,
   type PutOptions,
   type PutResult,
 } from "../object_store.ts";
@@ -139,6 +140,45 @@ export class S3ObjectStore implements ObjectStore {
     if (response.status === 206) return pieces;
     // A 200 carries the whole object: keep only the range asked for.
     return slicePieces(pieces, start, endExclusive);
+  }
+
+  /**
+   * A ranged GET whose body goes to `onPiece` as the transport delivers it (undici's chunks, split
+   * to at most 1 MiB). A 200 (a store that ignored the range) carries the whole object: it is
+   * gathered and sliced as `getRange` does, since the range is then a part of it.
+   */
+  async streamRange(
+    key: string,
+    start: number,
+    endExclusive: number,
+    onPiece: PieceSink,
+    options: OpOptions = {},
+  ): Promise<number> {
+    checkKey(key);
+    if (endExclusive <= start) return 0;
+    const what = `Cannot get ${key}`;
+    const headers = { range: `bytes=${start}-${endExclusive - 1}`, "x-amz-content-sha256": emptySha256 };
+    let response: S3Response;
+    try {
+      response = await this.#request("GET", this.#keyPath(key), {}, headers, null, options, what);
+    } catch (error) {
+      if (error instanceof MalformedError && error.status === 416) return 0;
+      throw error;
+    }
+    if (response.status !== 206) {
+      const pieces = slicePieces(
+        await readPieces(response.body, endExclusive - start + 1, what),
+        start,
+        endExclusive,
+      );
+      let position = 0;
+      for (const piece of pieces) {
+        await onPiece(piece, position);
+        position += piece.length;
+      }
+      return position;
+    }
+    return await streamPieces(response.body, endExclusive - start, what, onPiece);
   }
 
   async head(key: string, options: OpOptions = {}): Promise<ObjectHead | null> {
@@ -392,6 +432,40 @@ async function readPieces(
     throw new TransportError(`${what}: ${describeTransport(error)}`);
   }
   return pieces;
+}
+
+/** Hands a response body to `onPiece` chunk by chunk, refusing one longer than `bytesMax`. */
+async function streamPieces(
+  body: AsyncIterable<Uint8Array>,
+  bytesMax: number,
+  what: string,
+  onPiece: PieceSink,
+): Promise<number> {
+  let total = 0;
+  // The sink's own failure (a full disk) is passed on as it is, not as the transport's.
+  let sinkError: unknown = undefined;
+  try {
+    for await (const chunk of body) {
+      if (total + chunk.length > bytesMax) {
+        throw new MalformedError(`${what}: the answer is longer than asked`);
+      }
+      const view = new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+      for (let at = 0; at < view.length; at += pieceBytesMax) {
+        const piece = view.subarray(at, at + pieceBytesMax);
+        try {
+          await onPiece(piece, total);
+        } catch (error) {
+          sinkError = error;
+          throw error;
+        }
+        total += piece.length;
+      }
+    }
+  } catch (error) {
+    if (error === sinkError || error instanceof ObjectStoreError) throw error;
+    throw new TransportError(`${what}: ${describeTransport(error)}`);
+  }
+  return total;
 }
 
 function slicePieces(pieces: Uint8Array[], start: number, endExclusive: number): Uint8Array[] {
