@@ -38,6 +38,11 @@ export interface AppendResult {
 export interface ReadResult {
   messages: StoredMessage[];
   nextOffset: number;
+  /**
+   * Gives back the remote windows the messages are views into: call it once the messages are
+   * encoded and nothing reads them any more (the HTTP route does), or never; twice is harmless.
+   */
+  release(): void;
 }
 
 export interface SegmentStats {
@@ -586,8 +591,10 @@ export class PartitionLog {
     const segments = [...this.#segments];
     const visibleNext = segments.at(-1)!.visibleEndOffset + 1;
     let offset = Math.max(requestedOffset, segments[0]!.startOffset);
-    if (offset >= visibleNext) return { messages: [], nextOffset: visibleNext };
+    if (offset >= visibleNext) return { messages: [], nextOffset: visibleNext, release: () => {} };
     const messages: StoredMessage[] = [];
+    /** The remote windows the messages are views into, given back by `release`. */
+    const borrowed: RemoteChunk[] = [];
     let bytes = 0;
     // The same visitor walks local and remote segments: one poll spans both seamlessly.
     const visit = (batch: Uint8Array, header: BatchHeader) => {
@@ -608,7 +615,7 @@ export class PartitionLog {
       if (segment.location === "remote") await this.#remote?.ensureIndex(segment);
       const entry = segment.index.floorByOffset(offset - segment.startOffset);
       if (segment.location === "remote") {
-        await this.#scanRemote(segment, entry, () => maxBytes - bytes, visit);
+        await this.#scanRemote(segment, entry, () => maxBytes - bytes, visit, borrowed);
       } else {
         // Start with a modest window (a poll of 100 × 1 KiB fits) and let the scan double it.
         const windowBytes = Math.min(maxBytes - bytes + 16 * 1024, 128 * 1024);
@@ -616,7 +623,13 @@ export class PartitionLog {
       }
       offset = messages.length > 0 ? messages.at(-1)!.offset + 1 : segment.visibleEndOffset + 1;
     }
-    return { messages, nextOffset: messages.length > 0 ? messages.at(-1)!.offset + 1 : offset };
+    return {
+      messages,
+      nextOffset: messages.length > 0 ? messages.at(-1)!.offset + 1 : offset,
+      release: () => {
+        for (const chunk of borrowed.splice(0)) this.#remote?.recycle?.(chunk);
+      },
+    };
   }
 
   async #scanLocal(
@@ -657,6 +670,7 @@ export class PartitionLog {
     from: IndexEntry,
     wantBytes: () => number,
     visit: (batch: Uint8Array, header: BatchHeader) => boolean,
+    borrowed: RemoteChunk[] | null,
   ): Promise<void> {
     const remote = this.#remote;
     if (remote === null) throw new RemoteReadUnavailableError(this.label, segment.startOffset);
@@ -675,6 +689,10 @@ export class PartitionLog {
       // Checking and decoding a window is this read's piece: it runs on the shard's turn.
       if (this.#gate !== null) await this.#gate.turn();
       const walked = walkChunk(chunk, pos, expectedOffset, visit);
+      // A window the visitor may have kept views into is the read's until it is released; one that
+      // did not hold a whole batch was not visited and goes back at once.
+      if (walked.kind === "short" || borrowed === null) remote.recycle?.(chunk);
+      else borrowed.push(chunk);
       if (walked.kind === "stopped") return;
       if (walked.kind === "short") {
         // A batch runs past the window: the same position again, with a larger window.
@@ -714,7 +732,7 @@ export class PartitionLog {
     if (segment.location === "remote") {
       await this.#remote?.ensureIndex(segment);
       const entry = segment.index.floorByTimestamp(timestampUs);
-      await this.#scanRemote(segment, entry, () => 64 * 1024, visit);
+      await this.#scanRemote(segment, entry, () => 64 * 1024, visit, null);
       return found;
     }
     const entry = segment.index.floorByTimestamp(timestampUs);

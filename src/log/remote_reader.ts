@@ -29,6 +29,11 @@ export interface RemoteReader {
   ensureIndex(segment: Segment): Promise<void>;
   /** Forgets a chunk whose bytes failed their checksum, so the next read fetches it again. */
   drop(chunk: RemoteChunk): Promise<void>;
+  /**
+   * Takes back a chunk's bytes once nothing reads them any more (the poll's answer is encoded), so
+   * the next window can reuse their buffer. Optional: bytes never given back are simply collected.
+   */
+  recycle?(chunk: RemoteChunk): void;
 }
 
 /** A remote chunk failed its checksum twice: never served. */

@@ -94,10 +94,13 @@ export const apiRoutes: Route[] = [
       maxBytes: queryInt(q, "max_bytes", pollBytesDefault, 1, pollBytesMax)!,
     });
     const encoding = responseEncoding(c.request);
-    return encodeResponse(200, {
+    const response = encodeResponse(200, {
       messages: result.messages.map((m) => messageView(m, encoding)),
       next_offset: result.nextOffset,
     }, encoding);
+    // The answer holds copies now: the windows the messages were views into can be reused.
+    result.release();
+    return response;
   }),
   route("GET", `${P}/tier/await`, async (c) => {
     const q = c.url.searchParams;

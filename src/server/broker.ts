@@ -4,7 +4,7 @@ import type { PieceGate } from "../runtime/piece_gate.ts";
 import { HousekeepingMetrics } from "../tier/housekeeping_metrics.ts";
 import type { IncarnationTable, KnownPartition } from "../tier/object_class.ts";
 import type { Config } from "../config/config.ts";
-import type { MessageInput, StoredMessage } from "../log/batch_codec.ts";
+import type { MessageInput } from "../log/batch_codec.ts";
 import type { LogConfig } from "../log/log_config.ts";
 import {
   PartitionUnavailableError,
@@ -12,7 +12,9 @@ import {
   WriteQueueFullError,
 } from "../log/log_errors.ts";
 import { labelOf, Partition, type PartitionAddress, partitionDir } from "../log/partition.ts";
-import type { LogStats } from "../log/partition_log.ts";
+import type { LogStats, ReadResult } from "../log/partition_log.ts";
+import { BufferPool } from "../runtime/buffer_pool.ts";
+import { pooledWindowBytes, pooledWindowsMax } from "../tier/tier_remote_reader.ts";
 import { TooManyConsumersError } from "../log/consumer_offsets.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Disk } from "../runtime/disk.ts";
@@ -180,6 +182,7 @@ export class Broker {
         fetchDeadlineMs: config.tieredStorage.requestTimeoutMs,
         cooperation: deps.cooperation,
         gate: shards[id]!.pieceGate,
+        windowPool: new BufferPool({ bufferBytes: pooledWindowBytes, buffersMax: pooledWindowsMax }),
         fetchSlots: new Semaphore({
           permits: config.tieredStorage.fetchConcurrency,
           waitersMax: 4096,
@@ -420,7 +423,7 @@ export class Broker {
     topicName: string,
     partitionId: number,
     request: PollRequest,
-  ): Promise<{ messages: StoredMessage[]; nextOffset: number }> {
+  ): Promise<ReadResult> {
     const partition = this.#open(this.#topic(streamName, topicName), partitionId, streamName);
     const shard = this.#shardOf(partition.address);
     shard.requests++;

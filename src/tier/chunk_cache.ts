@@ -1,6 +1,7 @@
 import type { PieceGate } from "../runtime/piece_gate.ts";
 import { concatBytes } from "../runtime/bytes.ts";
-import { readExactly } from "../log/scan_batches.ts";
+import { readExactlyInto } from "../log/scan_batches.ts";
+import type { BufferPool } from "../runtime/buffer_pool.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { type Disk, DiskError, type DiskFile } from "../runtime/disk.ts";
 import type { Logger } from "../runtime/logger.ts";
@@ -52,6 +53,8 @@ export interface ChunkCacheDeps {
   cooperation?: Cooperation;
   /** The shard's piece gate: each piece written into a chunk file waits for its turn (else a yield). */
   gate?: PieceGate;
+  /** Buffers for the windows polls read, given back through `recycleWindow` once answered. */
+  windowPool?: BufferPool;
 }
 
 /** The LRU order, saved so a restart keeps which chunks are warm. */
@@ -488,6 +491,11 @@ export class ChunkCache {
     if (gate === undefined) await yieldToReactor();
   }
 
+  /** Takes back a window `readChunk` returned, once nothing reads it (a no-op for other bytes). */
+  recycleWindow(bytes: Uint8Array): void {
+    this.#deps.windowPool?.give(bytes);
+  }
+
   async #readWindow(
     path: string,
     span: ChunkSpan,
@@ -496,7 +504,8 @@ export class ChunkCache {
     const file = await this.#deps.disk.open(path, { readOnly: true });
     try {
       const length = Math.min(window.length, span.end - window.from);
-      return await readExactly(file, window.from - span.start, length);
+      const buffer = this.#deps.windowPool?.take(length) ?? new Uint8Array(length);
+      return buffer.subarray(0, await readExactlyInto(file, buffer, window.from - span.start));
     } finally {
       await file.close();
     }

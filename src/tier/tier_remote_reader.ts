@@ -6,6 +6,7 @@ import {
   RemoteSegmentRetiredError,
 } from "../log/remote_reader.ts";
 import type { Segment } from "../log/segment.ts";
+import { remoteWindowFirstBytes } from "../log/partition_log.ts";
 import { NotFoundError } from "../objectstore/object_store_errors.ts";
 import type { CacheMetrics } from "./cache_metrics.ts";
 import type { ChunkCache, ChunkRequest } from "./chunk_cache.ts";
@@ -17,6 +18,13 @@ export const firstRangeBytesMin = 64 * 1024;
 export const firstRangeBytesMax = 1024 * 1024;
 /** The least a poll reads from a cached chunk at once. */
 const windowBytesMin = 64 * 1024;
+/**
+ * The size of the pooled window buffers: a poll's first window (`remoteWindowFirstBytes` plus the
+ * room to finish a batch), which is all most polls read.
+ */
+export const pooledWindowBytes = remoteWindowFirstBytes + windowBytesMin;
+/** Bound on the window buffers a shard keeps for reuse (8 MiB of them). */
+export const pooledWindowsMax = 64;
 
 export interface TierRemoteReaderOptions {
   prefix: string;
@@ -93,6 +101,10 @@ export class TierRemoteReader implements RemoteReader {
 
   drop(chunk: RemoteChunk): Promise<void> {
     return this.#cache.drop(chunk.cacheKey);
+  }
+
+  recycle(chunk: RemoteChunk): void {
+    this.#cache.recycleWindow(chunk.bytes);
   }
 
   /** Null when the whole chunk is fetched anyway: little more than the walk needs, or no index to snap to. */

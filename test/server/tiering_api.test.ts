@@ -72,6 +72,20 @@ t.test("a tiered topic uploads and evicts; stats, metrics and await report the f
     Array.from({ length: 60 }, (_, i) => i),
     "every message from offset 0, remote then local, intact",
   );
+  // Concurrent polls each answer from their own windows (given back, and reused, once encoded).
+  const concurrent = await Promise.all(
+    Array.from(
+      { length: 8 },
+      (_, i) => c.poll("s", "t", 0, { offset: i * 3, count: 3, maxBytes: 4 * 1024 * 1024 }),
+    ),
+  );
+  t.ok(
+    concurrent.every((p, i) =>
+      p.messages.length === 3 &&
+      p.messages.every((m, k) => m.offset === i * 3 + k && m.payload.every((b) => b === (m.offset & 0xff)))
+    ),
+    "eight concurrent polls of evicted data, each intact",
+  );
   const gets = async () =>
     Number(
       (await (await raw("/metrics")).text()).match(/strata_objectstore_requests_total\{op="get"\} (\d+)/)

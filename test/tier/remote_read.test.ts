@@ -25,6 +25,8 @@ import { CacheMetrics } from "../../src/tier/cache_metrics.ts";
 import { createMetricsRegistry } from "../../src/runtime/metrics.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { RecordingGate } from "../helpers/recording_gate.ts";
+import { BufferPool } from "../../src/runtime/buffer_pool.ts";
+import { pooledWindowBytes } from "../../src/tier/tier_remote_reader.ts";
 
 // Reads of evicted segments through the chunk cache, with the sim store counting every GET.
 await initCrc32c();
@@ -43,6 +45,7 @@ interface EvictedOptions {
   chunkBytes?: number;
   readaheadChunksMax?: number;
   payloadBytes?: number;
+  windowPool?: BufferPool;
 }
 
 /** A partition with sealed segments (4 by default) uploaded to the sim store and evicted. */
@@ -113,6 +116,7 @@ async function evicted(t: Test, options: EvictedOptions = {}) {
   const openCache = (gate?: PieceGate) =>
     ChunkCache.open({
       ...(gate !== undefined ? { gate } : {}),
+      ...(options.windowPool !== undefined ? { windowPool: options.windowPool } : {}),
       disk,
       store,
       clock,
@@ -293,6 +297,28 @@ t.test("a chunk fill hands each piece to the file as it arrives: it never asks f
   t.ok(read.messages.length === 30 && read.messages.every(payloadOk), "the read is intact");
   t.ok(streamed >= 1, `${streamed} chunks streamed`);
   t.equal(wholeRanges, 0, "no range fetched whole");
+});
+
+t.test("a released read gives its windows back for the next poll; an unreleased one keeps them", async (t) => {
+  const windowPool = new BufferPool({ bufferBytes: pooledWindowBytes, buffersMax: 8 });
+  const { partition, attach } = await evicted(t, { payloadBytes: 1000, messages: 600, windowPool });
+  await attach();
+  // The first read of a chunk hydrates it; warm reads after that are served from windows.
+  await partition.log.read(0, 10, 1 << 20);
+  const ok = (m: { offset: number; payload: Uint8Array }) =>
+    m.payload.length === 1000 && m.payload.every((b) => b === (m.offset & 0xff));
+  const first = await partition.log.read(0, 10, 1 << 20);
+  t.ok(first.messages.every(ok), "the first read is intact");
+  const kept = await partition.log.read(20, 10, 1 << 20);
+  t.equal(windowPool.freeCount, 0, "nothing given back before a release");
+  first.release();
+  t.equal(windowPool.freeCount, 1, "the first read's window is back");
+  first.release();
+  t.equal(windowPool.freeCount, 1, "a second release changes nothing");
+  const second = await partition.log.read(40, 10, 1 << 20);
+  t.equal(second.messages[0]!.payload.buffer, first.messages[0]!.payload.buffer, "the next read reuses it");
+  t.ok(second.messages.every(ok), "and is intact");
+  t.ok(kept.messages.every(ok), "the read not released still reads its own bytes");
 });
 
 t.test("a warm poll makes zero GETs; concurrent cold readers of one chunk share one GET", async (t) => {

@@ -1,0 +1,49 @@
+import { assert } from "./assert.ts";
+
+export interface BufferPoolOptions {
+  /** The size of every pooled buffer; a request for more gets a buffer of its own, never pooled. */
+  bufferBytes: number;
+  /** Bound on the buffers kept for reuse. */
+  buffersMax: number;
+}
+
+/**
+ * Buffers of one size, lent and given back: a poll's remote window borrows one and gives it back
+ * once its answer is encoded, so a busy shard does not hand the garbage collector 128 KiB per poll.
+ * Only a buffer this pool lent, and has not had back since, is taken back: a second give, or a
+ * buffer from elsewhere, is ignored, so a mistaken release cannot lend one buffer to two readers.
+ */
+export class BufferPool {
+  readonly bufferBytes: number;
+  readonly #buffersMax: number;
+  readonly #free: ArrayBuffer[] = [];
+  readonly #lent = new WeakSet<ArrayBuffer>();
+
+  constructor(options: BufferPoolOptions) {
+    assert(options.bufferBytes > 0 && options.buffersMax >= 0, "Cannot make a buffer pool: bad sizes");
+    this.bufferBytes = options.bufferBytes;
+    this.#buffersMax = options.buffersMax;
+  }
+
+  /** Gauge: buffers kept for reuse. */
+  get freeCount(): number {
+    return this.#free.length;
+  }
+
+  /** A zero-based view of `lengthBytes`; from the pool when it fits a pooled buffer. */
+  take(lengthBytes: number): Uint8Array {
+    assert(lengthBytes >= 0, "Cannot take a buffer of negative length");
+    if (lengthBytes > this.bufferBytes) return new Uint8Array(lengthBytes);
+    const buffer = this.#free.pop() ?? new ArrayBuffer(this.bufferBytes);
+    this.#lent.add(buffer);
+    return new Uint8Array(buffer, 0, lengthBytes);
+  }
+
+  /** Takes back the buffer under `view`; nothing may read it afterwards. */
+  give(view: Uint8Array): void {
+    const buffer = view.buffer;
+    if (!(buffer instanceof ArrayBuffer) || !this.#lent.has(buffer)) return;
+    this.#lent.delete(buffer);
+    if (this.#free.length < this.#buffersMax) this.#free.push(buffer);
+  }
+}
