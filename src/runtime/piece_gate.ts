@@ -14,15 +14,23 @@ import { yieldToReactor } from "./yield_to_reactor.ts";
 export class PieceGate {
   readonly #turns: Semaphore;
   readonly #cooperation: Cooperation;
+  readonly #waitersMax: number;
 
   constructor(cooperation: Cooperation = cooperative, waitersMax = 4096) {
     this.#turns = new Semaphore({ permits: 1, waitersMax, name: "piece gate" });
+    this.#waitersMax = waitersMax;
     this.#cooperation = cooperation;
   }
 
-  /** Resolves when it is the caller's turn; the caller then runs one piece without awaiting. */
+  /**
+   * Resolves when it is the caller's turn; the caller then runs one piece without awaiting. Never
+   * fails: the gate's callers include disk operations that have already happened, which must not
+   * be reported as failed. Beyond `waitersMax` queued turns a caller does not queue but only yields,
+   * so the queue stays bounded and an overload costs the tick's protection, not an error.
+   */
   async turn(): Promise<void> {
     if (this.#cooperation.naive) return;
+    if (this.#turns.waiting >= this.#waitersMax) return await yieldToReactor();
     const permit = await this.#turns.acquire();
     void yieldToReactor().then(() => permit.release());
   }

@@ -80,3 +80,10 @@ t.test("in the benchmark's naive mode every turn is granted at once, and the swi
   t.ok(order.includes("immediate"), "cooperative again: the second turn waited for the loop");
   t.end();
 });
+
+t.test("beyond its bound of queued turns the gate does not fail a caller: it yields instead of queueing", async (t) => {
+  const gate = new PieceGate(undefined, 2);
+  const outcomes = await Promise.allSettled(Array.from({ length: 6 }, () => gate.turn()));
+  t.ok(outcomes.every((o) => o.status === "fulfilled"), "every caller got its turn or a yield");
+  t.equal(gate.waiting, 0, "nobody left queued");
+});
