@@ -116,7 +116,7 @@ export class PartitionLog {
   #lastSyncMs: number;
   #failure: Error | null = null;
   #remote: RemoteReader | null = null;
-  /** The shard's piece gate: walking a remote chunk waits for a turn (absent in some tests). */
+  /** The piece gate: walking a remote chunk waits for a turn (absent in some tests). */
   #gate: PieceGate | null = null;
   #sealedCount = 0;
   #closed = false;
@@ -686,7 +686,7 @@ export class PartitionLog {
     // or drops a corrupt chunk once per position, and positions only grow: the loop ends.
     while (pos < segment.sizeBytes) {
       const chunk = await remote.chunkAt(segment, pos, windowBytes);
-      // Checking and decoding a window is this read's piece: it runs on the shard's turn.
+      // Checking and decoding a window is this read's piece: it runs on a turn of the piece gate.
       if (this.#gate !== null) await this.#gate.turn();
       const walked = walkChunk(chunk, pos, expectedOffset, visit);
       // A window the visitor may have kept views into is the read's until it is released; one that

@@ -3,9 +3,10 @@ import { Semaphore } from "./semaphore.ts";
 import { yieldToReactor } from "./yield_to_reactor.ts";
 
 /**
- * One piece of CPU work at a time per shard, a timers phase between two pieces. A yield after each
- * piece bounds how long one task runs, but every task that is ready runs its next piece in the same
- * turn of the event loop, and the tick waits behind the sum. Tasks that do pieces (hashing an
+ * One piece of work at a time per process (the server makes one gate; its shards share it, as they
+ * share one loop), a timers phase between two pieces. A yield after each piece bounds how long one
+ * task runs, but every task that is ready runs its next piece in the same turn of the event loop,
+ * and the tick waits behind the sum. Tasks that do pieces (hashing an
  * upload's piece, checking a downloaded one) take a turn first: the turn's holder runs its piece
  * at once, synchronously, and the turn passes on only after a yield to the reactor, so the tick
  * waits behind one piece at most, whatever the number of tasks. In the benchmark's naive mode

@@ -433,7 +433,7 @@ export class Broker {
         : partition.log.read(request.offset ?? 0, request.count, request.maxBytes)
     );
     // The answer's encoding (up to `max_bytes` of messages) is a piece of CPU work: it runs on the
-    // shard's turn, which the caller's synchronous encode continues, so 32 polls finishing together
+    // gate's turn, which the caller's synchronous encode continues, so 32 polls finishing together
     // cannot put 32 encodings into one turn of the loop ahead of the tick.
     if (result.messages.length > 0) await shard.pieceGate.turn();
     return result;

@@ -27,7 +27,7 @@ export interface UploadDeps {
   bandwidth: TokenBucket;
   /** The pump benchmark's naive phase: whole-file read and hash, no pieces, no yields. */
   naive?: boolean;
-  /** The shard's piece gate: each piece's CPU work waits for its turn (else a yield after each piece). */
+  /** The piece gate: each piece's CPU work waits for its turn (else a yield after each piece). */
   gate?: PieceGate;
 }
 
