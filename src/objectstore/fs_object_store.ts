@@ -66,23 +66,13 @@ export class FsObjectStore implements ObjectStore {
   }
 
   async getRange(key: string, start: number, endExclusive: number): Promise<Uint8Array[]> {
-    const file = await this.#open(checkKey(key));
-    try {
-      const { meta, headerBytes } = await readHeader(file, key);
-      const end = Math.min(endExclusive, meta.sizeBytes);
-      const pieces: Uint8Array[] = [];
-      for (let at = start; at < end; at += pieceBytesMax) {
-        const piece = new Uint8Array(Math.min(pieceBytesMax, end - at));
-        const read = await file.readAt(piece, headerBytes + at);
-        if (read !== piece.length) {
-          throw new CorruptError(`Cannot read object ${key}: it is shorter than its header says`);
-        }
-        pieces.push(piece);
-      }
-      return pieces;
-    } finally {
-      await file.close();
-    }
+    // streamRange reuses one buffer for every piece: each is copied out before the next is read.
+    const pieces: Uint8Array[] = [];
+    await this.streamRange(key, start, endExclusive, (piece) => {
+      pieces.push(piece.slice());
+      return Promise.resolve();
+    });
+    return pieces;
   }
 
   async streamRange(key: string, start: number, endExclusive: number, onPiece: PieceSink): Promise<number> {

@@ -190,8 +190,8 @@ async function putOnce(
 }
 
 /**
- * CRC32 of a file, one piece at a time with a yield after each, through one reused buffer: the
- * hash pass allocates nothing per piece, which keeps garbage collection off the pump's path.
+ * CRC32 of a file, one piece at a time on the gate's turns, read like the send pass into one
+ * buffer: the hash pass allocates nothing per piece.
  */
 async function hashFile(
   file: DiskFile,
@@ -200,14 +200,7 @@ async function hashFile(
   gate: PieceGate | undefined,
 ): Promise<number> {
   const crc = new Crc32Stream();
-  const buffer = new Uint8Array(Math.max(1, Math.min(pieceBytes, sizeBytes)));
-  for (let at = 0; at < sizeBytes; at += buffer.length) {
-    const n = await readExactlyInto(file, buffer.subarray(0, Math.min(buffer.length, sizeBytes - at)), at);
-    if (n === 0) break;
-    if (gate !== undefined) await gate.turn();
-    crc.update(buffer.subarray(0, n));
-    if (gate === undefined) await yieldToReactor();
-  }
+  for await (const piece of pieces(file, sizeBytes, pieceBytes, gate)) crc.update(piece);
   return crc.digest();
 }
 

@@ -124,18 +124,9 @@ export class S3ObjectStore implements ObjectStore {
     endExclusive: number,
     options: OpOptions = {},
   ): Promise<Uint8Array[]> {
-    checkKey(key);
-    if (endExclusive <= start) return [];
     const what = `Cannot get ${key}`;
-    const headers = { range: `bytes=${start}-${endExclusive - 1}`, "x-amz-content-sha256": emptySha256 };
-    let response: S3Response;
-    try {
-      response = await this.#request("GET", this.#keyPath(key), {}, headers, null, options, what);
-    } catch (error) {
-      // A range starting past the end is empty, as the fs and sim backends answer.
-      if (error instanceof MalformedError && error.status === 416) return [];
-      throw error;
-    }
+    const response = await this.#rangeGet(key, start, endExclusive, options, what);
+    if (response === null) return [];
     const pieces = await readPieces(response.body, endExclusive - start + 1, what);
     if (response.status === 206) return pieces;
     // A 200 carries the whole object: keep only the range asked for.
@@ -154,31 +145,44 @@ export class S3ObjectStore implements ObjectStore {
     onPiece: PieceSink,
     options: OpOptions = {},
   ): Promise<number> {
-    checkKey(key);
-    if (endExclusive <= start) return 0;
     const what = `Cannot get ${key}`;
-    const headers = { range: `bytes=${start}-${endExclusive - 1}`, "x-amz-content-sha256": emptySha256 };
-    let response: S3Response;
-    try {
-      response = await this.#request("GET", this.#keyPath(key), {}, headers, null, options, what);
-    } catch (error) {
-      if (error instanceof MalformedError && error.status === 416) return 0;
-      throw error;
+    const response = await this.#rangeGet(key, start, endExclusive, options, what);
+    if (response === null) return 0;
+    if (response.status === 206) {
+      return await streamPieces(response.body, endExclusive - start, what, onPiece);
     }
-    if (response.status !== 206) {
-      const pieces = slicePieces(
+    let position = 0;
+    for (
+      const piece of slicePieces(
         await readPieces(response.body, endExclusive - start + 1, what),
         start,
         endExclusive,
-      );
-      let position = 0;
-      for (const piece of pieces) {
-        await onPiece(piece, position);
-        position += piece.length;
-      }
-      return position;
+      )
+    ) {
+      await onPiece(piece, position);
+      position += piece.length;
     }
-    return await streamPieces(response.body, endExclusive - start, what, onPiece);
+    return position;
+  }
+
+  /** The response to a ranged GET, or null when the range is empty or starts past the object's end. */
+  async #rangeGet(
+    key: string,
+    start: number,
+    endExclusive: number,
+    options: OpOptions,
+    what: string,
+  ): Promise<S3Response | null> {
+    checkKey(key);
+    if (endExclusive <= start) return null;
+    const headers = { range: `bytes=${start}-${endExclusive - 1}`, "x-amz-content-sha256": emptySha256 };
+    try {
+      return await this.#request("GET", this.#keyPath(key), {}, headers, null, options, what);
+    } catch (error) {
+      // A range starting past the end is empty, as the fs and sim backends answer.
+      if (error instanceof MalformedError && error.status === 416) return null;
+      throw error;
+    }
   }
 
   async head(key: string, options: OpOptions = {}): Promise<ObjectHead | null> {
