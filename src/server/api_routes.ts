@@ -1,9 +1,17 @@
 import { ApiError, badRequest } from "./api_errors.ts";
-import { decodeBody, encodeResponse, readBody, requestEncoding, responseEncoding } from "./body_codec.ts";
+import {
+  decodeBody,
+  encodeResponse,
+  msgpackResponse,
+  readBody,
+  requestEncoding,
+  responseEncoding,
+} from "./body_codec.ts";
 import type { Broker } from "./broker.ts";
 import type { PieceGate } from "../runtime/piece_gate.ts";
 import { messageView, parseMessages } from "./message_codec.ts";
 import { checkName } from "./names.ts";
+import { encodePollAnswer } from "./poll_answer_codec.ts";
 
 export const pollCountDefault = 100;
 export const pollCountMax = 10_000;
@@ -94,10 +102,12 @@ export const apiRoutes: Route[] = [
       maxBytes: queryInt(q, "max_bytes", pollBytesDefault, 1, pollBytesMax)!,
     });
     const encoding = responseEncoding(c.request);
-    const response = encodeResponse(200, {
-      messages: result.messages.map((m) => messageView(m, encoding)),
-      next_offset: result.nextOffset,
-    }, encoding);
+    const response = encoding === "msgpack"
+      ? msgpackResponse(200, encodePollAnswer(result.messages, result.nextOffset))
+      : encodeResponse(200, {
+        messages: result.messages.map((m) => messageView(m, encoding)),
+        next_offset: result.nextOffset,
+      }, encoding);
     // The answer holds copies now: the windows the messages were views into can be reused.
     result.release();
     return response;

@@ -76,19 +76,21 @@ export function decodeBody(bytes: Uint8Array, encoding: Encoding): Record<string
 export const streamedBodyBytesMin = 64 * 1024;
 
 export function encodeResponse(status: number, body: unknown, encoding: Encoding): Response {
-  if (encoding === "msgpack") {
-    const bytes = packMsgpack(body);
-    const headers = { "content-type": msgpackContentType };
-    if (bytes.length < streamedBodyBytesMin) return new Response(bytes, { status, headers });
-    const stream = new ReadableStream<Uint8Array>({
-      start(controller) {
-        controller.enqueue(bytes);
-        controller.close();
-      },
-    });
-    return new Response(stream, { status, headers: { ...headers, "content-length": String(bytes.length) } });
-  }
+  if (encoding === "msgpack") return msgpackResponse(status, packMsgpack(body));
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+}
+
+/** A response of encoded msgpack bytes, which it owns from now on. */
+export function msgpackResponse(status: number, bytes: Uint8Array<ArrayBuffer>): Response {
+  const headers = { "content-type": msgpackContentType };
+  if (bytes.length < streamedBodyBytesMin) return new Response(bytes, { status, headers });
+  const stream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(bytes);
+      controller.close();
+    },
+  });
+  return new Response(stream, { status, headers: { ...headers, "content-length": String(bytes.length) } });
 }
 
 export function packMsgpack(value: unknown): Uint8Array<ArrayBuffer> {
