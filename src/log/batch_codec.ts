@@ -112,6 +112,13 @@ export function verifyBatch(batch: Uint8Array): boolean {
   return crc32c(batch.subarray(16)) === header.crc32c;
 }
 
+/**
+ * The headers of every message that has none: one frozen object instead of an empty one per
+ * message decoded (a poll of 100 messages made 100), so a reader that tried to add to it would
+ * throw rather than change other messages.
+ */
+const noHeaders: Record<string, string> = Object.freeze({});
+
 /** Decodes the messages of one whole, verified batch. */
 export function decodeMessages(batch: Uint8Array): StoredMessage[] {
   const header = decodeBatchHeader(batch);
@@ -130,7 +137,7 @@ export function decodeMessages(batch: Uint8Array): StoredMessage[] {
     const key = keyLength < 0 ? null : decoder.decode(batch.subarray(p, p += keyLength));
     const headerCount = view.getUint16(p, true);
     p += 2;
-    const headers: Record<string, string> = {};
+    const headers: Record<string, string> = headerCount === 0 ? noHeaders : {};
     for (let h = 0; h < headerCount; h++) {
       const nameLength = view.getUint16(p, true);
       const name = decoder.decode(batch.subarray(p + 2, p += 2 + nameLength));

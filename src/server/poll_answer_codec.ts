@@ -30,9 +30,9 @@ export function encodePollAnswer(
     if (m.key === null) out.nil();
     else out.str(m.key);
     out.str("headers");
-    const names = Object.keys(m.headers);
-    out.mapHeader(names.length);
-    for (const name of names) {
+    out.mapHeader(headerCount(m.headers));
+    // A for-in walks the names without the array Object.keys would allocate for every message.
+    for (const name in m.headers) {
       out.str(name);
       out.str(m.headers[name]!);
     }
@@ -48,12 +48,14 @@ export function encodePollAnswer(
 function messageBytes(m: StoredMessage): number {
   let size = mapHeaderBytes(5) + keyBytes + numberBytes(m.offset) + numberBytes(m.timestampUs) +
     (m.key === null ? 1 : strBytes(m.key));
-  let headers = 0;
-  for (const name in m.headers) {
-    size += strBytes(name) + strBytes(m.headers[name]!);
-    headers++;
-  }
-  return size + mapHeaderBytes(headers) + binHeaderBytes(m.payload.length) + m.payload.length;
+  for (const name in m.headers) size += strBytes(name) + strBytes(m.headers[name]!);
+  return size + mapHeaderBytes(headerCount(m.headers)) + binHeaderBytes(m.payload.length) + m.payload.length;
+}
+
+function headerCount(headers: Record<string, string>): number {
+  let n = 0;
+  for (const _ in headers) n++;
+  return n;
 }
 
 /** The five field names of a message, each a fixstr. */

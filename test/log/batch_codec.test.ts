@@ -25,6 +25,23 @@ t.test("a batch round-trips keys, headers, payloads, offsets and timestamps", (t
   t.end();
 });
 
+t.test("messages without headers share one frozen empty object; those with headers get their own", (t) => {
+  const batch = encodeBatch(0, 1, [
+    { key: null, headers: {}, payload: new Uint8Array(1) },
+    { key: null, headers: {}, payload: new Uint8Array(1) },
+    { key: null, headers: { a: "1" }, payload: new Uint8Array(1) },
+  ]);
+  const [first, second, third] = decodeMessages(batch);
+  t.equal(first!.headers, second!.headers, "one object, not one per message");
+  t.ok(Object.isFrozen(first!.headers), "frozen: adding to it throws instead of changing other messages");
+  t.throws(() => {
+    first!.headers["x"] = "y";
+  });
+  t.same(second!.headers, {});
+  t.notOk(Object.isFrozen(third!.headers));
+  t.end();
+});
+
 t.test("a flipped bit anywhere after the checksum field fails verification", (t) => {
   const batch = encodeBatch(0, 1, [{ key: "k", headers: { a: "b" }, payload: bytes("payload bytes") }]);
   const failures: number[] = [];
