@@ -125,13 +125,29 @@ export function commit(
 /**
  * A read hit the chunk: it moves to the warm end, unless the reader is cold (a backfill far behind
  * the head): its hits leave the chunk where it is, so a backfill never displaces the working set.
+ * A chunk already among the warmest (`recentRanks`) stays where it is too: moving it copies the
+ * whole map, and a reader walks a chunk in about 80 polls, so every poll copied it for nothing (18 %
+ * of what the storm allocated, a sampling heap profile found). The order is thus LRU up to
+ * `recentRanks` places at the warm end: such a chunk goes before one read after it only when a trim
+ * keeps fewer chunks than that, which trimming chunks of one size to the low watermark never does.
  */
 export function access(state: CacheState, key: string, cold = false): CacheState {
   const chunk = state.chunks.get(key);
   if (chunk === undefined || cold) return state;
+  // Each rank handed out since this chunk's moved at most one chunk above it.
+  if (state.warmRank - chunk.rank <= recentRanks(state)) return state;
   const chunks = new Map(state.chunks);
   chunks.set(key, { ...chunk, rank: state.warmRank });
   return { ...state, chunks, warmRank: state.warmRank + 1 };
+}
+
+/**
+ * How many places from the warm end a read leaves a chunk where it is: half of the share a trim
+ * keeps (the low watermark), at least 1 (the warmest chunk itself), so a trim evicts every colder
+ * chunk before it could reach one of these.
+ */
+export function recentRanks(state: CacheState): number {
+  return Math.max(1, Math.floor((state.chunks.size * state.config.lowWatermarkPercent) / 200));
 }
 
 /** A chunk file found missing or dropped (a checksum failure): it leaves the accounting. */

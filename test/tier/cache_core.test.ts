@@ -3,6 +3,7 @@ import {
   access,
   commit,
   initialCache,
+  recentRanks,
   releaseReservation,
   reserve,
   reserveIfRoom,
@@ -140,5 +141,30 @@ t.test("a prefetch is admitted only below the low watermark and never forces a t
   const refused = reserveIfRoom(state, 301);
   t.notOk(refused.admitted, "past the watermark: refused");
   t.equal(refused.state, state, "and nothing changed: no trim, no reservation");
+  t.end();
+});
+
+t.test("a read of a chunk among the warmest recentRanks leaves the state as it is; one further back moves it to the warm end", (t) => {
+  const keys = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"];
+  const state = filled(keys);
+  t.equal(recentRanks(state), 4, "half of the 80 % a trim keeps of 10 chunks");
+  t.equal(access(state, "j"), state, "the warmest chunk: no copy");
+  t.equal(access(state, "g"), state, "fourth from the warm end: no copy");
+  const moved = access(state, "f");
+  t.not(moved, state, "fifth from the warm end: moved");
+  t.equal(moved.chunks.get("f")!.rank, state.warmRank, "to the warm end");
+  t.equal(recentRanks(filled(["a"])), 1, "at least the warmest chunk itself");
+  // Reads that stayed put are at most recentRanks places out of LRU order: a trim to the low
+  // watermark evicts the same chunks as exact LRU would.
+  let lazy = state;
+  let exact = state;
+  for (const key of ["g", "h", "a", "g", "b", "i"]) {
+    lazy = access(lazy, key);
+    const chunk = exact.chunks.get(key)!;
+    const chunks = new Map(exact.chunks);
+    chunks.set(key, { ...chunk, rank: exact.warmRank });
+    exact = { ...exact, chunks, warmRank: exact.warmRank + 1 };
+  }
+  t.same(deleted(trim(lazy, 10_000).effects), deleted(trim(exact, 10_000).effects), "c and d either way");
   t.end();
 });
