@@ -4,10 +4,9 @@ import { assert } from "../runtime/assert.ts";
 /**
  * A poll's msgpack answer, `{ messages: [{ offset, timestamp, key, headers, payload }], next_offset }`,
  * written straight into one buffer of its exact size. The generic path built an object per message
- * for the encoder, which then enumerated its keys and grew its buffer: about 400 bytes of garbage
- * per message, 40 KiB per poll of 100, which the young generation's collections chase on the
- * pump's thread (docs/TUNING.md). The bytes are those the generic encoder writes for the same
- * answer (a test compares them), so clients see no difference.
+ * for msgpackr, which enumerated its keys and grew its buffer to four times the answer, garbage the
+ * collector chases on the pump's thread (docs/TUNING.md, items 18 and 19). The bytes are those
+ * msgpackr writes for the same answer (a test compares them), so clients see no difference.
  */
 export function encodePollAnswer(
   messages: readonly StoredMessage[],

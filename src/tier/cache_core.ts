@@ -142,9 +142,8 @@ export function access(state: CacheState, key: string, cold = false): CacheState
 }
 
 /**
- * How many places from the warm end a read leaves a chunk where it is: half of the share a trim
- * keeps (the low watermark), at least 1 (the warmest chunk itself), so a trim evicts every colder
- * chunk before it could reach one of these.
+ * How many places from the warm end a read leaves a chunk where it is: half of the chunks a trim to
+ * the low watermark keeps, and at least 1 (the warmest chunk itself, where a move changes nothing).
  */
 export function recentRanks(state: CacheState): number {
   return Math.max(1, Math.floor((state.chunks.size * state.config.lowWatermarkPercent) / 200));
