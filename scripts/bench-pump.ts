@@ -269,7 +269,7 @@ async function measurePieceMs(path: string): Promise<number> {
   return times[times.length >> 1]!;
 }
 
-/** Raw copy speed of a segment file (read, write, fsync in 1 MiB pieces): the most an fs upload can reach. */
+/** Raw copy speed of a segment file (read and write in 1 MiB pieces, one fsync at the end): the most an fs upload can reach. */
 async function measureCopyMbS(path: string): Promise<number> {
   const source = await disk.open(path, { readOnly: true });
   const target = `${dir}/copy-probe.bin`;
