@@ -12,7 +12,7 @@ export function encodePollAnswer(
   messages: readonly StoredMessage[],
   nextOffset: number,
 ): Uint8Array<ArrayBuffer> {
-  let size = mapHeaderBytes(2) + strBytes("messages") + arrayHeaderBytes(messages.length) +
+  let size = headerBytes(2, mapForms) + strBytes("messages") + headerBytes(messages.length, arrayForms) +
     strBytes("next_offset") + numberBytes(nextOffset);
   for (const m of messages) size += messageBytes(m);
   const out = new Writer(size);
@@ -45,10 +45,11 @@ export function encodePollAnswer(
 }
 
 function messageBytes(m: StoredMessage): number {
-  let size = mapHeaderBytes(5) + keyBytes + numberBytes(m.offset) + numberBytes(m.timestampUs) +
+  let size = headerBytes(5, mapForms) + keyBytes + numberBytes(m.offset) + numberBytes(m.timestampUs) +
     (m.key === null ? 1 : strBytes(m.key));
   for (const name in m.headers) size += strBytes(name) + strBytes(m.headers[name]!);
-  return size + mapHeaderBytes(headerCount(m.headers)) + binHeaderBytes(m.payload.length) + m.payload.length;
+  return size + headerBytes(headerCount(m.headers), mapForms) + headerBytes(m.payload.length, binForms) +
+    m.payload.length;
 }
 
 function headerCount(headers: Record<string, string>): number {
@@ -60,32 +61,40 @@ function headerCount(headers: Record<string, string>): number {
 /** The five field names of a message, each a fixstr. */
 const keyBytes = ["offset", "timestamp", "key", "headers", "payload"].reduce((n, k) => n + 1 + k.length, 0);
 
-function mapHeaderBytes(n: number): number {
-  return n < 16 ? 1 : n < 0x10000 ? 3 : 5;
+/**
+ * A msgpack family's length forms: the fix form (`fix | n`, below `fixMax`), then an 8, 16 or 32-bit
+ * length after its code; null where the family has no such form.
+ */
+interface LengthForms {
+  fix: number | null;
+  fixMax: number;
+  code8: number | null;
+  code16: number;
+  code32: number;
 }
 
-function arrayHeaderBytes(n: number): number {
-  return n < 16 ? 1 : n < 0x10000 ? 3 : 5;
-}
+const strForms: LengthForms = { fix: 0xa0, fixMax: 0x20, code8: 0xd9, code16: 0xda, code32: 0xdb };
+const binForms: LengthForms = { fix: null, fixMax: 0, code8: 0xc4, code16: 0xc5, code32: 0xc6 };
+const mapForms: LengthForms = { fix: 0x80, fixMax: 16, code8: null, code16: 0xde, code32: 0xdf };
+const arrayForms: LengthForms = { fix: 0x90, fixMax: 16, code8: null, code16: 0xdc, code32: 0xdd };
+/** Unsigned integers: a positive fixint is the byte itself. */
+const uintForms: LengthForms = { fix: 0x00, fixMax: 0x80, code8: 0xcc, code16: 0xcd, code32: 0xce };
 
-function binHeaderBytes(n: number): number {
-  return n < 0x100 ? 2 : n < 0x10000 ? 3 : 5;
-}
-
-function strHeaderBytes(n: number): number {
-  return n < 0x20 ? 1 : n < 0x100 ? 2 : n < 0x10000 ? 3 : 5;
+function headerBytes(n: number, f: LengthForms): number {
+  if (f.fix !== null && n < f.fixMax) return 1;
+  if (f.code8 !== null && n < 0x100) return 2;
+  return n < 0x10000 ? 3 : 5;
 }
 
 function strBytes(s: string): number {
   const n = utf8Length(s);
-  return strHeaderBytes(n) + n;
+  return headerBytes(n, strForms) + n;
 }
 
 /** Integers up to 2^32 - 1 as the smallest unsigned form; anything else (offsets past 2^32, microsecond timestamps) as a float64, exactly as the generic encoder does. */
 function numberBytes(n: number): number {
   assert(Number.isSafeInteger(n) && n >= 0, "offsets and timestamps are non-negative safe integers");
-  if (n >>> 0 !== n) return 9;
-  return n < 0x80 ? 1 : n < 0x100 ? 2 : n < 0x10000 ? 3 : 5;
+  return n >>> 0 !== n ? 9 : headerBytes(n, uintForms);
 }
 
 /** UTF-8 length without encoding: a lone surrogate becomes U+FFFD (3 bytes), as TextEncoder writes it. */
@@ -124,50 +133,23 @@ class Writer {
   }
 
   mapHeader(n: number): void {
-    this.#header(n, 0x80, 16, 0xde, 0xdf);
+    this.#header(n, mapForms);
   }
 
   arrayHeader(n: number): void {
-    this.#header(n, 0x90, 16, 0xdc, 0xdd);
+    this.#header(n, arrayForms);
   }
 
   number(n: number): void {
-    if (n >>> 0 !== n) {
-      this.bytes[this.position++] = 0xcb;
-      this.#view.setFloat64(this.position, n);
-      this.position += 8;
-    } else if (n < 0x80) {
-      this.bytes[this.position++] = n;
-    } else if (n < 0x100) {
-      this.bytes[this.position++] = 0xcc;
-      this.bytes[this.position++] = n;
-    } else if (n < 0x10000) {
-      this.bytes[this.position++] = 0xcd;
-      this.#view.setUint16(this.position, n);
-      this.position += 2;
-    } else {
-      this.bytes[this.position++] = 0xce;
-      this.#view.setUint32(this.position, n);
-      this.position += 4;
-    }
+    if (n >>> 0 === n) return this.#header(n, uintForms);
+    this.bytes[this.position++] = 0xcb;
+    this.#view.setFloat64(this.position, n);
+    this.position += 8;
   }
 
   str(s: string): void {
     const n = utf8Length(s);
-    if (n < 0x20) {
-      this.bytes[this.position++] = 0xa0 | n;
-    } else if (n < 0x100) {
-      this.bytes[this.position++] = 0xd9;
-      this.bytes[this.position++] = n;
-    } else if (n < 0x10000) {
-      this.bytes[this.position++] = 0xda;
-      this.#view.setUint16(this.position, n);
-      this.position += 2;
-    } else {
-      this.bytes[this.position++] = 0xdb;
-      this.#view.setUint32(this.position, n);
-      this.position += 4;
-    }
+    this.#header(n, strForms);
     if (n === s.length) {
       // ASCII, as the field names and most keys are: written in place. encodeInto needs a view of
       // the target and returns an object, two allocations per string, five strings per message:
@@ -181,32 +163,23 @@ class Writer {
   }
 
   bin(bytes: Uint8Array): void {
-    const n = bytes.length;
-    if (n < 0x100) {
-      this.bytes[this.position++] = 0xc4;
-      this.bytes[this.position++] = n;
-    } else if (n < 0x10000) {
-      this.bytes[this.position++] = 0xc5;
-      this.#view.setUint16(this.position, n);
-      this.position += 2;
-    } else {
-      this.bytes[this.position++] = 0xc6;
-      this.#view.setUint32(this.position, n);
-      this.position += 4;
-    }
+    this.#header(bytes.length, binForms);
     this.bytes.set(bytes, this.position);
-    this.position += n;
+    this.position += bytes.length;
   }
 
-  #header(n: number, fix: number, fixMax: number, code16: number, code32: number): void {
-    if (n < fixMax) {
-      this.bytes[this.position++] = fix | n;
+  #header(n: number, f: LengthForms): void {
+    if (f.fix !== null && n < f.fixMax) {
+      this.bytes[this.position++] = f.fix | n;
+    } else if (f.code8 !== null && n < 0x100) {
+      this.bytes[this.position++] = f.code8;
+      this.bytes[this.position++] = n;
     } else if (n < 0x10000) {
-      this.bytes[this.position++] = code16;
+      this.bytes[this.position++] = f.code16;
       this.#view.setUint16(this.position, n);
       this.position += 2;
     } else {
-      this.bytes[this.position++] = code32;
+      this.bytes[this.position++] = f.code32;
       this.#view.setUint32(this.position, n);
       this.position += 4;
     }
