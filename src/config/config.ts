@@ -13,6 +13,7 @@ export interface Config {
     fsyncIntervalMs: number;
     indexIntervalBytes: number;
     writeQueueMax: number;
+    externalMemoryReserveBytes: number;
   };
   http: {
     address: Address;
@@ -104,6 +105,7 @@ export function toConfig(v: ValidatedConfig): Config {
       fsyncIntervalMs: system["fsync_interval"] as number,
       indexIntervalBytes: system["index_interval_bytes"] as number,
       writeQueueMax: system["write_queue_max"] as number,
+      externalMemoryReserveBytes: system["external_memory_reserve"] as number,
     },
     http: {
       address: http["address"] as Address,

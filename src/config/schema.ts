@@ -24,6 +24,11 @@ export const configSchema = {
     index_interval_bytes: { kind: "bytes", default: 4096, min: 256, max: 1024 * 1024 },
     /** Writes queued per partition before producers get 503. */
     write_queue_max: { kind: "int", default: 4096, min: 1, max: 1_000_000 },
+    /**
+     * Address space held, never touched, and counted by the JavaScript engine as external memory,
+     * so that dead response buffers leave room before a full garbage collection (0 turns it off).
+     */
+    external_memory_reserve: { kind: "bytes", default: 512 * 1024 * 1024, min: 0, max: 4 * 1024 ** 3 },
   },
   http: {
     /** Where the HTTP API listens; port 0 picks a free port. */

@@ -10,6 +10,8 @@ import type { Rng } from "../runtime/rng.ts";
 import { initCrc32c } from "../runtime/crc32c.ts";
 import { type Cooperation, cooperative } from "../runtime/cooperation.ts";
 import { GatedDisk } from "../runtime/gated_disk.ts";
+import { ExternalMemoryReserve } from "../runtime/external_memory_reserve.ts";
+import { ConfigError } from "../config/config_error.ts";
 import { PieceGate } from "../runtime/piece_gate.ts";
 import { Broker } from "./broker.ts";
 import { type OpenedObjectStore, openObjectStore } from "../objectstore/open_object_store.ts";
@@ -38,6 +40,7 @@ export class StrataServer {
   /** The object store, when tiered storage is enabled. */
   readonly objectStore: OpenedObjectStore | null;
   readonly #logger: Logger;
+  readonly #reserve: ExternalMemoryReserve;
   #closed = false;
 
   private constructor(
@@ -47,11 +50,13 @@ export class StrataServer {
     logger: Logger,
     config: Config,
     pieceGate: PieceGate,
+    reserve: ExternalMemoryReserve,
   ) {
     this.registry = registry;
     this.broker = broker;
     this.objectStore = objectStore;
     this.#logger = logger;
+    this.#reserve = reserve;
     this.handler = createHttpHandler({
       registry,
       pumps: broker.shards.map((s) => s.pump),
@@ -70,6 +75,7 @@ export class StrataServer {
   static async open(deps: ServerDeps): Promise<StrataServer> {
     const { config, logger, clock, rng } = deps;
     const cooperation = deps.cooperation ?? cooperative;
+    const reserve = reserveExternalMemory(config.system.externalMemoryReserveBytes);
     // One loop, one gate: pieces of work and the resumptions of disk callers take turns of the
     // loop, so no turn carries more than one of them ahead of the consensus tick.
     const pieceGate = new PieceGate(cooperation);
@@ -97,7 +103,7 @@ export class StrataServer {
       data_path: config.system.path,
       tick_interval_ms: config.system.tickIntervalMs,
     });
-    return new StrataServer(registry, broker, objectStore, logger, config, pieceGate);
+    return new StrataServer(registry, broker, objectStore, logger, config, pieceGate, reserve);
   }
 
   /** Stops the pumps and syncs and closes every partition. Idempotent. */
@@ -106,7 +112,24 @@ export class StrataServer {
     this.#closed = true;
     await this.broker.close();
     await this.objectStore?.close();
+    this.#reserve.release();
     this.#logger.info("server closed");
+  }
+}
+
+/** The reserve, or a start-up error naming its key when the address space is not there. */
+export function reserveExternalMemory(
+  sizeBytes: number,
+  allocate?: (sizeBytes: number) => ArrayBuffer,
+): ExternalMemoryReserve {
+  try {
+    return new ExternalMemoryReserve(sizeBytes, allocate);
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    throw new ConfigError(
+      "[system] external_memory_reserve",
+      `${sizeBytes} bytes of address space could not be reserved (${error.message}); set it lower, or 0`,
+    );
   }
 }
 
