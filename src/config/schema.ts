@@ -1,3 +1,4 @@
+import { externalMemoryReserveBytesMax } from "../runtime/external_memory_reserve.ts";
 import { logLevels } from "../runtime/logger.ts";
 import type { ConfigSchema } from "./key_spec.ts";
 
@@ -28,7 +29,12 @@ export const configSchema = {
      * Address space held, never touched, and counted by the JavaScript engine as external memory,
      * so that dead response buffers leave room before a full garbage collection (0 turns it off).
      */
-    external_memory_reserve: { kind: "bytes", default: 512 * 1024 * 1024, min: 0, max: 4 * 1024 ** 3 },
+    external_memory_reserve: {
+      kind: "bytes",
+      default: 512 * 1024 * 1024,
+      min: 0,
+      max: externalMemoryReserveBytesMax,
+    },
   },
   http: {
     /** Where the HTTP API listens; port 0 picks a free port. */

@@ -37,7 +37,7 @@ export class ExternalMemoryReserve {
     this.#buffer = sizeBytes > 0 ? allocate(sizeBytes) : null;
   }
 
-  /** Gauge: bytes reserved now (0 after `release`). */
+  /** Bytes reserved now (0 after `release`). */
   get heldBytes(): number {
     return this.#buffer?.byteLength ?? 0;
   }
