@@ -97,6 +97,14 @@ if (!(phaseSeconds > 0 && phaseSeconds <= 3600)) {
 if (!(produceRateBytesPerSec > 0)) {
   throw new Error("Cannot run the benchmark: --produce-rate must be positive");
 }
+/** V8's full collection, exposed by `--v8-flags=--expose-gc` (the task passes it). */
+const collectGarbage = (globalThis as { gc?: () => void }).gc;
+if (typeof collectGarbage !== "function") {
+  throw new Error(
+    "Cannot run the benchmark: it needs --v8-flags=--expose-gc to start from a collected heap " +
+      "(deno task bench:pump passes it)",
+  );
+}
 const backlogPartitions = 4;
 const messageBytes = 1024;
 const batchMessages = 100;
@@ -399,6 +407,8 @@ interface PhaseResult {
   produce_latency_ms: { p50: number; p99: number };
   cold_poll_ms: { p50: number; p99: number };
   rss_mb: number;
+  /** The RSS when the phase began: what it inherited from the phases and the setup before it. */
+  rss_start_mb: number;
   transient_replies: number;
 }
 
@@ -422,7 +432,8 @@ async function runPhase(name: PhaseName, series: PhaseSeries[]): Promise<PhaseRe
   pump.observeLateness((atMs, latenessMs) => {
     if (samples.length < 1_000_000) samples.push({ atS: (atMs - startedMs) / 1000, latenessMs });
   });
-  let rssMax = memoryUsage.rss();
+  const rssStart = memoryUsage.rss();
+  let rssMax = rssStart;
   const rssTimer = setInterval(() => (rssMax = Math.max(rssMax, memoryUsage.rss())), 100);
   if (withUpload) await client.patchTopic(stream, backlog, { tiered: true });
   const loads: Load[] = [];
@@ -459,6 +470,7 @@ async function runPhase(name: PhaseName, series: PhaseSeries[]): Promise<PhaseRe
     produce_latency_ms: pct(produceLatency.snapshot()),
     cold_poll_ms: pct(pollLatency.snapshot()),
     rss_mb: round(rssMax / 1e6, 1),
+    rss_start_mb: round(rssStart / 1e6, 1),
     transient_replies: transient.transient,
   };
   progress(`phase ${name}: ${JSON.stringify(result)}`);
@@ -481,6 +493,9 @@ try {
   const copyMbS = await measureCopyMbS(probeLog);
   await dropTopic("probe");
   progress(`piece_ms ${pieceMs.toFixed(3)}, copy_mb_s ${copyMbS.toFixed(0)}`);
+  // The probe's fill leaves tens of megabytes of dead buffers, which V8 frees only at its next full
+  // collection: the idle phase's RSS would be the setup's leftovers, not the server at rest.
+  collectGarbage();
 
   const series: PhaseSeries[] = [];
   const results: Partial<Record<PhaseName, PhaseResult>> = {};

@@ -54,6 +54,7 @@ t.test("bench:pump --quick runs every phase and writes the JSON report and the S
       produce_latency_ms: { p50: Number, p99: Number },
       cold_poll_ms: { p50: Number, p99: Number },
       rss_mb: Number,
+      rss_start_mb: Number,
     }, `phase ${phase} has every field`);
     t.ok(
       p.tick_lateness_ms.max >= p.tick_lateness_ms.p99 && p.tick_lateness_ms.p99 >= p.tick_lateness_ms.p50,
@@ -68,4 +69,18 @@ t.test("bench:pump --quick runs every phase and writes the JSON report and the S
   for (const phase of ["idle", "produce", "upload", "storm", "naive"]) {
     t.match(chart, new RegExp(`>${phase}<`));
   }
+});
+
+// The idle phase's RSS is meant to be the server at rest, which needs a full collection after the
+// setup's probe; without V8's gc exposed the script says so at once instead of measuring leftovers.
+t.test("bench:pump refuses to run without --expose-gc, naming the flag", async (t) => {
+  const child = spawn("deno", ["run", "--allow-all", "scripts/bench-pump.ts", "--quick"], {
+    cwd: new URL("../..", import.meta.url).pathname,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let err = "";
+  child.stderr!.on("data", (d) => (err += d));
+  const [code] = await once(child, "exit");
+  t.not(code, 0, "the run fails");
+  t.match(err, /Cannot run the benchmark: it needs --v8-flags=--expose-gc/);
 });
