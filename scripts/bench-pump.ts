@@ -494,8 +494,13 @@ try {
   await dropTopic("probe");
   progress(`piece_ms ${pieceMs.toFixed(3)}, copy_mb_s ${copyMbS.toFixed(0)}`);
   // The probe's fill leaves tens of megabytes of dead buffers, which V8 frees only at its next full
-  // collection: the idle phase's RSS would be the setup's leftovers, not the server at rest.
+  // collection: the idle phase's RSS would be the setup's leftovers, not the server at rest. (Once
+  // freed, glibc gives them back to the system only when nothing live sits above them in its heap,
+  // so the idle RSS still varies by tens of megabytes between runs; see docs/TUNING.md.)
   collectGarbage();
+  // The collection holds the loop for tens of milliseconds: the ticks that fell due within it fire
+  // late, and must do so before the first phase starts counting.
+  await sleep(1000);
 
   const series: PhaseSeries[] = [];
   const results: Partial<Record<PhaseName, PhaseResult>> = {};
