@@ -52,31 +52,61 @@ export interface BatchHeader {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8", { fatal: true });
 
-/** Encodes messages as one batch; every message gets the batch's timestamp. */
+/** Messages measured for a batch: their encoded parts and the batch's whole length. */
+export interface PreparedBatch {
+  readonly parts: readonly MessageParts[];
+  readonly lengthBytes: number;
+}
+
+/** Encodes the keys and headers of `messages` and measures the batch they make. */
+export function prepareBatch(messages: readonly MessageInput[]): PreparedBatch {
+  assert(messages.length > 0, "Cannot encode an empty batch");
+  const parts = messages.map((m) => encodeMessageParts(m));
+  const lengthBytes = batchHeaderBytes + parts.reduce((sum, p) => sum + 4 + recordBytes(p), 0);
+  return { parts, lengthBytes };
+}
+
+/**
+ * Writes a prepared batch into `target`, exactly its length: the log encodes straight into its
+ * write buffer, so a produce costs no buffer of its own. Every message gets the batch's timestamp.
+ */
+export function writeBatchInto(
+  target: Uint8Array,
+  baseOffset: number,
+  timestampUs: number,
+  batch: PreparedBatch,
+): void {
+  assert(Number.isSafeInteger(baseOffset) && baseOffset >= 0, "batch base offset must be a safe integer");
+  assert(target.length === batch.lengthBytes, "a batch's target must be exactly its length");
+  const count = batch.parts.length;
+  const view = new DataView(target.buffer, target.byteOffset, target.byteLength);
+  view.setBigUint64(0, BigInt(baseOffset), true);
+  view.setUint32(8, batch.lengthBytes, true);
+  target[16] = batchFormatVersion;
+  target[17] = 0;
+  view.setUint16(18, 0, true);
+  view.setUint32(20, count, true);
+  view.setBigUint64(24, BigInt(timestampUs), true);
+  view.setBigUint64(32, BigInt(timestampUs), true);
+  view.setUint32(40, count - 1, true);
+  view.setUint32(44, 0, true);
+  let pos = batchHeaderBytes;
+  batch.parts.forEach((parts, delta) => {
+    pos = writeMessage(target, view, pos, delta, parts);
+  });
+  assert(pos === batch.lengthBytes, "batch length accounting is wrong");
+  view.setUint32(12, crc32c(target.subarray(16)), true);
+}
+
+/** Encodes messages as one batch of its own; every message gets the batch's timestamp. */
 export function encodeBatch(
   baseOffset: number,
   timestampUs: number,
   messages: readonly MessageInput[],
 ): Uint8Array {
-  assert(messages.length > 0, "Cannot encode an empty batch");
-  assert(Number.isSafeInteger(baseOffset) && baseOffset >= 0, "batch base offset must be a safe integer");
-  const encoded = messages.map((m) => encodeMessageParts(m));
-  const length = batchHeaderBytes + encoded.reduce((sum, parts) => sum + 4 + recordBytes(parts), 0);
-  const bytes = new Uint8Array(length);
-  const view = new DataView(bytes.buffer);
-  view.setBigUint64(0, BigInt(baseOffset), true);
-  view.setUint32(8, length, true);
-  bytes[16] = batchFormatVersion;
-  view.setUint32(20, messages.length, true);
-  view.setBigUint64(24, BigInt(timestampUs), true);
-  view.setBigUint64(32, BigInt(timestampUs), true);
-  view.setUint32(40, messages.length - 1, true);
-  let pos = batchHeaderBytes;
-  encoded.forEach((parts, delta) => {
-    pos = writeMessage(bytes, view, pos, delta, parts);
-  });
-  assert(pos === length, "batch length accounting is wrong");
-  view.setUint32(12, crc32c(bytes.subarray(16)), true);
+  const batch = prepareBatch(messages);
+  const bytes = new Uint8Array(batch.lengthBytes);
+  writeBatchInto(bytes, baseOffset, timestampUs, batch);
   return bytes;
 }
 

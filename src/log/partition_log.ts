@@ -1,6 +1,6 @@
 import type { IndexEntry } from "./sparse_index.ts";
 import type { PieceGate } from "../runtime/piece_gate.ts";
-import { concatBytes } from "../runtime/bytes.ts";
+import type { BufferPool } from "../runtime/buffer_pool.ts";
 import { assert } from "../runtime/assert.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { type Disk, DiskError } from "../runtime/disk.ts";
@@ -8,11 +8,12 @@ import {
   type BatchHeader,
   decodeBatchHeader,
   decodeMessages,
-  encodeBatch,
   isPlausibleHeader,
   type MessageInput,
+  prepareBatch,
   type StoredMessage,
   verifyBatch,
+  writeBatchInto,
 } from "./batch_codec.ts";
 import {
   type RemoteChunk,
@@ -120,8 +121,13 @@ export class PartitionLog {
   #gate: PieceGate | null = null;
   #sealedCount = 0;
   #closed = false;
-  /** Encoded batches not yet written, and where the first of them goes in the active segment. */
-  #pending: Uint8Array[] = [];
+  /**
+   * Batches are encoded straight into a write buffer, borrowed from the shard's pool for one write
+   * and given back once it is written: `#pendingBytes` of it are not yet written, and go at
+   * `#pendingPosition` in the active segment.
+   */
+  #writeBuffers: BufferPool | null = null;
+  #pending: Uint8Array | null = null;
   #pendingBytes = 0;
   #pendingPosition = 0;
   /** The interval policy's fsync, run beside the writer loop; files are not closed under it. */
@@ -165,6 +171,16 @@ export class PartitionLog {
   }
 
   /** Grows by one at every seal: the tier service's cue to look for new work. */
+  /**
+   * Lends the log its write buffers. Without a pool each batch is encoded into a buffer of its own
+   * and written alone; with one, a group's batches share one buffer and one write, and a produce
+   * allocates nothing for its batch.
+   */
+  useWriteBuffers(pool: BufferPool): void {
+    assert(this.#pending === null, "Cannot change write buffers with a write pending");
+    this.#writeBuffers = pool;
+  }
+
   /** Reads of evicted segments go through this once the tier service attaches its cache. */
   attachRemoteReader(reader: RemoteReader, gate?: PieceGate): void {
     this.#remote = reader;
@@ -420,13 +436,13 @@ export class PartitionLog {
     const baseOffset = this.#nextOffset;
     // Server-assigned timestamps never go backwards within a partition, even if the wall clock does.
     const timestampUs = Math.max(this.#lastTimestampUs, Math.round(this.#clock.wallMs() * 1000));
-    const batch = encodeBatch(baseOffset, timestampUs, messages);
+    const batch = prepareBatch(messages);
     const position = segment.sizeBytes;
-    // Batches of one group are written together: one write per group, not one per batch.
-    if (this.#pending.length === 0) this.#pendingPosition = position;
-    this.#pending.push(batch);
-    this.#pendingBytes += batch.length;
-    segment.sizeBytes += batch.length;
+    // Batches of one group are written together, one write per write buffer, not one per batch.
+    const target = await this.#pendingSpace(batch.lengthBytes, position);
+    writeBatchInto(target, baseOffset, timestampUs, batch);
+    this.#pendingBytes += batch.lengthBytes;
+    segment.sizeBytes += batch.lengthBytes;
     segment.endOffset = baseOffset + messages.length - 1;
     segment.firstTimestampUs ??= timestampUs;
     segment.maxTimestampUs = timestampUs;
@@ -442,7 +458,6 @@ export class PartitionLog {
       segment.index.add({ relativeOffset: baseOffset - segment.startOffset, position, timestampUs });
       segment.lastIndexedPosition = position;
     }
-    if (this.#pendingBytes >= pendingWriteBytesMax) await this.#flushPending();
     if (segment.sizeBytes >= this.#config.segmentSizeBytes) {
       await this.#flushPending();
       await this.#roll();
@@ -450,15 +465,42 @@ export class PartitionLog {
     return { baseOffset, count: messages.length };
   }
 
+  /**
+   * Room for `lengthBytes` more in the write buffer, written first if the batch does not fit. A
+   * batch larger than a pooled buffer gets a buffer of its own, never pooled.
+   */
+  async #pendingSpace(lengthBytes: number, position: number): Promise<Uint8Array> {
+    if (this.#pending !== null && this.#pendingBytes + lengthBytes > this.#pending.length) {
+      await this.#flushPending();
+    }
+    if (this.#pending === null) {
+      const pool = this.#writeBuffers;
+      this.#pending = pool !== null && lengthBytes <= pool.bufferBytes
+        ? pool.take(pool.bufferBytes)
+        : new Uint8Array(lengthBytes);
+      this.#pendingBytes = 0;
+      this.#pendingPosition = position;
+    }
+    assert(
+      this.#pendingPosition + this.#pendingBytes === position,
+      "pending bytes must end where the segment does",
+    );
+    return this.#pending.subarray(this.#pendingBytes, this.#pendingBytes + lengthBytes);
+  }
+
+  /** Writes the pending bytes, then gives the buffer back: nothing refers to it after the write. */
   async #flushPending(): Promise<void> {
-    if (this.#pending.length === 0) return;
-    const bytes = this.#pending.length === 1
-      ? this.#pending[0]!
-      : concatBytes(this.#pending, this.#pendingBytes);
+    const buffer = this.#pending;
+    if (buffer === null) return;
+    const bytes = buffer.subarray(0, this.#pendingBytes);
     const position = this.#pendingPosition;
-    this.#pending = [];
+    this.#pending = null;
     this.#pendingBytes = 0;
-    await this.#segments.at(-1)!.logFile!.writeAt(bytes, position);
+    try {
+      await this.#segments.at(-1)!.logFile!.writeAt(bytes, position);
+    } finally {
+      this.#writeBuffers?.give(buffer);
+    }
   }
 
   /** Seals the active segment (its bytes and index made durable first) and opens the next. */
@@ -823,7 +865,6 @@ async function hashLog(disk: Disk, segment: Segment): Promise<number> {
 const hashPieceBytes = 1024 * 1024;
 
 /** Bound on encoded batches held before they are written, whatever the group size. */
-const pendingWriteBytesMax = 4 * 1024 * 1024;
 
 /** Writes a segment's whole in-memory index to its file and makes it durable. */
 async function writeIndex(segment: Segment): Promise<void> {

@@ -655,6 +655,7 @@ export class Broker {
       if (slot.kind !== "open") continue;
       const shard = this.#shardOf(slot.partition.address);
       shard.partitions.add(slot.partition);
+      slot.partition.log.useWriteBuffers(shard.writeBuffers);
       const cache = this.#caches[shard.id] ?? null;
       if (cache !== null) {
         slot.partition.log.attachRemoteReader(

@@ -2,9 +2,19 @@ import type { Partition } from "../log/partition.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { Pump } from "../runtime/pump.ts";
 import type { PieceGate } from "../runtime/piece_gate.ts";
+import { BufferPool } from "../runtime/buffer_pool.ts";
 
 /** How often each shard evaluates total retention for its partitions. */
 export const retentionCheckIntervalMs = 1000;
+
+/**
+ * A partition log's write buffer: the batches of a write group are encoded into one and written
+ * together. 1 MiB makes a group of small batches one write while eight per shard stay cheap to keep;
+ * a larger batch gets a buffer of its own.
+ */
+export const writeBufferBytes = 1024 * 1024;
+/** Write buffers a shard keeps between writes: about how many of its partitions write at once. */
+export const writeBuffersMax = 8;
 
 /** Decides retention for one partition; supplied by the broker, which knows the topic's options. */
 export type RetentionPolicy = (partition: Partition, wallMs: number) => Promise<number> | null;
@@ -24,6 +34,12 @@ export class Shard {
    * their turn here. The gate is the process's, shared by its shards, since they share one loop.
    */
   readonly pieceGate: PieceGate;
+  /**
+   * The write buffers its partitions' logs borrow for one write each, so that a produce allocates
+   * no buffer for its batch (a busy producer's dead batches would otherwise wait for the garbage
+   * collector by the tens of megabytes).
+   */
+  readonly writeBuffers = new BufferPool({ bufferBytes: writeBufferBytes, buffersMax: writeBuffersMax });
   /** Produce and poll requests served for this shard's partitions: housekeeping's idle signal. */
   requests = 0;
   readonly #retentionInFlight = new Set<Partition>();

@@ -4,6 +4,8 @@ import { RetryingObjectStore } from "../objectstore/retrying_object_store.ts";
 import { defaultRetryProfiles } from "../objectstore/retry_policy.ts";
 import { SimObjectStore } from "../objectstore/sim_object_store.ts";
 import { silentLogger } from "../runtime/logger.ts";
+import { BufferPool } from "../runtime/buffer_pool.ts";
+import { writeBufferBytes, writeBuffersMax } from "../server/shard.ts";
 import { Rng } from "../runtime/rng.ts";
 import { Semaphore } from "../runtime/semaphore.ts";
 import { TokenBucket } from "../runtime/token_bucket.ts";
@@ -227,6 +229,10 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
         name: "fetch",
       }),
     });
+    // The broker lends each log its shard's write buffers; the simulated one does the same.
+    partition.log.useWriteBuffers(
+      new BufferPool({ bufferBytes: writeBufferBytes, buffersMax: writeBuffersMax }),
+    );
     partition.log.attachRemoteReader(
       new TierRemoteReader(partition, cache, {
         prefix: "strata",

@@ -1,9 +1,10 @@
 import type { Disk, DiskFile, OpenOptions } from "../../src/runtime/disk.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 
-/** A NodeDisk that counts file fsyncs, to observe group commit. */
+/** A NodeDisk that counts file fsyncs and writes, to observe group commit. */
 export class CountingDisk extends NodeDisk implements Disk {
   fileSyncs = 0;
+  fileWrites = 0;
 
   override async open(path: string, options?: OpenOptions): Promise<DiskFile> {
     return this.#wrap(await super.open(path, options));
@@ -18,6 +19,11 @@ export class CountingDisk extends NodeDisk implements Disk {
     file.sync = () => {
       this.fileSyncs++;
       return sync();
+    };
+    const writeAt = file.writeAt.bind(file);
+    file.writeAt = (data, position) => {
+      this.fileWrites++;
+      return writeAt(data, position);
     };
     return file;
   }

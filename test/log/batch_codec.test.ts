@@ -1,5 +1,13 @@
 import t from "tap";
-import { decodeBatchHeader, decodeMessages, encodeBatch, verifyBatch } from "../../src/log/batch_codec.ts";
+import {
+  decodeBatchHeader,
+  decodeMessages,
+  encodeBatch,
+  type MessageInput,
+  prepareBatch,
+  verifyBatch,
+  writeBatchInto,
+} from "../../src/log/batch_codec.ts";
 import { initCrc32c } from "../../src/runtime/crc32c.ts";
 
 await initCrc32c();
@@ -52,5 +60,29 @@ t.test("a flipped bit anywhere after the checksum field fails verification", (t)
   }
   t.same(failures, [], "every flipped byte is detected");
   t.notOk(verifyBatch(batch.subarray(0, batch.length - 1)), "a short batch fails");
+  t.end();
+});
+
+t.test("a batch written into a used buffer, at an offset, is byte for byte the batch of its own", (t) => {
+  // The log encodes into reused write buffers: stale bytes and a non-zero offset must not leak in.
+  const messages: MessageInput[] = [
+    { key: "a", headers: { h: "v" }, payload: new Uint8Array([1, 2, 3]) },
+    { key: null, headers: {}, payload: new Uint8Array(50).fill(9) },
+  ];
+  const alone = encodeBatch(42, 1_700_000_000_000_000, messages);
+  const prepared = prepareBatch(messages);
+  t.equal(prepared.lengthBytes, alone.length);
+  const used = new Uint8Array(7 + prepared.lengthBytes + 5).fill(0xff);
+  writeBatchInto(used.subarray(7, 7 + prepared.lengthBytes), 42, 1_700_000_000_000_000, prepared);
+  t.same(used.subarray(7, 7 + prepared.lengthBytes), alone);
+  t.ok(
+    used.subarray(0, 7).every((b) => b === 0xff) &&
+      used.subarray(7 + prepared.lengthBytes).every((b) => b === 0xff),
+    "nothing outside the target is touched",
+  );
+  t.throws(
+    () => writeBatchInto(new Uint8Array(prepared.lengthBytes + 1), 42, 0, prepared),
+    /exactly its length/,
+  );
   t.end();
 });
