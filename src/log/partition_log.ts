@@ -474,10 +474,13 @@ export class PartitionLog {
       await this.#flushPending();
     }
     if (this.#pending === null) {
+      // With every pooled buffer out (more partitions writing at once than the pool keeps), the batch
+      // gets a buffer of its own size, as it would have without a pool, rather than a new 1 MiB one.
       const pool = this.#writeBuffers;
-      this.#pending = pool !== null && lengthBytes <= pool.bufferBytes
-        ? pool.take(pool.bufferBytes)
-        : new Uint8Array(lengthBytes);
+      const pooled = pool !== null && lengthBytes <= pool.bufferBytes
+        ? pool.takeBounded(pool.bufferBytes)
+        : null;
+      this.#pending = pooled ?? new Uint8Array(lengthBytes);
       this.#pendingBytes = 0;
       this.#pendingPosition = position;
     }

@@ -18,6 +18,7 @@ export class BufferPool {
   readonly #buffersMax: number;
   readonly #free: ArrayBuffer[] = [];
   readonly #lent = new WeakSet<ArrayBuffer>();
+  #lentCount = 0;
 
   constructor(options: BufferPoolOptions) {
     assert(options.bufferBytes > 0 && options.buffersMax >= 0, "Cannot make a buffer pool: bad sizes");
@@ -30,13 +31,30 @@ export class BufferPool {
     return this.#free.length;
   }
 
+  /** Gauge: pooled buffers lent and not yet given back. */
+  get lentCount(): number {
+    return this.#lentCount;
+  }
+
   /** A zero-based view of `lengthBytes`; from the pool when it fits a pooled buffer. */
   take(lengthBytes: number): Uint8Array {
     assert(lengthBytes >= 0, "Cannot take a buffer of negative length");
     if (lengthBytes > this.bufferBytes) return new Uint8Array(lengthBytes);
-    const buffer = this.#free.pop() ?? new ArrayBuffer(this.bufferBytes);
-    this.#lent.add(buffer);
-    return new Uint8Array(buffer, 0, lengthBytes);
+    return this.#lend(this.#free.pop() ?? new ArrayBuffer(this.bufferBytes), lengthBytes);
+  }
+
+  /**
+   * Like `take`, but never makes a buffer that would put more than `buffersMax` out at once: null
+   * then, and the caller makes do with a buffer of its own size. A pool of big buffers shared by
+   * many writers stays `buffersMax` buffers however many write at once.
+   */
+  takeBounded(lengthBytes: number): Uint8Array | null {
+    assert(lengthBytes >= 0, "Cannot take a buffer of negative length");
+    if (lengthBytes > this.bufferBytes) return null;
+    const free = this.#free.pop();
+    if (free !== undefined) return this.#lend(free, lengthBytes);
+    if (this.#lentCount >= this.#buffersMax) return null;
+    return this.#lend(new ArrayBuffer(this.bufferBytes), lengthBytes);
   }
 
   /** Takes back the buffer under `view`; nothing may read it afterwards. */
@@ -44,6 +62,13 @@ export class BufferPool {
     const buffer = view.buffer;
     if (!(buffer instanceof ArrayBuffer) || !this.#lent.has(buffer)) return;
     this.#lent.delete(buffer);
+    this.#lentCount--;
     if (this.#free.length < this.#buffersMax) this.#free.push(buffer);
+  }
+
+  #lend(buffer: ArrayBuffer, lengthBytes: number): Uint8Array {
+    this.#lent.add(buffer);
+    this.#lentCount++;
+    return new Uint8Array(buffer, 0, lengthBytes);
   }
 }

@@ -13,7 +13,10 @@ export const retentionCheckIntervalMs = 1000;
  * a larger batch gets a buffer of its own.
  */
 export const writeBufferBytes = 1024 * 1024;
-/** Write buffers a shard keeps between writes: about how many of its partitions write at once. */
+/**
+ * Write buffers a shard lends at once (and keeps between writes): a partition that finds all of them out
+ * encodes its batch into a buffer of the batch's size, so many partitions writing at once cost no more.
+ */
 export const writeBuffersMax = 8;
 
 /** Decides retention for one partition; supplied by the broker, which knows the topic's options. */

@@ -177,9 +177,10 @@ t.test("a reused write buffer never changes what earlier writes put on disk", as
   );
 });
 
-t.test("logs sharing write buffers never see one lent while its write is in flight", async (t) => {
+t.test("logs sharing write buffers never see one lent while its write is in flight, nor more than the pool keeps", async (t) => {
   // A disk that reads the bytes to write only a turn later, as a thread pool may: a buffer given
-  // back before its write finished would be encoded over by the other log first.
+  // back before its write finished would be encoded over by the other log first. With one pooled
+  // buffer for two logs, the log that finds it out writes from a buffer of its own.
   class LateWriteDisk extends NodeDisk {
     override async open(path: string, options?: OpenOptions): Promise<DiskFile> {
       return late(await super.open(path, options));
@@ -191,13 +192,15 @@ t.test("logs sharing write buffers never see one lent while its write is in flig
   const late = (file: DiskFile): DiskFile => {
     const writeAt = file.writeAt.bind(file);
     file.writeAt = async (data, position) => {
+      lentMax = Math.max(lentMax, pool.lentCount);
       await new Promise((resolve) => setImmediate(resolve));
       return await writeAt(data, position);
     };
     return file;
   };
-  const disk = new LateWriteDisk();
   const pool = new BufferPool({ bufferBytes: 64 * 1024, buffersMax: 1 });
+  let lentMax = 0;
+  const disk = new LateWriteDisk();
   const a = await newLog(t, {}, disk);
   const b = await newLog(t, {}, disk);
   a.log.useWriteBuffers(pool);
@@ -214,6 +217,8 @@ t.test("logs sharing write buffers never see one lent while its write is in flig
       `every message of log ${fill} is its own`,
     );
   }
+  t.equal(lentMax, 1, "one pooled buffer was out at a time");
+  t.equal(pool.lentCount, 0, "and it is back");
 });
 
 t.test("a batch larger than a pooled write buffer is written from a buffer of its own", async (t) => {

@@ -38,3 +38,22 @@ t.test("the pool keeps at most buffersMax buffers", (t) => {
   t.equal(pool.freeCount, 2);
   t.end();
 });
+
+t.test("takeBounded never has more than buffersMax pooled buffers out, and lends again once one is back", (t) => {
+  // Many writers sharing big buffers: past the bound they get null (and use a buffer of their own).
+  const pool = new BufferPool({ bufferBytes: 1024, buffersMax: 2 });
+  const a = pool.takeBounded(1024)!;
+  const b = pool.takeBounded(10)!;
+  t.equal(a.buffer.byteLength, 1024);
+  t.equal(b.length, 10);
+  t.equal(pool.lentCount, 2);
+  t.equal(pool.takeBounded(1024), null, "a third is refused");
+  t.equal(pool.takeBounded(2048), null, "one larger than a pooled buffer is refused");
+  pool.give(a);
+  pool.give(a);
+  t.equal(pool.lentCount, 1, "a second give of one buffer counts once");
+  const c = pool.takeBounded(1024)!;
+  t.equal(c.buffer, a.buffer, "the buffer given back is lent again");
+  t.equal(pool.lentCount, 2);
+  t.end();
+});
