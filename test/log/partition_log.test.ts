@@ -44,6 +44,28 @@ async function newLog(
   return { log, dir, disk, clock };
 }
 
+/** Closes a log and opens its directory again as recovery would, with the same config. */
+async function reopen(
+  t: Test,
+  log: PartitionLog,
+  dir: string,
+  disk: NodeDisk,
+  overrides: Partial<LogConfig>,
+) {
+  await log.close();
+  const report = await recoverSegments(disk, dir, 4096, "test", silentLogger());
+  const reopened = new PartitionLog(
+    disk,
+    dir,
+    new VirtualClock(),
+    config(overrides),
+    report.segments,
+    "test",
+  );
+  t.teardown(() => reopened.close());
+  return { reopened, report };
+}
+
 t.test("offsets are dense from 0 and a read spans segments seamlessly", async (t) => {
   const { log } = await newLog(t, { segmentSizeBytes: 1500 });
   let expected = 0;
@@ -158,17 +180,7 @@ t.test("a reused write buffer never changes what earlier writes put on disk", as
   // Each append is its own group, so every one is encoded into the same buffer over the last.
   for (let i = 0; i < 60; i++) await log.append([message(i, 200 + i)]);
   t.equal(pool.freeCount, 1);
-  await log.close();
-  const report = await recoverSegments(disk, dir, 4096, "test", silentLogger());
-  const reopened = new PartitionLog(
-    disk,
-    dir,
-    new VirtualClock(),
-    config({ segmentSizeBytes: 8 * 1024 }),
-    report.segments,
-    "test",
-  );
-  t.teardown(() => reopened.close());
+  const { reopened } = await reopen(t, log, dir, disk, { segmentSizeBytes: 8 * 1024 });
   const read = await reopened.read(0, 1000, 10 * 1024 * 1024);
   t.same(
     read.messages.map((m) => [m.offset, m.payload.length, m.payload.every((b) => b === m.offset % 251)]),
@@ -295,17 +307,7 @@ t.test("a closed log can be recovered with the same contents", async (t) => {
   const { log, dir, disk } = await newLog(t, { segmentSizeBytes: 3000 });
   for (let i = 0; i < 30; i++) await log.append([message(i, 300)]);
   const before = log.stats();
-  await log.close();
-  const report = await recoverSegments(disk, dir, 4096, "test", silentLogger());
-  const reopened = new PartitionLog(
-    disk,
-    dir,
-    new VirtualClock(),
-    config({ segmentSizeBytes: 3000 }),
-    report.segments,
-    "test",
-  );
-  t.teardown(() => reopened.close());
+  const { reopened, report } = await reopen(t, log, dir, disk, { segmentSizeBytes: 3000 });
   t.same(reopened.stats(), before);
   t.equal(report.truncatedBytes, 0);
   t.equal((await reopened.append([message(30)])).baseOffset, 30);
