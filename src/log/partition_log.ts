@@ -170,7 +170,6 @@ export class PartitionLog {
     return this.#visibleNextOffset();
   }
 
-  /** Grows by one at every seal: the tier service's cue to look for new work. */
   /**
    * Lends the log its write buffers. Without a pool each batch is encoded into a buffer of its own
    * and written alone; with one, a group's batches share one buffer and one write, and a produce
@@ -187,6 +186,7 @@ export class PartitionLog {
     this.#gate = gate ?? null;
   }
 
+  /** Grows by one at every seal: the tier service's cue to look for new work. */
   get sealedCount(): number {
     return this.#sealedCount;
   }
@@ -866,8 +866,6 @@ async function hashLog(disk: Disk, segment: Segment): Promise<number> {
 }
 
 const hashPieceBytes = 1024 * 1024;
-
-/** Bound on encoded batches held before they are written, whatever the group size. */
 
 /** Writes a segment's whole in-memory index to its file and makes it durable. */
 async function writeIndex(segment: Segment): Promise<void> {
