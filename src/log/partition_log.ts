@@ -439,7 +439,10 @@ export class PartitionLog {
     const batch = prepareBatch(messages);
     const position = segment.sizeBytes;
     // Batches of one group are written together, one write per write buffer, not one per batch.
-    const target = await this.#pendingSpace(batch.lengthBytes, position);
+    if (this.#pending !== null && this.#pendingBytes + batch.lengthBytes > this.#pending.length) {
+      await this.#flushPending();
+    }
+    const target = this.#pendingSpace(batch.lengthBytes, position);
     writeBatchInto(target, baseOffset, timestampUs, batch);
     this.#pendingBytes += batch.lengthBytes;
     segment.sizeBytes += batch.lengthBytes;
@@ -466,13 +469,10 @@ export class PartitionLog {
   }
 
   /**
-   * Room for `lengthBytes` more in the write buffer, written first if the batch does not fit. A
-   * batch larger than a pooled buffer gets a buffer of its own, never pooled.
+   * Room for `lengthBytes` more in the write buffer, which the caller has written out if the batch
+   * did not fit. A batch larger than a pooled buffer gets a buffer of its own, never pooled.
    */
-  async #pendingSpace(lengthBytes: number, position: number): Promise<Uint8Array> {
-    if (this.#pending !== null && this.#pendingBytes + lengthBytes > this.#pending.length) {
-      await this.#flushPending();
-    }
+  #pendingSpace(lengthBytes: number, position: number): Uint8Array {
     if (this.#pending === null) {
       // With every pooled buffer out (more partitions writing at once than the pool keeps), the batch
       // gets a buffer of its own size, as it would have without a pool, rather than a new 1 MiB one.
@@ -485,8 +485,9 @@ export class PartitionLog {
       this.#pendingPosition = position;
     }
     assert(
-      this.#pendingPosition + this.#pendingBytes === position,
-      "pending bytes must end where the segment does",
+      this.#pendingPosition + this.#pendingBytes === position &&
+        this.#pendingBytes + lengthBytes <= this.#pending.length,
+      "pending bytes must end where the segment does, with room for the batch",
     );
     return this.#pending.subarray(this.#pendingBytes, this.#pendingBytes + lengthBytes);
   }
