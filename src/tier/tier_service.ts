@@ -384,12 +384,17 @@ export class TierService implements TierGaugeSource {
       );
       const event = { partition: effect.partition, identity: effect.identity };
       if (outcome.kind === "uploaded") {
-        const known = this.#uploadedCrc32.get(effect.partition) ?? new Map<number, number>();
-        known.set(segment.startOffset, outcome.logCrc32);
-        this.#uploadedCrc32.set(effect.partition, known);
         this.#deps.metrics?.uploadsCompleted.inc();
         this.#deps.metrics?.uploadedBytes.inc(outcome.sizeBytes + outcome.indexSizeBytes);
         this.#deps.metrics?.uploadDuration.observe((this.#now() - startedMs) / 1000);
+      }
+      // An upload of a generation a purge has since ended must not lend its checksum to the new
+      // generation's segment at the same offset: eviction would write it into the new marker.
+      const current = this.#partitions.get(effect.partition)?.partition.superblock.purgeGeneration;
+      if (outcome.kind === "uploaded" && current === effect.generation) {
+        const known = this.#uploadedCrc32.get(effect.partition) ?? new Map<number, number>();
+        known.set(segment.startOffset, outcome.logCrc32);
+        this.#uploadedCrc32.set(effect.partition, known);
       }
       this.#step(
         outcome.kind === "uploaded"
