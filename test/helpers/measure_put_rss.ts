@@ -35,7 +35,7 @@ export async function measurePutRssGrowth(
 export const mib = 1024 * 1024;
 
 /**
- * Steady-state growth of a 256 MiB and a 1 GiB PUT. One warm-up PUT first: the first large
+ * Steady-state growth of a 256 MiB and a 1 GiB PUT (the least of `largeRuns`). One warm-up PUT first: the first large
  * transfer grows the heap and the socket buffers once (measured: 39 MiB on the first 1 GiB PUT to
  * s3rver, then 0.8 MiB on a following 2 GiB one), which is start-up cost, not growth with size.
  * Each object is deleted before the next PUT, one key at a time.
@@ -43,12 +43,20 @@ export const mib = 1024 * 1024;
 export async function measureSteadyState(
   store: ObjectStore,
   prefix: string,
+  largeRuns = 2,
 ): Promise<{ small: number; large: number }> {
   await measurePutRssGrowth(store, `${prefix}/warmup`, 256 * mib);
   await store.delete([`${prefix}/warmup`]);
   const small = await measurePutRssGrowth(store, `${prefix}/small`, 256 * mib);
   await store.delete([`${prefix}/small`]);
-  const large = await measurePutRssGrowth(store, `${prefix}/large`, 1024 * mib);
-  await store.delete([`${prefix}/large`]);
+  // The smaller of two 1 GiB PUTs: a one-off rise from elsewhere in the process (a collection,
+  // another test's server on the same machine) moved one run by 19 MiB in CI, while a whole-object
+  // buffer would grow both by a gigabyte. A store that keeps objects in memory takes one run: its
+  // second could reuse the first one's freed pages and hide a second copy.
+  let large = Infinity;
+  for (let run = 1; run <= largeRuns; run++) {
+    large = Math.min(large, await measurePutRssGrowth(store, `${prefix}/large-${run}`, 1024 * mib));
+    await store.delete([`${prefix}/large-${run}`]);
+  }
   return { small, large };
 }

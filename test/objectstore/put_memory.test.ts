@@ -34,7 +34,7 @@ t.test("s3 backend against s3rver", async (t) => {
 t.test("sim backend: it keeps objects in memory by design, so the bound is on growth beyond the stored bytes", async (t) => {
   const store = new SimObjectStore(new VirtualClock(), new Rng(1));
   // Deleted objects free their pieces; the steady-state growth still includes the object kept.
-  const { small, large } = await measureSteadyState(store, "strata/m");
+  const { small, large } = await measureSteadyState(store, "strata/m", 1);
   const beyondSmall = small - 256 * mib;
   const beyondLarge = large - 1024 * mib;
   t.ok(
