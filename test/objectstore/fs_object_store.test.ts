@@ -1,5 +1,6 @@
 import t from "tap";
 import { FsObjectStore } from "../../src/objectstore/fs_object_store.ts";
+import type { DiskFile } from "../../src/runtime/disk.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
@@ -25,4 +26,92 @@ t.test("streamRange reads every piece into one buffer: a stream allocates nothin
   });
   t.equal(pieces, 4, "four pieces of at most 1 MiB");
   t.equal(buffers.size, 1, "all in one buffer");
+});
+
+/** A NodeDisk that records, for its files, how their writes and fsyncs overlap; fsyncs can be made to fail. */
+class OverlapDisk extends NodeDisk {
+  syncsRunning = 0;
+  syncsRunningMax = 0;
+  writesDuringSync = 0;
+  closesDuringSync = 0;
+  failSyncNumber = 0;
+  #syncs = 0;
+
+  override async createExclusive(path: string): Promise<DiskFile> {
+    const file = await super.createExclusive(path);
+    const [writeAt, sync, close] = [file.writeAt.bind(file), file.sync.bind(file), file.close.bind(file)];
+    file.writeAt = (data, position) => {
+      if (this.syncsRunning > 0) this.writesDuringSync++;
+      return writeAt(data, position);
+    };
+    file.sync = async () => {
+      this.syncsRunning++;
+      this.syncsRunningMax = Math.max(this.syncsRunningMax, this.syncsRunning);
+      try {
+        await sync();
+        if (++this.#syncs === this.failSyncNumber) throw new Error(`Cannot fsync ${path}: io`);
+      } finally {
+        this.syncsRunning--;
+      }
+    };
+    file.close = () => {
+      if (this.syncsRunning > 0) this.closesDuringSync++;
+      return close();
+    };
+    return file;
+  }
+}
+
+t.test("a put writes the next MiB while the last one's fsync runs, one fsync at a time", async (t) => {
+  const disk = new OverlapDisk();
+  const overlapped = new FsObjectStore(disk, tempDir(t, "strata-fs-overlap-"), new Rng(2));
+  const bytes = new Uint8Array(6 * 1024 * 1024 + 12_345).map((_, i) => (i * 7) & 0xff);
+  await overlapped.put("strata/c1/overlap/x.log", bodyOf(bytes, 1024 * 1024), {
+    sizeBytes: bytes.length,
+    metadata: {},
+    ifAbsent: true,
+  });
+  // A fsync's completion is I/O, a later turn of the loop than the write it follows: a writer that
+  // waited for each fsync would never write while one runs.
+  t.equal(disk.writesDuringSync, 6, "every piece after the first was written while an fsync ran");
+  t.equal(disk.syncsRunningMax, 1, "never two fsyncs of one file at once");
+  t.equal(disk.closesDuringSync, 0, "the file is closed only after its last fsync");
+  const pieces = await overlapped.getRange("strata/c1/overlap/x.log", 0, bytes.length);
+  t.same(Buffer.concat(pieces), Buffer.from(bytes), "the object holds every byte");
+});
+
+t.test("a failed fsync behind the writer fails the put and publishes nothing", async (t) => {
+  const disk = new OverlapDisk();
+  const root = tempDir(t, "strata-fs-overlap-fail-");
+  const failing = new FsObjectStore(disk, root, new Rng(3));
+  disk.failSyncNumber = 2;
+  const bytes = new Uint8Array(5 * 1024 * 1024).fill(9);
+  await t.rejects(
+    failing.put("strata/c1/overlap/y.log", bodyOf(bytes, 1024 * 1024), {
+      sizeBytes: bytes.length,
+      metadata: {},
+      ifAbsent: true,
+    }),
+    /Cannot fsync .*: io/,
+  );
+  t.equal(await failing.head("strata/c1/overlap/y.log"), null, "no object");
+  const leftovers = (await failing.list("strata/")).objects;
+  t.same(leftovers, [], "nothing listed");
+});
+
+t.test("a put failing while an fsync runs closes its file only once the fsync has ended", async (t) => {
+  const disk = new OverlapDisk();
+  const failing = new FsObjectStore(disk, tempDir(t, "strata-fs-overlap-long-"), new Rng(4));
+  const bytes = new Uint8Array(3 * 1024 * 1024).fill(5);
+  // Two MiB declared, three sent: the third piece is refused while the second one's fsync runs.
+  await t.rejects(
+    failing.put("strata/c1/overlap/z.log", bodyOf(bytes, 1024 * 1024), {
+      sizeBytes: 2 * 1024 * 1024,
+      metadata: {},
+      ifAbsent: true,
+    }),
+    /the body is longer than 2097152 bytes/,
+  );
+  t.equal(disk.closesDuringSync, 0, "no close while an fsync ran");
+  t.equal(await failing.head("strata/c1/overlap/z.log"), null, "no object");
 });
