@@ -27,7 +27,8 @@ import { pack } from "msgpackr";
 import { StrataClient } from "../src/client/strata_client.ts";
 import { loadConfig } from "../src/config/load_config.ts";
 import { parseBytes } from "../src/config/units.ts";
-import type { MessageInput } from "../src/log/batch_codec.ts";
+import { type MessageInput, prepareBatch } from "../src/log/batch_codec.ts";
+import { assert } from "../src/runtime/assert.ts";
 import { crc32c } from "../src/runtime/crc32c.ts";
 import { LatencyRecorder, type LatencySnapshot } from "../src/runtime/latency_recorder.ts";
 import { Logger } from "../src/runtime/logger.ts";
@@ -35,6 +36,7 @@ import { NodeDisk } from "../src/runtime/node_disk.ts";
 import { RealClock } from "../src/runtime/real_clock.ts";
 import { Rng } from "../src/runtime/rng.ts";
 import { StrataServer } from "../src/server/server.ts";
+import { writeBufferBytes } from "../src/server/shard.ts";
 import { latenessChartSvg, type PhaseSeries } from "./lib/lateness_chart.ts";
 
 const phaseNames = ["idle", "produce", "upload", "storm", "naive"] as const;
@@ -111,7 +113,15 @@ const batchMessages = 100;
 /** Evicted data each storm reader starts from: its own partition of a cold topic. */
 const coldBytesPerPartition = quick ? 8 * 1024 * 1024 : 64 * 1024 * 1024;
 const coldSegmentBytes = quick ? 2 * 1024 * 1024 : 16 * 1024 * 1024;
-const fillBatchBytes = 1024 * 1024;
+/**
+ * Backlog and probe data: the upload path does not care about message size, so 64 KiB messages, 15
+ * to a batch, which fits the shard's 1 MiB write buffer. Sixteen (1 MiB plus headers) did not: each
+ * batch took a buffer of its own, and a backlog's 4 GiB of them left the phase after it starting
+ * 70 to 90 MB over the idle RSS (docs/TUNING.md, item 24).
+ */
+const bulkMessageBytes = 64 * 1024;
+const bulkBatchMessages = 15;
+const fillBatchBytes = bulkMessageBytes * bulkBatchMessages;
 const pollMessages = 100;
 /** Cold topics hold 1 KiB messages; the sealed part (what is evicted) is what the readers walk. */
 const coldMessagesPerPartition = Math.floor(coldBytesPerPartition / messageBytes);
@@ -156,6 +166,10 @@ function progress(text: string): void {
 async function fill(topic: string, partition: number, bytes: number, messageSize: number, perBatch: number) {
   const payload = new Uint8Array(messageSize).map((_, i) => (i * 31 + partition) & 0xff);
   const batch: MessageInput[] = Array.from({ length: perBatch }, () => ({ key: null, headers: {}, payload }));
+  assert(
+    prepareBatch(batch).lengthBytes <= writeBufferBytes,
+    "Cannot fill: a batch must fit the shard's write buffer, or each takes a buffer of its own",
+  );
   const batches = Math.ceil(bytes / (perBatch * messageSize));
   for (let done = 0; done < batches; done += 64) {
     const wave = Math.min(64, batches - done);
@@ -165,9 +179,9 @@ async function fill(topic: string, partition: number, bytes: number, messageSize
   }
 }
 
-/** Backlog and probe data: the upload path does not care about message size, so 64 KiB messages, 1 MiB batches. */
+/** Backlog and probe data, in batches of `fillBatchBytes`. */
 const fillBulk = (topic: string, partition: number, bytes: number) =>
-  fill(topic, partition, bytes, 64 * 1024, 16);
+  fill(topic, partition, bytes, bulkMessageBytes, bulkBatchMessages);
 
 async function partitionStats(topic: string, p: number) {
   return await client.partition(stream, topic, p) as {
