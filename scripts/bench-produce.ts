@@ -137,7 +137,7 @@ async function benchServer(fsync: "always" | "interval") {
       .replace('fsync = "always"', `fsync = "${fsync}"`),
   );
   const server = await startProcess(
-    ["run", "-A", "src/main.ts", "--config", `${dir}/config.toml`],
+    ["run", "--v8-flags=--max-semi-space-size=8", "-A", "src/main.ts", "--config", `${dir}/config.toml`],
     /"msg":"listening","address":"127\.0\.0\.1:(\d+)"/,
     "stderr",
   );

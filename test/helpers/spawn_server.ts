@@ -19,6 +19,7 @@ function spawnDeno(
     "deno",
     [
       "run",
+      "--v8-flags=--max-semi-space-size=8",
       "--allow-read",
       "--allow-write",
       "--allow-net",
