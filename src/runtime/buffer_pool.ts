@@ -66,6 +66,26 @@ export class BufferPool {
     if (this.#free.length < this.#buffersMax) this.#free.push(buffer);
   }
 
+  /**
+   * Takes back a lent buffer whose memory a transfer moved to `moved` (a BYOB read detaches the
+   * buffer it is given and answers with a new one over the same memory): `moved` is kept in its
+   * place. Without it the pool would count `lent` out for ever.
+   */
+  giveMoved(lent: ArrayBuffer, moved: ArrayBuffer): void {
+    if (!this.#lent.has(lent)) return;
+    assert(moved.byteLength === this.bufferBytes, "Cannot take back a moved buffer: its size changed");
+    this.#lent.delete(lent);
+    this.#lent.add(moved);
+    this.give(new Uint8Array(moved));
+  }
+
+  /** Stops counting a lent buffer that cannot come back (a failed read kept it): the bound stays true. */
+  forget(lent: ArrayBuffer): void {
+    if (!this.#lent.has(lent)) return;
+    this.#lent.delete(lent);
+    this.#lentCount--;
+  }
+
   #lend(buffer: ArrayBuffer, lengthBytes: number): Uint8Array {
     this.#lent.add(buffer);
     this.#lentCount++;

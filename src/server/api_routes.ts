@@ -3,15 +3,16 @@ import {
   decodeBody,
   encodeResponse,
   msgpackResponse,
-  readBody,
   requestEncoding,
   responseEncoding,
 } from "./body_codec.ts";
 import type { Broker } from "./broker.ts";
+import type { BufferPool } from "../runtime/buffer_pool.ts";
 import type { PieceGate } from "../runtime/piece_gate.ts";
 import { messageView, parseMessages } from "./message_codec.ts";
 import { checkName } from "./names.ts";
 import { encodePollAnswer } from "./poll_answer_codec.ts";
+import { readBody } from "./request_body.ts";
 
 export const pollCountDefault = 100;
 export const pollCountMax = 10_000;
@@ -26,6 +27,8 @@ export interface RouteContext {
   params: string[];
   broker: Broker;
   maxRequestBytes: number;
+  /** Buffers for produce bodies, lent for the length of one request. */
+  requestBodies: BufferPool;
   pieceGate: PieceGate;
 }
 
@@ -72,12 +75,19 @@ export const apiRoutes: Route[] = [
     return new Response(null, { status: 204 });
   }),
   route("POST", `${T}/messages`, async (c) => {
-    const b = await body(c);
-    const partitionId = b["partition"] === undefined || b["partition"] === null
-      ? undefined
-      : partitionNumber(b["partition"]);
-    const messages = parseMessages(b, requestEncoding(c.request));
-    return reply(c, 200, await c.broker.produce(stream(c), topic(c), partitionId, messages));
+    const read = await readBody(c.request, c.maxRequestBytes, c.requestBodies);
+    try {
+      const b = await decoded(c, read.bytes);
+      const partitionId = b["partition"] === undefined || b["partition"] === null
+        ? undefined
+        : partitionNumber(b["partition"]);
+      const messages = parseMessages(b, requestEncoding(c.request));
+      return reply(c, 200, await c.broker.produce(stream(c), topic(c), partitionId, messages));
+    } finally {
+      // The payloads are views of the body; once the append has ended (or failed) the log has copied
+      // them into its write buffer, or never will, and the body's buffer can serve another request.
+      read.release();
+    }
   }),
   route("DELETE", `${T}/messages`, async (c) => {
     await c.broker.purgeTopic(stream(c), topic(c));
@@ -180,7 +190,10 @@ function reply(c: RouteContext, status: number, value: unknown): Response {
 }
 
 async function body(c: RouteContext): Promise<Record<string, unknown>> {
-  const bytes = await readBody(c.request, c.maxRequestBytes);
+  return await decoded(c, (await readBody(c.request, c.maxRequestBytes)).bytes);
+}
+
+async function decoded(c: RouteContext, bytes: Uint8Array): Promise<Record<string, unknown>> {
   // Decoding a body (a produce request carries up to max_request_bytes) is a piece of work.
   await c.pieceGate.turn();
   return decodeBody(bytes, requestEncoding(c.request));

@@ -1,6 +1,5 @@
-import { concatBytes } from "../runtime/bytes.ts";
 import { Packr } from "msgpackr";
-import { ApiError, badRequest } from "./api_errors.ts";
+import { badRequest } from "./api_errors.ts";
 
 export type Encoding = "json" | "msgpack";
 
@@ -18,33 +17,6 @@ export function requestEncoding(request: Request): Encoding {
 export function responseEncoding(request: Request): Encoding {
   if ((request.headers.get("accept") ?? "").includes(msgpackContentType)) return "msgpack";
   return requestEncoding(request);
-}
-
-/** Reads the whole body, refusing with 413 as soon as it exceeds `maxBytes`. */
-export async function readBody(request: Request, maxBytes: number): Promise<Uint8Array> {
-  const tooLarge = () =>
-    new ApiError(
-      413,
-      "payload_too_large",
-      `Cannot accept request: the body exceeds max_request_bytes (${maxBytes} bytes)`,
-    );
-  const declared = Number(request.headers.get("content-length") ?? NaN);
-  if (declared > maxBytes) throw tooLarge();
-  if (request.body === null) return new Uint8Array(0);
-  // A declared length within the limit is read in one call; the runtime holds the body to it.
-  if (Number.isInteger(declared)) {
-    const body = new Uint8Array(await request.arrayBuffer());
-    if (body.length > maxBytes) throw tooLarge();
-    return body;
-  }
-  const pieces: Uint8Array[] = [];
-  let total = 0;
-  for await (const piece of request.body) {
-    total += piece.length;
-    if (total > maxBytes) throw tooLarge();
-    pieces.push(piece);
-  }
-  return concatBytes(pieces, total);
 }
 
 /** Decodes a body as a JSON or msgpack object; anything else is a 400. */

@@ -1,4 +1,5 @@
 import type { Registry } from "prom-client";
+import type { BufferPool } from "../runtime/buffer_pool.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { PieceGate } from "../runtime/piece_gate.ts";
 import type { Pump } from "../runtime/pump.ts";
@@ -15,6 +16,8 @@ export interface HttpHandlerDeps {
   broker: Broker;
   logger: Logger;
   maxRequestBytes: number;
+  /** Buffers for produce bodies (`request_body.ts`), shared by every request. */
+  requestBodies: BufferPool;
   /** When non-empty, every request needs `Authorization: Bearer <one of these>`. */
   tokens: readonly string[];
   /** The process's piece gate: each request starts, and decodes its body, on a turn of its own. */
@@ -62,6 +65,7 @@ export function createHttpHandler(deps: HttpHandlerDeps): FetchHandler {
         params: match.params,
         broker: deps.broker,
         maxRequestBytes: deps.maxRequestBytes,
+        requestBodies: deps.requestBodies,
         pieceGate: deps.pieceGate,
       });
     } catch (error) {

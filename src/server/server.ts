@@ -16,6 +16,8 @@ import { PieceGate } from "../runtime/piece_gate.ts";
 import { Broker } from "./broker.ts";
 import { type OpenedObjectStore, openObjectStore } from "../objectstore/open_object_store.ts";
 import { createHttpHandler, type FetchHandler } from "./http_handler.ts";
+import { requestBodyBufferBytes, requestBodyBuffersMax } from "./request_body.ts";
+import { BufferPool } from "../runtime/buffer_pool.ts";
 
 export interface ServerDeps {
   config: Config;
@@ -63,6 +65,10 @@ export class StrataServer {
       broker,
       logger,
       maxRequestBytes: config.http.maxRequestBytes,
+      requestBodies: new BufferPool({
+        bufferBytes: requestBodyBufferBytes,
+        buffersMax: requestBodyBuffersMax,
+      }),
       tokens: config.http.tokens,
       pieceGate,
     });

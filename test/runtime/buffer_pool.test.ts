@@ -57,3 +57,26 @@ t.test("takeBounded never has more than buffersMax pooled buffers out, and lends
   t.equal(pool.lentCount, 2);
   t.end();
 });
+
+t.test("a lent buffer moved by a transfer comes back as its new self; one that cannot come back is forgotten", (t) => {
+  // A BYOB read detaches the buffer it is given and answers with a new ArrayBuffer over its memory.
+  const pool = new BufferPool({ bufferBytes: 1024, buffersMax: 1 });
+  const lent = pool.takeBounded(1024)!.buffer as ArrayBuffer;
+  const moved: ArrayBuffer = structuredClone(lent, { transfer: [lent] });
+  pool.give(new Uint8Array(moved));
+  t.equal(pool.lentCount, 1, "a plain give of the moved buffer is not taken: the pool never lent it");
+  pool.giveMoved(lent, moved);
+  t.equal(pool.lentCount, 0, "giveMoved takes it back in the lent one's place");
+  t.equal(pool.takeBounded(1024)!.buffer, moved, "and lends it again");
+  pool.giveMoved(new ArrayBuffer(1024), new ArrayBuffer(1024));
+  t.equal(pool.lentCount, 1, "a buffer the pool never lent changes nothing");
+  const lost = pool.takeBounded(1024);
+  t.equal(lost, null, "at the bound");
+  pool.forget(moved);
+  t.equal(pool.lentCount, 0, "a forgotten buffer no longer counts");
+  t.equal(pool.freeCount, 0, "and is not kept");
+  pool.forget(moved);
+  t.equal(pool.lentCount, 0, "forgetting twice counts once");
+  t.ok(pool.takeBounded(1024), "the bound lends a new buffer again");
+  t.end();
+});

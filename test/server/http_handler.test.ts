@@ -1,3 +1,4 @@
+import { BufferPool } from "../../src/runtime/buffer_pool.ts";
 import { join } from "node:path";
 import t from "tap";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
@@ -65,6 +66,7 @@ t.test("requests that arrive together start on turns of their own, and a produce
     broker: server.broker,
     logger: silentLogger(),
     maxRequestBytes: 1 << 20,
+    requestBodies: new BufferPool({ bufferBytes: 1 << 20, buffersMax: 1 }),
     tokens: [],
     pieceGate: gate,
   });
