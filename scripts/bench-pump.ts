@@ -333,15 +333,45 @@ async function request(method: string, path: string, body?: Uint8Array<ArrayBuff
       method,
       headers: {
         "accept": "application/msgpack",
-        ...(body !== undefined ? { "content-type": "application/msgpack" } : {}),
+        ...(body !== undefined
+          ? { "content-type": "application/msgpack", "content-length": String(body.length) }
+          : {}),
       },
-      ...(body !== undefined ? { body } : {}),
+      ...(body !== undefined ? { body: socketBody(body) } : {}),
     }),
   );
   // The answer is read piece by piece and dropped, as a client elsewhere would read it off its
   // socket: gathering it into one buffer would be the client's garbage on the server's thread.
   if (response.body !== null) { for await (const _piece of response.body) { /* read and dropped */ } }
   return response;
+}
+
+/**
+ * A body as `Deno.serve` hands over a socket's: a stream of bytes that a BYOB reader fills its own
+ * buffer from. A byte array body would be copied into a new buffer per request by the `Request`
+ * constructor: the client's garbage, which a client elsewhere would not leave in the server.
+ */
+function socketBody(bytes: Uint8Array): ReadableStream<Uint8Array> {
+  let at = 0;
+  return new ReadableStream({
+    type: "bytes",
+    pull(controller) {
+      const view = controller.byobRequest?.view;
+      if (at >= bytes.length) {
+        controller.close();
+        controller.byobRequest?.respond(0);
+        return;
+      }
+      const n = Math.min(bytes.length - at, view?.byteLength ?? 64 * 1024);
+      if (view) {
+        new Uint8Array(view.buffer, view.byteOffset, n).set(bytes.subarray(at, at + n));
+        controller.byobRequest!.respond(n);
+      } else {
+        controller.enqueue(bytes.slice(at, at + n));
+      }
+      at += n;
+    },
+  });
 }
 
 /** A steady producer at `produceRateBytesPerSec`, one request at a time, latency per request. */
