@@ -4,10 +4,10 @@ import type { BufferPool } from "../runtime/buffer_pool.ts";
 import { ApiError, badRequest } from "./api_errors.ts";
 
 /**
- * Request bodies up to this size are read into a pooled buffer when the runtime streams them as
- * bytes (`Deno.serve` does): a produce then costs no `ArrayBuffer` of its own. Each dead body
- * otherwise waits for V8 to collect it, and at 5 MB/s of produce they added 60 to 90 MB to the
- * server's RSS in the pump benchmark (docs/TUNING.md, item 26).
+ * Produce bodies with a declared length under this size are read into a pooled buffer rather than
+ * a new one per request. Each dead body otherwise waits for V8 to collect it, and at 5 MB/s of
+ * produce they added tens of megabytes to the server's RSS in the pump benchmark (docs/TUNING.md,
+ * item 26).
  */
 export const requestBodyBufferBytes = 1024 * 1024;
 /** Bound on pooled body buffers out at once; a body arriving beyond it gets a buffer of its own. */
@@ -62,22 +62,41 @@ export async function readBody(
 }
 
 /**
- * Reads a byte stream of `declared` bytes into a buffer of the pool, with a BYOB reader so that the
- * runtime writes straight into it. Null when the stream is not one of bytes or the pool has none to
- * lend; nothing has been read then.
+ * Reads a body of `declared` bytes into a buffer of the pool. Null when the pool has none to lend;
+ * nothing has been read then. `Deno.serve` streams the first request of a connection as bytes,
+ * which a BYOB reader lets it write straight into the buffer; later requests on a kept-alive
+ * connection come as 64 KiB pieces of their own, copied in (the pieces are still garbage, but not
+ * the whole body gathered once more).
  */
 async function readPooled(
   body: ReadableStream<Uint8Array>,
   declared: number,
   pool: BufferPool,
 ): Promise<RequestBody | null> {
+  const byob = byobReader(body);
   const lent = pool.takeBounded(pool.bufferBytes);
-  if (lent === null) return null;
-  const reader = byobReader(body);
-  if (reader === null) {
-    pool.give(lent);
+  if (lent === null) {
+    // Nothing was read: the stream, unlocked, is read the ordinary way.
+    byob?.releaseLock();
     return null;
   }
+  return byob !== null
+    ? await readByob(byob, lent, declared, pool)
+    : await readCopied(body, lent, declared, pool);
+}
+
+const longerThanDeclared = (declared: number) =>
+  badRequest(
+    "malformed_body",
+    `Cannot accept request: the body is longer than its content-length (${declared} bytes)`,
+  );
+
+async function readByob(
+  reader: ReadableStreamBYOBReader,
+  lent: Uint8Array,
+  declared: number,
+  pool: BufferPool,
+): Promise<RequestBody> {
   // Each read detaches the buffer it is given and answers with a new one over the same memory.
   let buffer: ArrayBuffer = lent.buffer as ArrayBuffer;
   let total = 0;
@@ -91,26 +110,54 @@ async function readPooled(
       buffer = value.buffer as ArrayBuffer;
       ended = done;
       total += value.byteLength;
-      if (total > declared) {
-        throw badRequest(
-          "malformed_body",
-          `Cannot accept request: the body is longer than its content-length (${declared} bytes)`,
-        );
-      }
+      if (total > declared) throw longerThanDeclared(declared);
     }
   } catch (error) {
     release(pool, lent.buffer as ArrayBuffer, buffer);
     throw error;
   }
   assert(ended, "Cannot read the request body: its stream neither ended nor overflowed");
-  const bytes = new Uint8Array(buffer, 0, total);
+  return pooledBody(
+    new Uint8Array(buffer, 0, total),
+    () => release(pool, lent.buffer as ArrayBuffer, buffer),
+  );
+}
+
+async function readCopied(
+  body: ReadableStream<Uint8Array>,
+  lent: Uint8Array,
+  declared: number,
+  pool: BufferPool,
+): Promise<RequestBody> {
+  const reader = body.getReader();
+  let total = 0;
+  try {
+    // A bound on reads, empty pieces included: one per byte, the one that ends, and one to spare.
+    for (let reads = 0;; reads++) {
+      if (reads > declared + 2) {
+        throw badRequest("malformed_body", "Cannot accept request: its body came in too many empty pieces");
+      }
+      const { value, done } = await reader.read();
+      if (done) break;
+      if (total + value.byteLength > declared) throw longerThanDeclared(declared);
+      lent.set(value, total);
+      total += value.byteLength;
+    }
+  } catch (error) {
+    pool.give(lent);
+    throw error;
+  }
+  return pooledBody(lent.subarray(0, total), () => pool.give(lent));
+}
+
+function pooledBody(bytes: Uint8Array, giveBack: () => void): RequestBody {
   let released = false;
   return {
     bytes,
     release: () => {
       if (released) return;
       released = true;
-      release(pool, lent.buffer as ArrayBuffer, buffer);
+      giveBack();
     },
   };
 }

@@ -1,7 +1,7 @@
 import t, { type Test } from "tap";
 import { StrataApiError } from "../../src/client/strata_client.ts";
 import { packMsgpack } from "../../src/server/body_codec.ts";
-import { byteStream } from "../helpers/byte_stream.ts";
+import { byteStream, pieceStream } from "../helpers/byte_stream.ts";
 import { openServer } from "../helpers/open_server.ts";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
@@ -267,43 +267,48 @@ t.test("consumer offsets survive a restart; the stream, topic and data do too", 
   t.equal((await d.produce("s", "t", [{ payload: bytes("three") }], 1)).base_offset, 2);
 });
 
-t.test("produces whose bodies stream as bytes share pooled buffers, and every message keeps its own bytes", async (t) => {
-  const { server, client } = await openServer(t);
-  const c = client("msgpack");
-  await c.createStream("s");
-  await c.createTopic("s", { name: "t", partitions: 1 });
-  const rounds = 25;
-  const produce = (round: number) => {
-    const body = packMsgpack({
-      partition: 0,
-      messages: Array.from({ length: 10 }, (_, i) => ({ payload: new Uint8Array(900).fill(round * 10 + i) })),
-    });
-    // As `Deno.serve` passes a socket's body: a byte stream of a declared length.
-    return server.handler(
-      new Request("http://strata.test/streams/s/topics/t/messages", {
-        method: "POST",
-        body: byteStream(body, 4096),
-        headers: { "content-type": "application/msgpack", "content-length": String(body.length) },
-        duplex: "half",
-      } as RequestInit),
+for (const [kind, stream] of [["bytes", byteStream], ["pieces", pieceStream]] as const) {
+  t.test(`produces whose bodies stream as ${kind} share pooled buffers, and every message keeps its own bytes`, async (t) => {
+    const { server, client } = await openServer(t);
+    const c = client("msgpack");
+    await c.createStream("s");
+    await c.createTopic("s", { name: "t", partitions: 1 });
+    const rounds = 25;
+    const produce = (round: number) => {
+      const body = packMsgpack({
+        partition: 0,
+        messages: Array.from(
+          { length: 10 },
+          (_, i) => ({ payload: new Uint8Array(900).fill(round * 10 + i) }),
+        ),
+      });
+      // As `Deno.serve` passes a socket's body: a stream of a declared length.
+      return server.handler(
+        new Request("http://strata.test/streams/s/topics/t/messages", {
+          method: "POST",
+          body: stream(body, 4096),
+          headers: { "content-type": "application/msgpack", "content-length": String(body.length) },
+          duplex: "half",
+        } as RequestInit),
+      );
+    };
+    // More than the pool holds, each started a turn of the loop after the one before, while the log's
+    // writer waits on its fsyncs: a buffer given back before the log had copied its body would be
+    // lent to a later produce, and some message would carry that produce's bytes.
+    const pending: Promise<Response>[] = [];
+    for (let round = 0; round < rounds; round++) {
+      pending.push(produce(round));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    const answers = await Promise.all(pending);
+    t.same(answers.map((a) => a.status), Array(rounds).fill(200), "every produce answered 200");
+    const polled = await c.poll("s", "t", 0, { offset: 0, count: rounds * 10 });
+    const values = polled.messages.map((m) => m.payload[0]!);
+    t.ok(polled.messages.every((m) => m.payload.every((b) => b === m.payload[0])), "no message mixes bytes");
+    t.same(
+      [...values].sort((a, b) => a - b),
+      Array.from({ length: rounds * 10 }, (_, n) => n),
+      "each message once",
     );
-  };
-  // More than the pool holds, each started a turn of the loop after the one before, while the log's
-  // writer waits on its fsyncs: a buffer given back before the log had copied its body would be
-  // lent to a later produce, and some message would carry that produce's bytes.
-  const pending: Promise<Response>[] = [];
-  for (let round = 0; round < rounds; round++) {
-    pending.push(produce(round));
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-  const answers = await Promise.all(pending);
-  t.same(answers.map((a) => a.status), Array(rounds).fill(200), "every produce answered 200");
-  const polled = await c.poll("s", "t", 0, { offset: 0, count: rounds * 10 });
-  const values = polled.messages.map((m) => m.payload[0]!);
-  t.ok(polled.messages.every((m) => m.payload.every((b) => b === m.payload[0])), "no message mixes bytes");
-  t.same(
-    [...values].sort((a, b) => a - b),
-    Array.from({ length: rounds * 10 }, (_, n) => n),
-    "each message once",
-  );
-});
+  });
+}
