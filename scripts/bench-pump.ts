@@ -347,29 +347,23 @@ async function request(method: string, path: string, body?: Uint8Array<ArrayBuff
 }
 
 /**
- * A body as `Deno.serve` hands over a socket's: a stream of bytes that a BYOB reader fills its own
- * buffer from. A byte array body would be copied into a new buffer per request by the `Request`
- * constructor: the client's garbage, which a client elsewhere would not leave in the server.
+ * A body as `Deno.serve` hands over a later request of a kept-alive connection, as a producer's
+ * are: 64 KiB pieces, each a buffer of its own (the first request of a connection comes as a byte
+ * stream instead, which the server reads straight into its own buffer). A byte array given to the
+ * `Request` constructor would be copied whole per request: the client's garbage, which a client
+ * elsewhere would not leave in the server's process.
  */
 function socketBody(bytes: Uint8Array): ReadableStream<Uint8Array> {
+  const pieceBytes = 64 * 1024;
   let at = 0;
   return new ReadableStream({
-    type: "bytes",
     pull(controller) {
-      const view = controller.byobRequest?.view;
       if (at >= bytes.length) {
         controller.close();
-        controller.byobRequest?.respond(0);
         return;
       }
-      const n = Math.min(bytes.length - at, view?.byteLength ?? 64 * 1024);
-      if (view) {
-        new Uint8Array(view.buffer, view.byteOffset, n).set(bytes.subarray(at, at + n));
-        controller.byobRequest!.respond(n);
-      } else {
-        controller.enqueue(bytes.slice(at, at + n));
-      }
-      at += n;
+      controller.enqueue(bytes.slice(at, at + pieceBytes));
+      at += pieceBytes;
     },
   });
 }
