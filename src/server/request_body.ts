@@ -41,7 +41,7 @@ export async function readBody(
   const declared = Number(request.headers.get("content-length") ?? NaN);
   if (declared > maxBytes) throw tooLarge();
   if (request.body === null) return ownBuffer(new Uint8Array(0));
-  if (pool !== null && Number.isInteger(declared) && declared < pool.bufferBytes) {
+  if (pool !== null && Number.isInteger(declared) && declared >= 0 && declared < pool.bufferBytes) {
     const pooled = await readPooled(request.body, declared, pool);
     if (pooled !== null) return pooled;
   }

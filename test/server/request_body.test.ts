@@ -65,6 +65,7 @@ t.test("bodies the pool cannot take are read as before, each into a buffer of it
   const cases: [string, Request, Uint8Array][] = [
     ["the pool has none to lend", post(byteStream(pattern(500, 7), 100), 500), pattern(500, 7)],
     ["no content-length", post(byteStream(pattern(600, 8), 100)), pattern(600, 8)],
+    ["a content-length that is no length", post(byteStream(pattern(700, 15), 100), -5), pattern(700, 15)],
     ["larger than a pooled buffer", post(byteStream(pattern(70_000, 9), 9_000), 70_000), pattern(70_000, 9)],
   ];
   for (const [what, request, expected] of cases) {
