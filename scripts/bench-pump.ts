@@ -38,6 +38,7 @@ import { Rng } from "../src/runtime/rng.ts";
 import { StrataServer } from "../src/server/server.ts";
 import { writeBufferBytes } from "../src/server/shard.ts";
 import { latenessChartSvg, type PhaseSeries } from "./lib/lateness_chart.ts";
+import { pieceStream } from "./lib/piece_stream.ts";
 
 const phaseNames = ["idle", "produce", "upload", "storm", "naive"] as const;
 type PhaseName = typeof phaseNames[number];
@@ -337,35 +338,16 @@ async function request(method: string, path: string, body?: Uint8Array<ArrayBuff
           ? { "content-type": "application/msgpack", "content-length": String(body.length) }
           : {}),
       },
-      ...(body !== undefined ? { body: socketBody(body) } : {}),
+      // As `Deno.serve` hands over a kept-alive connection's body, as a producer's are: a byte array
+      // given to the constructor would be copied whole per request, garbage a client elsewhere would
+      // not leave in the server's process.
+      ...(body !== undefined ? { body: pieceStream(body, 64 * 1024) } : {}),
     }),
   );
   // The answer is read piece by piece and dropped, as a client elsewhere would read it off its
   // socket: gathering it into one buffer would be the client's garbage on the server's thread.
   if (response.body !== null) { for await (const _piece of response.body) { /* read and dropped */ } }
   return response;
-}
-
-/**
- * A body as `Deno.serve` hands over a later request of a kept-alive connection, as a producer's
- * are: 64 KiB pieces, each a buffer of its own (the first request of a connection comes as a byte
- * stream instead, which the server reads straight into its own buffer). A byte array given to the
- * `Request` constructor would be copied whole per request: the client's garbage, which a client
- * elsewhere would not leave in the server's process.
- */
-function socketBody(bytes: Uint8Array): ReadableStream<Uint8Array> {
-  const pieceBytes = 64 * 1024;
-  let at = 0;
-  return new ReadableStream({
-    pull(controller) {
-      if (at >= bytes.length) {
-        controller.close();
-        return;
-      }
-      controller.enqueue(bytes.slice(at, at + pieceBytes));
-      at += pieceBytes;
-    },
-  });
 }
 
 /** A steady producer at `produceRateBytesPerSec`, one request at a time, latency per request. */

@@ -1,7 +1,8 @@
 import t, { type Test } from "tap";
 import { StrataApiError } from "../../src/client/strata_client.ts";
 import { packMsgpack } from "../../src/server/body_codec.ts";
-import { byteStream, pieceStream } from "../helpers/byte_stream.ts";
+import { pieceStream } from "../../scripts/lib/piece_stream.ts";
+import { byteStream } from "../helpers/byte_stream.ts";
 import { openServer } from "../helpers/open_server.ts";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
