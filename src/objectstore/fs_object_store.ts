@@ -1,4 +1,5 @@
 import { pack, unpack } from "msgpackr";
+import { BufferPool } from "../runtime/buffer_pool.ts";
 import { Crc32Stream } from "../runtime/crc32.ts";
 import { type Disk, DiskError, type DiskFile } from "../runtime/disk.ts";
 import type { Rng } from "../runtime/rng.ts";
@@ -27,6 +28,13 @@ import {
 const magic = new TextEncoder().encode("STRAOBJ1");
 const fixedHeaderBytes = 12;
 
+/**
+ * Bound on the piece buffers kept for streamed reads: one per stream running at once (a shard fills
+ * at most `fetch_concurrency` chunks at a time, 4 by default), so a few more than that. A stream that
+ * finds them all out reads into a buffer of its own.
+ */
+export const streamBuffersMax = 8;
+
 interface StoredMeta {
   sizeBytes: number;
   metadata: Record<string, string>;
@@ -44,6 +52,12 @@ export class FsObjectStore implements ObjectStore {
   readonly #disk: Disk;
   readonly #root: string;
   readonly #rng: Rng;
+  /**
+   * A cold-read storm streams chunk after chunk; a fresh 1 MiB buffer per stream outlived the disk
+   * reads and writes it waited on, so V8 promoted it and it stayed resident, dead, until a full
+   * collection (tens of megabytes in the pump benchmark's storm; docs/TUNING.md).
+   */
+  readonly #streamBuffers = new BufferPool({ bufferBytes: pieceBytesMax, buffersMax: streamBuffersMax });
 
   constructor(disk: Disk, root: string, rng: Rng) {
     this.#disk = disk;
@@ -81,20 +95,32 @@ export class FsObjectStore implements ObjectStore {
     try {
       const { meta, headerBytes } = await readHeader(file, key);
       const end = Math.min(endExclusive, meta.sizeBytes);
-      // One buffer for every piece: the sink is done with a piece when its promise resolves.
-      const buffer = new Uint8Array(Math.max(1, Math.min(pieceBytesMax, end - start)));
-      for (let at = start; at < end; at += buffer.length) {
-        const piece = buffer.subarray(0, Math.min(buffer.length, end - at));
-        const read = await file.readAt(piece, headerBytes + at);
-        if (read !== piece.length) {
-          throw new CorruptError(`Cannot read object ${key}: it is shorter than its header says`);
+      const pieceBytes = Math.max(1, Math.min(pieceBytesMax, end - start));
+      // One buffer for every piece: the sink is done with a piece when its promise resolves, and the
+      // stream with the buffer when it returns or throws.
+      const pooled = this.#streamBuffers.takeBounded(pieceBytes);
+      const buffer = pooled ?? new Uint8Array(pieceBytes);
+      try {
+        for (let at = start; at < end; at += buffer.length) {
+          const piece = buffer.subarray(0, Math.min(buffer.length, end - at));
+          const read = await file.readAt(piece, headerBytes + at);
+          if (read !== piece.length) {
+            throw new CorruptError(`Cannot read object ${key}: it is shorter than its header says`);
+          }
+          await onPiece(piece, at - start);
         }
-        await onPiece(piece, at - start);
+      } finally {
+        if (pooled !== null) this.#streamBuffers.give(pooled);
       }
       return Math.max(0, end - start);
     } finally {
       await file.close();
     }
+  }
+
+  /** Gauges of the streamed reads' buffers: lent to running streams, and kept for the next. */
+  get streamBuffers(): { lentCount: number; freeCount: number } {
+    return { lentCount: this.#streamBuffers.lentCount, freeCount: this.#streamBuffers.freeCount };
   }
 
   async head(key: string): Promise<ObjectHead | null> {

@@ -1,5 +1,5 @@
 import t from "tap";
-import { FsObjectStore } from "../../src/objectstore/fs_object_store.ts";
+import { FsObjectStore, streamBuffersMax } from "../../src/objectstore/fs_object_store.ts";
 import type { DiskFile } from "../../src/runtime/disk.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
@@ -26,6 +26,91 @@ t.test("streamRange reads every piece into one buffer: a stream allocates nothin
   });
   t.equal(pieces, 4, "four pieces of at most 1 MiB");
   t.equal(buffers.size, 1, "all in one buffer");
+});
+
+t.test("streams read into pooled buffers: the next stream reuses the buffer the last one gave back", async (t) => {
+  const store = new FsObjectStore(new NodeDisk(), tempDir(t, "strata-fs-pool-"), new Rng(2));
+  const bytes = new Uint8Array(1_500_000).map((_, i) => (i * 7) & 0xff);
+  await store.put("strata/c1/pool/x.log", bodyOf(bytes), {
+    sizeBytes: bytes.length,
+    metadata: {},
+    ifAbsent: false,
+  });
+  const seen: ArrayBufferLike[] = [];
+  for (let i = 0; i < 3; i++) {
+    await store.streamRange("strata/c1/pool/x.log", 0, bytes.length, (piece) => {
+      seen.push(piece.buffer);
+      return Promise.resolve();
+    });
+    t.same(store.streamBuffers, { lentCount: 0, freeCount: 1 }, `stream ${i} gave its buffer back`);
+  }
+  t.equal(new Set(seen).size, 1, "three streams, one buffer");
+  const failure = new Error("sink failed");
+  const failed = await store.streamRange(
+    "strata/c1/pool/x.log",
+    0,
+    bytes.length,
+    () => Promise.reject(failure),
+  )
+    .catch((e) => e);
+  t.equal(failed, failure, "the sink's failure is the stream's");
+  t.same(store.streamBuffers, { lentCount: 0, freeCount: 1 }, "a failed stream gives its buffer back too");
+});
+
+t.test(`at most ${streamBuffersMax} streams hold pooled buffers; others read into their own, none shared`, async (t) => {
+  const store = new FsObjectStore(new NodeDisk(), tempDir(t, "strata-fs-pool-"), new Rng(3));
+  const streams = streamBuffersMax + 2;
+  const bodies = Array.from(
+    { length: streams },
+    (_, s) => new Uint8Array(2_200_000).map((_, i) => (i + s * 31) & 0xff),
+  );
+  for (const [s, body] of bodies.entries()) {
+    await store.put(`strata/c1/pool/${s}.log`, bodyOf(body), {
+      sizeBytes: body.length,
+      metadata: {},
+      ifAbsent: false,
+    });
+  }
+  // Every sink holds its first piece until all streams have one, so all read at once; each copies
+  // what it is handed, and a buffer shared by two streams would mix their bytes.
+  let waiting = 0;
+  let releaseAll!: () => void;
+  const allStarted = new Promise<void>((resolve) => (releaseAll = resolve));
+  const firstBuffers = new Set<ArrayBufferLike>();
+  let lentWhileAllRead = -1;
+  const received = bodies.map(() => [] as Uint8Array[]);
+  await Promise.all(
+    bodies.map((body, s) =>
+      store.streamRange(`strata/c1/pool/${s}.log`, 0, body.length, async (piece, position) => {
+        if (position === 0) {
+          firstBuffers.add(piece.buffer);
+          if (++waiting === streams) {
+            lentWhileAllRead = store.streamBuffers.lentCount;
+            releaseAll();
+          }
+          await allStarted;
+        }
+        received[s]!.push(piece.slice());
+      })
+    ),
+  );
+  t.equal(firstBuffers.size, streams, "every stream had a buffer of its own");
+  t.equal(lentWhileAllRead, streamBuffersMax, "the pool lent no more than its bound");
+  t.same(
+    store.streamBuffers,
+    { lentCount: 0, freeCount: streamBuffersMax },
+    "all given back, the bound kept",
+  );
+  for (const [s, body] of bodies.entries()) {
+    const pieces = received[s]!;
+    const got = new Uint8Array(pieces.reduce((n, p) => n + p.length, 0));
+    let at = 0;
+    for (const piece of pieces) {
+      got.set(piece, at);
+      at += piece.length;
+    }
+    t.ok(Buffer.from(got).equals(Buffer.from(body)), `stream ${s} read its own bytes`);
+  }
 });
 
 /** A NodeDisk that records, for its files, how their writes and fsyncs overlap; fsyncs can be made to fail. */
