@@ -60,7 +60,7 @@ export const configSchema = {
     /** Idle connections to the store are closed after this. */
     connection_idle_timeout: { kind: "duration", default: 5000, min: 100, max: 600_000 },
     /** Uploads in flight per shard. */
-    upload_concurrency: { kind: "int", default: 2, min: 1, max: 64 },
+    upload_concurrency: { kind: "int", default: 1, min: 1, max: 64 },
     /** Chunk fetches in flight per shard; uploads never share these permits. */
     fetch_concurrency: { kind: "int", default: 4, min: 1, max: 64 },
     /** Download pacing per node in bytes per second, divided among shards. */
