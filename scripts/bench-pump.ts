@@ -12,7 +12,9 @@
  *   deno task bench:pump [--phase-seconds 20] [--produce-rate 5] [--backlog "4 GiB"]
  *     [--segment-size "1 GiB"] [--readers 32] [--backend fs|s3 --endpoint URL --bucket NAME]
  *     [--quick] [--json PATH] [--svg PATH] [--phases idle,storm,...] [--dir PATH]
- *     [--piece-size "1 MiB"] [--upload-concurrency 2] [--fetch-concurrency 4] [--chunk-size "8 MiB"]
+ *     [--piece-size SIZE] [--upload-concurrency N] [--fetch-concurrency N] [--chunk-size SIZE]
+ *
+ * The last four override the server's own defaults (config.toml), which a run without them uses.
  *
  * Rates are MB/s (10^6 bytes), times milliseconds. The targets are checked at the end, from this
  * run's own figures; a missed target is printed and recorded, and the exit code stays 0 (the
@@ -59,10 +61,11 @@ const { values: args } = parseArgs({
     svg: { type: "string" },
     phases: { type: "string", default: phaseNames.join(",") },
     dir: { type: "string" },
-    "piece-size": { type: "string", default: "1 MiB" },
-    "upload-concurrency": { type: "string", default: "2" },
-    "fetch-concurrency": { type: "string", default: "4" },
-    "chunk-size": { type: "string", default: "8 MiB" },
+    // No defaults of their own: a run without them measures the server's defaults, whatever they are.
+    "piece-size": { type: "string" },
+    "upload-concurrency": { type: "string" },
+    "fetch-concurrency": { type: "string" },
+    "chunk-size": { type: "string" },
   },
 });
 
@@ -127,16 +130,25 @@ const pollMessages = 100;
 /** Cold topics hold 1 KiB messages; the sealed part (what is evicted) is what the readers walk. */
 const coldMessagesPerPartition = Math.floor(coldBytesPerPartition / messageBytes);
 
+/** The entries that were given: an option left out keeps the server's default. */
+function definedOnly(entries: Record<string, string | undefined>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(entries).filter((entry): entry is [string, string] => entry[1] !== undefined),
+  );
+}
+
 const dir = args.dir ?? mkdtempSync(join(tmpdir(), "strata-bench-pump-"));
 const ownsDir = args.dir === undefined;
 const env: Record<string, string> = {
   STRATA_SYSTEM_PATH: join(dir, "data"),
   STRATA_SYSTEM_SHARDS: "1",
   STRATA_LOG_LEVEL: "warn",
-  STRATA_TIERED_STORAGE_UPLOAD_PIECE_SIZE: args["piece-size"],
-  STRATA_TIERED_STORAGE_UPLOAD_CONCURRENCY: args["upload-concurrency"],
-  STRATA_TIERED_STORAGE_FETCH_CONCURRENCY: args["fetch-concurrency"],
-  STRATA_TIERED_STORAGE_CACHE_CHUNK_SIZE: args["chunk-size"],
+  ...definedOnly({
+    STRATA_TIERED_STORAGE_UPLOAD_PIECE_SIZE: args["piece-size"],
+    STRATA_TIERED_STORAGE_UPLOAD_CONCURRENCY: args["upload-concurrency"],
+    STRATA_TIERED_STORAGE_FETCH_CONCURRENCY: args["fetch-concurrency"],
+    STRATA_TIERED_STORAGE_CACHE_CHUNK_SIZE: args["chunk-size"],
+  }),
   ...(args.backend === "s3"
     ? {
       STRATA_TIERED_STORAGE_BACKEND: "s3",

@@ -3,6 +3,7 @@ import { once } from "node:events";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
+import { configSchema } from "../../src/config/schema.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 
 // The pump benchmark's smoke run: the script works end to end under Deno and its JSON report has
@@ -64,6 +65,15 @@ t.test("bench:pump --quick runs every phase and writes the JSON report and the S
   t.ok(report.phases.upload.upload_mb_s > 0, "the backlog uploaded");
   t.ok(report.phases.storm.cold_poll_ms.p50 > 0, "the readers read");
   t.equal(report.targets.length, 6, "every target evaluated");
+  // A run without the tuning options measures the server as shipped, not defaults of the script's own.
+  const tiered = configSchema.tiered_storage;
+  t.same(report.settings, {
+    ...report.settings,
+    upload_piece_size: tiered.upload_piece_size.default,
+    upload_concurrency: tiered.upload_concurrency.default,
+    fetch_concurrency: tiered.fetch_concurrency.default,
+    chunk_size: configSchema["tiered_storage.cache"].chunk_size.default,
+  }, "the tuning settings are the server's defaults");
   const chart = readFileSync(svg, "utf8");
   t.match(chart, /^<svg/);
   for (const phase of ["idle", "produce", "upload", "storm", "naive"]) {
