@@ -11,6 +11,7 @@
 import { parseArgs } from "node:util";
 import * as hdr from "hdr-histogram-js";
 import { Packr } from "msgpackr";
+import { serverTaskArgs } from "./lib/server_task.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,
@@ -137,7 +138,7 @@ async function benchServer(fsync: "always" | "interval") {
       .replace('fsync = "always"', `fsync = "${fsync}"`),
   );
   const server = await startProcess(
-    ["run", "--v8-flags=--max-semi-space-size=8", "-A", "src/main.ts", "--config", `${dir}/config.toml`],
+    [...serverTaskArgs(), "--config", `${dir}/config.toml`],
     /"msg":"listening","address":"127\.0\.0\.1:(\d+)"/,
     "stderr",
   );

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
+import { serverTaskArgs } from "../../scripts/lib/server_task.ts";
 
 export interface RunningServer {
   child: ChildProcess;
@@ -10,24 +11,14 @@ export interface RunningServer {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** `deno run` of the entry point with the same permissions as `deno task server`. */
+/** `deno run` of the entry point exactly as `deno task server` runs it. */
 function spawnDeno(
   args: string[],
   env: Record<string, string>,
 ): { child: ChildProcess; stderr: () => string } {
   const child = spawn(
     "deno",
-    [
-      "run",
-      "--v8-flags=--max-semi-space-size=8",
-      "--allow-read",
-      "--allow-write",
-      "--allow-net",
-      "--allow-env",
-      "--allow-sys",
-      "src/main.ts",
-      ...args,
-    ],
+    [...serverTaskArgs(), ...args],
     {
       cwd: new URL("../..", import.meta.url).pathname,
       env: { ...process.env, ...env },

@@ -3,6 +3,7 @@ import { once } from "node:events";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
+import { serverTaskArgs } from "../../scripts/lib/server_task.ts";
 import { configSchema } from "../../src/config/schema.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 
@@ -93,4 +94,17 @@ t.test("bench:pump refuses to run without --expose-gc, naming the flag", async (
   const [code] = await once(child, "exit");
   t.not(code, 0, "the run fails");
   t.match(err, /Cannot run the benchmark: it needs --v8-flags=--expose-gc/);
+});
+
+// The benchmark measures the server as `deno task server` runs it: its task carries the server's V8
+// flags (and `--expose-gc` for its own collection before the first phase).
+t.test("bench:pump runs with the server task's V8 flags", (t) => {
+  const tasks = JSON.parse(readFileSync(new URL("../../deno.json", import.meta.url), "utf8")).tasks;
+  const v8Flags = (args: string[]) =>
+    args.filter((a) => a.startsWith("--v8-flags=")).flatMap((a) => a.slice("--v8-flags=".length).split(","));
+  const serverFlags = v8Flags(serverTaskArgs());
+  t.ok(serverFlags.length > 0, `the server task sets V8 flags: ${serverFlags.join(",")}`);
+  const benchFlags = v8Flags(String(tasks["bench:pump"]).split(/\s+/));
+  for (const flag of serverFlags) t.ok(benchFlags.includes(flag), `bench:pump passes ${flag}`);
+  t.end();
 });
