@@ -10,12 +10,13 @@
  * `ours` does the same work as the SDK (no checksum); `ours_with_crc32` also declares the
  * object's CRC32 and checks the bytes against it as they go out, as tiering's uploads do.
  */
-import { CreateBucketCommand, GetObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { GetObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { parseArgs } from "node:util";
 import { Readable } from "node:stream";
 import { S3ObjectStore } from "../src/objectstore/s3/s3_object_store.ts";
 import { crc32 } from "../src/runtime/crc32.ts";
 import { RealClock } from "../src/runtime/real_clock.ts";
+import { ensureBucket } from "./lib/ensure_bucket.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,
@@ -55,21 +56,19 @@ if (endpoint === "") {
   bucket = "strata-bench";
 }
 
+const region = Deno.env.get("AWS_REGION") ?? "us-east-1";
+await ensureBucket({ endpoint, region, bucket, accessKeyId, secretAccessKey });
 const sdk = new S3Client({
   endpoint,
-  region: Deno.env.get("AWS_REGION") ?? "us-east-1",
+  region,
   forcePathStyle: true,
   credentials: { accessKeyId, secretAccessKey },
   requestChecksumCalculation: "WHEN_REQUIRED",
   responseChecksumValidation: "WHEN_REQUIRED",
 });
-// Create the bucket if it is not there yet; an existing one is used as it is.
-await sdk.send(new CreateBucketCommand({ Bucket: bucket })).catch((error: Error) => {
-  if (!/BucketAlready(OwnedByYou|Exists)/.test(error.name)) throw error;
-});
 const ours = new S3ObjectStore({
   endpoint,
-  region: Deno.env.get("AWS_REGION") ?? "us-east-1",
+  region,
   bucket,
   accessKeyId,
   secretAccessKey,

@@ -38,9 +38,12 @@ import { NodeDisk } from "../src/runtime/node_disk.ts";
 import { RealClock } from "../src/runtime/real_clock.ts";
 import { Rng } from "../src/runtime/rng.ts";
 import { StrataServer } from "../src/server/server.ts";
+import { clusterRoot } from "../src/tier/object_keys.ts";
 import { writeBufferBytes } from "../src/server/shard.ts";
 import { latenessChartSvg, type PhaseSeries } from "./lib/lateness_chart.ts";
 import { pieceStream } from "./lib/piece_stream.ts";
+import { ensureBucket } from "./lib/ensure_bucket.ts";
+import { readThreadSchedstat, schedstatRates } from "./lib/thread_schedstat.ts";
 
 const phaseNames = ["idle", "produce", "upload", "storm", "naive"] as const;
 type PhaseName = typeof phaseNames[number];
@@ -158,6 +161,16 @@ const env: Record<string, string> = {
     : {}),
 };
 const { config, secrets } = loadConfig("", "bench-pump", { ...Deno.env.toObject(), ...env });
+if (config.tieredStorage.backend === "s3") {
+  const s3 = config.tieredStorage.s3;
+  await ensureBucket({
+    endpoint: s3.endpoint,
+    region: s3.region,
+    bucket: s3.bucket,
+    accessKeyId: s3.accessKey,
+    secretAccessKey: s3.secretKey,
+  });
+}
 const logger = new Logger({ level: "warn", secrets });
 const clock = new RealClock();
 const cooperation = { naive: false };
@@ -265,11 +278,26 @@ async function dropTopic(topic: string): Promise<void> {
   const streamId = (await client.getStream(stream) as { id: number }).id;
   const topicId = (await client.getTopic(stream, topic) as { id: number }).id;
   await client.deleteTopic(stream, topic);
-  if (args.backend === "fs") {
-    // The deleted topic's objects would wait for the orphan sweep; the benchmark frees the disk now.
-    const root = `${config.tieredStorage.fs.path}/objects/${config.tieredStorage.s3.prefix}`;
-    rmSync(`${root}/${server.broker.clusterId}/${streamId}/${topicId}`, { recursive: true, force: true });
+  // The deleted topic's objects would wait for the orphan sweep; the benchmark frees the store now,
+  // so that a full run's three backlogs fit a test store (RGW's is 10 GiB).
+  const root = clusterRoot(config.tieredStorage.s3.prefix, server.broker.clusterId);
+  await deleteUnder(`${root}${streamId}/${topicId}/`);
+  await deleteUnder(`${root}meta/${streamId}/${topicId}/`);
+}
+
+/** A bound on the pages one prefix is freed in: a run's topics hold a few hundred objects each. */
+const deletePagesMax = 100;
+
+/** Deletes every object under a prefix, a listed page at a time. */
+async function deleteUnder(prefix: string): Promise<void> {
+  const store = server.objectStore!.store;
+  for (let pages = 0; pages < deletePagesMax; pages++) {
+    const page = await store.list(prefix, { maxKeys: 1000 });
+    if (page.objects.length === 0) return;
+    const failed = (await store.delete(page.objects.map((o) => o.key))).filter((r) => r.error !== null);
+    if (failed.length > 0) throw new Error(`Cannot free ${prefix}: ${failed[0]!.error!.message}`);
   }
+  throw new Error(`Cannot free ${prefix}: still objects after ${deletePagesMax} pages`);
 }
 
 /** The `.log` of a topic's first segment on partition 0. */
@@ -442,6 +470,12 @@ interface PhaseResult {
   /** The RSS when the phase began: what it inherited from the phases and the setup before it. */
   rss_start_mb: number;
   transient_replies: number;
+  /**
+   * The event loop's thread, per second of the phase: time on a core, and time it was ready but
+   * waited for one (Linux's schedstat; null elsewhere). A wait shows the machine delayed the tick.
+   */
+  loop_cpu_ms_per_s: number | null;
+  loop_wait_ms_per_s: number | null;
 }
 
 const round = (n: number, digits = 3) => Number(n.toFixed(digits));
@@ -461,6 +495,7 @@ async function runPhase(name: PhaseName, series: PhaseSeries[]): Promise<PhaseRe
   cooperation.naive = name === "naive";
   const startedMs = clock.nowMs();
   pump.resetSnapshot();
+  const schedStart = readThreadSchedstat();
   pump.observeLateness((atMs, latenessMs) => {
     if (samples.length < 1_000_000) samples.push({ atS: (atMs - startedMs) / 1000, latenessMs });
   });
@@ -479,6 +514,7 @@ async function runPhase(name: PhaseName, series: PhaseSeries[]): Promise<PhaseRe
     }
   }
   const lateness = pump.snapshot();
+  const sched = schedstatRates(schedStart, readThreadSchedstat(), clock.nowMs() - startedMs);
   pump.observeLateness(null);
   for (const load of loads) await load.stop();
   cooperation.naive = false;
@@ -504,6 +540,8 @@ async function runPhase(name: PhaseName, series: PhaseSeries[]): Promise<PhaseRe
     rss_mb: round(rssMax / 1e6, 1),
     rss_start_mb: round(rssStart / 1e6, 1),
     transient_replies: transient.transient,
+    loop_cpu_ms_per_s: sched?.onCpuMsPerS ?? null,
+    loop_wait_ms_per_s: sched?.runqueueWaitMsPerS ?? null,
   };
   progress(`phase ${name}: ${JSON.stringify(result)}`);
   if (withUpload) await dropTopic(backlog);
@@ -643,6 +681,7 @@ function printTable(
     "produce p99",
     "poll p99",
     "RSS MB",
+    "loop wait ms/s",
   ];
   const rows = Object.entries(r).map(([name, p]) =>
     [
@@ -656,6 +695,7 @@ function printTable(
       p!.produce_latency_ms.p99,
       p!.cold_poll_ms.p99,
       p!.rss_mb,
+      p!.loop_wait_ms_per_s ?? "n/a",
     ].map(String)
   );
   const widths = cols.map((c, i) => Math.max(c.length, ...rows.map((row) => row[i]!.length)));

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import { serverTaskArgs } from "../../scripts/lib/server_task.ts";
@@ -61,7 +61,17 @@ t.test("bench:pump --quick runs every phase and writes the JSON report and the S
     t.ok(
       p.tick_lateness_ms.max >= p.tick_lateness_ms.p99 && p.tick_lateness_ms.p99 >= p.tick_lateness_ms.p50,
     );
+    if (process.platform === "linux") {
+      t.ok(
+        p.loop_cpu_ms_per_s > 0 && p.loop_cpu_ms_per_s <= 1000 && p.loop_wait_ms_per_s >= 0,
+        `phase ${phase}: the loop ran ${p.loop_cpu_ms_per_s} and waited ${p.loop_wait_ms_per_s} ms/s`,
+      );
+    }
   }
+  // Each phase's topics are deleted with their objects, so a full run fits a test store.
+  const leftInStore = readdirSync(join(dir, "data"), { recursive: true, encoding: "utf8" })
+    .filter((path) => path.includes("objects") && /\.(log|index|bin)$/.test(path));
+  t.same(leftInStore, [], "no segment or manifest is left in the store after the run");
   t.ok(report.phases.produce.produce_latency_ms.p50 > 0, "the producer ran");
   t.ok(report.phases.upload.upload_mb_s > 0, "the backlog uploaded");
   t.ok(report.phases.storm.cold_poll_ms.p50 > 0, "the readers read");
