@@ -7,6 +7,10 @@
 # Re-running on an existing data dir just (re)starts whatever is not running.
 #
 # Env: RGW_DATA, RGW_PORT (7480), OBJECTSTORE (bluestore|memstore),
+#      RGW_STORE_BYTES (bluestore's sparse block file or memstore's memory, 10 GiB),
+#      RGW_CPUS (a CPU list, e.g. "1": pins every daemon thread there) and RGW_IDLE=1 (SCHED_IDLE):
+#      for benchmarks, so that the store on the same machine takes only what the measured process
+#      leaves. Priority alone is not enough on a kernel without preemption (docs/BENCHMARKS.md).
 #      S3_ACCESS_KEY / S3_SECRET_KEY (fixed test credentials).
 set -euo pipefail
 
@@ -14,6 +18,9 @@ T0=$(date +%s%N)
 D=${RGW_DATA:-/tmp/rgw/data}
 PORT=${RGW_PORT:-7480}
 STORE=${OBJECTSTORE:-bluestore}
+STORE_BYTES=${RGW_STORE_BYTES:-10737418240}
+CPUS=${RGW_CPUS:-}
+IDLE=${RGW_IDLE:-}
 AK=${S3_ACCESS_KEY:-TESTACCESSKEY0000001}
 SK=${S3_SECRET_KEY:-testsecretkey0000000000000000000000000001}
 CONF=$D/ceph.conf
@@ -74,11 +81,15 @@ osd_objectstore = $STORE
 osd_fast_shutdown = $([ "$STORE" = memstore ] && echo false || echo true)
 osd_memory_target = 1073741824
 bluestore_block_path = $D/osd/\$cluster-\$id/block.img
-bluestore_block_size = 10737418240
+bluestore_block_size = $STORE_BYTES
 bluestore_block_create = true
-memstore_device_bytes = 2147483648
+memstore_device_bytes = $STORE_BYTES
 [client.rgw.a]
 rgw_frontends = beast endpoint=127.0.0.1:$PORT
+# A deleted object's data is reclaimed within seconds, not the default two hours, so a benchmark
+# that deletes what it uploaded does not fill the block file.
+rgw_gc_obj_min_wait = 0
+rgw_gc_processor_period = 5
 EOF
   log "mkfs mon (fsid $FSID)"
   ceph-authtool --create-keyring "$D/mon.keyring" --gen-key -n mon. --cap mon 'allow *' >/dev/null
@@ -139,6 +150,14 @@ if [ "$NEW" = 1 ]; then
   touch "$D/.initialized"
   log "S3 user created"
 fi
+
+# Threads the daemons start later inherit both settings from the thread that starts them.
+for f in "$D"/run/mon.a.pid "$D"/run/osd.0.pid "$D"/run/client.rgw.a.pid; do
+  pid=$(cat "$f")
+  [ -n "$CPUS" ] && taskset -a -c -p "$CPUS" "$pid" >/dev/null
+  if [ "$IDLE" = 1 ]; then for t in /proc/"$pid"/task/*; do chrt -i -p 0 "${t##*/}"; done; fi
+done
+[ -n "$CPUS$IDLE" ] && log "daemons on CPUs ${CPUS:-all}${IDLE:+, SCHED_IDLE}"
 
 echo "S3_ENDPOINT=http://127.0.0.1:$PORT"
 echo "S3_ACCESS_KEY=$AK"
