@@ -25,6 +25,7 @@ import { cpus, release, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { memoryUsage } from "node:process";
 import { parseArgs } from "node:util";
+import { GCProfiler } from "node:v8";
 import { pack } from "msgpackr";
 import { StrataClient } from "../src/client/strata_client.ts";
 import { loadConfig } from "../src/config/load_config.ts";
@@ -43,6 +44,7 @@ import { writeBufferBytes } from "../src/server/shard.ts";
 import { latenessChartSvg, type PhaseSeries } from "./lib/lateness_chart.ts";
 import { pieceStream } from "./lib/piece_stream.ts";
 import { ensureBucket } from "./lib/ensure_bucket.ts";
+import { type GcPauses, summarizeGcPauses } from "./lib/gc_pauses.ts";
 import { readThreadSchedstat, schedstatRates } from "./lib/thread_schedstat.ts";
 
 const phaseNames = ["idle", "produce", "upload", "storm", "naive"] as const;
@@ -460,7 +462,8 @@ function backlogTotalBytes(): number {
 
 // ---- phases -----------------------------------------------------------------------------------
 
-interface PhaseResult {
+/** With the phase's collections (V8's GC profiler): a worst tick near the longest full pause was the collector's. */
+interface PhaseResult extends GcPauses {
   tick_lateness_ms: { p50: number; p99: number; p999: number; max: number };
   missed_ticks: number;
   upload_mb_s: number;
@@ -479,6 +482,8 @@ interface PhaseResult {
 }
 
 const round = (n: number, digits = 3) => Number(n.toFixed(digits));
+/** Deno's GC profiler reports each collection's cost in nanoseconds (Node's in microseconds). */
+const gcCostMsPerUnit = 1e-6;
 const pct = (s: LatencySnapshot) => ({ p50: round(s.p50Ms), p99: round(s.p99Ms) });
 
 async function runPhase(name: PhaseName, series: PhaseSeries[]): Promise<PhaseResult> {
@@ -496,6 +501,8 @@ async function runPhase(name: PhaseName, series: PhaseSeries[]): Promise<PhaseRe
   const startedMs = clock.nowMs();
   pump.resetSnapshot();
   const schedStart = readThreadSchedstat();
+  const gcProfiler = new GCProfiler();
+  gcProfiler.start();
   pump.observeLateness((atMs, latenessMs) => {
     if (samples.length < 1_000_000) samples.push({ atS: (atMs - startedMs) / 1000, latenessMs });
   });
@@ -515,6 +522,7 @@ async function runPhase(name: PhaseName, series: PhaseSeries[]): Promise<PhaseRe
   }
   const lateness = pump.snapshot();
   const sched = schedstatRates(schedStart, readThreadSchedstat(), clock.nowMs() - startedMs);
+  const gc = summarizeGcPauses(gcProfiler.stop()?.statistics ?? [], gcCostMsPerUnit);
   pump.observeLateness(null);
   for (const load of loads) await load.stop();
   cooperation.naive = false;
@@ -542,6 +550,7 @@ async function runPhase(name: PhaseName, series: PhaseSeries[]): Promise<PhaseRe
     transient_replies: transient.transient,
     loop_cpu_ms_per_s: sched?.onCpuMsPerS ?? null,
     loop_wait_ms_per_s: sched?.runqueueWaitMsPerS ?? null,
+    ...gc,
   };
   progress(`phase ${name}: ${JSON.stringify(result)}`);
   if (withUpload) await dropTopic(backlog);
@@ -682,6 +691,8 @@ function printTable(
     "poll p99",
     "RSS MB",
     "loop wait ms/s",
+    "full GCs",
+    "full GC max",
   ];
   const rows = Object.entries(r).map(([name, p]) =>
     [
@@ -696,6 +707,8 @@ function printTable(
       p!.cold_poll_ms.p99,
       p!.rss_mb,
       p!.loop_wait_ms_per_s ?? "n/a",
+      p!.full_gcs,
+      p!.full_gc_pause_ms_max ?? "-",
     ].map(String)
   );
   const widths = cols.map((c, i) => Math.max(c.length, ...rows.map((row) => row[i]!.length)));

@@ -60,6 +60,8 @@ t.test("bench:pump --quick runs every phase and writes the JSON report and the S
       cold_poll_ms: { p50: Number, p99: Number },
       rss_mb: Number,
       rss_start_mb: Number,
+      full_gcs: Number,
+      scavenges: Number,
     }, `phase ${phase} has every field`);
     t.ok(
       p.tick_lateness_ms.max >= p.tick_lateness_ms.p99 && p.tick_lateness_ms.p99 >= p.tick_lateness_ms.p50,
@@ -78,6 +80,10 @@ t.test("bench:pump --quick runs every phase and writes the JSON report and the S
   t.ok(report.phases.produce.produce_latency_ms.p50 > 0, "the producer ran");
   t.ok(report.phases.upload.upload_mb_s > 0, "the backlog uploaded");
   t.ok(report.phases.storm.cold_poll_ms.p50 > 0, "the readers read");
+  t.ok(
+    report.phases.storm.scavenges > 0 && report.phases.storm.scavenge_pause_ms_max > 0,
+    `the storm's collections are counted: ${report.phases.storm.scavenges} scavenges`,
+  );
   t.equal(report.targets.length, 6, "every target evaluated");
   // A run without the tuning options measures the server as shipped, not defaults of the script's own.
   const tiered = configSchema.tiered_storage;
