@@ -39,12 +39,12 @@ import { NodeDisk } from "../src/runtime/node_disk.ts";
 import { RealClock } from "../src/runtime/real_clock.ts";
 import { Rng } from "../src/runtime/rng.ts";
 import { StrataServer } from "../src/server/server.ts";
-import { clusterRoot } from "../src/tier/object_keys.ts";
 import { writeBufferBytes } from "../src/server/shard.ts";
+import { clusterRoot } from "../src/tier/object_keys.ts";
 import { latenessChartSvg, type PhaseSeries } from "./lib/lateness_chart.ts";
-import { pieceStream } from "./lib/piece_stream.ts";
 import { ensureBucket } from "./lib/ensure_bucket.ts";
 import { type GcPauses, summarizeGcPauses } from "./lib/gc_pauses.ts";
+import { pieceStream } from "./lib/piece_stream.ts";
 import { readThreadSchedstat, schedstatRates } from "./lib/thread_schedstat.ts";
 
 const phaseNames = ["idle", "produce", "upload", "storm", "naive"] as const;
@@ -462,7 +462,7 @@ function backlogTotalBytes(): number {
 
 // ---- phases -----------------------------------------------------------------------------------
 
-/** With the phase's collections (V8's GC profiler): a worst tick near the longest full pause was the collector's. */
+/** With the phase's collections (V8's GC profiler): a worst tick later than every pause was not one collection's alone. */
 interface PhaseResult extends GcPauses {
   tick_lateness_ms: { p50: number; p99: number; p999: number; max: number };
   missed_ticks: number;
