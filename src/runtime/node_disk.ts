@@ -9,20 +9,36 @@ import {
   type DiskStat,
   type OpenOptions,
 } from "./disk.ts";
+import {
+  offLoopWriteBytesMin,
+  sharedWriteWorker,
+  type WorkerFile,
+  type WriteWorker,
+} from "./write_worker.ts";
 
-/** The production `Disk`, over `node:fs/promises`; it runs unchanged on Node and Deno. */
+/**
+ * The production `Disk`, over `node:fs/promises`; it runs unchanged on Node and Deno. Writes of
+ * `offLoopWriteBytesMin` or more go through the write worker (`write_worker.ts`), since Deno runs
+ * `node:fs` writes on the event loop's thread; `writeWorker: null` keeps every write here.
+ */
 export class NodeDisk implements Disk {
+  readonly #writeWorker: WriteWorker | null;
+
+  constructor(options: { writeWorker?: WriteWorker | null } = {}) {
+    this.#writeWorker = options.writeWorker === undefined ? sharedWriteWorker() : options.writeWorker;
+  }
+
   async open(path: string, options: OpenOptions = {}): Promise<DiskFile> {
     // Numeric flags: "a+" would force every write to the end of the file, "w+" would truncate it.
     const { O_RDONLY, O_RDWR, O_CREAT } = fsConstants;
     const flags = options.readOnly ? O_RDONLY : options.create ? O_RDWR | O_CREAT : O_RDWR;
     const handle = await wrap("open", path, () => fs.open(path, flags, 0o644));
-    return new NodeDiskFile(path, handle);
+    return new NodeDiskFile(path, handle, options.readOnly ? null : this.#writeWorker);
   }
 
   async createExclusive(path: string): Promise<DiskFile> {
     const handle = await wrap("create", path, () => fs.open(path, "wx+"));
-    return new NodeDiskFile(path, handle);
+    return new NodeDiskFile(path, handle, this.#writeWorker);
   }
 
   list(dirPath: string): Promise<string[]> {
@@ -74,14 +90,22 @@ export class NodeDisk implements Disk {
   }
 }
 
+let nextFileId = 1;
+
 class NodeDiskFile implements DiskFile {
   readonly path: string;
   readonly #handle: fs.FileHandle;
+  readonly #writeWorker: WriteWorker | null;
+  /** How the write worker knows this file; set on its first large write (a stat for the inode). */
+  #workerFile: WorkerFile | null = null;
+  /** Writes not yet finished: a file is closed only once none is. */
+  #writesInFlight = 0;
   #closed = false;
 
-  constructor(path: string, handle: fs.FileHandle) {
+  constructor(path: string, handle: fs.FileHandle, writeWorker: WriteWorker | null) {
     this.path = path;
     this.#handle = handle;
+    this.#writeWorker = writeWorker;
   }
 
   async readAt(buffer: Uint8Array, position: number): Promise<number> {
@@ -96,6 +120,28 @@ class NodeDiskFile implements DiskFile {
 
   async writeAt(data: Uint8Array, position: number): Promise<void> {
     this.#checkOpen();
+    this.#writesInFlight++;
+    try {
+      if (this.#writeWorker !== null && data.length >= offLoopWriteBytesMin) {
+        await this.#writeOffLoop(this.#writeWorker, data, position);
+      } else {
+        await this.#writeHere(data, position);
+      }
+    } finally {
+      this.#writesInFlight--;
+    }
+  }
+
+  async #writeOffLoop(worker: WriteWorker, data: Uint8Array, position: number): Promise<void> {
+    if (this.#workerFile === null) {
+      const { ino } = await wrap("stat", this.path, () => this.#handle.stat());
+      this.#workerFile ??= { id: nextFileId++, path: this.path, inode: Number(ino) };
+    }
+    const file = this.#workerFile;
+    await wrap("write", this.path, () => worker.write(file, data, position));
+  }
+
+  async #writeHere(data: Uint8Array, position: number): Promise<void> {
     // A write may be short; the bound is the byte count, since every pass writes at least one.
     let written = 0;
     while (written < data.length) {
@@ -130,8 +176,16 @@ class NodeDiskFile implements DiskFile {
 
   async close(): Promise<void> {
     if (this.#closed) return;
+    assert(
+      this.#writesInFlight === 0,
+      `Cannot close ${this.path}: ${this.#writesInFlight} writes are in flight`,
+    );
     this.#closed = true;
-    await this.#handle.close();
+    try {
+      if (this.#workerFile !== null) await this.#writeWorker!.release(this.#workerFile.id);
+    } finally {
+      await this.#handle.close();
+    }
   }
 
   #checkOpen(): void {
