@@ -196,13 +196,16 @@ export class FsObjectStore implements ObjectStore {
           );
         }
         crc.update(piece);
-        await file.writeAt(piece, headerBytes + written);
-        written += piece.length;
         // Written back a little at a time: one fsync of a whole segment at the end would make every
-        // other fsync on the disk (a produce's group commit) wait behind it. The fsync runs while the
-        // next piece is read and written, and the one after waits for it: at most two steps of
+        // other fsync on the disk (a produce's group commit) wait behind it. Each step's fsync runs
+        // while the next step is written, and the one after waits for it: at most two steps of
         // unsynced bytes, and the disk is never idle waiting for the writer.
-        if (written % syncEveryBytes < piece.length) await syncBehind.next();
+        for (let at = 0; at < piece.length; at += syncEveryBytes) {
+          const part = piece.subarray(at, Math.min(piece.length, at + syncEveryBytes));
+          await file.writeAt(part, headerBytes + written);
+          written += part.length;
+          await syncBehind.next();
+        }
       }
       await syncBehind.finish();
       if (written !== options.sizeBytes) {
@@ -272,11 +275,12 @@ export class FsObjectStore implements ObjectStore {
 /**
  * How much of an object is written between two fsyncs of its temp file. Every 16 MiB left a produce's
  * fsync waiting behind up to 16 MiB of an upload's writeback (produce p99 79 ms in the pump
- * benchmark's quick upload phase); every 1 MiB keeps the dirty backlog small (20 ms, against 17.6 ms
- * without uploads). Each fsync overlaps the next MiB's write (`SyncBehind`): awaited in place, they
- * held the upload to about 190 MB/s against 230 to 260 overlapped. docs/TUNING.md.
+ * benchmark's quick upload phase), every 1 MiB 20 ms (17.6 without uploads). Every 256 KiB: 5.9 to
+ * 8.0 ms against 10.7 to 12.8 at 1 MiB in three pairs of quick runs, and 6.9 against 11.2 (6.1
+ * without uploads) with writes off the loop's thread, at 180 against 200 MB/s. Each fsync overlaps
+ * the next step's write (`SyncBehind`). docs/TUNING.md, item 29.
  */
-const syncEveryBytes = 1024 * 1024;
+const syncEveryBytes = 256 * 1024;
 
 function header(metaBytes: Uint8Array): Uint8Array {
   const bytes = new Uint8Array(fixedHeaderBytes + metaBytes.length);
