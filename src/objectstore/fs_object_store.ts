@@ -280,7 +280,7 @@ export class FsObjectStore implements ObjectStore {
  * without uploads) with writes off the loop's thread, at 180 against 200 MB/s. Each fsync overlaps
  * the next step's write (`SyncBehind`). docs/TUNING.md, item 29.
  */
-const syncEveryBytes = 256 * 1024;
+export const syncEveryBytes = 256 * 1024;
 
 function header(metaBytes: Uint8Array): Uint8Array {
   const bytes = new Uint8Array(fixedHeaderBytes + metaBytes.length);
