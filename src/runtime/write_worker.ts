@@ -113,7 +113,14 @@ export class WriteWorker {
       this.#pending.set(seq, { resolve, reject });
       // Held open only while it owes answers: an idle worker never keeps the process alive.
       if (this.#pending.size === 1) worker.ref();
-      worker.postMessage(message);
+      try {
+        worker.postMessage(message);
+      } catch (error) {
+        // Not sent, so never answered: it must not hold a place among the requests in flight.
+        this.#pending.delete(seq);
+        if (this.#pending.size === 0) worker.unref();
+        reject(error as Error);
+      }
     });
   }
 
