@@ -7,7 +7,7 @@ export interface Disk {
   /** Opens an existing file, or creates it when `create` is set. */
   open(path: string, options?: OpenOptions): Promise<DiskFile>;
   /** Creates a new file, failing with `DiskError` code `exists` if the path is taken. */
-  createExclusive(path: string): Promise<DiskFile>;
+  createExclusive(path: string, options?: CreateOptions): Promise<DiskFile>;
   /** Names (not paths) of the entries in a directory, sorted. */
   list(dirPath: string): Promise<string[]>;
   /** Size and kind of a path, or null when it does not exist. */
@@ -28,10 +28,23 @@ export interface Disk {
   capacityBytes(path: string): Promise<number>;
 }
 
-export interface OpenOptions {
+export interface OpenOptions extends CreateOptions {
   create?: boolean;
   readOnly?: boolean;
 }
+
+export interface CreateOptions {
+  /**
+   * A hint for files written once and not read back soon (an `fs` object store's objects): writes
+   * whose position and length are multiples of `directWriteAlignBytes`, and large reads, may skip
+   * the page cache. Nothing else changes: the bytes, their order and `sync` mean what they mean
+   * without it.
+   */
+  bypassCache?: boolean;
+}
+
+/** The alignment, in bytes, of the writes that `bypassCache` can send around the page cache. */
+export const directWriteAlignBytes = 4096;
 
 export interface DiskStat {
   sizeBytes: number;

@@ -1,4 +1,4 @@
-import type { Disk, DiskFile, DiskStat, OpenOptions } from "./disk.ts";
+import type { CreateOptions, Disk, DiskFile, DiskStat, OpenOptions } from "./disk.ts";
 import type { PieceGate } from "./piece_gate.ts";
 
 /**
@@ -22,8 +22,8 @@ export class GatedDisk implements Disk {
     return new GatedFile(await gated(this.#gate, this.#inner.open(path, options)), this.#gate);
   }
 
-  async createExclusive(path: string): Promise<DiskFile> {
-    return new GatedFile(await gated(this.#gate, this.#inner.createExclusive(path)), this.#gate);
+  async createExclusive(path: string, options?: CreateOptions): Promise<DiskFile> {
+    return new GatedFile(await gated(this.#gate, this.#inner.createExclusive(path, options)), this.#gate);
   }
 
   list(dirPath: string): Promise<string[]> {

@@ -2,6 +2,7 @@ import { constants as fsConstants } from "node:fs";
 import * as fs from "node:fs/promises";
 import { assert } from "./assert.ts";
 import {
+  type CreateOptions,
   type Disk,
   DiskError,
   type DiskErrorCode,
@@ -9,6 +10,7 @@ import {
   type DiskStat,
   type OpenOptions,
 } from "./disk.ts";
+import { directReadBytesMin, type DirectReads, sharedDirectReads } from "./direct_reads.ts";
 import {
   offLoopWriteBytesMin,
   sharedWriteWorker,
@@ -19,13 +21,17 @@ import {
 /**
  * The production `Disk`, over `node:fs/promises`; it runs unchanged on Node and Deno. Writes of
  * `offLoopWriteBytesMin` or more go through the write worker (`write_worker.ts`), since Deno runs
- * `node:fs` writes on the event loop's thread; `writeWorker: null` keeps every write here.
+ * `node:fs` writes on the event loop's thread; `writeWorker: null` keeps every write here. The
+ * worker also carries out `bypassCache` for writes (without it they are buffered), and
+ * `directReads` for reads (`directReads: null` reads buffered).
  */
 export class NodeDisk implements Disk {
   readonly #writeWorker: WriteWorker | null;
+  readonly #directReads: DirectReads | null;
 
-  constructor(options: { writeWorker?: WriteWorker | null } = {}) {
+  constructor(options: { writeWorker?: WriteWorker | null; directReads?: DirectReads | null } = {}) {
     this.#writeWorker = options.writeWorker === undefined ? sharedWriteWorker() : options.writeWorker;
+    this.#directReads = options.directReads === undefined ? sharedDirectReads() : options.directReads;
   }
 
   async open(path: string, options: OpenOptions = {}): Promise<DiskFile> {
@@ -33,12 +39,20 @@ export class NodeDisk implements Disk {
     const { O_RDONLY, O_RDWR, O_CREAT } = fsConstants;
     const flags = options.readOnly ? O_RDONLY : options.create ? O_RDWR | O_CREAT : O_RDWR;
     const handle = await wrap("open", path, () => fs.open(path, flags, 0o644));
-    return new NodeDiskFile(path, handle, options.readOnly ? null : this.#writeWorker);
+    return new NodeDiskFile(path, handle, {
+      writeWorker: options.readOnly ? null : this.#writeWorker,
+      directReads: options.bypassCache ? this.#directReads : null,
+      bypassCache: options.bypassCache ?? false,
+    });
   }
 
-  async createExclusive(path: string): Promise<DiskFile> {
+  async createExclusive(path: string, options: CreateOptions = {}): Promise<DiskFile> {
     const handle = await wrap("create", path, () => fs.open(path, "wx+"));
-    return new NodeDiskFile(path, handle, this.#writeWorker);
+    return new NodeDiskFile(path, handle, {
+      writeWorker: this.#writeWorker,
+      directReads: options.bypassCache ? this.#directReads : null,
+      bypassCache: options.bypassCache ?? false,
+    });
   }
 
   list(dirPath: string): Promise<string[]> {
@@ -96,26 +110,51 @@ class NodeDiskFile implements DiskFile {
   readonly path: string;
   readonly #handle: fs.FileHandle;
   readonly #writeWorker: WriteWorker | null;
+  readonly #directReads: DirectReads | null;
+  readonly #bypassCache: boolean;
   /** How the write worker knows this file; set on its first large write (a stat for the inode). */
   #workerFile: WorkerFile | null = null;
+  /** The handle for direct reads, opened on the first large read; null when refused. */
+  #directHandle: Promise<fs.FileHandle | null> | null = null;
   /** Writes not yet finished: a file is closed only once none is. */
   #writesInFlight = 0;
   #closed = false;
 
-  constructor(path: string, handle: fs.FileHandle, writeWorker: WriteWorker | null) {
+  constructor(
+    path: string,
+    handle: fs.FileHandle,
+    options: { writeWorker: WriteWorker | null; directReads: DirectReads | null; bypassCache: boolean },
+  ) {
     this.path = path;
     this.#handle = handle;
-    this.#writeWorker = writeWorker;
+    this.#writeWorker = options.writeWorker;
+    this.#directReads = options.directReads;
+    this.#bypassCache = options.bypassCache;
   }
 
   async readAt(buffer: Uint8Array, position: number): Promise<number> {
     this.#checkOpen();
+    if (this.#directReads !== null && buffer.length >= directReadBytesMin) {
+      const read = await this.#readDirect(this.#directReads, buffer, position);
+      if (read !== null) return read;
+    }
     const { bytesRead } = await wrap(
       "read",
       this.path,
       () => this.#handle.read(buffer, 0, buffer.length, position),
     );
     return bytesRead;
+  }
+
+  /** Null when the read must be buffered: the file system refuses, or no aligned buffer is free. */
+  async #readDirect(directReads: DirectReads, buffer: Uint8Array, position: number): Promise<number | null> {
+    this.#directHandle ??= wrap("open", this.path, async () => {
+      const { ino } = await this.#handle.stat();
+      return directReads.open(this.path, Number(ino));
+    });
+    const handle = await this.#directHandle;
+    if (handle === null) return null;
+    return await wrap("read", this.path, () => directReads.read(handle, buffer, position));
   }
 
   async writeAt(data: Uint8Array, position: number): Promise<void> {
@@ -135,7 +174,12 @@ class NodeDiskFile implements DiskFile {
   async #writeOffLoop(worker: WriteWorker, data: Uint8Array, position: number): Promise<void> {
     if (this.#workerFile === null) {
       const { ino } = await wrap("stat", this.path, () => this.#handle.stat());
-      this.#workerFile ??= { id: nextFileId++, path: this.path, inode: Number(ino) };
+      this.#workerFile ??= {
+        id: nextFileId++,
+        path: this.path,
+        inode: Number(ino),
+        bypassCache: this.#bypassCache,
+      };
     }
     const file = this.#workerFile;
     await wrap("write", this.path, () => worker.write(file, data, position));
@@ -183,6 +227,8 @@ class NodeDiskFile implements DiskFile {
     this.#closed = true;
     try {
       if (this.#workerFile !== null) await this.#writeWorker!.release(this.#workerFile.id);
+      const direct = await this.#directHandle?.catch(() => null);
+      await direct?.close();
     } finally {
       await this.#handle.close();
     }

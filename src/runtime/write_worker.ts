@@ -1,5 +1,6 @@
 import { Worker } from "node:worker_threads";
 import { assert } from "./assert.ts";
+import { directWriteAlignBytes } from "./disk.ts";
 import { Semaphore } from "./semaphore.ts";
 
 /**
@@ -10,10 +11,20 @@ import { Semaphore } from "./semaphore.ts";
  * path on a file's first large write and closed with the file; the loop only copies each piece
  * into one of a few shared slots (a memcpy into memory it already holds) and waits for the answer.
  * It runs unchanged on Node, where it only moves the write from libuv's pool to this thread.
+ *
+ * A file opened with `bypassCache` gets a second descriptor there, opened with `O_DIRECT`, for its
+ * aligned writes: the device then reads the slot itself, and nothing is copied into the page cache
+ * (on this machine that copy into fresh memory was the upload's limit; docs/TUNING.md, item 31).
+ * Direct writes need aligned memory as well, so the slots are carved from one shared WebAssembly
+ * memory, whose buffer starts on a page. Where the file system refuses `O_DIRECT`, writes are
+ * buffered as before.
  */
 export class WriteWorker {
   readonly slotBytes: number;
   readonly slotsMax: number;
+  /** The slots' memory, posted with each write; slot `i` starts at `i * #slotStrideBytes`. */
+  readonly #memory: SharedArrayBuffer;
+  readonly #slotStrideBytes: number;
   readonly #slots: Uint8Array[];
   readonly #freeSlots: number[];
   readonly #slotTurns: Semaphore;
@@ -23,6 +34,7 @@ export class WriteWorker {
   readonly #openIds = new Set<number>();
   #worker: Worker | null = null;
   #nextSeq = 1;
+  #directBytes = 0;
 
   constructor(options: { slotBytes: number; slotsMax: number; waitersMax: number }) {
     assert(
@@ -35,9 +47,15 @@ export class WriteWorker {
     );
     this.slotBytes = options.slotBytes;
     this.slotsMax = options.slotsMax;
+    this.#slotStrideBytes = Math.ceil(options.slotBytes / directWriteAlignBytes) * directWriteAlignBytes;
+    const wasmPageBytes = 64 * 1024;
+    const pages = Math.ceil((this.#slotStrideBytes * options.slotsMax) / wasmPageBytes);
+    const memory: unknown = new WebAssembly.Memory({ initial: pages, maximum: pages, shared: true }).buffer;
+    assert(memory instanceof SharedArrayBuffer, "a shared WebAssembly memory's buffer is shared");
+    this.#memory = memory;
     this.#slots = Array.from(
       { length: options.slotsMax },
-      () => new Uint8Array(new SharedArrayBuffer(options.slotBytes)),
+      (_, i) => new Uint8Array(this.#memory, i * this.#slotStrideBytes, options.slotBytes),
     );
     this.#freeSlots = this.#slots.map((_, i) => i);
     this.#slotTurns = new Semaphore({
@@ -57,12 +75,18 @@ export class WriteWorker {
     return this.#openIds.size;
   }
 
+  /** Counter: bytes written around the page cache (`bypassCache`), since the worker was made. */
+  get directBytes(): number {
+    return this.#directBytes;
+  }
+
   /**
    * Writes all of `data` at `position` of the file `file.path`, known to the worker as
    * `file.id`, one slot at a time. The worker opens the file by name on its first write and
    * refuses it unless its inode is `file.inode`, so a file renamed or replaced since the caller
    * opened it is an error rather than a write to another file. Rejects with the worker's error (its
-   * `code` kept, e.g. ENOSPC).
+   * `code` kept, e.g. ENOSPC). With `file.bypassCache`, each slot's part that starts and ends on
+   * `directWriteAlignBytes` is written around the page cache.
    */
   async write(file: WorkerFile, data: Uint8Array, position: number): Promise<void> {
     for (let at = 0; at < data.length; at += this.slotBytes) {
@@ -91,15 +115,19 @@ export class WriteWorker {
       const seq = this.#nextSeq++;
       const { id: fileId, path, inode } = file;
       const length = part.length;
+      const direct = file.bypassCache && position % directWriteAlignBytes === 0 &&
+        length % directWriteAlignBytes === 0;
       await this.#send(seq, {
         op: "write",
         seq,
         fileId,
         path,
         inode,
-        slot: slotBytes.buffer,
+        memory: this.#memory,
+        offset: slot * this.#slotStrideBytes,
         length,
         position,
+        direct,
       });
     } finally {
       this.#freeSlots.push(slot);
@@ -143,6 +171,7 @@ export class WriteWorker {
     assert(pending !== undefined, `the write worker answered request ${answer.seq}, which is not pending`);
     this.#pending.delete(answer.seq);
     if (this.#pending.size === 0) this.#worker?.unref();
+    this.#directBytes += answer.directBytes;
     if (answer.error === null) pending.resolve();
     else pending.reject(Object.assign(new Error(answer.error.message), { code: answer.error.code }));
   }
@@ -156,11 +185,15 @@ export class WriteWorker {
   }
 }
 
-/** A file as the worker knows it: an id of the caller's, its path, and the inode it must be. */
+/**
+ * A file as the worker knows it: an id of the caller's, its path, the inode it must be, and whether
+ * its aligned writes skip the page cache.
+ */
 export interface WorkerFile {
   id: number;
   path: string;
   inode: number;
+  bypassCache: boolean;
 }
 
 interface Pending {
@@ -170,44 +203,85 @@ interface Pending {
 
 interface Answer {
   seq: number;
+  /** How many of the write's bytes went around the page cache. */
+  directBytes: number;
   error: { code: string | undefined; message: string } | null;
 }
 
 /**
  * The worker's whole program, plain JavaScript so that both runtimes run it without a loader. It
  * answers every request, in order; a write loops until every byte is written (a short write is
- * legal), bounded by the byte count since each pass writes at least one.
+ * legal), bounded by the byte count since each pass writes at least one. A direct write that the
+ * file system refuses (EINVAL: no `O_DIRECT` there, or a stricter alignment) or cuts short leaves the
+ * rest to the buffered descriptor, and a refused file is written buffered from then on.
  */
 const workerSource = `
 const { parentPort } = require("node:worker_threads");
 const fs = require("node:fs");
+const { O_WRONLY, O_DIRECT } = fs.constants;
 const fds = new Map();
+const directFds = new Map();
+function checkedOpen(m, flags) {
+  const fd = fs.openSync(m.path, flags);
+  if (fs.fstatSync(fd).ino !== m.inode) {
+    fs.closeSync(fd);
+    throw new Error("Cannot write " + m.path + ": it is no longer the file that was opened");
+  }
+  return fd;
+}
+function directFd(m) {
+  if (directFds.has(m.fileId)) return directFds.get(m.fileId);
+  let fd = null;
+  try {
+    if (O_DIRECT !== undefined) fd = checkedOpen(m, O_WRONLY | O_DIRECT);
+  } catch (error) {
+    if (error.code !== "EINVAL") throw error;
+  }
+  directFds.set(m.fileId, fd);
+  return fd;
+}
+function writeDirect(m, bytes) {
+  const fd = directFd(m);
+  if (fd === null) return 0;
+  try {
+    return fs.writeSync(fd, bytes, 0, bytes.length, m.position);
+  } catch (error) {
+    if (error.code !== "EINVAL") throw error;
+    fs.closeSync(fd);
+    directFds.set(m.fileId, null);
+    return 0;
+  }
+}
+function close(fileId) {
+  for (const map of [fds, directFds]) {
+    const fd = map.get(fileId);
+    map.delete(fileId);
+    if (fd !== undefined && fd !== null) fs.closeSync(fd);
+  }
+}
 parentPort.on("message", (m) => {
+  let directBytes = 0;
   try {
     if (m.op === "close") {
-      const fd = fds.get(m.fileId);
-      fds.delete(m.fileId);
-      if (fd !== undefined) fs.closeSync(fd);
+      close(m.fileId);
     } else {
       let fd = fds.get(m.fileId);
       if (fd === undefined) {
-        fd = fs.openSync(m.path, "r+");
-        if (fs.fstatSync(fd).ino !== m.inode) {
-          fs.closeSync(fd);
-          throw new Error("Cannot write " + m.path + ": it is no longer the file that was opened");
-        }
+        fd = checkedOpen(m, "r+");
         fds.set(m.fileId, fd);
       }
-      const bytes = new Uint8Array(m.slot, 0, m.length);
-      for (let written = 0; written < m.length;) {
+      const bytes = new Uint8Array(m.memory, m.offset, m.length);
+      if (m.direct) directBytes = writeDirect(m, bytes);
+      for (let written = directBytes; written < m.length;) {
         const n = fs.writeSync(fd, bytes, written, m.length - written, m.position + written);
         if (n <= 0) throw new Error("the write made no progress");
         written += n;
       }
     }
-    parentPort.postMessage({ seq: m.seq, error: null });
+    parentPort.postMessage({ seq: m.seq, directBytes, error: null });
   } catch (error) {
-    parentPort.postMessage({ seq: m.seq, error: { code: error && error.code, message: String(error && error.message) } });
+    const answer = { code: error && error.code, message: String(error && error.message) };
+    parentPort.postMessage({ seq: m.seq, directBytes, error: answer });
   }
 });
 `;

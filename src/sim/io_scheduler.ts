@@ -1,5 +1,12 @@
 import { assert } from "../runtime/assert.ts";
-import { type Disk, DiskError, type DiskFile, type DiskStat, type OpenOptions } from "../runtime/disk.ts";
+import {
+  type CreateOptions,
+  type Disk,
+  DiskError,
+  type DiskFile,
+  type DiskStat,
+  type OpenOptions,
+} from "../runtime/disk.ts";
 import type { Rng } from "../runtime/rng.ts";
 
 /** Most promise hops one disk operation's completion is held back. */
@@ -70,8 +77,11 @@ export class IoScheduler implements Disk {
     return new ScheduledFile(await this.run("open", path, () => this.#disk.open(path, options)), this);
   }
 
-  async createExclusive(path: string): Promise<DiskFile> {
-    return new ScheduledFile(await this.run("create", path, () => this.#disk.createExclusive(path)), this);
+  async createExclusive(path: string, options?: CreateOptions): Promise<DiskFile> {
+    return new ScheduledFile(
+      await this.run("create", path, () => this.#disk.createExclusive(path, options)),
+      this,
+    );
   }
 
   list(dirPath: string): Promise<string[]> {

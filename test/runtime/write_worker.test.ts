@@ -1,7 +1,17 @@
-import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t, { type Test } from "tap";
+import { directWriteAlignBytes } from "../../src/runtime/disk.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { offLoopWriteBytesMin, WriteWorker } from "../../src/runtime/write_worker.ts";
 
@@ -104,4 +114,62 @@ t.test("writeWorker: null keeps every write on the calling thread", async (t) =>
   await file.writeAt(big, 0);
   await file.close();
   t.ok(Buffer.from(big).equals(readFileSync(join(dir, "b"))));
+});
+
+/** Whether the file system under `dir` takes `O_DIRECT` (ext4 and xfs do; tmpfs does not). */
+function takesDirectWrites(dir: string): boolean {
+  if (constants.O_DIRECT === undefined) return false;
+  const probe = join(dir, "direct-probe");
+  writeFileSync(probe, "");
+  try {
+    closeSync(openSync(probe, constants.O_WRONLY | constants.O_DIRECT));
+    return true;
+  } catch {
+    return false;
+  } finally {
+    rmSync(probe);
+  }
+}
+
+t.test("bypassCache sends aligned writes around the page cache and the rest through it, bytes intact", async (t) => {
+  // Proves the split: the aligned parts go direct (counted by the worker) where the file system
+  // allows it, the unaligned tail and unaligned positions are buffered, and what lands on disk is
+  // byte-exact either way. Where O_DIRECT is refused, nothing is counted and the bytes still land.
+  const dir = tempDir(t);
+  const worker = smallWorker();
+  const disk = new NodeDisk({ writeWorker: worker });
+  const path = join(dir, "direct");
+  const file = await disk.createExclusive(path, { bypassCache: true });
+  const aligned = patterned(2 * worker.slotBytes, 3);
+  const tail = patterned(worker.slotBytes + 100, 4);
+  const unaligned = patterned(offLoopWriteBytesMin, 6);
+  // The unaligned write comes first: had it been tried direct and refused, the file would be
+  // written buffered from then on, and the count would show it.
+  await file.writeAt(unaligned, aligned.length + tail.length + 1);
+  await file.writeAt(aligned, 0);
+  await file.writeAt(tail, aligned.length);
+  await file.sync();
+  await file.close();
+  const expectedDirect = takesDirectWrites(dir) ? aligned.length + worker.slotBytes : 0;
+  t.equal(worker.directBytes, expectedDirect, "only whole aligned slot parts went direct");
+  const onDisk = readFileSync(path);
+  t.equal(onDisk.length, aligned.length + tail.length + 1 + unaligned.length);
+  t.ok(Buffer.from(aligned).equals(onDisk.subarray(0, aligned.length)), "the aligned write is intact");
+  t.ok(
+    Buffer.from(tail).equals(onDisk.subarray(aligned.length, aligned.length + tail.length)),
+    "the write with an unaligned tail is intact",
+  );
+  t.ok(Buffer.from(unaligned).equals(onDisk.subarray(-unaligned.length)), "the unaligned write is intact");
+  t.equal(worker.slotBytes % directWriteAlignBytes, 0, "the test's slots are a multiple of the alignment");
+});
+
+t.test("without bypassCache nothing goes around the page cache", async (t) => {
+  // Proves the hint is opt-in: the log's files and the chunk cache, read back soon, stay cached.
+  const dir = tempDir(t);
+  const worker = smallWorker();
+  const disk = new NodeDisk({ writeWorker: worker });
+  const file = await disk.createExclusive(join(dir, "cached"));
+  await file.writeAt(patterned(2 * worker.slotBytes, 8), 0);
+  await file.close();
+  t.equal(worker.directBytes, 0);
 });
