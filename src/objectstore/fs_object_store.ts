@@ -1,7 +1,7 @@
 import { pack, unpack } from "msgpackr";
 import { BufferPool } from "../runtime/buffer_pool.ts";
 import { Crc32Stream } from "../runtime/crc32.ts";
-import { type Disk, DiskError, type DiskFile } from "../runtime/disk.ts";
+import { directWriteAlignBytes, type Disk, DiskError, type DiskFile } from "../runtime/disk.ts";
 import type { Rng } from "../runtime/rng.ts";
 import { checkKey } from "./key_check.ts";
 import { SyncBehind } from "./sync_behind.ts";
@@ -25,8 +25,17 @@ import {
   PreconditionFailedError,
 } from "./object_store_errors.ts";
 
-const magic = new TextEncoder().encode("STRAOBJ1");
-const fixedHeaderBytes = 12;
+/**
+ * Objects are written in format 2: magic, metadata length, body offset (both u32 little-endian),
+ * msgpack metadata, then zeros up to the body offset, a multiple of `directWriteAlignBytes` so that
+ * the body's writes can skip the page cache. Format 1 (magic, metadata length, metadata, body right
+ * after) is still read.
+ */
+const magic = new TextEncoder().encode("STRAOBJ2");
+const magicV1 = new TextEncoder().encode("STRAOBJ1");
+const fixedHeaderBytes = 16;
+const fixedHeaderBytesV1 = 12;
+const metaBytesMax = 1024 * 1024;
 
 /**
  * Bound on the piece buffers kept for streamed reads: one per stream running at once (a shard fills
@@ -43,7 +52,7 @@ interface StoredMeta {
 
 /**
  * A directory as an object store: the embedded default, and "archive to disk". Each object is one
- * file under `objects/`, named by its key: a header (magic, metadata length, msgpack metadata)
+ * file under `objects/`, named by its key: a header (magic, lengths, msgpack metadata, padding)
  * then the body, so an object and its metadata appear together or not at all. A put writes a temp
  * file piece by piece, fsyncs it, then links it into place (exact create-if-absent) or renames it
  * over the old one, and fsyncs the directory.
@@ -182,13 +191,17 @@ export class FsObjectStore implements ObjectStore {
     const metaBytes = (sizeBytes: number, etag: string) =>
       pack({ sizeBytes, metadata: options.metadata, etag });
     const crc = new Crc32Stream();
-    const file = await this.#disk.createExclusive(tempPath);
+    // The body is written once and read back only by a cold read, long after: it has no business
+    // in the page cache, and on a machine where filling the cache is the slow part it halves the
+    // upload (docs/TUNING.md, item 31).
+    const file = await this.#disk.createExclusive(tempPath, { bypassCache: true });
     const syncBehind = new SyncBehind(file);
     try {
       // The header is rewritten at the end with the etag; its length cannot change (fixed-width hex).
       const placeholder = metaBytes(options.sizeBytes, "00000000");
-      const headerBytes = fixedHeaderBytes + placeholder.length;
+      const headerBytes = bodyOffset(placeholder.length);
       let written = 0;
+      let unsyncedBytes = 0;
       for await (const piece of body()) {
         if (written + piece.length > options.sizeBytes) {
           throw new MalformedError(
@@ -199,12 +212,18 @@ export class FsObjectStore implements ObjectStore {
         // Written back a little at a time: one fsync of a whole segment at the end would make every
         // other fsync on the disk (a produce's group commit) wait behind it. Each step's fsync runs
         // while the next step is written, and the one after waits for it: at most two steps of
-        // unsynced bytes, and the disk is never idle waiting for the writer.
-        for (let at = 0; at < piece.length; at += syncEveryBytes) {
-          const part = piece.subarray(at, Math.min(piece.length, at + syncEveryBytes));
+        // unsynced bytes, and the disk is never idle waiting for the writer. Steps count bytes, not
+        // pieces, so pieces smaller than a step do not each cost an fsync.
+        for (let at = 0; at < piece.length;) {
+          const part = piece.subarray(at, Math.min(piece.length, at + syncEveryBytes - unsyncedBytes));
           await file.writeAt(part, headerBytes + written);
           written += part.length;
-          await syncBehind.next();
+          at += part.length;
+          unsyncedBytes += part.length;
+          if (unsyncedBytes === syncEveryBytes) {
+            unsyncedBytes = 0;
+            await syncBehind.next();
+          }
         }
       }
       await syncBehind.finish();
@@ -246,7 +265,9 @@ export class FsObjectStore implements ObjectStore {
 
   async #open(key: string): Promise<DiskFile> {
     try {
-      return await this.#disk.open(this.#objectPath(key), { readOnly: true });
+      // Read around the page cache, as written: the chunk cache is where a cold read's bytes are
+      // kept, and a second copy in the page cache would cost fresh memory (docs/TUNING.md, item 31).
+      return await this.#disk.open(this.#objectPath(key), { readOnly: true, bypassCache: true });
     } catch (error) {
       if (error instanceof DiskError && error.code === "not_found") {
         throw new NotFoundError(`Cannot find object ${key}`, 404);
@@ -280,12 +301,19 @@ export class FsObjectStore implements ObjectStore {
  * without uploads) with writes off the loop's thread, at 180 against 200 MB/s. Each fsync overlaps
  * the next step's write (`SyncBehind`). docs/TUNING.md, item 29.
  */
-export const syncEveryBytes = 256 * 1024;
+export const syncEveryBytes = 1024 * 1024;
 
+function bodyOffset(metaLength: number): number {
+  return Math.ceil((fixedHeaderBytes + metaLength) / directWriteAlignBytes) * directWriteAlignBytes;
+}
+
+/** The header without its padding: the body is written at `bodyOffset` and the gap reads as zeros. */
 function header(metaBytes: Uint8Array): Uint8Array {
   const bytes = new Uint8Array(fixedHeaderBytes + metaBytes.length);
   bytes.set(magic, 0);
-  new DataView(bytes.buffer).setUint32(8, metaBytes.length, true);
+  const view = new DataView(bytes.buffer);
+  view.setUint32(8, metaBytes.length, true);
+  view.setUint32(12, bodyOffset(metaBytes.length), true);
   bytes.set(metaBytes, fixedHeaderBytes);
   return bytes;
 }
@@ -293,14 +321,20 @@ function header(metaBytes: Uint8Array): Uint8Array {
 async function readHeader(file: DiskFile, key: string): Promise<{ meta: StoredMeta; headerBytes: number }> {
   const fixed = new Uint8Array(fixedHeaderBytes);
   const corrupt = () => new CorruptError(`Cannot read object ${key}: its header is damaged`);
-  if ((await file.readAt(fixed, 0)) !== fixedHeaderBytes || !magic.every((b, i) => fixed[i] === b)) {
+  const read = await file.readAt(fixed, 0);
+  const isV1 = read >= fixedHeaderBytesV1 && magicV1.every((b, i) => fixed[i] === b);
+  if (!isV1 && (read !== fixedHeaderBytes || !magic.every((b, i) => fixed[i] === b))) throw corrupt();
+  const view = new DataView(fixed.buffer);
+  const metaLength = view.getUint32(8, true);
+  if (metaLength > metaBytesMax) throw corrupt();
+  const metaAt = isV1 ? fixedHeaderBytesV1 : fixedHeaderBytes;
+  const headerBytes = isV1 ? metaAt + metaLength : view.getUint32(12, true);
+  if (headerBytes < metaAt + metaLength || headerBytes > metaAt + metaLength + directWriteAlignBytes) {
     throw corrupt();
   }
-  const metaLength = new DataView(fixed.buffer).getUint32(8, true);
-  if (metaLength > 1024 * 1024) throw corrupt();
   const metaBytes = new Uint8Array(metaLength);
-  if ((await file.readAt(metaBytes, fixedHeaderBytes)) !== metaLength) throw corrupt();
-  return { meta: unpack(metaBytes) as StoredMeta, headerBytes: fixedHeaderBytes + metaLength };
+  if ((await file.readAt(metaBytes, metaAt)) !== metaLength) throw corrupt();
+  return { meta: unpack(metaBytes) as StoredMeta, headerBytes };
 }
 
 function dirOf(path: string): string {

@@ -1,6 +1,8 @@
 import t from "tap";
 import { FsObjectStore, streamBuffersMax, syncEveryBytes } from "../../src/objectstore/fs_object_store.ts";
-import type { DiskFile } from "../../src/runtime/disk.ts";
+import { readFileSync, writeFileSync } from "node:fs";
+import { pack } from "msgpackr";
+import { type CreateOptions, directWriteAlignBytes, type DiskFile } from "../../src/runtime/disk.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
@@ -120,10 +122,12 @@ class OverlapDisk extends NodeDisk {
   writesDuringSync = 0;
   closesDuringSync = 0;
   failSyncNumber = 0;
-  #syncs = 0;
+  syncs = 0;
+  bypassCacheAsked: boolean[] = [];
 
-  override async createExclusive(path: string): Promise<DiskFile> {
-    const file = await super.createExclusive(path);
+  override async createExclusive(path: string, options?: CreateOptions): Promise<DiskFile> {
+    this.bypassCacheAsked.push(options?.bypassCache ?? false);
+    const file = await super.createExclusive(path, options);
     const [writeAt, sync, close] = [file.writeAt.bind(file), file.sync.bind(file), file.close.bind(file)];
     file.writeAt = (data, position) => {
       if (this.syncsRunning > 0) this.writesDuringSync++;
@@ -134,7 +138,7 @@ class OverlapDisk extends NodeDisk {
       this.syncsRunningMax = Math.max(this.syncsRunningMax, this.syncsRunning);
       try {
         await sync();
-        if (++this.#syncs === this.failSyncNumber) throw new Error(`Cannot fsync ${path}: io`);
+        if (++this.syncs === this.failSyncNumber) throw new Error(`Cannot fsync ${path}: io`);
       } finally {
         this.syncsRunning--;
       }
@@ -201,4 +205,95 @@ t.test("a put failing while an fsync runs closes its file only once the fsync ha
   );
   t.equal(disk.closesDuringSync, 0, "no close while an fsync ran");
   t.equal(await failing.head("strata/c1/overlap/z.log"), null, "no object");
+});
+
+t.test("pieces smaller than a step share its fsync", async (t) => {
+  // Proves the cadence counts bytes: 64 KiB pieces are not each followed by an fsync.
+  const disk = new OverlapDisk();
+  const small = new FsObjectStore(disk, tempDir(t, "strata-fs-small-pieces-"), new Rng(5));
+  const bytes = new Uint8Array(3 * syncEveryBytes + 5).map((_, i) => (i * 3) & 0xff);
+  await small.put("strata/c1/small/x.log", bodyOf(bytes, 64 * 1024), {
+    sizeBytes: bytes.length,
+    metadata: {},
+    ifAbsent: true,
+  });
+  t.equal(disk.syncs, 3 + 1, "one fsync per whole step, and the last one after the header");
+  t.same(Buffer.concat(await small.getRange("strata/c1/small/x.log", 0, bytes.length)), Buffer.from(bytes));
+});
+
+t.test("objects are written around the page cache, their body at an aligned offset", async (t) => {
+  // Proves the layout that lets the body's writes skip the page cache: format 2's header names a
+  // body offset that is a multiple of directWriteAlignBytes, the body is there, and the store asks
+  // its disk for bypassCache.
+  const disk = new OverlapDisk();
+  const root = tempDir(t, "strata-fs-layout-");
+  const aligned = new FsObjectStore(disk, root, new Rng(6));
+  const bytes = new Uint8Array(1024 * 1024 + 7).map((_, i) => (i * 11) & 0xff);
+  await aligned.put("strata/c1/layout/x.log", bodyOf(bytes, 1024 * 1024), {
+    sizeBytes: bytes.length,
+    metadata: { note: "kept" },
+    ifAbsent: true,
+  });
+  t.same(disk.bypassCacheAsked, [true], "the temp file was created with bypassCache");
+  const raw = readFileSync(`${root}/objects/strata/c1/layout/x.log`);
+  t.equal(raw.subarray(0, 8).toString(), "STRAOBJ2");
+  const bodyOffset = raw.readUInt32LE(12);
+  t.equal(bodyOffset % directWriteAlignBytes, 0, `the body offset ${bodyOffset} is aligned`);
+  t.ok(
+    Buffer.from(bytes).equals(raw.subarray(bodyOffset)),
+    "the body starts at the offset and runs to the end",
+  );
+  t.same((await aligned.head("strata/c1/layout/x.log"))?.metadata, { note: "kept" });
+});
+
+/** An object file in format 1 (magic, metadata length, metadata, body), as stores wrote before. */
+function formatOneObject(meta: object, body: Uint8Array): Buffer {
+  const metaBytes = pack(meta);
+  const fixed = Buffer.alloc(12);
+  fixed.write("STRAOBJ1", 0);
+  fixed.writeUInt32LE(metaBytes.length, 8);
+  return Buffer.concat([fixed, metaBytes, body]);
+}
+
+t.test("objects in format 1 are still read", async (t) => {
+  // Proves an upgrade loses nothing: objects written before format 2 are listed and read as before.
+  const root = tempDir(t, "strata-fs-format-one-");
+  const old = new FsObjectStore(new NodeDisk(), root, new Rng(7));
+  const body = new Uint8Array(300_000).map((_, i) => (i * 5) & 0xff);
+  await old.put("strata/c1/v1/placeholder", bodyOf(new Uint8Array(1)), {
+    sizeBytes: 1,
+    metadata: {},
+    ifAbsent: true,
+  });
+  writeFileSync(
+    `${root}/objects/strata/c1/v1/x.log`,
+    formatOneObject({ sizeBytes: body.length, metadata: { a: "b" }, etag: "0badf00d" }, body),
+  );
+  t.same(await old.head("strata/c1/v1/x.log"), {
+    sizeBytes: body.length,
+    metadata: { a: "b" },
+    etag: "0badf00d",
+  });
+  t.same(
+    Buffer.concat(await old.getRange("strata/c1/v1/x.log", 10, 250_000)),
+    Buffer.from(body.subarray(10, 250_000)),
+  );
+});
+
+t.test("a header whose body offset is out of range is refused as corrupt", async (t) => {
+  // Proves the reader checks the offset it is given rather than reading the body from anywhere.
+  const root = tempDir(t, "strata-fs-bad-offset-");
+  const damaged = new FsObjectStore(new NodeDisk(), root, new Rng(8));
+  await damaged.put("strata/c1/bad/x.log", bodyOf(new Uint8Array(10)), {
+    sizeBytes: 10,
+    metadata: {},
+    ifAbsent: true,
+  });
+  const path = `${root}/objects/strata/c1/bad/x.log`;
+  const raw = readFileSync(path);
+  for (const offset of [15, raw.readUInt32LE(12) + directWriteAlignBytes + 1]) {
+    raw.writeUInt32LE(offset, 12);
+    writeFileSync(path, raw);
+    await t.rejects(damaged.head("strata/c1/bad/x.log"), { name: "CorruptError" }, `body offset ${offset}`);
+  }
 });
