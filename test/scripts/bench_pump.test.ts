@@ -44,10 +44,17 @@ t.test("bench:pump --quick runs every phase and writes the JSON report and the S
     machine: { cpu: String, cpus: Number, deno: String },
     piece_ms: Number,
     copy_mb_s: Number,
+    copy_buffered_mb_s: Number,
+    copy_direct_mb_s: Number,
   });
   t.ok(
     report.piece_ms > 0 && report.copy_mb_s > 0,
     `piece_ms ${report.piece_ms}, copy_mb_s ${report.copy_mb_s}`,
+  );
+  t.equal(
+    report.copy_mb_s,
+    Math.max(report.copy_buffered_mb_s, report.copy_direct_mb_s),
+    "the ceiling is the faster of the two copies",
   );
   for (const phase of ["idle", "produce", "upload", "storm", "naive"]) {
     const p = report.phases[phase];
