@@ -1,17 +1,12 @@
-import { closeSync, constants, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import * as fs from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import t, { type Test } from "tap";
+import t from "tap";
 import { directReadBytesMin, DirectReads } from "../../src/runtime/direct_reads.ts";
 import { directWriteAlignBytes } from "../../src/runtime/disk.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
-
-function tempDir(t: Test): string {
-  const dir = mkdtempSync(join(tmpdir(), "strata-direct-reads-"));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
+import { takesDirectIo } from "../helpers/direct_io.ts";
+import { tempDir } from "../helpers/temp_dir.ts";
 
 function patterned(length: number, seed: number): Uint8Array {
   const bytes = new Uint8Array(length);
@@ -19,27 +14,12 @@ function patterned(length: number, seed: number): Uint8Array {
   return bytes;
 }
 
-/** Whether the file system under `dir` takes `O_DIRECT` (ext4 and xfs do; tmpfs does not). */
-function takesDirectIo(dir: string): boolean {
-  if (constants.O_DIRECT === undefined) return false;
-  const probe = join(dir, "direct-probe");
-  writeFileSync(probe, "");
-  try {
-    closeSync(openSync(probe, constants.O_RDONLY | constants.O_DIRECT));
-    return true;
-  } catch {
-    return false;
-  } finally {
-    rmSync(probe);
-  }
-}
-
 const align = directWriteAlignBytes;
 
 t.test("direct reads at any position and length return exactly the file's bytes, short only at the end", async (t) => {
   // Proves the widening to aligned bounds: every window, aligned or not, spanning several passes of
   // the bounce buffer or ending past the end of the file, reads what a plain read would.
-  const dir = tempDir(t);
+  const dir = tempDir(t, "strata-direct-reads-");
   if (!takesDirectIo(dir)) {
     t.pass(`${dir} refuses O_DIRECT: the NodeDisk tests below cover the buffered fallback`);
     return;
@@ -71,7 +51,7 @@ t.test("direct reads at any position and length return exactly the file's bytes,
 
 t.test("with every bounce buffer lent, a read answers null and the caller reads buffered", async (t) => {
   // Proves the bound: the buffers are few, and a read that finds none out does not wait or allocate.
-  const dir = tempDir(t);
+  const dir = tempDir(t, "strata-direct-reads-");
   if (!takesDirectIo(dir)) {
     t.pass(`${dir} refuses O_DIRECT`);
     return;
@@ -88,7 +68,7 @@ t.test("with every bounce buffer lent, a read answers null and the caller reads 
 
 t.test("a path that no longer names the opened inode is not opened for direct reads", async (t) => {
   // Proves reads cannot switch files: the direct handle is opened by path, after the caller's.
-  const dir = tempDir(t);
+  const dir = tempDir(t, "strata-direct-reads-");
   const path = join(dir, "h");
   writeFileSync(path, "x");
   const reads = new DirectReads({ bounceBytes: 2 * align, buffersMax: 1 });
@@ -99,7 +79,7 @@ t.test("a path that no longer names the opened inode is not opened for direct re
 t.test("NodeDisk reads large windows of bypassCache files directly, small ones and other files buffered", async (t) => {
   // Proves the routing and that both ways read the same bytes, including a file replaced under
   // its path after it was opened (the buffered handle keeps the old file; so must the direct one).
-  const dir = tempDir(t);
+  const dir = tempDir(t, "strata-direct-reads-");
   const reads = new DirectReads({ bounceBytes: 1024 * 1024 + align, buffersMax: 2 });
   const disk = new NodeDisk({ writeWorker: null, directReads: reads });
   const bytes = patterned(3 * directReadBytesMin + 5, 3);

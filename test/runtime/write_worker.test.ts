@@ -1,19 +1,11 @@
-import {
-  closeSync,
-  constants,
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
+import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t, { type Test } from "tap";
 import { directWriteAlignBytes } from "../../src/runtime/disk.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { offLoopWriteBytesMin, WriteWorker } from "../../src/runtime/write_worker.ts";
+import { takesDirectIo } from "../helpers/direct_io.ts";
 
 function tempDir(t: Test): string {
   const dir = mkdtempSync(join(tmpdir(), "strata-write-worker-"));
@@ -116,21 +108,6 @@ t.test("writeWorker: null keeps every write on the calling thread", async (t) =>
   t.ok(Buffer.from(big).equals(readFileSync(join(dir, "b"))));
 });
 
-/** Whether the file system under `dir` takes `O_DIRECT` (ext4 and xfs do; tmpfs does not). */
-function takesDirectWrites(dir: string): boolean {
-  if (constants.O_DIRECT === undefined) return false;
-  const probe = join(dir, "direct-probe");
-  writeFileSync(probe, "");
-  try {
-    closeSync(openSync(probe, constants.O_WRONLY | constants.O_DIRECT));
-    return true;
-  } catch {
-    return false;
-  } finally {
-    rmSync(probe);
-  }
-}
-
 t.test("bypassCache sends aligned writes around the page cache and the rest through it, bytes intact", async (t) => {
   // Proves the split: the aligned parts go direct (counted by the worker) where the file system
   // allows it, the unaligned tail and unaligned positions are buffered, and what lands on disk is
@@ -150,7 +127,7 @@ t.test("bypassCache sends aligned writes around the page cache and the rest thro
   await file.writeAt(tail, aligned.length);
   await file.sync();
   await file.close();
-  const expectedDirect = takesDirectWrites(dir) ? aligned.length + worker.slotBytes : 0;
+  const expectedDirect = takesDirectIo(dir) ? aligned.length + worker.slotBytes : 0;
   t.equal(worker.directBytes, expectedDirect, "only whole aligned slot parts went direct");
   const onDisk = readFileSync(path);
   t.equal(onDisk.length, aligned.length + tail.length + 1 + unaligned.length);
