@@ -341,7 +341,7 @@ async function measurePieceMs(path: string): Promise<number> {
 async function measureCopyMbS(path: string, bypassCache: boolean): Promise<number> {
   const source = await disk.open(path, { readOnly: true });
   const target = `${dir}/copy-probe.bin`;
-  const sink = await disk.createExclusive(target, { bypassCache });
+  const sink = await disk.open(target, { create: true, bypassCache });
   const piece = new Uint8Array(1024 * 1024);
   const started = clock.nowMs();
   let copied = 0;

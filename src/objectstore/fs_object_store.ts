@@ -1,7 +1,7 @@
 import { pack, unpack } from "msgpackr";
 import { BufferPool } from "../runtime/buffer_pool.ts";
 import { Crc32Stream } from "../runtime/crc32.ts";
-import { directWriteAlignBytes, type Disk, DiskError, type DiskFile } from "../runtime/disk.ts";
+import { directIoAlignBytes, type Disk, DiskError, type DiskFile } from "../runtime/disk.ts";
 import type { Rng } from "../runtime/rng.ts";
 import { checkKey } from "./key_check.ts";
 import { SyncBehind } from "./sync_behind.ts";
@@ -27,7 +27,7 @@ import {
 
 /**
  * Objects are written in format 2: magic, metadata length, body offset (both u32 little-endian),
- * msgpack metadata, then zeros up to the body offset, a multiple of `directWriteAlignBytes` so that
+ * msgpack metadata, then zeros up to the body offset, a multiple of `directIoAlignBytes` so that
  * the body's writes can skip the page cache. Format 1 (magic, metadata length, metadata, body right
  * after) is still read.
  */
@@ -304,7 +304,7 @@ export class FsObjectStore implements ObjectStore {
 export const syncEveryBytes = 1024 * 1024;
 
 function bodyOffset(metaLength: number): number {
-  return Math.ceil((fixedHeaderBytes + metaLength) / directWriteAlignBytes) * directWriteAlignBytes;
+  return Math.ceil((fixedHeaderBytes + metaLength) / directIoAlignBytes) * directIoAlignBytes;
 }
 
 /** The header without its padding: the body is written at `bodyOffset` and the gap reads as zeros. */
@@ -329,7 +329,7 @@ async function readHeader(file: DiskFile, key: string): Promise<{ meta: StoredMe
   if (metaLength > metaBytesMax) throw corrupt();
   const metaAt = isV1 ? fixedHeaderBytesV1 : fixedHeaderBytes;
   const headerBytes = isV1 ? metaAt + metaLength : view.getUint32(12, true);
-  if (headerBytes < metaAt + metaLength || headerBytes > metaAt + metaLength + directWriteAlignBytes) {
+  if (headerBytes < metaAt + metaLength || headerBytes > metaAt + metaLength + directIoAlignBytes) {
     throw corrupt();
   }
   const metaBytes = new Uint8Array(metaLength);

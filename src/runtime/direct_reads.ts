@@ -1,7 +1,7 @@
 import { constants as fsConstants } from "node:fs";
 import * as fs from "node:fs/promises";
 import { assert } from "./assert.ts";
-import { directWriteAlignBytes } from "./disk.ts";
+import { directIoAlignBytes } from "./disk.ts";
 
 /**
  * Reads around the page cache (`O_DIRECT`), for files opened with `bypassCache`. An `fs` object
@@ -15,15 +15,15 @@ import { directWriteAlignBytes } from "./disk.ts";
  * WebAssembly memory, whose buffer starts on a page, and each read is widened to aligned bounds.
  */
 export class DirectReads {
-  /** The most one pass reads: a piece of `bounceBytes - directWriteAlignBytes` at any position. */
+  /** The most one pass reads: a piece of `bounceBytes - directIoAlignBytes` at any position. */
   readonly bounceBytes: number;
   readonly #free: Uint8Array[];
   #bytesRead = 0;
 
   constructor(options: { bounceBytes: number; buffersMax: number }) {
     assert(
-      options.bounceBytes >= 2 * directWriteAlignBytes && options.bounceBytes % directWriteAlignBytes === 0,
-      "bounceBytes must be a multiple of directWriteAlignBytes, at least two",
+      options.bounceBytes >= 2 * directIoAlignBytes && options.bounceBytes % directIoAlignBytes === 0,
+      "bounceBytes must be a multiple of directIoAlignBytes, at least two",
     );
     assert(Number.isInteger(options.buffersMax) && options.buffersMax >= 1, "buffersMax must be positive");
     this.bounceBytes = options.bounceBytes;
@@ -47,8 +47,10 @@ export class DirectReads {
   }
 
   /**
-   * A second handle on the file at `path` for direct reads, or null where the file system refuses
-   * `O_DIRECT` or the path no longer names the inode the caller opened (then it reads buffered).
+   * A second handle on the file at `path` for direct reads, or null (then the caller reads buffered,
+   * through the handle it has) where it cannot be had: the file system refuses `O_DIRECT` (EINVAL),
+   * the path is gone (an object deleted while it is read) or names another inode, or the process is
+   * out of descriptors. It is only a faster way to the same bytes.
    */
   async open(path: string, inode: number): Promise<fs.FileHandle | null> {
     const { O_RDONLY, O_DIRECT } = fsConstants;
@@ -56,9 +58,8 @@ export class DirectReads {
     let handle: fs.FileHandle;
     try {
       handle = await fs.open(path, O_RDONLY | O_DIRECT);
-    } catch (error) {
-      if ((error as { code?: string }).code === "EINVAL") return null;
-      throw error;
+    } catch {
+      return null;
     }
     if (Number((await handle.stat()).ino) === inode) return handle;
     await handle.close();
@@ -90,7 +91,7 @@ export class DirectReads {
     buffer: Uint8Array,
     position: number,
   ): Promise<number> {
-    const align = directWriteAlignBytes;
+    const align = directIoAlignBytes;
     let done = 0;
     while (done < buffer.length) {
       const at = position + done;
@@ -118,6 +119,6 @@ let shared: DirectReads | null = null;
  * `fs` store keeps for streamed reads (`streamBuffersMax`); more reads at once are buffered.
  */
 export function sharedDirectReads(): DirectReads {
-  shared ??= new DirectReads({ bounceBytes: 1024 * 1024 + directWriteAlignBytes, buffersMax: 8 });
+  shared ??= new DirectReads({ bounceBytes: 1024 * 1024 + directIoAlignBytes, buffersMax: 8 });
   return shared;
 }

@@ -36,15 +36,15 @@ export interface OpenOptions extends CreateOptions {
 export interface CreateOptions {
   /**
    * A hint for files written once and not read back soon (an `fs` object store's objects): writes
-   * whose position and length are multiples of `directWriteAlignBytes`, and large reads, may skip
+   * whose position and length are multiples of `directIoAlignBytes`, and large reads, may skip
    * the page cache. Nothing else changes: the bytes, their order and `sync` mean what they mean
    * without it.
    */
   bypassCache?: boolean;
 }
 
-/** The alignment, in bytes, of the writes that `bypassCache` can send around the page cache. */
-export const directWriteAlignBytes = 4096;
+/** The alignment, in bytes, of the positions and lengths that `bypassCache` can send around the page cache. */
+export const directIoAlignBytes = 4096;
 
 export interface DiskStat {
   sizeBytes: number;

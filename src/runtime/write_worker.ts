@@ -1,6 +1,6 @@
 import { Worker } from "node:worker_threads";
 import { assert } from "./assert.ts";
-import { directWriteAlignBytes } from "./disk.ts";
+import { directIoAlignBytes } from "./disk.ts";
 import { Semaphore } from "./semaphore.ts";
 
 /**
@@ -47,7 +47,7 @@ export class WriteWorker {
     );
     this.slotBytes = options.slotBytes;
     this.slotsMax = options.slotsMax;
-    this.#slotStrideBytes = Math.ceil(options.slotBytes / directWriteAlignBytes) * directWriteAlignBytes;
+    this.#slotStrideBytes = Math.ceil(options.slotBytes / directIoAlignBytes) * directIoAlignBytes;
     const wasmPageBytes = 64 * 1024;
     const pages = Math.ceil((this.#slotStrideBytes * options.slotsMax) / wasmPageBytes);
     const memory: unknown = new WebAssembly.Memory({ initial: pages, maximum: pages, shared: true }).buffer;
@@ -86,7 +86,7 @@ export class WriteWorker {
    * refuses it unless its inode is `file.inode`, so a file renamed or replaced since the caller
    * opened it is an error rather than a write to another file. Rejects with the worker's error (its
    * `code` kept, e.g. ENOSPC). With `file.bypassCache`, each slot's part that starts and ends on
-   * `directWriteAlignBytes` is written around the page cache.
+   * `directIoAlignBytes` is written around the page cache.
    */
   async write(file: WorkerFile, data: Uint8Array, position: number): Promise<void> {
     for (let at = 0; at < data.length; at += this.slotBytes) {
@@ -115,8 +115,8 @@ export class WriteWorker {
       const seq = this.#nextSeq++;
       const { id: fileId, path, inode } = file;
       const length = part.length;
-      const direct = file.bypassCache && position % directWriteAlignBytes === 0 &&
-        length % directWriteAlignBytes === 0;
+      const direct = file.bypassCache && position % directIoAlignBytes === 0 &&
+        length % directIoAlignBytes === 0;
       await this.#send(seq, {
         op: "write",
         seq,

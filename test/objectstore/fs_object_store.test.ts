@@ -2,7 +2,7 @@ import t from "tap";
 import { FsObjectStore, streamBuffersMax, syncEveryBytes } from "../../src/objectstore/fs_object_store.ts";
 import { readFileSync, writeFileSync } from "node:fs";
 import { pack } from "msgpackr";
-import { type CreateOptions, directWriteAlignBytes, type DiskFile } from "../../src/runtime/disk.ts";
+import { type CreateOptions, directIoAlignBytes, type DiskFile } from "../../src/runtime/disk.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
@@ -223,7 +223,7 @@ t.test("pieces smaller than a step share its fsync", async (t) => {
 
 t.test("objects are written around the page cache, their body at an aligned offset", async (t) => {
   // Proves the layout that lets the body's writes skip the page cache: format 2's header names a
-  // body offset that is a multiple of directWriteAlignBytes, the body is there, and the store asks
+  // body offset that is a multiple of directIoAlignBytes, the body is there, and the store asks
   // its disk for bypassCache.
   const disk = new OverlapDisk();
   const root = tempDir(t, "strata-fs-layout-");
@@ -238,7 +238,7 @@ t.test("objects are written around the page cache, their body at an aligned offs
   const raw = readFileSync(`${root}/objects/strata/c1/layout/x.log`);
   t.equal(raw.subarray(0, 8).toString(), "STRAOBJ2");
   const bodyOffset = raw.readUInt32LE(12);
-  t.equal(bodyOffset % directWriteAlignBytes, 0, `the body offset ${bodyOffset} is aligned`);
+  t.equal(bodyOffset % directIoAlignBytes, 0, `the body offset ${bodyOffset} is aligned`);
   t.ok(
     Buffer.from(bytes).equals(raw.subarray(bodyOffset)),
     "the body starts at the offset and runs to the end",
@@ -291,7 +291,7 @@ t.test("a header whose body offset is out of range is refused as corrupt", async
   });
   const path = `${root}/objects/strata/c1/bad/x.log`;
   const raw = readFileSync(path);
-  for (const offset of [15, raw.readUInt32LE(12) + directWriteAlignBytes + 1]) {
+  for (const offset of [15, raw.readUInt32LE(12) + directIoAlignBytes + 1]) {
     raw.writeUInt32LE(offset, 12);
     writeFileSync(path, raw);
     await t.rejects(damaged.head("strata/c1/bad/x.log"), { name: "CorruptError" }, `body offset ${offset}`);

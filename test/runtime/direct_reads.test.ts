@@ -3,7 +3,7 @@ import * as fs from "node:fs/promises";
 import { join } from "node:path";
 import t from "tap";
 import { directReadBytesMin, DirectReads } from "../../src/runtime/direct_reads.ts";
-import { directWriteAlignBytes } from "../../src/runtime/disk.ts";
+import { directIoAlignBytes } from "../../src/runtime/disk.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { takesDirectIo } from "../helpers/direct_io.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
@@ -14,7 +14,7 @@ function patterned(length: number, seed: number): Uint8Array {
   return bytes;
 }
 
-const align = directWriteAlignBytes;
+const align = directIoAlignBytes;
 
 t.test("direct reads at any position and length return exactly the file's bytes, short only at the end", async (t) => {
   // Proves the widening to aligned bounds: every window, aligned or not, spanning several passes of
@@ -110,4 +110,22 @@ t.test("NodeDisk reads large windows of bypassCache files directly, small ones a
     "the opened file's bytes, not the new one's",
   );
   await replaced.close();
+});
+
+t.test("a file deleted after it was opened is still read, buffered", async (t) => {
+  // Proves the direct handle is only a faster way: when it cannot be opened (the path is gone), the
+  // read goes through the handle the caller has, which still holds the file.
+  const dir = tempDir(t, "strata-direct-reads-");
+  const reads = new DirectReads({ bounceBytes: 1024 * 1024 + align, buffersMax: 1 });
+  const disk = new NodeDisk({ writeWorker: null, directReads: reads });
+  const path = join(dir, "deleted");
+  const bytes = patterned(2 * directReadBytesMin, 5);
+  writeFileSync(path, bytes);
+  const file = await disk.open(path, { readOnly: true, bypassCache: true });
+  rmSync(path);
+  const buffer = new Uint8Array(bytes.length);
+  t.equal(await file.readAt(buffer, 0), bytes.length);
+  t.ok(Buffer.from(bytes).equals(buffer), "the deleted file's bytes");
+  t.equal(reads.bytesRead, 0, "none through a direct handle");
+  await file.close();
 });

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t, { type Test } from "tap";
-import { directWriteAlignBytes } from "../../src/runtime/disk.ts";
+import { directIoAlignBytes } from "../../src/runtime/disk.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { offLoopWriteBytesMin, WriteWorker } from "../../src/runtime/write_worker.ts";
 import { takesDirectIo } from "../helpers/direct_io.ts";
@@ -137,7 +137,7 @@ t.test("bypassCache sends aligned writes around the page cache and the rest thro
     "the write with an unaligned tail is intact",
   );
   t.ok(Buffer.from(unaligned).equals(onDisk.subarray(-unaligned.length)), "the unaligned write is intact");
-  t.equal(worker.slotBytes % directWriteAlignBytes, 0, "the test's slots are a multiple of the alignment");
+  t.equal(worker.slotBytes % directIoAlignBytes, 0, "the test's slots are a multiple of the alignment");
 });
 
 t.test("without bypassCache nothing goes around the page cache", async (t) => {
