@@ -11,6 +11,8 @@ import {
   type OpenOptions,
 } from "./disk.ts";
 import { directReadBytesMin, type DirectReads, sharedDirectReads } from "./direct_reads.ts";
+import type { Permit } from "./permit.ts";
+import { Semaphore } from "./semaphore.ts";
 import {
   offLoopWriteBytesMin,
   sharedWriteWorker,
@@ -28,10 +30,18 @@ import {
 export class NodeDisk implements Disk {
   readonly #writeWorker: WriteWorker | null;
   readonly #directReads: DirectReads | null;
+  readonly #readTurns: Semaphore | null;
 
-  constructor(options: { writeWorker?: WriteWorker | null; directReads?: DirectReads | null } = {}) {
+  constructor(
+    options: {
+      writeWorker?: WriteWorker | null;
+      directReads?: DirectReads | null;
+      readTurns?: Semaphore | null;
+    } = {},
+  ) {
     this.#writeWorker = options.writeWorker === undefined ? sharedWriteWorker() : options.writeWorker;
     this.#directReads = options.directReads === undefined ? sharedDirectReads() : options.directReads;
+    this.#readTurns = options.readTurns === undefined ? sharedReadTurns() : options.readTurns;
   }
 
   async open(path: string, options: OpenOptions = {}): Promise<DiskFile> {
@@ -42,6 +52,7 @@ export class NodeDisk implements Disk {
     return new NodeDiskFile(path, handle, {
       writeWorker: options.readOnly ? null : this.#writeWorker,
       directReads: options.bypassCache ? this.#directReads : null,
+      readTurns: this.#readTurns,
       bypassCache: options.bypassCache ?? false,
     });
   }
@@ -51,6 +62,7 @@ export class NodeDisk implements Disk {
     return new NodeDiskFile(path, handle, {
       writeWorker: this.#writeWorker,
       directReads: options.bypassCache ? this.#directReads : null,
+      readTurns: this.#readTurns,
       bypassCache: options.bypassCache ?? false,
     });
   }
@@ -111,6 +123,7 @@ class NodeDiskFile implements DiskFile {
   readonly #handle: fs.FileHandle;
   readonly #writeWorker: WriteWorker | null;
   readonly #directReads: DirectReads | null;
+  readonly #readTurns: Semaphore | null;
   readonly #bypassCache: boolean;
   /** How the write worker knows this file; set on its first large write (a stat for the inode). */
   #workerFile: WorkerFile | null = null;
@@ -123,17 +136,24 @@ class NodeDiskFile implements DiskFile {
   constructor(
     path: string,
     handle: fs.FileHandle,
-    options: { writeWorker: WriteWorker | null; directReads: DirectReads | null; bypassCache: boolean },
+    options: {
+      writeWorker: WriteWorker | null;
+      directReads: DirectReads | null;
+      readTurns: Semaphore | null;
+      bypassCache: boolean;
+    },
   ) {
     this.path = path;
     this.#handle = handle;
     this.#writeWorker = options.writeWorker;
     this.#directReads = options.directReads;
+    this.#readTurns = options.readTurns;
     this.#bypassCache = options.bypassCache;
   }
 
   async readAt(buffer: Uint8Array, position: number): Promise<number> {
     this.#checkOpen();
+    using _turn = await readTurn(this.#readTurns);
     if (this.#directReads !== null && buffer.length >= directReadBytesMin) {
       const read = await this.#readDirect(this.#directReads, buffer, position);
       if (read !== null) return read;
@@ -253,4 +273,31 @@ function codeOf(error: unknown): DiskErrorCode {
   if (code === "EEXIST") return "exists";
   if (code === "ENOTEMPTY") return "not_empty";
   return "io";
+}
+
+/**
+ * Reads in flight at once, per process. Deno runs each `node:fs` read on a blocking-pool thread of
+ * its own, as many as are asked for: 32 reads of 1 MiB at once kept 36 threads copying and left the
+ * loop's thread waiting for a core 447 ms of 680 on this two-core machine, its timers up to 9 ms
+ * late (4 at once: 36 ms of 89, 1.8 ms). docs/TUNING.md, item 33.
+ */
+export const readsInFlightMax = 4;
+
+/** Bound on reads queued for a turn; beyond it a read goes at once, so an overload costs the bound, never a read. */
+const readTurnWaitersMax = 4096;
+
+let sharedTurns: Semaphore | null = null;
+
+function sharedReadTurns(): Semaphore {
+  sharedTurns ??= new Semaphore({
+    permits: readsInFlightMax,
+    waitersMax: readTurnWaitersMax,
+    name: "disk read",
+  });
+  return sharedTurns;
+}
+
+async function readTurn(turns: Semaphore | null): Promise<Permit | null> {
+  if (turns === null || turns.waiting >= turns.waitersMax) return null;
+  return await turns.acquire();
 }

@@ -30,6 +30,11 @@ export class Semaphore {
     return this.#core.inUse;
   }
 
+  /** Bound on queued callers; one more is refused. */
+  get waitersMax(): number {
+    return this.#core.waitersMax;
+  }
+
   /** Gauge: callers waiting for a permit. */
   get waiting(): number {
     return this.#core.waiting;

@@ -1,9 +1,11 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
 import { DiskError } from "../../src/runtime/disk.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
+import { Semaphore } from "../../src/runtime/semaphore.ts";
+import { tempDir } from "../helpers/temp_dir.ts";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
@@ -52,4 +54,48 @@ t.test("directory operations and typed errors", async (t) => {
   await disk.removeTree(join(dir, "x"));
   await disk.removeTree(join(dir, "x"));
   t.equal(await disk.stat(join(dir, "x")), null, "removed, and removing again is not an error");
+});
+
+t.test("reads wait for a turn: never more in flight than the turns, and every read lands", async (t) => {
+  // Proves the bound on reads in flight (each is a thread of Deno's blocking pool, competing with the
+  // loop for a core): 12 concurrent reads through one turn run one at a time, in full.
+  const dir = tempDir(t, "strata-node-disk-turns-");
+  const turns = new Semaphore({ permits: 1, waitersMax: 64, name: "test disk read" });
+  const disk = new NodeDisk({ writeWorker: null, directReads: null, readTurns: turns });
+  const bytes = new Uint8Array(12 * 4096).map((_, i) => (i * 7) & 0xff);
+  writeFileSync(join(dir, "f"), bytes);
+  const file = await disk.open(join(dir, "f"), { readOnly: true });
+  let inUseMax = 0;
+  let waitingMax = 0;
+  const sampler = setInterval(() => {
+    inUseMax = Math.max(inUseMax, turns.inUse);
+    waitingMax = Math.max(waitingMax, turns.waiting);
+  }, 0);
+  const reads = Array.from({ length: 12 }, async (_, i) => {
+    const buffer = new Uint8Array(4096);
+    const n = await file.readAt(buffer, i * 4096);
+    inUseMax = Math.max(inUseMax, turns.inUse);
+    waitingMax = Math.max(waitingMax, turns.waiting);
+    return n === 4096 && Buffer.from(buffer).equals(bytes.subarray(i * 4096, (i + 1) * 4096));
+  });
+  const results = await Promise.all(reads);
+  clearInterval(sampler);
+  await file.close();
+  t.same(results, Array(12).fill(true), "every read returned its own bytes");
+  t.equal(inUseMax, 1, "one read in flight at a time");
+  t.ok(waitingMax >= 1, `the others waited (saw ${waitingMax} waiting)`);
+  t.equal(turns.inUse, 0, "every turn was given back");
+});
+
+t.test("with the turns' queue full a read goes at once rather than fail", async (t) => {
+  // Proves an overload costs the bound, never a read: the queue holds one, the third read goes.
+  const dir = tempDir(t, "strata-node-disk-full-");
+  const turns = new Semaphore({ permits: 1, waitersMax: 1, name: "test disk read" });
+  const disk = new NodeDisk({ writeWorker: null, directReads: null, readTurns: turns });
+  writeFileSync(join(dir, "g"), new Uint8Array(3 * 1024).fill(3));
+  const file = await disk.open(join(dir, "g"), { readOnly: true });
+  const counts = await Promise.all([0, 1, 2].map((i) => file.readAt(new Uint8Array(1024), i * 1024)));
+  await file.close();
+  t.same(counts, [1024, 1024, 1024]);
+  t.equal(turns.inUse, 0);
 });
