@@ -294,12 +294,14 @@ export class FsObjectStore implements ObjectStore {
 }
 
 /**
- * How much of an object is written between two fsyncs of its temp file. Every 16 MiB left a produce's
- * fsync waiting behind up to 16 MiB of an upload's writeback (produce p99 79 ms in the pump
- * benchmark's quick upload phase), every 1 MiB 20 ms (17.6 without uploads). Every 256 KiB: 5.9 to
- * 8.0 ms against 10.7 to 12.8 at 1 MiB in three pairs of quick runs, and 6.9 against 11.2 (6.1
- * without uploads) with writes off the loop's thread, at 180 against 200 MB/s. Each fsync overlaps
- * the next step's write (`SyncBehind`). docs/TUNING.md, item 29.
+ * How much of an object is written between two fsyncs of its temp file. Its writes go around the page
+ * cache (`bypassCache`), so an fsync has little to write back and a produce's fsync little to wait
+ * behind: in the pump benchmark's quick upload phase 1 MiB steps uploaded at 623 to 683 MB/s against
+ * 369 to 400 with 256 KiB steps, the producer's p99 the same (4.0 to 4.8 ms), and 4 MiB steps were
+ * no faster (docs/TUNING.md, item 31). Where the file system refuses direct writes they are buffered,
+ * and this step lets a produce's fsync wait behind up to 1 MiB of writeback (item 29 measured 10.7 to
+ * 12.8 ms of producer p99 at 1 MiB against 5.9 to 8.0 at 256 KiB). Each fsync overlaps the next
+ * step's write (`SyncBehind`).
  */
 export const syncEveryBytes = 1024 * 1024;
 
