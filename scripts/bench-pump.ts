@@ -7,7 +7,8 @@
  *   upload   produce, plus a backlog of sealed segments to upload, present at the phase's start
  *   storm    upload, plus concurrent consumers reading evicted data from offset 0 through the cache
  *   naive    the storm with the cooperative controls off (whole-segment read and hash, no yields,
- *            no concurrency caps): what the design prevents
+ *            no concurrency caps in the tier service; the disk's bound on reads in flight and the
+ *            write worker's slots stay): what the design prevents
  *
  *   deno task bench:pump [--phase-seconds 20] [--produce-rate 5] [--backlog "4 GiB"]
  *     [--segment-size "1 GiB"] [--readers 32] [--backend fs|s3 --endpoint URL --bucket NAME]

@@ -277,9 +277,10 @@ function codeOf(error: unknown): DiskErrorCode {
 
 /**
  * Reads in flight at once, per process. Deno runs each `node:fs` read on a blocking-pool thread of
- * its own, as many as are asked for: 32 reads of 1 MiB at once kept 36 threads copying and left the
- * loop's thread waiting for a core 447 ms of 680 on this two-core machine, its timers up to 9 ms
- * late (4 at once: 36 ms of 89, 1.8 ms). docs/TUNING.md, item 33.
+ * its own, as many as are asked for: `scripts/bench-read-concurrency.ts` (12,800 reads of 1 MiB) with
+ * 32 readers kept 36 threads busy and left the loop's thread waiting for a core 1.7 s of 2.1 on this
+ * two-core machine, a 1 ms timer up to 12.8 ms late; with 4, 1.0 s of 1.8 and 2.1 to 9.4 ms.
+ * docs/TUNING.md, item 33.
  */
 export const readsInFlightMax = 4;
 
