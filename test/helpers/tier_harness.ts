@@ -17,6 +17,7 @@ import { Housekeeping } from "../../src/tier/housekeeping.ts";
 import { HousekeepingMetrics } from "../../src/tier/housekeeping_metrics.ts";
 import type { IncarnationTable } from "../../src/tier/object_class.ts";
 import { type LocalEnvelope, TierService } from "../../src/tier/tier_service.ts";
+import { InFlightDisk } from "./in_flight_disk.ts";
 import { tempDir } from "./temp_dir.ts";
 
 // The tier service shell (and, on request, housekeeping) with the sim store, a real partition on
@@ -43,6 +44,9 @@ export const housekeepingDefaults: HousekeepingConfig = {
   verifyIntervalMs: 3_600_000,
 };
 
+/** Bound on the real-time waits for disk I/O in one `runUntil`: a stuck operation ends the wait, not the test run. */
+const ioWaitsMax = 120_000;
+
 export interface TierHarnessOptions {
   /** Runs housekeeping beside the tier service, as shard 0 (which sweeps orphans). */
   housekeeping?: Partial<HousekeepingConfig>;
@@ -51,7 +55,7 @@ export interface TierHarnessOptions {
 }
 
 export async function tierHarness(t: Test, envelope: LocalEnvelope, options: TierHarnessOptions = {}) {
-  const disk = new NodeDisk();
+  const disk = new InFlightDisk(new NodeDisk());
   const data = tempDir(t);
   const clock = new VirtualClock();
   const partition = await Partition.create(disk, clock, new Rng(1), data, {
@@ -127,13 +131,23 @@ export async function tierHarness(t: Test, envelope: LocalEnvelope, options: Tie
       await partition.log.append([{ key: null, headers: {}, payload: new Uint8Array(10_000).fill(i % 256) }]);
     }
   };
-  /** Ticks every 10 ms of virtual time, letting real I/O run between ticks, until `done` or the bound. */
+  /**
+   * Ticks every 10 ms of virtual time, letting real I/O run between ticks, until `done` or the
+   * bound. The clock stands still while disk operations are in flight (up to `ioWaitsMax` waits
+   * of a millisecond per call), so a slow disk slows the test instead of letting deadlines and
+   * intervals in virtual time expire under work that has not had its real time yet.
+   */
   const runUntil = async (done: () => boolean, ticksMax = 3000) => {
+    let ioWaits = 0;
     for (let i = 0; i < ticksMax && !done(); i++) {
       clock.advance(10);
       tier.onTick(clock.nowMs());
       housekeeping?.onTick(clock.nowMs());
       await new Promise((r) => setTimeout(r, 1));
+      while (disk.inFlight > 0 && ioWaits < ioWaitsMax) {
+        ioWaits++;
+        await new Promise((r) => setTimeout(r, 1));
+      }
     }
     return done();
   };
