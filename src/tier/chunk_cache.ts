@@ -15,6 +15,7 @@ import { type Cooperation, cooperative } from "../runtime/cooperation.ts";
 import type { Semaphore } from "../runtime/semaphore.ts";
 import type { TokenBucket } from "../runtime/token_bucket.ts";
 import type { CacheMetrics } from "./cache_metrics.ts";
+import { ChunkFileHandles } from "./chunk_file_handles.ts";
 
 /** A poll waited `fetch_timeout` for a chunk; the fetch goes on, so a retry is likely warm. */
 export class FetchTimeoutError extends Error {
@@ -110,10 +111,13 @@ export class ChunkCache {
   hits = 0;
   #saving: Promise<void> = Promise.resolve();
   #lastSaveMs = 0;
+  /** Chunk files kept open for window reads; each is forgotten when its chunk leaves the cache. */
+  readonly #handles: ChunkFileHandles;
 
   private constructor(deps: ChunkCacheDeps, state: cacheCore.CacheState) {
     this.#deps = deps;
     this.#state = state;
+    this.#handles = new ChunkFileHandles(deps.disk);
     deps.metrics?.addSource(this);
   }
 
@@ -183,8 +187,9 @@ export class ChunkCache {
     return this.#saving;
   }
 
-  /** Saves the access table; called at shutdown. */
+  /** Saves the access table and closes the chunk files held open; called at shutdown. */
   async close(): Promise<void> {
+    this.#handles.closeAll();
     await this.save();
   }
 
@@ -305,7 +310,7 @@ export class ChunkCache {
         return bytes;
       } catch (error) {
         if (!(error instanceof DiskError && error.code === "not_found")) throw error;
-        this.#state = cacheCore.forget(this.#state, cacheKey);
+        this.#forget(cacheKey);
       }
     }
     let fetching = this.#inFlight.get(cacheKey);
@@ -355,7 +360,7 @@ export class ChunkCache {
   /** Drops a chunk whose bytes failed their checksum, so the next read fetches it again. */
   async drop(cacheKey: string): Promise<void> {
     this.#deps.metrics?.checksumFailures.inc();
-    this.#state = cacheCore.forget(this.#state, cacheKey);
+    this.#forget(cacheKey);
     await this.#deps.disk.unlink(`${this.#deps.dir}/${cacheKey}`).catch(() => {});
   }
 
@@ -501,20 +506,24 @@ export class ChunkCache {
     span: ChunkSpan,
     window: { from: number; length: number },
   ): Promise<Uint8Array> {
-    const file = await this.#deps.disk.open(path, { readOnly: true });
-    try {
+    return await this.#handles.read(path, async (file) => {
       const length = Math.min(window.length, span.end - window.from);
       const buffer = this.#deps.windowPool?.take(length) ?? new Uint8Array(length);
       return buffer.subarray(0, await readExactlyInto(file, buffer, window.from - span.start));
-    } finally {
-      await file.close();
-    }
+    });
+  }
+
+  /** A chunk leaves the accounting, and its file handle with it (the caller deletes the file). */
+  #forget(cacheKey: string): void {
+    this.#state = cacheCore.forget(this.#state, cacheKey);
+    this.#handles.forget(`${this.#deps.dir}/${cacheKey}`);
   }
 
   #apply(step: cacheCore.CacheStep): void {
     this.#state = step.state;
     this.#deps.metrics?.evictions.inc(step.effects.length);
     for (const effect of step.effects) {
+      this.#handles.forget(`${this.#deps.dir}/${effect.key}`);
       this.#deps.disk.unlink(`${this.#deps.dir}/${effect.key}`).catch((error) =>
         this.#deps.logger.warn("cache trim could not delete a chunk", { key: effect.key, error })
       );

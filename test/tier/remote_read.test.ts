@@ -1,5 +1,5 @@
 import type { PieceGate } from "../../src/runtime/piece_gate.ts";
-import { existsSync, unlinkSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readlinkSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import t, { type Test } from "tap";
 import type { LogConfig } from "../../src/log/log_config.ts";
 import { Partition } from "../../src/log/partition.ts";
@@ -353,6 +353,68 @@ t.test("corrupted object bytes are detected, fetched once more, and never served
   t.equal(sim.count("get"), 2, "dropped and fetched again once before giving up");
   const later = await partition.log.read(30, 5, 1 << 20);
   t.ok(later.messages.every(payloadOk), "other segments still read");
+});
+
+t.test("chunk files are held open for warm reads, and a trimmed chunk's deleted file holds no descriptor", {
+  skip: existsSync("/proc/self/fd") ? false : "needs /proc/self/fd",
+}, async (t) => {
+  const { partition, attach, cacheDir } = await evicted(t, { budgetBytes: 260 * 1024 });
+  await attach();
+  const cacheDescriptors = () =>
+    readdirSync("/proc/self/fd").flatMap((fd) => {
+      try {
+        const target = readlinkSync(`/proc/self/fd/${fd}`);
+        return target.startsWith(cacheDir) ? [target] : [];
+      } catch {
+        return []; // the descriptor closed while listed
+      }
+    });
+  const remote = partition.log.segments.filter((s) => s.location === "remote");
+  let heldMax = 0;
+  let refusals = 0;
+  // Each position is read twice, so the second read goes to the cached chunk's file.
+  for (let offset = 0; offset < remote.at(-1)!.endOffset;) {
+    const poll = () =>
+      partition.log.read(offset, 5, 1 << 20).catch((e) => {
+        if (!(e instanceof CacheFullError)) throw e;
+        refusals++;
+        return null;
+      });
+    const first = await poll();
+    const second = await poll();
+    heldMax = Math.max(heldMax, cacheDescriptors().filter((d) => !d.endsWith(".part")).length);
+    const r = second ?? first;
+    if (r !== null) offset = r.nextOffset;
+    if (refusals > 100) throw new Error("the reads made no progress");
+  }
+  t.ok(heldMax >= 1, `warm reads keep chunk files open (${heldMax} at most)`);
+  await new Promise((r) => setTimeout(r, 50));
+  const deleted = cacheDescriptors().filter((d) => d.endsWith("(deleted)"));
+  t.same(deleted, [], "no descriptor left on a trimmed chunk's file");
+});
+
+t.test("a cached chunk file damaged on disk is dropped, fetched again and read from the new file, not a held handle", async (t) => {
+  const { partition, sim, attach, cacheDir } = await evicted(t);
+  await attach();
+  // The first read hydrates the chunk; the second reads it from the cache file, which stays open.
+  await partition.log.read(0, 3, 1 << 20);
+  t.ok((await partition.log.read(0, 3, 1 << 20)).messages.every(payloadOk), "read warm");
+  const getsBefore = sim.count("get");
+  const chunkFiles = (dir: string): string[] =>
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory()
+        ? chunkFiles(`${dir}/${e.name}`)
+        : e.name.startsWith("access-table")
+        ? []
+        : [`${dir}/${e.name}`]
+    );
+  const files = chunkFiles(cacheDir);
+  t.ok(files.length >= 1, `${files.length} chunk files`);
+  // Rewritten in place: the same inode, so a handle kept open sees the damage too.
+  for (const file of files) writeFileSync(file, new Uint8Array(statSync(file).size).fill(0xee));
+  const healed = await partition.log.read(0, 3, 1 << 20);
+  t.ok(healed.messages.length === 3 && healed.messages.every(payloadOk), "served intact after one refetch");
+  t.equal(sim.count("get") - getsBefore, 1, "one GET for the dropped chunk");
 });
 
 t.test("a poll waits at most fetch_timeout, answers transient, and its retry is warm: the fetch went on", async (t) => {
