@@ -85,8 +85,8 @@ export class WriteWorker {
    * `file.id`, one slot at a time. The worker opens the file by name on its first write and
    * refuses it unless its inode is `file.inode`, so a file renamed or replaced since the caller
    * opened it is an error rather than a write to another file. Rejects with the worker's error (its
-   * `code` kept, e.g. ENOSPC). With `file.bypassCache`, each slot's part that starts and ends on
-   * `directIoAlignBytes` is written around the page cache.
+   * `code` kept, e.g. ENOSPC). With `file.bypassCache`, each slot's part that starts on
+   * `directIoAlignBytes` has its aligned prefix written around the page cache, the rest through it.
    */
   async write(file: WorkerFile, data: Uint8Array, position: number): Promise<void> {
     for (let at = 0; at < data.length; at += this.slotBytes) {
@@ -115,8 +115,9 @@ export class WriteWorker {
       const seq = this.#nextSeq++;
       const { id: fileId, path, inode } = file;
       const length = part.length;
-      const direct = file.bypassCache && position % directIoAlignBytes === 0 &&
-        length % directIoAlignBytes === 0;
+      // The worker writes the part's aligned prefix direct and the rest buffered: a chunk file's
+      // pieces end where batches end, so their lengths are seldom multiples of the alignment.
+      const direct = file.bypassCache && position % directIoAlignBytes === 0 && length >= directIoAlignBytes;
       await this.#send(seq, {
         op: "write",
         seq,
@@ -243,8 +244,9 @@ function directFd(m) {
 function writeDirect(m, bytes) {
   const fd = directFd(m);
   if (fd === null) return 0;
+  const alignedBytes = bytes.length - (bytes.length % ${directIoAlignBytes});
   try {
-    return fs.writeSync(fd, bytes, 0, bytes.length, m.position);
+    return fs.writeSync(fd, bytes, 0, alignedBytes, m.position);
   } catch (error) {
     if (error.code !== "EINVAL") throw error;
     fs.closeSync(fd);

@@ -435,7 +435,9 @@ export class ChunkCache {
       this.fetches++;
       const dir = path.slice(0, path.lastIndexOf("/"));
       await this.#deps.disk.mkdirp(dir);
-      const part = await this.#deps.disk.open(`${path}.part`, { create: true });
+      // Around the page cache: filling fresh page-cache pages cost the write worker a third of a core in a
+      // storm, and the chunk cache is itself the cache of these bytes (docs/TUNING.md, item 35).
+      const part = await this.#deps.disk.open(`${path}.part`, { create: true, bypassCache: true });
       let at = 0;
       try {
         await part.truncate(0);

@@ -73,7 +73,12 @@ export class ChunkFileHandles {
       known.readers++;
       return known;
     }
-    const handle: Handle = { file: this.#disk.open(path, { readOnly: true }), readers: 1, closing: false };
+    // Around the page cache, as the fill wrote it: the chunk cache is the cache (docs/TUNING.md, item 35).
+    const handle: Handle = {
+      file: this.#disk.open(path, { readOnly: true, bypassCache: true }),
+      readers: 1,
+      closing: false,
+    };
     // A failed open is not cached: the next read tries again (the chunk may be fetched anew).
     handle.file.catch(() => {
       if (this.#handles.get(path) === handle) this.#handles.delete(path);

@@ -24,6 +24,8 @@ import { TierRemoteReader } from "../../src/tier/tier_remote_reader.ts";
 import { CacheMetrics } from "../../src/tier/cache_metrics.ts";
 import { createMetricsRegistry } from "../../src/runtime/metrics.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+import { takesDirectIo } from "../helpers/direct_io.ts";
+import { sharedWriteWorker } from "../../src/runtime/write_worker.ts";
 import { RecordingGate } from "../helpers/recording_gate.ts";
 import { BufferPool } from "../../src/runtime/buffer_pool.ts";
 import { pooledWindowBytes } from "../../src/tier/tier_remote_reader.ts";
@@ -353,6 +355,37 @@ t.test("corrupted object bytes are detected, fetched once more, and never served
   t.equal(sim.count("get"), 2, "dropped and fetched again once before giving up");
   const later = await partition.log.read(30, 5, 1 << 20);
   t.ok(later.messages.every(payloadOk), "other segments still read");
+});
+
+t.test("chunk files are written and read around the page cache: the hint on every cache file, direct writes where the file system takes them", async (t) => {
+  // Chunks of 256 KiB: a fill's pieces are large enough for the write worker, which does direct writes.
+  const { partition, attach, cacheDir, disk } = await evicted(t, {
+    chunkBytes: 256 * 1024,
+    segmentSizeBytes: 1_000_000,
+    messages: 120,
+  });
+  const hinted: { path: string; bypassCache: boolean }[] = [];
+  const open = disk.open.bind(disk);
+  disk.open = (path, options) => {
+    if (path.startsWith(cacheDir) && !path.includes("access-table")) {
+      hinted.push({ path, bypassCache: options?.bypassCache ?? false });
+    }
+    return open(path, options);
+  };
+  await attach();
+  const directBefore = sharedWriteWorker().directBytes;
+  for (let i = 0; i < 2; i++) {
+    t.ok((await partition.log.read(0, 30, 1 << 20)).messages.every(payloadOk), "intact, cold then warm");
+  }
+  t.ok(hinted.some((h) => h.path.endsWith(".part")), "a chunk fill opened its .part file");
+  t.ok(hinted.some((h) => !h.path.endsWith(".part")), "a warm read opened the chunk file");
+  t.same(hinted.filter((h) => !h.bypassCache), [], "every cache file opened with bypassCache");
+  if (takesDirectIo(cacheDir)) {
+    t.ok(
+      sharedWriteWorker().directBytes > directBefore,
+      "the fill's aligned pieces went around the page cache",
+    );
+  }
 });
 
 t.test("chunk files are held open for warm reads, and a trimmed chunk's deleted file holds no descriptor", {
