@@ -49,22 +49,22 @@ export class NodeDisk implements Disk {
     const { O_RDONLY, O_RDWR, O_CREAT } = fsConstants;
     const flags = options.readOnly ? O_RDONLY : options.create ? O_RDWR | O_CREAT : O_RDWR;
     const handle = await wrap("open", path, () => fs.open(path, flags, 0o644));
-    return new NodeDiskFile(path, handle, {
-      writeWorker: options.readOnly ? null : this.#writeWorker,
-      directReads: options.bypassCache ? this.#directReads : null,
-      readTurns: this.#readTurns,
-      bypassCache: options.bypassCache ?? false,
-    });
+    return new NodeDiskFile(path, handle, this.#fileOptions(!options.readOnly, options));
   }
 
   async createExclusive(path: string, options: CreateOptions = {}): Promise<DiskFile> {
     const handle = await wrap("create", path, () => fs.open(path, "wx+"));
-    return new NodeDiskFile(path, handle, {
-      writeWorker: this.#writeWorker,
+    return new NodeDiskFile(path, handle, this.#fileOptions(true, options));
+  }
+
+  /** What a file opened here shares with the disk: the worker if it may write, and the read paths. */
+  #fileOptions(writable: boolean, options: CreateOptions): FileOptions {
+    return {
+      writeWorker: writable ? this.#writeWorker : null,
       directReads: options.bypassCache ? this.#directReads : null,
       readTurns: this.#readTurns,
       bypassCache: options.bypassCache ?? false,
-    });
+    };
   }
 
   list(dirPath: string): Promise<string[]> {
@@ -118,6 +118,13 @@ export class NodeDisk implements Disk {
 
 let nextFileId = 1;
 
+interface FileOptions {
+  writeWorker: WriteWorker | null;
+  directReads: DirectReads | null;
+  readTurns: Semaphore | null;
+  bypassCache: boolean;
+}
+
 class NodeDiskFile implements DiskFile {
   readonly path: string;
   readonly #handle: fs.FileHandle;
@@ -136,12 +143,7 @@ class NodeDiskFile implements DiskFile {
   constructor(
     path: string,
     handle: fs.FileHandle,
-    options: {
-      writeWorker: WriteWorker | null;
-      directReads: DirectReads | null;
-      readTurns: Semaphore | null;
-      bypassCache: boolean;
-    },
+    options: FileOptions,
   ) {
     this.path = path;
     this.#handle = handle;
