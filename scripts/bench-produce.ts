@@ -11,7 +11,7 @@
 import { parseArgs } from "node:util";
 import * as hdr from "hdr-histogram-js";
 import { Packr } from "msgpackr";
-import { serverTaskArgs } from "./lib/server_task.ts";
+import { serverTask } from "./lib/server_task.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,
@@ -37,9 +37,15 @@ interface Child {
   process: Deno.ChildProcess;
 }
 
-async function startProcess(args: string[], pattern: RegExp, stream: "stdout" | "stderr"): Promise<Child> {
+async function startProcess(
+  args: string[],
+  pattern: RegExp,
+  stream: "stdout" | "stderr",
+  env: Record<string, string> = {},
+): Promise<Child> {
   const process = new Deno.Command("deno", {
     args,
+    env,
     stdout: stream === "stdout" ? "piped" : "null",
     stderr: stream === "stderr" ? "piped" : "null",
   }).spawn();
@@ -137,10 +143,12 @@ async function benchServer(fsync: "always" | "interval") {
       .replace('address = "127.0.0.1:8080"', 'address = "127.0.0.1:0"')
       .replace('fsync = "always"', `fsync = "${fsync}"`),
   );
+  const task = serverTask();
   const server = await startProcess(
-    [...serverTaskArgs(), "--config", `${dir}/config.toml`],
+    [...task.args, "--config", `${dir}/config.toml`],
     /"msg":"listening","address":"127\.0\.0\.1:(\d+)"/,
     "stderr",
+    task.env,
   );
   try {
     const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));

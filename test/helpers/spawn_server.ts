@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { serverTaskArgs } from "../../scripts/lib/server_task.ts";
+import { serverTask } from "../../scripts/lib/server_task.ts";
 
 export interface RunningServer {
   child: ChildProcess;
@@ -11,17 +11,18 @@ export interface RunningServer {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** `deno run` of the entry point exactly as `deno task server` runs it. */
+/** `deno run` of the entry point exactly as `deno task server` runs it, with the task's environment. */
 function spawnDeno(
   args: string[],
   env: Record<string, string>,
 ): { child: ChildProcess; stderr: () => string } {
+  const task = serverTask();
   const child = spawn(
     "deno",
-    [...serverTaskArgs(), ...args],
+    [...task.args, ...args],
     {
       cwd: new URL("../..", import.meta.url).pathname,
-      env: { ...process.env, ...env },
+      env: { ...process.env, ...task.env, ...env },
       stdio: ["ignore", "pipe", "pipe"],
     },
   );
