@@ -22,7 +22,7 @@
  * benchmark measures, it does not judge the machine).
  */
 import { mkdtempSync, rmSync } from "node:fs";
-import { cpus, release, tmpdir, totalmem } from "node:os";
+import { cpus, getPriority, release, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { memoryUsage } from "node:process";
 import { parseArgs } from "node:util";
@@ -37,6 +37,7 @@ import { crc32c } from "../src/runtime/crc32c.ts";
 import { LatencyRecorder, type LatencySnapshot } from "../src/runtime/latency_recorder.ts";
 import { Logger } from "../src/runtime/logger.ts";
 import { NodeDisk } from "../src/runtime/node_disk.ts";
+import { OsThreadControl } from "../src/runtime/os_thread_control.ts";
 import { RealClock } from "../src/runtime/real_clock.ts";
 import { Rng } from "../src/runtime/rng.ts";
 import { StrataServer } from "../src/server/server.ts";
@@ -178,7 +179,17 @@ const logger = new Logger({ level: "warn", secrets });
 const clock = new RealClock();
 const cooperation = { naive: false };
 const disk = new NodeDisk();
-const server = await StrataServer.open({ config, logger, clock, disk, rng: Rng.fromEntropy(), cooperation });
+// The loop thread's priority as `deno task server` sets it ([system] loop_thread_nice); the
+// benchmark's load shares the loop's thread, as it shares its loop.
+const server = await StrataServer.open({
+  config,
+  logger,
+  clock,
+  disk,
+  rng: Rng.fromEntropy(),
+  cooperation,
+  threads: new OsThreadControl(),
+});
 const client = new StrataClient({ baseUrl: "http://bench", encoding: "msgpack", fetch: server.handler });
 const pump = server.pumps[0]!;
 const stream = "bench";
@@ -617,6 +628,9 @@ try {
       upload_concurrency: config.tieredStorage.uploadConcurrency,
       fetch_concurrency: config.tieredStorage.fetchConcurrency,
       chunk_size: config.tieredStorage.cache.chunkBytes,
+      // The loop's nice value as the run had it: the configured one, or what the process kept when
+      // it was not allowed to raise its priority (the server then warned).
+      loop_thread_nice: getPriority(0),
       quick,
     },
     piece_ms: round(pieceMs),

@@ -8,6 +8,7 @@ import { loadConfig } from "./config/load_config.ts";
 import { ObjectStoreProbeError } from "./objectstore/probe_object_store.ts";
 import { Logger } from "./runtime/logger.ts";
 import { NodeDisk } from "./runtime/node_disk.ts";
+import { OsThreadControl } from "./runtime/os_thread_control.ts";
 import { RealClock } from "./runtime/real_clock.ts";
 import { Rng } from "./runtime/rng.ts";
 import { CliArgsError, parseServerArgs, serverUsage } from "./server/cli_args.ts";
@@ -35,6 +36,7 @@ async function main(): Promise<number> {
     clock: new RealClock(),
     disk: new NodeDisk(),
     rng: Rng.fromEntropy(),
+    threads: new OsThreadControl(),
   });
   const { hostname, port } = config.http.address;
   // Signals are handled from before the socket opens: a SIGTERM right after "listening" must

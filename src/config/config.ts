@@ -14,6 +14,10 @@ export interface Config {
     indexIntervalBytes: number;
     writeQueueMax: number;
     externalMemoryReserveBytes: number;
+    /** Nice value for the event loop's thread; 0 leaves it (docs/CONFIG.md, "The loop's priority"). */
+    loopThreadNice: number;
+    /** Descriptors held once at start-up to grow the kernel's descriptor table (0: off). */
+    fdTableReserve: number;
   };
   http: {
     address: Address;
@@ -106,6 +110,8 @@ export function toConfig(v: ValidatedConfig): Config {
       indexIntervalBytes: system["index_interval_bytes"] as number,
       writeQueueMax: system["write_queue_max"] as number,
       externalMemoryReserveBytes: system["external_memory_reserve"] as number,
+      loopThreadNice: system["loop_thread_nice"] as number,
+      fdTableReserve: system["fd_table_reserve"] as number,
     },
     http: {
       address: http["address"] as Address,

@@ -1,5 +1,7 @@
 import { externalMemoryReserveBytesMax } from "../runtime/external_memory_reserve.ts";
 import { logLevels } from "../runtime/logger.ts";
+import { niceMax, niceMin } from "../runtime/thread_priority.ts";
+import { fdTableReserveMax } from "../runtime/fd_table_reserve.ts";
 import type { ConfigSchema } from "./key_spec.ts";
 
 /**
@@ -35,6 +37,16 @@ export const configSchema = {
       min: 0,
       max: externalMemoryReserveBytesMax,
     },
+    /**
+     * Nice value of the event loop's thread, which runs the consensus tick; a negative one needs
+     * CAP_SYS_NICE or RLIMIT_NICE, and without it the server warns and keeps its own (0: leave it).
+     */
+    loop_thread_nice: { kind: "int", default: -10, min: niceMin, max: niceMax },
+    /**
+     * Descriptors the server holds once at start-up so that the kernel's descriptor table has room
+     * for them before serving: each doubling of the table blocks the opening thread (0: off).
+     */
+    fd_table_reserve: { kind: "int", default: 1024, min: 0, max: fdTableReserveMax },
   },
   http: {
     /** Where the HTTP API listens; port 0 picks a free port. */

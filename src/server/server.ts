@@ -11,6 +11,8 @@ import { initCrc32c } from "../runtime/crc32c.ts";
 import { type Cooperation, cooperative } from "../runtime/cooperation.ts";
 import { GatedDisk } from "../runtime/gated_disk.ts";
 import { ExternalMemoryReserve } from "../runtime/external_memory_reserve.ts";
+import { setLoopThreadNice, type ThreadControl } from "../runtime/thread_priority.ts";
+import { growFdTable } from "../runtime/fd_table_reserve.ts";
 import { ConfigError } from "../config/config_error.ts";
 import { PieceGate } from "../runtime/piece_gate.ts";
 import { Broker } from "./broker.ts";
@@ -28,6 +30,11 @@ export interface ServerDeps {
   registry?: Registry;
   /** The pump benchmark's switch for its naive phase; never set from configuration. */
   cooperation?: Cooperation;
+  /**
+   * The system's thread scheduling, for `[system] loop_thread_nice`. Entry points pass
+   * `OsThreadControl`; without one (tests sharing a process) no thread's priority is touched.
+   */
+  threads?: ThreadControl;
 }
 
 /**
@@ -88,6 +95,7 @@ export class StrataServer {
     const disk = new GatedDisk(deps.disk, pieceGate);
     await initCrc32c();
     await disk.mkdirp(config.system.path);
+    await reserveFdTable(disk, config, logger);
     const registry = deps.registry ?? createMetricsRegistry();
     registerProcessMetrics(registry);
     // The store is probed before anything else opens, so a misconfigured one stops start-up.
@@ -105,6 +113,9 @@ export class StrataServer {
       cooperation,
       pieceGate,
     });
+    // Last, so that the threads started while opening (the write worker's among them) keep the
+    // priority they inherited rather than the loop's.
+    if (deps.threads) applyLoopThreadNice(deps.threads, config.system.loopThreadNice, logger);
     logger.info("server opened", {
       data_path: config.system.path,
       tick_interval_ms: config.system.tickIntervalMs,
@@ -120,6 +131,34 @@ export class StrataServer {
     await this.objectStore?.close();
     this.#reserve.release();
     this.#logger.info("server closed");
+  }
+}
+
+/**
+ * Sets the loop thread's configured nice value and logs the outcome; a refusal is a warning, not a
+ * start-up error, because an unprivileged server may not raise its priority and still works.
+ */
+export function applyLoopThreadNice(control: ThreadControl, nice: number, logger: Logger): void {
+  const outcome = setLoopThreadNice(control, nice);
+  if (outcome.kind === "refused") {
+    logger.warn(
+      `Cannot set the event loop thread's nice value to ${nice}: ${outcome.reason}; it keeps ${outcome.keptNice}`,
+      { key: "[system] loop_thread_nice" },
+    );
+    return;
+  }
+  if (outcome.kind === "set") logger.info("loop thread priority", { nice, was_nice: outcome.wasNice });
+}
+
+/** Grows the descriptor table before anything is served, and says so, or why it stopped short. */
+export async function reserveFdTable(disk: Disk, config: Config, logger: Logger): Promise<void> {
+  const descriptors = config.system.fdTableReserve;
+  const growth = await growFdTable(disk, `${config.system.path}/.fd-table-reserve`, descriptors);
+  if (growth.error !== null) {
+    logger.warn(
+      `Cannot hold ${descriptors} descriptors to grow the descriptor table: ${growth.error}; held ${growth.heldMax}`,
+      { key: "[system] fd_table_reserve" },
+    );
   }
 }
 

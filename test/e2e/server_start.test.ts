@@ -1,5 +1,5 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { getPriority, setPriority, tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
 import { configCopy, shippedConfig } from "../helpers/config_copy.ts";
@@ -80,3 +80,50 @@ t.test("under Deno the external memory reserve costs no resident memory: 1 GiB a
   const grownMiB = (with1GiB - without) / 1048576;
   t.ok(grownMiB < 64, `RSS with 1 GiB reserved is ${grownMiB.toFixed(1)} MiB above RSS without`);
 });
+
+t.test(
+  "under Deno the server raises its loop's thread, leaves V8's helpers, and grows its descriptor table",
+  {
+    skip: process.platform !== "linux" && "thread priorities are read from Linux's /proc",
+  },
+  async (t) => {
+    // Whether this process may raise a priority decides what the server may: try it on this thread.
+    const own = getPriority(0);
+    let privileged = true;
+    try {
+      setPriority(0, own - 1);
+      setPriority(0, own);
+    } catch {
+      privileged = false;
+    }
+    const dir = mkdtempSync(join(tmpdir(), "strata-e2e-"));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    const server = await spawnServer(["--config", configCopy(dir)]);
+    t.teardown(() => server.stop("SIGKILL"));
+    const pid = server.child.pid!;
+    const threads = () =>
+      readdirSync(`/proc/${pid}/task`).map((tid) => {
+        const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+        const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+        // The nice value is field 19 of stat; the fields after the name start at field 3.
+        return { tid: Number(tid), name, nice: Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]) };
+      });
+    const loop = threads().find((th) => th.tid === pid)!;
+    const helpers = threads().filter((th) => th.name.startsWith("V8 "));
+    t.ok(
+      helpers.every((h) => h.nice === own),
+      `V8's helper threads keep ${own}: ${helpers.map((h) => h.nice)}`,
+    );
+    if (!privileged) {
+      t.equal(loop.nice, own, "the loop keeps its inherited priority");
+      t.match(server.stderr(), /Cannot set the event loop thread's nice value to -10/);
+    } else {
+      t.equal(loop.nice, -10, "the loop's thread runs at the configured -10");
+      t.match(server.stderr(), /"msg":"loop thread priority","nice":-10/);
+    }
+    // The descriptor table was grown at start-up ([system] fd_table_reserve, 1024 by default).
+    const fdSize = Number(/FDSize:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]);
+    t.ok(fdSize >= 1024, `the descriptor table has ${fdSize} slots`);
+    t.equal(await server.stop("SIGTERM"), 0);
+  },
+);

@@ -1,10 +1,11 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { readdirSync, readFileSync } from "node:fs";
+import { getPriority } from "node:os";
 import { join } from "node:path";
 import { ListObjectsV2Command } from "@aws-sdk/client-s3";
 import t from "tap";
-import { serverTaskArgs } from "../../scripts/lib/server_task.ts";
+import { serverTask, serverTaskArgs } from "../../scripts/lib/server_task.ts";
 import { configSchema } from "../../src/config/schema.ts";
 import { sdk } from "../helpers/s3_harness.ts";
 import { startS3rver } from "../helpers/s3rver_harness.ts";
@@ -100,6 +101,12 @@ t.test("bench:pump --quick runs every phase and writes the JSON report and the S
     fetch_concurrency: tiered.fetch_concurrency.default,
     chunk_size: configSchema["tiered_storage.cache"].chunk_size.default,
   }, "the tuning settings are the server's defaults");
+  // The loop's nice value is the configured one where the process may raise its priority, and what
+  // it inherited (this test's own) where it may not.
+  t.ok(
+    [configSchema.system.loop_thread_nice.default, getPriority(0)].includes(report.settings.loop_thread_nice),
+    `the loop ran at nice ${report.settings.loop_thread_nice}`,
+  );
   const chart = readFileSync(svg, "utf8");
   t.match(chart, /^<svg/);
   for (const phase of ["idle", "produce", "upload", "storm", "naive"]) {
@@ -121,9 +128,9 @@ t.test("bench:pump refuses to run without --expose-gc, naming the flag", async (
   t.match(err, /Cannot run the benchmark: it needs --v8-flags=--expose-gc/);
 });
 
-// The benchmark measures the server as `deno task server` runs it: its task carries the server's V8
-// flags (and `--expose-gc` for its own collection before the first phase).
-t.test("bench:pump runs with the server task's V8 flags", (t) => {
+// The benchmark measures the server as `deno task server` runs it: its task carries the server's
+// environment and V8 flags (and `--expose-gc` for its own collection before the first phase).
+t.test("bench:pump runs with the server task's environment and V8 flags", (t) => {
   const tasks = JSON.parse(readFileSync(new URL("../../deno.json", import.meta.url), "utf8")).tasks;
   const v8Flags = (args: string[]) =>
     args.filter((a) => a.startsWith("--v8-flags=")).flatMap((a) => a.slice("--v8-flags=".length).split(","));
@@ -131,6 +138,14 @@ t.test("bench:pump runs with the server task's V8 flags", (t) => {
   t.ok(serverFlags.length > 0, `the server task sets V8 flags: ${serverFlags.join(",")}`);
   const benchFlags = v8Flags(String(tasks["bench:pump"]).split(/\s+/));
   for (const flag of serverFlags) t.ok(benchFlags.includes(flag), `bench:pump passes ${flag}`);
+  const serverEnv = serverTask().env;
+  t.ok(
+    Object.keys(serverEnv).length > 0,
+    `the server task sets its environment: ${JSON.stringify(serverEnv)}`,
+  );
+  const benchEnv =
+    serverTask(String(tasks["bench:pump"]).replace("scripts/bench-pump.ts", "src/main.ts")).env;
+  t.same(benchEnv, serverEnv, "bench:pump sets the same environment");
   t.end();
 });
 
