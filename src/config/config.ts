@@ -14,7 +14,7 @@ export interface Config {
     indexIntervalBytes: number;
     writeQueueMax: number;
     externalMemoryReserveBytes: number;
-    /** Nice value for the event loop's thread; 0 leaves it (docs/CONFIG.md, "The loop's priority"). */
+    /** Nice value for the event loop's thread; 0 leaves it (docs/CONFIG.md, "Threads and descriptors"). */
     loopThreadNice: number;
     /** Descriptors held once at start-up to grow the kernel's descriptor table (0: off). */
     fdTableReserve: number;
