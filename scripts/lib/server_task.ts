@@ -15,6 +15,16 @@ export interface ServerTask {
  */
 export function serverTask(task: unknown = readTasks().server): ServerTask {
   assert(typeof task === "string", "Cannot read the server task: deno.json has no tasks.server");
+  const { env, command } = taskEnv(task);
+  assert(
+    command[0] === "deno" && command[1] === "run" && command.at(-1) === "src/main.ts",
+    `Cannot read the server task: expected "[NAME=value ...] deno run ... src/main.ts", found "${task}"`,
+  );
+  return { env, args: command.slice(1) };
+}
+
+/** A task's leading `NAME=value` words as an environment, and the words of the command after them. */
+export function taskEnv(task: string): { env: Record<string, string>; command: string[] } {
   const words = task.split(/\s+/).filter((w) => w.length > 0);
   const env: Record<string, string> = {};
   let at = 0;
@@ -22,12 +32,7 @@ export function serverTask(task: unknown = readTasks().server): ServerTask {
     const word = words[at]!;
     env[word.slice(0, word.indexOf("="))] = word.slice(word.indexOf("=") + 1);
   }
-  const rest = words.slice(at);
-  assert(
-    rest[0] === "deno" && rest[1] === "run" && rest.at(-1) === "src/main.ts",
-    `Cannot read the server task: expected "[NAME=value ...] deno run ... src/main.ts", found "${task}"`,
-  );
-  return { env, args: rest.slice(1) };
+  return { env, command: words.slice(at) };
 }
 
 /** The arguments `deno task server` gives `deno` (see `serverTask`). */

@@ -95,7 +95,8 @@ export class StrataServer {
     const disk = new GatedDisk(deps.disk, pieceGate);
     await initCrc32c();
     await disk.mkdirp(config.system.path);
-    await reserveFdTable(disk, config, logger);
+    // On the disk itself, not through the gate: nothing is served yet, so its 1024 opens need no turns.
+    await reserveFdTable(deps.disk, config, logger);
     const registry = deps.registry ?? createMetricsRegistry();
     registerProcessMetrics(registry);
     // The store is probed before anything else opens, so a misconfigured one stops start-up.

@@ -12,7 +12,6 @@ import { tempDir } from "../helpers/temp_dir.ts";
 
 /** Counts the descriptors a disk holds; refuses opens beyond `limit`, as a process out of them. */
 class DescriptorCountingDisk extends NodeDisk {
-  open_ = 0;
   held = 0;
   heldMax = 0;
   creates = 0;

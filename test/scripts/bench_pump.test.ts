@@ -5,7 +5,7 @@ import { getPriority } from "node:os";
 import { join } from "node:path";
 import { ListObjectsV2Command } from "@aws-sdk/client-s3";
 import t from "tap";
-import { serverTask, serverTaskArgs } from "../../scripts/lib/server_task.ts";
+import { serverTask, serverTaskArgs, taskEnv } from "../../scripts/lib/server_task.ts";
 import { configSchema } from "../../src/config/schema.ts";
 import { sdk } from "../helpers/s3_harness.ts";
 import { startS3rver } from "../helpers/s3rver_harness.ts";
@@ -136,15 +136,14 @@ t.test("bench:pump runs with the server task's environment and V8 flags", (t) =>
     args.filter((a) => a.startsWith("--v8-flags=")).flatMap((a) => a.slice("--v8-flags=".length).split(","));
   const serverFlags = v8Flags(serverTaskArgs());
   t.ok(serverFlags.length > 0, `the server task sets V8 flags: ${serverFlags.join(",")}`);
-  const benchFlags = v8Flags(String(tasks["bench:pump"]).split(/\s+/));
+  const benchFlags = v8Flags(taskEnv(String(tasks["bench:pump"])).command);
   for (const flag of serverFlags) t.ok(benchFlags.includes(flag), `bench:pump passes ${flag}`);
   const serverEnv = serverTask().env;
   t.ok(
     Object.keys(serverEnv).length > 0,
     `the server task sets its environment: ${JSON.stringify(serverEnv)}`,
   );
-  const benchEnv =
-    serverTask(String(tasks["bench:pump"]).replace("scripts/bench-pump.ts", "src/main.ts")).env;
+  const benchEnv = taskEnv(String(tasks["bench:pump"])).env;
   t.same(benchEnv, serverEnv, "bench:pump sets the same environment");
   t.end();
 });
