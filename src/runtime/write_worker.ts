@@ -1,7 +1,6 @@
-import { Worker } from "node:worker_threads";
-import { assert } from "./assert.ts";
 import { directIoAlignBytes } from "./disk.ts";
-import { Semaphore } from "./semaphore.ts";
+import { SharedSlots } from "./shared_slots.ts";
+import { type WorkerAnswer, WorkerError, WorkerRequests } from "./worker_requests.ts";
 
 /**
  * Large file writes on a thread of their own. Under Deno, `node:fs` writes run on the event loop's
@@ -22,52 +21,27 @@ import { Semaphore } from "./semaphore.ts";
 export class WriteWorker {
   readonly slotBytes: number;
   readonly slotsMax: number;
-  /** The slots' memory, posted with each write; slot `i` starts at `i * #slotStrideBytes`. */
-  readonly #memory: SharedArrayBuffer;
-  readonly #slotStrideBytes: number;
-  readonly #slots: Uint8Array[];
-  readonly #freeSlots: number[];
-  readonly #slotTurns: Semaphore;
-  /** Writes sent and not answered, by sequence number; at most `slotsMax` (one per slot). */
-  readonly #pending = new Map<number, Pending>();
+  readonly #slots: SharedSlots;
+  readonly #requests: WorkerRequests<WriteAnswer>;
   /** Files the worker holds a descriptor of: what `release` must close there. */
   readonly #openIds = new Set<number>();
-  #worker: Worker | null = null;
-  #nextSeq = 1;
   #directBytes = 0;
 
   constructor(options: { slotBytes: number; slotsMax: number; waitersMax: number }) {
-    assert(
-      Number.isInteger(options.slotBytes) && options.slotBytes >= 1,
-      "slotBytes must be a positive integer",
-    );
-    assert(
-      Number.isInteger(options.slotsMax) && options.slotsMax >= 1,
-      "slotsMax must be a positive integer",
-    );
+    this.#slots = new SharedSlots({ ...options, name: "write worker slot" });
     this.slotBytes = options.slotBytes;
     this.slotsMax = options.slotsMax;
-    this.#slotStrideBytes = Math.ceil(options.slotBytes / directIoAlignBytes) * directIoAlignBytes;
-    const wasmPageBytes = 64 * 1024;
-    const pages = Math.ceil((this.#slotStrideBytes * options.slotsMax) / wasmPageBytes);
-    const memory: unknown = new WebAssembly.Memory({ initial: pages, maximum: pages, shared: true }).buffer;
-    assert(memory instanceof SharedArrayBuffer, "a shared WebAssembly memory's buffer is shared");
-    this.#memory = memory;
-    this.#slots = Array.from(
-      { length: options.slotsMax },
-      (_, i) => new Uint8Array(this.#memory, i * this.#slotStrideBytes, options.slotBytes),
-    );
-    this.#freeSlots = this.#slots.map((_, i) => i);
-    this.#slotTurns = new Semaphore({
-      permits: options.slotsMax,
-      waitersMax: options.waitersMax,
-      name: "write worker slot",
+    this.#requests = new WorkerRequests<WriteAnswer>({
+      name: "write worker",
+      source: workerSource,
+      requestsMax: options.slotsMax,
+      onReset: () => this.#openIds.clear(),
     });
   }
 
   /** Gauge: writes handed to the worker and not yet answered. */
   get inFlight(): number {
-    return this.#pending.size;
+    return this.#requests.inFlight;
   }
 
   /** Gauge: files the worker holds open. */
@@ -99,90 +73,37 @@ export class WriteWorker {
   async release(fileId: number): Promise<void> {
     if (!this.#openIds.delete(fileId)) return;
     // A close takes a turn like a write, so requests in flight never exceed the slots.
-    using _turn = await this.#slotTurns.acquire();
-    const seq = this.#nextSeq++;
-    await this.#send(seq, { op: "close", seq, fileId });
+    using _slot = await this.#slots.acquire();
+    await this.#requests.send({ op: "close", fileId });
   }
 
   async #writeOne(file: WorkerFile, part: Uint8Array, position: number): Promise<void> {
-    using _turn = await this.#slotTurns.acquire();
-    const slot = this.#freeSlots.pop();
-    assert(slot !== undefined, "a write worker slot is free when a turn is held");
-    const slotBytes = this.#slots[slot]!;
+    using slot = await this.#slots.acquire();
+    slot.bytes.set(part);
+    this.#openIds.add(file.id);
+    const { id: fileId, path, inode } = file;
+    const length = part.length;
+    // The worker writes the part's aligned prefix direct and the rest buffered: a chunk file's
+    // pieces end where batches end, so their lengths are seldom multiples of the alignment.
+    const direct = file.bypassCache && position % directIoAlignBytes === 0 && length >= directIoAlignBytes;
     try {
-      slotBytes.set(part);
-      this.#openIds.add(file.id);
-      const seq = this.#nextSeq++;
-      const { id: fileId, path, inode } = file;
-      const length = part.length;
-      // The worker writes the part's aligned prefix direct and the rest buffered: a chunk file's
-      // pieces end where batches end, so their lengths are seldom multiples of the alignment.
-      const direct = file.bypassCache && position % directIoAlignBytes === 0 && length >= directIoAlignBytes;
-      await this.#send(seq, {
+      const answer = await this.#requests.send({
         op: "write",
-        seq,
         fileId,
         path,
         inode,
-        memory: this.#memory,
-        offset: slot * this.#slotStrideBytes,
+        memory: this.#slots.memory,
+        offset: slot.offset,
         length,
         position,
         direct,
       });
-    } finally {
-      this.#freeSlots.push(slot);
+      this.#directBytes += answer.directBytes;
+    } catch (error) {
+      // A write that failed part-way may still have written some of its bytes around the cache.
+      if (error instanceof WorkerError) this.#directBytes += (error.answer as WriteAnswer).directBytes;
+      throw error;
     }
-  }
-
-  #send(seq: number, message: Record<string, unknown>): Promise<void> {
-    const worker = this.#started();
-    assert(this.#pending.size < this.slotsMax, "write worker requests in flight exceed its turns");
-    return new Promise<void>((resolve, reject) => {
-      this.#pending.set(seq, { resolve, reject });
-      // Held open only while it owes answers: an idle worker never keeps the process alive.
-      if (this.#pending.size === 1) worker.ref();
-      try {
-        worker.postMessage(message);
-      } catch (error) {
-        // Not sent, so never answered: it must not hold a place among the requests in flight.
-        this.#pending.delete(seq);
-        if (this.#pending.size === 0) worker.unref();
-        reject(error as Error);
-      }
-    });
-  }
-
-  #started(): Worker {
-    if (this.#worker !== null) return this.#worker;
-    const worker = new Worker(workerSource, { eval: true });
-    worker.on("message", (answer: Answer) => this.#answered(answer));
-    worker.on("error", (error: Error) => this.#failAll(error));
-    worker.on(
-      "exit",
-      (code: number) => this.#failAll(new Error(`the write worker exited with code ${code}`)),
-    );
-    worker.unref();
-    this.#worker = worker;
-    return worker;
-  }
-
-  #answered(answer: Answer): void {
-    const pending = this.#pending.get(answer.seq);
-    assert(pending !== undefined, `the write worker answered request ${answer.seq}, which is not pending`);
-    this.#pending.delete(answer.seq);
-    if (this.#pending.size === 0) this.#worker?.unref();
-    this.#directBytes += answer.directBytes;
-    if (answer.error === null) pending.resolve();
-    else pending.reject(Object.assign(new Error(answer.error.message), { code: answer.error.code }));
-  }
-
-  /** A worker that died fails what it owed; the next write starts a new one, with no file open. */
-  #failAll(error: Error): void {
-    this.#worker = null;
-    this.#openIds.clear();
-    for (const pending of this.#pending.values()) pending.reject(error);
-    this.#pending.clear();
   }
 }
 
@@ -197,16 +118,9 @@ export interface WorkerFile {
   bypassCache: boolean;
 }
 
-interface Pending {
-  resolve: () => void;
-  reject: (error: Error) => void;
-}
-
-interface Answer {
-  seq: number;
+interface WriteAnswer extends WorkerAnswer {
   /** How many of the write's bytes went around the page cache. */
   directBytes: number;
-  error: { code: string | undefined; message: string } | null;
 }
 
 /**
