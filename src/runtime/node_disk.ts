@@ -12,6 +12,7 @@ import {
 } from "./disk.ts";
 import { directReadBytesMin, type DirectReads, sharedDirectReads } from "./direct_reads.ts";
 import type { Permit } from "./permit.ts";
+import { type ReadWorker, type ReadWorkerFile, sharedReadWorker } from "./read_worker.ts";
 import { Semaphore } from "./semaphore.ts";
 import {
   offLoopWriteBytesMin,
@@ -29,17 +30,20 @@ import {
  */
 export class NodeDisk implements Disk {
   readonly #writeWorker: WriteWorker | null;
+  readonly #readWorker: ReadWorker | null;
   readonly #directReads: DirectReads | null;
   readonly #readTurns: Semaphore | null;
 
   constructor(
     options: {
       writeWorker?: WriteWorker | null;
+      readWorker?: ReadWorker | null;
       directReads?: DirectReads | null;
       readTurns?: Semaphore | null;
     } = {},
   ) {
     this.#writeWorker = options.writeWorker === undefined ? sharedWriteWorker() : options.writeWorker;
+    this.#readWorker = options.readWorker === undefined ? sharedReadWorker() : options.readWorker;
     this.#directReads = options.directReads === undefined ? sharedDirectReads() : options.directReads;
     this.#readTurns = options.readTurns === undefined ? sharedReadTurns() : options.readTurns;
   }
@@ -61,6 +65,7 @@ export class NodeDisk implements Disk {
   #fileOptions(writable: boolean, options: CreateOptions): FileOptions {
     return {
       writeWorker: writable ? this.#writeWorker : null,
+      readWorker: this.#readWorker,
       directReads: options.bypassCache ? this.#directReads : null,
       readTurns: this.#readTurns,
       bypassCache: options.bypassCache ?? false,
@@ -120,6 +125,7 @@ let nextFileId = 1;
 
 interface FileOptions {
   writeWorker: WriteWorker | null;
+  readWorker: ReadWorker | null;
   directReads: DirectReads | null;
   readTurns: Semaphore | null;
   bypassCache: boolean;
@@ -129,11 +135,17 @@ class NodeDiskFile implements DiskFile {
   readonly path: string;
   readonly #handle: fs.FileHandle;
   readonly #writeWorker: WriteWorker | null;
+  readonly #readWorker: ReadWorker | null;
   readonly #directReads: DirectReads | null;
   readonly #readTurns: Semaphore | null;
   readonly #bypassCache: boolean;
   /** How the write worker knows this file; set on its first large write (a stat for the inode). */
   #workerFile: WorkerFile | null = null;
+  /**
+   * How the read worker knows this file; set on its first large read (a stat for the inode). Null
+   * inside once the worker could not open it as this file: reads go through the handle from then.
+   */
+  #readWorkerFile: Promise<ReadWorkerFile | null> | null = null;
   /** The handle for direct reads, opened on the first large read; null when refused. */
   #directHandle: Promise<fs.FileHandle | null> | null = null;
   /** Writes not yet finished: a file is closed only once none is. */
@@ -148,6 +160,7 @@ class NodeDiskFile implements DiskFile {
     this.path = path;
     this.#handle = handle;
     this.#writeWorker = options.writeWorker;
+    this.#readWorker = options.readWorker;
     this.#directReads = options.directReads;
     this.#readTurns = options.readTurns;
     this.#bypassCache = options.bypassCache;
@@ -156,6 +169,10 @@ class NodeDiskFile implements DiskFile {
   async readAt(buffer: Uint8Array, position: number): Promise<number> {
     this.#checkOpen();
     using _turn = await readTurn(this.#readTurns);
+    if (this.#readWorker !== null && buffer.length >= offLoopReadBytesMin) {
+      const read = await this.#readOffLoop(this.#readWorker, buffer, position);
+      if (read !== null) return read;
+    }
     if (this.#directReads !== null && buffer.length >= directReadBytesMin) {
       const read = await this.#readDirect(this.#directReads, buffer, position);
       if (read !== null) return read;
@@ -166,6 +183,21 @@ class NodeDiskFile implements DiskFile {
       () => this.#handle.read(buffer, 0, buffer.length, position),
     );
     return bytesRead;
+  }
+
+  /** Null when the worker cannot have this file by its name: the caller reads through the handle. */
+  async #readOffLoop(worker: ReadWorker, buffer: Uint8Array, position: number): Promise<number | null> {
+    this.#readWorkerFile ??= wrap("stat", this.path, async () => ({
+      id: nextFileId++,
+      path: this.path,
+      inode: Number((await this.#handle.stat()).ino),
+      bypassCache: this.#bypassCache,
+    }));
+    const file = await this.#readWorkerFile;
+    if (file === null) return null;
+    const read = await wrap("read", this.path, () => worker.read(file, buffer, position));
+    if (read === null) this.#readWorkerFile = Promise.resolve(null);
+    return read;
   }
 
   /** Null when the read must be buffered: the file system refuses, or no aligned buffer is free. */
@@ -249,6 +281,8 @@ class NodeDiskFile implements DiskFile {
     this.#closed = true;
     try {
       if (this.#workerFile !== null) await this.#writeWorker!.release(this.#workerFile.id);
+      const readFile = await this.#readWorkerFile?.catch(() => null);
+      if (readFile) await this.#readWorker!.release(readFile.id);
       const direct = await this.#directHandle?.catch(() => null);
       await direct?.close();
     } finally {
@@ -285,6 +319,9 @@ function codeOf(error: unknown): DiskErrorCode {
  * docs/TUNING.md, item 33.
  */
 export const readsInFlightMax = 4;
+
+/** How big a read must be to go to the read worker: below it, the round trip costs more than the pool's hand-over. */
+export const offLoopReadBytesMin = 64 * 1024;
 
 /** Bound on reads queued for a turn; beyond it a read goes at once, so an overload costs the bound, never a read. */
 const readTurnWaitersMax = 4096;

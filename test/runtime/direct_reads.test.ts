@@ -81,7 +81,7 @@ t.test("NodeDisk reads large windows of bypassCache files directly, small ones a
   // its path after it was opened (the buffered handle keeps the old file; so must the direct one).
   const dir = tempDir(t, "strata-direct-reads-");
   const reads = new DirectReads({ bounceBytes: 1024 * 1024 + align, buffersMax: 2 });
-  const disk = new NodeDisk({ writeWorker: null, directReads: reads });
+  const disk = new NodeDisk({ writeWorker: null, readWorker: null, directReads: reads });
   const bytes = patterned(3 * directReadBytesMin + 5, 3);
   writeFileSync(join(dir, "a"), bytes);
   writeFileSync(join(dir, "b"), bytes);
@@ -117,7 +117,7 @@ t.test("a file deleted after it was opened is still read, buffered", async (t) =
   // read goes through the handle the caller has, which still holds the file.
   const dir = tempDir(t, "strata-direct-reads-");
   const reads = new DirectReads({ bounceBytes: 1024 * 1024 + align, buffersMax: 1 });
-  const disk = new NodeDisk({ writeWorker: null, directReads: reads });
+  const disk = new NodeDisk({ writeWorker: null, readWorker: null, directReads: reads });
   const path = join(dir, "deleted");
   const bytes = patterned(2 * directReadBytesMin, 5);
   writeFileSync(path, bytes);

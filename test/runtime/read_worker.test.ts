@@ -1,0 +1,170 @@
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import t, { type Test } from "tap";
+import { directIoAlignBytes } from "../../src/runtime/disk.ts";
+import { NodeDisk, offLoopReadBytesMin } from "../../src/runtime/node_disk.ts";
+import { ReadWorker } from "../../src/runtime/read_worker.ts";
+import { Semaphore } from "../../src/runtime/semaphore.ts";
+import { takesDirectIo } from "../helpers/direct_io.ts";
+
+function tempDir(t: Test): string {
+  const dir = mkdtempSync(join(tmpdir(), "strata-read-worker-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+function patterned(length: number, seed: number): Uint8Array {
+  const bytes = new Uint8Array(length);
+  for (let i = 0; i < length; i++) bytes[i] = (i * 31 + seed) & 0xff;
+  return bytes;
+}
+
+const smallWorker = () => new ReadWorker({ slotBytes: 64 * 1024, slotsMax: 2, waitersMax: 64 });
+/** A disk whose reads take no turns of the process's shared semaphore, so tests do not share one. */
+const diskWith = (readWorker: ReadWorker | null) =>
+  new NodeDisk({ writeWorker: null, readWorker, readTurns: null });
+
+t.test("large reads go through the worker and return the file's bytes; small ones stay on the loop", async (t) => {
+  // Proves the worker path is the one taken (it holds the file open until close), that a read
+  // bigger than a slot is split without losing or moving a byte, and that a read past the end is
+  // short by exactly what the file lacks.
+  const dir = tempDir(t);
+  const content = patterned(3 * 64 * 1024 + 4321, 7);
+  writeFileSync(join(dir, "a"), content);
+  const worker = smallWorker();
+  const file = await diskWith(worker).open(join(dir, "a"), { readOnly: true });
+  const small = new Uint8Array(100);
+  t.equal(await file.readAt(small, 5), 100);
+  t.same([...small], [...content.subarray(5, 105)], "the small read's bytes");
+  t.equal(worker.openFiles, 0, "a read under offLoopReadBytesMin does not reach the worker");
+  const big = new Uint8Array(2 * 64 * 1024 + 999);
+  t.equal(await file.readAt(big, 1234), big.length);
+  t.ok(Buffer.from(big).equals(content.subarray(1234, 1234 + big.length)), "the large read's bytes");
+  t.equal(worker.openFiles, 1, "the worker holds the file open after a large read");
+  const pastEnd = new Uint8Array(offLoopReadBytesMin * 2);
+  const at = content.length - 1000;
+  t.equal(await file.readAt(pastEnd, at), 1000, "a read past the end returns what the file has");
+  t.ok(Buffer.from(pastEnd.subarray(0, 1000)).equals(content.subarray(at)), "and its bytes");
+  t.equal(await file.readAt(pastEnd, content.length + 5), 0, "a read wholly past the end returns 0");
+  t.equal(worker.inFlight, 0, "nothing is owed once the reads resolved");
+  await file.close();
+  t.equal(worker.openFiles, 0, "closing the file closes the worker's descriptor");
+});
+
+t.test("reads from many files at once share the slots, all return their bytes, and never exceed them", async (t) => {
+  // Proves the bound: more concurrent readers than slots wait their turn, and every one finishes.
+  const dir = tempDir(t);
+  const worker = smallWorker();
+  const disk = diskWith(worker);
+  const contents = Array.from({ length: 6 }, (_, i) => patterned(256 * 1024, i));
+  contents.forEach((bytes, i) => writeFileSync(join(dir, `f${i}`), bytes));
+  const files = await Promise.all(contents.map((_, i) => disk.open(join(dir, `f${i}`), { readOnly: true })));
+  let inFlightMax = 0;
+  const sampler = setInterval(() => inFlightMax = Math.max(inFlightMax, worker.inFlight), 0);
+  const buffers = contents.map((bytes) => new Uint8Array(bytes.length));
+  await Promise.all(files.map((file, i) => file.readAt(buffers[i]!, 0)));
+  clearInterval(sampler);
+  await Promise.all(files.map((file) => file.close()));
+  t.ok(inFlightMax >= 1, "the sampler saw reads in flight");
+  t.ok(inFlightMax <= 2, `at most 2 reads in flight (saw ${inFlightMax})`);
+  buffers.forEach((bytes, i) => t.ok(Buffer.from(bytes).equals(contents[i]!), `file ${i} read intact`));
+});
+
+t.test("a file replaced or removed under its path since it was opened is still read, through the handle", async (t) => {
+  // Proves the inode check and the fallback: the worker opens by path, so without them a replaced
+  // file would be read from the new file at the path, and a removed one would fail, where a read
+  // through the opened handle returns the opened file's bytes in both cases.
+  const dir = tempDir(t);
+  const worker = smallWorker();
+  const disk = diskWith(worker);
+  const old = patterned(offLoopReadBytesMin * 2, 3);
+  writeFileSync(join(dir, "moved"), old);
+  writeFileSync(join(dir, "removed"), old);
+  const moved = await disk.open(join(dir, "moved"), { readOnly: true });
+  const removed = await disk.open(join(dir, "removed"), { readOnly: true });
+  renameSync(join(dir, "moved"), join(dir, "elsewhere"));
+  writeFileSync(join(dir, "moved"), patterned(old.length, 99));
+  rmSync(join(dir, "removed"));
+  for (const [name, file] of [["replaced", moved], ["removed", removed]] as const) {
+    const buffer = new Uint8Array(old.length);
+    t.equal(await file.readAt(buffer, 0), old.length);
+    t.ok(Buffer.from(buffer).equals(old), `the ${name} file's own bytes`);
+    t.equal(await file.readAt(buffer, 0), old.length, `a second read of the ${name} file`);
+    await file.close();
+  }
+  t.equal(worker.openFiles, 0, "the worker holds neither");
+});
+
+t.test("a read the system refuses is a DiskError with its code", async (t) => {
+  // Proves errors cross the thread: a directory opens for reading, and its read fails (EISDIR).
+  const dir = tempDir(t);
+  const file = await diskWith(smallWorker()).open(dir, { readOnly: true });
+  await t.rejects(file.readAt(new Uint8Array(offLoopReadBytesMin), 0), {
+    name: "DiskError",
+    code: "io",
+    message: /^Cannot read .*EISDIR/,
+  });
+  await file.close();
+});
+
+t.test("bypassCache files are read around the page cache, any position and length, bytes intact", async (t) => {
+  // Proves the widening: a direct read starts and ends on the alignment, and the part asked for is
+  // taken from inside the slot. Where O_DIRECT is refused, nothing is counted and the bytes match.
+  const dir = tempDir(t);
+  const content = patterned(4 * 64 * 1024 + 777, 11);
+  writeFileSync(join(dir, "direct"), content);
+  const worker = smallWorker();
+  const file = await diskWith(worker).open(join(dir, "direct"), { readOnly: true, bypassCache: true });
+  const cases = [
+    { position: 0, length: 64 * 1024 },
+    { position: 123, length: offLoopReadBytesMin + 5 },
+    { position: directIoAlignBytes - 1, length: 2 * 64 * 1024 + 3 },
+    { position: content.length - 70_000, length: 80_000 },
+  ];
+  let expected = 0;
+  for (const { position, length } of cases) {
+    const buffer = new Uint8Array(length);
+    const read = await file.readAt(buffer, position);
+    const want = Math.min(length, content.length - position);
+    t.equal(read, want, `${read} bytes at ${position}`);
+    t.ok(Buffer.from(buffer.subarray(0, read)).equals(content.subarray(position, position + want)), "intact");
+    expected += want;
+  }
+  await file.close();
+  t.equal(worker.directBytes, takesDirectIo(dir) ? expected : 0, "the reads went direct where they can");
+});
+
+t.test("without bypassCache nothing is read around the page cache; readWorker: null reads on the loop", async (t) => {
+  // Proves the hint is opt-in, and that the opt-out still reads correctly.
+  const dir = tempDir(t);
+  const content = patterned(offLoopReadBytesMin * 3, 5);
+  writeFileSync(join(dir, "cached"), content);
+  const worker = smallWorker();
+  for (const disk of [diskWith(worker), diskWith(null)]) {
+    const file = await disk.open(join(dir, "cached"), { readOnly: true });
+    const buffer = new Uint8Array(content.length);
+    t.equal(await file.readAt(buffer, 0), content.length);
+    t.ok(Buffer.from(buffer).equals(content));
+    await file.close();
+  }
+  t.equal(worker.directBytes, 0);
+});
+
+t.test("reads wait for the process's read turns, as they did on the loop", async (t) => {
+  // Proves the worker sits below the turns: with one turn held, a large read waits for it.
+  const dir = tempDir(t);
+  writeFileSync(join(dir, "turns"), patterned(offLoopReadBytesMin, 1));
+  const turns = new Semaphore({ permits: 1, waitersMax: 4, name: "test read" });
+  const disk = new NodeDisk({ writeWorker: null, readWorker: smallWorker(), readTurns: turns });
+  const file = await disk.open(join(dir, "turns"), { readOnly: true });
+  const held = await turns.acquire();
+  let done = false;
+  const reading = file.readAt(new Uint8Array(offLoopReadBytesMin), 0).then(() => done = true);
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  t.equal(done, false, "the read waits while the turn is held");
+  held.release();
+  await reading;
+  t.equal(done, true);
+  await file.close();
+});
