@@ -141,11 +141,10 @@ class NodeDiskFile implements DiskFile {
   readonly #bypassCache: boolean;
   /** How the write worker knows this file; set on its first large write (a stat for the inode). */
   #workerFile: WorkerFile | null = null;
-  /**
-   * How the read worker knows this file; set on its first large read (a stat for the inode). Null
-   * inside once the worker could not open it as this file: reads go through the handle from then.
-   */
-  #readWorkerFile: Promise<ReadWorkerFile | null> | null = null;
+  /** How the read worker knows this file; set on its first large read (a stat for the inode). */
+  #readWorkerFile: Promise<ReadWorkerFile> | null = null;
+  /** Set once the worker could not open this file by its name: reads go through the handle from then. */
+  #readWorkerRefused = false;
   /** The handle for direct reads, opened on the first large read; null when refused. */
   #directHandle: Promise<fs.FileHandle | null> | null = null;
   /** Writes not yet finished: a file is closed only once none is. */
@@ -169,7 +168,7 @@ class NodeDiskFile implements DiskFile {
   async readAt(buffer: Uint8Array, position: number): Promise<number> {
     this.#checkOpen();
     using _turn = await readTurn(this.#readTurns);
-    if (this.#readWorker !== null && buffer.length >= offLoopReadBytesMin) {
+    if (this.#readWorker !== null && !this.#readWorkerRefused && buffer.length >= offLoopReadBytesMin) {
       const read = await this.#readOffLoop(this.#readWorker, buffer, position);
       if (read !== null) return read;
     }
@@ -194,9 +193,8 @@ class NodeDiskFile implements DiskFile {
       bypassCache: this.#bypassCache,
     }));
     const file = await this.#readWorkerFile;
-    if (file === null) return null;
     const read = await wrap("read", this.path, () => worker.read(file, buffer, position));
-    if (read === null) this.#readWorkerFile = Promise.resolve(null);
+    if (read === null) this.#readWorkerRefused = true;
     return read;
   }
 

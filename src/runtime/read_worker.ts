@@ -1,13 +1,13 @@
 import { directIoAlignBytes } from "./disk.ts";
-import { WorkerRequests } from "./worker_requests.ts";
-import { SharedSlots } from "./shared_slots.ts";
+import { FileWorker } from "./file_worker.ts";
+import type { WorkerAnswer } from "./worker_requests.ts";
 
 /**
  * Large file reads on a thread of their own. Under Deno each `node:fs` read is a task for the
  * runtime's blocking pool, and handing it over takes the pool's lock on the event loop's thread.
- * In the pump benchmark's storm that lock was held by a pool thread often enough that the loop slept
- * on it 7,700 times in 21 s, 584 ms in all and up to 8.6 ms at once, and the pool thread it woke took
- * its core 1,400 times more (docs/TUNING.md, item 40). The worker reads with `readSync` on its own
+ * In the pump benchmark's storm the loop was off its core in that lock 9,000 times in 21 s, 690 ms
+ * in all and up to 8.6 ms at once, and a pool thread it woke took its core 1,400 times more
+ * (docs/TUNING.md, item 40). The worker reads with `readSync` on its own
  * thread, through descriptors it opens by path on a file's first read and closes with the file; the
  * loop only posts a request and copies the answer out of one of a few shared slots.
  *
@@ -15,54 +15,22 @@ import { SharedSlots } from "./shared_slots.ts";
  * widened to aligned bounds inside the slot, whose memory starts on a page; where the file system
  * refuses, it is read buffered. It runs unchanged on Node, where it moves reads from libuv's pool.
  */
-export class ReadWorker {
-  readonly slotBytes: number;
-  readonly #slots: SharedSlots;
-  readonly #requests: WorkerRequests<ReadAnswer>;
-  /**
-   * Files the worker knows (their path and inode, sent with the first read of each) and may hold a
-   * descriptor of: what `release` must close there.
-   */
-  readonly #openIds = new Set<number>();
-  #directBytes = 0;
-
+export class ReadWorker extends FileWorker<ReadAnswer> {
   constructor(options: { slotBytes: number; slotsMax: number; waitersMax: number }) {
-    this.slotBytes = options.slotBytes;
-    // Room for a direct read's widening: at most one alignment unit more than the part asked for.
-    this.#slots = new SharedSlots({
-      slotBytes: options.slotBytes + directIoAlignBytes,
-      slotsMax: options.slotsMax,
-      waitersMax: options.waitersMax,
-      name: "read worker slot",
-    });
-    this.#requests = new WorkerRequests<ReadAnswer>({
+    super({
+      ...options,
       name: "read worker",
       source: workerSource,
-      requestsMax: options.slotsMax,
-      onReset: () => this.#openIds.clear(),
-      workerOptions: {
-        workerData: { memory: this.#slots.memory, strideBytes: this.#slots.strideBytes },
+      // Room for a direct read's widening: at most one alignment unit more than the part asked for.
+      slotPaddingBytes: directIoAlignBytes,
+      workerOptions: (slots) => ({
+        workerData: { memory: slots.memory, strideBytes: slots.strideBytes },
         resourceLimits: {
           maxYoungGenerationSizeMb: workerYoungGenerationMb,
           maxOldGenerationSizeMb: workerOldGenerationMb,
         },
-      },
+      }),
     });
-  }
-
-  /** Gauge: reads handed to the worker and not yet answered. */
-  get inFlight(): number {
-    return this.#requests.inFlight;
-  }
-
-  /** Gauge: files the worker holds open. */
-  get openFiles(): number {
-    return this.#openIds.size;
-  }
-
-  /** Counter: bytes read around the page cache (`bypassCache`), since the worker was made. */
-  get directBytes(): number {
-    return this.#directBytes;
   }
 
   /**
@@ -86,21 +54,13 @@ export class ReadWorker {
     return done;
   }
 
-  /** Closes the worker's descriptors of a file, if it opened any; answered before it resolves. */
-  async release(fileId: number): Promise<void> {
-    if (!this.#openIds.delete(fileId)) return;
-    // A close takes a slot like a read, so requests in flight never exceed the slots.
-    using _slot = await this.#slots.acquire();
-    await this.#requests.send({ op: "close", fileId });
-  }
-
   async #readOne(file: ReadWorkerFile, part: Uint8Array, position: number): Promise<number | null> {
-    using slot = await this.#slots.acquire();
+    using slot = await this.slots.acquire();
     // The name goes with a file's first read only: a string per read would be garbage in the
     // worker's heap. Requests are answered in order, so the first arrives before the ones after it.
-    const known = this.#openIds.has(file.id);
-    this.#openIds.add(file.id);
-    const answer = await this.#requests.send({
+    const known = this.openIds.has(file.id);
+    this.openIds.add(file.id);
+    const answer = await this.requests.send({
       op: "read",
       fileId: file.id,
       ...(known ? {} : { path: file.path, inode: file.inode }),
@@ -109,13 +69,10 @@ export class ReadWorker {
       position,
       direct: file.bypassCache,
     });
-    if (answer.stale) {
-      // Nothing of the file is open there: a stale answer means the worker never opened it.
-      this.#openIds.delete(file.id);
-      return null;
-    }
+    // The worker remembers a stale file as such until `release`, so every read of it answers so.
+    if (answer.stale) return null;
     part.set(slot.bytes.subarray(answer.skip, answer.skip + answer.bytesRead));
-    if (answer.direct) this.#directBytes += answer.bytesRead;
+    if (answer.direct) this.directBytesTotal += answer.bytesRead;
     return answer.bytesRead;
   }
 }
@@ -128,8 +85,7 @@ export interface ReadWorkerFile {
   bypassCache: boolean;
 }
 
-interface ReadAnswer {
-  seq: number;
+interface ReadAnswer extends WorkerAnswer {
   /** Bytes of the part read, fewer than asked only at the end of the file. */
   bytesRead: number;
   /** Where in the slot the part starts: a direct read starts on the aligned position before it. */
@@ -138,7 +94,6 @@ interface ReadAnswer {
   direct: boolean;
   /** The worker could not open the caller's file by its name: removed, or another file there now. */
   stale: boolean;
-  error: { code: string | undefined; message: string } | null;
 }
 
 /**
@@ -163,7 +118,10 @@ function slotBytes(index) {
 const files = new Map();
 const fds = new Map();
 const directFds = new Map();
-/** The file by its name if it is still the caller's; null if it was removed or replaced. */
+/**
+ * The file by its name if it is still the caller's; null if it was removed or replaced, and then
+ * the file is stale: every read of it answers so until it is closed.
+ */
 function openIfSame(m, flags) {
   const file = files.get(m.fileId);
   let fd;
@@ -210,7 +168,7 @@ function readBuffered(m, slot) {
   if (fd === undefined) {
     fd = openIfSame(m, O_RDONLY);
     if (fd === null) {
-      files.delete(m.fileId);
+      files.set(m.fileId, null);
       return null;
     }
     fds.set(m.fileId, fd);
@@ -238,6 +196,7 @@ function answer(m) {
   }
   if (m.path !== undefined) files.set(m.fileId, { path: m.path, inode: m.inode });
   if (!files.has(m.fileId)) throw new Error("the read worker was not told of file " + m.fileId);
+  if (files.get(m.fileId) === null) return { bytesRead: 0, skip: 0, direct: false, stale: true };
   const slot = slotBytes(m.slot);
   const direct = m.direct ? readDirect(m, slot) : null;
   if (direct !== null) return { bytesRead: direct.bytesRead, skip: direct.skip, direct: true, stale: false };

@@ -1,6 +1,6 @@
 import { directIoAlignBytes } from "./disk.ts";
-import { SharedSlots } from "./shared_slots.ts";
-import { type WorkerAnswer, WorkerError, WorkerRequests } from "./worker_requests.ts";
+import { FileWorker } from "./file_worker.ts";
+import { type WorkerAnswer, WorkerError } from "./worker_requests.ts";
 
 /**
  * Large file writes on a thread of their own. Under Deno, `node:fs` writes run on the event loop's
@@ -18,40 +18,9 @@ import { type WorkerAnswer, WorkerError, WorkerRequests } from "./worker_request
  * memory, whose buffer starts on a page. Where the file system refuses `O_DIRECT`, writes are
  * buffered as before.
  */
-export class WriteWorker {
-  readonly slotBytes: number;
-  readonly slotsMax: number;
-  readonly #slots: SharedSlots;
-  readonly #requests: WorkerRequests<WriteAnswer>;
-  /** Files the worker holds a descriptor of: what `release` must close there. */
-  readonly #openIds = new Set<number>();
-  #directBytes = 0;
-
+export class WriteWorker extends FileWorker<WriteAnswer> {
   constructor(options: { slotBytes: number; slotsMax: number; waitersMax: number }) {
-    this.#slots = new SharedSlots({ ...options, name: "write worker slot" });
-    this.slotBytes = options.slotBytes;
-    this.slotsMax = options.slotsMax;
-    this.#requests = new WorkerRequests<WriteAnswer>({
-      name: "write worker",
-      source: workerSource,
-      requestsMax: options.slotsMax,
-      onReset: () => this.#openIds.clear(),
-    });
-  }
-
-  /** Gauge: writes handed to the worker and not yet answered. */
-  get inFlight(): number {
-    return this.#requests.inFlight;
-  }
-
-  /** Gauge: files the worker holds open. */
-  get openFiles(): number {
-    return this.#openIds.size;
-  }
-
-  /** Counter: bytes written around the page cache (`bypassCache`), since the worker was made. */
-  get directBytes(): number {
-    return this.#directBytes;
+    super({ ...options, name: "write worker", source: workerSource });
   }
 
   /**
@@ -69,39 +38,31 @@ export class WriteWorker {
     }
   }
 
-  /** Closes the worker's descriptor of a file, if it opened one; answered before it resolves. */
-  async release(fileId: number): Promise<void> {
-    if (!this.#openIds.delete(fileId)) return;
-    // A close takes a turn like a write, so requests in flight never exceed the slots.
-    using _slot = await this.#slots.acquire();
-    await this.#requests.send({ op: "close", fileId });
-  }
-
   async #writeOne(file: WorkerFile, part: Uint8Array, position: number): Promise<void> {
-    using slot = await this.#slots.acquire();
+    using slot = await this.slots.acquire();
     slot.bytes.set(part);
-    this.#openIds.add(file.id);
+    this.openIds.add(file.id);
     const { id: fileId, path, inode } = file;
     const length = part.length;
     // The worker writes the part's aligned prefix direct and the rest buffered: a chunk file's
     // pieces end where batches end, so their lengths are seldom multiples of the alignment.
     const direct = file.bypassCache && position % directIoAlignBytes === 0 && length >= directIoAlignBytes;
     try {
-      const answer = await this.#requests.send({
+      const answer = await this.requests.send({
         op: "write",
         fileId,
         path,
         inode,
-        memory: this.#slots.memory,
+        memory: this.slots.memory,
         offset: slot.offset,
         length,
         position,
         direct,
       });
-      this.#directBytes += answer.directBytes;
+      this.directBytesTotal += answer.directBytes;
     } catch (error) {
       // A write that failed part-way may still have written some of its bytes around the cache.
-      if (error instanceof WorkerError) this.#directBytes += (error.answer as WriteAnswer).directBytes;
+      if (error instanceof WorkerError) this.directBytesTotal += (error.answer as WriteAnswer).directBytes;
       throw error;
     }
   }

@@ -1,5 +1,4 @@
-import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t, { type Test } from "tap";
 import { directIoAlignBytes } from "../../src/runtime/disk.ts";
@@ -7,18 +6,10 @@ import { NodeDisk, offLoopReadBytesMin } from "../../src/runtime/node_disk.ts";
 import { ReadWorker } from "../../src/runtime/read_worker.ts";
 import { Semaphore } from "../../src/runtime/semaphore.ts";
 import { takesDirectIo } from "../helpers/direct_io.ts";
+import { patterned } from "../helpers/object_store_contract.ts";
+import { tempDir as tempDirWith } from "../helpers/temp_dir.ts";
 
-function tempDir(t: Test): string {
-  const dir = mkdtempSync(join(tmpdir(), "strata-read-worker-"));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
-
-function patterned(length: number, seed: number): Uint8Array {
-  const bytes = new Uint8Array(length);
-  for (let i = 0; i < length; i++) bytes[i] = (i * 31 + seed) & 0xff;
-  return bytes;
-}
+const tempDir = (t: Test) => tempDirWith(t, "strata-read-worker-");
 
 const smallWorker = () => new ReadWorker({ slotBytes: 64 * 1024, slotsMax: 2, waitersMax: 64 });
 /** A disk whose reads take no turns of the process's shared semaphore, so tests do not share one. */
@@ -87,10 +78,13 @@ t.test("a file replaced or removed under its path since it was opened is still r
   writeFileSync(join(dir, "moved"), patterned(old.length, 99));
   rmSync(join(dir, "removed"));
   for (const [name, file] of [["replaced", moved], ["removed", removed]] as const) {
-    const buffer = new Uint8Array(old.length);
-    t.equal(await file.readAt(buffer, 0), old.length);
-    t.ok(Buffer.from(buffer).equals(old), `the ${name} file's own bytes`);
-    t.equal(await file.readAt(buffer, 0), old.length, `a second read of the ${name} file`);
+    // Two first reads at once: the second reaches the worker before the first's answer, and must
+    // be answered as stale too.
+    const buffers = [new Uint8Array(old.length), new Uint8Array(old.length)];
+    const counts = await Promise.all(buffers.map((buffer) => file.readAt(buffer, 0)));
+    t.same(counts, [old.length, old.length]);
+    for (const buffer of buffers) t.ok(Buffer.from(buffer).equals(old), `the ${name} file's own bytes`);
+    t.equal(await file.readAt(buffers[0]!, 0), old.length, `a later read of the ${name} file`);
     await file.close();
   }
   t.equal(worker.openFiles, 0, "the worker holds neither");

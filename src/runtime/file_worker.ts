@@ -1,0 +1,74 @@
+import { SharedSlots } from "./shared_slots.ts";
+import { type WorkerAnswer, WorkerRequests } from "./worker_requests.ts";
+
+/** How a file worker is made: its slots, its program, and what the worker starts with. */
+export interface FileWorkerOptions {
+  /** The most one request moves, in bytes. */
+  slotBytes: number;
+  /** Slots, and so requests in flight at once. */
+  slotsMax: number;
+  /** Bound on callers queued for a slot. */
+  waitersMax: number;
+  name: string;
+  source: string;
+  /** Room in each slot beyond `slotBytes`, e.g. for a direct read's widening. */
+  slotPaddingBytes?: number;
+  /** What the worker starts with, given its slots (e.g. their memory as `workerData`), and its heap's bounds. */
+  workerOptions?: (slots: SharedSlots) => import("node:worker_threads").WorkerOptions;
+}
+
+/**
+ * What the read and write workers share: a few shared slots lent in turn, the requests to a worker
+ * thread, and the files it knows by id, each closed there by `release`. The subclass says what a
+ * request is.
+ */
+export class FileWorker<A extends WorkerAnswer> {
+  readonly slotBytes: number;
+  readonly slotsMax: number;
+  protected readonly slots: SharedSlots;
+  protected readonly requests: WorkerRequests<A>;
+  /** Files the worker knows and may hold a descriptor of: what `release` must close there. */
+  protected readonly openIds = new Set<number>();
+  protected directBytesTotal = 0;
+
+  constructor(options: FileWorkerOptions) {
+    this.slotBytes = options.slotBytes;
+    this.slotsMax = options.slotsMax;
+    this.slots = new SharedSlots({
+      slotBytes: options.slotBytes + (options.slotPaddingBytes ?? 0),
+      slotsMax: options.slotsMax,
+      waitersMax: options.waitersMax,
+      name: `${options.name} slot`,
+    });
+    this.requests = new WorkerRequests<A>({
+      name: options.name,
+      source: options.source,
+      requestsMax: options.slotsMax,
+      onReset: () => this.openIds.clear(),
+      workerOptions: options.workerOptions?.(this.slots),
+    });
+  }
+
+  /** Gauge: requests handed to the worker and not yet answered. */
+  get inFlight(): number {
+    return this.requests.inFlight;
+  }
+
+  /** Gauge: files the worker knows and may hold open. */
+  get openFiles(): number {
+    return this.openIds.size;
+  }
+
+  /** Counter: bytes moved around the page cache (`bypassCache`), since the worker was made. */
+  get directBytes(): number {
+    return this.directBytesTotal;
+  }
+
+  /** Closes the worker's descriptors of a file, if it has any; answered before it resolves. */
+  async release(fileId: number): Promise<void> {
+    if (!this.openIds.delete(fileId)) return;
+    // A close takes a slot like any request, so requests in flight never exceed the slots.
+    using _slot = await this.slots.acquire();
+    await this.requests.send({ op: "close", fileId });
+  }
+}
