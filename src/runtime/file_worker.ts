@@ -1,3 +1,4 @@
+import type { WorkerOptions } from "node:worker_threads";
 import { SharedSlots } from "./shared_slots.ts";
 import { type WorkerAnswer, WorkerRequests } from "./worker_requests.ts";
 
@@ -14,7 +15,7 @@ export interface FileWorkerOptions {
   /** Room in each slot beyond `slotBytes`, e.g. for a direct read's widening. */
   slotPaddingBytes?: number;
   /** What the worker starts with, given its slots (e.g. their memory as `workerData`), and its heap's bounds. */
-  workerOptions?: (slots: SharedSlots) => import("node:worker_threads").WorkerOptions;
+  workerOptions?: (slots: SharedSlots) => WorkerOptions;
 }
 
 /**
