@@ -168,7 +168,7 @@ class NodeDiskFile implements DiskFile {
   async readAt(buffer: Uint8Array, position: number): Promise<number> {
     this.#checkOpen();
     using _turn = await readTurn(this.#readTurns);
-    if (this.#readWorker !== null && !this.#readWorkerRefused && buffer.length >= offLoopReadBytesMin) {
+    if (this.#readWorker !== null && this.#readsOffLoop(this.#readWorker, buffer.length)) {
       const read = await this.#readOffLoop(this.#readWorker, buffer, position);
       if (read !== null) return read;
     }
@@ -184,7 +184,20 @@ class NodeDiskFile implements DiskFile {
     return bytesRead;
   }
 
-  /** Null when the worker cannot have this file by its name: the caller reads through the handle. */
+  /**
+   * Whether a read of `length` bytes goes to the read worker: a piece's size, from
+   * `offLoopReadBytesMin` to one slot, while the worker can open this file. A larger read (a whole
+   * index at recovery, the benchmark's naive upload) is one task of the runtime's pool, as before,
+   * rather than a slot's round trip and a copy per MiB.
+   */
+  #readsOffLoop(worker: ReadWorker, length: number): boolean {
+    return !this.#readWorkerRefused && length >= offLoopReadBytesMin && length <= worker.slotBytes;
+  }
+
+  /**
+   * Null when the read is the handle's: the worker cannot have this file by its name (and never
+   * will), or its queue is full (an overload costs the pool's lock, never a read).
+   */
   async #readOffLoop(worker: ReadWorker, buffer: Uint8Array, position: number): Promise<number | null> {
     this.#readWorkerFile ??= wrap("stat", this.path, async () => ({
       id: nextFileId++,
@@ -194,8 +207,8 @@ class NodeDiskFile implements DiskFile {
     }));
     const file = await this.#readWorkerFile;
     const read = await wrap("read", this.path, () => worker.read(file, buffer, position));
-    if (read === null) this.#readWorkerRefused = true;
-    return read;
+    if (read === "stale") this.#readWorkerRefused = true;
+    return typeof read === "number" ? read : null;
   }
 
   /** Null when the read must be buffered: the file system refuses, or no aligned buffer is free. */

@@ -1,3 +1,4 @@
+import { assert } from "./assert.ts";
 import { directIoAlignBytes } from "./disk.ts";
 import { FileWorker } from "./file_worker.ts";
 import type { WorkerAnswer } from "./worker_requests.ts";
@@ -34,27 +35,21 @@ export class ReadWorker extends FileWorker<ReadAnswer> {
   }
 
   /**
-   * Reads up to `buffer.length` bytes at `position` of the file `file.path`, one slot at a time; the
+   * Reads up to `buffer.length` bytes (at most one slot) at `position` of the file `file.path`; the
    * count read, fewer only at the end of the file. The worker opens the file by name on its first
-   * read and refuses it unless its inode is `file.inode`. Null when it cannot have the caller's file
-   * that way (removed, or replaced under its name since the caller opened it): the caller then
-   * reads through its own handle, which still holds the file. Rejects with the worker's error (its
-   * `code` kept).
+   * read and refuses it unless its inode is `file.inode`. `"stale"` when it cannot have the caller's
+   * file that way (removed, or replaced under its name since the caller opened it): the caller then
+   * reads through its own handle, which still holds the file. `"busy"` when every slot is lent and
+   * the queue for them is full: the caller reads itself rather than be refused. Rejects with the
+   * worker's error (its `code` kept).
    */
-  async read(file: ReadWorkerFile, buffer: Uint8Array, position: number): Promise<number | null> {
-    let done = 0;
-    // Bounded by the byte count: every pass but the last reads a whole slot.
-    while (done < buffer.length) {
-      const part = buffer.subarray(done, Math.min(buffer.length, done + this.slotBytes));
-      const read = await this.#readOne(file, part, position + done);
-      if (read === null) return null;
-      done += read;
-      if (read < part.length) break;
-    }
-    return done;
-  }
-
-  async #readOne(file: ReadWorkerFile, part: Uint8Array, position: number): Promise<number | null> {
+  async read(file: ReadWorkerFile, buffer: Uint8Array, position: number): Promise<number | "stale" | "busy"> {
+    assert(
+      buffer.length <= this.slotBytes,
+      `a read worker read is at most one slot (${this.slotBytes} bytes)`,
+    );
+    // Checked and acquired in one turn of the loop, so no other read takes the place in between.
+    if (this.slots.queueFull) return "busy";
     using slot = await this.slots.acquire();
     // The name goes with a file's first read only: a string per read would be garbage in the
     // worker's heap. Requests are answered in order, so the first arrives before the ones after it.
@@ -65,13 +60,13 @@ export class ReadWorker extends FileWorker<ReadAnswer> {
       fileId: file.id,
       ...(known ? {} : { path: file.path, inode: file.inode }),
       slot: slot.index,
-      length: part.length,
+      length: buffer.length,
       position,
       direct: file.bypassCache,
     });
     // The worker remembers a stale file as such until `release`, so every read of it answers so.
-    if (answer.stale) return null;
-    part.set(slot.bytes.subarray(answer.skip, answer.skip + answer.bytesRead));
+    if (answer.stale) return "stale";
+    buffer.set(slot.bytes.subarray(answer.skip, answer.skip + answer.bytesRead));
     if (answer.direct) this.directBytesTotal += answer.bytesRead;
     return answer.bytesRead;
   }

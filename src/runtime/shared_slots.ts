@@ -60,6 +60,11 @@ export class SharedSlots {
     return this.#turns.inUse;
   }
 
+  /** Whether a caller now would be refused (`acquire` would reject): no slot free, and no room to wait. */
+  get queueFull(): boolean {
+    return this.#turns.inUse >= this.slotsMax && this.#turns.waiting >= this.#turns.waitersMax;
+  }
+
   /** Waits for a free slot, in turn; `using` gives it back at the end of the scope. */
   async acquire(): Promise<Slot> {
     const turn = await this.#turns.acquire();

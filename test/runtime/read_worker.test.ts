@@ -11,15 +11,16 @@ import { tempDir as tempDirWith } from "../helpers/temp_dir.ts";
 
 const tempDir = (t: Test) => tempDirWith(t, "strata-read-worker-");
 
-const smallWorker = () => new ReadWorker({ slotBytes: 64 * 1024, slotsMax: 2, waitersMax: 64 });
+const slotBytes = 128 * 1024;
+const smallWorker = () => new ReadWorker({ slotBytes, slotsMax: 2, waitersMax: 64 });
 /** A disk whose reads take no turns of the process's shared semaphore, so tests do not share one. */
 const diskWith = (readWorker: ReadWorker | null) =>
   new NodeDisk({ writeWorker: null, readWorker, readTurns: null });
 
-t.test("large reads go through the worker and return the file's bytes; small ones stay on the loop", async (t) => {
-  // Proves the worker path is the one taken (it holds the file open until close), that a read
-  // bigger than a slot is split without losing or moving a byte, and that a read past the end is
-  // short by exactly what the file lacks.
+t.test("reads of a piece's size go through the worker; smaller and larger ones through the handle", async (t) => {
+  // Proves the routing (the worker holds a file open until close once it has read it): a piece's
+  // size goes to the worker, smaller and larger reads stay with the handle, all with the file's
+  // bytes, and a read past the end is short by exactly what the file lacks.
   const dir = tempDir(t);
   const content = patterned(3 * 64 * 1024 + 4321, 7);
   writeFileSync(join(dir, "a"), content);
@@ -29,11 +30,15 @@ t.test("large reads go through the worker and return the file's bytes; small one
   t.equal(await file.readAt(small, 5), 100);
   t.same([...small], [...content.subarray(5, 105)], "the small read's bytes");
   t.equal(worker.openFiles, 0, "a read under offLoopReadBytesMin does not reach the worker");
-  const big = new Uint8Array(2 * 64 * 1024 + 999);
-  t.equal(await file.readAt(big, 1234), big.length);
-  t.ok(Buffer.from(big).equals(content.subarray(1234, 1234 + big.length)), "the large read's bytes");
-  t.equal(worker.openFiles, 1, "the worker holds the file open after a large read");
-  const pastEnd = new Uint8Array(offLoopReadBytesMin * 2);
+  const huge = new Uint8Array(slotBytes + 999);
+  t.equal(await file.readAt(huge, 1234), huge.length);
+  t.ok(Buffer.from(huge).equals(content.subarray(1234, 1234 + huge.length)), "the read over a slot's bytes");
+  t.equal(worker.openFiles, 0, "a read over one slot does not reach the worker either");
+  const piece = new Uint8Array(64 * 1024);
+  t.equal(await file.readAt(piece, 777), piece.length);
+  t.ok(Buffer.from(piece).equals(content.subarray(777, 777 + piece.length)), "the piece's bytes");
+  t.equal(worker.openFiles, 1, "the worker holds the file open after a piece's read");
+  const pastEnd = new Uint8Array(offLoopReadBytesMin);
   const at = content.length - 1000;
   t.equal(await file.readAt(pastEnd, at), 1000, "a read past the end returns what the file has");
   t.ok(Buffer.from(pastEnd.subarray(0, 1000)).equals(content.subarray(at)), "and its bytes");
@@ -48,7 +53,7 @@ t.test("reads from many files at once share the slots, all return their bytes, a
   const dir = tempDir(t);
   const worker = smallWorker();
   const disk = diskWith(worker);
-  const contents = Array.from({ length: 6 }, (_, i) => patterned(256 * 1024, i));
+  const contents = Array.from({ length: 6 }, (_, i) => patterned(slotBytes, i));
   contents.forEach((bytes, i) => writeFileSync(join(dir, `f${i}`), bytes));
   const files = await Promise.all(contents.map((_, i) => disk.open(join(dir, `f${i}`), { readOnly: true })));
   let inFlightMax = 0;
@@ -113,7 +118,7 @@ t.test("bypassCache files are read around the page cache, any position and lengt
   const cases = [
     { position: 0, length: 64 * 1024 },
     { position: 123, length: offLoopReadBytesMin + 5 },
-    { position: directIoAlignBytes - 1, length: 2 * 64 * 1024 + 3 },
+    { position: directIoAlignBytes - 1, length: slotBytes },
     { position: content.length - 70_000, length: 80_000 },
   ];
   let expected = 0;
@@ -143,6 +148,24 @@ t.test("without bypassCache nothing is read around the page cache; readWorker: n
     await file.close();
   }
   t.equal(worker.directBytes, 0);
+});
+
+t.test("with the worker's queue full a read goes through the handle, and every read returns its bytes", async (t) => {
+  // Proves an overload costs the pool's lock, never a read: one slot, no queue, three reads at once.
+  const dir = tempDir(t);
+  const content = patterned(3 * offLoopReadBytesMin, 13);
+  writeFileSync(join(dir, "busy"), content);
+  const worker = new ReadWorker({ slotBytes: offLoopReadBytesMin, slotsMax: 1, waitersMax: 0 });
+  const file = await diskWith(worker).open(join(dir, "busy"), { readOnly: true });
+  const buffers = [0, 1, 2].map(() => new Uint8Array(offLoopReadBytesMin));
+  const counts = await Promise.all(buffers.map((buffer, i) => file.readAt(buffer, i * offLoopReadBytesMin)));
+  t.same(counts, [offLoopReadBytesMin, offLoopReadBytesMin, offLoopReadBytesMin]);
+  buffers.forEach((buffer, i) => {
+    const want = content.subarray(i * offLoopReadBytesMin, (i + 1) * offLoopReadBytesMin);
+    t.ok(Buffer.from(buffer).equals(want), `read ${i} intact`);
+  });
+  t.equal(worker.openFiles, 1, "the first read went to the worker");
+  await file.close();
 });
 
 t.test("reads wait for the process's read turns, as they did on the loop", async (t) => {

@@ -33,12 +33,24 @@ t.test("a caller past the slots waits its turn, FIFO, and gets the slot given ba
   const third = slots.acquire().then((s) => (order.push("third"), s));
   await Promise.resolve();
   t.same(order, [], "both wait while the only slot is lent");
+  t.equal(slots.queueFull, false, "two of four places in the queue are taken");
   first[Symbol.dispose]();
   const s2 = await second;
   t.equal(s2.index, first.index, "the slot given back is the one lent next");
   s2[Symbol.dispose]();
   (await third)[Symbol.dispose]();
   t.same(order, ["second", "third"]);
+});
+
+t.test("queueFull says when acquire would be refused: no slot free and no room to wait", async (t) => {
+  // Proves the test the read path uses to do its own read rather than be refused.
+  const slots = new SharedSlots({ slotBytes: 16, slotsMax: 1, waitersMax: 0, name: "test slot" });
+  t.equal(slots.queueFull, false, "a slot is free");
+  const held = await slots.acquire();
+  t.equal(slots.queueFull, true, "the slot is lent and nobody may wait");
+  await t.rejects(slots.acquire(), { name: "QueueFullError" });
+  held[Symbol.dispose]();
+  t.equal(slots.queueFull, false);
 });
 
 t.test("giving a slot back twice, or bad sizes, fail an assertion", async (t) => {
