@@ -24,9 +24,11 @@ import {
 /**
  * The production `Disk`, over `node:fs/promises`; it runs unchanged on Node and Deno. Writes of
  * `offLoopWriteBytesMin` or more go through the write worker (`write_worker.ts`), since Deno runs
- * `node:fs` writes on the event loop's thread; `writeWorker: null` keeps every write here. The
- * worker also carries out `bypassCache` for writes (without it they are buffered), and
- * `directReads` for reads (`directReads: null` reads buffered).
+ * `node:fs` writes on the event loop's thread; `writeWorker: null` keeps every write here. Reads of
+ * a piece's size go through the read worker (`read_worker.ts`), since Deno hands each `node:fs` read
+ * to its blocking pool, whose lock the loop then waits on; `readWorker: null` keeps every read here.
+ * The workers also carry out `bypassCache` (without it reads and writes are buffered); without the
+ * read worker, `directReads` does it for reads (`directReads: null` reads buffered).
  */
 export class NodeDisk implements Disk {
   readonly #writeWorker: WriteWorker | null;
@@ -331,7 +333,10 @@ function codeOf(error: unknown): DiskErrorCode {
  */
 export const readsInFlightMax = 4;
 
-/** How big a read must be to go to the read worker: below it, the round trip costs more than the pool's hand-over. */
+/**
+ * How big a read must be to go to the read worker: smaller ones (headers, index entries, markers) are
+ * few and stay with the pool.
+ */
 export const offLoopReadBytesMin = 64 * 1024;
 
 /** Bound on reads queued for a turn; beyond it a read goes at once, so an overload costs the bound, never a read. */
