@@ -2,6 +2,17 @@ import type { WorkerOptions } from "node:worker_threads";
 import { SharedSlots } from "./shared_slots.ts";
 import { type WorkerAnswer, WorkerRequests } from "./worker_requests.ts";
 
+/**
+ * A file as a worker knows it: an id of the caller's, its path, the inode it must be (the worker
+ * opens by path and checks it), and whether its I/O goes around the page cache where it can.
+ */
+export interface WorkerFile {
+  id: number;
+  path: string;
+  inode: number;
+  bypassCache: boolean;
+}
+
 /** How a file worker is made: its slots, its program, and what the worker starts with. */
 export interface FileWorkerOptions {
   /** The most one request moves, in bytes. */

@@ -12,14 +12,10 @@ import {
 } from "./disk.ts";
 import { directReadBytesMin, type DirectReads, sharedDirectReads } from "./direct_reads.ts";
 import type { Permit } from "./permit.ts";
-import { type ReadWorker, type ReadWorkerFile, sharedReadWorker } from "./read_worker.ts";
+import type { WorkerFile } from "./file_worker.ts";
+import { type ReadWorker, sharedReadWorker } from "./read_worker.ts";
 import { Semaphore } from "./semaphore.ts";
-import {
-  offLoopWriteBytesMin,
-  sharedWriteWorker,
-  type WorkerFile,
-  type WriteWorker,
-} from "./write_worker.ts";
+import { offLoopWriteBytesMin, sharedWriteWorker, type WriteWorker } from "./write_worker.ts";
 
 /**
  * The production `Disk`, over `node:fs/promises`; it runs unchanged on Node and Deno. Writes of
@@ -141,10 +137,11 @@ class NodeDiskFile implements DiskFile {
   readonly #directReads: DirectReads | null;
   readonly #readTurns: Semaphore | null;
   readonly #bypassCache: boolean;
-  /** How the write worker knows this file; set on its first large write (a stat for the inode). */
-  #workerFile: WorkerFile | null = null;
-  /** How the read worker knows this file; set on its first large read (a stat for the inode). */
-  #readWorkerFile: Promise<ReadWorkerFile> | null = null;
+  /**
+   * How the file workers know this file; made on its first large read or write (a stat for the
+   * inode), one for both.
+   */
+  #workerFile: Promise<WorkerFile> | null = null;
   /** Set once the worker could not open this file by its name: reads go through the handle from then. */
   #readWorkerRefused = false;
   /** The handle for direct reads, opened on the first large read; null when refused. */
@@ -201,13 +198,7 @@ class NodeDiskFile implements DiskFile {
    * will), or its queue is full (an overload costs the pool's lock, never a read).
    */
   async #readOffLoop(worker: ReadWorker, buffer: Uint8Array, position: number): Promise<number | null> {
-    this.#readWorkerFile ??= wrap("stat", this.path, async () => ({
-      id: nextFileId++,
-      path: this.path,
-      inode: Number((await this.#handle.stat()).ino),
-      bypassCache: this.#bypassCache,
-    }));
-    const file = await this.#readWorkerFile;
+    const file = await this.#asWorkerFile();
     const read = await wrap("read", this.path, () => worker.read(file, buffer, position));
     if (read === "stale") this.#readWorkerRefused = true;
     return typeof read === "number" ? read : null;
@@ -239,17 +230,22 @@ class NodeDiskFile implements DiskFile {
   }
 
   async #writeOffLoop(worker: WriteWorker, data: Uint8Array, position: number): Promise<void> {
-    if (this.#workerFile === null) {
-      const { ino } = await wrap("stat", this.path, () => this.#handle.stat());
-      this.#workerFile ??= {
-        id: nextFileId++,
-        path: this.path,
-        inode: Number(ino),
-        bypassCache: this.#bypassCache,
-      };
-    }
-    const file = this.#workerFile;
+    const file = await this.#asWorkerFile();
     await wrap("write", this.path, () => worker.write(file, data, position));
+  }
+
+  /** A failed stat is not kept: the next large read or write asks again. */
+  #asWorkerFile(): Promise<WorkerFile> {
+    this.#workerFile ??= wrap("stat", this.path, async () => ({
+      id: nextFileId++,
+      path: this.path,
+      inode: Number((await this.#handle.stat()).ino),
+      bypassCache: this.#bypassCache,
+    })).catch((error) => {
+      this.#workerFile = null;
+      throw error;
+    });
+    return this.#workerFile;
   }
 
   async #writeHere(data: Uint8Array, position: number): Promise<void> {
@@ -293,9 +289,12 @@ class NodeDiskFile implements DiskFile {
     );
     this.#closed = true;
     try {
-      if (this.#workerFile !== null) await this.#writeWorker!.release(this.#workerFile.id);
-      const readFile = await this.#readWorkerFile?.catch(() => null);
-      if (readFile) await this.#readWorker!.release(readFile.id);
+      // Each worker closes only what it has: release is a no-op for a file it never saw.
+      const file = await this.#workerFile?.catch(() => null);
+      if (file) {
+        await this.#writeWorker?.release(file.id);
+        await this.#readWorker?.release(file.id);
+      }
       const direct = await this.#directHandle?.catch(() => null);
       await direct?.close();
     } finally {

@@ -1,6 +1,6 @@
 import { assert } from "./assert.ts";
 import { directIoAlignBytes } from "./disk.ts";
-import { FileWorker } from "./file_worker.ts";
+import { FileWorker, type WorkerFile } from "./file_worker.ts";
 import type { WorkerAnswer } from "./worker_requests.ts";
 
 /**
@@ -43,7 +43,7 @@ export class ReadWorker extends FileWorker<ReadAnswer> {
    * the queue for them is full: the caller reads itself rather than be refused. Rejects with the
    * worker's error (its `code` kept).
    */
-  async read(file: ReadWorkerFile, buffer: Uint8Array, position: number): Promise<number | "stale" | "busy"> {
+  async read(file: WorkerFile, buffer: Uint8Array, position: number): Promise<number | "stale" | "busy"> {
     assert(
       buffer.length <= this.slotBytes,
       `a read worker read is at most one slot (${this.slotBytes} bytes)`,
@@ -70,14 +70,6 @@ export class ReadWorker extends FileWorker<ReadAnswer> {
     if (answer.direct) this.directBytesTotal += answer.bytesRead;
     return answer.bytesRead;
   }
-}
-
-/** A file as the worker knows it: an id of the caller's, its path, its inode, and whether to read it direct. */
-export interface ReadWorkerFile {
-  id: number;
-  path: string;
-  inode: number;
-  bypassCache: boolean;
 }
 
 interface ReadAnswer extends WorkerAnswer {

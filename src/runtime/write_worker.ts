@@ -1,5 +1,5 @@
 import { directIoAlignBytes } from "./disk.ts";
-import { FileWorker } from "./file_worker.ts";
+import { FileWorker, type WorkerFile } from "./file_worker.ts";
 import { type WorkerAnswer, WorkerError } from "./worker_requests.ts";
 
 /**
@@ -66,17 +66,6 @@ export class WriteWorker extends FileWorker<WriteAnswer> {
       throw error;
     }
   }
-}
-
-/**
- * A file as the worker knows it: an id of the caller's, its path, the inode it must be, and whether
- * its aligned writes skip the page cache.
- */
-export interface WorkerFile {
-  id: number;
-  path: string;
-  inode: number;
-  bypassCache: boolean;
 }
 
 interface WriteAnswer extends WorkerAnswer {
