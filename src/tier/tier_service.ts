@@ -371,13 +371,10 @@ export class TierService implements TierGaugeSource {
     );
     const startedMs = this.#now();
     try {
+      // The same deps as the verify pass's re-uploads, so that the piece gate and the benchmark's
+      // switch reach every upload (docs/TUNING.md, item 41).
       const outcome = await uploadSegment(
-        {
-          disk: this.#deps.disk,
-          store: this.#deps.store,
-          pieceBytes: this.#deps.config.uploadPieceBytes,
-          bandwidth: this.#deps.bandwidth,
-        },
+        this.uploadDeps,
         sealedOf(segment),
         keys,
         this.#now() + this.#deps.config.segmentUploadTimeoutMs,

@@ -1,5 +1,8 @@
 import type { Test } from "tap";
 import type { HousekeepingConfig } from "../../src/config/config.ts";
+import type { Cooperation } from "../../src/runtime/cooperation.ts";
+import type { Disk } from "../../src/runtime/disk.ts";
+import type { PieceGate } from "../../src/runtime/piece_gate.ts";
 import type { LogConfig } from "../../src/log/log_config.ts";
 import { Partition } from "../../src/log/partition.ts";
 import { defaultRetryProfiles } from "../../src/objectstore/retry_policy.ts";
@@ -52,10 +55,16 @@ export interface TierHarnessOptions {
   housekeeping?: Partial<HousekeepingConfig>;
   /** The partitions the orphan sweep takes as live; the harness's own partition by default. */
   liveTable?: () => IncarnationTable;
+  /** The disk under the harness's in-flight count; a fresh `NodeDisk` by default. */
+  disk?: Disk;
+  /** The tier service's piece gate; none by default. */
+  pieceGate?: PieceGate;
+  /** The benchmark's switch; cooperative by default. */
+  cooperation?: Cooperation;
 }
 
 export async function tierHarness(t: Test, envelope: LocalEnvelope, options: TierHarnessOptions = {}) {
-  const disk = new InFlightDisk(new NodeDisk());
+  const disk = new InFlightDisk(options.disk ?? new NodeDisk());
   const data = tempDir(t);
   const clock = new VirtualClock();
   const partition = await Partition.create(disk, clock, new Rng(1), data, {
@@ -90,6 +99,8 @@ export async function tierHarness(t: Test, envelope: LocalEnvelope, options: Tie
       segmentUploadTimeoutMs: 90_000,
       retry: defaultRetryProfiles,
     },
+    ...(options.pieceGate !== undefined ? { pieceGate: options.pieceGate } : {}),
+    ...(options.cooperation !== undefined ? { cooperation: options.cooperation } : {}),
   });
   tier.addPartition({ key: "1/1/0", partition, tiered: () => true, envelope: () => envelope });
   const control = await LocalControlLog.open(
