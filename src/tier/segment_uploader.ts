@@ -1,3 +1,4 @@
+import { assert } from "../runtime/assert.ts";
 import type { Disk, DiskFile } from "../runtime/disk.ts";
 import { crc32, Crc32Stream } from "../runtime/crc32.ts";
 import { toPieces } from "../objectstore/object_store.ts";
@@ -205,10 +206,13 @@ async function hashFile(
 }
 
 /**
- * The pieces of a file for a PUT, all read into one buffer: a piece is the store's only until it
- * pulls the next (the `BodySource` contract), so the send pass allocates nothing per piece, like
- * the hash pass. With a gate, each piece is handed over on the shard's turn, so the store's
- * synchronous work on it (checksum, the start of a write or a send) runs within it.
+ * The pieces of a file for a PUT, read into two buffers in turn: the next piece is read while the
+ * store works on this one (its checksum, its write or send), so the read's latency is hidden behind
+ * the store's instead of added to it (docs/TUNING.md, item 42). A piece is the store's only until
+ * it pulls the next (the `BodySource` contract), which is when its buffer is read into again, so
+ * the pass allocates nothing per piece and holds two pieces at most. With a gate, each piece is
+ * handed over on the shard's turn, so the store's synchronous work on it (checksum, the start of a
+ * write or a send) runs within it.
  */
 async function* pieces(
   file: DiskFile,
@@ -216,12 +220,39 @@ async function* pieces(
   pieceBytes: number,
   gate?: PieceGate,
 ): AsyncGenerator<Uint8Array> {
-  const buffer = new Uint8Array(Math.max(1, Math.min(pieceBytes, sizeBytes)));
-  for (let at = 0; at < sizeBytes; at += buffer.length) {
-    const n = await readExactlyInto(file, buffer.subarray(0, Math.min(buffer.length, sizeBytes - at)), at);
-    if (n === 0) break;
-    if (gate !== undefined) await gate.turn();
-    yield buffer.subarray(0, n);
-    if (gate === undefined) await yieldToReactor();
+  const pieceLength = Math.max(1, Math.min(pieceBytes, sizeBytes));
+  const buffers = [new Uint8Array(pieceLength), new Uint8Array(pieceLength)] as const;
+  // Each read has a handler from its start: one that fails while the store works on the piece
+  // before it must not be an unhandled rejection. Its failure is thrown where it is awaited.
+  const readAt = (position: number, buffer: Uint8Array) => {
+    const reading = readExactlyInto(
+      file,
+      buffer.subarray(0, Math.min(buffer.length, sizeBytes - position)),
+      position,
+    );
+    reading.catch(() => {});
+    return reading;
+  };
+  let at = 0;
+  let turn = 0;
+  let ahead: Promise<number> | null = sizeBytes > 0 ? readAt(0, buffers[0]) : null;
+  try {
+    while (ahead !== null) {
+      const n = await ahead;
+      ahead = null;
+      if (n === 0) break;
+      assert(n <= pieceLength, "Cannot hand over a piece: the read overran its buffer");
+      const buffer = buffers[turn]!;
+      turn ^= 1;
+      if (at + n < sizeBytes) ahead = readAt(at + n, buffers[turn]!);
+      if (gate !== undefined) await gate.turn();
+      yield buffer.subarray(0, n);
+      if (gate === undefined) await yieldToReactor();
+      at += n;
+    }
+  } finally {
+    // A store that stops pulling (an error, a deadline) leaves the read ahead running: it must end
+    // before the caller closes the file, and its failure is the store's error's, not a second one.
+    if (ahead !== null) await ahead.catch(() => 0);
   }
 }

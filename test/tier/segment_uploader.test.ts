@@ -12,6 +12,9 @@ import { TokenBucket } from "../../src/runtime/token_bucket.ts";
 import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
 import { segmentKeys } from "../../src/tier/object_keys.ts";
 import { uploadSegment } from "../../src/tier/segment_uploader.ts";
+import type { BodySource, ObjectStore, PutOptions } from "../../src/objectstore/object_store.ts";
+import { DiskError } from "../../src/runtime/disk.ts";
+import { LogReadsDisk } from "../helpers/log_reads_disk.ts";
 import { bodyOf } from "../helpers/object_store_contract.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 
@@ -26,8 +29,7 @@ const incarnation = {
   purgeGeneration: 0,
 };
 
-async function setup(t: Test) {
-  const disk = new NodeDisk();
+async function setup(t: Test, disk: NodeDisk = new NodeDisk()) {
   const dir = tempDir(t);
   const clock = new VirtualClock();
   const log = new PartitionLog(
@@ -104,26 +106,26 @@ t.test("a sealed segment's .log and .index land under the incarnation's keys, by
   );
 });
 
-t.test("the send pass reads every piece of a segment into one buffer: it allocates nothing per piece", async (t) => {
+t.test("the send pass reads its pieces into two buffers in turn: it allocates nothing per piece", async (t) => {
   const { deps, segment, keys } = await setup(t);
-  const buffers = new Set<ArrayBufferLike>();
-  let pieces = 0;
+  const buffers: ArrayBufferLike[] = [];
   const store = deps.store;
   // A store that notes the buffer under each piece of the .log, then stores as the real one does.
   const noting = Object.create(store) as typeof store;
   noting.put = (key, body, options) =>
     store.put(key, async function* () {
       for await (const piece of body()) {
-        if (key === keys.log) {
-          buffers.add(piece.buffer);
-          pieces++;
-        }
+        if (key === keys.log) buffers.push(piece.buffer);
         yield piece;
       }
     }, options);
   await uploadSegment({ ...deps, store: noting }, segment, keys, 1e12);
-  t.ok(pieces >= 4, `${pieces} pieces of 64 KiB`);
-  t.equal(buffers.size, 1, "one buffer under every piece");
+  t.ok(buffers.length >= 4, `${buffers.length} pieces of 64 KiB`);
+  t.equal(new Set(buffers).size, 2, "two buffers under every piece");
+  t.ok(
+    buffers.every((b, i) => i === 0 || b !== buffers[i - 1]),
+    "each piece in the other buffer than the one before",
+  );
 });
 
 t.test("a re-upload after a crash meets the existing objects and counts as success", async (t) => {
@@ -175,4 +177,86 @@ t.test("the benchmark's naive upload (whole file, no pieces) stores the same obj
       "same checksum metadata",
     );
   }
+});
+
+/**
+ * The uploader's store (the sim store itself, without the retry layer, so that an error ends the
+ * upload), with a look at each piece of the `.log`'s PUT as it arrives: `onPiece`
+ * runs with the piece's index before the store takes it, and may delay or fail it.
+ */
+function watchedStore(
+  store: ObjectStore,
+  onPiece: (index: number) => Promise<void>,
+): RetryingObjectStore {
+  async function* watch(body: BodySource) {
+    let index = 0;
+    for await (const piece of body()) {
+      await onPiece(index++);
+      yield piece;
+    }
+  }
+  return {
+    put: (key: string, body: BodySource, options: PutOptions) =>
+      store.put(key, key.endsWith(".log") ? () => watch(body) : body, options),
+    head: (key: string) => store.head(key),
+  } as unknown as RetryingObjectStore;
+}
+
+t.test("while the store works on a piece, the next one is already being read; the objects are still the files", async (t) => {
+  const disk = new LogReadsDisk();
+  const { deps, sim, segment, keys } = await setup(t, disk);
+  disk.reads.length = 0;
+  const piecesPerPass = Math.ceil(readFileSync(segment.logPath).length / deps.pieceBytes);
+  t.ok(piecesPerPass >= 4, `${piecesPerPass} pieces a pass`);
+  const readsStartedAtPiece: number[] = [];
+  const store = watchedStore(sim, () => {
+    readsStartedAtPiece.push(disk.reads.length);
+    return Promise.resolve();
+  });
+  const outcome = await uploadSegment({ ...deps, store }, segment, keys, 1e12);
+  t.equal(outcome.kind, "uploaded");
+  // The hash pass read every piece before the send pass began; in the send pass, piece i arrives
+  // with piece i + 1 already asked for (one read per piece: the disk returns whole pieces).
+  t.same(
+    readsStartedAtPiece,
+    readsStartedAtPiece.map((_, i) => piecesPerPass + Math.min(i + 2, piecesPerPass)),
+    "each piece arrives with its successor's read started",
+  );
+  t.equal(readsStartedAtPiece.length, piecesPerPass, "every piece was sent");
+  t.ok(
+    Buffer.compare(sim.peek(keys.log)!.bytes, readFileSync(segment.logPath)) === 0,
+    "the .log object is the file",
+  );
+});
+
+t.test("a read ahead that fails while the store works on a piece fails the upload with the disk's error, handled", async (t) => {
+  const disk = new LogReadsDisk();
+  const { deps, sim, segment, keys } = await setup(t, disk);
+  disk.reads.length = 0;
+  const piecesPerPass = Math.ceil(readFileSync(segment.logPath).length / deps.pieceBytes);
+  // The send pass's second read is the first read ahead; it fails while the store holds piece 0.
+  disk.failRead = { index: piecesPerPass + 1, delayMs: 5 };
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  process.on("unhandledRejection", onUnhandled);
+  t.teardown(() => process.off("unhandledRejection", onUnhandled));
+  const store = watchedStore(sim, () => new Promise((r) => setTimeout(r, 30)));
+  await t.rejects(uploadSegment({ ...deps, store }, segment, keys, 1e12), DiskError);
+  await new Promise((r) => setTimeout(r, 50));
+  t.same(unhandled, [], "no unhandled rejection");
+  t.equal(disk.closesUnderRead, 0, "the .log was not closed under a read");
+});
+
+t.test("a store that stops pulling while a read ahead runs fails the upload with its own error, and the file outlives the read", async (t) => {
+  const disk = new LogReadsDisk();
+  const { deps, sim, segment, keys } = await setup(t, disk);
+  disk.reads.length = 0;
+  const piecesPerPass = Math.ceil(readFileSync(segment.logPath).length / deps.pieceBytes);
+  // The read ahead of piece 1 is slow (and fails), and the store gives up on piece 0 meanwhile.
+  disk.failRead = { index: piecesPerPass + 1, delayMs: 40 };
+  const store = watchedStore(sim, (index) => {
+    return index === 0 ? Promise.reject(new Error("the store gave up")) : Promise.resolve();
+  });
+  await t.rejects(uploadSegment({ ...deps, store }, segment, keys, 1e12), { message: "the store gave up" });
+  t.equal(disk.closesUnderRead, 0, "the .log was closed only after its read ahead ended");
 });

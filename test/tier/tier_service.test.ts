@@ -1,8 +1,7 @@
 import t from "tap";
 import { crc32 } from "../../src/runtime/crc32.ts";
 import { segmentKeys } from "../../src/tier/object_keys.ts";
-import type { DiskFile, OpenOptions } from "../../src/runtime/disk.ts";
-import { NodeDisk } from "../../src/runtime/node_disk.ts";
+import { LogReadsDisk } from "../helpers/log_reads_disk.ts";
 import { RecordingGate } from "../helpers/recording_gate.ts";
 import { tierHarness as setup } from "../helpers/tier_harness.ts";
 
@@ -90,22 +89,6 @@ t.test("await resolves once the floor passes the offset, and times out otherwise
   t.ok(partition.superblock.tieredUpToOffset >= 5);
 });
 
-/** A NodeDisk that notes the length of every read of a segment's `.log`. */
-class LogReadsDisk extends NodeDisk {
-  readonly logReadLengths: number[] = [];
-
-  override async open(path: string, options?: OpenOptions): Promise<DiskFile> {
-    const file = await super.open(path, options);
-    if (!path.endsWith(".log")) return file;
-    const readAt = file.readAt.bind(file);
-    file.readAt = (buffer, position) => {
-      this.logReadLengths.push(buffer.length);
-      return readAt(buffer, position);
-    };
-    return file;
-  }
-}
-
 t.test("the service's own uploads follow the benchmark's naive switch: each .log is read whole, in one read", async (t) => {
   const disk = new LogReadsDisk();
   const { partition, produce, runUntil, lastSealedEnd } = await setup(t, { ageMs: null, sizeBytes: null }, {
@@ -119,9 +102,9 @@ t.test("the service's own uploads follow the benchmark's naive switch: each .log
   t.ok(sealedSizes.length >= 2, `${sealedSizes.length} sealed segments`);
   // The piece size is 16 KiB and the segments about 50 kB: pieces would read at most 16 KiB.
   for (const size of sealedSizes) {
-    t.ok(disk.logReadLengths.includes(size), `a read of the whole ${size}-byte .log`);
+    t.ok(disk.reads.some((r) => r.lengthBytes === size), `a read of the whole ${size}-byte .log`);
   }
-  t.notOk(disk.logReadLengths.includes(16 * 1024), "no read of a piece's size");
+  t.notOk(disk.reads.some((r) => r.lengthBytes === 16 * 1024), "no read of a piece's size");
 });
 
 t.test("cooperative uploads read each .log in pieces and take a turn of the piece gate for each", async (t) => {
@@ -135,8 +118,8 @@ t.test("cooperative uploads read each .log in pieces and take a turn of the piec
   await produce(12);
   const caughtUp = await runUntil(() => partition.superblock.tieredUpToOffset === lastSealedEnd() + 1);
   t.ok(caughtUp, "the floor caught up");
-  t.ok(disk.logReadLengths.length > 0, `${disk.logReadLengths.length} reads of .log files`);
-  t.ok(disk.logReadLengths.every((n) => n <= 16 * 1024), "no read larger than a piece");
+  t.ok(disk.reads.length > 0, `${disk.reads.length} reads of .log files`);
+  t.ok(disk.reads.every((r) => r.lengthBytes <= 16 * 1024), "no read larger than a piece");
   // Two passes (hash, send) over every sealed .log, one turn per piece; the index adds its own.
   const pieces = partition.log.segments.filter((s) => s.sealed)
     .reduce((n, s) => n + Math.ceil(s.sizeBytes / (16 * 1024)), 0);
