@@ -191,8 +191,8 @@ async function putOnce(
 }
 
 /**
- * CRC32 of a file, one piece at a time on the gate's turns, read like the send pass into one
- * buffer: the hash pass allocates nothing per piece.
+ * CRC32 of a file, one piece at a time on the gate's turns, read like the send pass into two
+ * buffers in turn: the hash pass allocates nothing per piece, and each read overlaps a checksum.
  */
 async function hashFile(
   file: DiskFile,
