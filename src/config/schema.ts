@@ -83,7 +83,7 @@ export const configSchema = {
       max: Number.MAX_SAFE_INTEGER,
       unlimited: true,
     },
-    /** Read, hash and send unit of an upload; one yield per piece. */
+    /** Read, hash and send unit of an upload; one yield per piece, two pieces held (one read ahead). */
     upload_piece_size: { kind: "bytes", default: 1024 * 1024, min: 64 * 1024, max: 16 * 1024 * 1024 },
     /** Longest pause of the upload scan while it finds nothing. */
     upload_loop_backoff_max: { kind: "duration", default: 10_000, min: 100, max: 600_000 },
