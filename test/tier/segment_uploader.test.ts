@@ -202,11 +202,17 @@ function watchedStore(
   } as unknown as RetryingObjectStore;
 }
 
-t.test("while the store works on a piece, the next one is already being read; the objects are still the files", async (t) => {
+/** The setup over a disk that notes the `.log`'s reads, counted from the upload's first. */
+async function setupWithLogReads(t: Test) {
   const disk = new LogReadsDisk();
-  const { deps, sim, segment, keys } = await setup(t, disk);
+  const setUp = await setup(t, disk);
   disk.reads.length = 0;
-  const piecesPerPass = Math.ceil(readFileSync(segment.logPath).length / deps.pieceBytes);
+  const piecesPerPass = Math.ceil(readFileSync(setUp.segment.logPath).length / setUp.deps.pieceBytes);
+  return { ...setUp, disk, piecesPerPass };
+}
+
+t.test("while the store works on a piece, the next one is already being read; the objects are still the files", async (t) => {
+  const { disk, deps, sim, segment, keys, piecesPerPass } = await setupWithLogReads(t);
   t.ok(piecesPerPass >= 4, `${piecesPerPass} pieces a pass`);
   const readsStartedAtPiece: number[] = [];
   const store = watchedStore(sim, () => {
@@ -230,10 +236,7 @@ t.test("while the store works on a piece, the next one is already being read; th
 });
 
 t.test("a read ahead that fails while the store works on a piece fails the upload with the disk's error, handled", async (t) => {
-  const disk = new LogReadsDisk();
-  const { deps, sim, segment, keys } = await setup(t, disk);
-  disk.reads.length = 0;
-  const piecesPerPass = Math.ceil(readFileSync(segment.logPath).length / deps.pieceBytes);
+  const { disk, deps, sim, segment, keys, piecesPerPass } = await setupWithLogReads(t);
   // The send pass's second read is the first read ahead; it fails while the store holds piece 0.
   disk.failRead = { index: piecesPerPass + 1, delayMs: 5 };
   const unhandled: unknown[] = [];
@@ -248,10 +251,7 @@ t.test("a read ahead that fails while the store works on a piece fails the uploa
 });
 
 t.test("a store that stops pulling while a read ahead runs fails the upload with its own error, and the file outlives the read", async (t) => {
-  const disk = new LogReadsDisk();
-  const { deps, sim, segment, keys } = await setup(t, disk);
-  disk.reads.length = 0;
-  const piecesPerPass = Math.ceil(readFileSync(segment.logPath).length / deps.pieceBytes);
+  const { disk, deps, sim, segment, keys, piecesPerPass } = await setupWithLogReads(t);
   // The read ahead of piece 1 is slow (and fails), and the store gives up on piece 0 meanwhile.
   disk.failRead = { index: piecesPerPass + 1, delayMs: 40 };
   const store = watchedStore(sim, (index) => {
