@@ -8,7 +8,9 @@
  *   storm    upload, plus concurrent consumers reading evicted data from offset 0 through the cache
  *   naive    the storm with the cooperative controls off (whole-segment read and hash, no yields,
  *            no concurrency caps in the tier service; the disk's bound on reads in flight and the
- *            write worker's slots stay): what the design prevents
+ *            write worker's slots stay): what the design prevents. It holds the whole backlog in
+ *            memory at once (about 4.3 GB more with the defaults); leave it out of `--phases` on a
+ *            machine without that much to spare
  *
  *   deno task bench:pump [--phase-seconds 20] [--produce-rate 5] [--backlog "4 GiB"]
  *     [--segment-size "1 GiB"] [--readers 32] [--backend fs|s3 --endpoint URL --bucket NAME]
