@@ -2,10 +2,12 @@ import { assert } from "./assert.ts";
 import { directIoAlignBytes } from "./disk.ts";
 import { Semaphore } from "./semaphore.ts";
 
-/** One slot lent to a request: its bytes, where they start in the shared memory, and how to give it back. */
+/**
+ * One slot lent to a request: its index (the worker finds it at `index × strideBytes`), its bytes,
+ * and how to give it back.
+ */
 export interface Slot extends Disposable {
   readonly index: number;
-  readonly offset: number;
   readonly bytes: Uint8Array;
 }
 
@@ -73,7 +75,6 @@ export class SharedSlots {
     let returned = false;
     return {
       index,
-      offset: index * this.strideBytes,
       bytes: this.#slots[index]!,
       [Symbol.dispose]: () => {
         assert(!returned, "Cannot give a slot back twice");

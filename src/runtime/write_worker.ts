@@ -20,7 +20,13 @@ import { type WorkerAnswer, WorkerError } from "./worker_requests.ts";
  */
 export class WriteWorker extends FileWorker<WriteAnswer> {
   constructor(options: { slotBytes: number; slotsMax: number; waitersMax: number }) {
-    super({ ...options, name: "write worker", source: workerSource });
+    super({
+      ...options,
+      name: "write worker",
+      source: workerSource,
+      // The memory goes to the worker once, at its start, rather than with every write.
+      workerOptions: (slots) => ({ workerData: { memory: slots.memory, strideBytes: slots.strideBytes } }),
+    });
   }
 
   /**
@@ -41,8 +47,10 @@ export class WriteWorker extends FileWorker<WriteAnswer> {
   async #writeOne(file: WorkerFile, part: Uint8Array, position: number): Promise<void> {
     using slot = await this.slots.acquire();
     slot.bytes.set(part);
+    // The name goes with a file's first write only, as for reads (`read_worker.ts`); requests are
+    // answered in order, so the first arrives before the ones after it.
+    const known = this.openIds.has(file.id);
     this.openIds.add(file.id);
-    const { id: fileId, path, inode } = file;
     const length = part.length;
     // The worker writes the part's aligned prefix direct and the rest buffered: a chunk file's
     // pieces end where batches end, so their lengths are seldom multiples of the alignment.
@@ -50,11 +58,9 @@ export class WriteWorker extends FileWorker<WriteAnswer> {
     try {
       const answer = await this.requests.send({
         op: "write",
-        fileId,
-        path,
-        inode,
-        memory: this.slots.memory,
-        offset: slot.offset,
+        fileId: file.id,
+        ...(known ? {} : { path: file.path, inode: file.inode }),
+        slot: slot.index,
         length,
         position,
         direct,
@@ -81,16 +87,19 @@ interface WriteAnswer extends WorkerAnswer {
  * rest to the buffered descriptor, and a refused file is written buffered from then on.
  */
 const workerSource = `
-const { parentPort } = require("node:worker_threads");
+const { parentPort, workerData } = require("node:worker_threads");
 const fs = require("node:fs");
 const { O_WRONLY, O_DIRECT } = fs.constants;
+const { memory, strideBytes } = workerData;
+const files = new Map();
 const fds = new Map();
 const directFds = new Map();
 function checkedOpen(m, flags) {
-  const fd = fs.openSync(m.path, flags);
-  if (fs.fstatSync(fd).ino !== m.inode) {
+  const file = files.get(m.fileId);
+  const fd = fs.openSync(file.path, flags);
+  if (fs.fstatSync(fd).ino !== file.inode) {
     fs.closeSync(fd);
-    throw new Error("Cannot write " + m.path + ": it is no longer the file that was opened");
+    throw new Error("Cannot write " + file.path + ": it is no longer the file that was opened");
   }
   return fd;
 }
@@ -119,6 +128,7 @@ function writeDirect(m, bytes) {
   }
 }
 function close(fileId) {
+  files.delete(fileId);
   for (const map of [fds, directFds]) {
     const fd = map.get(fileId);
     map.delete(fileId);
@@ -131,12 +141,14 @@ parentPort.on("message", (m) => {
     if (m.op === "close") {
       close(m.fileId);
     } else {
+      if (m.path !== undefined) files.set(m.fileId, { path: m.path, inode: m.inode });
+      if (!files.has(m.fileId)) throw new Error("the write worker was not told of file " + m.fileId);
       let fd = fds.get(m.fileId);
       if (fd === undefined) {
         fd = checkedOpen(m, "r+");
         fds.set(m.fileId, fd);
       }
-      const bytes = new Uint8Array(m.memory, m.offset, m.length);
+      const bytes = new Uint8Array(memory, m.slot * strideBytes, m.length);
       if (m.direct) directBytes = writeDirect(m, bytes);
       for (let written = directBytes; written < m.length;) {
         const n = fs.writeSync(fd, bytes, written, m.length - written, m.position + written);

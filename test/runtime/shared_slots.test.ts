@@ -11,9 +11,9 @@ t.test("slots are disjoint views of one shared memory, each starting on the alig
   const held = [await slots.acquire(), await slots.acquire(), await slots.acquire()];
   t.same(held.map((s) => s.index).sort(), [0, 1, 2]);
   for (const slot of held) {
-    t.equal(slot.offset % directIoAlignBytes, 0, `slot ${slot.index} starts aligned`);
+    t.equal(slot.bytes.byteOffset % directIoAlignBytes, 0, `slot ${slot.index} starts aligned`);
     t.equal(slot.bytes.buffer, slots.memory, "a view of the shared memory");
-    t.equal(slot.bytes.byteOffset, slot.offset);
+    t.equal(slot.bytes.byteOffset, slot.index * slots.strideBytes, "where the worker finds it");
     t.equal(slot.bytes.length, 5000);
     slot.bytes.fill(slot.index + 1);
   }
