@@ -84,3 +84,21 @@ export class FileWorker<A extends WorkerAnswer> {
     await this.requests.send({ op: "close", fileId });
   }
 }
+
+/**
+ * The part of both workers' programs that keeps their files: each file's name and inode as the
+ * caller sent them (the read worker marks a stale one null), its buffered and direct descriptors,
+ * and `close`, which forgets all three. It expects `fs` (`node:fs`) in scope.
+ */
+export const fileWorkerPrelude = `
+const files = new Map();
+const fds = new Map();
+const directFds = new Map();
+function close(fileId) {
+  files.delete(fileId);
+  for (const map of [fds, directFds]) {
+    const fd = map.get(fileId);
+    map.delete(fileId);
+    if (fd !== undefined && fd !== null) fs.closeSync(fd);
+  }
+}`;

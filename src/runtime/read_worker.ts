@@ -1,6 +1,6 @@
 import { assert } from "./assert.ts";
 import { directIoAlignBytes } from "./disk.ts";
-import { FileWorker, type WorkerFile } from "./file_worker.ts";
+import { FileWorker, fileWorkerPrelude, type WorkerFile } from "./file_worker.ts";
 import type { WorkerAnswer } from "./worker_requests.ts";
 
 /**
@@ -102,9 +102,7 @@ function slotBytes(index) {
   slots[index] ??= new Uint8Array(memory, index * strideBytes, strideBytes);
   return slots[index];
 }
-const files = new Map();
-const fds = new Map();
-const directFds = new Map();
+${fileWorkerPrelude}
 /**
  * The file by its name if it is still the caller's; null if it was removed or replaced, and then
  * the file is stale: every read of it answers so until it is closed.
@@ -167,14 +165,6 @@ function readBuffered(m, slot) {
     done += n;
   }
   return done;
-}
-function close(fileId) {
-  files.delete(fileId);
-  for (const map of [fds, directFds]) {
-    const fd = map.get(fileId);
-    map.delete(fileId);
-    if (fd !== undefined && fd !== null) fs.closeSync(fd);
-  }
 }
 function answer(m) {
   if (m.op === "close") {

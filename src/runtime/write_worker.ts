@@ -1,5 +1,5 @@
 import { directIoAlignBytes } from "./disk.ts";
-import { FileWorker, type WorkerFile } from "./file_worker.ts";
+import { FileWorker, fileWorkerPrelude, type WorkerFile } from "./file_worker.ts";
 import { type WorkerAnswer, WorkerError } from "./worker_requests.ts";
 
 /**
@@ -91,9 +91,7 @@ const { parentPort, workerData } = require("node:worker_threads");
 const fs = require("node:fs");
 const { O_WRONLY, O_DIRECT } = fs.constants;
 const { memory, strideBytes } = workerData;
-const files = new Map();
-const fds = new Map();
-const directFds = new Map();
+${fileWorkerPrelude}
 function checkedOpen(m, flags) {
   const file = files.get(m.fileId);
   const fd = fs.openSync(file.path, flags);
@@ -125,14 +123,6 @@ function writeDirect(m, bytes) {
     fs.closeSync(fd);
     directFds.set(m.fileId, null);
     return 0;
-  }
-}
-function close(fileId) {
-  files.delete(fileId);
-  for (const map of [fds, directFds]) {
-    const fd = map.get(fileId);
-    map.delete(fileId);
-    if (fd !== undefined && fd !== null) fs.closeSync(fd);
   }
 }
 parentPort.on("message", (m) => {
