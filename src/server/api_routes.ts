@@ -113,7 +113,7 @@ export const apiRoutes: Route[] = [
     });
     const encoding = responseEncoding(c.request);
     const response = encoding === "msgpack"
-      ? msgpackResponse(200, encodePollAnswer(result.messages, result.nextOffset))
+      ? msgpackResponse(200, encodePollAnswer(result.messages, result.nextOffset), { freeWhenRead: true })
       : encodeResponse(200, {
         messages: result.messages.map((m) => messageView(m, encoding)),
         next_offset: result.nextOffset,

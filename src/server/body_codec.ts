@@ -1,4 +1,6 @@
 import { Packr } from "msgpackr";
+import { assert } from "../runtime/assert.ts";
+import { freeArrayBuffer } from "../runtime/free_array_buffer.ts";
 import { badRequest } from "./api_errors.ts";
 
 export type Encoding = "json" | "msgpack";
@@ -52,16 +54,41 @@ export function encodeResponse(status: number, body: unknown, encoding: Encoding
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 }
 
-/** A response of encoded msgpack bytes, which it owns from now on. */
-export function msgpackResponse(status: number, bytes: Uint8Array<ArrayBuffer>): Response {
+/**
+ * A response of encoded msgpack bytes, which it owns from now on. With `freeWhenRead`, the bytes'
+ * buffer must be theirs alone (as a poll answer's is): it is freed as soon as the body's reader asks
+ * for more after the one piece, or cancels, rather than at a later garbage collection
+ * (`freeArrayBuffer`). A reader asks again only once it is done with the piece; the HTTP layer keeps
+ * its own hold on a piece it is still writing, so freeing it early cannot take bytes from under it.
+ */
+export function msgpackResponse(
+  status: number,
+  bytes: Uint8Array<ArrayBuffer>,
+  options: { freeWhenRead?: boolean; free?: (buffer: ArrayBuffer) => unknown } = {},
+): Response {
   const headers = { "content-type": msgpackContentType };
   if (bytes.length < streamedBodyBytesMin) return new Response(bytes, { status, headers });
+  const freeWhenRead = options.freeWhenRead ?? false;
+  assert(
+    !freeWhenRead || (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength),
+    "Cannot free an answer's buffer when read: the bytes are not the whole buffer",
+  );
+  const free = options.free ?? freeArrayBuffer;
+  let piecesGiven = 0;
+  const done = () => {
+    if (freeWhenRead) free(bytes.buffer);
+  };
+  // A high-water mark of 0: the piece is handed over only when asked for, so the next ask (the
+  // reader done with it) is the sign that the buffer is free to go.
   const stream = new ReadableStream<Uint8Array>({
-    start(controller) {
-      controller.enqueue(bytes);
+    pull(controller) {
+      assert(piecesGiven <= 1, "an answer's stream is asked for more after its end");
+      if (piecesGiven++ === 0) return controller.enqueue(bytes);
       controller.close();
+      done();
     },
-  });
+    cancel: done,
+  }, { highWaterMark: 0 });
   return new Response(stream, { status, headers: { ...headers, "content-length": String(bytes.length) } });
 }
 
