@@ -486,6 +486,8 @@ interface PhaseResult extends GcPauses {
   upload_mb_s: number;
   produce_latency_ms: { p50: number; p99: number };
   cold_poll_ms: { p50: number; p99: number };
+  /** Polls the readers had answered in the phase: with `cold_poll_ms`, how much reading the phase did. */
+  cold_polls: number;
   rss_mb: number;
   /** The RSS when the phase began: what it inherited from the phases and the setup before it. */
   rss_start_mb: number;
@@ -551,6 +553,7 @@ async function runPhase(name: PhaseName, series: PhaseSeries[]): Promise<PhaseRe
     await waitFor(`finishing the ${name} backlog`, () => tieredAll(backlog, backlogPartitions, false), 3600);
     uploadDoneS = (clock.nowMs() - startedMs) / 1000;
   }
+  const polls = pollLatency.snapshot();
   const result: PhaseResult = {
     tick_lateness_ms: {
       p50: round(lateness.p50Ms),
@@ -561,7 +564,8 @@ async function runPhase(name: PhaseName, series: PhaseSeries[]): Promise<PhaseRe
     missed_ticks: lateness.missedTicks,
     upload_mb_s: withUpload ? round(backlogTotalBytes() / 1e6 / uploadDoneS!, 1) : 0,
     produce_latency_ms: pct(produceLatency.snapshot()),
-    cold_poll_ms: pct(pollLatency.snapshot()),
+    cold_poll_ms: pct(polls),
+    cold_polls: polls.count,
     rss_mb: round(rssMax / 1e6, 1),
     rss_start_mb: round(rssStart / 1e6, 1),
     transient_replies: transient.transient,

@@ -65,6 +65,7 @@ t.test("bench:pump --quick runs every phase and writes the JSON report and the S
       upload_mb_s: Number,
       produce_latency_ms: { p50: Number, p99: Number },
       cold_poll_ms: { p50: Number, p99: Number },
+      cold_polls: Number,
       rss_mb: Number,
       rss_start_mb: Number,
       full_gcs: Number,
@@ -87,6 +88,11 @@ t.test("bench:pump --quick runs every phase and writes the JSON report and the S
   t.ok(report.phases.produce.produce_latency_ms.p50 > 0, "the producer ran");
   t.ok(report.phases.upload.upload_mb_s > 0, "the backlog uploaded");
   t.ok(report.phases.storm.cold_poll_ms.p50 > 0, "the readers read");
+  t.ok(
+    report.phases.storm.cold_polls > 0,
+    `the storm's polls are counted: ${report.phases.storm.cold_polls}`,
+  );
+  t.equal(report.phases.upload.cold_polls, 0, "no reader polls in the upload phase");
   t.ok(
     report.phases.storm.scavenges > 0 && report.phases.storm.scavenge_pause_ms_max > 0,
     `the storm's collections are counted: ${report.phases.storm.scavenges} scavenges`,
