@@ -74,16 +74,19 @@ export function msgpackResponse(
     "Cannot free an answer's buffer when read: the bytes are not the whole buffer",
   );
   const free = options.free ?? freeArrayBuffer;
-  let piecesGiven = 0;
+  let handedOver = false;
   const done = () => {
     if (freeWhenRead) free(bytes.buffer);
   };
   // A high-water mark of 0: the piece is handed over only when asked for, so the next ask (the
-  // reader done with it) is the sign that the buffer is free to go.
+  // reader done with it) is the sign that the buffer is free to go. A closed stream is never
+  // pulled again.
   const stream = new ReadableStream<Uint8Array>({
     pull(controller) {
-      assert(piecesGiven <= 1, "an answer's stream is asked for more after its end");
-      if (piecesGiven++ === 0) return controller.enqueue(bytes);
+      if (!handedOver) {
+        handedOver = true;
+        return controller.enqueue(bytes);
+      }
       controller.close();
       done();
     },
