@@ -1,21 +1,22 @@
-import type { PieceGate } from "../runtime/piece_gate.ts";
-import { concatBytes } from "../runtime/bytes.ts";
-import { readExactlyInto } from "../log/scan_batches.ts";
+import { assert } from "../runtime/assert.ts";
+import type { RemoteChunk } from "../log/remote_reader.ts";
+import type { RetryingObjectStore } from "../objectstore/retrying_object_store.ts";
 import type { BufferPool } from "../runtime/buffer_pool.ts";
 import type { Clock } from "../runtime/clock.ts";
-import { type Disk, DiskError, type DiskFile } from "../runtime/disk.ts";
+import type { Cooperation } from "../runtime/cooperation.ts";
+import { type Disk, DiskError } from "../runtime/disk.ts";
 import type { Logger } from "../runtime/logger.ts";
-import { yieldToReactor } from "../runtime/yield_to_reactor.ts";
-import type { RetryingObjectStore } from "../objectstore/retrying_object_store.ts";
-import * as cacheCore from "./cache_core.ts";
-import { readRecordFile, writeRecordFile } from "../log/record_file.ts";
-import type { ChunkSpan } from "./chunk_layout.ts";
-import { assert } from "../runtime/assert.ts";
-import { type Cooperation, cooperative } from "../runtime/cooperation.ts";
+import type { PieceGate } from "../runtime/piece_gate.ts";
 import type { Semaphore } from "../runtime/semaphore.ts";
 import type { TokenBucket } from "../runtime/token_bucket.ts";
+import { CacheAccessTable, isAccessTableFile } from "./cache_access_table.ts";
+import * as cacheCore from "./cache_core.ts";
+import type { ChunkRead, ChunkRef } from "./cache_core.ts";
 import type { CacheMetrics } from "./cache_metrics.ts";
-import { ChunkFileHandles } from "./chunk_file_handles.ts";
+import { ChunkFiles } from "./chunk_files.ts";
+import { RangeFetcher } from "./range_fetcher.ts";
+
+export type { ChunkRead, ChunkRef } from "./cache_core.ts";
 
 /** A poll waited `fetch_timeout` for a chunk; the fetch goes on, so a retry is likely warm. */
 export class FetchTimeoutError extends Error {
@@ -58,138 +59,62 @@ export interface ChunkCacheDeps {
   windowPool?: BufferPool;
 }
 
-/** The LRU order, saved so a restart keeps which chunks are warm. */
-interface AccessTable {
-  version: 1;
-  /** Chunk keys, coldest first. */
-  order: string[];
-}
-
-const accessTableFile = "access-table.bin";
-const accessTableMagic = "STRACACH";
-const accessTableSaveIntervalMs = 60_000;
-
-/** Bound on chunk fetches (hydrations and first-range fetches together) in flight per shard. */
-const fetchesInFlightMax = 64;
-
-/** What a read asks of the cache. */
-export interface ChunkRequest {
-  objectKey: string;
-  cacheKey: string;
-  span: ChunkSpan;
-  /** A backfill far behind the head: its chunks enter at the cold end and its hits do not promote. */
-  cold: boolean;
-}
-
-/** Bytes of a `.log` from `start`: a whole chunk, or the first range of a cold poll. */
-export interface FetchedRange {
-  start: number;
-  bytes: Uint8Array;
-}
-
-interface FirstFetch {
-  start: number;
-  end: number;
-  bytes: Promise<Uint8Array>;
-}
-
 /**
- * A shard's chunk cache (RFC § "Chunk cache"): chunks of remote `.log` objects as files under the
- * shard's cache directory. A miss reserves space first, issues one ranged GET, writes a `.part`
- * file piece by piece with yields, fsyncs it and renames it into place; concurrent readers of one
- * chunk share that fetch. The accounting (budget, LRU, trims) is the pure `cache_core`.
+ * A shard's chunk cache: chunks of remote `.log` objects as files under the shard's cache
+ * directory. The shell around the pure core (`cache_core.ts`), which decides every read, fetch,
+ * reservation and trim; this runs the effects. A cached chunk is read from its file with no
+ * request. A miss reserves space first, issues one ranged GET (`range_fetcher.ts`), writes a
+ * `.part` file piece by piece and renames it into place (`chunk_files.ts`); concurrent readers of
+ * one chunk share that fetch. A cold poll fetches only its own range first and the chunk hydrates
+ * behind it. A poll waits at most `fetch_timeout`; the fetch goes on.
  */
 export class ChunkCache {
   readonly #deps: ChunkCacheDeps;
   #state: cacheCore.CacheState;
-  /** Chunk downloads in flight; a reader waits for one, then reads its window from the file. */
-  readonly #inFlight = new Map<string, Promise<void>>();
-  /** Cold polls' first-range fetches, by chunk: concurrent cold readers of one range share one. */
-  readonly #firstFetches = new Map<string, FirstFetch>();
-  /** Object requests made, for tests and gauges. */
-  fetches = 0;
-  hits = 0;
-  #saving: Promise<void> = Promise.resolve();
-  #lastSaveMs = 0;
-  /** Chunk files kept open for window reads; each is forgotten when its chunk leaves the cache. */
-  readonly #handles: ChunkFileHandles;
+  readonly #files: ChunkFiles;
+  readonly #fetcher: RangeFetcher;
+  readonly #accessTable: CacheAccessTable;
+  /** The chunk fetch of each chunk the core has one in flight for: readers wait on it. */
+  readonly #chunkFetches = new Map<string, Promise<void>>();
+  /** The bytes of each first range the core has in flight: the readers it holds share them. */
+  readonly #firstRanges = new Map<string, Promise<Uint8Array>>();
 
-  private constructor(deps: ChunkCacheDeps, state: cacheCore.CacheState) {
+  private constructor(deps: ChunkCacheDeps, files: ChunkFiles, accessTable: CacheAccessTable) {
     this.#deps = deps;
-    this.#state = state;
-    this.#handles = new ChunkFileHandles(deps.disk);
+    this.#state = cacheCore.initialCache(deps.config);
+    this.#files = files;
+    this.#accessTable = accessTable;
+    this.#fetcher = new RangeFetcher(deps);
     deps.metrics?.addSource(this);
   }
 
   /**
    * Opens the cache: walks its directory, deletes `.part` leftovers of interrupted fetches, and
-   * accounts every chunk already there, so a restart keeps the cache.
+   * accounts every chunk already there in the saved LRU order, so a restart keeps the cache.
    */
   static async open(deps: ChunkCacheDeps): Promise<ChunkCache> {
-    await deps.disk.mkdirp(deps.dir);
-    const files = new Map<string, number>();
-    const walk = async (relative: string): Promise<void> => {
-      const dir = relative === "" ? deps.dir : `${deps.dir}/${relative}`;
-      for (const name of await deps.disk.list(dir)) {
-        const child = relative === "" ? name : `${relative}/${name}`;
-        if (relative === "" && name.startsWith(accessTableFile)) continue;
-        const stat = await deps.disk.stat(`${deps.dir}/${child}`);
-        if (stat?.isDirectory) await walk(child);
-        else if (name.endsWith(".part")) await deps.disk.unlink(`${deps.dir}/${child}`);
-        else if (stat?.isFile) files.set(child, stat.sizeBytes);
-      }
-    };
-    await walk("");
-    // The saved order ranks the chunks it knows, coldest first; files it does not know (written
-    // after the last save) join at the cold end.
-    const saved = await readRecordFile<AccessTable>(
-      deps.disk,
-      `${deps.dir}/${accessTableFile}`,
-      accessTableMagic,
-    )
-      .catch((error) => {
-        deps.logger.warn("cache access table unreadable; chunks are ranked cold", { error });
-        return null;
-      });
-    const known = (saved?.order ?? []).filter((key) => files.has(key));
-    const unknown = [...files.keys()].filter((key) => !known.includes(key));
-    let state = cacheCore.initialCache(deps.config);
-    const doomed: string[] = [];
-    const add = (key: string, cold: boolean) => {
-      const size = files.get(key)!;
-      const r = cacheCore.reserve(state, size, 0);
-      doomed.push(...r.effects.map((e) => e.key));
-      if (!r.admitted) {
-        doomed.push(key);
-        return;
-      }
-      state = cacheCore.commit(r.state, { key, reservedBytes: size, sizeBytes: size, cold });
-    };
-    for (const key of unknown) add(key, true);
-    for (const key of known) add(key, false);
+    const files = new ChunkFiles(deps);
+    const accessTable = new CacheAccessTable(deps.disk, deps.dir);
+    const found = await files.walk(isAccessTableFile);
+    const savedOrder = await accessTable.read(deps.logger);
+    const cache = new ChunkCache(deps, files, accessTable);
+    const step = cacheCore.opened(cache.#state, { files: found, savedOrder });
+    cache.#state = step.state;
     // A smaller budget than before: what does not fit goes now, file and all.
-    for (const key of doomed) await deps.disk.unlink(`${deps.dir}/${key}`).catch(() => {});
-    return new ChunkCache(deps, state);
+    for (const effect of step.effects) {
+      if (effect.kind === "delete_chunk") await files.delete(effect.key).catch(() => {});
+    }
+    return cache;
   }
 
-  /** Saves the LRU order (every `accessTableSaveIntervalMs` from the tick, and at shutdown). */
+  /** Saves the LRU order (every `accessOrderSaveIntervalMs` from the tick, and at shutdown). */
   save(): Promise<void> {
-    const order = [...this.#state.chunks.values()].sort((a, b) => a.rank - b.rank).map((c) => c.key);
-    this.#saving = this.#saving.catch(() => {}).then(() =>
-      writeRecordFile(
-        this.#deps.disk,
-        this.#deps.dir,
-        accessTableFile,
-        accessTableMagic,
-        { version: 1, order } satisfies AccessTable,
-      )
-    );
-    return this.#saving;
+    return this.#accessTable.save(cacheCore.accessOrder(this.#state));
   }
 
   /** Saves the access table and closes the chunk files held open; called at shutdown. */
   async close(): Promise<void> {
-    this.#handles.closeAll();
+    this.#files.closeAll();
     await this.save();
   }
 
@@ -205,130 +130,157 @@ export class ChunkCache {
     return this.#state.chunks.size;
   }
 
-  /** Whether a chunk is cached or being fetched: a read of it makes no new request. */
-  isWarm(cacheKey: string): boolean {
-    return this.#state.chunks.has(cacheKey) || this.#inFlight.has(cacheKey);
-  }
-
   /**
-   * A cold poll (RFC § "Chunk cache"): fetches exactly the walk's range `[first.start, first.end)`
-   * (64 KiB to 1 MiB, ending on a batch boundary) and answers from it, then hydrates the whole
-   * chunk in the background. Readers arriving meanwhile share the first fetch when it covers
-   * their position, else wait for the chunk.
+   * A window of one chunk for a poll, warm or cold: from the chunk's file when it is cached;
+   * otherwise as the core decides, from the chunk's fetch in flight or a new one, or from a cold
+   * poll's first range. A cached chunk whose file is gone is fetched again, whole.
    */
-  async readFirst(request: ChunkRequest, first: { start: number; end: number }): Promise<FetchedRange> {
-    const { span, cacheKey } = request;
+  async read(r: ChunkRead): Promise<RemoteChunk> {
     assert(
-      span.start <= first.start && first.start < first.end && first.end <= span.end,
-      "first range in chunk",
-    );
-    const shared = this.#firstFetches.get(cacheKey);
-    if (
-      this.isWarm(cacheKey) ||
-      (shared !== undefined && !(shared.start <= first.start && first.start < shared.end))
-    ) {
-      const window = { from: first.start, length: first.end - first.start };
-      return {
-        start: first.start,
-        bytes: await this.readChunk(request.objectKey, cacheKey, span, request.cold, window),
-      };
-    }
-    let fetch = shared;
-    if (fetch === undefined) {
-      if (this.#inFlight.size + this.#firstFetches.size >= fetchesInFlightMax) {
-        throw new CacheFullError(first.end - first.start);
-      }
-      const bytes = this.#fetchRange(request.objectKey, first.start, first.end, "first").finally(() => {
-        this.#firstFetches.delete(cacheKey);
-        this.#hydrate(request, "hydration");
-      });
-      bytes.catch(() => {});
-      fetch = { ...first, bytes };
-      this.#firstFetches.set(cacheKey, fetch);
-    }
-    return { start: fetch.start, bytes: await this.#waitForPoll(fetch.bytes) };
-  }
-
-  /**
-   * Readahead and background hydration: starts fetching a chunk nobody waits for, when it is not
-   * cached or in flight and the cache has room below its low watermark; otherwise does nothing.
-   */
-  prefetch(request: ChunkRequest): void {
-    this.#hydrate(request, "readahead");
-  }
-
-  #hydrate(request: ChunkRequest, why: "hydration" | "readahead"): void {
-    const { cacheKey, span } = request;
-    if (this.isWarm(cacheKey) || this.#inFlight.size + this.#firstFetches.size >= fetchesInFlightMax) return;
-    const bytes = span.end - span.start;
-    // The chunk under a cold poll is being read: it may force a trim like any miss. Readahead is
-    // speculative: only into room below the low watermark, never pushing anything out.
-    if (why === "hydration") {
-      const reserved = cacheCore.reserve(this.#state, bytes, this.#deps.clock.nowMs());
-      this.#apply(reserved);
-      if (!reserved.admitted) return;
-    } else {
-      const room = cacheCore.reserveIfRoom(this.#state, bytes);
-      if (!room.admitted) return;
-      this.#state = room.state;
-    }
-    this.#deps.metrics?.hydrations.inc({ kind: why });
-    const path = `${this.#deps.dir}/${cacheKey}`;
-    // Prefetched chunks enter at the cold end: a reader that stops leaves them first in line to go.
-    const cold = why === "readahead" || request.cold;
-    const fetching = this.#download(request.objectKey, cacheKey, path, span, cold).finally(() =>
-      this.#inFlight.delete(cacheKey)
-    );
-    fetching.catch((error) =>
-      this.#deps.logger.debug("background chunk fetch failed", { key: cacheKey, error })
-    );
-    this.#inFlight.set(cacheKey, fetching);
-  }
-
-  /**
-   * Bytes of one chunk of an object, from the cache, or fetched once and cached: the whole chunk,
-   * or only `window` (a poll reads what it needs from the chunk file, never the whole chunk).
-   */
-  async readChunk(
-    objectKey: string,
-    cacheKey: string,
-    span: ChunkSpan,
-    cold: boolean,
-    window: { from: number; length: number } = { from: span.start, length: span.end - span.start },
-  ): Promise<Uint8Array> {
-    assert(
-      window.from >= span.start && window.from < span.end && window.length > 0,
+      r.position >= r.span.start && r.position < r.span.end && r.windowBytes > 0,
       "window inside the chunk",
     );
-    const path = `${this.#deps.dir}/${cacheKey}`;
-    if (this.#state.chunks.has(cacheKey)) {
+    if (cacheCore.isCached(this.#state, r.cacheKey)) {
       try {
-        const bytes = await this.#readWindow(path, span, window);
-        this.#state = cacheCore.access(this.#state, cacheKey, cold);
-        this.hits++;
+        const bytes = await this.#files.readWindow(r.cacheKey, r.span, r.position, r.windowBytes);
+        this.#state = cacheCore.chunkRead(this.#state, r.cacheKey, r.cold);
         this.#deps.metrics?.hits.inc();
-        return bytes;
+        return { start: r.position, bytes, end: r.span.end, cacheKey: r.cacheKey };
       } catch (error) {
         if (!(error instanceof DiskError && error.code === "not_found")) throw error;
-        this.#forget(cacheKey);
+        this.#state = cacheCore.chunkForgotten(this.#state, { key: r.cacheKey });
+        this.#files.forget(r.cacheKey);
+        return await this.#readMissed(r.firstRangeEnd === null ? r : { ...r, firstRangeEnd: null });
       }
     }
-    let fetching = this.#inFlight.get(cacheKey);
-    if (fetching === undefined) {
-      if (this.#inFlight.size >= fetchesInFlightMax) throw new CacheFullError(span.end - span.start);
-      fetching = this.#fetch(objectKey, cacheKey, path, span, cold).finally(() =>
-        this.#inFlight.delete(cacheKey)
-      );
-      // A poll that gives up must not leave an unhandled rejection behind: the fetch is shared.
-      fetching.catch(() => {});
-      this.#inFlight.set(cacheKey, fetching);
+    return await this.#readMissed(r);
+  }
+
+  async #readMissed(r: ChunkRead): Promise<RemoteChunk> {
+    const step = cacheCore.read(this.#state, r, this.#deps.clock.nowMs());
+    this.#run(step);
+    const wait = step.wait;
+    if (wait.kind === "refused") {
+      if (wait.noRoom) {
+        this.#deps.metrics?.reservationRefusals.inc();
+        this.#deps.metrics?.transientReplies.inc();
+      }
+      throw new CacheFullError(wait.bytes);
     }
+    if (wait.kind === "first_range") {
+      const firstRange = this.#firstRanges.get(r.cacheKey);
+      assert(firstRange !== undefined, "a first range the core has in flight is being fetched");
+      const bytes = await this.#waitForPoll(firstRange);
+      return { start: wait.start, bytes, end: r.span.end, cacheKey: r.cacheKey };
+    }
+    const fetching = this.#chunkFetches.get(r.cacheKey);
+    assert(fetching !== undefined, "a chunk fetch the core has in flight is being fetched");
     await this.#waitForPoll(fetching);
     // A trim right after the download can take the file away again: the read is then retried by
     // the log (a vanished file is a retryable `not_found`).
-    return await this.#readWindow(path, span, window);
+    const bytes = await this.#files.readWindow(r.cacheKey, r.span, r.position, wait.windowBytes);
+    return { start: r.position, bytes, end: r.span.end, cacheKey: r.cacheKey };
   }
 
+  /**
+   * Readahead: starts fetching a chunk nobody waits for, when the core finds it neither cached nor
+   * in flight and the cache has room below its low watermark; otherwise does nothing.
+   */
+  prefetch(chunk: ChunkRef): void {
+    this.#run(cacheCore.prefetch(this.#state, chunk));
+  }
+
+  /** A whole small object (a segment's `.index`), not cached here: its owner stores it. */
+  fetchIndex(objectKey: string, sizeBytes: number): Promise<Uint8Array> {
+    return this.#fetcher.fetchRange(objectKey, 0, sizeBytes, "index");
+  }
+
+  /** Drops a chunk whose bytes failed their checksum, so the next read fetches it again. */
+  async drop(cacheKey: string): Promise<void> {
+    this.#deps.metrics?.checksumFailures.inc();
+    this.#state = cacheCore.chunkForgotten(this.#state, { key: cacheKey });
+    await this.#files.delete(cacheKey).catch(() => {});
+  }
+
+  /** Takes back a window `read` returned, once nothing reads it (a no-op for other bytes). */
+  recycleWindow(bytes: Uint8Array): void {
+    this.#files.recycleWindow(bytes);
+  }
+
+  /** From the tick: a trim when the cache is over its watermark and the interval has passed. */
+  onTick(nowMs: number): void {
+    this.#run(cacheCore.tick(this.#state, nowMs));
+  }
+
+  /** Takes the core's new state and runs its effects in order. */
+  #run(step: cacheCore.CacheStep): void {
+    this.#state = step.state;
+    for (const effect of step.effects) {
+      switch (effect.kind) {
+        case "delete_chunk":
+          this.#deps.metrics?.evictions.inc();
+          this.#files.delete(effect.key).catch((error) =>
+            this.#deps.logger.warn("cache trim could not delete a chunk", { key: effect.key, error })
+          );
+          break;
+        case "fetch_chunk":
+          this.#startChunkFetch(effect.chunk, effect.why);
+          break;
+        case "fetch_first_range":
+          this.#startFirstRange(effect.chunk, effect.cold, effect.start, effect.end);
+          break;
+        case "save_access_order":
+          this.save().catch((error) => this.#deps.logger.warn("cache access table not saved", { error }));
+          break;
+      }
+    }
+  }
+
+  #startChunkFetch(chunk: ChunkRef, why: cacheCore.FetchReason): void {
+    if (why === "miss") this.#deps.metrics?.misses.inc();
+    else this.#deps.metrics?.hydrations.inc({ kind: why });
+    const fetching = this.#fetchChunk(chunk);
+    // The fetch is shared: a poll that gives up must not leave an unhandled rejection behind.
+    if (why === "miss") fetching.catch(() => {});
+    else {
+      fetching.catch((error) =>
+        this.#deps.logger.debug("background chunk fetch failed", { key: chunk.cacheKey, error })
+      );
+    }
+    this.#chunkFetches.set(chunk.cacheKey, fetching);
+  }
+
+  /** Fetches a chunk whose space the core reserved into its file, and reports how it ended. */
+  async #fetchChunk(chunk: ChunkRef): Promise<void> {
+    const key = chunk.cacheKey;
+    try {
+      using admission = await this.#fetcher.admit(chunk.span.end - chunk.span.start);
+      const sizeBytes = await this.#files.fill(
+        key,
+        admission.naive,
+        (write) => this.#fetcher.streamChunk(chunk.objectKey, chunk.span, admission, write),
+      );
+      this.#state = cacheCore.chunkFetched(this.#state, { key, sizeBytes });
+      this.#deps.metrics?.fetchedBytes.inc(sizeBytes);
+    } catch (error) {
+      this.#state = cacheCore.chunkFetchFailed(this.#state, { key });
+      throw error;
+    } finally {
+      // In step with the core: an entry here exactly while the core has the fetch in flight.
+      this.#chunkFetches.delete(key);
+    }
+  }
+
+  #startFirstRange(chunk: ChunkRef, cold: boolean, start: number, end: number): void {
+    const bytes = this.#fetcher.fetchRange(chunk.objectKey, start, end, "first").finally(() => {
+      this.#firstRanges.delete(chunk.cacheKey);
+      this.#run(cacheCore.firstRangeSettled(this.#state, { chunk, cold }, this.#deps.clock.nowMs()));
+    });
+    bytes.catch(() => {});
+    this.#firstRanges.set(chunk.cacheKey, bytes);
+  }
+
+  /** The poll waits at most `fetch_timeout`; the fetch goes on and fills the cache for the retry. */
   async #waitForPoll<T>(fetching: Promise<T>): Promise<T> {
     try {
       return await this.#waitAtMostFetchTimeout(fetching);
@@ -340,7 +292,6 @@ export class ChunkCache {
     }
   }
 
-  /** The poll waits at most `fetch_timeout`; the fetch goes on and fills the cache for the retry. */
   #waitAtMostFetchTimeout<T>(fetching: Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const cancel = this.#deps.clock.schedule(
@@ -355,180 +306,5 @@ export class ChunkCache {
         reject(error);
       });
     });
-  }
-
-  /** Drops a chunk whose bytes failed their checksum, so the next read fetches it again. */
-  async drop(cacheKey: string): Promise<void> {
-    this.#deps.metrics?.checksumFailures.inc();
-    this.#forget(cacheKey);
-    await this.#deps.disk.unlink(`${this.#deps.dir}/${cacheKey}`).catch(() => {});
-  }
-
-  /** From the tick: a trim when the cache is over its watermark and the interval has passed. */
-  onTick(nowMs: number): void {
-    this.#apply(cacheCore.trim(this.#state, nowMs));
-    if (nowMs - this.#lastSaveMs >= accessTableSaveIntervalMs) {
-      this.#lastSaveMs = nowMs;
-      this.save().catch((error) => this.#deps.logger.warn("cache access table not saved", { error }));
-    }
-  }
-
-  async #fetch(
-    objectKey: string,
-    cacheKey: string,
-    path: string,
-    span: ChunkSpan,
-    cold: boolean,
-  ): Promise<void> {
-    const bytes = span.end - span.start;
-    const reserved = cacheCore.reserve(this.#state, bytes, this.#deps.clock.nowMs());
-    this.#apply(reserved);
-    if (!reserved.admitted) {
-      this.#deps.metrics?.reservationRefusals.inc();
-      throw new CacheFullError(bytes);
-    }
-    this.#deps.metrics?.misses.inc();
-    await this.#download(objectKey, cacheKey, path, span, cold);
-  }
-
-  /** A whole small object (a segment's `.index`), not cached here: its owner stores it. */
-  fetchObject(objectKey: string, sizeBytes: number): Promise<Uint8Array> {
-    return this.#fetchRange(objectKey, 0, sizeBytes, "index");
-  }
-
-  /** Ranged GET of `[start, end)` for a poll, not cached: a cold poll's first range, or an index. */
-  async #fetchRange(
-    objectKey: string,
-    start: number,
-    end: number,
-    kind: "first" | "index",
-  ): Promise<Uint8Array> {
-    using _slot = (this.#deps.cooperation ?? cooperative).naive
-      ? null
-      : await this.#deps.fetchSlots.acquire();
-    await this.#deps.fetchBandwidth.take(end - start);
-    this.fetches++;
-    this.#deps.metrics?.misses.inc();
-    const startedMs = this.#deps.clock.nowMs();
-    const pieces = await this.#deps.store.getRange(objectKey, start, end, {
-      deadlineAtMs: startedMs + this.#deps.fetchDeadlineMs,
-    });
-    this.#deps.metrics?.fetchSeconds.observe({ kind }, (this.#deps.clock.nowMs() - startedMs) / 1000);
-    const length = pieces.reduce((n, p) => n + p.length, 0);
-    this.#deps.metrics?.fetchedBytes.inc(length);
-    return concatBytes(pieces, length);
-  }
-
-  /** Downloads a chunk whose space is reserved into its file, and accounts it. */
-  async #download(
-    objectKey: string,
-    cacheKey: string,
-    path: string,
-    span: ChunkSpan,
-    cold: boolean,
-  ): Promise<void> {
-    const bytes = span.end - span.start;
-    const naive = (this.#deps.cooperation ?? cooperative).naive;
-    try {
-      using _slot = naive ? null : await this.#deps.fetchSlots.acquire();
-      await this.#deps.fetchBandwidth.take(bytes);
-      this.fetches++;
-      const dir = path.slice(0, path.lastIndexOf("/"));
-      await this.#deps.disk.mkdirp(dir);
-      // Around the page cache: filling fresh page-cache pages cost the write worker a third of a core in a
-      // storm, and the chunk cache is itself the cache of these bytes (docs/TUNING.md, item 35).
-      const part = await this.#deps.disk.open(`${path}.part`, { create: true, bypassCache: true });
-      let at = 0;
-      try {
-        await part.truncate(0);
-        const startedMs = this.#deps.clock.nowMs();
-        const deadline = { deadlineAtMs: startedMs + this.#deps.fetchDeadlineMs };
-        if (naive) {
-          const pieces = await this.#deps.store.getRange(objectKey, span.start, span.end, deadline);
-          const whole = concatBytes(pieces, pieces.reduce((n, p) => n + p.length, 0));
-          await part.writeAt(whole, 0);
-          at = whole.length;
-        } else {
-          // Each piece goes to the file as it arrives: the chunk is never whole in memory, and the
-          // store may read the next piece into the same buffer once this one is written.
-          at = await this.#deps.store.streamRange(
-            objectKey,
-            span.start,
-            span.end,
-            (piece, position) => this.#writePiece(part, piece, position),
-            deadline,
-          );
-          // A retried attempt wrote from position 0 again; nothing of an earlier one lies past its end.
-          await part.truncate(at);
-        }
-        this.#deps.metrics?.fetchSeconds.observe(
-          { kind: "chunk" },
-          (this.#deps.clock.nowMs() - startedMs) / 1000,
-        );
-        await part.sync();
-      } finally {
-        await part.close();
-      }
-      await this.#deps.disk.rename(`${path}.part`, path);
-      await this.#deps.disk.fsyncDir(dir);
-      this.#state = cacheCore.commit(this.#state, {
-        key: cacheKey,
-        reservedBytes: bytes,
-        sizeBytes: at,
-        cold,
-      });
-      this.#deps.metrics?.fetchedBytes.inc(at);
-    } catch (error) {
-      if (this.#state.reservedBytes >= bytes && !this.#state.chunks.has(cacheKey)) {
-        this.#state = cacheCore.releaseReservation(this.#state, bytes);
-      }
-      throw error;
-    }
-  }
-
-  /**
-   * One piece of a chunk fill into its `.part` file. A write's copy into the page cache runs on the
-   * loop thread in some runtimes (Deno's node:fs), about 0.8 ms per MiB: it is a piece of work like
-   * a checksum, and takes the gate's turn.
-   */
-  async #writePiece(part: DiskFile, piece: Uint8Array, position: number): Promise<void> {
-    const gate = this.#deps.gate;
-    if (gate !== undefined) await gate.turn();
-    await part.writeAt(piece, position);
-    if (gate === undefined) await yieldToReactor();
-  }
-
-  /** Takes back a window `readChunk` returned, once nothing reads it (a no-op for other bytes). */
-  recycleWindow(bytes: Uint8Array): void {
-    this.#deps.windowPool?.give(bytes);
-  }
-
-  async #readWindow(
-    path: string,
-    span: ChunkSpan,
-    window: { from: number; length: number },
-  ): Promise<Uint8Array> {
-    return await this.#handles.read(path, async (file) => {
-      const length = Math.min(window.length, span.end - window.from);
-      const buffer = this.#deps.windowPool?.take(length) ?? new Uint8Array(length);
-      return buffer.subarray(0, await readExactlyInto(file, buffer, window.from - span.start));
-    });
-  }
-
-  /** A chunk leaves the accounting, and its file handle with it (the caller deletes the file). */
-  #forget(cacheKey: string): void {
-    this.#state = cacheCore.forget(this.#state, cacheKey);
-    this.#handles.forget(`${this.#deps.dir}/${cacheKey}`);
-  }
-
-  #apply(step: cacheCore.CacheStep): void {
-    this.#state = step.state;
-    this.#deps.metrics?.evictions.inc(step.effects.length);
-    for (const effect of step.effects) {
-      this.#handles.forget(`${this.#deps.dir}/${effect.key}`);
-      this.#deps.disk.unlink(`${this.#deps.dir}/${effect.key}`).catch((error) =>
-        this.#deps.logger.warn("cache trim could not delete a chunk", { key: effect.key, error })
-      );
-    }
   }
 }

@@ -9,9 +9,9 @@ import type { Segment } from "../log/segment.ts";
 import { remoteWindowFirstBytes } from "../log/partition_log.ts";
 import { NotFoundError } from "../objectstore/object_store_errors.ts";
 import type { CacheMetrics } from "./cache_metrics.ts";
-import type { ChunkCache, ChunkRequest } from "./chunk_cache.ts";
+import type { ChunkCache, ChunkRead, ChunkRef } from "./chunk_cache.ts";
 import { chunkAt, type ChunkSpan, chunkStarts } from "./chunk_layout.ts";
-import { incarnationOf, incarnationPath, segmentKeys } from "./object_keys.ts";
+import { incarnationOf, incarnationPath, type PartitionIncarnation, segmentKeys } from "./object_keys.ts";
 
 /** A cold poll's first range: the walk's own bytes, 64 KiB to 1 MiB (RFC § "Chunk cache"). */
 export const firstRangeBytesMin = 64 * 1024;
@@ -25,6 +25,11 @@ const windowBytesMin = 64 * 1024;
 export const pooledWindowBytes = remoteWindowFirstBytes + windowBytesMin;
 /** Bound on the window buffers a shard keeps for reuse (8 MiB of them). */
 export const pooledWindowsMax = 64;
+
+/** Where a chunk's file lies in the cache directory: under its incarnation and segment. */
+function chunkCacheKey(incarnation: PartitionIncarnation, segment: Segment, span: ChunkSpan): string {
+  return `${incarnationPath(incarnation)}${segment.stem}.log_chunks/${span.start}`;
+}
 
 export interface TierRemoteReaderOptions {
   prefix: string;
@@ -60,21 +65,13 @@ export class TierRemoteReader implements RemoteReader {
   async chunkAt(segment: Segment, position: number, wantBytes: number): Promise<RemoteChunk> {
     const starts = this.#chunkStarts(segment);
     const span = chunkAt(starts, segment.sizeBytes, position);
-    const request = this.#request(segment, span, position);
+    const read = this.#read(segment, span, position, wantBytes);
     try {
-      const first = this.#firstRange(segment, span, position, wantBytes);
-      // A poll reads only what it wants from the chunk file (with room to finish its last batch).
-      const window = { from: position, length: Math.max(windowBytesMin, wantBytes + windowBytesMin) };
-      const got = first === null || this.#cache.isWarm(request.cacheKey)
-        ? {
-          start: position,
-          bytes: await this.#cache.readChunk(request.objectKey, request.cacheKey, span, request.cold, window),
-        }
-        : await this.#cache.readFirst(request, first);
-      this.#readahead(segment, span, starts, request.cold);
-      return { start: got.start, bytes: got.bytes, end: span.end, cacheKey: request.cacheKey };
+      const chunk = await this.#cache.read(read);
+      this.#readahead(segment, span, starts);
+      return chunk;
     } catch (error) {
-      throw this.#missing(error, segment, request.objectKey);
+      throw this.#missing(error, segment, read.objectKey);
     }
   }
 
@@ -84,7 +81,7 @@ export class TierRemoteReader implements RemoteReader {
     let fetching = this.#indexFetches.get(segment);
     if (fetching === undefined) {
       const key = this.#keys(segment).index;
-      fetching = this.#cache.fetchObject(key, indexBytes)
+      fetching = this.#cache.fetchIndex(key, indexBytes)
         .then((bytes) => this.#partition.log.installRemoteIndex(segment, bytes))
         .then(() => {
           this.#starts.delete(segment);
@@ -107,18 +104,21 @@ export class TierRemoteReader implements RemoteReader {
     this.#cache.recycleWindow(chunk.bytes);
   }
 
-  /** Null when the whole chunk is fetched anyway: little more than the walk needs, or no index to snap to. */
-  #firstRange(segment: Segment, span: ChunkSpan, position: number, wantBytes: number) {
+  /**
+   * Where a cold poll's first range ends: the first batch boundary at or past its own bytes (64 KiB
+   * to 1 MiB). Null when the whole chunk is fetched anyway: little more than the walk needs, or no
+   * index to snap to.
+   */
+  #firstRangeEnd(segment: Segment, span: ChunkSpan, position: number, wantBytes: number): number | null {
     if (span.end - position <= firstRangeBytesMax) return null;
     const target = position + Math.min(firstRangeBytesMax, Math.max(firstRangeBytesMin, wantBytes));
-    // The range ends on a batch boundary: the first index entry at or past the target.
     const end = segment.index.entries().find((e) => e.position >= target && e.position < span.end)?.position;
     if (end === undefined || end - position > 2 * firstRangeBytesMax) return null;
-    return { start: position, end };
+    return end;
   }
 
   /** Sequential reads earn readahead: one chunk, doubling up to `readahead_max`; a jump resets it. */
-  #readahead(segment: Segment, span: ChunkSpan, starts: number[], cold: boolean): void {
+  #readahead(segment: Segment, span: ChunkSpan, starts: number[]): void {
     if (this.#o.readaheadChunksMax === 0) return;
     const last = this.#last;
     if (last !== null && last.segment === segment && last.chunk === span.chunk) return;
@@ -130,7 +130,7 @@ export class TierRemoteReader implements RemoteReader {
     let ahead = this.#readaheadChunks;
     for (let k = span.chunk + 1; k < starts.length && ahead > 0; k++, ahead--) {
       const next = { chunk: k, start: starts[k]!, end: starts[k + 1] ?? segment.sizeBytes };
-      this.#cache.prefetch({ ...this.#request(segment, next, next.start), cold });
+      this.#cache.prefetch(this.#chunk(segment, next));
     }
   }
 
@@ -160,16 +160,29 @@ export class TierRemoteReader implements RemoteReader {
     );
   }
 
-  #request(segment: Segment, span: ChunkSpan, position: number): ChunkRequest {
+  #chunk(segment: Segment, span: ChunkSpan): ChunkRef {
     const incarnation = incarnationOf(this.#o.prefix, this.#o.clusterId, this.#partition);
     return {
       objectKey: segmentKeys(incarnation, segment.startOffset).log,
-      cacheKey: `${incarnationPath(incarnation)}${segment.stem}.log_chunks/${span.start}`,
+      cacheKey: chunkCacheKey(incarnation, segment, span),
+      span,
+    };
+  }
+
+  #read(segment: Segment, span: ChunkSpan, position: number, wantBytes: number): ChunkRead {
+    const incarnation = incarnationOf(this.#o.prefix, this.#o.clusterId, this.#partition);
+    return {
+      objectKey: segmentKeys(incarnation, segment.startOffset).log,
+      cacheKey: chunkCacheKey(incarnation, segment, span),
       span,
       // A reader further behind the head than the cache could hold is a backfill: its chunks enter
       // the LRU at the cold end, and its hits do not promote them, so it cannot evict the working
       // set near the head.
       cold: this.#bytesFromHead(segment, position) > this.#cache.budgetBytes,
+      position,
+      // A poll reads only what it wants from the chunk file (with room to finish its last batch).
+      windowBytes: Math.max(windowBytesMin, wantBytes + windowBytesMin),
+      firstRangeEnd: this.#firstRangeEnd(segment, span, position, wantBytes),
     };
   }
 

@@ -537,14 +537,23 @@ t.test("the access table is saved and restored: after a restart the least recent
         name: "fetch bandwidth",
       }),
     });
-  const span = (n: number) => ({ chunk: n, start: n * 1000, end: n * 1000 + 1000 });
+  /** A whole-chunk read of chunk `n` (1000 bytes of "o"), kept as `k{n + 1}`. */
+  const whole = (n: number) => ({
+    objectKey: "o",
+    cacheKey: `k${n + 1}`,
+    span: { chunk: n, start: n * 1000, end: n * 1000 + 1000 },
+    cold: false,
+    position: n * 1000,
+    windowBytes: 1000,
+    firstRangeEnd: null,
+  });
   const cache = await open();
-  for (const n of [1, 2, 3]) await cache.readChunk("o", `k${n}`, span(n - 1), false);
-  await cache.readChunk("o", "k1", span(0), false); // k1 is used again: k2 is now the least recent
+  for (const n of [1, 2, 3]) await cache.read(whole(n - 1));
+  await cache.read(whole(0)); // k1 is used again: k2 is now the least recent
   await cache.close();
   const reopened = await open();
   t.equal(reopened.chunkCount, 3);
-  await reopened.readChunk("o", "k4", span(3), false); // 3000 + 1000 > 3500: one chunk must go
+  await reopened.read(whole(3)); // 3000 + 1000 > 3500: one chunk must go
   await new Promise((r) => setTimeout(r, 50));
   t.notOk(existsSync(`${dir}/k2`), "k2, the least recently used before the restart, was evicted");
   t.ok(existsSync(`${dir}/k1`) && existsSync(`${dir}/k3`), "k1 and k3 stay");
