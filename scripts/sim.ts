@@ -1,10 +1,10 @@
 /**
- * The deterministic simulator (issue 8):
+ * The deterministic simulator:
  *
  *   deno task sim --seed N --scenario NAME [--ticks T] [--verbose]
  *   deno task sim --scenarios all --seeds K [--from S] [--ticks T]
  *
- * `--ticks` (or its older name `--steps`) is the workload's length in steps of the simulated shard:
+ * `--ticks` (or `--steps`) is the workload's length in steps of the simulated shard:
  * each a produce, a poll, an event of the scenario, or 10 ms of virtual time with the tick.
  *
  * One seed decides everything; a run's last line is `trace_hash=<hex>`. A failing run prints the

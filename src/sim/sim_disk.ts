@@ -3,7 +3,7 @@ import { type Disk, DiskError, type DiskFile, type DiskStat, type OpenOptions } 
 import type { Rng } from "../runtime/rng.ts";
 
 /**
- * An in-memory `Disk` with crash semantics, for the simulator (issue 8). Files are inodes named by
+ * An in-memory `Disk` with crash semantics, for the simulator. Files are inodes named by
  * directory entries. What a crash keeps follows POSIX durability:
  *
  * - A file's bytes are durable up to its last `sync`. Writes after it are kept on a crash as a

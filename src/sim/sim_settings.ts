@@ -4,7 +4,16 @@ import type { LogConfig } from "../log/log_config.ts";
 /** The simulated shard's settings: small segments, chunks and pieces, so a short run exercises them all. */
 
 export const address = { streamId: 1, topicId: 1, partitionId: 0 };
+/** The partition's key in the tier service and housekeeping: `stream/topic/partition`. */
+export const partitionKey = "1/1/0";
+/** The bucket's key prefix and the cluster id its keys carry. */
+export const bucketPrefix = "strata";
+export const clusterId = "sim";
 export const dataPath = "/data";
+/** The control log of the simulated shard (its only one). */
+export const controlLogPath = `${dataPath}/control/shard-0.log`;
+/** The chunk cache's directory, outside the data directory: a wipe keeps it, a cold restart loses it. */
+export const cacheDir = "/cache";
 export const logConfig: LogConfig = {
   segmentSizeBytes: 32 * 1024,
   segmentMaxAgeMs: null,

@@ -95,7 +95,7 @@ t.test("the stretch check can fail: with a bound below one upload piece, the fir
   t.match(r.violation, /one loop iteration moved \d+ bytes through the disk, over the bound 4096/);
 });
 
-t.test("the checkers added with housekeeping and the cache, each alone", (t) => {
+t.test("the checkers of deletion age, markers, orphans, the cache budget, consumer offsets and stretch, each alone", (t) => {
   t.equal(deletedOldEnough("k", 1000, 7000, 5000), null);
   t.match(deletedOldEnough("k", 1000, 3000, 5000), /object k was deleted 2000 ms after its creation/);
   const marker = { startOffset: 0, key: "a/0.log", markerCrc32: 7 };
