@@ -24,7 +24,7 @@ import {
 import { groupOpsMax, type LogConfig, retentionSegmentsPerPassMax } from "./log_config.ts";
 import { PartitionUnavailableError, RemoteReadUnavailableError, WriteQueueFullError } from "./log_errors.ts";
 import { encodeRemoteMarker, type RemoteMarker } from "./remote_marker.ts";
-import { writeWholeFile } from "./write_whole_file.ts";
+import { writeWholeFile } from "../runtime/write_whole_file.ts";
 import { Crc32Stream } from "../runtime/crc32.ts";
 import { yieldToReactor } from "../runtime/yield_to_reactor.ts";
 import { readExactly, scanBatches } from "./scan_batches.ts";

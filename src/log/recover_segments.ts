@@ -4,7 +4,7 @@ import { type BatchHeader, decodeBatchHeader, isPlausibleHeader } from "./batch_
 import { PartitionRefusedError } from "./log_errors.ts";
 import { readExactly, scanBatches } from "./scan_batches.ts";
 import { Segment } from "./segment.ts";
-import { writeWholeFile } from "./write_whole_file.ts";
+import { writeWholeFile } from "../runtime/write_whole_file.ts";
 import type { MarkerIdentity } from "./partition_log.ts";
 import { decodeRemoteMarker, type RemoteMarker, remoteMarkerBytes } from "./remote_marker.ts";
 import { decodeIndexEntries, encodeIndexEntries, type IndexEntry, SparseIndex } from "./sparse_index.ts";
