@@ -12,7 +12,8 @@ import {
   WriteQueueFullError,
 } from "../log/log_errors.ts";
 import { labelOf, Partition, type PartitionAddress, partitionDir } from "../log/partition.ts";
-import type { LogStats, ReadResult } from "../log/partition_log.ts";
+import type { LogStats } from "../log/segment_chain.ts";
+import type { ReadResult } from "../log/segment_reads.ts";
 import { BufferPool } from "../runtime/buffer_pool.ts";
 import { pooledWindowBytes, pooledWindowsMax } from "../tier/tier_remote_reader.ts";
 import { TooManyConsumersError } from "../log/consumer_offsets.ts";

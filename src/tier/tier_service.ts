@@ -1,4 +1,5 @@
 import type { Partition } from "../log/partition.ts";
+import { type KeepLocal, keepLocalWithin } from "../log/local_retention.ts";
 import type { Segment } from "../log/segment.ts";
 import { DiskError } from "../runtime/disk.ts";
 import type { Cancel, Clock } from "../runtime/clock.ts";
@@ -437,9 +438,7 @@ export class TierService implements TierGaugeSource {
     const sb = p.partition.superblock;
     const envelope = p.envelope();
     const nowUs = this.#deps.clock.wallMs() * 1000;
-    const keepLocal = (segment: Segment, localBytes: number) =>
-      (envelope.sizeBytes === null || localBytes <= envelope.sizeBytes) &&
-      (envelope.ageMs === null || segment.maxTimestampUs >= nowUs - envelope.ageMs * 1000);
+    const keepLocal = keepLocalWithin(envelope, nowUs);
     const candidate = p.partition.log.segments.find((s) => s.sealed && s.location !== "remote");
     if (candidate === undefined || candidate.endOffset >= sb.tieredUpToOffset) {
       this.#updatePressure(p, keepLocal);
@@ -468,7 +467,7 @@ export class TierService implements TierGaugeSource {
   }
 
   /** Under pressure: the envelope wants a segment gone that the floor has not passed yet. */
-  #updatePressure(p: TieredPartition, keepLocal: (s: Segment, localBytes: number) => boolean): void {
+  #updatePressure(p: TieredPartition, keepLocal: KeepLocal): void {
     const localBytes = p.partition.log.localSizeBytes;
     const first = p.partition.log.segments.find((s) => s.sealed && s.location !== "remote");
     const underPressure = first !== undefined && !keepLocal(first, localBytes);
