@@ -14,6 +14,7 @@ import {
 import { labelOf, Partition, type PartitionAddress, partitionDir } from "../log/partition.ts";
 import type { LogStats } from "../log/segment_chain.ts";
 import type { ReadResult } from "../log/segment_reads.ts";
+import { retentionByLimits, retentionLimitsOf } from "../log/total_retention.ts";
 import { BufferPool } from "../runtime/buffer_pool.ts";
 import { pooledWindowBytes, pooledWindowsMax } from "../tier/tier_remote_reader.ts";
 import { TooManyConsumersError } from "../log/consumer_offsets.ts";
@@ -725,16 +726,11 @@ export class Broker {
       t.streamId === partition.address.streamId && t.meta.id === partition.address.topicId
     );
     if (topic === undefined) return null;
-    const { retentionMaxAgeMs, retentionMaxBytes, tiered, retentionConsumerBarrier } = topic.meta.options;
-    if (retentionMaxAgeMs === null && retentionMaxBytes === null) return null;
     // The consumer barrier (RFC invariant 8): on a tiered topic, a segment that a stored consumer
     // offset (the next offset that consumer reads) points into or before is kept.
-    const barrier = tiered && retentionConsumerBarrier ? partition.offsets.minimum() : null;
-    return partition.enforceRetention((segment, retainedBytes) =>
-      (barrier === null || segment.endOffset < barrier) &&
-      ((retentionMaxBytes !== null && retainedBytes > retentionMaxBytes) ||
-        (retentionMaxAgeMs !== null && segment.maxTimestampUs / 1000 < wallMs - retentionMaxAgeMs))
-    );
+    const limits = retentionLimitsOf(topic.meta.options, partition.offsets.minimum());
+    if (limits === null) return null;
+    return partition.enforceRetention(retentionByLimits(limits, wallMs));
   }
 
   #streamView(s: StreamMeta): Record<string, unknown> {
