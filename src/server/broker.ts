@@ -43,7 +43,8 @@ import {
   topicOptionsJson,
 } from "./topic_options.ts";
 import type { RetryingObjectStore } from "../objectstore/retrying_object_store.ts";
-import { LocalControlLog } from "../tier/control_log.ts";
+import type { ControlLog } from "../tier/control_log.ts";
+import { LocalControlLog } from "../tier/local_control_log.ts";
 import { TierService } from "../tier/tier_service.ts";
 import { TierMetrics } from "../tier/tier_metrics.ts";
 import { CacheMetrics } from "../tier/cache_metrics.ts";
@@ -104,7 +105,7 @@ export class Broker {
   readonly shards: readonly Shard[];
   /** One per shard, when tiered storage is enabled. */
   readonly tiers: (TierService | null)[] = [];
-  readonly #controlLogs: LocalControlLog[] = [];
+  readonly #controlLogs: ControlLog[] = [];
   /** One per shard, when tiered storage is enabled: reads of evicted segments go through it. */
   readonly #caches: (ChunkCache | null)[] = [];
   #tierMetrics: TierMetrics | null = null;
@@ -209,13 +210,9 @@ export class Broker {
     // Opened after the partitions: the replay applies committed floors to them.
     for (const [id, tier] of broker.tiers.entries()) {
       if (tier === null) continue;
-      const log = await LocalControlLog.open(
-        disk,
-        `${dataPath}/control/shard-${id}.log`,
-        (_i, c) => tier.applyFloor(c),
-      );
+      const log = await LocalControlLog.open(disk, `${dataPath}/control/shard-${id}.log`);
       broker.#controlLogs.push(log);
-      tier.attachControlLog(log);
+      await tier.attachControlLog(log);
       const housekeeping = broker.#newHousekeeping(id, tier, deps.objectStore!);
       broker.#housekeeping.push(housekeeping);
       shards[id]!.pump.onTick("housekeeping", (nowMs) => housekeeping.onTick(nowMs));

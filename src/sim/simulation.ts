@@ -11,7 +11,7 @@ import { Semaphore } from "../runtime/semaphore.ts";
 import { TokenBucket } from "../runtime/token_bucket.ts";
 import { VirtualClock } from "../runtime/virtual_clock.ts";
 import { ChunkCache } from "../tier/chunk_cache.ts";
-import { LocalControlLog } from "../tier/control_log.ts";
+import { LocalControlLog } from "../tier/local_control_log.ts";
 import { TierRemoteReader } from "../tier/tier_remote_reader.ts";
 import { TierService } from "../tier/tier_service.ts";
 import { Housekeeping } from "../tier/housekeeping.ts";
@@ -202,12 +202,8 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
       tiered: () => options.tiered,
       envelope: () => ({ ageMs: null, sizeBytes: options.localSizeBytes }),
     });
-    const control = await LocalControlLog.open(
-      disk,
-      `${dataPath}/control/shard-0.log`,
-      (_i, c) => tier.applyFloor(c),
-    );
-    tier.attachControlLog(control);
+    const control = await LocalControlLog.open(disk, `${dataPath}/control/shard-0.log`);
+    await tier.attachControlLog(control);
     const cache = await ChunkCache.open({
       disk,
       store,

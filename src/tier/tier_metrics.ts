@@ -7,6 +7,8 @@ export interface TierGaugeSource {
   stalledOffset(): number | null;
   /** Local bytes above each partition's envelope, summed. */
   localOvershootBytes(): number;
+  /** Partitions whose floor command failed to commit and waits to be submitted again. */
+  floorRetriesWaiting(): number;
   floors(): Iterable<[string, number]>;
 }
 
@@ -19,6 +21,7 @@ export class TierMetrics {
   readonly uploadDuration: Histogram;
   readonly segmentsGivenUp: Counter;
   readonly anomalies: Counter;
+  readonly floorSubmissionsFailed: Counter;
   readonly #sources = new Set<TierGaugeSource>();
 
   constructor(registry: Registry) {
@@ -62,6 +65,11 @@ export class TierMetrics {
       help: "Objects found with other bytes; never overwritten.",
       registers,
     });
+    this.floorSubmissionsFailed = new Counter({
+      name: "strata_tier_floor_submissions_failed_total",
+      help: "Floor commands the control log did not commit; each is submitted again unless fenced.",
+      registers,
+    });
     const sources = this.#sources;
     new Gauge({
       name: "strata_tier_uploads_in_flight",
@@ -86,6 +94,14 @@ export class TierMetrics {
       registers,
       collect() {
         this.set([...sources].reduce((n, s) => n + s.localOvershootBytes(), 0));
+      },
+    });
+    new Gauge({
+      name: "strata_tier_floor_retries_waiting",
+      help: "Partitions whose floor command failed to commit and waits to be submitted again.",
+      registers,
+      collect() {
+        this.set([...sources].reduce((n, s) => n + s.floorRetriesWaiting(), 0));
       },
     });
     new Gauge({
