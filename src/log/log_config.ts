@@ -14,6 +14,3 @@ export interface LogConfig {
 
 /** Writes taken from the queue and made durable by one fsync (group commit). */
 export const groupOpsMax = 256;
-
-/** Segments deleted by one retention pass at most, as the RFC's per-pass budget. */
-export const retentionSegmentsPerPassMax = 16;

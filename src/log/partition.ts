@@ -5,9 +5,10 @@ import type { Rng } from "../runtime/rng.ts";
 import { ConsumerOffsets } from "./consumer_offsets.ts";
 import type { LogConfig } from "./log_config.ts";
 import { PartitionRefusedError } from "./log_errors.ts";
-import { PartitionLog, type RetentionDecision } from "./partition_log.ts";
+import { PartitionLog } from "./partition_log.ts";
 import { recoverSegments } from "./recover_segments.ts";
 import { readSuperblock, type Superblock, writeSuperblock } from "./superblock.ts";
+import type { RetentionDecision } from "./total_retention.ts";
 import {
   type AdvanceTieredFloor,
   applyAdvanceTieredFloor,

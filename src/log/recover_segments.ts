@@ -4,10 +4,14 @@ import { type BatchHeader, decodeBatchHeader, isPlausibleHeader } from "./batch_
 import { PartitionRefusedError } from "./log_errors.ts";
 import { readExactly, scanBatches } from "./scan_batches.ts";
 import { Segment } from "./segment.ts";
-import { writeWholeFile } from "./write_whole_file.ts";
-import type { MarkerIdentity } from "./partition_log.ts";
-import { decodeRemoteMarker, type RemoteMarker, remoteMarkerBytes } from "./remote_marker.ts";
-import { decodeIndexEntries, encodeIndexEntries, type IndexEntry, SparseIndex } from "./sparse_index.ts";
+import { isConsistentIndex, readIndexFile, writeIndexFile } from "./index_file.ts";
+import {
+  decodeRemoteMarker,
+  type MarkerIdentity,
+  type RemoteMarker,
+  remoteMarkerBytes,
+} from "./remote_marker.ts";
+import type { IndexEntry } from "./sparse_index.ts";
 
 export interface RecoveryReport {
   segments: Segment[];
@@ -327,37 +331,7 @@ async function validBatchFollows(
     following.baseOffset === expectedOffset + header.messageCount && next + following.lengthBytes <= size;
 }
 
-function isConsistentIndex(entries: IndexEntry[], logSize: number): boolean {
-  if (entries.length === 0) return logSize === 0;
-  if (entries[0]!.position !== 0 || entries[0]!.relativeOffset !== 0) return false;
-  for (let i = 1; i < entries.length; i++) {
-    const a = entries[i - 1]!;
-    const b = entries[i]!;
-    if (b.position <= a.position || b.relativeOffset <= a.relativeOffset || b.timestampUs < a.timestampUs) {
-      return false;
-    }
-  }
-  return entries.at(-1)!.position < logSize;
-}
-
-async function readIndexFile(disk: Disk, path: string): Promise<IndexEntry[] | null> {
-  const stat = await disk.stat(path);
-  if (stat === null) return null;
-  const file = await disk.open(path, { readOnly: true });
-  try {
-    return decodeIndexEntries(await readExactly(file, 0, stat.sizeBytes));
-  } finally {
-    await file.close();
-  }
-}
-
-async function writeIndexFile(disk: Disk, path: string, entries: readonly IndexEntry[]): Promise<void> {
-  await writeWholeFile(disk, path, encodeIndexEntries(entries));
-}
-
 function markVisible(segment: Segment): void {
   segment.visibleSizeBytes = segment.sizeBytes;
   segment.visibleEndOffset = segment.endOffset;
 }
-
-export { SparseIndex };

@@ -33,6 +33,12 @@ export interface RemoteMarker {
   logCrc32: number;
 }
 
+/** Identity a marker must carry: the partition's incarnation. */
+export interface MarkerIdentity {
+  createdRevision: string;
+  purgeGeneration: number;
+}
+
 export class MarkerError extends Error {
   override name = "MarkerError";
   constructor(reason: string) {

@@ -12,7 +12,9 @@ import {
   WriteQueueFullError,
 } from "../log/log_errors.ts";
 import { labelOf, Partition, type PartitionAddress, partitionDir } from "../log/partition.ts";
-import type { LogStats, ReadResult } from "../log/partition_log.ts";
+import type { LogStats } from "../log/segment_chain.ts";
+import type { ReadResult } from "../log/segment_reads.ts";
+import { retentionByLimits, retentionLimitsOf } from "../log/total_retention.ts";
 import { BufferPool } from "../runtime/buffer_pool.ts";
 import { pooledWindowBytes, pooledWindowsMax } from "../tier/tier_remote_reader.ts";
 import { TooManyConsumersError } from "../log/consumer_offsets.ts";
@@ -41,7 +43,8 @@ import {
   topicOptionsJson,
 } from "./topic_options.ts";
 import type { RetryingObjectStore } from "../objectstore/retrying_object_store.ts";
-import { LocalControlLog } from "../tier/control_log.ts";
+import type { ControlLog } from "../tier/control_log.ts";
+import { LocalControlLog } from "../tier/local_control_log.ts";
 import { TierService } from "../tier/tier_service.ts";
 import { TierMetrics } from "../tier/tier_metrics.ts";
 import { CacheMetrics } from "../tier/cache_metrics.ts";
@@ -102,7 +105,7 @@ export class Broker {
   readonly shards: readonly Shard[];
   /** One per shard, when tiered storage is enabled. */
   readonly tiers: (TierService | null)[] = [];
-  readonly #controlLogs: LocalControlLog[] = [];
+  readonly #controlLogs: ControlLog[] = [];
   /** One per shard, when tiered storage is enabled: reads of evicted segments go through it. */
   readonly #caches: (ChunkCache | null)[] = [];
   #tierMetrics: TierMetrics | null = null;
@@ -207,13 +210,9 @@ export class Broker {
     // Opened after the partitions: the replay applies committed floors to them.
     for (const [id, tier] of broker.tiers.entries()) {
       if (tier === null) continue;
-      const log = await LocalControlLog.open(
-        disk,
-        `${dataPath}/control/shard-${id}.log`,
-        (_i, c) => tier.applyFloor(c),
-      );
+      const log = await LocalControlLog.open(disk, `${dataPath}/control/shard-${id}.log`);
       broker.#controlLogs.push(log);
-      tier.attachControlLog(log);
+      await tier.attachControlLog(log);
       const housekeeping = broker.#newHousekeeping(id, tier, deps.objectStore!);
       broker.#housekeeping.push(housekeeping);
       shards[id]!.pump.onTick("housekeeping", (nowMs) => housekeeping.onTick(nowMs));
@@ -724,16 +723,11 @@ export class Broker {
       t.streamId === partition.address.streamId && t.meta.id === partition.address.topicId
     );
     if (topic === undefined) return null;
-    const { retentionMaxAgeMs, retentionMaxBytes, tiered, retentionConsumerBarrier } = topic.meta.options;
-    if (retentionMaxAgeMs === null && retentionMaxBytes === null) return null;
     // The consumer barrier (RFC invariant 8): on a tiered topic, a segment that a stored consumer
     // offset (the next offset that consumer reads) points into or before is kept.
-    const barrier = tiered && retentionConsumerBarrier ? partition.offsets.minimum() : null;
-    return partition.enforceRetention((segment, retainedBytes) =>
-      (barrier === null || segment.endOffset < barrier) &&
-      ((retentionMaxBytes !== null && retainedBytes > retentionMaxBytes) ||
-        (retentionMaxAgeMs !== null && segment.maxTimestampUs / 1000 < wallMs - retentionMaxAgeMs))
-    );
+    const limits = retentionLimitsOf(topic.meta.options, partition.offsets.minimum());
+    if (limits === null) return null;
+    return partition.enforceRetention(retentionByLimits(limits, wallMs));
   }
 
   #streamView(s: StreamMeta): Record<string, unknown> {

@@ -7,7 +7,7 @@ import { Semaphore } from "../runtime/semaphore.ts";
 import { TokenBucket } from "../runtime/token_bucket.ts";
 import { writeBufferBytes, writeBuffersMax } from "../server/shard.ts";
 import { ChunkCache } from "../tier/chunk_cache.ts";
-import { LocalControlLog } from "../tier/control_log.ts";
+import { LocalControlLog } from "../tier/local_control_log.ts";
 import { Housekeeping } from "../tier/housekeeping.ts";
 import { TierRemoteReader } from "../tier/tier_remote_reader.ts";
 import { TierService } from "../tier/tier_service.ts";
@@ -108,8 +108,8 @@ export async function buildProcess(w: World, partition: Partition): Promise<SimP
     tiered: () => w.options.tiered,
     envelope: () => ({ ageMs: null, sizeBytes: w.options.localSizeBytes }),
   });
-  const control = await LocalControlLog.open(disk, controlLogPath, (_i, c) => tier.applyFloor(c));
-  tier.attachControlLog(control);
+  const control = await LocalControlLog.open(disk, controlLogPath);
+  await tier.attachControlLog(control);
   const cache = await ChunkCache.open({
     disk,
     store,

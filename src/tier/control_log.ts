@@ -1,190 +1,57 @@
-import { concatBytes } from "../runtime/bytes.ts";
-import { pack, unpack } from "msgpackr";
-import { assert } from "../runtime/assert.ts";
-import { crc32c } from "../runtime/crc32c.ts";
-import type { Disk, DiskFile } from "../runtime/disk.ts";
-import { readExactly } from "../log/scan_batches.ts";
 import type { AdvanceTieredFloor } from "../log/floor_state.ts";
 
 /** Commands of the partition state machines a shard owns; the floor is the first. */
 export type ControlCommand = AdvanceTieredFloor;
 
+/** Hears every committed command once per replay or commit, in index order. */
 export type ApplyHook = (index: number, command: ControlCommand) => Promise<void>;
 
+/** What a submission requires of the log at the moment it commits. */
+export interface SubmitPrecondition {
+  /**
+   * The epoch the submitter holds (as a partition leader): the command commits only while the log
+   * is still at it, so a deposed leader's commands never commit.
+   */
+  expectedEpoch: number;
+}
+
+/** A submission's precondition failed: the log's epoch is no longer the submitter's. */
+export class ControlEpochMismatchError extends Error {
+  override name = "ControlEpochMismatchError";
+  readonly expectedEpoch: number;
+  readonly epoch: number;
+  constructor(expectedEpoch: number, epoch: number) {
+    super(`Cannot submit a control command: the control log is at epoch ${epoch}, not ${expectedEpoch}`);
+    this.expectedEpoch = expectedEpoch;
+    this.epoch = epoch;
+  }
+}
+
 /**
- * A shard's control log, separate from the data logs (RFC § "Partition state machine"). The tier
- * service only submits commands and learns of them through the apply hook, so a replicated log can
- * replace this local one without touching it.
+ * A shard's control log, separate from the data logs: the commands of its partitions' state
+ * machines, committed in one order. The tier service only submits commands and learns of them
+ * through the apply hook, so it never knows which implementation it has: today the local fsynced
+ * log (`LocalControlLog`), whose epoch never changes; a replicated log compares the epoch when it
+ * commits.
  */
 export interface ControlLog {
-  /** Appends durably, applies, and resolves with the command's index. */
-  submit(command: ControlCommand): Promise<number>;
+  /** The epoch commands commit under now; a submitter reads it once, when it starts to lead. */
+  epoch(): number;
+  /**
+   * Applies every committed command the log still holds through `apply`, in order, and resolves
+   * once they are applied; every later commit goes through `apply` too. Called once, before the
+   * first submission. Apply hooks must be idempotent: a replay repeats what was applied before.
+   */
+  replay(apply: ApplyHook): Promise<void>;
+  /**
+   * Commits the command durably if `precondition` holds, applies it, and resolves with its index.
+   * Rejects with `ControlEpochMismatchError` when the epoch moved, and with the failure's error
+   * when the command could not be made durable (then it may or may not commit later).
+   */
+  submit(command: ControlCommand, precondition: SubmitPrecondition): Promise<number>;
   /** Index of the last committed command (0 when none). */
   committed(): number;
   /** Everything up to `index` is captured by the state machines' own durable snapshots (superblocks). */
   snapshot(index: number): Promise<void>;
-}
-
-const headerBytes = 8;
-/** By default compaction rewrites the file once it is larger than this. */
-const compactAboveBytesDefault = 1024 * 1024;
-/** Bound on submissions waiting for the writer. */
-const queueMax = 10_000;
-
-interface Record {
-  index: number;
-  command: ControlCommand;
-}
-
-/**
- * The single-node control log: records `[length u32][crc32c u32][msgpack {index, command}]`
- * appended to one file and fsynced before they count as committed; committed records are applied
- * in order. At open every record is applied again: apply is idempotent (the floor's apply is a
- * max with a generation check), and replaying is what repairs a crash between a command's commit
- * and its state machine's superblock write. A torn tail is cut.
- */
-export class LocalControlLog implements ControlLog {
-  readonly #disk: Disk;
-  readonly #path: string;
-  readonly #apply: ApplyHook;
-  #file: DiskFile;
-  #sizeBytes: number;
-  #committed: number;
-  #snapshotIndex = 0;
-  #writing: Promise<unknown> = Promise.resolve();
-  #queued = 0;
-  readonly #compactAboveBytes: number;
-
-  private constructor(
-    disk: Disk,
-    path: string,
-    file: DiskFile,
-    sizeBytes: number,
-    committed: number,
-    apply: ApplyHook,
-    compactAboveBytes: number,
-  ) {
-    this.#compactAboveBytes = compactAboveBytes;
-    this.#disk = disk;
-    this.#path = path;
-    this.#file = file;
-    this.#sizeBytes = sizeBytes;
-    this.#committed = committed;
-    this.#apply = apply;
-  }
-
-  /** Opens (or creates) the log at `path` and replays it through `apply`. */
-  static async open(
-    disk: Disk,
-    path: string,
-    apply: ApplyHook,
-    compactAboveBytes = compactAboveBytesDefault,
-  ): Promise<LocalControlLog> {
-    const dir = path.slice(0, path.lastIndexOf("/"));
-    await disk.mkdirp(dir);
-    const file = await disk.open(path, { create: true });
-    const size = await file.sizeBytes();
-    const bytes = await readExactly(file, 0, size);
-    const { records, validBytes } = decodeRecords(bytes);
-    if (validBytes < size) {
-      await file.truncate(validBytes);
-      await file.sync();
-    }
-    for (const r of records) await apply(r.index, r.command);
-    return new LocalControlLog(
-      disk,
-      path,
-      file,
-      validBytes,
-      records.at(-1)?.index ?? 0,
-      apply,
-      compactAboveBytes,
-    );
-  }
-
-  committed(): number {
-    return this.#committed;
-  }
-
-  submit(command: ControlCommand): Promise<number> {
-    assert(this.#queued < queueMax, "Cannot submit a control command: the control log queue is full");
-    this.#queued++;
-    const done = this.#writing.catch(() => {}).then(async () => {
-      const index = this.#committed + 1;
-      const record = encodeRecord({ index, command });
-      await this.#file.writeAt(record, this.#sizeBytes);
-      await this.#file.sync();
-      this.#sizeBytes += record.length;
-      this.#committed = index;
-      await this.#apply(index, command);
-      return index;
-    }).finally(() => this.#queued--);
-    this.#writing = done;
-    return done;
-  }
-
-  snapshot(index: number): Promise<void> {
-    assert(index <= this.#committed, "Cannot snapshot past the committed index");
-    this.#snapshotIndex = Math.max(this.#snapshotIndex, index);
-    if (this.#sizeBytes <= this.#compactAboveBytes) return Promise.resolve();
-    const compacting = this.#writing.catch(() => {}).then(() => this.#compact());
-    this.#writing = compacting;
-    return compacting;
-  }
-
-  async close(): Promise<void> {
-    await this.#writing.catch(() => {});
-    await this.#file.close();
-  }
-
-  /** Rewrites the file without the records every snapshot already holds: temp, fsync, rename. */
-  async #compact(): Promise<void> {
-    const bytes = await readExactly(this.#file, 0, this.#sizeBytes);
-    const keep = decodeRecords(bytes).records.filter((r) => r.index > this.#snapshotIndex);
-    const rewritten = concatBytes(keep.map(encodeRecord));
-    const temp = `${this.#path}.tmp`;
-    const file = await this.#disk.open(temp, { create: true });
-    await file.truncate(0);
-    await file.writeAt(rewritten, 0);
-    await file.sync();
-    await file.close();
-    await this.#file.close();
-    await this.#disk.rename(temp, this.#path);
-    await this.#disk.fsyncDir(this.#path.slice(0, this.#path.lastIndexOf("/")));
-    this.#file = await this.#disk.open(this.#path);
-    this.#sizeBytes = rewritten.length;
-  }
-
-  /** For tests and gauges: the file's current size. */
-  get sizeBytes(): number {
-    return this.#sizeBytes;
-  }
-}
-
-function encodeRecord(record: Record): Uint8Array {
-  const payload = pack(record);
-  const bytes = new Uint8Array(headerBytes + payload.length);
-  const view = new DataView(bytes.buffer);
-  view.setUint32(0, payload.length, true);
-  view.setUint32(4, crc32c(payload), true);
-  bytes.set(payload, headerBytes);
-  return bytes;
-}
-
-/** Whole, checksum-valid records from the start; stops at the first torn or failing one. */
-function decodeRecords(bytes: Uint8Array): { records: Record[]; validBytes: number } {
-  const records: Record[] = [];
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  let at = 0;
-  // Each pass consumes one record or stops, so the file's size bounds the loop.
-  while (at + headerBytes <= bytes.length) {
-    const length = view.getUint32(at, true);
-    const end = at + headerBytes + length;
-    if (end > bytes.length) break;
-    const payload = bytes.subarray(at + headerBytes, end);
-    if (crc32c(payload) !== view.getUint32(at + 4, true)) break;
-    records.push(unpack(payload) as Record);
-    at = end;
-  }
-  return { records, validBytes: at };
+  close(): Promise<void>;
 }

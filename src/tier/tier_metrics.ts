@@ -7,6 +7,8 @@ export interface TierGaugeSource {
   stalledOffset(): number | null;
   /** Local bytes above each partition's envelope, summed. */
   localOvershootBytes(): number;
+  /** Partitions whose floor command failed to commit and has not committed since. */
+  floorRetriesWaiting(): number;
   floors(): Iterable<[string, number]>;
 }
 
@@ -19,6 +21,7 @@ export class TierMetrics {
   readonly uploadDuration: Histogram;
   readonly segmentsGivenUp: Counter;
   readonly anomalies: Counter;
+  readonly floorSubmissionsFailed: Counter;
   readonly #sources = new Set<TierGaugeSource>();
 
   constructor(registry: Registry) {
@@ -62,47 +65,64 @@ export class TierMetrics {
       help: "Objects found with other bytes; never overwritten.",
       registers,
     });
-    const sources = this.#sources;
-    new Gauge({
-      name: "strata_tier_uploads_in_flight",
-      help: "Segment uploads in flight.",
+    this.floorSubmissionsFailed = new Counter({
+      name: "strata_tier_floor_submissions_failed_total",
+      help: "Floor commands the control log did not commit; each is submitted again unless fenced.",
       registers,
-      collect() {
-        this.set([...sources].reduce((n, s) => n + s.uploadsInFlight(), 0));
-      },
     });
-    new Gauge({
-      name: "strata_tier_upload_stalled_offset",
-      help: "Where a non-transient upload failure pins the floor; 0 when none.",
-      registers,
-      collect() {
-        const pinned = [...sources].map((s) => s.stalledOffset()).filter((x): x is number => x !== null);
-        this.set(pinned.length === 0 ? 0 : Math.min(...pinned));
-      },
-    });
-    new Gauge({
-      name: "strata_tier_local_overshoot_bytes",
-      help: "Local bytes above the local envelope because uploads lag.",
-      registers,
-      collect() {
-        this.set([...sources].reduce((n, s) => n + s.localOvershootBytes(), 0));
-      },
-    });
-    new Gauge({
-      name: "strata_tier_floor_offset",
-      help: "The tiered floor per partition (exclusive).",
-      labelNames: ["partition"],
-      registers,
-      collect() {
-        this.reset();
-        for (const source of sources) {
-          for (const [partition, floor] of source.floors()) this.set({ partition }, floor);
-        }
-      },
-    });
+    registerGauges(registers, this.#sources);
   }
 
   addSource(source: TierGaugeSource): void {
     this.#sources.add(source);
   }
+}
+
+/** The gauges, read from the sources at scrape time. */
+function registerGauges(registers: Registry[], sources: ReadonlySet<TierGaugeSource>): void {
+  new Gauge({
+    name: "strata_tier_uploads_in_flight",
+    help: "Segment uploads in flight.",
+    registers,
+    collect() {
+      this.set([...sources].reduce((n, s) => n + s.uploadsInFlight(), 0));
+    },
+  });
+  new Gauge({
+    name: "strata_tier_upload_stalled_offset",
+    help: "Where a non-transient upload failure pins the floor; 0 when none.",
+    registers,
+    collect() {
+      const pinned = [...sources].map((s) => s.stalledOffset()).filter((x): x is number => x !== null);
+      this.set(pinned.length === 0 ? 0 : Math.min(...pinned));
+    },
+  });
+  new Gauge({
+    name: "strata_tier_local_overshoot_bytes",
+    help: "Local bytes above the local envelope because uploads lag.",
+    registers,
+    collect() {
+      this.set([...sources].reduce((n, s) => n + s.localOvershootBytes(), 0));
+    },
+  });
+  new Gauge({
+    name: "strata_tier_floor_retries_waiting",
+    help: "Partitions whose floor command failed to commit and has not committed since.",
+    registers,
+    collect() {
+      this.set([...sources].reduce((n, s) => n + s.floorRetriesWaiting(), 0));
+    },
+  });
+  new Gauge({
+    name: "strata_tier_floor_offset",
+    help: "The tiered floor per partition (exclusive).",
+    labelNames: ["partition"],
+    registers,
+    collect() {
+      this.reset();
+      for (const source of sources) {
+        for (const [partition, floor] of source.floors()) this.set({ partition }, floor);
+      }
+    },
+  });
 }

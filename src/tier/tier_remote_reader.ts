@@ -6,7 +6,7 @@ import {
   RemoteSegmentRetiredError,
 } from "../log/remote_reader.ts";
 import type { Segment } from "../log/segment.ts";
-import { remoteWindowFirstBytes } from "../log/partition_log.ts";
+import { remoteWindowFirstBytes } from "../log/remote_walk.ts";
 import { NotFoundError } from "../objectstore/object_store_errors.ts";
 import type { CacheMetrics } from "./cache_metrics.ts";
 import type { ChunkCache, ChunkRead, ChunkRef } from "./chunk_cache.ts";

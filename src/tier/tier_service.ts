@@ -1,36 +1,23 @@
-import type { Partition } from "../log/partition.ts";
-import type { Segment } from "../log/segment.ts";
-import { DiskError } from "../runtime/disk.ts";
-import type { Cancel, Clock } from "../runtime/clock.ts";
+import type { Clock } from "../runtime/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { Rng } from "../runtime/rng.ts";
 import type { TokenBucket } from "../runtime/token_bucket.ts";
 import type { Disk } from "../runtime/disk.ts";
 import type { PieceGate } from "../runtime/piece_gate.ts";
 import { type Cooperation, cooperative, naiveConcurrencyMax } from "../runtime/cooperation.ts";
-import { classify } from "../objectstore/object_store_errors.ts";
 import type { RetryingObjectStore } from "../objectstore/retrying_object_store.ts";
 import type { RetryProfiles } from "../objectstore/retry_policy.ts";
-import type { ControlLog } from "./control_log.ts";
-import { incarnationOf, segmentKeys } from "./object_keys.ts";
-import { type UploadDeps, uploadSegment } from "./segment_uploader.ts";
+import { type ControlCommand, ControlEpochMismatchError, type ControlLog } from "./control_log.ts";
+import { FloorWaiters } from "./floor_waiters.ts";
+import { LocalEvictions } from "./local_evictions.ts";
+import { SealedScan } from "./sealed_scan.ts";
+import type { UploadDeps } from "./segment_uploader.ts";
+import type { TieredPartition } from "./tiered_partition.ts";
 import * as core from "./upload_core.ts";
+import { type UploadReport, UploadRuns } from "./upload_runs.ts";
 import type { TierGaugeSource, TierMetrics } from "./tier_metrics.ts";
 
-/** The local envelope of a topic; null means unlimited. */
-export interface LocalEnvelope {
-  ageMs: number | null;
-  sizeBytes: number | null;
-}
-
-export interface TieredPartition {
-  /** "{stream}/{topic}/{partition}" by id. */
-  key: string;
-  partition: Partition;
-  /** Read at each use: topic options may change. */
-  tiered: () => boolean;
-  envelope: () => LocalEnvelope;
-}
+export type { TieredPartition } from "./tiered_partition.ts";
 
 export interface TierServiceConfig {
   prefix: string;
@@ -62,40 +49,29 @@ const evictionCheckIntervalMs = 1000;
 
 /** Bound on `await` waiters per shard. */
 const floorWaitersMax = 10_000;
-const scanBackoffMinMs = 100;
 
-interface FloorWaiter {
-  key: string;
-  offset: number;
-  resolve: (reached: boolean) => void;
-  cancel: Cancel;
-}
+type SubmitFloor = Extract<core.UploadEffect, { kind: "submit_floor" }>;
 
 /**
  * One shard's tier service: the imperative shell around the pure upload core. Driven from the
  * shard's tick: it feeds the core sealed segments (on seal, and from a scan that backs off from
  * 100 ms to `upload_loop_backoff_max` while it finds nothing), runs the effects the core returns
- * (uploads, floor commands to the control log), applies committed floors to partitions, and
- * evicts local copies below the floor beyond each topic's local envelope.
+ * (uploads, floor commands to the control log, whose failures go back to the core), applies
+ * committed floors to partitions, and runs local retention (eviction below the floor beyond each
+ * topic's local envelope, and the pressure flag the core orders uploads by).
  */
 export class TierService implements TierGaugeSource {
   readonly #deps: TierServiceDeps;
   #state: core.UploadState;
   readonly #partitions = new Map<string, TieredPartition>();
-  /**
-   * What the scan last saw of each partition: its sealed count and whether it was tiered. A change
-   * of either (a roll, tiering turned on) makes the next tick look at once, not after the backoff.
-   */
-  readonly #sealedSeen = new Map<string, number>();
-  readonly #evicting = new Set<string>();
-  /** The .log CRC32 of segments uploaded and not yet evicted, so eviction need not read them again. */
-  readonly #uploadedCrc32 = new Map<string, Map<number, number>>();
+  readonly #scan: SealedScan;
+  readonly #evictions: LocalEvictions;
   #evictionDue = true;
   #lastEvictionMs = -Infinity;
-  readonly #waiters = new Set<FloorWaiter>();
-  #scanDelayMs = scanBackoffMinMs;
-  #nextScanMs = 0;
-  #controlLog: ControlLog | null = null;
+  readonly #waiters: FloorWaiters;
+  readonly #uploads: UploadRuns;
+  /** The control log and the epoch this service submits under, once attached. */
+  #control: { log: ControlLog; epoch: number } | null = null;
 
   constructor(deps: TierServiceDeps) {
     this.#deps = deps;
@@ -106,14 +82,25 @@ export class TierService implements TierGaugeSource {
       profiles: deps.config.retry,
       pendingPerPartitionMax: 1000,
     });
+    this.#scan = new SealedScan(() => deps.config.uploadLoopBackoffMaxMs);
+    this.#evictions = new LocalEvictions(deps.clock, deps.logger);
+    this.#waiters = new FloorWaiters(deps.clock, floorWaitersMax);
+    this.#uploads = new UploadRuns({
+      ...deps,
+      uploadDeps: () => this.uploadDeps,
+      partition: (key) => this.#partitions.get(key),
+      uploaded: (key, startOffset, logCrc32) => this.#evictions.noteUploaded(key, startOffset, logCrc32),
+      report: (report) => this.#uploadReported(report),
+    });
   }
 
   /**
-   * Attached after the partitions are added: opening the control log replays it through
-   * `applyFloor`, which needs them.
+   * Takes the shard's control log once the partitions are added: replays it through the floor's
+   * apply, which needs them, then submits floor commands to it under the epoch it is at.
    */
-  attachControlLog(log: ControlLog): void {
-    this.#controlLog = log;
+  async attachControlLog(log: ControlLog): Promise<void> {
+    await log.replay((_index, command) => this.#applyFloor(command));
+    this.#control = { log, epoch: log.epoch() };
   }
 
   uploadsInFlight(): number {
@@ -122,6 +109,10 @@ export class TierService implements TierGaugeSource {
 
   stalledOffset(): number | null {
     return core.stalledOffset(this.#state);
+  }
+
+  floorRetriesWaiting(): number {
+    return core.floorRetriesWaiting(this.#state);
   }
 
   localOvershootBytes(): number {
@@ -174,23 +165,69 @@ export class TierService implements TierGaugeSource {
         floor: sb.tieredUpToOffset,
       }, this.#now()),
     );
-    this.#nextScanMs = 0;
+    this.#scan.soon();
   }
 
   removePartition(key: string): void {
     this.#partitions.delete(key);
-    this.#sealedSeen.delete(key);
-    this.#uploadedCrc32.delete(key);
+    this.#scan.forget(key);
+    this.#evictions.forget(key);
     this.#step(core.partitionClosed(this.#state, { partition: key }, this.#now()));
   }
 
+  /** A purge bumped the partition's generation: the core starts over for it. */
+  purged(key: string): void {
+    const p = this.#partitions.get(key);
+    if (p === undefined) return;
+    this.#evictions.forget(key);
+    this.#step(
+      core.purged(
+        this.#state,
+        { partition: key, generation: p.partition.superblock.purgeGeneration },
+        this.#now(),
+      ),
+    );
+    this.#waiters.wake(key, 0);
+  }
+
+  /** Resolves true once every offset below `offset` is in the store, false after `timeoutMs`. */
+  awaitFloor(key: string, offset: number, timeoutMs: number): Promise<boolean> {
+    const p = this.#partitions.get(key);
+    if (p === undefined) return Promise.resolve(false);
+    if (p.partition.superblock.tieredUpToOffset >= offset) return Promise.resolve(true);
+    return this.#waiters.wait(key, offset, timeoutMs);
+  }
+
+  /** The tick: deadlines and retries in the core, the scan, and local retention. */
+  onTick(nowMs: number): void {
+    // The naive benchmark phase lifts the concurrency cap; leaving it puts the configured one back.
+    const concurrencyMax = this.#naive ? naiveConcurrencyMax : this.#deps.config.uploadConcurrency;
+    if (this.#state.config.concurrencyMax !== concurrencyMax) {
+      this.#state = { ...this.#state, config: { ...this.#state.config, concurrencyMax } };
+    }
+    this.#step(core.tick(this.#state, nowMs));
+    this.#scan.onTick(this.#partitions, nowMs, (p, segments) => {
+      const before = this.#state;
+      const generation = p.partition.superblock.purgeGeneration;
+      this.#step(core.segmentsSealed(this.#state, { partition: p.key, generation, segments }, nowMs));
+      return this.#state !== before;
+    });
+    // Eviction and pressure are looked at once a second, or at the next tick after a floor moved:
+    // not on every tick, which is the pump's hot path.
+    if (this.#evictionDue || nowMs - this.#lastEvictionMs >= evictionCheckIntervalMs) {
+      this.#evictionDue = false;
+      this.#lastEvictionMs = nowMs;
+      for (const p of this.#partitions.values()) {
+        this.#evictions.look(p, (underPressure) => this.#pressure(p.key, underPressure));
+      }
+    }
+  }
+
   /** The control log committed a floor command: apply it to the partition and tell the core. */
-  async applyFloor(
-    command: { partition: string; purgeGeneration: number; upToOffset: number },
-  ): Promise<void> {
+  async #applyFloor(command: ControlCommand): Promise<void> {
     const p = this.#partitions.get(command.partition);
     if (p === undefined) return;
-    const outcome = await p.partition.applyFloor({ kind: "advance_tiered_floor", ...command });
+    const outcome = await p.partition.applyFloor(command);
     if (outcome === "rejected_generation" || outcome === "rejected_beyond_end") {
       this.#deps.logger.warn("floor command rejected", {
         partition: command.partition,
@@ -207,100 +244,20 @@ export class TierService implements TierGaugeSource {
         floor: sb.tieredUpToOffset,
       }, this.#now()),
     );
-    this.#wakeWaiters(p.key, sb.tieredUpToOffset);
+    this.#waiters.wake(p.key, sb.tieredUpToOffset);
     this.#evictionDue = true;
   }
 
-  /** A purge bumped the partition's generation: the core starts over for it. */
-  purged(key: string): void {
-    const p = this.#partitions.get(key);
-    if (p === undefined) return;
-    this.#uploadedCrc32.delete(key);
-    this.#step(
-      core.purged(
-        this.#state,
-        { partition: key, generation: p.partition.superblock.purgeGeneration },
-        this.#now(),
-      ),
-    );
-    this.#wakeWaiters(key, 0);
-  }
-
-  /** Resolves true once every offset below `offset` is in the store, false after `timeoutMs`. */
-  awaitFloor(key: string, offset: number, timeoutMs: number): Promise<boolean> {
-    const p = this.#partitions.get(key);
-    if (p === undefined) return Promise.resolve(false);
-    if (p.partition.superblock.tieredUpToOffset >= offset) return Promise.resolve(true);
-    if (this.#waiters.size >= floorWaitersMax) {
-      return Promise.reject(new Error("Cannot await the floor: too many waiters"));
-    }
-    return new Promise((resolve) => {
-      const waiter: FloorWaiter = {
-        key,
-        offset,
-        resolve,
-        cancel: this.#deps.clock.schedule(timeoutMs, () => {
-          this.#waiters.delete(waiter);
-          resolve(false);
-        }),
-      };
-      this.#waiters.add(waiter);
-    });
-  }
-
-  /** The tick: deadlines and retries in the core, the scan, and eviction passes. */
-  onTick(nowMs: number): void {
-    // The naive benchmark phase lifts the concurrency cap; leaving it puts the configured one back.
-    const concurrencyMax = this.#naive ? naiveConcurrencyMax : this.#deps.config.uploadConcurrency;
-    if (this.#state.config.concurrencyMax !== concurrencyMax) {
-      this.#state = { ...this.#state, config: { ...this.#state.config, concurrencyMax } };
-    }
-    this.#step(core.tick(this.#state, nowMs));
-    this.#scan(nowMs);
-    // Eviction and pressure are looked at once a second, or at the next tick after a floor moved:
-    // not on every tick, which is the pump's hot path.
-    if (this.#evictionDue || nowMs - this.#lastEvictionMs >= evictionCheckIntervalMs) {
-      this.#evictionDue = false;
-      this.#lastEvictionMs = nowMs;
-      for (const p of this.#partitions.values()) this.#evict(p);
+  /** Local retention's look found the partition under pressure, or no longer. */
+  #pressure(key: string, underPressure: boolean): void {
+    const current = this.#state.partitions.get(key)?.underPressure ?? false;
+    if (current !== underPressure) {
+      this.#step(core.pressureChanged(this.#state, { partition: key, underPressure }, this.#now()));
     }
   }
 
   #now(): number {
     return this.#deps.clock.nowMs();
-  }
-
-  #scan(nowMs: number): void {
-    let sealedSinceLook = false;
-    for (const [key, p] of this.#partitions) {
-      if (this.#sealedSeen.get(key) !== seenOf(p)) sealedSinceLook = true;
-    }
-    if (!sealedSinceLook && nowMs < this.#nextScanMs) return;
-    let found = false;
-    for (const [key, p] of this.#partitions) {
-      this.#sealedSeen.set(key, seenOf(p));
-      if (!p.tiered()) continue;
-      const sb = p.partition.superblock;
-      const segments = p.partition.log.segments
-        .filter((s) => s.sealed && s.location === "local" && s.startOffset >= sb.tieredUpToOffset)
-        .map((s) => ({
-          startOffset: s.startOffset,
-          endOffset: s.endOffset,
-          sizeBytes: s.sizeBytes,
-          sealedAtMs: s.maxTimestampUs / 1000,
-        }));
-      if (segments.length === 0) continue;
-      const before = this.#state;
-      this.#step(
-        core.segmentsSealed(this.#state, { partition: key, generation: sb.purgeGeneration, segments }, nowMs),
-      );
-      if (this.#state !== before) found = true;
-    }
-    // Idle partitions cost nothing: the scan backs off while it finds nothing new.
-    this.#scanDelayMs = found
-      ? scanBackoffMinMs
-      : Math.min(this.#scanDelayMs * 2, this.#deps.config.uploadLoopBackoffMaxMs);
-    this.#nextScanMs = nowMs + this.#scanDelayMs;
   }
 
   #step(step: core.Step): void {
@@ -312,20 +269,10 @@ export class TierService implements TierGaugeSource {
     const log = this.#deps.logger;
     switch (effect.kind) {
       case "start_upload":
-        this.#deps.metrics?.uploadsStarted.inc();
-        void this.#upload(effect);
+        this.#uploads.start(effect);
         return;
       case "submit_floor":
-        if (this.#controlLog === null) {
-          log.error("floor command dropped: no control log attached", { partition: effect.partition });
-          return;
-        }
-        this.#controlLog.submit({
-          kind: "advance_tiered_floor",
-          partition: effect.partition,
-          purgeGeneration: effect.generation,
-          upToOffset: effect.upToOffset,
-        }).catch((error) => log.error("floor command failed", { partition: effect.partition, error }));
+        this.#submitFloor(effect);
         return;
       case "gave_up_deleted":
         this.#deps.metrics?.segmentsGivenUp.inc();
@@ -349,157 +296,62 @@ export class TierService implements TierGaugeSource {
           detail: effect.detail,
         });
         return;
-    }
-  }
-
-  async #upload(effect: Extract<core.UploadEffect, { kind: "start_upload" }>): Promise<void> {
-    const p = this.#partitions.get(effect.partition);
-    const segment = p?.partition.log.segments.find((s) => s.startOffset === effect.segment.startOffset);
-    if (p === undefined || segment === undefined || segment.location === "remote") {
-      this.#step(
-        core.segmentDeleted(this.#state, {
+      case "floor_fenced":
+        log.error("floor command refused: the control log's epoch moved; not submitted again", {
           partition: effect.partition,
-          startOffset: effect.segment.startOffset,
-        }, this.#now()),
-      );
-      return;
-    }
-    const { prefix, clusterId } = this.#deps.config;
-    const keys = segmentKeys(
-      incarnationOf(prefix, clusterId, p.partition, effect.generation),
-      segment.startOffset,
-    );
-    const startedMs = this.#now();
-    try {
-      // The same deps as the verify pass's re-uploads, so that the piece gate and the benchmark's
-      // switch reach every upload (docs/TUNING.md, item 41).
-      const outcome = await uploadSegment(
-        this.uploadDeps,
-        sealedOf(segment),
-        keys,
-        this.#now() + this.#deps.config.segmentUploadTimeoutMs,
-      );
-      const event = { partition: effect.partition, identity: effect.identity };
-      if (outcome.kind === "uploaded") {
-        this.#deps.metrics?.uploadsCompleted.inc();
-        this.#deps.metrics?.uploadedBytes.inc(outcome.sizeBytes + outcome.indexSizeBytes);
-        this.#deps.metrics?.uploadDuration.observe((this.#now() - startedMs) / 1000);
-      }
-      // An upload of a generation a purge has since ended must not lend its checksum to the new
-      // generation's segment at the same offset: eviction would write it into the new marker.
-      const current = this.#partitions.get(effect.partition)?.partition.superblock.purgeGeneration;
-      if (outcome.kind === "uploaded" && current === effect.generation) {
-        const known = this.#uploadedCrc32.get(effect.partition) ?? new Map<number, number>();
-        known.set(segment.startOffset, outcome.logCrc32);
-        this.#uploadedCrc32.set(effect.partition, known);
-      }
-      this.#step(
-        outcome.kind === "uploaded"
-          ? core.uploadSucceeded(this.#state, event, this.#now())
-          : core.uploadFailed(this.#state, {
-            ...event,
-            errorClass: "fail",
-            anomaly: outcome.detail,
-            random: this.#deps.rng.nextFloat(),
-          }, this.#now()),
-      );
-    } catch (error) {
-      if (error instanceof DiskError && error.code === "not_found") {
-        this.#step(
-          core.segmentDeleted(
-            this.#state,
-            { partition: effect.partition, startOffset: segment.startOffset },
-            this.#now(),
-          ),
-        );
+          up_to_offset: effect.upToOffset,
+        });
         return;
-      }
-      this.#deps.metrics?.uploadsFailed.inc({
-        profile: classify(error) === "retry" ? "transient" : "non_transient",
-      });
-      this.#deps.logger.warn("upload failed; it will be retried", {
-        partition: effect.partition,
-        start_offset: segment.startOffset,
-        error,
-      });
-      this.#step(core.uploadFailed(this.#state, {
-        partition: effect.partition,
-        identity: effect.identity,
-        errorClass: classify(error),
-        random: this.#deps.rng.nextFloat(),
-      }, this.#now()));
     }
   }
 
-  /** One eviction pass per partition at a time, below the floor and beyond the local envelope. */
-  #evict(p: TieredPartition): void {
-    if (this.#evicting.has(p.key)) return;
-    const sb = p.partition.superblock;
-    const envelope = p.envelope();
-    const nowUs = this.#deps.clock.wallMs() * 1000;
-    const keepLocal = (segment: Segment, localBytes: number) =>
-      (envelope.sizeBytes === null || localBytes <= envelope.sizeBytes) &&
-      (envelope.ageMs === null || segment.maxTimestampUs >= nowUs - envelope.ageMs * 1000);
-    const candidate = p.partition.log.segments.find((s) => s.sealed && s.location !== "remote");
-    if (candidate === undefined || candidate.endOffset >= sb.tieredUpToOffset) {
-      this.#updatePressure(p, keepLocal);
+  /** Submits a floor command; its failure is an event for the core, which decides what follows. */
+  #submitFloor(effect: SubmitFloor): void {
+    const control = this.#control;
+    if (control === null) {
+      this.#deps.logger.error("floor command not submitted: no control log attached", {
+        partition: effect.partition,
+      });
+      this.#floorSubmissionFailed(effect, false);
       return;
     }
-    this.#evicting.add(p.key);
-    p.partition.log.evictLocal(
-      sb.tieredUpToOffset,
-      {
-        createdRevision: sb.createdRevision,
-        purgeGeneration: sb.purgeGeneration,
-      },
-      keepLocal,
-      (start) => this.#uploadedCrc32.get(p.key)?.get(start),
-    )
-      .catch((error) => this.#deps.logger.error("eviction failed", { partition: p.key, error }))
-      .finally(() => {
-        this.#evicting.delete(p.key);
-        // Checksums are kept only while their segment still has a local .log: the map stays bounded.
-        const known = this.#uploadedCrc32.get(p.key);
-        const local = new Set(
-          p.partition.log.segments.filter((s) => s.location !== "remote").map((s) => s.startOffset),
-        );
-        for (const start of known?.keys() ?? []) if (!local.has(start)) known!.delete(start);
-      });
+    const command: ControlCommand = {
+      kind: "advance_tiered_floor",
+      partition: effect.partition,
+      purgeGeneration: effect.generation,
+      upToOffset: effect.upToOffset,
+    };
+    control.log.submit(command, { expectedEpoch: control.epoch }).catch((error) => {
+      this.#deps.logger.error("floor command failed", { partition: effect.partition, error });
+      this.#floorSubmissionFailed(effect, error instanceof ControlEpochMismatchError);
+    });
   }
 
-  /** Under pressure: the envelope wants a segment gone that the floor has not passed yet. */
-  #updatePressure(p: TieredPartition, keepLocal: (s: Segment, localBytes: number) => boolean): void {
-    const localBytes = p.partition.log.localSizeBytes;
-    const first = p.partition.log.segments.find((s) => s.sealed && s.location !== "remote");
-    const underPressure = first !== undefined && !keepLocal(first, localBytes);
-    const current = this.#state.partitions.get(p.key)?.underPressure ?? false;
-    if (current !== underPressure) {
-      this.#step(core.pressureChanged(this.#state, { partition: p.key, underPressure }, this.#now()));
+  #floorSubmissionFailed(effect: SubmitFloor, fenced: boolean): void {
+    this.#deps.metrics?.floorSubmissionsFailed.inc();
+    this.#step(core.floorSubmissionFailed(this.#state, {
+      partition: effect.partition,
+      generation: effect.generation,
+      upToOffset: effect.upToOffset,
+      attempt: effect.attempt,
+      fenced,
+      random: this.#deps.rng.nextFloat(),
+    }, this.#now()));
+  }
+
+  /** An upload the core started ended: the core hears how. */
+  #uploadReported(report: UploadReport): void {
+    const nowMs = this.#now();
+    switch (report.kind) {
+      case "segment_deleted":
+        this.#step(core.segmentDeleted(this.#state, report, nowMs));
+        return;
+      case "uploaded":
+        this.#step(core.uploadSucceeded(this.#state, report, nowMs));
+        return;
+      case "failed":
+        this.#step(core.uploadFailed(this.#state, report, nowMs));
+        return;
     }
   }
-
-  #wakeWaiters(key: string, floor: number): void {
-    for (const w of this.#waiters) {
-      if (w.key !== key || floor < w.offset) continue;
-      w.cancel();
-      this.#waiters.delete(w);
-      w.resolve(true);
-    }
-  }
-}
-
-/** The sealed count and the tiered flag in one number: compared on every tick, so no allocation. */
-function seenOf(p: TieredPartition): number {
-  return p.partition.log.sealedCount * 2 + (p.tiered() ? 1 : 0);
-}
-
-function sealedOf(segment: Segment) {
-  return {
-    logPath: segment.logPath,
-    indexPath: segment.indexPath,
-    startOffset: segment.startOffset,
-    endOffset: segment.endOffset,
-    startTimestampUs: segment.firstTimestampUs ?? segment.maxTimestampUs,
-    maxTimestampUs: segment.maxTimestampUs,
-  };
 }

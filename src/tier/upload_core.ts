@@ -1,6 +1,29 @@
 import { assert } from "../runtime/assert.ts";
 import type { ErrorClass } from "../objectstore/object_store_errors.ts";
-import { decideRetry, type RetryProfiles } from "../objectstore/retry_policy.ts";
+import { decideRetry } from "../objectstore/retry_policy.ts";
+import {
+  type InFlight,
+  inFlightCount,
+  openedPartition,
+  type PartitionUploads,
+  type SegmentRef,
+  type Step,
+  type UploadEffect,
+  type UploadState,
+  withPartition,
+} from "./upload_state.ts";
+
+export type {
+  FloorRetry,
+  InFlight,
+  PartitionUploads,
+  SegmentRef,
+  Step,
+  UploadConfig,
+  UploadEffect,
+  UploadState,
+} from "./upload_state.ts";
+export { floorRetriesWaiting, inFlightCount, initialState, stalledOffset } from "./upload_state.ts";
 
 /**
  * The upload loop's decisions, as a pure core in the manner of `upload-path.md` § "Functional
@@ -12,85 +35,10 @@ import { decideRetry, type RetryProfiles } from "../objectstore/retry_policy.ts"
  * local storage pressure go first. A failure never skips a segment: it retries (transient or
  * non-transient profile) and holds the floor. An upload whose result never comes back is
  * resubmitted under the same identity when its transfer deadline passes; whichever result arrives
- * first is accounted and a later duplicate is discarded. The floor here is exclusive: every offset
- * below it is durable in the store.
+ * first is accounted and a later duplicate is discarded. A floor command that fails to commit is
+ * submitted again, never dropped. The floor here is exclusive: every offset below it is durable in
+ * the store.
  */
-
-export interface SegmentRef {
-  startOffset: number;
-  endOffset: number;
-  sizeBytes: number;
-  /** When it sealed (clock ms): the order across partitions. */
-  sealedAtMs: number;
-}
-
-export interface InFlight {
-  /** `{partition}:{generation}:{startOffset}`: the same for every resubmission of one upload. */
-  identity: string;
-  segment: SegmentRef;
-  generation: number;
-  deadlineAtMs: number;
-  submissions: number;
-}
-
-export interface PartitionUploads {
-  generation: number;
-  /** Exclusive: offsets below it are in the store (as the control log last applied it). */
-  floor: number;
-  /** Sealed segments at or above the floor, not yet uploaded, by start offset. */
-  pending: SegmentRef[];
-  inFlight: InFlight | null;
-  /** Consecutive failures of the head segment. */
-  failures: number;
-  /** No attempt before this (clock ms); null when none is waiting. */
-  retryAtMs: number | null;
-  /** The head failed with a non-transient error: the floor is pinned there. */
-  stalled: boolean;
-  /** An existing object with a different checksum: reported, never overwritten, floor stalled. */
-  anomaly: string | null;
-  underPressure: boolean;
-}
-
-export interface UploadConfig {
-  concurrencyMax: number;
-  /** How long an upload may go without a result before it is resubmitted (4 × segment_upload_timeout). */
-  transferDeadlineMs: number;
-  profiles: RetryProfiles;
-  /** Bound on segments queued per partition; the scan finds the rest later. */
-  pendingPerPartitionMax: number;
-}
-
-export interface UploadState {
-  config: UploadConfig;
-  partitions: ReadonlyMap<string, PartitionUploads>;
-  /** Uploads whose partition was purged meanwhile: they still hold a slot until they report. */
-  orphans: ReadonlySet<string>;
-}
-
-export type UploadEffect =
-  | {
-    kind: "start_upload";
-    partition: string;
-    generation: number;
-    segment: SegmentRef;
-    identity: string;
-    deadlineAtMs: number;
-    resubmission: boolean;
-  }
-  | { kind: "submit_floor"; partition: string; generation: number; upToOffset: number }
-  | { kind: "gave_up_deleted"; partition: string; segment: SegmentRef }
-  | { kind: "duplicate_discarded"; partition: string; identity: string }
-  | { kind: "anomaly"; partition: string; segment: SegmentRef; detail: string };
-
-export interface Step {
-  state: UploadState;
-  effects: UploadEffect[];
-}
-
-export function initialState(config: UploadConfig): UploadState {
-  assert(config.concurrencyMax >= 1, "upload concurrency must be at least 1");
-  return { config, partitions: new Map(), orphans: new Set() };
-}
 
 /** A partition joins (at boot or creation) with its floor and generation as last applied. */
 export function partitionOpened(
@@ -98,18 +46,7 @@ export function partitionOpened(
   e: { partition: string; generation: number; floor: number },
   nowMs: number,
 ): Step {
-  const record: PartitionUploads = {
-    generation: e.generation,
-    floor: e.floor,
-    pending: [],
-    inFlight: null,
-    failures: 0,
-    retryAtMs: null,
-    stalled: false,
-    anomaly: null,
-    underPressure: false,
-  };
-  return dispatch(withPartition(state, e.partition, record), nowMs, []);
+  return dispatch(withPartition(state, e.partition, openedPartition(e.generation, e.floor)), nowMs, []);
 }
 
 /** A partition is gone (topic deleted): its pending work is dropped; an upload in flight becomes an orphan. */
@@ -132,7 +69,9 @@ export function segmentsSealed(
   const p = state.partitions.get(e.partition);
   if (p === undefined || e.generation !== p.generation) return { state, effects: [] };
   const known = new Set([...p.pending.map((s) => s.startOffset), p.inFlight?.segment.startOffset]);
-  const fresh = e.segments.filter((s) => s.startOffset >= p.floor && !known.has(s.startOffset));
+  // Below a floor command that failed to commit, every segment is in the store already.
+  const uploadedBelow = Math.max(p.floor, p.floorRetry?.upToOffset ?? 0);
+  const fresh = e.segments.filter((s) => s.startOffset >= uploadedBelow && !known.has(s.startOffset));
   if (fresh.length === 0) return { state, effects: [] };
   const pending = [...p.pending, ...fresh]
     .sort((a, b) => a.startOffset - b.startOffset)
@@ -164,6 +103,7 @@ export function uploadSucceeded(
       partition: e.partition,
       generation: p.generation,
       upToOffset: done.endOffset + 1,
+      attempt: 1,
     },
   ]);
 }
@@ -232,6 +172,7 @@ export function segmentDeleted(
       partition: e.partition,
       generation: p.generation,
       upToOffset: head.endOffset + 1,
+      attempt: 1,
     },
   ]);
 }
@@ -245,8 +186,57 @@ export function floorApplied(
   const p = state.partitions.get(e.partition);
   if (p === undefined || e.generation !== p.generation) return { state, effects: [] };
   const floor = Math.max(p.floor, e.floor);
-  const next = { ...p, floor, pending: p.pending.filter((s) => s.endOffset >= floor) };
+  const next = {
+    ...p,
+    floor,
+    pending: p.pending.filter((s) => s.endOffset >= floor),
+    // A committed floor at or past a failed command makes its retry moot.
+    floorRetry: p.floorRetry !== null && p.floorRetry.upToOffset <= floor ? null : p.floorRetry,
+  };
   return dispatch(withPartition(state, e.partition, next), nowMs, []);
+}
+
+/**
+ * A floor command failed to commit (`submit_floor` rejected). The floor does not move: it moves
+ * only when the control log commits and applies a command. Unless the log refused it because its
+ * epoch moved (`fenced`: another now leads the partition, and this one must not submit again), the
+ * same command is submitted again from a tick after the non-transient profile's backoff, until one
+ * commits; meanwhile the segments below it, uploaded already, are not uploaded again. One retry is
+ * held per partition, the highest command's: a higher floor covers every offset a lower one does.
+ * Failures of an older generation, or of a floor already passed, are moot.
+ */
+export function floorSubmissionFailed(
+  state: UploadState,
+  e: {
+    partition: string;
+    generation: number;
+    upToOffset: number;
+    attempt: number;
+    fenced: boolean;
+    random: number;
+  },
+  nowMs: number,
+): Step {
+  const p = state.partitions.get(e.partition);
+  if (p === undefined || e.generation !== p.generation || e.upToOffset <= p.floor) {
+    return { state, effects: [] };
+  }
+  if (e.fenced) {
+    return { state, effects: [{ kind: "floor_fenced", partition: e.partition, upToOffset: e.upToOffset }] };
+  }
+  const retry = p.floorRetry;
+  // A higher command covers this one; one of the same offset already waiting covers it too.
+  if (
+    retry !== null &&
+    (retry.upToOffset > e.upToOffset || (retry.upToOffset === e.upToOffset && retry.retryAtMs !== null))
+  ) {
+    return { state, effects: [] };
+  }
+  const attempt = Math.max(e.attempt, retry?.attempt ?? 0);
+  const decision = decideRetry("fail", false, attempt, nowMs, Infinity, state.config.profiles, e.random);
+  assert(decision.retry, "a floor retry without a deadline is always allowed");
+  const floorRetry = { upToOffset: e.upToOffset, attempt, retryAtMs: nowMs + decision.delayMs };
+  return { state: withPartition(state, e.partition, { ...p, floorRetry }), effects: [] };
 }
 
 /** A purge: a new generation, floor 0, nothing queued; an upload in flight lands under the old prefix as an orphan. */
@@ -269,6 +259,7 @@ export function purged(
     retryAtMs: null,
     stalled: false,
     anomaly: null,
+    floorRetry: null,
   };
   return dispatch({ ...withPartition(state, e.partition, next), orphans }, nowMs, []);
 }
@@ -283,7 +274,10 @@ export function pressureChanged(
   return dispatch(withPartition(state, e.partition, { ...p, underPressure: e.underPressure }), nowMs, []);
 }
 
-/** The tick: resubmit uploads past their transfer deadline, and start what is due. */
+/**
+ * The tick: resubmit uploads past their transfer deadline, submit again the floor commands whose
+ * retry is due, and start what is due.
+ */
 export function tick(state: UploadState, nowMs: number): Step {
   const effects: UploadEffect[] = [];
   let next = state;
@@ -305,26 +299,26 @@ export function tick(state: UploadState, nowMs: number): Step {
       resubmission: true,
     });
   }
-  return dispatch(next, nowMs, effects);
+  return dispatch(dueFloorRetries(next, nowMs, effects), nowMs, effects);
 }
 
-/** Uploads in flight, orphans included (they hold a slot until they report). */
-export function inFlightCount(state: UploadState): number {
-  let n = state.orphans.size;
-  for (const p of state.partitions.values()) if (p.inFlight !== null) n++;
-  return n;
-}
-
-/** Gauge: the lowest offset where an upload is pinned by a non-transient failure, or null. */
-export function stalledOffset(state: UploadState): number | null {
-  let lowest: number | null = null;
-  for (const p of state.partitions.values()) {
-    const head = p.pending[0];
-    if (p.stalled && head !== undefined) {
-      lowest = lowest === null ? head.startOffset : Math.min(lowest, head.startOffset);
-    }
+/** Submits the floor retries due at `nowMs` again, each as a `submit_floor` effect. */
+function dueFloorRetries(state: UploadState, nowMs: number, effects: UploadEffect[]): UploadState {
+  let next = state;
+  for (const [key, p] of state.partitions) {
+    const retry = p.floorRetry;
+    if (retry === null || retry.retryAtMs === null || retry.retryAtMs > nowMs) continue;
+    const attempt = retry.attempt + 1;
+    next = withPartition(next, key, { ...p, floorRetry: { ...retry, attempt, retryAtMs: null } });
+    effects.push({
+      kind: "submit_floor",
+      partition: key,
+      generation: p.generation,
+      upToOffset: retry.upToOffset,
+      attempt,
+    });
   }
-  return lowest;
+  return next;
 }
 
 /** Starts uploads while slots are free: partitions under pressure first, then the oldest sealed segment. */
@@ -391,10 +385,4 @@ function releaseOrphan(state: UploadState, e: { partition: string; identity: str
     partition: e.partition,
     identity: e.identity,
   }]);
-}
-
-function withPartition(state: UploadState, key: string, record: PartitionUploads): UploadState {
-  const partitions = new Map(state.partitions);
-  partitions.set(key, record);
-  return { ...state, partitions };
 }

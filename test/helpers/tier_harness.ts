@@ -15,11 +15,14 @@ import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { TokenBucket } from "../../src/runtime/token_bucket.ts";
 import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
-import { LocalControlLog } from "../../src/tier/control_log.ts";
+import type { ControlLog } from "../../src/tier/control_log.ts";
+import { LocalControlLog } from "../../src/tier/local_control_log.ts";
 import { Housekeeping } from "../../src/tier/housekeeping.ts";
 import { HousekeepingMetrics } from "../../src/tier/housekeeping_metrics.ts";
 import type { IncarnationTable } from "../../src/tier/object_class.ts";
-import { type LocalEnvelope, TierService } from "../../src/tier/tier_service.ts";
+import type { LocalEnvelope } from "../../src/log/local_retention.ts";
+import { TierMetrics } from "../../src/tier/tier_metrics.ts";
+import { TierService } from "../../src/tier/tier_service.ts";
 import { InFlightDisk } from "./in_flight_disk.ts";
 import { tempDir } from "./temp_dir.ts";
 
@@ -61,6 +64,8 @@ export interface TierHarnessOptions {
   pieceGate?: PieceGate;
   /** The benchmark's switch; cooperative by default. */
   cooperation?: Cooperation;
+  /** What the tier service gets as its control log, made from the local one; the local one by default. */
+  controlLog?: (local: LocalControlLog) => ControlLog;
 }
 
 export async function tierHarness(t: Test, envelope: LocalEnvelope, options: TierHarnessOptions = {}) {
@@ -79,6 +84,7 @@ export async function tierHarness(t: Test, envelope: LocalEnvelope, options: Tie
     getMs: 5000,
     otherMs: 30_000,
   }, null);
+  const registry = createMetricsRegistry();
   const tier = new TierService({
     clock,
     rng: new Rng(4),
@@ -99,18 +105,14 @@ export async function tierHarness(t: Test, envelope: LocalEnvelope, options: Tie
       segmentUploadTimeoutMs: 90_000,
       retry: defaultRetryProfiles,
     },
+    metrics: new TierMetrics(registry),
     ...(options.pieceGate !== undefined ? { pieceGate: options.pieceGate } : {}),
     ...(options.cooperation !== undefined ? { cooperation: options.cooperation } : {}),
   });
   tier.addPartition({ key: "1/1/0", partition, tiered: () => true, envelope: () => envelope });
-  const control = await LocalControlLog.open(
-    disk,
-    `${data}/control/shard-0.log`,
-    (_i, c) => tier.applyFloor(c),
-  );
+  const control = await LocalControlLog.open(disk, `${data}/control/shard-0.log`);
   t.teardown(() => control.close());
-  tier.attachControlLog(control);
-  const registry = createMetricsRegistry();
+  await tier.attachControlLog(options.controlLog?.(control) ?? control);
   const housekeeping = options.housekeeping === undefined ? null : new Housekeeping({
     clock,
     logger: silentLogger(),

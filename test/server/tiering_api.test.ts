@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import t, { type Test } from "tap";
 import { StrataApiError } from "../../src/client/strata_client.ts";
-import { LocalControlLog } from "../../src/tier/control_log.ts";
+import { LocalControlLog } from "../../src/tier/local_control_log.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { openServer } from "../helpers/open_server.ts";
 
@@ -145,17 +145,14 @@ t.test("crash between the floor command's commit and its apply: the next boot ap
   for (let i = 0; i < 25; i++) await first.c.produce("s", "t", [{ payload: payload(100_000) }], 0);
   await first.close();
   // Committed but never applied: appended by a log whose apply hook never ran (the process died).
-  const control = await LocalControlLog.open(
-    new NodeDisk(),
-    `${first.dir}/data/control/shard-0.log`,
-    () => Promise.resolve(),
-  );
+  const control = await LocalControlLog.open(new NodeDisk(), `${first.dir}/data/control/shard-0.log`);
+  await control.replay(() => Promise.resolve());
   await control.submit({
     kind: "advance_tiered_floor",
     partition: "1/1/0",
     purgeGeneration: 0,
     upToOffset: 10,
-  });
+  }, { expectedEpoch: control.epoch() });
   await control.close();
   const second = await openServer(t, {}, first.dir);
   const p = await second.client().partition("s", "t", 0);

@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readlinkSync, statSync, unlinkSync, writeFileS
 import t, { type Test } from "tap";
 import type { LogConfig } from "../../src/log/log_config.ts";
 import { Partition } from "../../src/log/partition.ts";
-import { remoteWindowFirstBytes } from "../../src/log/partition_log.ts";
+import { remoteWindowFirstBytes } from "../../src/log/remote_walk.ts";
 import { RemoteCorruptError, RemoteDataLossError } from "../../src/log/remote_reader.ts";
 import { readSuperblock, writeSuperblock } from "../../src/log/superblock.ts";
 import { runVirtual } from "../helpers/run_virtual.ts";

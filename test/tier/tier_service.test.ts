@@ -1,5 +1,11 @@
 import t from "tap";
 import { crc32 } from "../../src/runtime/crc32.ts";
+import type {
+  ApplyHook,
+  ControlCommand,
+  ControlLog,
+  SubmitPrecondition,
+} from "../../src/tier/control_log.ts";
 import { segmentKeys } from "../../src/tier/object_keys.ts";
 import { LogReadsDisk } from "../helpers/log_reads_disk.ts";
 import { RecordingGate } from "../helpers/recording_gate.ts";
@@ -124,4 +130,86 @@ t.test("cooperative uploads read each .log in pieces and take a turn of the piec
   const pieces = partition.log.segments.filter((s) => s.sealed)
     .reduce((n, s) => n + Math.ceil(s.sizeBytes / (16 * 1024)), 0);
   t.ok(gate.turnsAt.length >= 2 * pieces, `${gate.turnsAt.length} turns for ${pieces} pieces a pass`);
+});
+
+/** A control log in front of the local one whose first `failures` submissions fail, and which can claim another epoch. */
+class FaultyControlLog implements ControlLog {
+  readonly #inner: ControlLog;
+  #failures: number;
+  readonly #epoch: number | null;
+  readonly submitted: number[] = [];
+  constructor(inner: ControlLog, failures: number, epoch: number | null = null) {
+    this.#inner = inner;
+    this.#failures = failures;
+    this.#epoch = epoch;
+  }
+  epoch(): number {
+    return this.#epoch ?? this.#inner.epoch();
+  }
+  replay(apply: ApplyHook): Promise<void> {
+    return this.#inner.replay(apply);
+  }
+  submit(command: ControlCommand, precondition: SubmitPrecondition): Promise<number> {
+    this.submitted.push(command.upToOffset);
+    if (this.#failures > 0) {
+      this.#failures--;
+      return Promise.reject(new Error("Cannot append to the control log: injected failure"));
+    }
+    return this.#inner.submit(command, precondition);
+  }
+  committed(): number {
+    return this.#inner.committed();
+  }
+  snapshot(index: number): Promise<void> {
+    return this.#inner.snapshot(index);
+  }
+  close(): Promise<void> {
+    return this.#inner.close();
+  }
+}
+
+t.test("a floor command that fails to commit is submitted again later; the floor moves only once one commits", async (t) => {
+  let faulty: FaultyControlLog | null = null;
+  const { partition, tier, produce, runUntil, lastSealedEnd, registry } = await setup(
+    t,
+    { ageMs: null, sizeBytes: null },
+    { controlLog: (local) => (faulty = new FaultyControlLog(local, 3)) },
+  );
+  await produce(6);
+  const sealedEnd = lastSealedEnd();
+  t.ok(sealedEnd > 0, "a sealed segment to upload");
+  // Only one segment is sealed, so nothing later can carry the floor past it: the retries must.
+  const waiting = await runUntil(() => tier.floorRetriesWaiting() === 1);
+  t.ok(waiting, "the failure is an event the core holds as a waiting retry");
+  t.equal(partition.superblock.tieredUpToOffset, 0, "a failed submission does not move the floor");
+  const caughtUp = await runUntil(() => partition.superblock.tieredUpToOffset === sealedEnd + 1);
+  t.ok(caughtUp, `the floor reached ${partition.superblock.tieredUpToOffset}`);
+  t.same(
+    faulty!.submitted,
+    [sealedEnd + 1, sealedEnd + 1, sealedEnd + 1, sealedEnd + 1],
+    "three failures, then the commit",
+  );
+  t.equal(tier.floorRetriesWaiting(), 0);
+  t.match(await registry.metrics(), /strata_tier_floor_retries_waiting 0/);
+});
+
+t.test("a fenced floor command (the control log's epoch is not the service's) is not retried and never moves the floor", async (t) => {
+  let fenced: FaultyControlLog | null = null;
+  const { partition, tier, produce, runUntil, lastSealedEnd, registry } = await setup(
+    t,
+    { ageMs: null, sizeBytes: null },
+    // The service submits under epoch 7; the local log, at epoch 0, refuses every command.
+    { controlLog: (local) => (fenced = new FaultyControlLog(local, 0, 7)) },
+  );
+  await produce(12);
+  const uploaded = await runUntil(() =>
+    tier.state.partitions.get("1/1/0")!.pending.length === 0 && tier.uploadsInFlight() === 0
+  );
+  t.ok(uploaded, "every sealed segment uploaded");
+  await runUntil(() => false, 500);
+  t.equal(partition.superblock.tieredUpToOffset, 0, "the floor never moves without a commit");
+  t.ok(fenced!.submitted.length >= 2, `${fenced!.submitted.length} commands submitted, every one refused`);
+  t.equal(tier.floorRetriesWaiting(), 0, "the core holds no retry after a fence");
+  t.ok(lastSealedEnd() > 0);
+  t.match(await registry.metrics(), /strata_tier_floor_submissions_failed_total [1-9]/);
 });

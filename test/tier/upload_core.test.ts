@@ -2,6 +2,8 @@ import t from "tap";
 import { defaultRetryProfiles } from "../../src/objectstore/retry_policy.ts";
 import {
   floorApplied,
+  floorRetriesWaiting,
+  floorSubmissionFailed,
   inFlightCount,
   initialState,
   partitionClosed,
@@ -292,5 +294,135 @@ t.test("an anomaly (an existing object with another checksum) is reported and st
   t.same(failed.effects.map((e) => e.kind), ["anomaly"]);
   t.same(starts(tick(failed.state, 10_000_000).effects), [], "never retried over the existing object");
   t.equal(stalledOffset(failed.state), 0);
+  t.end();
+});
+
+/** `a` with segment 0..9 uploaded: its floor command (a<10) is out. */
+function uploadedOne(): Step {
+  const r = run(
+    opened("a"),
+    (s) => segmentsSealed(s, { partition: "a", generation: 0, segments: [seg(0, 9), seg(10, 19)] }, 0),
+  );
+  return uploadSucceeded(r.state, { partition: "a", identity: identityOf(r.state, "a") }, 10);
+}
+const failure = (upToOffset: number, attempt = 1, generation = 0) => ({
+  partition: "a",
+  generation,
+  upToOffset,
+  attempt,
+  fenced: false,
+  random: 0,
+});
+const submitted = (effects: UploadEffect[]) =>
+  effects.flatMap((e) => e.kind === "submit_floor" ? [`${e.partition}<${e.upToOffset}#${e.attempt}`] : []);
+
+t.test("a failed floor submission does not move the floor; the same command goes again from a later tick", (t) => {
+  const up = uploadedOne();
+  t.same(submitted(up.effects), ["a<10#1"], "the first submission is attempt 1");
+  const failed = floorSubmissionFailed(up.state, failure(10), 1000);
+  t.same(failed.effects, [], "nothing at once");
+  t.equal(failed.state.partitions.get("a")!.floor, 0, "the floor waits for a commit");
+  t.equal(floorRetriesWaiting(failed.state), 1, "the gauge counts the waiting retry");
+  t.same(
+    submitted(tick(failed.state, 1499).effects),
+    [],
+    "not before the non-transient backoff (1 s, jittered)",
+  );
+  const again = tick(failed.state, 1500);
+  t.same(submitted(again.effects), ["a<10#2"], "the same command, attempt 2");
+  t.equal(floorRetriesWaiting(again.state), 1, "held until a commit, while the submission is out");
+  t.same(submitted(tick(again.state, 100_000).effects), [], "submitted once per failure");
+  const failedAgain = floorSubmissionFailed(again.state, failure(10, 2), 2000);
+  t.equal(failedAgain.state.partitions.get("a")!.floorRetry!.retryAtMs, 3000, "then backs off from 2 s");
+  t.same(submitted(tick(failedAgain.state, 3000).effects), ["a<10#3"]);
+  const committed = floorApplied(again.state, { partition: "a", generation: 0, floor: 10 }, 1600);
+  t.equal(floorRetriesWaiting(committed.state), 0, "a commit ends it");
+  t.end();
+});
+
+t.test("while a floor retry is held, the scan's sealed segments below it are not uploaded again", (t) => {
+  const up = uploadedOne();
+  const failed = floorSubmissionFailed(up.state, failure(10), 0);
+  const rescanned = segmentsSealed(
+    failed.state,
+    { partition: "a", generation: 0, segments: [seg(0, 9), seg(10, 19), seg(20, 29)] },
+    5,
+  );
+  t.same(
+    rescanned.state.partitions.get("a")!.pending.map((s) => s.startOffset),
+    [10, 20],
+    "segment 0 is in the store: only its floor is missing",
+  );
+  const withoutRetry = segmentsSealed(
+    up.state,
+    { partition: "a", generation: 0, segments: [seg(0, 9), seg(10, 19), seg(20, 29)] },
+    5,
+  );
+  t.same(
+    withoutRetry.state.partitions.get("a")!.pending.map((s) => s.startOffset),
+    [0, 10, 20],
+    "without a failure the scan offers what the floor has not passed, as before",
+  );
+  t.end();
+});
+
+t.test("floor retries back off with each failed attempt, up to the profile's cap", (t) => {
+  const up = uploadedOne();
+  const delays = [1, 2, 3, 4, 5, 6, 7, 8].map((attempt) => {
+    const failed = floorSubmissionFailed(up.state, failure(10, attempt), 0);
+    return failed.state.partitions.get("a")!.floorRetry!.retryAtMs;
+  });
+  t.same(
+    delays,
+    [500, 1000, 2000, 4000, 8000, 15_000, 15_000, 15_000],
+    "1 s doubling to 30 s, at the lowest draw",
+  );
+  t.end();
+});
+
+t.test("one floor retry waits per partition, the highest; a commit at or past it ends it", (t) => {
+  const up = uploadedOne();
+  const low = floorSubmissionFailed(up.state, failure(10), 0);
+  const high = floorSubmissionFailed(low.state, failure(20), 0);
+  t.equal(high.state.partitions.get("a")!.floorRetry!.upToOffset, 20, "the higher command covers the lower");
+  const lateLow = floorSubmissionFailed(high.state, failure(10, 3), 0);
+  t.equal(lateLow.state, high.state, "a lower failure after a higher one changes nothing");
+  const partial = floorApplied(high.state, { partition: "a", generation: 0, floor: 10 }, 1);
+  t.equal(partial.state.partitions.get("a")!.floorRetry!.upToOffset, 20, "a lower commit leaves it waiting");
+  const covered = floorApplied(high.state, { partition: "a", generation: 0, floor: 20 }, 1);
+  t.equal(covered.state.partitions.get("a")!.floorRetry, null, "a commit at its offset ends it");
+  t.same(submitted(tick(covered.state, 1_000_000).effects), []);
+  t.end();
+});
+
+t.test("moot floor failures: another generation, a floor already passed, a purged or closed partition", (t) => {
+  const up = uploadedOne();
+  t.equal(floorSubmissionFailed(up.state, failure(10, 1, 1), 0).state, up.state, "another generation");
+  const applied = floorApplied(up.state, { partition: "a", generation: 0, floor: 10 }, 1);
+  t.equal(floorSubmissionFailed(applied.state, failure(10), 2).state, applied.state, "already committed");
+  const waiting = floorSubmissionFailed(up.state, failure(10), 0);
+  const purge = purged(waiting.state, { partition: "a", generation: 1 }, 1);
+  t.equal(purge.state.partitions.get("a")!.floorRetry, null, "a purge drops the old generation's retry");
+  const closed = partitionClosed(waiting.state, { partition: "a" }, 1);
+  t.equal(floorRetriesWaiting(closed.state), 0);
+  t.same(submitted(tick(closed.state, 1_000_000).effects), [], "nothing for a closed partition");
+  t.end();
+});
+
+t.test("a fenced submission (the control log's epoch moved) is reported and never submitted again", (t) => {
+  const up = uploadedOne();
+  const fenced = floorSubmissionFailed(up.state, { ...failure(10), fenced: true }, 0);
+  t.same(fenced.effects, [{ kind: "floor_fenced", partition: "a", upToOffset: 10 }]);
+  t.equal(fenced.state, up.state);
+  t.same(submitted(tick(fenced.state, 1_000_000).effects), []);
+  t.end();
+});
+
+t.test("uploads go on while a floor retry waits", (t) => {
+  const up = uploadedOne();
+  t.same(starts(up.effects), ["a@10"], "the next segment started with the first submission");
+  const failed = floorSubmissionFailed(up.state, failure(10), 0);
+  const next = uploadSucceeded(failed.state, { partition: "a", identity: identityOf(failed.state, "a") }, 5);
+  t.same(submitted(next.effects), ["a<20#1"], "the next floor command is submitted as usual");
   t.end();
 });

@@ -1,4 +1,4 @@
-import type { Disk } from "../runtime/disk.ts";
+import type { Disk } from "./disk.ts";
 
 /** Replaces a small file's contents (creating it if needed) and makes them durable. */
 export async function writeWholeFile(disk: Disk, path: string, bytes: Uint8Array): Promise<void> {

@@ -1,0 +1,76 @@
+import { assert } from "../runtime/assert.ts";
+import type { Disk } from "../runtime/disk.ts";
+import { writeWholeFile } from "../runtime/write_whole_file.ts";
+import { readExactly } from "./scan_batches.ts";
+import type { Segment } from "./segment.ts";
+import { decodeIndexEntries, encodeIndexEntries, type IndexEntry } from "./sparse_index.ts";
+
+/**
+ * A segment's `.index` file: read and checked at boot, rewritten whole at seal and close, and, for a
+ * remote segment whose `.index` was missing, installed from the copy in the store.
+ */
+
+/** The entries of an index file; null when the file does not exist or is not whole entries. */
+export async function readIndexFile(disk: Disk, path: string): Promise<IndexEntry[] | null> {
+  const stat = await disk.stat(path);
+  if (stat === null) return null;
+  const file = await disk.open(path, { readOnly: true });
+  try {
+    return decodeIndexEntries(await readExactly(file, 0, stat.sizeBytes));
+  } finally {
+    await file.close();
+  }
+}
+
+/** Replaces an index file with `entries`, durably. */
+export async function writeIndexFile(
+  disk: Disk,
+  path: string,
+  entries: readonly IndexEntry[],
+): Promise<void> {
+  await writeWholeFile(disk, path, encodeIndexEntries(entries));
+}
+
+/** Writes a segment's whole in-memory index through its open `.index` handle and makes it durable. */
+export async function writeIndex(segment: Segment): Promise<void> {
+  const bytes = encodeIndexEntries(segment.index.entries());
+  await segment.indexFile!.truncate(0);
+  await segment.indexFile!.writeAt(bytes, 0);
+  await segment.indexFile!.sync();
+}
+
+/**
+ * Whether stored entries can be trusted for a `.log` of `logSize` bytes: the first points at the
+ * start, offsets, positions and timestamps increase, and the last points inside the log.
+ */
+export function isConsistentIndex(entries: IndexEntry[], logSize: number): boolean {
+  if (entries.length === 0) return logSize === 0;
+  if (entries[0]!.position !== 0 || entries[0]!.relativeOffset !== 0) return false;
+  for (let i = 1; i < entries.length; i++) {
+    const a = entries[i - 1]!;
+    const b = entries[i]!;
+    if (b.position <= a.position || b.relativeOffset <= a.relativeOffset || b.timestampUs < a.timestampUs) {
+      return false;
+    }
+  }
+  return entries.at(-1)!.position < logSize;
+}
+
+/**
+ * Stores a remote segment's `.index`, fetched because it was missing locally, and loads its
+ * entries. Entries that are not increasing positions inside the segment are refused: the read
+ * then scans from the segment's start, which is slower but right.
+ */
+export async function installRemoteIndex(disk: Disk, segment: Segment, bytes: Uint8Array): Promise<boolean> {
+  assert(segment.location === "remote", "only a remote segment's index is fetched");
+  const entries = decodeIndexEntries(bytes);
+  const consistent = entries !== null &&
+    entries.every((e, i) =>
+      e.position < segment.sizeBytes && (i === 0 || e.position > entries[i - 1]!.position)
+    );
+  if (!consistent || segment.index.entries().length > 0) return false;
+  await writeWholeFile(disk, segment.indexPath, bytes);
+  for (const e of entries) segment.index.add(e);
+  segment.lastIndexedPosition = entries.at(-1)?.position ?? -1;
+  return true;
+}

@@ -1,0 +1,87 @@
+import type { SegmentLocation } from "./segment.ts";
+
+/**
+ * Local retention's decisions, as pure functions: which local copies of uploaded segments one
+ * eviction pass replaces with markers, and whether a partition is under local pressure (the
+ * envelope wants a segment gone that the floor has not passed). The tier service looks once a
+ * second; the log runs the eviction's durable steps (`segment_eviction.ts`).
+ */
+
+/** Segments one eviction pass evicts at most: a pass holds the writer loop for a bounded time. */
+export const evictionSegmentsPerPassMax = 16;
+
+/** The local envelope of a topic (`local_retention_age` / `local_retention_size`); null means unlimited. */
+export interface LocalEnvelope {
+  ageMs: number | null;
+  sizeBytes: number | null;
+}
+
+/** What local retention looks at in a segment. */
+export interface LocalSegment {
+  readonly startOffset: number;
+  readonly endOffset: number;
+  readonly sizeBytes: number;
+  /** Timestamp of the newest message in the segment (wall clock, microseconds). */
+  readonly maxTimestampUs: number;
+  readonly sealed: boolean;
+  readonly location: SegmentLocation;
+}
+
+/** Whether the local envelope still wants a segment, with `localBytes` on local disk. */
+export type KeepLocal = (segment: LocalSegment, localBytes: number) => boolean;
+
+/**
+ * The envelope as of `nowUs` (wall clock, microseconds): a segment is kept while the local bytes
+ * are within the size and its newest message is within the age.
+ */
+export function keepLocalWithin(envelope: LocalEnvelope, nowUs: number): KeepLocal {
+  return (segment, localBytes) =>
+    (envelope.sizeBytes === null || localBytes <= envelope.sizeBytes) &&
+    (envelope.ageMs === null || segment.maxTimestampUs >= nowUs - envelope.ageMs * 1000);
+}
+
+/** Bytes of the segments whose `.log` is on local disk (local or uploaded). */
+export function localBytesOf(segments: readonly LocalSegment[]): number {
+  return segments.filter((s) => s.location !== "remote").reduce((sum, s) => sum + s.sizeBytes, 0);
+}
+
+/**
+ * The segments one eviction pass evicts, oldest first: walks sealed segments from the front, past
+ * those already remote, and stops at the first that is active, not below the tiered floor
+ * (exclusive), or still wanted by `keepLocal`; at most `evictionSegmentsPerPassMax`. Each one
+ * chosen counts as gone for the next one's look. The result is a run of consecutive segments.
+ */
+export function evictionVictims<S extends LocalSegment>(
+  segments: readonly S[],
+  floor: number,
+  keepLocal: KeepLocal,
+): S[] {
+  const victims: S[] = [];
+  let localBytes = localBytesOf(segments);
+  for (const segment of segments) {
+    if (victims.length >= evictionSegmentsPerPassMax || !segment.sealed || segment.endOffset >= floor) break;
+    if (segment.location === "remote") continue;
+    if (keepLocal(segment, localBytes)) break;
+    victims.push(segment);
+    localBytes -= segment.sizeBytes;
+  }
+  return victims;
+}
+
+/**
+ * One look at a tiered partition: `evict` when its oldest sealed local segment is below the floor
+ * (the pass then applies the envelope); otherwise `hold`, under pressure when the envelope wants
+ * that segment gone although the floor has not passed it.
+ */
+export type LocalRetentionDecision = { kind: "evict" } | { kind: "hold"; underPressure: boolean };
+
+export function decideLocalRetention(
+  segments: readonly LocalSegment[],
+  floor: number,
+  keepLocal: KeepLocal,
+): LocalRetentionDecision {
+  const first = segments.find((s) => s.sealed && s.location !== "remote");
+  if (first !== undefined && first.endOffset < floor) return { kind: "evict" };
+  const underPressure = first !== undefined && !keepLocal(first, localBytesOf(segments));
+  return { kind: "hold", underPressure };
+}

@@ -1,0 +1,52 @@
+import { type Disk, DiskError } from "../runtime/disk.ts";
+import { closeFiles, SegmentChain } from "./segment_chain.ts";
+import { frontSegmentsToDelete, type RetentionDecision } from "./total_retention.ts";
+
+/**
+ * Deleting segments, run inside the writer loop: total retention's front deletion and the purge.
+ * Both go oldest first, so a crash part-way leaves a contiguous suffix that boot accepts, and a
+ * segment leaves the chain before its files go, so no new read picks up one whose files are going
+ * away. One directory fsync makes a pass's unlinks durable.
+ */
+
+/** Deletes the front segments `decide` selects (see `frontSegmentsToDelete`); returns how many. */
+export async function deleteFront(
+  disk: Disk,
+  dir: string,
+  chain: SegmentChain,
+  decide: RetentionDecision,
+): Promise<number> {
+  const doomed = frontSegmentsToDelete(chain.segments, decide);
+  for (let deleted = 0; deleted < doomed; deleted++) {
+    // Out of the list first, so no new read picks up a segment whose files are going away.
+    const front = chain.shiftFront();
+    if (front.location !== "remote") await disk.unlink(front.logPath);
+    await unlinkIfPresent(disk, front.indexPath);
+    if (front.marker !== null) await unlinkIfPresent(disk, front.markerPath);
+  }
+  if (doomed > 0) await disk.fsyncDir(dir);
+  return doomed;
+}
+
+/** Deletes every segment and starts the chain again at offset 0 with a new active segment. */
+export async function purgeSegments(disk: Disk, dir: string, chain: SegmentChain): Promise<void> {
+  await chain.backgroundSync;
+  const doomed = chain.takeAll();
+  // Oldest first, so a crash part-way leaves a contiguous suffix that boot accepts.
+  for (const segment of doomed) {
+    await closeFiles(segment);
+    if (segment.location !== "remote") await disk.unlink(segment.logPath);
+    await unlinkIfPresent(disk, segment.indexPath);
+    if (segment.marker !== null) await unlinkIfPresent(disk, segment.markerPath);
+  }
+  await disk.fsyncDir(dir);
+  chain.restart(await SegmentChain.createSegment(disk, dir, 0));
+}
+
+async function unlinkIfPresent(disk: Disk, path: string): Promise<void> {
+  try {
+    await disk.unlink(path);
+  } catch (error) {
+    if (!(error instanceof DiskError && error.code === "not_found")) throw error;
+  }
+}

@@ -1,0 +1,154 @@
+import { assert } from "../runtime/assert.ts";
+import { type Disk, DiskError } from "../runtime/disk.ts";
+import { decodeMessages, type StoredMessage } from "./batch_codec.ts";
+import { PartitionUnavailableError } from "./log_errors.ts";
+import { type RemoteChunk, RemoteSegmentRetiredError } from "./remote_reader.ts";
+import type { BatchVisitor, RemoteWalk } from "./remote_walk.ts";
+import { scanBatches } from "./scan_batches.ts";
+import type { Segment } from "./segment.ts";
+import { retentionSegmentsPerPassMax } from "./total_retention.ts";
+
+export interface ReadResult {
+  messages: StoredMessage[];
+  nextOffset: number;
+  /**
+   * Gives back the remote windows the messages are views into: call it once the messages are
+   * encoded and nothing reads them any more (the HTTP route does), or never; twice is harmless.
+   */
+  release(): void;
+}
+
+/** What a read works on: the log's disk, its label for errors, and its remote walk. */
+export interface ReadContext {
+  disk: Disk;
+  label: string;
+  remote: RemoteWalk;
+}
+
+/**
+ * How many times a read starts over when retention deleted a segment under it. Each failed attempt
+ * means a distinct segment left the list (it leaves before its files are unlinked), so a read
+ * makes progress every time; the bound covers four whole retention passes.
+ */
+const readAttemptsMax = 4 * retentionSegmentsPerPassMax;
+
+/**
+ * Runs `read` again while retention deletes a segment between a read's snapshot and its open: a
+ * new snapshot no longer holds it. A remote segment whose object is gone below the store's
+ * retention watermark goes to `retire`, which takes it out of the chain as total retention would
+ * have, and the read starts again past it.
+ */
+export async function readRetrying(
+  read: () => Promise<ReadResult>,
+  retire: (deletedUpToOffset: number) => Promise<unknown>,
+): Promise<ReadResult> {
+  // The bound covers a read racing several passes in a row.
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await read();
+    } catch (error) {
+      const vanished = error instanceof DiskError && error.code === "not_found";
+      const retired = error instanceof RemoteSegmentRetiredError;
+      if ((!vanished && !retired) || attempt >= readAttemptsMax) throw error;
+      if (retired) await retire(error.deletedUpToOffset);
+    }
+  }
+}
+
+/**
+ * Messages from `requestedOffset` on (clamped to the first retained offset), across a snapshot of
+ * the chain: local and remote segments alike, at most `count` messages and about `maxBytes` of
+ * payload (always at least one message). Only visible (acknowledged) bytes are read.
+ */
+export async function readSegments(
+  context: ReadContext,
+  chain: readonly Segment[],
+  requestedOffset: number,
+  count: number,
+  maxBytes: number,
+): Promise<ReadResult> {
+  assert(count >= 1 && maxBytes >= 1, "a read needs a positive count and byte budget");
+  const segments = [...chain];
+  const visibleNext = segments.at(-1)!.visibleEndOffset + 1;
+  let offset = Math.max(requestedOffset, segments[0]!.startOffset);
+  if (offset >= visibleNext) return { messages: [], nextOffset: visibleNext, release: () => {} };
+  const messages: StoredMessage[] = [];
+  /** The remote windows the messages are views into, given back by `release`. */
+  const borrowed: RemoteChunk[] = [];
+  let bytes = 0;
+  // The same visitor walks local and remote segments: one poll spans both seamlessly.
+  const visit: BatchVisitor = (batch, header) => {
+    if (header.baseOffset + header.lastOffsetDelta < offset) return true;
+    for (const message of decodeMessages(batch)) {
+      if (message.offset < offset) continue;
+      const size = message.payload.length + (message.key?.length ?? 0);
+      if (messages.length >= count || (messages.length > 0 && bytes + size > maxBytes)) return false;
+      messages.push(message);
+      bytes += size;
+    }
+    return messages.length < count && bytes < maxBytes;
+  };
+  let i = findSegmentIndex(segments, offset);
+  for (; i < segments.length && messages.length < count && bytes < maxBytes; i++) {
+    const segment = segments[i]!;
+    if (segment.visibleSizeBytes === 0 || segment.visibleEndOffset < offset) continue;
+    if (segment.location === "remote") await context.remote.reader?.ensureIndex(segment);
+    const entry = segment.index.floorByOffset(offset - segment.startOffset);
+    if (segment.location === "remote") {
+      await context.remote.walk(segment, entry, () => maxBytes - bytes, visit, borrowed);
+    } else {
+      // Start with a modest window (a poll of 100 × 1 KiB fits) and let the scan double it.
+      const windowBytes = Math.min(maxBytes - bytes + 16 * 1024, 128 * 1024);
+      await scanLocal(context, segment, entry.position, windowBytes, visit);
+    }
+    offset = messages.length > 0 ? messages.at(-1)!.offset + 1 : segment.visibleEndOffset + 1;
+  }
+  return {
+    messages,
+    nextOffset: messages.length > 0 ? messages.at(-1)!.offset + 1 : offset,
+    release: () => {
+      for (const chunk of borrowed.splice(0)) context.remote.reader?.recycle?.(chunk);
+    },
+  };
+}
+
+/** Walks a local segment's visible batches from `position`; a torn or corrupt one fails the read. */
+async function scanLocal(
+  context: ReadContext,
+  segment: Segment,
+  position: number,
+  windowBytes: number,
+  visit: BatchVisitor,
+): Promise<void> {
+  // Reads use their own handle: a roll may close the writer's while this read is under way.
+  const file = await context.disk.open(segment.logPath, { readOnly: true });
+  try {
+    const end = await scanBatches(
+      file,
+      position,
+      segment.visibleSizeBytes,
+      { verify: false, windowBytes },
+      visit,
+    );
+    if (end.kind === "torn" || end.kind === "corrupt") {
+      throw new PartitionUnavailableError(
+        context.label,
+        `${segment.logPath} is ${end.kind} at byte ${end.position}`,
+      );
+    }
+  } finally {
+    await file.close();
+  }
+}
+
+/** Index of the last segment starting at or before `offset`. */
+function findSegmentIndex(segments: readonly Segment[], offset: number): number {
+  let lo = 0;
+  let hi = segments.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >>> 1;
+    if (segments[mid]!.startOffset <= offset) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}

@@ -1,0 +1,94 @@
+import type { SegmentLocation } from "./segment.ts";
+
+/**
+ * Total retention's decisions, as pure functions: which front segments of a partition one pass
+ * deletes, local or remote alike. The log's writer loop runs the deletion (`segment_deletion.ts`);
+ * the broker supplies the topic's limits. No I/O, no clock: the wall time is an argument.
+ */
+
+/** Segments deleted by one retention pass at most: a pass holds the writer loop for a bounded time. */
+export const retentionSegmentsPerPassMax = 16;
+
+/** What total retention looks at in a segment. */
+export interface RetentionSegment {
+  readonly startOffset: number;
+  readonly endOffset: number;
+  readonly sizeBytes: number;
+  /** Timestamp of the newest message in the segment (wall clock, microseconds). */
+  readonly maxTimestampUs: number;
+  readonly sealed: boolean;
+  readonly location: SegmentLocation;
+}
+
+/** Decides, for the oldest sealed segment, whether total retention removes it. */
+export type RetentionDecision = (segment: RetentionSegment, retainedBytes: number) => boolean;
+
+/** A topic's total retention: null limits are unlimited. */
+export interface RetentionLimits {
+  maxAgeMs: number | null;
+  maxBytes: number | null;
+  /**
+   * The consumer barrier: the lowest stored consumer offset (the next offset that consumer reads);
+   * a segment it points into or before is kept. Null when no barrier applies.
+   */
+  barrierOffset: number | null;
+}
+
+/** The topic options total retention reads. */
+export interface RetentionOptions {
+  retentionMaxAgeMs: number | null;
+  retentionMaxBytes: number | null;
+  tiered: boolean;
+  retentionConsumerBarrier: boolean;
+}
+
+/**
+ * A topic's limits, or null when it sets neither an age nor a size (no pass runs). The consumer
+ * barrier applies on tiered topics that keep it on, so that no consumer finds the data it has yet
+ * to read deleted; `consumerMinimum` is the lowest stored consumer offset, or null when none is.
+ */
+export function retentionLimitsOf(
+  options: RetentionOptions,
+  consumerMinimum: number | null,
+): RetentionLimits | null {
+  if (options.retentionMaxAgeMs === null && options.retentionMaxBytes === null) return null;
+  return {
+    maxAgeMs: options.retentionMaxAgeMs,
+    maxBytes: options.retentionMaxBytes,
+    barrierOffset: options.tiered && options.retentionConsumerBarrier ? consumerMinimum : null,
+  };
+}
+
+/**
+ * The decision for one pass at `wallMs`: a segment goes when the consumer barrier has passed it and
+ * either the partition retains more than `maxBytes` or the segment's newest message is older than
+ * `maxAgeMs`.
+ */
+export function retentionByLimits(limits: RetentionLimits, wallMs: number): RetentionDecision {
+  const { maxAgeMs, maxBytes, barrierOffset } = limits;
+  return (segment, retainedBytes) =>
+    (barrierOffset === null || segment.endOffset < barrierOffset) &&
+    ((maxBytes !== null && retainedBytes > maxBytes) ||
+      (maxAgeMs !== null && segment.maxTimestampUs / 1000 < wallMs - maxAgeMs));
+}
+
+/**
+ * How many segments from the front of the chain one pass deletes: oldest first, at most
+ * `retentionSegmentsPerPassMax`, never the last (active) segment, stopping at the first segment
+ * that is unsealed or that `decide` keeps. `decide` sees the bytes the partition would still
+ * retain (every segment's size, local or remote) with the segments before it gone.
+ */
+export function frontSegmentsToDelete(
+  segments: readonly RetentionSegment[],
+  decide: RetentionDecision,
+): number {
+  let retainedBytes = segments.reduce((sum, s) => sum + s.sizeBytes, 0);
+  let count = 0;
+  while (count < retentionSegmentsPerPassMax && count < segments.length - 1) {
+    const front = segments[count]!;
+    if (!front.sealed || !decide(front, retainedBytes)) break;
+    retainedBytes -= front.sizeBytes;
+    count++;
+  }
+  return count;
+}

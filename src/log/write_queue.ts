@@ -1,0 +1,128 @@
+import { groupOpsMax } from "./log_config.ts";
+import { PartitionUnavailableError, WriteQueueFullError } from "./log_errors.ts";
+
+export interface Deferred<T> {
+  resolve: (value: T) => void;
+  reject: (error: Error) => void;
+}
+
+/** An operation of the queue: what it is, and how its caller hears the result. */
+export interface QueuedOp {
+  kind: string;
+  // deno-lint-ignore no-explicit-any
+  done: Deferred<any>;
+}
+
+/** How the queue runs a group: each operation, then one write, one fsync and one publish for all. */
+export interface GroupCommit<Op extends QueuedOp> {
+  /** Runs one operation; returns its acknowledgement, called once the whole group is visible. */
+  apply(op: Op): Promise<() => void>;
+  /** Writes what the group's operations left pending. */
+  flush(): Promise<void>;
+  /** Whether the group must be fsynced before it is acknowledged (the "always" policy). */
+  syncDue(): boolean;
+  sync(): Promise<void>;
+  /** Makes the group's writes visible to readers. */
+  publish(): void;
+}
+
+/**
+ * A partition's write queue. Every change goes through one writer loop, which takes up to
+ * `groupOpsMax` queued operations at a time, runs them, makes them durable with one fsync when the
+ * policy asks for it (group commit), and only then makes them visible and acknowledges them. The
+ * queue is bounded; after a failed write every queued and later operation is refused.
+ */
+export class WriteQueue<Op extends QueuedOp> {
+  readonly #label: string;
+  readonly #queueMax: () => number;
+  readonly #commit: GroupCommit<Op>;
+  #queue: Op[] = [];
+  #running: Promise<void> | null = null;
+  #failure: Error | null = null;
+  #closed = false;
+
+  /** `queueMax` is read at each enqueue: topic options may change. */
+  constructor(label: string, queueMax: () => number, commit: GroupCommit<Op>) {
+    this.#label = label;
+    this.#queueMax = queueMax;
+    this.#commit = commit;
+  }
+
+  /** The first write failure, after which the log serves no more writes; null while healthy. */
+  get failure(): Error | null {
+    return this.#failure;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Records a failure from outside the loop (the background fsync); the first one is kept. */
+  fail(error: Error): void {
+    this.#failure ??= error;
+  }
+
+  /** Whether an operation of this kind is queued and not yet taken. */
+  has(kind: Op["kind"]): boolean {
+    return this.#queue.some((op) => op.kind === kind);
+  }
+
+  enqueue<T>(make: (done: Deferred<T>) => Op): Promise<T> {
+    if (this.#closed) {
+      return Promise.reject(new PartitionUnavailableError(this.#label, "the log is closed"));
+    }
+    if (this.#failure !== null) {
+      return Promise.reject(
+        new PartitionUnavailableError(this.#label, `an earlier write failed (${this.#failure.message})`),
+      );
+    }
+    const queueMax = this.#queueMax();
+    if (this.#queue.length >= queueMax) return Promise.reject(new WriteQueueFullError(this.#label, queueMax));
+    return new Promise<T>((resolve, reject) => {
+      this.#queue.push(make({ resolve, reject }));
+      this.#kick();
+    });
+  }
+
+  /** Refuses later operations; returns the running writer loop, if any, for the caller to await. */
+  close(): Promise<void> | null {
+    this.#closed = true;
+    return this.#running;
+  }
+
+  /**
+   * Starts the writer unless it runs. When a drain ends, anything queued in the moment between its
+   * last look at the queue and its end starts a new one: without that, an append made in that
+   * window would wait forever.
+   */
+  #kick(): void {
+    if (this.#running !== null) return;
+    this.#running = this.#drain().finally(() => {
+      this.#running = null;
+      if (this.#queue.length > 0) this.#kick();
+    });
+  }
+
+  async #drain(): Promise<void> {
+    // Each pass takes at least one queued operation, so the queue's bound bounds the loop.
+    while (this.#queue.length > 0 && this.#failure === null) {
+      await this.#processGroup(this.#queue.splice(0, groupOpsMax));
+    }
+  }
+
+  async #processGroup(group: Op[]): Promise<void> {
+    const acks: (() => void)[] = [];
+    try {
+      for (const op of group) acks.push(await this.#commit.apply(op));
+      await this.#commit.flush();
+      if (this.#commit.syncDue()) await this.#commit.sync();
+      this.#commit.publish();
+      for (const ack of acks) ack();
+    } catch (cause) {
+      const error = cause instanceof Error ? cause : new Error(String(cause));
+      this.#failure = error;
+      const failed = new PartitionUnavailableError(this.#label, `write failed: ${error.message}`);
+      for (const op of [...group, ...this.#queue.splice(0)]) op.done.reject(failed);
+    }
+  }
+}

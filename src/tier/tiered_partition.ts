@@ -1,0 +1,12 @@
+import type { LocalEnvelope } from "../log/local_retention.ts";
+import type { Partition } from "../log/partition.ts";
+
+/** A partition as the tier service sees it: its log and superblock, and its topic's options. */
+export interface TieredPartition {
+  /** "{stream}/{topic}/{partition}" by id. */
+  key: string;
+  partition: Partition;
+  /** Read at each use: topic options may change. */
+  tiered: () => boolean;
+  envelope: () => LocalEnvelope;
+}

@@ -1,0 +1,177 @@
+import t from "tap";
+import {
+  decideLocalRetention,
+  evictionSegmentsPerPassMax,
+  evictionVictims,
+  keepLocalWithin,
+  localBytesOf,
+  type LocalEnvelope,
+  type LocalSegment,
+} from "../../src/log/local_retention.ts";
+
+// Local retention is pure: tables of segments, floor and envelope, and the decisions they give.
+
+/** Segments of 100 offsets and 1000 bytes each, the last one active; `newestMs[i]` stamps segment i. */
+function chain(newestMs: number[], locations: LocalSegment["location"][] = []): LocalSegment[] {
+  return newestMs.map((ms, i) => ({
+    startOffset: i * 100,
+    endOffset: i * 100 + 99,
+    sizeBytes: 1000,
+    maxTimestampUs: ms * 1000,
+    sealed: i < newestMs.length - 1,
+    location: locations[i] ?? "uploaded",
+  }));
+}
+
+const envelope = (e: Partial<LocalEnvelope>): LocalEnvelope => ({ ageMs: null, sizeBytes: null, ...e });
+const nowUs = 100_000 * 1000;
+const starts = (segments: LocalSegment[]) => segments.map((s) => s.startOffset);
+
+t.test("the envelope: size and age, null unlimited", (t) => {
+  const segment = chain([50_000, 0])[0]!;
+  const rows: { envelope: LocalEnvelope; localBytes: number; keeps: boolean }[] = [
+    { envelope: envelope({}), localBytes: 1e12, keeps: true },
+    { envelope: envelope({ sizeBytes: 5000 }), localBytes: 5000, keeps: true },
+    { envelope: envelope({ sizeBytes: 5000 }), localBytes: 5001, keeps: false },
+    { envelope: envelope({ ageMs: 50_000 }), localBytes: 1e12, keeps: true },
+    { envelope: envelope({ ageMs: 49_999 }), localBytes: 0, keeps: false },
+    { envelope: envelope({ ageMs: 50_000, sizeBytes: 100 }), localBytes: 101, keeps: false },
+  ];
+  for (const [i, row] of rows.entries()) {
+    t.equal(keepLocalWithin(row.envelope, nowUs)(segment, row.localBytes), row.keeps, `row ${i}`);
+  }
+  t.end();
+});
+
+t.test("victims: below the floor, beyond the envelope, a run from the front", (t) => {
+  const rows: {
+    name: string;
+    segments: LocalSegment[];
+    floor: number;
+    envelope: LocalEnvelope;
+    victims: number[];
+  }[] = [
+    {
+      name: "everything below the floor when the envelope keeps nothing",
+      segments: chain([1, 2, 3, 4, 5]),
+      floor: 300,
+      envelope: envelope({ sizeBytes: 0 }),
+      victims: [0, 100, 200],
+    },
+    {
+      name: "a segment the floor ends in is not below it",
+      segments: chain([1, 2, 3, 4, 5]),
+      floor: 299,
+      envelope: envelope({ sizeBytes: 0 }),
+      victims: [0, 100],
+    },
+    {
+      name: "by size: until what stays fits, each victim counted as gone",
+      segments: chain([1, 2, 3, 4, 5, 6]),
+      floor: Infinity,
+      envelope: envelope({ sizeBytes: 3000 }),
+      victims: [0, 100, 200],
+    },
+    {
+      name: "by age: stops at the first young segment",
+      segments: chain([10_000, 20_000, 90_000, 10_000, 95_000]),
+      floor: Infinity,
+      envelope: envelope({ ageMs: 50_000 }),
+      victims: [0, 100],
+    },
+    {
+      name: "remote segments are walked past and not counted as local bytes",
+      segments: chain([1, 2, 3, 4, 5], ["remote", "remote"]),
+      floor: Infinity,
+      envelope: envelope({ sizeBytes: 2000 }),
+      victims: [200],
+    },
+    {
+      name: "never the active segment",
+      segments: chain([1, 2]),
+      floor: Infinity,
+      envelope: envelope({ sizeBytes: 0 }),
+      victims: [0],
+    },
+    {
+      name: "an unlimited envelope keeps everything",
+      segments: chain([1, 2, 3]),
+      floor: Infinity,
+      envelope: envelope({}),
+      victims: [],
+    },
+  ];
+  for (const row of rows) {
+    t.same(
+      starts(evictionVictims(row.segments, row.floor, keepLocalWithin(row.envelope, nowUs))),
+      row.victims,
+      row.name,
+    );
+  }
+  t.end();
+});
+
+t.test("a pass evicts at most its budget", (t) => {
+  const long = chain(Array.from({ length: 40 }, (_, i) => i));
+  t.equal(evictionVictims(long, Infinity, () => false).length, evictionSegmentsPerPassMax);
+  t.end();
+});
+
+t.test("one look at a partition: evict below the floor, else hold with or without pressure", (t) => {
+  const rows: {
+    name: string;
+    segments: LocalSegment[];
+    floor: number;
+    envelope: LocalEnvelope;
+    decision: ReturnType<typeof decideLocalRetention>;
+  }[] = [
+    {
+      name: "the oldest local segment is below the floor",
+      segments: chain([1, 2, 3], ["remote"]),
+      floor: 200,
+      envelope: envelope({}),
+      decision: { kind: "evict" },
+    },
+    {
+      name: "the floor has not passed it and the envelope wants it gone: pressure",
+      segments: chain([1, 2, 3]),
+      floor: 50,
+      envelope: envelope({ sizeBytes: 1000 }),
+      decision: { kind: "hold", underPressure: true },
+    },
+    {
+      name: "the floor has not passed it and the envelope keeps it: no pressure",
+      segments: chain([1, 2, 3]),
+      floor: 50,
+      envelope: envelope({ sizeBytes: 3000 }),
+      decision: { kind: "hold", underPressure: false },
+    },
+    {
+      name: "an old segment above the floor is pressure by age",
+      segments: chain([1, 99_000, 99_500]),
+      floor: 0,
+      envelope: envelope({ ageMs: 10_000 }),
+      decision: { kind: "hold", underPressure: true },
+    },
+    {
+      name: "nothing sealed and local: no pressure",
+      segments: chain([1, 2], ["remote"]),
+      floor: 100,
+      envelope: envelope({ sizeBytes: 0 }),
+      decision: { kind: "hold", underPressure: false },
+    },
+  ];
+  for (const row of rows) {
+    t.same(
+      decideLocalRetention(row.segments, row.floor, keepLocalWithin(row.envelope, nowUs)),
+      row.decision,
+      row.name,
+    );
+  }
+  t.end();
+});
+
+t.test("local bytes count local and uploaded segments, not remote ones", (t) => {
+  t.equal(localBytesOf(chain([1, 2, 3, 4], ["remote", "uploaded", "local"])), 3000);
+  t.end();
+});

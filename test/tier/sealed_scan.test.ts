@@ -1,0 +1,108 @@
+import t from "tap";
+import type { Partition } from "../../src/log/partition.ts";
+import { scanBackoffMinMs, SealedScan } from "../../src/tier/sealed_scan.ts";
+import type { TieredPartition } from "../../src/tier/tiered_partition.ts";
+import type { SegmentRef } from "../../src/tier/upload_state.ts";
+
+/** A partition with the fields the scan reads: its segments, sealed count and floor. */
+function fakePartition(key: string, floor = 0) {
+  const segments: {
+    startOffset: number;
+    endOffset: number;
+    sizeBytes: number;
+    maxTimestampUs: number;
+    sealed: boolean;
+    location: string;
+  }[] = [];
+  const log = { segments, sealedCount: 0 };
+  const partition = { log, superblock: { tieredUpToOffset: floor } } as unknown as Partition;
+  const state = { tiered: true };
+  const p: TieredPartition = {
+    key,
+    partition,
+    tiered: () => state.tiered,
+    envelope: () => ({ ageMs: null, sizeBytes: null }),
+  };
+  const seal = (start: number, end: number, location = "local") => {
+    segments.push({
+      startOffset: start,
+      endOffset: end,
+      sizeBytes: 100,
+      maxTimestampUs: 5000 * start,
+      sealed: true,
+      location,
+    });
+    log.sealedCount++;
+  };
+  return { p, seal, state };
+}
+
+t.test("the scan offers sealed local segments at or above the floor; while it finds nothing new it backs off", (t) => {
+  const a = fakePartition("a", 10);
+  a.seal(0, 9);
+  a.seal(10, 19);
+  a.seal(20, 29, "uploaded");
+  const partitions = new Map([["a", a.p]]);
+  const scan = new SealedScan(() => 1000);
+  const offers: string[] = [];
+  let taken = true;
+  const offer = (p: TieredPartition, segments: SegmentRef[]) => {
+    offers.push(`${p.key}:${segments.map((s) => `${s.startOffset}@${s.sealedAtMs}`).join(",")}`);
+    return taken;
+  };
+  scan.onTick(partitions, 0, offer);
+  t.same(offers, ["a:10@50"], "below the floor and already uploaded are left out");
+  taken = false;
+  const looks: number[] = [];
+  for (let now = 1; now <= 4000; now++) {
+    const before = offers.length;
+    scan.onTick(partitions, now, offer);
+    if (offers.length > before) looks.push(now);
+  }
+  t.same(looks, [100, 300, 700, 1500, 2500, 3500], "100 ms, then doubling up to the maximum");
+  t.end();
+});
+
+t.test("a seal, or tiering turned on, makes the next tick look at once", (t) => {
+  const a = fakePartition("a");
+  const partitions = new Map([["a", a.p]]);
+  const scan = new SealedScan(() => 60_000);
+  const offers: number[] = [];
+  const offer = (_p: TieredPartition, segments: SegmentRef[]) => {
+    offers.push(segments.length);
+    return false;
+  };
+  scan.onTick(partitions, 0, offer);
+  t.same(offers, [], "nothing sealed: nothing offered");
+  scan.onTick(partitions, 1, offer);
+  a.seal(0, 9);
+  scan.onTick(partitions, 2, offer);
+  t.same(offers, [1], "the seal was seen at once, not after the backoff");
+  a.state.tiered = false;
+  scan.onTick(partitions, 3, offer);
+  t.same(offers, [1], "an untiered partition is not offered");
+  a.state.tiered = true;
+  scan.onTick(partitions, 4, offer);
+  t.same(offers, [1, 1], "turning tiering on looks at once");
+  scan.forget("a");
+  scan.onTick(partitions, 5, offer);
+  t.same(offers, [1, 1, 1], "a forgotten partition is new to the scan");
+  t.end();
+});
+
+t.test("soon() makes the next tick scan whatever the backoff", (t) => {
+  const a = fakePartition("a");
+  a.seal(0, 9);
+  const partitions = new Map([["a", a.p]]);
+  const scan = new SealedScan(() => 60_000);
+  let offers = 0;
+  const offer = () => (offers++, false);
+  scan.onTick(partitions, 0, offer);
+  scan.onTick(partitions, 50, offer);
+  t.equal(offers, 1, "backing off");
+  scan.soon();
+  scan.onTick(partitions, 51, offer);
+  t.equal(offers, 2);
+  t.ok(scanBackoffMinMs > 51);
+  t.end();
+});
