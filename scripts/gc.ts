@@ -12,7 +12,7 @@ import { createMetricsRegistry } from "../src/runtime/metrics.ts";
 import { NodeDisk } from "../src/runtime/node_disk.ts";
 import { RealClock } from "../src/runtime/real_clock.ts";
 import { Rng } from "../src/runtime/rng.ts";
-import { CliArgsError } from "../src/server/cli_args.ts";
+import { CliArgsError } from "../src/config/cli_args.ts";
 import { readMetadata } from "../src/server/metadata_store.ts";
 import { initCrc32c } from "../src/runtime/crc32c.ts";
 import { formatGcTable, gcJson, runGc } from "../src/tier/gc.ts";
