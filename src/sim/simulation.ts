@@ -5,7 +5,7 @@ import { defaultRetryProfiles } from "../objectstore/retry_policy.ts";
 import { SimObjectStore } from "../objectstore/sim_object_store.ts";
 import { silentLogger } from "../runtime/logger.ts";
 import { BufferPool } from "../runtime/buffer_pool.ts";
-import { writeBufferBytes, writeBuffersMax } from "../server/shard.ts";
+import { writeBufferBytes, writeBuffersMax } from "../broker/shard_runtime.ts";
 import { Rng } from "../runtime/rng.ts";
 import { Semaphore } from "../runtime/semaphore.ts";
 import { TokenBucket } from "../runtime/token_bucket.ts";
