@@ -39,12 +39,13 @@ export class LocalMetadataStore implements MetadataStore {
     const stored = await readMetadata(this.#disk, this.#dataPath);
     const doc: Metadata = stored ??
       { version: 1, clusterId: this.#rng.hex64(), nextStreamId: 1, streams: [] };
+    // A configured id replaces the stored one in memory; the file takes it with the next commit.
     if (this.#configuredClusterId !== "") doc.clusterId = this.#configuredClusterId;
     for (const stream of doc.streams) {
       for (const topic of stream.topics) topic.options = withOptionDefaults(topic.options);
     }
     this.#doc = doc;
-    if (stored === null || stored.clusterId !== doc.clusterId) await this.commit(() => {});
+    if (stored === null) await this.commit(() => {});
     return this.doc;
   }
 
