@@ -167,7 +167,7 @@ export class DataPlane {
 }
 
 /** Runs an append or a read, turning the log's and the remote path's typed failures into the broker's. */
-async function translateDataErrors<T>(run: () => Promise<T>): Promise<T> {
+export async function translateDataErrors<T>(run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (error) {
