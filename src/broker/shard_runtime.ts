@@ -104,12 +104,12 @@ export class ShardRuntime {
   }
 
   /**
-   * Takes on the shard's control log (opened after its partitions, since its replay applies
-   * committed floors to them) and housekeeping, which runs from the pump's tick from then on.
+   * Attaches the shard's control log (opened after its partitions, since its replay applies
+   * committed floors to them) and the housekeeping that runs from the pump's tick from then on.
    */
-  adoptControl(controlLog: ShardControlLog, housekeeping: Housekeeping): void {
-    assert(this.tiering !== null, "Cannot adopt a control log: tiered storage is disabled on this shard");
-    assert(this.#controlLog === null, "Cannot adopt a control log: the shard has one");
+  attachControlLog(controlLog: ShardControlLog, housekeeping: Housekeeping): void {
+    assert(this.tiering !== null, "Cannot attach a control log: tiered storage is disabled on this shard");
+    assert(this.#controlLog === null, "Cannot attach a control log: the shard has one");
     this.#controlLog = controlLog;
     this.#housekeeping = housekeeping;
     this.pump.onTick("housekeeping", (nowMs) => housekeeping.onTick(nowMs));

@@ -56,11 +56,11 @@ export interface OpenedBroker {
   close(): Promise<void>;
 }
 
-/** Metrics of tiered storage, shared by the shards. */
-interface TieringMetrics {
-  tier: TierMetrics;
-  cache: CacheMetrics;
-  housekeeping: HousekeepingMetrics;
+/** What the shards share when tiered storage is enabled. */
+interface Tiered {
+  store: RetryingObjectStore;
+  clusterId: string;
+  metrics: { tier: TierMetrics; cache: CacheMetrics; housekeeping: HousekeepingMetrics };
 }
 
 /**
@@ -76,12 +76,16 @@ export async function openBroker(deps: BrokerDeps): Promise<OpenedBroker> {
   const metadata = new LocalMetadataStore(disk, dataPath, deps.rng, config.system.clusterId);
   await metadata.load();
   const pumpMetrics = new PumpMetrics(deps.registry);
-  const metrics = deps.objectStore === null ? null : {
-    tier: new TierMetrics(deps.registry),
-    cache: new CacheMetrics(deps.registry),
-    housekeeping: new HousekeepingMetrics(deps.registry),
+  const tiered: Tiered | null = deps.objectStore === null ? null : {
+    store: deps.objectStore,
+    clusterId: metadata.doc.clusterId,
+    metrics: {
+      tier: new TierMetrics(deps.registry),
+      cache: new CacheMetrics(deps.registry),
+      housekeeping: new HousekeepingMetrics(deps.registry),
+    },
   };
-  const shards = await openShards(deps, pumpMetrics, metadata.doc.clusterId, metrics);
+  const shards = await openShards(deps, pumpMetrics, tiered);
   const catalog = await Catalog.open({
     store: metadata,
     disk,
@@ -93,17 +97,10 @@ export async function openBroker(deps: BrokerDeps): Promise<OpenedBroker> {
   });
   // Opened after the partitions: the replay applies committed floors to them.
   for (const shard of shards.shards) {
-    if (shard.tiering === null) continue;
-    const log = await openControlLog(disk, dataPath, shard.id, shard.tiering.tier);
-    const housekeeping = newHousekeeping(
-      deps,
-      shard,
-      deps.objectStore!,
-      metadata.doc.clusterId,
-      catalog,
-      metrics!,
-    );
-    shard.adoptControl(log, housekeeping);
+    if (shard.tiering === null || tiered === null) continue;
+    const tier = shard.tiering.tier;
+    const log = await openControlLog(disk, dataPath, shard.id, tier);
+    shard.attachControlLog(log, newHousekeeping(deps, shard, tier, tiered, catalog));
   }
   shards.startPumps();
   logger.info("broker opened", {
@@ -125,8 +122,7 @@ export async function openBroker(deps: BrokerDeps): Promise<OpenedBroker> {
 async function openShards(
   deps: BrokerDeps,
   pumpMetrics: PumpMetrics,
-  clusterId: string,
-  metrics: TieringMetrics | null,
+  tiered: Tiered | null,
 ): Promise<ShardSet> {
   const { config, clock, logger } = deps;
   const budgetBytes = await cacheBudgetBytes(deps);
@@ -140,9 +136,7 @@ async function openShards(
       shard: String(id),
       tickIntervalMs: config.system.tickIntervalMs,
     });
-    const tiering = deps.objectStore === null
-      ? null
-      : await openTiering(deps, deps.objectStore, id, shardLogger, budgetBytes, clusterId, metrics!);
+    const tiering = tiered === null ? null : await openTiering(deps, tiered, id, shardLogger, budgetBytes);
     shards.push(
       new ShardRuntime({
         id,
@@ -169,12 +163,10 @@ async function cacheBudgetBytes(deps: BrokerDeps): Promise<number> {
 
 async function openTiering(
   deps: BrokerDeps,
-  store: RetryingObjectStore,
+  { store, clusterId, metrics }: Tiered,
   id: number,
   shardLogger: Logger,
   budgetBytes: number,
-  clusterId: string,
-  metrics: TieringMetrics,
 ): Promise<ShardTiering> {
   const tier = newTierService(deps, store, shardLogger, deps.pieceGate, clusterId, metrics.tier);
   const cache = await openChunkCache(deps, store, id, budgetBytes, metrics.cache);
@@ -298,13 +290,11 @@ async function openControlLog(
 function newHousekeeping(
   deps: BrokerDeps,
   shard: ShardRuntime,
-  store: RetryingObjectStore,
-  clusterId: string,
+  tier: TierService,
+  { store, clusterId, metrics }: Tiered,
   catalog: Catalog,
-  metrics: TieringMetrics,
 ): Housekeeping {
   const t = deps.config.tieredStorage;
-  const tier = shard.tier!;
   return new Housekeeping({
     clock: deps.clock,
     logger: deps.logger.child({ shard: String(shard.id), component: "housekeeping" }),
