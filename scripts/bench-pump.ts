@@ -43,7 +43,7 @@ import { OsThreadControl } from "../src/runtime/os_thread_control.ts";
 import { RealClock } from "../src/runtime/real_clock.ts";
 import { Rng } from "../src/runtime/rng.ts";
 import { StrataServer } from "../src/server/server.ts";
-import { writeBufferBytes } from "../src/server/shard.ts";
+import { writeBufferBytes } from "../src/broker/shard_runtime.ts";
 import { clusterRoot } from "../src/tier/object_keys.ts";
 import { latenessChartSvg, type PhaseSeries } from "./lib/lateness_chart.ts";
 import { ensureBucket } from "./lib/ensure_bucket.ts";
@@ -216,7 +216,7 @@ async function fill(topic: string, partition: number, bytes: number, messageSize
   for (let done = 0; done < batches; done += 64) {
     const wave = Math.min(64, batches - done);
     await Promise.all(
-      Array.from({ length: wave }, () => server.broker.produce(stream, topic, partition, batch)),
+      Array.from({ length: wave }, () => server.dataPlane.produce(stream, topic, partition, batch)),
     );
   }
 }
@@ -296,7 +296,7 @@ async function dropTopic(topic: string): Promise<void> {
   await client.deleteTopic(stream, topic);
   // The deleted topic's objects would wait for the orphan sweep; the benchmark frees the store now,
   // so that a full run's three backlogs fit a test store (RGW's is 10 GiB).
-  const root = clusterRoot(config.tieredStorage.s3.prefix, server.broker.clusterId);
+  const root = clusterRoot(config.tieredStorage.s3.prefix, server.catalog.clusterId);
   await deleteUnder(`${root}${streamId}/${topicId}/`);
   await deleteUnder(`${root}meta/${streamId}/${topicId}/`);
 }

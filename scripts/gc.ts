@@ -12,8 +12,9 @@ import { createMetricsRegistry } from "../src/runtime/metrics.ts";
 import { NodeDisk } from "../src/runtime/node_disk.ts";
 import { RealClock } from "../src/runtime/real_clock.ts";
 import { Rng } from "../src/runtime/rng.ts";
-import { CliArgsError } from "../src/server/cli_args.ts";
-import { readMetadata } from "../src/server/metadata_store.ts";
+import { CliArgsError } from "../src/config/cli_args.ts";
+import { readMetadata } from "../src/broker/local_metadata_store.ts";
+import { namesPartition } from "../src/broker/metadata.ts";
 import { initCrc32c } from "../src/runtime/crc32c.ts";
 import { formatGcTable, gcJson, runGc } from "../src/tier/gc.ts";
 import { gcUsage, parseGcArgs } from "../src/tier/gc_args.ts";
@@ -65,7 +66,7 @@ async function main(): Promise<number> {
         if (metadata === null) {
           throw new GcRefusedError(`Cannot run GC: the metadata under ${dataPath} vanished`);
         }
-        return readIncarnationTable(disk, dataPath, metadata, addresses);
+        return readIncarnationTable(disk, dataPath, (a) => namesPartition(metadata, a), addresses);
       },
       progress: (listed) => console.error(`listed ${listed} objects`),
     });

@@ -11,7 +11,7 @@ import { NodeDisk } from "./runtime/node_disk.ts";
 import { OsThreadControl } from "./runtime/os_thread_control.ts";
 import { RealClock } from "./runtime/real_clock.ts";
 import { Rng } from "./runtime/rng.ts";
-import { CliArgsError, parseServerArgs, serverUsage } from "./server/cli_args.ts";
+import { CliArgsError, parseServerArgs, serverUsage } from "./config/cli_args.ts";
 import { StrataServer } from "./server/server.ts";
 
 async function main(): Promise<number> {

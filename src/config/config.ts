@@ -1,6 +1,11 @@
-import type { FsyncPolicy } from "../log/log_config.ts";
 import type { LogLevel } from "../runtime/logger.ts";
 import type { Address, ValidatedConfig } from "./key_spec.ts";
+
+/**
+ * `[system] fsync`: "always" acknowledges a produce after its fsync (group commit), "interval" after
+ * its write. The partition log has a policy of the same values; the broker hands this one to it.
+ */
+export type FsyncSetting = "always" | "interval";
 
 /** The typed configuration the server runs on: names carry their units. */
 export interface Config {
@@ -9,7 +14,7 @@ export interface Config {
     tickIntervalMs: number;
     shards: number;
     clusterId: string;
-    fsync: FsyncPolicy;
+    fsync: FsyncSetting;
     fsyncIntervalMs: number;
     indexIntervalBytes: number;
     writeQueueMax: number;
@@ -105,7 +110,7 @@ export function toConfig(v: ValidatedConfig): Config {
       tickIntervalMs: system["tick_interval"] as number,
       shards: system["shards"] as number,
       clusterId: system["cluster_id"] as string,
-      fsync: system["fsync"] as FsyncPolicy,
+      fsync: system["fsync"] as FsyncSetting,
       fsyncIntervalMs: system["fsync_interval"] as number,
       indexIntervalBytes: system["index_interval_bytes"] as number,
       writeQueueMax: system["write_queue_max"] as number,

@@ -1,3 +1,9 @@
+import type { Catalog } from "../broker/catalog.ts";
+import type { DataPlane } from "../broker/data_plane.ts";
+import { checkName } from "../broker/names.ts";
+import { parseTopicOptions, patchTopicOptions } from "../broker/topic_options.ts";
+import type { BufferPool } from "../runtime/buffer_pool.ts";
+import type { PieceGate } from "../runtime/piece_gate.ts";
 import { ApiError, badRequest } from "./api_errors.ts";
 import {
   decodeBody,
@@ -6,13 +12,10 @@ import {
   requestEncoding,
   responseEncoding,
 } from "./body_codec.ts";
-import type { Broker } from "./broker.ts";
-import type { BufferPool } from "../runtime/buffer_pool.ts";
-import type { PieceGate } from "../runtime/piece_gate.ts";
 import { messageView, parseMessages } from "./message_codec.ts";
-import { checkName } from "./names.ts";
 import { encodePollAnswer } from "./poll_answer_codec.ts";
 import { readBody } from "./request_body.ts";
+import { partitionStatsView, producedView, streamView, topicView } from "./views.ts";
 
 export const pollCountDefault = 100;
 export const pollCountMax = 10_000;
@@ -25,7 +28,8 @@ export interface RouteContext {
   request: Request;
   url: URL;
   params: string[];
-  broker: Broker;
+  catalog: Catalog;
+  dataPlane: DataPlane;
   maxRequestBytes: number;
   /** Buffers for produce bodies, lent for the length of one request. */
   requestBodies: BufferPool;
@@ -52,26 +56,42 @@ const T = `${S}/topics/:topic`;
 const P = `${T}/partitions/:partition`;
 
 export const apiRoutes: Route[] = [
-  route("POST", "/streams", async (c) => reply(c, 201, await c.broker.createStream((await body(c))["name"]))),
-  route("GET", "/streams", (c) => Promise.resolve(reply(c, 200, { streams: c.broker.listStreams() }))),
-  route("GET", S, (c) => Promise.resolve(reply(c, 200, c.broker.getStream(stream(c))))),
-  route("DELETE", S, async (c) => {
-    await c.broker.deleteStream(stream(c));
-    return new Response(null, { status: 204 });
+  route("POST", "/streams", async (c) => {
+    const name = checkName("stream", (await body(c))["name"]);
+    return reply(c, 201, streamView(await c.catalog.createStream(name)));
   }),
   route(
-    "POST",
-    `${S}/topics`,
-    async (c) => reply(c, 201, await c.broker.createTopic(stream(c), await body(c))),
+    "GET",
+    "/streams",
+    (c) => Promise.resolve(reply(c, 200, { streams: c.catalog.streams().map(streamView) })),
   ),
-  route("GET", T, (c) => Promise.resolve(reply(c, 200, c.broker.getTopic(stream(c), topic(c))))),
+  route("GET", S, (c) => Promise.resolve(reply(c, 200, streamView(c.catalog.stream(stream(c)))))),
+  route("DELETE", S, async (c) => {
+    await c.catalog.deleteStream(stream(c));
+    return new Response(null, { status: 204 });
+  }),
+  route("POST", `${S}/topics`, async (c) => {
+    const streamName = stream(c);
+    const b = await body(c);
+    const name = checkName("topic", b["name"]);
+    const options = parseTopicOptions(b, c.catalog.topicDefaults);
+    return reply(c, 201, topicView(await c.catalog.createTopic(streamName, name, options)));
+  }),
   route(
-    "PATCH",
+    "GET",
     T,
-    async (c) => reply(c, 200, await c.broker.patchTopic(stream(c), topic(c), await body(c))),
+    (c) => Promise.resolve(reply(c, 200, topicView(c.catalog.describeTopic(stream(c), topic(c))))),
   ),
+  route("PATCH", T, async (c) => {
+    const streamName = stream(c);
+    const topicName = topic(c);
+    const b = await body(c);
+    // The patch applies to the options current under the catalog's lock.
+    const patched = await c.catalog.patchTopic(streamName, topicName, (o) => patchTopicOptions(o, b));
+    return reply(c, 200, topicView(patched));
+  }),
   route("DELETE", T, async (c) => {
-    await c.broker.deleteTopic(stream(c), topic(c));
+    await c.catalog.deleteTopic(stream(c), topic(c));
     return new Response(null, { status: 204 });
   }),
   route("POST", `${T}/messages`, async (c) => {
@@ -82,7 +102,11 @@ export const apiRoutes: Route[] = [
         ? undefined
         : partitionNumber(b["partition"]);
       const messages = parseMessages(b, requestEncoding(c.request));
-      return reply(c, 200, await c.broker.produce(stream(c), topic(c), partitionId, messages));
+      return reply(
+        c,
+        200,
+        producedView(await c.dataPlane.produce(stream(c), topic(c), partitionId, messages)),
+      );
     } finally {
       // The payloads are views of the body; once the append has ended (or failed) the log has copied
       // them into its write buffer, or never will, and the body's buffer can serve another request.
@@ -90,14 +114,16 @@ export const apiRoutes: Route[] = [
     }
   }),
   route("DELETE", `${T}/messages`, async (c) => {
-    await c.broker.purgeTopic(stream(c), topic(c));
+    await c.catalog.purgeTopic(stream(c), topic(c));
     return new Response(null, { status: 204 });
   }),
   route(
     "GET",
     P,
     (c) =>
-      Promise.resolve(reply(c, 200, statsView(c.broker.partitionStats(stream(c), topic(c), partition(c))))),
+      Promise.resolve(
+        reply(c, 200, partitionStatsView(c.dataPlane.partitionStats(stream(c), topic(c), partition(c)))),
+      ),
   ),
   route("GET", `${P}/messages`, async (c) => {
     const q = c.url.searchParams;
@@ -106,7 +132,7 @@ export const apiRoutes: Route[] = [
     if (timestampUs !== null && offset !== null) {
       throw badRequest("invalid_query", "Cannot poll: give offset or timestamp, not both");
     }
-    const result = await c.broker.poll(stream(c), topic(c), partition(c), {
+    const result = await c.dataPlane.poll(stream(c), topic(c), partition(c), {
       ...(timestampUs !== null ? { timestampUs } : { offset: offset ?? 0 }),
       count: queryInt(q, "count", pollCountDefault, 1, pollCountMax)!,
       maxBytes: queryInt(q, "max_bytes", pollBytesDefault, 1, pollBytesMax)!,
@@ -129,7 +155,7 @@ export const apiRoutes: Route[] = [
       throw badRequest("invalid_query", "Cannot await the tiered floor: offset is required");
     }
     const timeoutMs = queryInt(q, "timeout_ms", 30_000, 1, awaitTimeoutMsMax)!;
-    const reached = await c.broker.awaitTiered(stream(c), topic(c), partition(c), offset, timeoutMs);
+    const reached = await c.dataPlane.awaitTiered(stream(c), topic(c), partition(c), offset, timeoutMs);
     if (!reached) {
       throw new ApiError(
         408,
@@ -148,7 +174,7 @@ export const apiRoutes: Route[] = [
         "Cannot store consumer offset: offset must be a non-negative integer",
       );
     }
-    await c.broker.storeConsumerOffset(stream(c), topic(c), partition(c), consumer, offset);
+    await c.dataPlane.storeConsumerOffset(stream(c), topic(c), partition(c), consumer, offset);
     return reply(c, 200, { consumer, offset });
   }),
   route("GET", `${P}/consumers/:consumer/offset`, (c) => {
@@ -156,7 +182,7 @@ export const apiRoutes: Route[] = [
     return Promise.resolve(
       reply(c, 200, {
         consumer,
-        offset: c.broker.consumerOffset(stream(c), topic(c), partition(c), consumer),
+        offset: c.dataPlane.consumerOffset(stream(c), topic(c), partition(c), consumer),
       }),
     );
   }),
@@ -229,25 +255,3 @@ function queryInt(
   }
   return n;
 }
-
-function statsView(s: ReturnType<Broker["partitionStats"]>): Record<string, unknown> {
-  return {
-    first_offset: s.firstOffset,
-    next_offset: s.nextOffset,
-    size_bytes: s.sizeBytes,
-    local_size_bytes: s.localSizeBytes,
-    remote_size_bytes: s.remoteSizeBytes,
-    tiered_up_to_offset: s.tieredUpToOffset,
-    deleted_up_to_offset: s.deletedUpToOffset,
-    shard: s.shard,
-    segments: s.segments.map((x) => ({
-      start_offset: x.startOffset,
-      end_offset: x.endOffset,
-      size_bytes: x.sizeBytes,
-      sealed: x.sealed,
-      location: x.location,
-    })),
-  };
-}
-
-export { ApiError };

@@ -3,9 +3,10 @@ import type { BufferPool } from "../runtime/buffer_pool.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { PieceGate } from "../runtime/piece_gate.ts";
 import type { Pump } from "../runtime/pump.ts";
-import { ApiError } from "./api_errors.ts";
+import type { Catalog } from "../broker/catalog.ts";
+import type { DataPlane } from "../broker/data_plane.ts";
 import { matchRoute } from "./api_routes.ts";
-import type { Broker } from "./broker.ts";
+import { apiErrorOf } from "./http_errors.ts";
 import { errorResponse, jsonResponse } from "./json_response.ts";
 
 export type FetchHandler = (request: Request) => Promise<Response>;
@@ -13,7 +14,8 @@ export type FetchHandler = (request: Request) => Promise<Response>;
 export interface HttpHandlerDeps {
   registry: Registry;
   pumps: readonly Pump[];
-  broker: Broker;
+  catalog: Catalog;
+  dataPlane: DataPlane;
   logger: Logger;
   maxRequestBytes: number;
   /** Buffers for produce bodies (`request_body.ts`), shared by every request. */
@@ -26,8 +28,9 @@ export interface HttpHandlerDeps {
 
 /**
  * The HTTP API as a fetch-style function, served by `Deno.serve` in the entry point and called
- * directly by tests under Node, without a socket. Bad input never reaches a 500: every refusal is
- * an `ApiError` with a 4xx (or a 503 for transient conditions) and the JSON error body.
+ * directly by tests under Node, without a socket. Bad input never reaches a 500: every refusal (an
+ * `ApiError`, or a broker error that `apiErrorOf` maps) is a 4xx, a 503 for transient conditions or
+ * a 502 for remote data at fault, with the JSON error body.
  */
 export function createHttpHandler(deps: HttpHandlerDeps): FetchHandler {
   return async (request) => {
@@ -63,14 +66,16 @@ export function createHttpHandler(deps: HttpHandlerDeps): FetchHandler {
         request,
         url,
         params: match.params,
-        broker: deps.broker,
+        catalog: deps.catalog,
+        dataPlane: deps.dataPlane,
         maxRequestBytes: deps.maxRequestBytes,
         requestBodies: deps.requestBodies,
         pieceGate: deps.pieceGate,
       });
     } catch (error) {
-      if (error instanceof ApiError) {
-        return errorResponse(error.status, error.code, error.message, error.headers);
+      const refusal = apiErrorOf(error);
+      if (refusal !== null) {
+        return errorResponse(refusal.status, refusal.code, refusal.message, refusal.headers);
       }
       deps.logger.error("request failed", { method: request.method, path: url.pathname, error });
       return errorResponse(500, "internal_error", `Cannot ${request.method} ${url.pathname}: internal error`);

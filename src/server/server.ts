@@ -15,9 +15,11 @@ import { setLoopThreadNice, type ThreadControl } from "../runtime/thread_priorit
 import { growFdTable } from "../runtime/fd_table_reserve.ts";
 import { ConfigError } from "../config/config_error.ts";
 import { PieceGate } from "../runtime/piece_gate.ts";
-import { Broker } from "./broker.ts";
 import { type OpenedObjectStore, openObjectStore } from "../objectstore/open_object_store.ts";
 import { createHttpHandler, type FetchHandler } from "./http_handler.ts";
+import { openBroker, type OpenedBroker } from "./open_broker.ts";
+import type { Catalog } from "../broker/catalog.ts";
+import type { DataPlane } from "../broker/data_plane.ts";
 import { requestBodyBufferBytes, requestBodyBuffersMax } from "./request_body.ts";
 import { BufferPool } from "../runtime/buffer_pool.ts";
 
@@ -38,23 +40,25 @@ export interface ServerDeps {
 }
 
 /**
- * The server without its socket: the broker (data directory, shards and their pumps), the metrics
- * registry and the fetch handler. Runtime-neutral, so tests run it under Node and `main.ts`
- * serves it on Deno.
+ * The server without its socket, and its composition root: the object store, the broker (catalog,
+ * data plane, shards and their pumps), the metrics registry and the fetch handler. Runtime-neutral,
+ * so tests run it under Node and `main.ts` serves it on Deno.
  */
 export class StrataServer {
   readonly handler: FetchHandler;
   readonly registry: Registry;
-  readonly broker: Broker;
+  readonly catalog: Catalog;
+  readonly dataPlane: DataPlane;
   /** The object store, when tiered storage is enabled. */
   readonly objectStore: OpenedObjectStore | null;
+  readonly #broker: OpenedBroker;
   readonly #logger: Logger;
   readonly #reserve: ExternalMemoryReserve;
   #closed = false;
 
   private constructor(
     registry: Registry,
-    broker: Broker,
+    broker: OpenedBroker,
     objectStore: OpenedObjectStore | null,
     logger: Logger,
     config: Config,
@@ -62,14 +66,17 @@ export class StrataServer {
     reserve: ExternalMemoryReserve,
   ) {
     this.registry = registry;
-    this.broker = broker;
+    this.#broker = broker;
+    this.catalog = broker.catalog;
+    this.dataPlane = broker.dataPlane;
     this.objectStore = objectStore;
     this.#logger = logger;
     this.#reserve = reserve;
     this.handler = createHttpHandler({
       registry,
-      pumps: broker.shards.map((s) => s.pump),
-      broker,
+      pumps: broker.shards.pumps,
+      catalog: broker.catalog,
+      dataPlane: broker.dataPlane,
       logger,
       maxRequestBytes: config.http.maxRequestBytes,
       requestBodies: new BufferPool({
@@ -82,7 +89,7 @@ export class StrataServer {
   }
 
   get pumps(): readonly Pump[] {
-    return this.broker.shards.map((s) => s.pump);
+    return this.#broker.shards.pumps;
   }
 
   static async open(deps: ServerDeps): Promise<StrataServer> {
@@ -103,7 +110,7 @@ export class StrataServer {
     const objectStore = config.tieredStorage.enabled
       ? await openObjectStore(config.tieredStorage, { disk, clock, rng, registry, logger })
       : null;
-    const broker = await Broker.open({
+    const broker = await openBroker({
       config,
       disk,
       clock,
@@ -128,7 +135,7 @@ export class StrataServer {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await this.broker.close();
+    await this.#broker.close();
     await this.objectStore?.close();
     this.#reserve.release();
     this.#logger.info("server closed");

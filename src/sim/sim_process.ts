@@ -5,7 +5,7 @@ import { silentLogger } from "../runtime/logger.ts";
 import { Rng } from "../runtime/rng.ts";
 import { Semaphore } from "../runtime/semaphore.ts";
 import { TokenBucket } from "../runtime/token_bucket.ts";
-import { writeBufferBytes, writeBuffersMax } from "../server/shard.ts";
+import { writeBufferBytes, writeBuffersMax } from "../broker/shard_runtime.ts";
 import { ChunkCache } from "../tier/chunk_cache.ts";
 import { LocalControlLog } from "../tier/local_control_log.ts";
 import { Housekeeping } from "../tier/housekeeping.ts";

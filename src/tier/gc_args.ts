@@ -1,4 +1,4 @@
-import { CliArgsError } from "../server/cli_args.ts";
+import { CliArgsError } from "../config/cli_args.ts";
 import type { GcMode } from "./gc.ts";
 
 export interface GcArgs {

@@ -63,7 +63,8 @@ t.test("requests that arrive together start on turns of their own, and a produce
   const handler = createHttpHandler({
     registry: server.registry,
     pumps: server.pumps,
-    broker: server.broker,
+    catalog: server.catalog,
+    dataPlane: server.dataPlane,
     logger: silentLogger(),
     maxRequestBytes: 1 << 20,
     requestBodies: new BufferPool({ bufferBytes: 1 << 20, buffersMax: 1 }),

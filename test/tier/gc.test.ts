@@ -8,7 +8,8 @@ import type { ObjectStore } from "../../src/objectstore/object_store.ts";
 import { readSuperblock, writeSuperblock } from "../../src/log/superblock.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
-import { readMetadata } from "../../src/server/metadata_store.ts";
+import { readMetadata } from "../../src/broker/local_metadata_store.ts";
+import { namesPartition } from "../../src/broker/metadata.ts";
 import { runGc } from "../../src/tier/gc.ts";
 import { parseGcArgs } from "../../src/tier/gc_args.ts";
 import { readIncarnationTable } from "../../src/tier/incarnation_table.ts";
@@ -116,7 +117,8 @@ t.test("GC classifies a seeded bucket exactly, dry-run deletes nothing, delete r
     wallNowMs: () => Date.now(),
     readTable: async (addresses: { streamId: number; topicId: number; partitionId: number }[]) => {
       tableReads++;
-      return readIncarnationTable(disk, dataPath, (await readMetadata(disk, dataPath))!, addresses);
+      const metadata = (await readMetadata(disk, dataPath))!;
+      return readIncarnationTable(disk, dataPath, (a) => namesPartition(metadata, a), addresses);
     },
   };
   const want = (c: ObjectClass) => [...expected.values()].filter((x) => x === c).length;

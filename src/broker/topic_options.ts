@@ -1,5 +1,6 @@
+import type { TieredStorageConfig } from "../config/config.ts";
 import { parseBytes, parseDurationMs } from "../config/units.ts";
-import { badRequest } from "./api_errors.ts";
+import { InvalidTopicOptionError } from "./broker_errors.ts";
 
 /** A topic's options; sizes in bytes and durations in milliseconds; null means unlimited or unset. */
 export interface TopicOptions {
@@ -34,24 +35,37 @@ export const segmentSizeBytesMax = 2 * 1024 * 1024 * 1024;
 export const segmentSizeBytesDefault = 1024 * 1024 * 1024;
 export const segmentMaxAgeMsMin = 1000;
 
-/** Validates the options of a create request; each bad field is named in the 400. */
-export function parseTopicOptions(body: Record<string, unknown>, defaults: TopicDefaults): TopicOptions {
+/** The defaults of a server with these tiered storage settings. */
+export function topicDefaultsOf(t: TieredStorageConfig): TopicDefaults {
   return {
-    tiered: boolField(body, "tiered") ?? defaults.tiered,
-    localRetentionAgeMs: body["local_retention_age"] === undefined
+    tiered: t.enabled && t.defaultTopicTiered,
+    localRetentionAgeMs: t.defaultLocalRetentionAgeMs,
+    localRetentionSizeBytes: t.defaultLocalRetentionSizeBytes,
+  };
+}
+
+/**
+ * Validates the options of a create request, given by their API names (`segment_size`,
+ * `retention_max_age`, ...) with sizes and durations as numbers or unit strings; each bad field is
+ * named in the refusal.
+ */
+export function parseTopicOptions(fields: Record<string, unknown>, defaults: TopicDefaults): TopicOptions {
+  return {
+    tiered: boolField(fields, "tiered") ?? defaults.tiered,
+    localRetentionAgeMs: fields["local_retention_age"] === undefined
       ? defaults.localRetentionAgeMs
-      : durationField(body, "local_retention_age", 1000),
-    localRetentionSizeBytes: body["local_retention_size"] === undefined
+      : durationField(fields, "local_retention_age", 1000),
+    localRetentionSizeBytes: fields["local_retention_size"] === undefined
       ? defaults.localRetentionSizeBytes
-      : bytesField(body, "local_retention_size", null, 1024 * 1024, Number.MAX_SAFE_INTEGER),
-    partitions: intField(body, "partitions", 1, 1, partitionsPerTopicMax),
+      : bytesField(fields, "local_retention_size", null, 1024 * 1024, Number.MAX_SAFE_INTEGER),
+    partitions: intField(fields, "partitions", 1, 1, partitionsPerTopicMax),
     segmentSizeBytes:
-      bytesField(body, "segment_size", segmentSizeBytesDefault, segmentSizeBytesMin, segmentSizeBytesMax) ??
+      bytesField(fields, "segment_size", segmentSizeBytesDefault, segmentSizeBytesMin, segmentSizeBytesMax) ??
         segmentSizeBytesDefault,
-    segmentMaxAgeMs: durationField(body, "segment_max_age", segmentMaxAgeMsMin),
-    retentionMaxAgeMs: durationField(body, "retention_max_age", 1),
-    retentionMaxBytes: bytesField(body, "retention_max_bytes", null, 1, Number.MAX_SAFE_INTEGER),
-    retentionConsumerBarrier: boolField(body, "retention_consumer_barrier") ?? true,
+    segmentMaxAgeMs: durationField(fields, "segment_max_age", segmentMaxAgeMsMin),
+    retentionMaxAgeMs: durationField(fields, "retention_max_age", 1),
+    retentionMaxBytes: bytesField(fields, "retention_max_bytes", null, 1, Number.MAX_SAFE_INTEGER),
+    retentionConsumerBarrier: boolField(fields, "retention_consumer_barrier") ?? true,
   };
 }
 
@@ -64,23 +78,23 @@ export function withOptionDefaults(stored: TopicOptions): TopicOptions {
  * A PATCH: only the fields present change. Partitions and segment size are fixed at creation.
  * Turning tiering off is for the caller to refuse while remote segments exist.
  */
-export function patchTopicOptions(current: TopicOptions, body: Record<string, unknown>): TopicOptions {
+export function patchTopicOptions(current: TopicOptions, fields: Record<string, unknown>): TopicOptions {
   for (const name of ["partitions", "segment_size", "name"]) {
-    if (body[name] !== undefined) {
-      throw badRequest("invalid_option", `Cannot update topic: ${name} is fixed at creation`);
+    if (fields[name] !== undefined) {
+      throw new InvalidTopicOptionError(`Cannot update topic: ${name} is fixed at creation`);
     }
   }
-  const has = (name: string) => body[name] !== undefined;
+  const has = (name: string) => fields[name] !== undefined;
   return {
     ...current,
-    ...(has("tiered") ? { tiered: boolField(body, "tiered")! } : {}),
+    ...(has("tiered") ? { tiered: boolField(fields, "tiered")! } : {}),
     ...(has("local_retention_age")
-      ? { localRetentionAgeMs: durationField(body, "local_retention_age", 1000) }
+      ? { localRetentionAgeMs: durationField(fields, "local_retention_age", 1000) }
       : {}),
     ...(has("local_retention_size")
       ? {
         localRetentionSizeBytes: bytesField(
-          body,
+          fields,
           "local_retention_size",
           null,
           1024 * 1024,
@@ -89,54 +103,38 @@ export function patchTopicOptions(current: TopicOptions, body: Record<string, un
       }
       : {}),
     ...(has("segment_max_age")
-      ? { segmentMaxAgeMs: durationField(body, "segment_max_age", segmentMaxAgeMsMin) }
+      ? { segmentMaxAgeMs: durationField(fields, "segment_max_age", segmentMaxAgeMsMin) }
       : {}),
-    ...(has("retention_max_age") ? { retentionMaxAgeMs: durationField(body, "retention_max_age", 1) } : {}),
+    ...(has("retention_max_age") ? { retentionMaxAgeMs: durationField(fields, "retention_max_age", 1) } : {}),
     ...(has("retention_max_bytes")
-      ? { retentionMaxBytes: bytesField(body, "retention_max_bytes", null, 1, Number.MAX_SAFE_INTEGER) }
+      ? { retentionMaxBytes: bytesField(fields, "retention_max_bytes", null, 1, Number.MAX_SAFE_INTEGER) }
       : {}),
     ...(has("retention_consumer_barrier")
-      ? { retentionConsumerBarrier: boolField(body, "retention_consumer_barrier")! }
+      ? { retentionConsumerBarrier: boolField(fields, "retention_consumer_barrier")! }
       : {}),
   };
 }
 
-function boolField(body: Record<string, unknown>, name: string): boolean | null {
-  const value = body[name];
+function boolField(fields: Record<string, unknown>, name: string): boolean | null {
+  const value = fields[name];
   if (value === undefined || value === null) return null;
   if (typeof value !== "boolean") {
-    throw badRequest("invalid_option", `Cannot set ${name}: expected true or false`);
+    throw new InvalidTopicOptionError(`Cannot set ${name}: expected true or false`);
   }
   return value;
 }
 
-/** The options as the API shows them. */
-export function topicOptionsJson(o: TopicOptions): Record<string, unknown> {
-  return {
-    partitions: o.partitions,
-    segment_size: o.segmentSizeBytes,
-    segment_max_age: o.segmentMaxAgeMs,
-    retention_max_age: o.retentionMaxAgeMs,
-    retention_max_bytes: o.retentionMaxBytes,
-    tiered: o.tiered,
-    local_retention_age: o.localRetentionAgeMs,
-    local_retention_size: o.localRetentionSizeBytes,
-    retention_consumer_barrier: o.retentionConsumerBarrier,
-  };
-}
-
 function intField(
-  body: Record<string, unknown>,
+  fields: Record<string, unknown>,
   name: string,
   fallback: number,
   min: number,
   max: number,
 ): number {
-  const value = body[name];
+  const value = fields[name];
   if (value === undefined || value === null) return fallback;
   if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
-    throw badRequest(
-      "invalid_option",
+    throw new InvalidTopicOptionError(
       `Cannot create topic: ${name} must be an integer from ${min} to ${max}`,
     );
   }
@@ -144,31 +142,29 @@ function intField(
 }
 
 function bytesField(
-  body: Record<string, unknown>,
+  fields: Record<string, unknown>,
   name: string,
   fallback: number | null,
   min: number,
   max: number,
 ): number | null {
-  const value = body[name];
+  const value = fields[name];
   if (value === undefined || value === null || value === "unlimited") return fallback;
   const bytes = typeof value === "number" || typeof value === "string" ? parseBytes(value) : null;
   if (bytes === null || bytes < min || bytes > max) {
-    throw badRequest(
-      "invalid_option",
+    throw new InvalidTopicOptionError(
       `Cannot create topic: ${name} must be a size from ${min} to ${max} bytes`,
     );
   }
   return bytes;
 }
 
-function durationField(body: Record<string, unknown>, name: string, minMs: number): number | null {
-  const value = body[name];
+function durationField(fields: Record<string, unknown>, name: string, minMs: number): number | null {
+  const value = fields[name];
   if (value === undefined || value === null || value === "unlimited") return null;
   const ms = typeof value === "number" || typeof value === "string" ? parseDurationMs(value) : null;
   if (ms === null || ms < minMs) {
-    throw badRequest(
-      "invalid_option",
+    throw new InvalidTopicOptionError(
       `Cannot create topic: ${name} must be a duration of at least ${minMs} ms`,
     );
   }

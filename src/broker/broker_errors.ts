@@ -1,0 +1,75 @@
+/**
+ * The broker's refusals, typed. Each message follows "Cannot <do X>: <reason>" and never holds a
+ * secret; an error wrapped from a layer below keeps it as `cause`. The HTTP layer maps each class
+ * to a status (`src/server/http_errors.ts`); nothing here knows of HTTP.
+ */
+
+/** A stream, topic or consumer name outside the allowed pattern. */
+export class InvalidNameError extends Error {
+  override name = "InvalidNameError";
+}
+
+/** A topic option of the wrong type, out of its range, or fixed at creation. */
+export class InvalidTopicOptionError extends Error {
+  override name = "InvalidTopicOptionError";
+}
+
+/** A stream or topic that exists already. */
+export class AlreadyExistsError extends Error {
+  override name = "AlreadyExistsError";
+}
+
+/** A stream, topic, partition or stored consumer offset that does not exist. */
+export class ResourceNotFoundError extends Error {
+  override name = "ResourceNotFoundError";
+}
+
+/** Tiering cannot be turned off for a topic that has segments in the object store. */
+export class RemoteSegmentsExistError extends Error {
+  override name = "RemoteSegmentsExistError";
+}
+
+/** An operation on the tiered floor while tiered storage is not enabled. */
+export class TieringDisabledError extends Error {
+  override name = "TieringDisabledError";
+}
+
+/** A partition stores offsets for as many consumers as it may. */
+export class ConsumerLimitError extends Error {
+  override name = "ConsumerLimitError";
+}
+
+/**
+ * Why a data operation cannot be served now; each is transient for the caller:
+ * - `overloaded`: the partition's write queue is full;
+ * - `partition_unavailable`: the partition was refused at boot or has failed;
+ * - `remote_read_unavailable`: the range is evicted and remote reads are not possible;
+ * - `transient`: the chunk cache is full or the object store is slow or throttling.
+ */
+export type UnavailableReason =
+  | "overloaded"
+  | "partition_unavailable"
+  | "remote_read_unavailable"
+  | "transient";
+
+/** A data operation that cannot be served now; retrying later may succeed. */
+export class UnavailableError extends Error {
+  override name = "UnavailableError";
+  readonly reason: UnavailableReason;
+
+  constructor(reason: UnavailableReason, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.reason = reason;
+  }
+}
+
+/** Data below the tiered floor that the object store no longer has (`missing`) or returns damaged. */
+export class RemoteDataError extends Error {
+  override name = "RemoteDataError";
+  readonly kind: "missing" | "corrupt";
+
+  constructor(kind: "missing" | "corrupt", message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.kind = kind;
+  }
+}

@@ -1,0 +1,334 @@
+import { labelOf, type Partition } from "../log/partition.ts";
+import { assert } from "../runtime/assert.ts";
+import type { Clock } from "../runtime/clock.ts";
+import type { Disk } from "../runtime/disk.ts";
+import type { Logger } from "../runtime/logger.ts";
+import { Semaphore } from "../runtime/semaphore.ts";
+import type { IncarnationTable, KnownPartition } from "../tier/object_class.ts";
+import {
+  AlreadyExistsError,
+  RemoteSegmentsExistError,
+  ResourceNotFoundError,
+  UnavailableError,
+} from "./broker_errors.ts";
+import type { StreamMeta, TopicMeta } from "./metadata.ts";
+import type { MetadataStore } from "./metadata_store.ts";
+import { checkName } from "./names.ts";
+import type { PartitionOpener, PartitionSlot } from "./partition_opener.ts";
+import { sweepOrphanDirectories } from "./orphan_directories.ts";
+import type { HostedTopic } from "./shard_runtime.ts";
+import { partitionsPerTopicMax, type TopicDefaults, type TopicOptions } from "./topic_options.ts";
+
+/** Where the catalog's open partitions are served: the shards, which run their duties. */
+export interface PartitionHost {
+  /** Starts serving an opened partition. */
+  host(partition: Partition, topic: HostedTopic): void;
+  /** Stops serving a partition that is about to close. */
+  release(partition: Partition): void;
+  /** Learns that a served partition was purged. */
+  purged(partition: Partition): void;
+}
+
+/** A topic as the catalog serves it: its stored metadata and its partition slots, by partition id. */
+export interface CatalogTopic extends HostedTopic {
+  readonly streamId: number;
+  readonly streamName: string;
+  readonly slots: readonly PartitionSlot[];
+}
+
+/** A topic's metadata with the bytes its open partitions hold. */
+export interface TopicDescription {
+  meta: TopicMeta;
+  sizeBytes: number;
+}
+
+export interface CatalogDeps {
+  /** Loaded: the catalog opens the topics its document names. */
+  store: MetadataStore;
+  disk: Disk;
+  clock: Clock;
+  logger: Logger;
+  partitions: PartitionOpener;
+  host: PartitionHost;
+  /** What a create request's options default to. */
+  topicDefaults: TopicDefaults;
+}
+
+/** Bound on admin operations waiting for the metadata lock. */
+const adminWaitersMax = 1024;
+
+interface TopicEntry extends CatalogTopic {
+  meta: TopicMeta;
+}
+
+/**
+ * The streams, topics and partitions by name, with their ids and options, kept in the metadata
+ * store. Admin changes (create, delete, patch, purge) are serialized by one lock and commit to the
+ * store before they take effect (a delete commits first and removes the directories after). A
+ * partition that cannot be opened at boot keeps a refused slot with its reason.
+ */
+export class Catalog {
+  /** What a create request's options default to on this server. */
+  readonly topicDefaults: TopicDefaults;
+  readonly #deps: CatalogDeps;
+  readonly #store: MetadataStore;
+  readonly #topics = new Map<string, TopicEntry>();
+  readonly #adminLock = new Semaphore({ permits: 1, waitersMax: adminWaitersMax, name: "metadata lock" });
+
+  private constructor(deps: CatalogDeps) {
+    this.#deps = deps;
+    this.#store = deps.store;
+    this.topicDefaults = deps.topicDefaults;
+  }
+
+  /** Removes the directories the metadata no longer names, then opens every topic it names. */
+  static async open(deps: CatalogDeps): Promise<Catalog> {
+    const catalog = new Catalog(deps);
+    const { disk, partitions, store, logger } = deps;
+    await sweepOrphanDirectories(disk, partitions.streamsDir, store.doc, logger);
+    for (const stream of store.doc.streams) {
+      for (const topic of stream.topics) await catalog.#openTopic(stream, topic);
+    }
+    return catalog;
+  }
+
+  get clusterId(): string {
+    return this.#store.doc.clusterId;
+  }
+
+  // ---- lookups ---------------------------------------------------------------------------------
+
+  streams(): readonly StreamMeta[] {
+    return this.#store.doc.streams;
+  }
+
+  stream(name: string): StreamMeta {
+    const stream = this.#store.doc.streams.find((s) => s.name === name);
+    if (stream === undefined) throw new ResourceNotFoundError(`Cannot find stream ${name}`);
+    return stream;
+  }
+
+  topic(streamName: string, topicName: string): CatalogTopic {
+    return this.#entry(streamName, topicName);
+  }
+
+  describeTopic(streamName: string, topicName: string): TopicDescription {
+    const topic = this.#entry(streamName, topicName);
+    const sizeBytes = topic.slots.reduce(
+      (sum, s) => sum + (s.kind === "open" ? s.partition.log.stats().sizeBytes : 0),
+      0,
+    );
+    return { meta: topic.meta, sizeBytes };
+  }
+
+  /** The topic's open partition `partitionId`; a refused one is unavailable with its reason. */
+  openPartition(topic: CatalogTopic, partitionId: number): Partition {
+    const slot = topic.slots[partitionId];
+    if (slot === undefined) {
+      throw new ResourceNotFoundError(
+        `Cannot find partition ${partitionId} of ${topic.streamName}/${topic.meta.name}: it has ${topic.slots.length}`,
+      );
+    }
+    if (slot.kind === "refused") throw new UnavailableError("partition_unavailable", slot.reason);
+    return slot.partition;
+  }
+
+  /** Every partition the metadata names, as the orphan sweep judges objects against it. */
+  incarnationTable(): IncarnationTable {
+    const table = new Map<string, KnownPartition>();
+    for (const topic of this.#topics.values()) {
+      topic.slots.forEach((slot, partitionId) => {
+        const key = labelOf({ streamId: topic.streamId, topicId: topic.meta.id, partitionId });
+        if (slot.kind !== "open") {
+          table.set(key, "unreadable");
+          return;
+        }
+        const sb = slot.partition.superblock;
+        table.set(key, {
+          createdRevision: sb.createdRevision,
+          purgeGeneration: sb.purgeGeneration,
+          deletedUpToOffset: sb.deletedUpToOffset,
+        });
+      });
+    }
+    return table;
+  }
+
+  // ---- streams ---------------------------------------------------------------------------------
+
+  async createStream(name: string): Promise<StreamMeta> {
+    const streamName = checkName("stream", name);
+    using _lock = await this.#adminLock.acquire();
+    if (this.#store.doc.streams.some((s) => s.name === streamName)) {
+      throw new AlreadyExistsError(`Cannot create stream ${streamName}: it already exists`);
+    }
+    const id = this.#store.doc.nextStreamId;
+    await this.#store.commit((doc) => {
+      doc.streams.push({
+        id,
+        name: streamName,
+        createdAtMs: this.#deps.clock.wallMs(),
+        nextTopicId: 1,
+        topics: [],
+      });
+      doc.nextStreamId = id + 1;
+    });
+    return this.stream(streamName);
+  }
+
+  async deleteStream(name: string): Promise<void> {
+    using _lock = await this.#adminLock.acquire();
+    const stream = this.stream(name);
+    await this.#store.commit((doc) => {
+      doc.streams = doc.streams.filter((s) => s.id !== stream.id);
+    });
+    for (const topic of stream.topics) await this.#closeTopic(stream.name, topic.name);
+    await this.#deps.disk.removeTree(this.#deps.partitions.streamDir(stream.id));
+  }
+
+  // ---- topics ----------------------------------------------------------------------------------
+
+  /** Creates the topic's partitions, then commits it; on failure nothing of it is left. */
+  async createTopic(streamName: string, topicName: string, options: TopicOptions): Promise<TopicDescription> {
+    checkName("topic", topicName);
+    assert(
+      Number.isInteger(options.partitions) && options.partitions >= 1 &&
+        options.partitions <= partitionsPerTopicMax,
+      `Cannot create topic ${topicName}: ${options.partitions} partitions`,
+    );
+    using _lock = await this.#adminLock.acquire();
+    const stream = this.stream(streamName);
+    if (stream.topics.some((t) => t.name === topicName)) {
+      throw new AlreadyExistsError(`Cannot create topic ${streamName}/${topicName}: it already exists`);
+    }
+    const meta: TopicMeta = {
+      id: stream.nextTopicId,
+      name: topicName,
+      createdAtMs: this.#deps.clock.wallMs(),
+      options,
+    };
+    const slots: PartitionSlot[] = [];
+    try {
+      for (let p = 0; p < options.partitions; p++) {
+        const address = { streamId: stream.id, topicId: meta.id, partitionId: p };
+        slots.push({ kind: "open", partition: await this.#deps.partitions.create(address, options) });
+      }
+      await this.#store.commit((doc) => {
+        const s = doc.streams.find((x) => x.id === stream.id)!;
+        s.topics.push(meta);
+        s.nextTopicId = meta.id + 1;
+      });
+    } catch (error) {
+      for (const slot of slots) if (slot.kind === "open") await slot.partition.close();
+      await this.#deps.disk.removeTree(this.#deps.partitions.topicDir(stream.id, meta.id));
+      throw error;
+    }
+    this.#register({ streamId: stream.id, streamName, meta, slots });
+    return this.describeTopic(streamName, topicName);
+  }
+
+  /**
+   * Changes a topic's options to what `change` makes of the current ones, under the lock; tiering
+   * cannot be turned off while remote segments exist.
+   */
+  async patchTopic(
+    streamName: string,
+    topicName: string,
+    change: (current: TopicOptions) => TopicOptions,
+  ): Promise<TopicDescription> {
+    using _lock = await this.#adminLock.acquire();
+    const stream = this.stream(streamName);
+    const topic = this.#entry(streamName, topicName);
+    const options = change(topic.meta.options);
+    const remote = topic.slots.some((s) =>
+      s.kind === "open" && s.partition.log.segments.some((x) => x.location !== "local")
+    );
+    if (topic.meta.options.tiered && !options.tiered && remote) {
+      throw new RemoteSegmentsExistError(
+        `Cannot turn tiering off for ${streamName}/${topicName}: it has remote segments`,
+      );
+    }
+    await this.#store.commit((doc) => {
+      const t = doc.streams.find((x) => x.id === stream.id)!.topics.find((x) => x.id === topic.meta.id)!;
+      t.options = options;
+    });
+    topic.meta = { ...topic.meta, options };
+    for (const slot of topic.slots) {
+      if (slot.kind !== "open") continue;
+      slot.partition.log.updateConfig(this.#deps.partitions.logConfig(options));
+    }
+    return this.describeTopic(streamName, topicName);
+  }
+
+  async deleteTopic(streamName: string, topicName: string): Promise<void> {
+    using _lock = await this.#adminLock.acquire();
+    const stream = this.stream(streamName);
+    const topic = this.#entry(streamName, topicName);
+    await this.#store.commit((doc) => {
+      const s = doc.streams.find((x) => x.id === stream.id)!;
+      s.topics = s.topics.filter((t) => t.id !== topic.meta.id);
+    });
+    await this.#closeTopic(streamName, topicName);
+    await this.#deps.disk.removeTree(this.#deps.partitions.topicDir(stream.id, topic.meta.id));
+  }
+
+  /** Deletes every message of the topic's open partitions; the topic and its offsets stay. */
+  async purgeTopic(streamName: string, topicName: string): Promise<void> {
+    using _lock = await this.#adminLock.acquire();
+    const topic = this.#entry(streamName, topicName);
+    for (const slot of topic.slots) {
+      if (slot.kind !== "open") continue;
+      await slot.partition.purge();
+      this.#deps.host.purged(slot.partition);
+    }
+  }
+
+  /** Closes every open partition, syncing its log; the shards must be stopped first. */
+  async close(): Promise<void> {
+    for (const topic of this.#topics.values()) {
+      for (const slot of topic.slots) if (slot.kind === "open") await slot.partition.close();
+    }
+  }
+
+  // ---- internals -------------------------------------------------------------------------------
+
+  #entry(streamName: string, topicName: string): TopicEntry {
+    const topic = this.#topics.get(topicKey(streamName, topicName));
+    if (topic === undefined) {
+      this.stream(streamName);
+      throw new ResourceNotFoundError(`Cannot find topic ${streamName}/${topicName}`);
+    }
+    return topic;
+  }
+
+  async #openTopic(stream: StreamMeta, meta: TopicMeta): Promise<void> {
+    const slots: PartitionSlot[] = [];
+    for (let p = 0; p < meta.options.partitions; p++) {
+      const address = { streamId: stream.id, topicId: meta.id, partitionId: p };
+      slots.push(
+        await this.#deps.partitions.open(address, meta.options, { stream: stream.name, topic: meta.name }),
+      );
+    }
+    this.#register({ streamId: stream.id, streamName: stream.name, meta, slots });
+  }
+
+  #register(topic: TopicEntry): void {
+    for (const slot of topic.slots) if (slot.kind === "open") this.#deps.host.host(slot.partition, topic);
+    this.#topics.set(topicKey(topic.streamName, topic.meta.name), topic);
+  }
+
+  async #closeTopic(streamName: string, topicName: string): Promise<void> {
+    const topic = this.#topics.get(topicKey(streamName, topicName));
+    if (topic === undefined) return;
+    this.#topics.delete(topicKey(streamName, topicName));
+    for (const slot of topic.slots) {
+      if (slot.kind !== "open") continue;
+      this.#deps.host.release(slot.partition);
+      await slot.partition.close();
+    }
+  }
+}
+
+function topicKey(stream: string, topic: string): string {
+  return `${stream}\u0000${topic}`;
+}

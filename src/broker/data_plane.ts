@@ -1,0 +1,199 @@
+import type { MessageInput } from "../log/batch_codec.ts";
+import { TooManyConsumersError } from "../log/consumer_offsets.ts";
+import {
+  PartitionUnavailableError,
+  RemoteReadUnavailableError,
+  WriteQueueFullError,
+} from "../log/log_errors.ts";
+import { labelOf, type Partition } from "../log/partition.ts";
+import type { LogStats } from "../log/segment_chain.ts";
+import type { ReadResult } from "../log/segment_reads.ts";
+import { RemoteCorruptError, RemoteDataLossError } from "../log/remote_reader.ts";
+import { NotFoundError, ThrottledError, TransportError } from "../objectstore/object_store_errors.ts";
+import { CacheFullError, FetchTimeoutError } from "../tier/chunk_cache.ts";
+import {
+  ConsumerLimitError,
+  RemoteDataError,
+  ResourceNotFoundError,
+  TieringDisabledError,
+  UnavailableError,
+} from "./broker_errors.ts";
+import type { Catalog, CatalogTopic } from "./catalog.ts";
+import { partitionOfKey } from "./partition_placement.ts";
+import type { ShardSet } from "./shard_set.ts";
+
+/** A partition's log statistics with its shard, floors and where its bytes are. */
+export interface PartitionStats extends LogStats {
+  shard: number;
+  tieredUpToOffset: number;
+  deletedUpToOffset: number;
+  localSizeBytes: number;
+  remoteSizeBytes: number;
+}
+
+/** Where a poll starts: at an offset, or at the first message at or after a timestamp. */
+export interface PollRequest {
+  offset?: number;
+  timestampUs?: number;
+  count: number;
+  maxBytes: number;
+}
+
+/** Where a produce's messages went: their partition, the first one's offset, and how many. */
+export interface ProduceResult {
+  partition: number;
+  baseOffset: number;
+  count: number;
+}
+
+/**
+ * The operations on messages and offsets, addressed by stream, topic and partition names: each
+ * finds its partition in the catalog and runs on the partition's shard. Results are typed; every
+ * refusal is one of the broker's errors (`broker_errors.ts`), with the log's or store's as cause.
+ */
+export class DataPlane {
+  readonly #catalog: Catalog;
+  readonly #shards: ShardSet;
+  /** The last partition a keyless produce went to, per topic. */
+  readonly #roundRobin = new WeakMap<CatalogTopic, number>();
+
+  constructor(catalog: Catalog, shards: ShardSet) {
+    this.#catalog = catalog;
+    this.#shards = shards;
+  }
+
+  /** Appends to `partitionId`, or to the key's partition, or round robin when the first message has no key. */
+  async produce(
+    streamName: string,
+    topicName: string,
+    partitionId: number | undefined,
+    messages: MessageInput[],
+  ): Promise<ProduceResult> {
+    const topic = this.#catalog.topic(streamName, topicName);
+    const id = partitionId ?? this.#choosePartition(topic, messages[0]!.key);
+    const partition = this.#catalog.openPartition(topic, id);
+    this.#shards.shardOf(partition.address).requests++;
+    const result = await translateDataErrors(() => partition.log.append(messages));
+    return { partition: id, baseOffset: result.baseOffset, count: result.count };
+  }
+
+  async poll(
+    streamName: string,
+    topicName: string,
+    partitionId: number,
+    request: PollRequest,
+  ): Promise<ReadResult> {
+    const partition = this.#partition(streamName, topicName, partitionId);
+    const shard = this.#shards.shardOf(partition.address);
+    shard.requests++;
+    const result = await translateDataErrors(() =>
+      request.timestampUs !== undefined
+        ? partition.log.readFromTimestamp(request.timestampUs, request.count, request.maxBytes)
+        : partition.log.read(request.offset ?? 0, request.count, request.maxBytes)
+    );
+    // The answer's encoding (up to `max_bytes` of messages) is a piece of CPU work: it runs on the
+    // gate's turn, which the caller's synchronous encode continues, so 32 polls finishing together
+    // cannot put 32 encodings into one turn of the loop ahead of the tick.
+    if (result.messages.length > 0) await shard.pieceGate.turn();
+    return result;
+  }
+
+  /** Resolves true once every message below `offset` is durable in the object store, false at the timeout. */
+  awaitTiered(
+    streamName: string,
+    topicName: string,
+    partitionId: number,
+    offset: number,
+    timeoutMs: number,
+  ): Promise<boolean> {
+    const partition = this.#partition(streamName, topicName, partitionId);
+    const tier = this.#shards.shardOf(partition.address).tier;
+    if (tier === null) {
+      throw new TieringDisabledError("Cannot await the tiered floor: tiered storage is not enabled");
+    }
+    return tier.awaitFloor(labelOf(partition.address), offset, timeoutMs);
+  }
+
+  partitionStats(streamName: string, topicName: string, partitionId: number): PartitionStats {
+    const partition = this.#partition(streamName, topicName, partitionId);
+    const stats = partition.log.stats();
+    const remote = stats.segments.filter((s) => s.location === "remote").reduce((n, s) => n + s.sizeBytes, 0);
+    return {
+      ...stats,
+      shard: this.#shards.shardOf(partition.address).id,
+      tieredUpToOffset: partition.superblock.tieredUpToOffset,
+      deletedUpToOffset: partition.superblock.deletedUpToOffset,
+      localSizeBytes: stats.sizeBytes - remote,
+      remoteSizeBytes: remote,
+    };
+  }
+
+  async storeConsumerOffset(
+    streamName: string,
+    topicName: string,
+    partitionId: number,
+    consumer: string,
+    offset: number,
+  ): Promise<void> {
+    const partition = this.#partition(streamName, topicName, partitionId);
+    try {
+      await partition.offsets.set(consumer, offset);
+    } catch (error) {
+      if (error instanceof TooManyConsumersError) {
+        throw new ConsumerLimitError(error.message, { cause: error });
+      }
+      throw error;
+    }
+  }
+
+  consumerOffset(streamName: string, topicName: string, partitionId: number, consumer: string): number {
+    const partition = this.#partition(streamName, topicName, partitionId);
+    const offset = partition.offsets.get(consumer);
+    if (offset === null) {
+      throw new ResourceNotFoundError(`Cannot get offset of consumer ${consumer}: none is stored`);
+    }
+    return offset;
+  }
+
+  #partition(streamName: string, topicName: string, partitionId: number): Partition {
+    return this.#catalog.openPartition(this.#catalog.topic(streamName, topicName), partitionId);
+  }
+
+  #choosePartition(topic: CatalogTopic, key: string | null): number {
+    if (key !== null) return partitionOfKey(key, topic.slots.length);
+    const next = ((this.#roundRobin.get(topic) ?? -1) + 1) % topic.slots.length;
+    this.#roundRobin.set(topic, next);
+    return next;
+  }
+}
+
+/** Runs an append or a read, turning the log's and the remote path's typed failures into the broker's. */
+export async function translateDataErrors<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    const cause = { cause: error };
+    if (error instanceof WriteQueueFullError) throw new UnavailableError("overloaded", error.message, cause);
+    if (error instanceof PartitionUnavailableError) {
+      throw new UnavailableError("partition_unavailable", error.message, cause);
+    }
+    // Without a remote reader, an evicted range is unavailable, never wrong or missing data.
+    if (error instanceof RemoteReadUnavailableError) {
+      throw new UnavailableError("remote_read_unavailable", error.message, cause);
+    }
+    // Remote reads: a full cache or a slow store is transient (the SDK retries, the fetch goes on);
+    // missing or corrupt remote data is a fault of its own, never an empty or wrong answer.
+    if (
+      error instanceof CacheFullError || error instanceof FetchTimeoutError ||
+      error instanceof TransportError ||
+      error instanceof ThrottledError
+    ) {
+      throw new UnavailableError("transient", error.message, cause);
+    }
+    if (error instanceof NotFoundError || error instanceof RemoteDataLossError) {
+      throw new RemoteDataError("missing", error.message, cause);
+    }
+    if (error instanceof RemoteCorruptError) throw new RemoteDataError("corrupt", error.message, cause);
+    throw error;
+  }
+}

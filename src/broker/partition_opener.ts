@@ -1,0 +1,100 @@
+import type { Config } from "../config/config.ts";
+import type { LogConfig } from "../log/log_config.ts";
+import { Partition, type PartitionAddress, partitionDir } from "../log/partition.ts";
+import type { Clock } from "../runtime/clock.ts";
+import type { Disk } from "../runtime/disk.ts";
+import type { Logger } from "../runtime/logger.ts";
+import type { Rng } from "../runtime/rng.ts";
+import type { TopicOptions } from "./topic_options.ts";
+
+/** A partition slot of a topic: open, or refused at boot with the reason. */
+export type PartitionSlot = { kind: "open"; partition: Partition } | { kind: "refused"; reason: string };
+
+/** The server settings every partition log shares, besides its topic's options. */
+export type LogSettings = Pick<
+  Config["system"],
+  "path" | "indexIntervalBytes" | "fsync" | "fsyncIntervalMs" | "writeQueueMax"
+>;
+
+export interface PartitionOpenerDeps {
+  disk: Disk;
+  clock: Clock;
+  rng: Rng;
+  logger: Logger;
+  settings: LogSettings;
+}
+
+/**
+ * Creates and opens the partitions of topics under the data directory (`{path}/streams/{stream
+ * id}/topics/{topic id}/partitions/{partition}`), and turns a partition that cannot be opened into
+ * a refused slot with its reason, so that the others still serve.
+ */
+export class PartitionOpener {
+  /** `{path}/streams`: the directory of every stream's. */
+  readonly streamsDir: string;
+  readonly #deps: PartitionOpenerDeps;
+
+  constructor(deps: PartitionOpenerDeps) {
+    this.#deps = deps;
+    this.streamsDir = `${deps.settings.path}/streams`;
+  }
+
+  /** The directory of a stream, which holds its topics'. */
+  streamDir(streamId: number): string {
+    return `${this.streamsDir}/${streamId}`;
+  }
+
+  /** The directory of a topic, which holds its partitions'. */
+  topicDir(streamId: number, topicId: number): string {
+    return `${this.streamDir(streamId)}/topics/${topicId}`;
+  }
+
+  /** A new, empty partition. */
+  create(address: PartitionAddress, options: TopicOptions): Promise<Partition> {
+    const { disk, clock, rng, settings } = this.#deps;
+    return Partition.create(disk, clock, rng, settings.path, address, this.logConfig(options));
+  }
+
+  /** An existing partition, or the reason it cannot serve (logged with its directory). */
+  async open(
+    address: PartitionAddress,
+    options: TopicOptions,
+    names: { stream: string; topic: string },
+  ): Promise<PartitionSlot> {
+    const { disk, clock, settings, logger } = this.#deps;
+    try {
+      const partition = await Partition.open(
+        disk,
+        clock,
+        settings.path,
+        address,
+        this.logConfig(options),
+        logger,
+      );
+      return { kind: "open", partition };
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      logger.error("partition refused", {
+        stream: names.stream,
+        topic: names.topic,
+        partition: address.partitionId,
+        dir: partitionDir(settings.path, address),
+        reason,
+      });
+      return { kind: "refused", reason };
+    }
+  }
+
+  /** How a partition of a topic with these options writes its log. */
+  logConfig(options: TopicOptions): LogConfig {
+    const settings = this.#deps.settings;
+    return {
+      segmentSizeBytes: options.segmentSizeBytes,
+      segmentMaxAgeMs: options.segmentMaxAgeMs,
+      indexIntervalBytes: settings.indexIntervalBytes,
+      fsync: settings.fsync,
+      fsyncIntervalMs: settings.fsyncIntervalMs,
+      writeQueueMax: settings.writeQueueMax,
+    };
+  }
+}

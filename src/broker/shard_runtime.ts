@@ -1,0 +1,190 @@
+import { labelOf, type Partition } from "../log/partition.ts";
+import type { RemoteReader } from "../log/remote_reader.ts";
+import { assert } from "../runtime/assert.ts";
+import { BufferPool } from "../runtime/buffer_pool.ts";
+import type { Logger } from "../runtime/logger.ts";
+import type { PieceGate } from "../runtime/piece_gate.ts";
+import type { Pump } from "../runtime/pump.ts";
+import type { ChunkCache } from "../tier/chunk_cache.ts";
+import type { ControlLog } from "../tier/control_log.ts";
+import type { Housekeeping } from "../tier/housekeeping.ts";
+import type { TierService } from "../tier/tier_service.ts";
+import type { TopicMeta } from "./metadata.ts";
+import { totalRetentionPass } from "./retention_pass.ts";
+
+/** How often each shard evaluates total retention for its partitions. */
+export const retentionCheckIntervalMs = 1000;
+
+/**
+ * A partition log's write buffer: the batches of a write group are encoded into one and written
+ * together. 1 MiB makes a group of small batches one write while eight per shard stay cheap to keep;
+ * a larger batch gets a buffer of its own.
+ */
+export const writeBufferBytes = 1024 * 1024;
+/**
+ * Write buffers a shard lends at once (and keeps between writes): a partition that finds all of them out
+ * encodes its batch into a buffer of the batch's size, so many partitions writing at once cost no more.
+ */
+export const writeBuffersMax = 8;
+
+/** The topic of a hosted partition; its `meta` is replaced when the topic's options change. */
+export interface HostedTopic {
+  readonly meta: TopicMeta;
+}
+
+/** A shard's part in tiered storage, when it is enabled. */
+export interface ShardTiering {
+  readonly tier: TierService;
+  readonly cache: ChunkCache;
+  /** The reader of a hosted partition's evicted segments, through `cache`. */
+  remoteReader(partition: Partition): RemoteReader;
+}
+
+export interface ShardRuntimeDeps {
+  id: number;
+  pump: Pump;
+  logger: Logger;
+  /**
+   * One piece of work per turn of the loop, whoever does it: upload pieces, chunk fills, the walk
+   * of a remote chunk, the encoding of a poll's answer and every disk caller's resumption take
+   * their turn here. The gate is the process's, shared by its shards, since they share one loop.
+   */
+  pieceGate: PieceGate;
+  wallMs: () => number;
+  /** Null when tiered storage is disabled. */
+  tiering: ShardTiering | null;
+}
+
+/**
+ * A logical unit owning some partitions and their periodic duties, all driven from its pump's
+ * tick: time-based rolls, interval fsyncs, total retention (one pass per partition in flight at
+ * most), and with tiered storage its tier service, chunk cache, control log and housekeeping.
+ */
+export class ShardRuntime {
+  readonly id: number;
+  readonly pump: Pump;
+  readonly pieceGate: PieceGate;
+  readonly tiering: ShardTiering | null;
+  /**
+   * The write buffers its partitions' logs borrow for one write each, so that a produce allocates
+   * no buffer for its batch (a busy producer's dead batches would otherwise wait for the garbage
+   * collector by the tens of megabytes).
+   */
+  readonly writeBuffers = new BufferPool({ bufferBytes: writeBufferBytes, buffersMax: writeBuffersMax });
+  /** Produce and poll requests served for this shard's partitions: housekeeping's idle signal. */
+  requests = 0;
+  readonly #partitions = new Map<Partition, HostedTopic>();
+  readonly #retentionInFlight = new Set<Partition>();
+  readonly #logger: Logger;
+  readonly #wallMs: () => number;
+  #lastRetentionMs = -Infinity;
+  #controlLog: ControlLog | null = null;
+  #housekeeping: Housekeeping | null = null;
+
+  constructor(deps: ShardRuntimeDeps) {
+    this.id = deps.id;
+    this.pump = deps.pump;
+    this.pieceGate = deps.pieceGate;
+    this.tiering = deps.tiering;
+    this.#logger = deps.logger;
+    this.#wallMs = deps.wallMs;
+    this.pump.onTick("log", (nowMs) => this.#onLogTick(nowMs));
+    const tiering = deps.tiering;
+    if (tiering === null) return;
+    this.pump.onTick("tier", (nowMs) => tiering.tier.onTick(nowMs));
+    this.pump.onTick("cache", (nowMs) => tiering.cache.onTick(nowMs));
+  }
+
+  /** The tier service, when tiered storage is enabled. */
+  get tier(): TierService | null {
+    return this.tiering?.tier ?? null;
+  }
+
+  /**
+   * Attaches the shard's control log (opened after its partitions, since its replay applies
+   * committed floors to them) and the housekeeping that runs from the pump's tick from then on.
+   */
+  attachControlLog(controlLog: ControlLog, housekeeping: Housekeeping): void {
+    assert(this.tiering !== null, "Cannot attach a control log: tiered storage is disabled on this shard");
+    assert(this.#controlLog === null, "Cannot attach a control log: the shard has one");
+    this.#controlLog = controlLog;
+    this.#housekeeping = housekeeping;
+    this.pump.onTick("housekeeping", (nowMs) => housekeeping.onTick(nowMs));
+  }
+
+  /** Serves an opened partition: its log's duties, write buffers, remote reads and tiering. */
+  host(partition: Partition, topic: HostedTopic): void {
+    assert(
+      !this.#partitions.has(partition),
+      `Cannot host partition ${labelOf(partition.address)}: it is hosted`,
+    );
+    this.#partitions.set(partition, topic);
+    partition.log.useWriteBuffers(this.writeBuffers);
+    if (this.tiering === null) return;
+    partition.log.attachRemoteReader(this.tiering.remoteReader(partition), this.pieceGate);
+    // The tier service reads the topic's options at each use: a PATCH applies at once.
+    this.tiering.tier.addPartition({
+      key: labelOf(partition.address),
+      partition,
+      tiered: () => topic.meta.options.tiered,
+      envelope: () => ({
+        ageMs: topic.meta.options.localRetentionAgeMs,
+        sizeBytes: topic.meta.options.localRetentionSizeBytes,
+      }),
+    });
+  }
+
+  /** Stops serving a partition that is about to close. */
+  release(partition: Partition): void {
+    this.#partitions.delete(partition);
+    this.tiering?.tier.removePartition(labelOf(partition.address));
+  }
+
+  /** Tells the tier service that a hosted partition was purged. */
+  purged(partition: Partition): void {
+    this.tiering?.tier.purged(labelOf(partition.address));
+  }
+
+  /** Stops the pump: no tick runs after this. */
+  stopPump(): void {
+    this.pump.stop();
+  }
+
+  /** Stops housekeeping, waiting for a run in progress. */
+  async stopHousekeeping(): Promise<void> {
+    await this.#housekeeping?.stop();
+  }
+
+  async closeControlLog(): Promise<void> {
+    await this.#controlLog?.close();
+  }
+
+  async closeCache(): Promise<void> {
+    await this.tiering?.cache.close();
+  }
+
+  #onLogTick(nowMs: number): void {
+    for (const partition of this.#partitions.keys()) partition.log.onTick(nowMs);
+    if (nowMs - this.#lastRetentionMs < retentionCheckIntervalMs) return;
+    this.#lastRetentionMs = nowMs;
+    for (const [partition, topic] of this.#partitions) this.#runRetention(partition, topic, this.#wallMs());
+  }
+
+  #runRetention(partition: Partition, topic: HostedTopic, wallMs: number): void {
+    if (this.#retentionInFlight.has(partition)) return;
+    const pass = totalRetentionPass(partition, topic.meta.options, wallMs);
+    if (pass === null) return;
+    this.#retentionInFlight.add(partition);
+    pass
+      .then((deleted) => {
+        if (deleted > 0) {
+          this.#logger.info("retention deleted segments", {
+            partition: partition.log.label,
+            segments: deleted,
+          });
+        }
+      })
+      .catch((error) => this.#logger.error("retention failed", { partition: partition.log.label, error }))
+      .finally(() => this.#retentionInFlight.delete(partition));
+  }
+}

@@ -1,0 +1,41 @@
+import {
+  AlreadyExistsError,
+  ConsumerLimitError,
+  InvalidNameError,
+  InvalidTopicOptionError,
+  RemoteDataError,
+  RemoteSegmentsExistError,
+  ResourceNotFoundError,
+  TieringDisabledError,
+  UnavailableError,
+  type UnavailableReason,
+} from "../broker/broker_errors.ts";
+import { ApiError, badRequest, conflict, notFound, unavailable } from "./api_errors.ts";
+
+/** The `retry-after` each kind of unavailability answers with, in seconds. */
+const retryAfterSeconds: Record<UnavailableReason, number> = {
+  overloaded: 1,
+  partition_unavailable: 30,
+  remote_read_unavailable: 30,
+  transient: 1,
+};
+
+/**
+ * The API error a refusal answers with: its status, error code and headers, with the refusal's
+ * message. Null for anything else, which is the server's fault (a 500).
+ */
+export function apiErrorOf(error: unknown): ApiError | null {
+  if (error instanceof ApiError) return error;
+  if (error instanceof InvalidNameError) return badRequest("invalid_name", error.message);
+  if (error instanceof InvalidTopicOptionError) return badRequest("invalid_option", error.message);
+  if (error instanceof TieringDisabledError) return badRequest("tiering_disabled", error.message);
+  if (error instanceof ResourceNotFoundError) return notFound(error.message);
+  if (error instanceof AlreadyExistsError) return conflict("already_exists", error.message);
+  if (error instanceof RemoteSegmentsExistError) return conflict("remote_segments_exist", error.message);
+  if (error instanceof ConsumerLimitError) return conflict("limit_exceeded", error.message);
+  if (error instanceof UnavailableError) {
+    return unavailable(error.reason, error.message, retryAfterSeconds[error.reason]);
+  }
+  if (error instanceof RemoteDataError) return new ApiError(502, `remote_data_${error.kind}`, error.message);
+  return null;
+}
