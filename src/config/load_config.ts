@@ -26,7 +26,9 @@ export function loadConfig(
     document = parse(text) as Record<string, unknown>;
   } catch (error) {
     if (error instanceof TomlError) {
-      throw new ConfigError(sourceName, `invalid TOML at line ${error.line}, column ${error.column}`);
+      throw new ConfigError(sourceName, `invalid TOML at line ${error.line}, column ${error.column}`, {
+        cause: error,
+      });
     }
     throw error;
   }

@@ -253,7 +253,9 @@ export class FsObjectStore implements ObjectStore {
         await this.#disk.link(tempPath, path);
       } catch (error) {
         if (error instanceof DiskError && error.code === "exists") {
-          throw new PreconditionFailedError(`Cannot create object ${key}: it already exists`, 412);
+          throw new PreconditionFailedError(`Cannot create object ${key}: it already exists`, 412, {
+            cause: error,
+          });
         }
         throw error;
       }
@@ -270,7 +272,7 @@ export class FsObjectStore implements ObjectStore {
       return await this.#disk.open(this.#objectPath(key), { readOnly: true, bypassCache: true });
     } catch (error) {
       if (error instanceof DiskError && error.code === "not_found") {
-        throw new NotFoundError(`Cannot find object ${key}`, 404);
+        throw new NotFoundError(`Cannot find object ${key}`, 404, { cause: error });
       }
       throw error;
     }

@@ -1,7 +1,8 @@
 /**
  * Typed object-store errors. Each maps to a class before any retry logic sees it:
  * `retry` (transient), `fail` (non-transient: retried slowly by uploads, never skipped),
- * `not_found`, `auth` and `unsupported`. Messages never carry credentials.
+ * `not_found`, `auth` and `unsupported`. Messages never carry credentials. An error made from
+ * another (a transport failure, a disk error) keeps it as its `cause`.
  */
 export type ErrorClass = "retry" | "fail" | "not_found" | "auth" | "unsupported";
 
@@ -10,8 +11,8 @@ export abstract class ObjectStoreError extends Error {
   /** HTTP status when the error came from a response. */
   readonly status: number | null;
 
-  constructor(message: string, status: number | null = null) {
-    super(message);
+  constructor(message: string, status: number | null = null, options?: ErrorOptions) {
+    super(message, options);
     this.status = status;
   }
 }

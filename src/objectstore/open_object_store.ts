@@ -110,7 +110,9 @@ async function openS3(config: TieredStorageConfig, deps: OpenDeps) {
       if (!unreachable) throw error;
     }
   }
-  throw lastError instanceof Error ? lastError : new TransportError(String(lastError));
+  throw lastError instanceof Error
+    ? lastError
+    : new TransportError(String(lastError), null, { cause: lastError });
 }
 
 function isLocalHost(hostname: string): boolean {

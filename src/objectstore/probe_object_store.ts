@@ -2,7 +2,6 @@ import type { Rng } from "../runtime/rng.ts";
 import type { ObjectStore } from "./object_store.ts";
 import {
   AuthError,
-  ObjectStoreError,
   PreconditionFailedError,
   TransportError,
   UnsupportedError,
@@ -71,25 +70,21 @@ export async function probeObjectStore(
   }
 }
 
+/** The probe's failure in the operator's terms, keeping the store's error as its `cause`. */
 function explain(error: unknown, target: ProbeTarget): ObjectStoreProbeError {
+  return new ObjectStoreProbeError(explanation(error, target), { cause: error });
+}
+
+function explanation(error: unknown, target: ProbeTarget): string {
   const detail = error instanceof Error ? error.message.replace(/^Cannot [^:]*: /, "") : String(error);
   if (error instanceof AuthError) {
-    return new ObjectStoreProbeError(
-      `Cannot use the object store: the credentials were rejected by ${target.endpoint} for bucket ${target.bucket} (${detail})`,
-    );
+    return `Cannot use the object store: the credentials were rejected by ${target.endpoint} for bucket ${target.bucket} (${detail})`;
   }
   if (error instanceof UnsupportedError) {
-    return new ObjectStoreProbeError(
-      `Cannot use the object store: bucket ${target.bucket} does not exist at ${target.endpoint} (${detail})`,
-    );
+    return `Cannot use the object store: bucket ${target.bucket} does not exist at ${target.endpoint} (${detail})`;
   }
   if (error instanceof TransportError) {
-    return new ObjectStoreProbeError(
-      `Cannot use the object store: the endpoint ${target.endpoint} is unreachable (${detail})`,
-    );
+    return `Cannot use the object store: the endpoint ${target.endpoint} is unreachable (${detail})`;
   }
-  if (error instanceof ObjectStoreError) {
-    return new ObjectStoreProbeError(`Cannot use the object store at ${target.endpoint}: ${detail}`);
-  }
-  return new ObjectStoreProbeError(`Cannot use the object store at ${target.endpoint}: ${detail}`);
+  return `Cannot use the object store at ${target.endpoint}: ${detail}`;
 }

@@ -163,10 +163,15 @@ export class RetryingObjectStore {
     signal: AbortSignal | undefined,
     attempt: (timeoutMs: number) => Promise<T>,
   ) {
+    // The last attempt's failure: the cause of a deadline that passes before the next one.
+    let lastError: unknown = undefined;
     // Each pass is one attempt; decideRetry refuses once the deadline is near, which bounds the loop.
     for (let n = 1;; n++) {
       const remainingMs = deadlineAtMs - this.#clock.nowMs();
-      if (remainingMs <= 0) throw new TransportError(`Cannot ${op}: the deadline passed before attempt ${n}`);
+      if (remainingMs <= 0) {
+        const cause = lastError === undefined ? undefined : { cause: lastError };
+        throw new TransportError(`Cannot ${op}: the deadline passed before attempt ${n}`, null, cause);
+      }
       signal?.throwIfAborted();
       const started = this.#clock.nowMs();
       let delayMs = 0;
@@ -175,6 +180,7 @@ export class RetryingObjectStore {
       try {
         return await attempt(remainingMs);
       } catch (error) {
+        lastError = error;
         const errorClass = classify(error);
         this.#metrics?.errors.inc({ op, class: errorClass });
         if (error instanceof ObjectStoreError && error.status !== null && error.status >= 400) {

@@ -70,6 +70,10 @@ export interface DiskFile {
 
 export type DiskErrorCode = "not_found" | "exists" | "not_empty" | "io";
 
+/**
+ * A disk operation that failed: "Cannot <operation> <path>: <code>", with the message of the error
+ * it wraps (the system's, e.g. ENOSPC, or a file worker's), which it keeps as its `cause`.
+ */
 export class DiskError extends Error {
   override name = "DiskError";
   readonly code: DiskErrorCode;
@@ -77,7 +81,7 @@ export class DiskError extends Error {
 
   constructor(code: DiskErrorCode, operation: string, path: string, cause?: unknown) {
     const detail = cause instanceof Error ? `: ${cause.message}` : "";
-    super(`Cannot ${operation} ${path}: ${code}${detail}`);
+    super(`Cannot ${operation} ${path}: ${code}${detail}`, cause === undefined ? undefined : { cause });
     this.code = code;
     this.path = path;
   }

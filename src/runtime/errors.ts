@@ -1,8 +1,11 @@
-/** Thrown to a waiter whose AbortSignal fired before it was admitted. */
+/** Thrown to a waiter whose AbortSignal fired before it was admitted; the signal's reason is its `cause`. */
 export class AbortedError extends Error {
   override name = "AbortedError";
   constructor(what: string, reason?: unknown) {
-    super(`Cannot ${what}: aborted${reason instanceof Error ? ` (${reason.message})` : ""}`);
+    super(
+      `Cannot ${what}: aborted${reason instanceof Error ? ` (${reason.message})` : ""}`,
+      reason === undefined ? undefined : { cause: reason },
+    );
   }
 }
 

@@ -1,6 +1,7 @@
-import type { WorkerOptions } from "node:worker_threads";
+import type { ResourceLimits } from "node:worker_threads";
+import type { CloseRequest, FileWorkerData, WorkerAnswer } from "./file_worker_protocol.ts";
 import { SharedSlots } from "./shared_slots.ts";
-import { type WorkerAnswer, WorkerRequests } from "./worker_requests.ts";
+import { WorkerRequests } from "./worker_requests.ts";
 
 /**
  * A file as a worker knows it: an id of the caller's, its path, the inode it must be (the worker
@@ -13,7 +14,7 @@ export interface WorkerFile {
   bypassCache: boolean;
 }
 
-/** How a file worker is made: its slots, its program, and what the worker starts with. */
+/** How a file worker is made: its slots, its program, and its heap's bounds. */
 export interface FileWorkerOptions {
   /** The most one request moves, in bytes. */
   slotBytes: number;
@@ -22,23 +23,25 @@ export interface FileWorkerOptions {
   /** Bound on callers queued for a slot. */
   waitersMax: number;
   name: string;
-  source: string;
+  /** The worker's program, a module answering requests `Q` (e.g. `read_worker_main.ts`). */
+  entry: URL;
   /** Room in each slot beyond `slotBytes`, e.g. for a direct read's widening. */
   slotPaddingBytes?: number;
-  /** What the worker starts with, given its slots (e.g. their memory as `workerData`), and its heap's bounds. */
-  workerOptions?: (slots: SharedSlots) => WorkerOptions;
+  /** Bounds on the worker's heap; none by default. */
+  resourceLimits?: ResourceLimits;
 }
 
 /**
  * What the read and write workers share: a few shared slots lent in turn, the requests to a worker
  * thread, and the files it knows by id, each closed there by `release`. The subclass says what a
- * request is.
+ * request `Q` is and what its answer `A` holds. The slots' memory goes to the worker once, at its
+ * start, as its `workerData`, rather than with every request.
  */
-export class FileWorker<A extends WorkerAnswer> {
+export class FileWorker<Q extends object, A extends WorkerAnswer> {
   readonly slotBytes: number;
   readonly slotsMax: number;
   protected readonly slots: SharedSlots;
-  protected readonly requests: WorkerRequests<A>;
+  protected readonly requests: WorkerRequests<A, Q | CloseRequest>;
   /** Files the worker knows and may hold a descriptor of: what `release` must close there. */
   protected readonly openIds = new Set<number>();
   protected directBytesTotal = 0;
@@ -52,12 +55,16 @@ export class FileWorker<A extends WorkerAnswer> {
       waitersMax: options.waitersMax,
       name: `${options.name} slot`,
     });
-    this.requests = new WorkerRequests<A>({
+    const workerData: FileWorkerData = { memory: this.slots.memory, strideBytes: this.slots.strideBytes };
+    this.requests = new WorkerRequests<A, Q | CloseRequest>({
       name: options.name,
-      source: options.source,
+      entry: options.entry,
       requestsMax: options.slotsMax,
       onReset: () => this.openIds.clear(),
-      workerOptions: options.workerOptions?.(this.slots),
+      workerOptions: {
+        workerData,
+        ...(options.resourceLimits === undefined ? {} : { resourceLimits: options.resourceLimits }),
+      },
     });
   }
 
@@ -84,21 +91,3 @@ export class FileWorker<A extends WorkerAnswer> {
     await this.requests.send({ op: "close", fileId });
   }
 }
-
-/**
- * The part of both workers' programs that keeps their files: each file's name and inode as the
- * caller sent them (the read worker marks a stale one null), its buffered and direct descriptors,
- * and `close`, which forgets all three. It expects `fs` (`node:fs`) in scope.
- */
-export const fileWorkerPrelude = `
-const files = new Map();
-const fds = new Map();
-const directFds = new Map();
-function close(fileId) {
-  files.delete(fileId);
-  for (const map of [fds, directFds]) {
-    const fd = map.get(fileId);
-    map.delete(fileId);
-    if (fd !== undefined && fd !== null) fs.closeSync(fd);
-  }
-}`;

@@ -1,7 +1,9 @@
+import process from "node:process";
+import type { ResourceLimits } from "node:worker_threads";
 import { assert } from "./assert.ts";
 import { directIoAlignBytes } from "./disk.ts";
-import { FileWorker, fileWorkerPrelude, type WorkerFile } from "./file_worker.ts";
-import type { WorkerAnswer } from "./worker_requests.ts";
+import { FileWorker, type WorkerFile } from "./file_worker.ts";
+import type { ReadAnswer, ReadRequest } from "./read_worker_handler.ts";
 
 /**
  * Large file reads on a thread of their own. Under Deno each `node:fs` read is a task for the
@@ -15,22 +17,17 @@ import type { WorkerAnswer } from "./worker_requests.ts";
  * A file opened with `bypassCache` is read there around the page cache (`O_DIRECT`), each read
  * widened to aligned bounds inside the slot, whose memory starts on a page; where the file system
  * refuses, it is read buffered. It runs unchanged on Node, where it moves reads from libuv's pool.
+ * The worker's program is `ReadHandler` (`read_worker_handler.ts`), started by `read_worker_main.ts`.
  */
-export class ReadWorker extends FileWorker<ReadAnswer> {
+export class ReadWorker extends FileWorker<ReadRequest, ReadAnswer> {
   constructor(options: { slotBytes: number; slotsMax: number; waitersMax: number }) {
     super({
       ...options,
       name: "read worker",
-      source: workerSource,
+      entry: new URL("./read_worker_main.ts", import.meta.url),
       // Room for a direct read's widening: at most one alignment unit more than the part asked for.
       slotPaddingBytes: directIoAlignBytes,
-      workerOptions: (slots) => ({
-        workerData: { memory: slots.memory, strideBytes: slots.strideBytes },
-        resourceLimits: {
-          maxYoungGenerationSizeMb: workerYoungGenerationMb,
-          maxOldGenerationSizeMb: workerOldGenerationMb,
-        },
-      }),
+      resourceLimits: readWorkerHeapLimits(process.execArgv),
     });
   }
 
@@ -72,124 +69,6 @@ export class ReadWorker extends FileWorker<ReadAnswer> {
   }
 }
 
-interface ReadAnswer extends WorkerAnswer {
-  /** Bytes of the part read, fewer than asked only at the end of the file. */
-  bytesRead: number;
-  /** Where in the slot the part starts: a direct read starts on the aligned position before it. */
-  skip: number;
-  /** Whether the part came around the page cache. */
-  direct: boolean;
-  /** The worker could not open the caller's file by its name: removed, or another file there now. */
-  stale: boolean;
-}
-
-/**
- * The worker's whole program, plain JavaScript so that both runtimes run it without a loader. It
- * answers every request, in order, and opens files only as the caller's (by name, with the same
- * inode). A buffered read loops until the part is read or the file ends,
- * bounded by the byte count since each pass but the last reads at least one byte. A direct read reads
- * the aligned span around the part in one pass; one the file system refuses (EINVAL: no `O_DIRECT`
- * there, or a stricter alignment) is read buffered, and so is the file from then on.
- */
-const workerSource = `
-const { parentPort, workerData } = require("node:worker_threads");
-const fs = require("node:fs");
-const { O_RDONLY, O_DIRECT } = fs.constants;
-const align = ${directIoAlignBytes};
-const { memory, strideBytes } = workerData;
-const slots = [];
-function slotBytes(index) {
-  slots[index] ??= new Uint8Array(memory, index * strideBytes, strideBytes);
-  return slots[index];
-}
-${fileWorkerPrelude}
-/**
- * The file by its name if it is still the caller's; null if it was removed or replaced, and then
- * the file is stale: every read of it answers so until it is closed.
- */
-function openIfSame(m, flags) {
-  const file = files.get(m.fileId);
-  let fd;
-  try {
-    fd = fs.openSync(file.path, flags);
-  } catch (error) {
-    if (error.code === "ENOENT") return null;
-    throw error;
-  }
-  if (fs.fstatSync(fd).ino === file.inode) return fd;
-  fs.closeSync(fd);
-  return null;
-}
-/** A direct descriptor, or null (read buffered) where it cannot be had: it is only a faster way. */
-function directFd(m) {
-  if (directFds.has(m.fileId)) return directFds.get(m.fileId);
-  let fd = null;
-  try {
-    if (O_DIRECT !== undefined) fd = openIfSame(m, O_RDONLY | O_DIRECT);
-  } catch {
-    fd = null;
-  }
-  directFds.set(m.fileId, fd);
-  return fd;
-}
-function readDirect(m, slot) {
-  const fd = directFd(m);
-  if (fd === null) return null;
-  const skip = m.position % align;
-  const span = Math.ceil((skip + m.length) / align) * align;
-  try {
-    const n = fs.readSync(fd, slot, 0, span, m.position - skip);
-    return { bytesRead: Math.max(0, Math.min(n - skip, m.length)), skip };
-  } catch (error) {
-    if (error.code !== "EINVAL") throw error;
-    fs.closeSync(fd);
-    directFds.set(m.fileId, null);
-    return null;
-  }
-}
-/** The count read, or null when the file cannot be opened as the caller's. */
-function readBuffered(m, slot) {
-  let fd = fds.get(m.fileId);
-  if (fd === undefined) {
-    fd = openIfSame(m, O_RDONLY);
-    if (fd === null) {
-      files.set(m.fileId, null);
-      return null;
-    }
-    fds.set(m.fileId, fd);
-  }
-  let done = 0;
-  while (done < m.length) {
-    const n = fs.readSync(fd, slot, done, m.length - done, m.position + done);
-    if (n <= 0) break;
-    done += n;
-  }
-  return done;
-}
-function answer(m) {
-  if (m.op === "close") {
-    close(m.fileId);
-    return { bytesRead: 0, skip: 0, direct: false, stale: false };
-  }
-  if (m.path !== undefined) files.set(m.fileId, { path: m.path, inode: m.inode });
-  if (!files.has(m.fileId)) throw new Error("the read worker was not told of file " + m.fileId);
-  if (files.get(m.fileId) === null) return { bytesRead: 0, skip: 0, direct: false, stale: true };
-  const slot = slotBytes(m.slot);
-  const direct = m.direct ? readDirect(m, slot) : null;
-  if (direct !== null) return { bytesRead: direct.bytesRead, skip: direct.skip, direct: true, stale: false };
-  const bytesRead = readBuffered(m, slot);
-  return { bytesRead: bytesRead ?? 0, skip: 0, direct: false, stale: bytesRead === null };
-}
-parentPort.on("message", (m) => {
-  try {
-    parentPort.postMessage({ seq: m.seq, ...answer(m), error: null });
-  } catch (error) {
-    const failure = { code: error && error.code, message: String(error && error.message) };
-    parentPort.postMessage({ seq: m.seq, bytesRead: 0, skip: 0, direct: false, stale: false, error: failure });
-  }
-});
-`;
-
 /**
  * The worker's young generation, in MB. Its garbage is a few small objects per read, and without a
  * bound its semi-spaces grow to the process's (`--max-semi-space-size`), memory the storm's RSS pays.
@@ -203,6 +82,21 @@ const workerYoungGenerationMb = 1;
  * runtimes), the reads it owed fail, and the next read starts a new worker.
  */
 const workerOldGenerationMb = 10;
+
+/**
+ * The worker's heap bounds, given the process's `execArgv`, which a worker thread inherits. They are
+ * sized for the worker's own program. A process that preloads modules into every thread (`--import`,
+ * `--require` or `--loader`) puts them in the worker too, beyond any bound sized for the program:
+ * tap's TypeScript loader under Node keeps about 50 MB there. Such a worker goes without bounds.
+ * Deno preloads nothing, so the server's worker always has them.
+ */
+export function readWorkerHeapLimits(execArgv: readonly string[]): ResourceLimits | undefined {
+  const preloads = execArgv.some((arg) =>
+    /^(-r|--require|--import|--loader|--experimental-loader)(=|$)/.test(arg)
+  );
+  if (preloads) return undefined;
+  return { maxYoungGenerationSizeMb: workerYoungGenerationMb, maxOldGenerationSizeMb: workerOldGenerationMb };
+}
 
 let shared: ReadWorker | null = null;
 

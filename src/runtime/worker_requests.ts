@@ -1,11 +1,6 @@
 import { Worker, type WorkerOptions } from "node:worker_threads";
 import { assert } from "./assert.ts";
-
-/** What every answer of a file worker carries: the request's number, and its error if it failed. */
-export interface WorkerAnswer {
-  seq: number;
-  error: { code: string | undefined; message: string } | null;
-}
+import type { WorkerAnswer } from "./file_worker_protocol.ts";
 
 /** A request the worker answered with an error: the system's code (e.g. ENOSPC), and the whole answer. */
 export class WorkerError<A extends WorkerAnswer = WorkerAnswer> extends Error {
@@ -26,15 +21,21 @@ interface Pending<A> {
 }
 
 /**
- * Requests to a worker thread and their answers, matched by number: the plumbing the read and write
- * workers share. The worker starts on the first request; it is held open only while it owes
- * answers, so an idle worker never keeps the process alive. A worker that dies fails what it owed,
- * and the next request starts a new one (`onReset` lets the owner forget what the old one held).
+ * Requests `Q` to a worker thread and their answers `A`, matched by number: the plumbing the read
+ * and write workers share. The worker runs the module `entry`, started on the first request; it is
+ * held open only while it owes answers, so an idle worker never keeps the process alive. A worker
+ * that dies fails what it owed, and the next request starts a new one (`onReset` lets the owner
+ * forget what the old one held).
+ *
+ * The entry is a TypeScript module, and each runtime starts it as it runs the caller's modules:
+ * Deno loads it with the caller's permissions (read access to the module is needed), and Node starts
+ * a worker with the parent's `execArgv` unless told otherwise, so a process whose TypeScript comes
+ * through a loader (tap's `--import` of its TypeScript hook) gives the worker the same loader.
  */
-export class WorkerRequests<A extends WorkerAnswer> {
+export class WorkerRequests<A extends WorkerAnswer, Q extends object = Record<string, unknown>> {
   readonly name: string;
   readonly requestsMax: number;
-  readonly #source: string;
+  readonly #entry: URL;
   readonly #workerOptions: WorkerOptions;
   readonly #onReset: () => void;
   /** Requests sent and not answered, by number; at most `requestsMax`. */
@@ -44,7 +45,8 @@ export class WorkerRequests<A extends WorkerAnswer> {
 
   constructor(options: {
     name: string;
-    source: string;
+    /** The worker's program: a module, e.g. `new URL("./read_worker_main.ts", import.meta.url)`. */
+    entry: URL;
     requestsMax: number;
     onReset: () => void;
     /** What the worker starts with (`workerData`, e.g. a shared memory) and its heap's bounds. */
@@ -56,7 +58,12 @@ export class WorkerRequests<A extends WorkerAnswer> {
     );
     this.name = options.name;
     this.requestsMax = options.requestsMax;
-    this.#source = options.source;
+    // Under Node, the parent's execArgv is what carries a TypeScript loader to the worker.
+    assert(
+      options.workerOptions?.execArgv === undefined,
+      `the ${options.name} inherits the parent's execArgv`,
+    );
+    this.#entry = options.entry;
     this.#workerOptions = options.workerOptions ?? {};
     this.#onReset = options.onReset;
   }
@@ -71,7 +78,7 @@ export class WorkerRequests<A extends WorkerAnswer> {
    * `WorkerError` (the system's code kept, e.g. ENOSPC), or the worker's death. The caller holds a turn that bounds requests in
    * flight by `requestsMax`.
    */
-  send(message: Record<string, unknown>): Promise<A> {
+  send(message: Q): Promise<A> {
     const worker = this.#started();
     assert(this.#pending.size < this.requestsMax, `${this.name} requests in flight exceed its turns`);
     const seq = this.#nextSeq++;
@@ -91,7 +98,7 @@ export class WorkerRequests<A extends WorkerAnswer> {
 
   #started(): Worker {
     if (this.#worker !== null) return this.#worker;
-    const worker = new Worker(this.#source, { ...this.#workerOptions, eval: true });
+    const worker = new Worker(this.#entry, this.#workerOptions);
     worker.on("message", (answer: A) => this.#answered(answer));
     worker.on("error", (error: Error) => this.#failAll(error));
     worker.on(

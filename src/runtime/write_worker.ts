@@ -1,6 +1,7 @@
 import { directIoAlignBytes } from "./disk.ts";
-import { FileWorker, fileWorkerPrelude, type WorkerFile } from "./file_worker.ts";
-import { type WorkerAnswer, WorkerError } from "./worker_requests.ts";
+import { FileWorker, type WorkerFile } from "./file_worker.ts";
+import { WorkerError } from "./worker_requests.ts";
+import type { WriteAnswer, WriteRequest } from "./write_worker_handler.ts";
 
 /**
  * Large file writes on a thread of their own. Under Deno, `node:fs` writes run on the event loop's
@@ -16,17 +17,12 @@ import { type WorkerAnswer, WorkerError } from "./worker_requests.ts";
  * (on this machine that copy into fresh memory was the upload's limit; docs/TUNING.md, item 31).
  * Direct writes need aligned memory as well, so the slots are carved from one shared WebAssembly
  * memory, whose buffer starts on a page. Where the file system refuses `O_DIRECT`, writes are
- * buffered as before.
+ * buffered as before. The worker's program is `WriteHandler` (`write_worker_handler.ts`), started by
+ * `write_worker_main.ts`.
  */
-export class WriteWorker extends FileWorker<WriteAnswer> {
+export class WriteWorker extends FileWorker<WriteRequest, WriteAnswer> {
   constructor(options: { slotBytes: number; slotsMax: number; waitersMax: number }) {
-    super({
-      ...options,
-      name: "write worker",
-      source: workerSource,
-      // The memory goes to the worker once, at its start, rather than with every write.
-      workerOptions: (slots) => ({ workerData: { memory: slots.memory, strideBytes: slots.strideBytes } }),
-    });
+    super({ ...options, name: "write worker", entry: new URL("./write_worker_main.ts", import.meta.url) });
   }
 
   /**
@@ -73,86 +69,6 @@ export class WriteWorker extends FileWorker<WriteAnswer> {
     }
   }
 }
-
-interface WriteAnswer extends WorkerAnswer {
-  /** How many of the write's bytes went around the page cache. */
-  directBytes: number;
-}
-
-/**
- * The worker's whole program, plain JavaScript so that both runtimes run it without a loader. It
- * answers every request, in order; a write loops until every byte is written (a short write is
- * legal), bounded by the byte count since each pass writes at least one. A direct write that the
- * file system refuses (EINVAL: no `O_DIRECT` there, or a stricter alignment) or cuts short leaves the
- * rest to the buffered descriptor, and a refused file is written buffered from then on.
- */
-const workerSource = `
-const { parentPort, workerData } = require("node:worker_threads");
-const fs = require("node:fs");
-const { O_WRONLY, O_DIRECT } = fs.constants;
-const { memory, strideBytes } = workerData;
-${fileWorkerPrelude}
-function checkedOpen(m, flags) {
-  const file = files.get(m.fileId);
-  const fd = fs.openSync(file.path, flags);
-  if (fs.fstatSync(fd).ino !== file.inode) {
-    fs.closeSync(fd);
-    throw new Error("Cannot write " + file.path + ": it is no longer the file that was opened");
-  }
-  return fd;
-}
-function directFd(m) {
-  if (directFds.has(m.fileId)) return directFds.get(m.fileId);
-  let fd = null;
-  try {
-    if (O_DIRECT !== undefined) fd = checkedOpen(m, O_WRONLY | O_DIRECT);
-  } catch (error) {
-    if (error.code !== "EINVAL") throw error;
-  }
-  directFds.set(m.fileId, fd);
-  return fd;
-}
-function writeDirect(m, bytes) {
-  const fd = directFd(m);
-  if (fd === null) return 0;
-  const alignedBytes = bytes.length - (bytes.length % ${directIoAlignBytes});
-  try {
-    return fs.writeSync(fd, bytes, 0, alignedBytes, m.position);
-  } catch (error) {
-    if (error.code !== "EINVAL") throw error;
-    fs.closeSync(fd);
-    directFds.set(m.fileId, null);
-    return 0;
-  }
-}
-parentPort.on("message", (m) => {
-  let directBytes = 0;
-  try {
-    if (m.op === "close") {
-      close(m.fileId);
-    } else {
-      if (m.path !== undefined) files.set(m.fileId, { path: m.path, inode: m.inode });
-      if (!files.has(m.fileId)) throw new Error("the write worker was not told of file " + m.fileId);
-      let fd = fds.get(m.fileId);
-      if (fd === undefined) {
-        fd = checkedOpen(m, "r+");
-        fds.set(m.fileId, fd);
-      }
-      const bytes = new Uint8Array(memory, m.slot * strideBytes, m.length);
-      if (m.direct) directBytes = writeDirect(m, bytes);
-      for (let written = directBytes; written < m.length;) {
-        const n = fs.writeSync(fd, bytes, written, m.length - written, m.position + written);
-        if (n <= 0) throw new Error("the write made no progress");
-        written += n;
-      }
-    }
-    parentPort.postMessage({ seq: m.seq, directBytes, error: null });
-  } catch (error) {
-    const answer = { code: error && error.code, message: String(error && error.message) };
-    parentPort.postMessage({ seq: m.seq, directBytes, error: answer });
-  }
-});
-`;
 
 /** How big a write must be to go to the worker: below it, the round trip costs more than the copy. */
 export const offLoopWriteBytesMin = 64 * 1024;

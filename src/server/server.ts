@@ -182,6 +182,7 @@ export function reserveExternalMemory(
     throw new ConfigError(
       "[system] external_memory_reserve",
       `${sizeBytes} bytes of address space could not be reserved (${error.message}); set it lower, or 0`,
+      { cause: error },
     );
   }
 }

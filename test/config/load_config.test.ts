@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { TomlError } from "smol-toml";
 import t, { type Test } from "tap";
 import { ConfigError } from "../../src/config/config_error.ts";
 import type { ConfigSchema } from "../../src/config/key_spec.ts";
@@ -79,6 +80,15 @@ t.test("an out-of-range value is named with its range", (t) => {
 
 t.test("invalid TOML names the file and position", (t) => {
   t.match(errorOf(t, `[system\npath = 1`).message, /Cannot load config: test\.toml: invalid TOML at line 1/);
+  t.end();
+});
+
+t.test("a ConfigError found through a parse error keeps it as its cause", (t) => {
+  // Proves the parser's own account (its message, with the excerpt it points at) is not lost.
+  const error = errorOf(t, `[system\npath = 1`);
+  t.ok(error.cause instanceof TomlError, "the TOML parser's error is its cause");
+  t.equal((error.cause as TomlError).line, 1);
+  t.equal(errorOf(t, `[http]\naddress = 7\n`).cause, undefined, "a bad value has no cause but its key");
   t.end();
 });
 

@@ -2,7 +2,8 @@ import t from "tap";
 import { FsObjectStore, streamBuffersMax, syncEveryBytes } from "../../src/objectstore/fs_object_store.ts";
 import { readFileSync, writeFileSync } from "node:fs";
 import { pack } from "msgpackr";
-import { type CreateOptions, directIoAlignBytes, type DiskFile } from "../../src/runtime/disk.ts";
+import { NotFoundError, PreconditionFailedError } from "../../src/objectstore/object_store_errors.ts";
+import { type CreateOptions, directIoAlignBytes, DiskError, type DiskFile } from "../../src/runtime/disk.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
@@ -11,6 +12,26 @@ import { bodyOf, objectStoreContract } from "../helpers/object_store_contract.ts
 // The contract on the fs backend: a directory with exact create-if-absent through link(2).
 const store = new FsObjectStore(new NodeDisk(), tempDir(t, "strata-fs-store-"), new Rng(1));
 objectStoreContract(t, store, "strata/c1", { exactIfAbsent: true });
+
+t.test("a missing object and a taken key keep the disk's error as their cause", async (t) => {
+  // Proves the store's typed errors do not hide what the disk said (its code and path).
+  const missing = await store.getRange("strata/c1/cause/missing", 0, 10).catch((e) => e);
+  t.ok(missing instanceof NotFoundError);
+  t.ok(
+    missing.cause instanceof DiskError && missing.cause.code === "not_found",
+    "the DiskError is its cause",
+  );
+  const put = () =>
+    store.put("strata/c1/cause/taken", bodyOf(new Uint8Array([1])), {
+      sizeBytes: 1,
+      metadata: {},
+      ifAbsent: true,
+    });
+  await put();
+  const taken = await put().catch((e) => e);
+  t.ok(taken instanceof PreconditionFailedError);
+  t.ok(taken.cause instanceof DiskError && taken.cause.code === "exists", "the DiskError is its cause");
+});
 
 t.test("streamRange reads every piece into one buffer: a stream allocates nothing per piece", async (t) => {
   const bytes = new Uint8Array(3_500_000).map((_, i) => i & 0xff);

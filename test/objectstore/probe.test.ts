@@ -1,5 +1,6 @@
 import t from "tap";
 import { FsObjectStore } from "../../src/objectstore/fs_object_store.ts";
+import { AuthError } from "../../src/objectstore/object_store_errors.ts";
 import { ObjectStoreProbeError, probeObjectStore } from "../../src/objectstore/probe_object_store.ts";
 import { openObjectStore } from "../../src/objectstore/open_object_store.ts";
 import { SimObjectStore } from "../../src/objectstore/sim_object_store.ts";
@@ -41,6 +42,15 @@ t.test("each misconfiguration is named: credentials, bucket, endpoint", async (t
     t.ok(error instanceof ObjectStoreProbeError);
     t.match(error.message, c.pattern);
   }
+});
+
+t.test("a probe error keeps the store's error as its cause", async (t) => {
+  // Proves the operator's message does not replace the store's account: its class and status survive.
+  const store = new SimObjectStore(new VirtualClock(), new Rng(1), { errorRates: { list: { auth: 1 } } });
+  const error = await probeObjectStore(store, "strata", target, new Rng(2)).catch((e) => e);
+  t.ok(error instanceof ObjectStoreProbeError);
+  t.ok(error.cause instanceof AuthError, `the store's AuthError is its cause (${error.cause?.name})`);
+  t.equal(error.cause.status, 403);
 });
 
 t.test("an endpoint nobody listens on stops start-up with the endpoint named", async (t) => {

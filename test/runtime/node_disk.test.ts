@@ -5,6 +5,8 @@ import t from "tap";
 import { DiskError } from "../../src/runtime/disk.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { Semaphore } from "../../src/runtime/semaphore.ts";
+import { WorkerError } from "../../src/runtime/worker_requests.ts";
+import { offLoopWriteBytesMin, WriteWorker } from "../../src/runtime/write_worker.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
@@ -98,4 +100,26 @@ t.test("with the turns' queue full a read goes at once rather than fail", async 
   await file.close();
   t.same(counts, [1024, 1024, 1024]);
   t.equal(turns.inUse, 0);
+});
+
+t.test("a DiskError keeps the error it wraps as its cause: the system's, or a file worker's", async (t) => {
+  // Proves nothing of the original is lost to the message alone: its code and its class survive,
+  // on the loop and across the write worker's thread.
+  const dir = tempDir(t, "strata-node-disk-cause-");
+  const disk = new NodeDisk({
+    writeWorker: new WriteWorker({ slotBytes: 64 * 1024, slotsMax: 1, waitersMax: 4 }),
+  });
+  const missing = await disk.open(join(dir, "missing")).catch((e) => e);
+  t.ok(missing instanceof DiskError, "a DiskError");
+  t.equal(missing.cause?.code, "ENOENT", "the system's error is its cause");
+  t.match(missing.message, missing.cause.message, "whose message it repeats");
+  const path = join(dir, "gone");
+  const file = await disk.createExclusive(path);
+  rmSync(path);
+  const failed = await file.writeAt(new Uint8Array(offLoopWriteBytesMin), 0).catch((e) => e);
+  await file.close();
+  t.ok(failed instanceof DiskError && failed.code === "not_found", "a DiskError from the worker");
+  t.ok(failed.cause instanceof WorkerError, "the worker's error is its cause");
+  t.equal(failed.cause.code, "ENOENT", "with the system's code from the worker's thread");
+  t.equal(new DiskError("io", "read", "/x").cause, undefined, "no cause where none was given");
 });

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import t, { type Test } from "tap";
 import { directIoAlignBytes } from "../../src/runtime/disk.ts";
 import { NodeDisk, offLoopReadBytesMin } from "../../src/runtime/node_disk.ts";
-import { ReadWorker } from "../../src/runtime/read_worker.ts";
+import { ReadWorker, readWorkerHeapLimits } from "../../src/runtime/read_worker.ts";
 import { Semaphore } from "../../src/runtime/semaphore.ts";
 import { takesDirectIo } from "../helpers/direct_io.ts";
 import { patterned } from "../helpers/object_store_contract.ts";
@@ -184,4 +184,20 @@ t.test("reads wait for the process's read turns, as they did on the loop", async
   await reading;
   t.equal(done, true);
   await file.close();
+});
+
+t.test("the worker's heap is bounded unless the process preloads modules into every thread", (t) => {
+  // Proves the rule: Deno, which runs the server, preloads nothing, so its worker is bounded; a
+  // preload such as a TypeScript loader would hold more than the bound sized for the program.
+  const bounded = { maxYoungGenerationSizeMb: 1, maxOldGenerationSizeMb: 10 };
+  t.same(readWorkerHeapLimits([]), bounded);
+  t.same(readWorkerHeapLimits(["--enable-source-maps", "--no-warnings"]), bounded);
+  for (
+    const preload of [["--import=file:///x.mjs"], ["--import", "x"], ["-r", "x"], ["--require=x"], [
+      "--loader=x",
+    ]]
+  ) {
+    t.equal(readWorkerHeapLimits(preload), undefined, preload.join(" "));
+  }
+  t.end();
 });

@@ -2,14 +2,7 @@ import t from "tap";
 import { WorkerError, WorkerRequests } from "../../src/runtime/worker_requests.ts";
 
 /** A worker that doubles `n`, fails with a code on a negative one, and exits on "exit". */
-const echoSource = `
-const { parentPort } = require("node:worker_threads");
-parentPort.on("message", (m) => {
-  if (m.op === "exit") process.exit(3);
-  if (m.n < 0) parentPort.postMessage({ seq: m.seq, doubled: 0, error: { code: "ENEG", message: "negative" } });
-  else parentPort.postMessage({ seq: m.seq, doubled: m.n * 2, error: null });
-});
-`;
+const echoWorker = new URL("../helpers/echo_worker.ts", import.meta.url);
 
 interface Doubled {
   seq: number;
@@ -21,7 +14,7 @@ t.test("answers are matched to their requests, errors keep their code and the an
   // Proves the matching by number with several requests in flight, and the error's shape.
   const requests = new WorkerRequests<Doubled>({
     name: "test worker",
-    source: echoSource,
+    entry: echoWorker,
     requestsMax: 3,
     onReset: () => {},
   });
@@ -40,7 +33,7 @@ t.test("a worker that dies fails what it owed, resets its owner, and the next re
   let resets = 0;
   const requests = new WorkerRequests<Doubled>({
     name: "test worker",
-    source: echoSource,
+    entry: echoWorker,
     requestsMax: 2,
     onReset: () => resets++,
   });
@@ -54,7 +47,7 @@ t.test("more requests in flight than requestsMax fail an assertion", async (t) =
   // Proves the bound is checked, not assumed: callers must hold a turn per request.
   const requests = new WorkerRequests<Doubled>({
     name: "test worker",
-    source: echoSource,
+    entry: echoWorker,
     requestsMax: 1,
     onReset: () => {},
   });
@@ -62,7 +55,7 @@ t.test("more requests in flight than requestsMax fail an assertion", async (t) =
   t.throws(() => requests.send({ n: 2 }), /test worker requests in flight exceed its turns/);
   t.equal((await first).doubled, 2);
   t.throws(
-    () => new WorkerRequests({ name: "x", source: echoSource, requestsMax: 0, onReset: () => {} }),
+    () => new WorkerRequests({ name: "x", entry: echoWorker, requestsMax: 0, onReset: () => {} }),
     /requestsMax/,
   );
 });

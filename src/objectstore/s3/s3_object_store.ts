@@ -235,8 +235,8 @@ export class S3ObjectStore implements ObjectStore {
     let parsed;
     try {
       parsed = parseListV2(xml);
-    } catch {
-      throw new MalformedError(`${what}: the answer is not a ListBucketResult`);
+    } catch (error) {
+      throw new MalformedError(`${what}: the answer is not a ListBucketResult`, null, { cause: error });
     }
     const last = parsed.objects.at(-1)?.key ?? null;
     return { objects: parsed.objects, nextStartAfter: parsed.truncated ? last : null };
@@ -360,7 +360,8 @@ export class S3ObjectStore implements ObjectStore {
     } catch (error) {
       if (error instanceof ObjectStoreError) throw error;
       const reason = controller.signal.aborted ? `timed out after ${timeoutMs} ms` : describeTransport(error);
-      throw new TransportError(`${what}: ${reason}`);
+      // The transport's error names the socket's failure, never the request's headers.
+      throw new TransportError(`${what}: ${reason}`, null, { cause: error });
     } finally {
       cancel();
       options.signal?.removeEventListener("abort", onAbort);
@@ -433,7 +434,7 @@ async function readPieces(
     }
   } catch (error) {
     if (error instanceof ObjectStoreError) throw error;
-    throw new TransportError(`${what}: ${describeTransport(error)}`);
+    throw new TransportError(`${what}: ${describeTransport(error)}`, null, { cause: error });
   }
   return pieces;
 }
@@ -467,7 +468,7 @@ async function streamPieces(
     }
   } catch (error) {
     if (error === sinkError || error instanceof ObjectStoreError) throw error;
-    throw new TransportError(`${what}: ${describeTransport(error)}`);
+    throw new TransportError(`${what}: ${describeTransport(error)}`, null, { cause: error });
   }
   return total;
 }
