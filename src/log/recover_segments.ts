@@ -157,7 +157,11 @@ async function readMarker(
     await file.close();
   }
   if (marker === null) {
-    if (!hasLog) throw new PartitionRefusedError(label, `segment ${segment.stem}: ${unreadable?.message}`);
+    if (!hasLog) {
+      throw new PartitionRefusedError(label, `segment ${segment.stem}: ${unreadable?.message}`, {
+        cause: unreadable,
+      });
+    }
     logger.warn("removing an unfinished eviction's marker", { partition: label, segment: segment.stem });
     await disk.unlink(segment.markerPath);
     await disk.fsyncDir(segment.markerPath.slice(0, segment.markerPath.lastIndexOf("/")));

@@ -138,10 +138,12 @@ export class TierRemoteReader implements RemoteReader {
     if (!(error instanceof NotFoundError)) return error;
     const deletedUpTo = this.#partition.superblock.deletedUpToOffset;
     if (segment.endOffset < deletedUpTo) {
-      return new RemoteSegmentRetiredError(this.#partition.log.label, segment.startOffset, deletedUpTo);
+      return new RemoteSegmentRetiredError(this.#partition.log.label, segment.startOffset, deletedUpTo, {
+        cause: error,
+      });
     }
     this.#o.metrics?.dataLoss.inc();
-    return new RemoteDataLossError(this.#partition.log.label, segment.startOffset, key);
+    return new RemoteDataLossError(this.#partition.log.label, segment.startOffset, key, { cause: error });
   }
 
   #chunkStarts(segment: Segment): number[] {
