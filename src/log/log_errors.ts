@@ -28,7 +28,10 @@ export class WriteQueueFullError extends Error {
   }
 }
 
-/** A read reached a segment whose `.log` was evicted to the object store, which this server cannot read yet. */
+/**
+ * A read reached a segment whose `.log` was evicted to the object store, and the partition has no
+ * remote reader (tiering is off): 503 `remote_read_unavailable` (docs/DESIGN.md, "Fail-closed reads").
+ */
 export class RemoteReadUnavailableError extends Error {
   override name = "RemoteReadUnavailableError";
   constructor(label: string, startOffset: number) {

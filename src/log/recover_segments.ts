@@ -187,7 +187,10 @@ async function readMarker(
   return marker;
 }
 
-/** A tiered segment: bounds and sizes from its marker; its index if present, else fetched on first read (part 2). */
+/**
+ * A tiered segment: bounds and sizes from its marker; its index if present, else fetched from the
+ * store on its first read (`RemoteReader.ensureIndex`).
+ */
 async function recoverRemote(disk: Disk, segment: Segment, marker: RemoteMarker): Promise<void> {
   const stored = await readIndexFile(disk, segment.indexPath);
   for (const e of stored ?? []) segment.index.add(e);
