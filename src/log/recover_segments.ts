@@ -23,7 +23,8 @@ export interface RecoveryReport {
 
 /**
  * Rebuilds a partition's segment chain from its directory at boot:
- * - stems come from `.log` files; `.index` files without a log and temp files are removed;
+ * - stems come from `.log` and `.remote` files; `.index` files with neither and temp files are
+ *   removed; markers follow docs/DESIGN.md, "Markers and the boot rules";
  * - every sealed segment must follow the previous one with no gap (a hole refuses the partition);
  * - a sealed segment's index is trusted only if it is a whole number of increasing entries that
  *   point inside the log, and is rebuilt otherwise;
