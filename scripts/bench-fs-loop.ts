@@ -4,7 +4,7 @@
  *
  *   deno run --allow-all scripts/bench-fs-loop.ts [--dir PATH]
  *
- * Found with it (docs/TUNING.md): under Deno, node:fs writes run on the loop's own thread (about
+ * Found with it (docs/TUNING.md, "The write worker"): under Deno, node:fs writes run on the loop's own thread (about
  * 2 % free, promise and callback APIs alike), while node:fs reads and Deno's own file writes leave
  * it about 85 % free; an open and close pair costs the loop about 20 µs.
  */

@@ -7,8 +7,9 @@
  *
  * The writer writes steps of `--step-bytes` at `--rate-mb-s` (0: as fast as it can), starting an
  * fsync after each with one in flight, as `SyncBehind` does; `--step-bytes 0` runs no writer. The
- * appender writes 100 KiB and fsyncs every 15 ms. Found with it (docs/TUNING.md, item 29): the
- * appends' fsync p99 about halves with 256 KiB steps against 1 MiB ones at the same rate.
+ * appender writes 100 KiB and fsyncs every 15 ms. Found with it (docs/TUNING.md, "The fs store's
+ * fsync step"): the appends' fsync p99 about halves with 256 KiB steps against 1 MiB ones at the
+ * same rate.
  */
 import * as fs from "node:fs/promises";
 import { parseArgs } from "node:util";

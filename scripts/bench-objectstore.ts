@@ -1,5 +1,5 @@
 /**
- * Upload and download throughput of 64 MiB objects: our s3 backend against @aws-sdk/client-s3
+ * Upload and download throughput of 64 MiB objects: Strata's s3 backend against @aws-sdk/client-s3
  * (a streamed PutObject and a GetObject) on the same objects in the same run, as ratios.
  *
  *   deno task bench:objectstore [--rounds 5] [--size-mib 64] [--json PATH]

@@ -1,6 +1,6 @@
 /**
  * Produce and consume throughput through HTTP, for each fsync policy, against the HTTP ceiling of
- * this machine (an empty Deno.serve handler that only reads the body and answers).
+ * the machine it runs on (an empty Deno.serve handler that only reads the body and answers).
  *
  *   deno task bench:produce [--seconds 10] [--producers 8] [--partitions 4] [--encoding msgpack|json] [--json PATH]
  *

@@ -1,6 +1,6 @@
 /**
- * The pump-latency benchmark (issue 7): one process, one shard, the real server code, and the
- * consensus tick's lateness measured over phases of equal length:
+ * The pump-latency benchmark (docs/BENCHMARKS.md, "What it does"): one process, one shard, the real
+ * server code, and the consensus tick's lateness measured over phases of equal length:
  *
  *   idle     the server up, no load
  *   produce  a steady producer through the HTTP handler (1 KiB messages in batches of 100)
@@ -130,7 +130,7 @@ const coldSegmentBytes = quick ? 2 * 1024 * 1024 : 16 * 1024 * 1024;
  * Backlog and probe data: the upload path does not care about message size, so 64 KiB messages, 15
  * to a batch, which fits the shard's 1 MiB write buffer. Sixteen (1 MiB plus headers) did not: each
  * batch took a buffer of its own, and a backlog's 4 GiB of them left the phase after it starting
- * 70 to 90 MB over the idle RSS (docs/TUNING.md, item 24).
+ * 70 to 90 MB over the idle RSS (docs/TUNING.md, "Buffer pools").
  */
 const bulkMessageBytes = 64 * 1024;
 const bulkBatchMessages = 15;
@@ -591,7 +591,7 @@ try {
   const probeLog = await firstLogPath("probe");
   const pieceMs = await measurePieceMs(probeLog);
   // The ceiling is the faster of the two ways to copy: the fs store's own (around the page cache)
-  // and a plain one (through it), whichever this machine favours today.
+  // and a plain one (through it), whichever the machine it runs on favours.
   const copyBufferedMbS = await measureCopyMbS(probeLog, false);
   const copyDirectMbS = await measureCopyMbS(probeLog, true);
   const copyMbS = Math.max(copyBufferedMbS, copyDirectMbS);
@@ -603,7 +603,7 @@ try {
   // The probe's fill leaves tens of megabytes of dead buffers, which V8 frees only at its next full
   // collection: the idle phase's RSS would be the setup's leftovers, not the server at rest. (Once
   // freed, glibc gives them back to the system only when nothing live sits above them in its heap,
-  // so the idle RSS still varies by tens of megabytes between runs; see docs/TUNING.md.)
+  // so some of what the setup leaves can stay resident; docs/TUNING.md, "What sets the RSS".)
   collectGarbage();
   // The collection holds the loop for tens of milliseconds: the ticks that fell due within it fire
   // late, and must do so before the first phase starts counting.
@@ -670,7 +670,10 @@ interface Target {
   met: boolean;
 }
 
-/** The issue's targets, each a ratio within this run; absent phases leave their targets out. */
+/**
+ * The benchmark's targets (docs/BENCHMARKS.md, "Targets"), each a ratio within this run; absent
+ * phases leave their targets out.
+ */
 function targets(r: Partial<Record<PhaseName, PhaseResult>>, pieceMs: number, copyMbS: number): Target[] {
   const out: Target[] = [];
   const add = (name: string, value: number, limit: number, atMost: boolean) =>

@@ -3,7 +3,7 @@
  * blocking-pool thread of its own, and on a small machine those threads take the cores the loop
  * needs. Reads a file (warm in the page cache) with N concurrent readers, and reports the loop
  * thread's time on a core and waiting for one (Linux's `/proc/thread-self/schedstat`), the latest a
- * 1 ms timer fired, and the process's threads. docs/TUNING.md, item 33.
+ * 1 ms timer fired, and the process's threads. Its findings: docs/TUNING.md, "Reads in flight".
  *
  *   deno run --allow-all scripts/bench-read-concurrency.ts [--readers N] [--read-kib K] [--total-reads R]
  */

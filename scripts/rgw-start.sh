@@ -10,7 +10,8 @@
 #      RGW_STORE_BYTES (bluestore's sparse block file or memstore's memory, 10 GiB),
 #      RGW_CPUS (a CPU list, e.g. "1": pins every daemon thread there) and RGW_IDLE=1 (SCHED_IDLE):
 #      for benchmarks, so that the store on the same machine takes only what the measured process
-#      leaves. Priority alone is not enough on a kernel without preemption (docs/BENCHMARKS.md).
+#      leaves. Priority alone is not enough on a kernel without preemption (docs/BENCHMARKS.md,
+#      "Against an S3 store").
 #      S3_ACCESS_KEY / S3_SECRET_KEY (fixed test credentials).
 set -euo pipefail
 

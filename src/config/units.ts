@@ -1,7 +1,7 @@
 /**
- * Human units for sizes and durations, as the RFC's configuration section writes them
- * ("1 MiB", "90 s"). A bare number means bytes for sizes and milliseconds for durations.
- * Parsers return null on bad input so callers can name the key in their own error.
+ * Human units for sizes and durations, as config.toml writes them ("1 MiB", "90 s"; docs/CONFIG.md,
+ * "Values"). A bare number means bytes for sizes and milliseconds for durations. Parsers return
+ * null on bad input so callers can name the key in their own error.
  */
 
 const byteUnits: Record<string, number> = {

@@ -144,7 +144,7 @@ export function verifyBatch(batch: Uint8Array): boolean {
 
 /**
  * The headers of every message that has none: one frozen object instead of an empty one per
- * message decoded (a poll of 100 messages made 100), so a reader that tried to add to it would
+ * message decoded (100 for a poll of 100 messages), so a reader that tried to add to it would
  * throw rather than change other messages.
  */
 const noHeaders: Record<string, string> = Object.freeze({});

@@ -1,6 +1,6 @@
 /**
- * The tiered-floor state machine of one partition, fed by the shard's control log: the RFC's
- * "partition state machine". It holds one value (and the generation it belongs to). Applying a
+ * The tiered-floor state machine of one partition, fed by the shard's control log (docs/DESIGN.md,
+ * "The tiered floor"). It holds one value (and the generation it belongs to). Applying a
  * command is pure and deterministic, so any replica applying the same log reaches the same floor.
  */
 export interface FloorState {

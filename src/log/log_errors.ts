@@ -1,16 +1,22 @@
-/** A partition whose writes failed or whose files are inconsistent; it serves no more writes. */
+/**
+ * A partition whose writes failed or whose files are inconsistent; it serves no more writes. The
+ * failure it was made from, if any, is its `cause`.
+ */
 export class PartitionUnavailableError extends Error {
   override name = "PartitionUnavailableError";
-  constructor(label: string, reason: string) {
-    super(`Cannot use partition ${label}: ${reason}`);
+  constructor(label: string, reason: string, options?: ErrorOptions) {
+    super(`Cannot use partition ${label}: ${reason}`, options);
   }
 }
 
-/** Boot found a chain it cannot accept (a hole, corruption in the middle); the partition is refused. */
+/**
+ * Boot found a chain it cannot accept (a hole, corruption in the middle); the partition is refused.
+ * The error it was found through (an unreadable superblock or marker), if any, is its `cause`.
+ */
 export class PartitionRefusedError extends Error {
   override name = "PartitionRefusedError";
-  constructor(label: string, reason: string) {
-    super(`Cannot open partition ${label}: ${reason}`);
+  constructor(label: string, reason: string, options?: ErrorOptions) {
+    super(`Cannot open partition ${label}: ${reason}`, options);
   }
 }
 
@@ -22,7 +28,10 @@ export class WriteQueueFullError extends Error {
   }
 }
 
-/** A read reached a segment whose `.log` was evicted to the object store, which this server cannot read yet. */
+/**
+ * A read reached a segment whose `.log` was evicted to the object store, and the partition has no
+ * remote reader (tiering is off): 503 `remote_read_unavailable` (docs/DESIGN.md, "Fail-closed reads").
+ */
 export class RemoteReadUnavailableError extends Error {
   override name = "RemoteReadUnavailableError";
   constructor(label: string, startOffset: number) {

@@ -98,7 +98,7 @@ export class Partition {
     const dir = partitionDir(dataPath, address);
     const label = labelOf(address);
     const superblock = await readSuperblock(disk, dir).catch((error: Error) => {
-      throw new PartitionRefusedError(label, error.message);
+      throw new PartitionRefusedError(label, error.message, { cause: error });
     });
     if (superblock === null) throw new PartitionRefusedError(label, "its superblock is missing");
     const report = await recoverSegments(disk, dir, config.indexIntervalBytes, label, logger, {

@@ -23,7 +23,8 @@ export interface RecoveryReport {
 
 /**
  * Rebuilds a partition's segment chain from its directory at boot:
- * - stems come from `.log` files; `.index` files without a log and temp files are removed;
+ * - stems come from `.log` and `.remote` files; `.index` files with neither and temp files are
+ *   removed; markers follow docs/DESIGN.md, "Markers and the boot rules";
  * - every sealed segment must follow the previous one with no gap (a hole refuses the partition);
  * - a sealed segment's index is trusted only if it is a whole number of increasing entries that
  *   point inside the log, and is rebuilt otherwise;
@@ -157,7 +158,11 @@ async function readMarker(
     await file.close();
   }
   if (marker === null) {
-    if (!hasLog) throw new PartitionRefusedError(label, `segment ${segment.stem}: ${unreadable?.message}`);
+    if (!hasLog) {
+      throw new PartitionRefusedError(label, `segment ${segment.stem}: ${unreadable?.message}`, {
+        cause: unreadable,
+      });
+    }
     logger.warn("removing an unfinished eviction's marker", { partition: label, segment: segment.stem });
     await disk.unlink(segment.markerPath);
     await disk.fsyncDir(segment.markerPath.slice(0, segment.markerPath.lastIndexOf("/")));
@@ -183,7 +188,10 @@ async function readMarker(
   return marker;
 }
 
-/** A tiered segment: bounds and sizes from its marker; its index if present, else fetched on first read (part 2). */
+/**
+ * A tiered segment: bounds and sizes from its marker; its index if present, else fetched from the
+ * store on its first read (`RemoteReader.ensureIndex`).
+ */
 async function recoverRemote(disk: Disk, segment: Segment, marker: RemoteMarker): Promise<void> {
   const stored = await readIndexFile(disk, segment.indexPath);
   for (const e of stored ?? []) segment.index.add(e);

@@ -1,8 +1,9 @@
 import { crc32c } from "../runtime/crc32c.ts";
 
 /**
- * The `{stem}.remote` marker a tiered segment leaves on local disk (RFC § "The local marker"): a
- * fixed 128-byte record with every field boot needs to rebuild the segment without the network.
+ * The `{stem}.remote` marker a tiered segment leaves on local disk (docs/DESIGN.md, "Markers and the
+ * boot rules"; its layout is docs/FORMAT.md, "The `.remote` marker"): a fixed 128-byte record with
+ * every field boot needs to rebuild the segment without the network.
  * Little-endian:
  *
  *    0  magic "STRAREMT"       8 bytes

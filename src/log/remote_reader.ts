@@ -52,26 +52,32 @@ export class RemoteCorruptError extends Error {
 /**
  * A remote segment's object is gone and the segment lies below `deleted_up_to_offset`: retention
  * retired it, only the local marker lagged. The log retires it too and the read clamps forward.
+ * The store's not-found error is its `cause`.
  */
 export class RemoteSegmentRetiredError extends Error {
   override name = "RemoteSegmentRetiredError";
   readonly deletedUpToOffset: number;
-  constructor(label: string, segment: number, deletedUpToOffset: number) {
+  constructor(label: string, segment: number, deletedUpToOffset: number, options?: ErrorOptions) {
     super(
       `Cannot read partition ${label} at segment ${segment}: retention deleted it (below ${deletedUpToOffset})`,
+      options,
     );
     this.deletedUpToOffset = deletedUpToOffset;
   }
 }
 
-/** A remote segment's object is missing above `deleted_up_to_offset`: data loss, never an empty answer. */
+/**
+ * A remote segment's object is missing above `deleted_up_to_offset`: data loss, never an empty
+ * answer. The store's not-found error is its `cause`.
+ */
 export class RemoteDataLossError extends Error {
   override name = "RemoteDataLossError";
   /** The start offset of the segment whose object is missing. */
   readonly segment: number;
-  constructor(label: string, segment: number, key: string) {
+  constructor(label: string, segment: number, key: string, options?: ErrorOptions) {
     super(
       `Cannot read partition ${label} at segment ${segment}: its object ${key} is missing from the store`,
+      options,
     );
     this.segment = segment;
   }

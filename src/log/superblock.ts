@@ -2,8 +2,8 @@ import type { Disk } from "../runtime/disk.ts";
 import { readRecordFile, writeRecordFile } from "./record_file.ts";
 
 /**
- * A partition's small durable facts, rewritten atomically on every change. The tiering issues
- * add the tiered floor and the deleted-up-to watermark here.
+ * A partition's small durable facts, rewritten atomically on every change: its incarnation, the
+ * tiered floor and the deleted-up-to watermark (docs/DESIGN.md, "Terms").
  */
 export interface Superblock {
   version: 1;
@@ -13,13 +13,15 @@ export interface Superblock {
   purgeGeneration: number;
   /**
    * The tiered floor, exclusive: every offset below it is durable in the object store. Written on
-   * every apply of the control log's `AdvanceTieredFloor`; reset to 0 by a purge. Superblocks
-   * written before tiering have none, which reads as 0.
+   * every apply of the control log's `AdvanceTieredFloor`; reset to 0 by a purge. A superblock
+   * without the field reads as 0.
    */
   tieredUpToOffset: number;
   /**
    * Exclusive: total retention deleted every offset below it (local and remote). Raised after
-   * each retention pass that deletes; part 2 deletes the objects at or below it.
+   * each retention pass that deletes; housekeeping deletes the objects of the segments that start
+   * below it, a `delete_grace` after it first sees the new value (docs/DESIGN.md, "The deletion
+   * grace").
    */
   deletedUpToOffset: number;
 }

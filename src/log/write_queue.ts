@@ -73,7 +73,9 @@ export class WriteQueue<Op extends QueuedOp> {
     }
     if (this.#failure !== null) {
       return Promise.reject(
-        new PartitionUnavailableError(this.#label, `an earlier write failed (${this.#failure.message})`),
+        new PartitionUnavailableError(this.#label, `an earlier write failed (${this.#failure.message})`, {
+          cause: this.#failure,
+        }),
       );
     }
     const queueMax = this.#queueMax();
@@ -119,9 +121,11 @@ export class WriteQueue<Op extends QueuedOp> {
       this.#commit.publish();
       for (const ack of acks) ack();
     } catch (cause) {
-      const error = cause instanceof Error ? cause : new Error(String(cause));
+      const error = cause instanceof Error ? cause : new Error(String(cause), { cause });
       this.#failure = error;
-      const failed = new PartitionUnavailableError(this.#label, `write failed: ${error.message}`);
+      const failed = new PartitionUnavailableError(this.#label, `write failed: ${error.message}`, {
+        cause: error,
+      });
       for (const op of [...group, ...this.#queue.splice(0)]) op.done.reject(failed);
     }
   }

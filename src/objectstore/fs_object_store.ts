@@ -64,7 +64,7 @@ export class FsObjectStore implements ObjectStore {
   /**
    * A cold-read storm streams chunk after chunk; a fresh 1 MiB buffer per stream outlived the disk
    * reads and writes it waited on, so V8 promoted it and it stayed resident, dead, until a full
-   * collection (tens of megabytes in the pump benchmark's storm; docs/TUNING.md).
+   * collection (tens of megabytes in the pump benchmark's storm; docs/TUNING.md, "Buffer pools").
    */
   readonly #streamBuffers = new BufferPool({ bufferBytes: pieceBytesMax, buffersMax: streamBuffersMax });
 
@@ -192,8 +192,8 @@ export class FsObjectStore implements ObjectStore {
       pack({ sizeBytes, metadata: options.metadata, etag });
     const crc = new Crc32Stream();
     // The body is written once and read back only by a cold read, long after: it has no business
-    // in the page cache, and on a machine where filling the cache is the slow part it halves the
-    // upload (docs/TUNING.md, item 31).
+    // in the page cache, and where filling the cache with fresh pages is the slow part, going
+    // around it doubles the upload's speed (docs/TUNING.md, "Direct I/O").
     const file = await this.#disk.createExclusive(tempPath, { bypassCache: true });
     const syncBehind = new SyncBehind(file);
     try {
@@ -268,7 +268,7 @@ export class FsObjectStore implements ObjectStore {
   async #open(key: string): Promise<DiskFile> {
     try {
       // Read around the page cache, as written: the chunk cache is where a cold read's bytes are
-      // kept, and a second copy in the page cache would cost fresh memory (docs/TUNING.md, item 31).
+      // kept, and a second copy in the page cache would cost fresh memory (docs/TUNING.md, "Direct I/O").
       return await this.#disk.open(this.#objectPath(key), { readOnly: true, bypassCache: true });
     } catch (error) {
       if (error instanceof DiskError && error.code === "not_found") {
@@ -300,10 +300,10 @@ export class FsObjectStore implements ObjectStore {
  * cache (`bypassCache`), so an fsync has little to write back and a produce's fsync little to wait
  * behind: in the pump benchmark's quick upload phase 1 MiB steps uploaded at 623 to 683 MB/s against
  * 369 to 400 with 256 KiB steps, the producer's p99 the same (4.0 to 4.8 ms), and 4 MiB steps were
- * no faster (docs/TUNING.md, item 31). Where the file system refuses direct writes they are buffered,
- * and this step lets a produce's fsync wait behind up to 1 MiB of writeback (item 29 measured 10.7 to
- * 12.8 ms of producer p99 at 1 MiB against 5.9 to 8.0 at 256 KiB). Each fsync overlaps the next
- * step's write (`SyncBehind`).
+ * no faster. Where the file system refuses direct writes they are buffered, and this step lets a
+ * produce's fsync wait behind up to 1 MiB of writeback (10.7 to 12.8 ms of producer p99 at 1 MiB
+ * against 5.9 to 8.0 at 256 KiB). Each fsync overlaps the next step's write (`SyncBehind`). Both
+ * measurements: docs/TUNING.md, "The fs store's fsync step".
  */
 export const syncEveryBytes = 1024 * 1024;
 

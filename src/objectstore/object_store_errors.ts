@@ -44,7 +44,7 @@ export class AuthError extends ObjectStoreError {
   readonly errorClass = "auth";
 }
 
-/** An answer we cannot understand, or an unexpected 4xx. */
+/** An answer the client cannot understand, or an unexpected 4xx. */
 export class MalformedError extends ObjectStoreError {
   override name = "MalformedError";
   readonly errorClass = "fail";
@@ -56,7 +56,7 @@ export class CorruptError extends ObjectStoreError {
   readonly errorClass = "fail";
 }
 
-/** The store lacks something we need (a feature, a bucket). */
+/** The store lacks something the server needs (a feature, a bucket). */
 export class UnsupportedError extends ObjectStoreError {
   override name = "UnsupportedError";
   readonly errorClass = "unsupported";

@@ -8,9 +8,9 @@ export interface BackoffProfile {
 }
 
 /**
- * The two retry profiles of `failure-modes.md` § "Upload retry strategy": transient errors retry
- * at once, then back off from 10 ms by ×2 to 5 s; non-transient errors (a checksum mismatch, an
- * unexpected 4xx) back off from 1 s to 30 s. Both use equal jitter.
+ * The two retry profiles (docs/DESIGN.md, "Retry profiles"): transient errors retry at once,
+ * then back off from 10 ms by ×2 to 5 s; non-transient errors (a checksum mismatch, an unexpected
+ * 4xx) back off from 1 s to 30 s. Both use equal jitter.
  */
 export interface RetryProfiles {
   transient: BackoffProfile;

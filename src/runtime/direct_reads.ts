@@ -7,9 +7,9 @@ import { directIoAlignBytes } from "./disk.ts";
  * Reads around the page cache (`O_DIRECT`), for files opened with `bypassCache`. An `fs` object
  * store's objects are written that way, so a cold read of one finds nothing cached, and a buffered
  * read would have the kernel fill the page cache first, with pages it must take from fresh memory:
- * on this machine that cost the pump benchmark's storm more than the uploads gained (docs/TUNING.md,
- * item 31). A direct read has the device fill one of a few aligned buffers that are used again and
- * again, and the bytes asked for are copied out of it.
+ * on the test VM, direct writes with buffered reads cost the pump benchmark's storm more than the
+ * uploads gained (docs/TUNING.md, "Direct I/O"). A direct read has the device fill one of a few
+ * aligned buffers that are used again and again, and the bytes asked for are copied out of it.
  *
  * Direct I/O needs the memory, the position and the length aligned: the buffers are carved from one
  * WebAssembly memory, whose buffer starts on a page, and each read is widened to aligned bounds.

@@ -14,11 +14,12 @@ export const externalMemoryReserveBytesMax = 4 * 1024 ** 3;
  * its growing factor plus the external memory seen at the last full collection times at most 1.1.
  * With a few megabytes of external memory that leaves almost no room, and a storm of cold reads
  * started a full collection every one to two seconds, each pausing the loop 4 to 12 ms
- * (docs/TUNING.md). The reserve raises that last term: 512 MiB leaves about 50 MB of room, more
- * than a minor collection's worth of answers, so full collections come from the old generation's
- * growth again (five times fewer in the benchmark's storm). Since then a poll's answer is freed as soon
- * as it is read where the runtime can (`free_array_buffer.ts`; Deno can, Node 20 cannot), so far fewer
- * dead answers wait; the reserve stays for the other short-lived buffers and for runtimes without it.
+ * (docs/TUNING.md, "external_memory_reserve"). The reserve raises that last term: 512 MiB leaves
+ * about 50 MB of room, more than a minor collection's worth of answers, so full collections come
+ * from the old generation's growth (five times fewer in the benchmark's storm). A poll's answer is
+ * also freed as soon as it is read where the runtime can (`free_array_buffer.ts`; Deno can, Node 20
+ * cannot), so far fewer dead answers wait; the reserve covers the other short-lived buffers, and
+ * runtimes without that freeing.
  *
  * The buffer is never read or written: the engine's allocator zero-fills by asking the kernel for
  * fresh pages, which are not resident until touched, so the reserve costs address space, not RSS

@@ -18,8 +18,8 @@ export interface FdTableGrowth {
  * descriptor's number does not fit, and in a multi-threaded process each doubling waits for an RCU
  * grace period inside the `open` that needed it. The event loop opens files itself (chunk files,
  * segment files), and on two busy cores that wait blocked it 9.5 to 20 ms at the start of the
- * benchmark's storm, when its descriptors passed 256 (docs/TUNING.md, item 37). The table never
- * shrinks, so growing it once before serving moves those waits to start-up.
+ * benchmark's storm, when its descriptors passed 256 (docs/TUNING.md, "fd_table_reserve"). The
+ * table never shrinks, so growing it once before serving moves those waits to start-up.
  *
  * Running out of descriptors (the process's limit below the reserve) is not fatal: the table grew as
  * far as it could, and the caller reports it.

@@ -7,10 +7,10 @@
  * Why: a poll's answer is an `ArrayBuffer` of its own, about 100 KiB, made for each poll. Once it is
  * sent it is garbage, but the engine frees it only when a minor collection finds it dead, and in
  * the pump benchmark's storm the answers that died between two collections added about ten
- * megabytes to the process (docs/TUNING.md, item 43).
+ * megabytes to the process (docs/TUNING.md, "Poll answers").
  *
  * Returns whether the memory was let go: false where the runtime has no `transfer` (Node 20; the
- * collector frees it as before) or the buffer was already detached.
+ * collector frees it in time) or the buffer was already detached.
  */
 export function freeArrayBuffer(buffer: ArrayBuffer): boolean {
   const transferable = buffer as ArrayBuffer & {

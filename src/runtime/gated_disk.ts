@@ -8,7 +8,7 @@ import type { PieceGate } from "./piece_gate.ts";
  * request), and in a busy loop the completions of dozens of operations land in the same turn of the
  * loop: their stretches add up ahead of the consensus tick. Resuming each caller on a turn of its
  * own bounds that sum to one stretch per turn, like the pieces of an upload. The operation itself
- * runs as before; only the caller's resumption waits.
+ * is not held back; only the caller's resumption waits.
  */
 export class GatedDisk extends AroundDisk {
   constructor(inner: Disk, gate: PieceGate) {

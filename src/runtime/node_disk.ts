@@ -186,8 +186,8 @@ class NodeDiskFile implements DiskFile {
   /**
    * Whether a read of `length` bytes goes to the read worker: a piece's size, from
    * `offLoopReadBytesMin` to one slot, while the worker can open this file. A larger read (a whole
-   * index at recovery, the benchmark's naive upload) is one task of the runtime's pool, as before,
-   * rather than a slot's round trip and a copy per MiB.
+   * index at recovery, the benchmark's naive upload) stays one task of the runtime's pool, rather
+   * than a slot's round trip and a copy per MiB.
    */
   #readsOffLoop(worker: ReadWorker, length: number): boolean {
     return !this.#readWorkerRefused && length >= offLoopReadBytesMin && length <= worker.slotBytes;
@@ -326,9 +326,9 @@ function codeOf(error: unknown): DiskErrorCode {
 /**
  * Reads in flight at once, per process. Deno runs each `node:fs` read on a blocking-pool thread of
  * its own, as many as are asked for: `scripts/bench-read-concurrency.ts` (12,800 reads of 1 MiB) with
- * 32 readers kept 36 threads busy and left the loop's thread waiting for a core 1.7 s of 2.1 on this
- * two-core machine, a 1 ms timer up to 12.8 ms late; with 4, 1.0 s of 1.8 and 2.1 to 9.4 ms.
- * docs/TUNING.md, item 33.
+ * 32 readers kept 36 threads busy and left the loop's thread waiting for a core 1.7 s of 2.1 on the
+ * 2-core test VM, a 1 ms timer up to 12.8 ms late; with 4, 1.0 s of 1.8 and 2.1 to 9.4 ms
+ * (docs/TUNING.md, "Reads in flight").
  */
 export const readsInFlightMax = 4;
 

@@ -10,9 +10,9 @@ import type { ReadAnswer, ReadRequest } from "./read_worker_handler.ts";
  * runtime's blocking pool, and handing it over takes the pool's lock on the event loop's thread.
  * In the pump benchmark's storm the loop was off its core in that lock 9,000 times in 21 s, 690 ms
  * in all and up to 8.6 ms at once, and a pool thread it woke took its core 1,400 times more
- * (docs/TUNING.md, item 40). The worker reads with `readSync` on its own
- * thread, through descriptors it opens by path on a file's first read and closes with the file; the
- * loop only posts a request and copies the answer out of one of a few shared slots.
+ * (docs/TUNING.md, "The read worker"). The worker reads with `readSync` on its own thread, through
+ * descriptors it opens by path on a file's first read and closes with the file; the loop only posts
+ * a request and copies the answer out of one of a few shared slots.
  *
  * A file opened with `bypassCache` is read there around the page cache (`O_DIRECT`), each read
  * widened to aligned bounds inside the slot, whose memory starts on a page; where the file system

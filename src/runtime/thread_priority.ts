@@ -26,7 +26,8 @@ export type LoopNiceOutcome =
  * Threads the loop starts afterwards inherit it (Deno's disk threads among them), those started
  * before keep theirs: the engine's helper threads, which mark and sweep for the collector, and the
  * write worker. A refusal is not fatal: a negative value needs CAP_SYS_NICE or an RLIMIT_NICE
- * allowance, and without either the server works as before; the caller reports it.
+ * allowance, and without either the thread keeps its priority and the server runs on; the caller
+ * reports it.
  */
 export function setLoopThreadNice(control: ThreadControl, nice: number): LoopNiceOutcome {
   assert(

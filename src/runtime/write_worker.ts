@@ -6,19 +6,20 @@ import type { WriteAnswer, WriteRequest } from "./write_worker_handler.ts";
 /**
  * Large file writes on a thread of their own. Under Deno, `node:fs` writes run on the event loop's
  * thread, and the kernel's copy of the bytes into the page cache is then the loop's work: in the
- * pump benchmark's upload phase 75 % of the loop's time, about 3.3 ms per MB on this machine's
- * fresh memory (docs/TUNING.md). The worker writes through file descriptors of its own, opened by
- * path on a file's first large write and closed with the file; the loop only copies each piece
- * into one of a few shared slots (a memcpy into memory it already holds) and waits for the answer.
- * It runs unchanged on Node, where it only moves the write from libuv's pool to this thread.
+ * pump benchmark's upload phase 75 % of the loop's time, about 3.3 ms per MB of fresh memory on the
+ * test VM (docs/TUNING.md, "The write worker" and "Writes into fresh memory"). The worker writes
+ * through file descriptors of its own, opened by path on a file's first large write and closed with
+ * the file; the loop only copies each piece into one of a few shared slots (a memcpy into memory it
+ * already holds) and waits for the answer. It runs unchanged on Node, where it only moves the write
+ * from libuv's pool to this thread.
  *
  * A file opened with `bypassCache` gets a second descriptor there, opened with `O_DIRECT`, for its
  * aligned writes: the device then reads the slot itself, and nothing is copied into the page cache
- * (on this machine that copy into fresh memory was the upload's limit; docs/TUNING.md, item 31).
- * Direct writes need aligned memory as well, so the slots are carved from one shared WebAssembly
- * memory, whose buffer starts on a page. Where the file system refuses `O_DIRECT`, writes are
- * buffered as before. The worker's program is `WriteHandler` (`write_worker_handler.ts`), started by
- * `write_worker_main.ts`.
+ * (where that copy goes into fresh memory, as on the test VM, it is the upload's limit;
+ * docs/TUNING.md, "Direct I/O"). Direct writes need aligned memory as well, so the slots are carved
+ * from one shared WebAssembly memory, whose buffer starts on a page. Where the file system refuses
+ * `O_DIRECT`, writes are buffered, through the first descriptor. The worker's program is
+ * `WriteHandler` (`write_worker_handler.ts`), started by `write_worker_main.ts`.
  */
 export class WriteWorker extends FileWorker<WriteRequest, WriteAnswer> {
   constructor(options: { slotBytes: number; slotsMax: number; waitersMax: number }) {

@@ -1,6 +1,8 @@
 /**
  * Errors the HTTP layer maps to status codes. Each carries the API's error code; the message
- * follows the "Cannot <do X>: <reason>" form and never holds a secret.
+ * follows the "Cannot <do X>: <reason>" form and never holds a secret. The error it was made from,
+ * if any, is its `cause`, for logs and tests only: the answer's body holds the code and the message,
+ * never the cause.
  */
 export class ApiError extends Error {
   override name = "ApiError";
@@ -8,16 +10,25 @@ export class ApiError extends Error {
   readonly code: string;
   readonly headers: Record<string, string>;
 
-  constructor(status: number, code: string, message: string, headers: Record<string, string> = {}) {
-    super(message);
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    headers: Record<string, string> = {},
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
     this.status = status;
     this.code = code;
     this.headers = headers;
   }
 }
 
-export const badRequest = (code: string, message: string) => new ApiError(400, code, message);
-export const notFound = (message: string) => new ApiError(404, "not_found", message);
-export const conflict = (code: string, message: string) => new ApiError(409, code, message);
-export const unavailable = (code: string, message: string, retryAfterSeconds = 1) =>
-  new ApiError(503, code, message, { "retry-after": String(retryAfterSeconds) });
+export const badRequest = (code: string, message: string, options?: ErrorOptions) =>
+  new ApiError(400, code, message, {}, options);
+export const notFound = (message: string, options?: ErrorOptions) =>
+  new ApiError(404, "not_found", message, {}, options);
+export const conflict = (code: string, message: string, options?: ErrorOptions) =>
+  new ApiError(409, code, message, {}, options);
+export const unavailable = (code: string, message: string, retryAfterSeconds = 1, options?: ErrorOptions) =>
+  new ApiError(503, code, message, { "retry-after": String(retryAfterSeconds) }, options);

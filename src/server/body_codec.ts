@@ -30,10 +30,11 @@ export function decodeBody(bytes: Uint8Array, encoding: Encoding): Record<string
       : bytes.length === 0
       ? {}
       : JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
-  } catch {
+  } catch (error) {
     throw badRequest(
       "malformed_body",
       `Cannot parse request body: it is not valid ${encoding === "msgpack" ? "msgpack" : "JSON"}`,
+      { cause: error },
     );
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {

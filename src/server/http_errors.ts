@@ -22,20 +22,26 @@ const retryAfterSeconds: Record<UnavailableReason, number> = {
 
 /**
  * The API error a refusal answers with: its status, error code and headers, with the refusal's
- * message. Null for anything else, which is the server's fault (a 500).
+ * message, and the refusal as its `cause`. Null for anything else, which is the server's fault (a
+ * 500).
  */
 export function apiErrorOf(error: unknown): ApiError | null {
   if (error instanceof ApiError) return error;
-  if (error instanceof InvalidNameError) return badRequest("invalid_name", error.message);
-  if (error instanceof InvalidTopicOptionError) return badRequest("invalid_option", error.message);
-  if (error instanceof TieringDisabledError) return badRequest("tiering_disabled", error.message);
-  if (error instanceof ResourceNotFoundError) return notFound(error.message);
-  if (error instanceof AlreadyExistsError) return conflict("already_exists", error.message);
-  if (error instanceof RemoteSegmentsExistError) return conflict("remote_segments_exist", error.message);
-  if (error instanceof ConsumerLimitError) return conflict("limit_exceeded", error.message);
-  if (error instanceof UnavailableError) {
-    return unavailable(error.reason, error.message, retryAfterSeconds[error.reason]);
+  const cause = { cause: error };
+  if (error instanceof InvalidNameError) return badRequest("invalid_name", error.message, cause);
+  if (error instanceof InvalidTopicOptionError) return badRequest("invalid_option", error.message, cause);
+  if (error instanceof TieringDisabledError) return badRequest("tiering_disabled", error.message, cause);
+  if (error instanceof ResourceNotFoundError) return notFound(error.message, cause);
+  if (error instanceof AlreadyExistsError) return conflict("already_exists", error.message, cause);
+  if (error instanceof RemoteSegmentsExistError) {
+    return conflict("remote_segments_exist", error.message, cause);
   }
-  if (error instanceof RemoteDataError) return new ApiError(502, `remote_data_${error.kind}`, error.message);
+  if (error instanceof ConsumerLimitError) return conflict("limit_exceeded", error.message, cause);
+  if (error instanceof UnavailableError) {
+    return unavailable(error.reason, error.message, retryAfterSeconds[error.reason], cause);
+  }
+  if (error instanceof RemoteDataError) {
+    return new ApiError(502, `remote_data_${error.kind}`, error.message, {}, cause);
+  }
   return null;
 }

@@ -3,9 +3,9 @@ import { assert } from "../runtime/assert.ts";
 
 /**
  * A poll's msgpack answer, `{ messages: [{ offset, timestamp, key, headers, payload }], next_offset }`,
- * written straight into one buffer of its exact size. The generic path built an object per message
- * for msgpackr, which enumerated its keys and grew its buffer to four times the answer, garbage the
- * collector chases on the pump's thread (docs/TUNING.md, items 18 and 19). The bytes are those
+ * written straight into one buffer of its exact size. The generic path (an object per message for
+ * msgpackr) enumerates each object's keys and grows its buffer to four times the answer, garbage the
+ * collector chases on the pump's thread (docs/TUNING.md, "Poll answers"). The bytes are those
  * msgpackr writes for the same answer (a test compares them), so clients see no difference.
  */
 export function encodePollAnswer(

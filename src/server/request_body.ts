@@ -7,7 +7,7 @@ import { ApiError, badRequest } from "./api_errors.ts";
  * Produce bodies with a declared length under this size are read into a pooled buffer rather than
  * a new one per request. Each dead body otherwise waits for V8 to collect it, and at 5 MB/s of
  * produce they added tens of megabytes to the server's RSS in the pump benchmark (docs/TUNING.md,
- * item 26).
+ * "Buffer pools").
  */
 export const requestBodyBufferBytes = 1024 * 1024;
 /** Bound on pooled body buffers out at once; a body arriving beyond it gets a buffer of its own. */

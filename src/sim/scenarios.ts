@@ -143,7 +143,7 @@ export const scenarios: Record<string, Scenario> = {
   store_clock_skew: {
     name: "store_clock_skew",
     // The store's clock is an hour off either way while purges orphan whole incarnations: deletion
-    // must still wait `delete_grace` of our own time.
+    // must still wait `delete_grace` by the server's own clock.
     faults: (rng) => ({
       wallSkewMs: (rng.chance(0.5) ? -1 : 1) * rng.int(60_000, 3_600_000),
       latencyMs: { min: 1, max: 300 },

@@ -4,7 +4,8 @@ import type { Disk, DiskFile } from "../runtime/disk.ts";
 /**
  * Bound on chunk files a shard keeps open for polls' window reads. A storm's readers go through a
  * few chunks each, so a few dozen handles cover them; past the bound the least recently used idle
- * handle closes, and when every handle is in use a read opens its file for itself, as before.
+ * handle closes, and when every handle is in use a read opens its file for itself and closes it
+ * when done.
  */
 export const openChunkFilesMax = 64;
 
@@ -20,10 +21,10 @@ interface Handle {
 /**
  * Open read-only handles to a shard's chunk files, so a poll's window read is one disk operation
  * instead of an open, a read and a close: under a cold-read storm those three `node:fs` calls per
- * window were a measurable share of the loop's work between ticks (docs/TUNING.md). A chunk file
- * never changes once renamed into place, so a handle stays valid until its chunk leaves the
- * cache; the cache calls `forget` then, and the handle closes once its readers are done. A file
- * unlinked while a reader holds it stays readable to that reader, as with a plain open.
+ * window were a measurable share of the loop's work between ticks (docs/TUNING.md, "Chunk file
+ * handles"). A chunk file never changes once renamed into place, so a handle stays valid until its
+ * chunk leaves the cache; the cache calls `forget` then, and the handle closes once its readers are
+ * done. A file unlinked while a reader holds it stays readable to that reader, as with a plain open.
  */
 export class ChunkFileHandles {
   readonly #disk: Disk;
@@ -73,7 +74,8 @@ export class ChunkFileHandles {
       known.readers++;
       return known;
     }
-    // Around the page cache, as the fill wrote it: the chunk cache is the cache (docs/TUNING.md, item 35).
+    // Around the page cache, as the fill wrote it: the chunk cache is the cache (docs/TUNING.md,
+    // "Direct I/O").
     const handle: Handle = {
       file: this.#disk.open(path, { readOnly: true, bypassCache: true }),
       readers: 1,

@@ -79,7 +79,7 @@ export class ChunkFiles {
     const dir = path.slice(0, path.lastIndexOf("/"));
     await this.#disk.mkdirp(dir);
     // Around the page cache: filling fresh page-cache pages cost the write worker a third of a core in a
-    // storm, and the chunk cache is itself the cache of these bytes (docs/TUNING.md, item 35).
+    // storm, and the chunk cache is itself the cache of these bytes (docs/TUNING.md, "Direct I/O").
     const part = await this.#disk.open(`${path}.part`, { create: true, bypassCache: true });
     let sizeBytes: number;
     try {

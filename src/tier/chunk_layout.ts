@@ -10,9 +10,10 @@ export interface ChunkSpan {
 }
 
 /**
- * Where a remote segment's chunks start: chunk k at the sparse-index entry nearest to
- * k × `chunkBytes` (RFC § "Chunk cache"). Index entries point at batch starts, so a chunk boundary
- * never splits a batch and a batch never costs two GETs. Pure: a function of the index alone.
+ * Where a remote segment's chunks start: chunk k at the sparse-index entry nearest to k ×
+ * `chunkBytes` (docs/DESIGN.md, "The chunk cache"). Index entries point at batch starts, so a chunk
+ * boundary never splits a batch and a batch never costs two GETs. Pure: a function of the index
+ * alone.
  */
 export function chunkStarts(
   entries: readonly IndexEntry[],

@@ -30,9 +30,9 @@ export class ControlEpochMismatchError extends Error {
 /**
  * A shard's control log, separate from the data logs: the commands of its partitions' state
  * machines, committed in one order. The tier service only submits commands and learns of them
- * through the apply hook, so it never knows which implementation it has: today the local fsynced
- * log (`LocalControlLog`), whose epoch never changes; a replicated log compares the epoch when it
- * commits.
+ * through the apply hook, so it never knows which implementation it has (docs/DESIGN.md, "The
+ * control log"). The only implementation is the local fsynced log (`LocalControlLog`), whose epoch
+ * never changes; a replicated one would compare the epoch when it commits.
  */
 export interface ControlLog {
   /** The epoch commands commit under now; a submitter reads it once, when it starts to lead. */

@@ -56,10 +56,10 @@ export interface GcReport {
 const deleteFailuresKeptMax = 100;
 
 /**
- * The GC command's work (`failure-modes.md` § "Orphaned S3 objects"): lists the cluster's root
- * page by page, classifies each object against the metadata read after that page, counts every
- * class, and in `delete` mode deletes the garbage classes. Objects younger than `deleteGraceMs`
- * are `in_grace` and are never deleted; unrecognized keys are never deleted either.
+ * The GC command's work (docs/DESIGN.md, "Garbage classes"): lists the cluster's root page by page,
+ * classifies each object against the metadata read after that page, counts every class, and in
+ * `delete` mode deletes the garbage classes. Objects younger than `deleteGraceMs` are `in_grace`
+ * and are never deleted; unrecognized keys are never deleted either.
  */
 export async function runGc(o: GcOptions): Promise<GcReport> {
   const report: GcReport = {

@@ -2,9 +2,10 @@ import { pack, unpack } from "msgpackr";
 import type { Partition } from "../log/partition.ts";
 
 /**
- * The lazily uploaded partition manifest (RFC § "Cluster interactions"): a derived description of
- * a partition's tiered segments, uploaded by housekeeping under `meta/` when the remote set changed.
- * Never the source of truth for a live cluster; it is what a restore into an empty cluster reads.
+ * The lazily uploaded partition manifest (docs/DESIGN.md, "Housekeeping"; its layout is
+ * docs/FORMAT.md, "The partition manifest"): a derived description of a partition's tiered
+ * segments, uploaded by housekeeping under `meta/` when the remote set changed. Never the source of
+ * truth for a live cluster; it is what a restore into an empty cluster reads.
  */
 export interface PartitionManifest {
   version: 1;
@@ -30,7 +31,7 @@ export interface ManifestSegment {
   logCrc32: number | null;
 }
 
-/** Segments in one manifest at most, as the RFC's manifest cap. */
+/** Segments in one manifest at most: the newest this many (docs/DESIGN.md, "Housekeeping"). */
 export const manifestSegmentsMax = 65_536;
 
 export function manifestOf(partition: Partition): PartitionManifest {

@@ -14,7 +14,7 @@ export type KnownPartition =
 export type IncarnationTable = ReadonlyMap<string, KnownPartition>;
 
 /**
- * The classes of `failure-modes.md` § "Orphaned S3 objects", as this layout has them:
+ * The classes of garbage and of what is kept (docs/DESIGN.md, "Garbage classes"):
  * - `live`: part of a partition's current incarnation, at or above its retention watermark;
  * - `below_deleted_watermark`: current incarnation, but total retention deleted every offset in it;
  * - `stale_generation`: the partition exists under the same revision but was purged since;

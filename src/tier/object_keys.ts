@@ -1,7 +1,7 @@
 import type { PartitionAddress } from "../log/partition.ts";
 import { segmentStem } from "../log/segment.ts";
 
-/** The identity of a partition incarnation in the bucket (RFC § "Object layout"). */
+/** The identity of a partition incarnation in the bucket (docs/DESIGN.md, "The object key layout"). */
 export interface PartitionIncarnation {
   prefix: string;
   clusterId: string;

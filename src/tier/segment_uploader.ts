@@ -208,11 +208,11 @@ async function hashFile(
 /**
  * The pieces of a file for a PUT, read into two buffers in turn: the next piece is read while the
  * store works on this one (its checksum, its write or send), so the read's latency is hidden behind
- * the store's instead of added to it (docs/TUNING.md, item 42). A piece is the store's only until
- * it pulls the next (the `BodySource` contract), which is when its buffer is read into again, so
- * the pass allocates nothing per piece and holds two pieces at most. With a gate, each piece is
- * handed over on the shard's turn, so the store's synchronous work on it (checksum, the start of a
- * write or a send) runs within it.
+ * the store's instead of added to it (docs/TUNING.md, "Upload read-ahead"). A piece is the store's
+ * only until it pulls the next (the `BodySource` contract), which is when its buffer is read into
+ * again, so the pass allocates nothing per piece and holds two pieces at most. With a gate, each
+ * piece is handed over on the shard's turn, so the store's synchronous work on it (checksum, the
+ * start of a write or a send) runs within it.
  */
 async function* pieces(
   file: DiskFile,

@@ -13,7 +13,7 @@ import type { ChunkCache, ChunkRead, ChunkRef } from "./chunk_cache.ts";
 import { chunkAt, type ChunkSpan, chunkStarts } from "./chunk_layout.ts";
 import { incarnationOf, incarnationPath, type PartitionIncarnation, segmentKeys } from "./object_keys.ts";
 
-/** A cold poll's first range: the walk's own bytes, 64 KiB to 1 MiB (RFC § "Chunk cache"). */
+/** A cold poll's first range: the walk's own bytes, 64 KiB to 1 MiB (docs/DESIGN.md, "The chunk cache"). */
 export const firstRangeBytesMin = 64 * 1024;
 export const firstRangeBytesMax = 1024 * 1024;
 /** The least a poll reads from a cached chunk at once. */
@@ -138,10 +138,12 @@ export class TierRemoteReader implements RemoteReader {
     if (!(error instanceof NotFoundError)) return error;
     const deletedUpTo = this.#partition.superblock.deletedUpToOffset;
     if (segment.endOffset < deletedUpTo) {
-      return new RemoteSegmentRetiredError(this.#partition.log.label, segment.startOffset, deletedUpTo);
+      return new RemoteSegmentRetiredError(this.#partition.log.label, segment.startOffset, deletedUpTo, {
+        cause: error,
+      });
     }
     this.#o.metrics?.dataLoss.inc();
-    return new RemoteDataLossError(this.#partition.log.label, segment.startOffset, key);
+    return new RemoteDataLossError(this.#partition.log.label, segment.startOffset, key, { cause: error });
   }
 
   #chunkStarts(segment: Segment): number[] {

@@ -26,9 +26,9 @@ export type {
 export { floorRetriesWaiting, inFlightCount, initialState, stalledOffset } from "./upload_state.ts";
 
 /**
- * The upload loop's decisions, as a pure core in the manner of `upload-path.md` § "Functional
- * core": one function per event, `(state, event, nowMs) → {state, effects}`, effects as data that
- * a thin shell runs. No I/O, no timers, no randomness except the draw passed in the event.
+ * The upload loop's decisions, as a pure core (docs/DESIGN.md, "Pure cores"): one function per
+ * event, `(state, event, nowMs) → {state, effects}`, effects as data that a thin shell runs. No
+ * I/O, no timers, no randomness except the draw passed in the event.
  *
  * Per partition, sealed segments above the tiered floor upload oldest first, one at a time, so
  * the floor advances contiguously; at most `concurrencyMax` uploads run per shard. Partitions under

@@ -76,7 +76,7 @@ export class UploadRuns {
     const startedMs = this.#deps.clock.nowMs();
     try {
       // The same deps as the verify pass's re-uploads, so that the piece gate and the benchmark's
-      // switch reach every upload (docs/TUNING.md, item 41).
+      // switch reach every upload (docs/TUNING.md, "The piece gate").
       const outcome = await uploadSegment(
         this.#deps.uploadDeps(),
         sealedOf(segment),

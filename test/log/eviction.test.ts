@@ -219,8 +219,10 @@ t.test("a marker left empty or torn by a crash before its sync: beside its .log 
   const otherStem = `${otherDir}/${String(first.startOffset).padStart(20, "0")}`;
   writeFileSync(`${otherStem}.remote`, new Uint8Array(0));
   unlinkSync(`${otherStem}.log`);
-  await t.rejects(
-    recoverSegments(new NodeDisk(), otherDir, 512, "t", silentLogger(), identity),
-    PartitionRefusedError,
-  );
+  const refused = await recoverSegments(new NodeDisk(), otherDir, 512, "t", silentLogger(), identity)
+    .catch((error: unknown) => error);
+  t.ok(refused instanceof PartitionRefusedError, "refused");
+  const unreadable = (refused as Error).cause as Error | undefined;
+  t.ok(unreadable instanceof Error, "the marker's read error is the cause");
+  t.ok((refused as Error).message.endsWith(`: ${unreadable?.message}`), "and the message names it");
 });

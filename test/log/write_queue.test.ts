@@ -94,17 +94,23 @@ t.test("a failed operation fails its group and everything queued; later operatio
   const failed = results[1] as PromiseRejectedResult;
   t.ok(failed.reason instanceof PartitionUnavailableError);
   t.match(failed.reason.message, /write failed: the disk is full/);
+  t.equal(failed.reason.cause, queue.failure, "the failure is the refusal's cause");
   t.notOk(events.includes("ack 3"), "nothing of the failed group is acknowledged");
   t.match(queue.failure?.message, /the disk is full/);
-  await t.rejects(put(queue, 4), /an earlier write failed/);
+  const later = await put(queue, 4).catch((error: unknown) => error);
+  t.match((later as Error).message, /an earlier write failed/);
+  t.equal((later as Error).cause, queue.failure, "a later refusal keeps the same cause");
 });
 
 t.test("a failure from outside the loop (the background fsync) refuses later operations; the first is kept", async (t) => {
   const { commit } = recordingCommit();
   const queue = new WriteQueue<Op>("p", () => 100, commit);
-  queue.fail(new Error("fsync failed"));
+  const fsyncFailure = new Error("fsync failed");
+  queue.fail(fsyncFailure);
   queue.fail(new Error("a later one"));
-  await t.rejects(put(queue, 1), /an earlier write failed \(fsync failed\)/);
+  const refused = await put(queue, 1).catch((error: unknown) => error);
+  t.match((refused as Error).message, /an earlier write failed \(fsync failed\)/);
+  t.equal((refused as Error).cause, fsyncFailure, "the first failure is the cause");
 });
 
 t.test("close refuses later operations and hands back the running writer", async (t) => {

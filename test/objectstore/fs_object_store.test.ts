@@ -277,7 +277,7 @@ function formatOneObject(meta: object, body: Uint8Array): Buffer {
 }
 
 t.test("objects in format 1 are still read", async (t) => {
-  // Proves an upgrade loses nothing: objects written before format 2 are listed and read as before.
+  // Proves an upgrade loses nothing: objects in format 1 are listed and read back intact.
   const root = tempDir(t, "strata-fs-format-one-");
   const old = new FsObjectStore(new NodeDisk(), root, new Rng(7));
   const body = new Uint8Array(300_000).map((_, i) => (i * 5) & 0xff);

@@ -13,7 +13,7 @@ import { measureSteadyState, mib } from "../helpers/measure_put_rss.ts";
 import { getsMade, produceTierAndVerify, readAllBack } from "../helpers/tiered_e2e.ts";
 import { StrataClient } from "../../src/client/strata_client.ts";
 
-// Our s3 backend against Ceph's RADOS Gateway, a production S3: strict SigV4, If-None-Match: *
+// The s3 backend against Ceph's RADOS Gateway, a production S3: strict SigV4, If-None-Match: *
 // honoured with 412, ranged GETs answered with 206 as AWS does.
 const unavailable = rgwUnavailableReason();
 if (unavailable !== null) {
@@ -41,7 +41,7 @@ if (unavailable !== null) {
     t.notMatch(listError.message, /not-the-secret/);
   });
 
-  t.test("objects written by our s3 backend read back identically with @aws-sdk/client-s3", async (t) => {
+  t.test("objects written by the s3 backend read back identically with @aws-sdk/client-s3", async (t) => {
     await initCrc32c();
     const bytes = patterned(5_000_000, 3);
     const key = "strata/sdk/00000000000000001000.log";

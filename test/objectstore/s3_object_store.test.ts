@@ -5,7 +5,7 @@ import t, { type Test } from "tap";
 import { MalformedError, TransportError } from "../../src/objectstore/object_store_errors.ts";
 import { ourStore } from "../helpers/s3_harness.ts";
 
-// Our S3 backend's wrapped errors, against local servers that fail on purpose: each keeps the error
+// The S3 backend's wrapped errors, against local servers that fail on purpose: each keeps the error
 // it was made from as its `cause`, and neither the message nor the cause holds a credential.
 const credentials = {
   accessKeyId: "AKIDCAUSETEST0000001",

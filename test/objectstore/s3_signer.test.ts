@@ -51,7 +51,7 @@ t.test("S3 GET Object with a Range header", async (t) => {
 t.test("keys are URI-encoded once, byte by byte, as S3 canonicalizes them", (t) => {
   // AWS's PUT example key. Its published signature also signs a Date header, which this signer
   // always drops (it signs x-amz-date), so only the encoding is checked here; RGW, which checks
-  // signatures strictly, accepts our PUTs of keys that need encoding in the contract suite.
+  // signatures strictly, accepts the backend's PUTs of keys that need encoding in the contract suite.
   t.equal(encodeKeyPath("test$file.text"), "test%24file.text");
   t.equal(encodeKeyPath("a b/c+d/é(1)*!'"), "a%20b/c%2Bd/%C3%A9%281%29%2A%21%27");
   t.end();

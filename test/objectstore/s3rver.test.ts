@@ -5,7 +5,7 @@ import { bodyOf, objectStoreContract, patterned } from "../helpers/object_store_
 import { createBucket, ourStore, sdkRead } from "../helpers/s3_harness.ts";
 import { startS3rver } from "../helpers/s3rver_harness.ts";
 
-// The contract through our s3 backend against s3rver, a lax S3: it ignores If-None-Match, so the
+// The contract through the s3 backend against s3rver, a lax S3: it ignores If-None-Match, so the
 // HEAD-then-PUT fallback is what is exercised here (conditional_writes = false).
 const endpoint = await startS3rver(t);
 await createBucket(endpoint, "strata-test");
@@ -18,7 +18,7 @@ objectStoreContract(t, store, "strata/c1", {
   sentinelDuringDelete: true,
 });
 
-t.test("objects written by our s3 backend read back identically with @aws-sdk/client-s3", async (t) => {
+t.test("objects written by the s3 backend read back identically with @aws-sdk/client-s3", async (t) => {
   await initCrc32c();
   const bytes = patterned(2_500_000, 9);
   const key = "strata/sdk/00000000000000000000.log";

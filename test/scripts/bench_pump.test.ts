@@ -30,7 +30,7 @@ async function runBenchPump(
 }
 
 // The pump benchmark's smoke run: the script works end to end under Deno and its JSON report has
-// every field the issue names. The targets are the benchmark's own business, never asserted here.
+// every field docs/BENCHMARKS.md, "What the report holds", names. The targets are the benchmark's own business, never asserted here.
 t.test("bench:pump --quick runs every phase and writes the JSON report and the SVG chart", {
   timeout: 900_000,
 }, async (t) => {

@@ -2,7 +2,8 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import t from "tap";
 import { AssertionError } from "../../src/runtime/assert.ts";
-import { msgpackResponse, streamedBodyBytesMin } from "../../src/server/body_codec.ts";
+import { ApiError } from "../../src/server/api_errors.ts";
+import { decodeBody, msgpackResponse, streamedBodyBytesMin } from "../../src/server/body_codec.ts";
 
 /** An answer as a poll makes it: bytes that are the whole of their own buffer, in a pattern. */
 function answerBytes(length: number): Uint8Array<ArrayBuffer> {
@@ -97,4 +98,24 @@ t.test("under Deno, the server's runtime, a read answer's buffer is really freed
   let sum = 0;
   for (let i = 0; i < 200000; i++) sum = (sum + ((i * 7) & 0xff)) % 65521;
   t.same(JSON.parse(out), { read: 200000, sum, detached: true, left: 0 }, "read whole, then freed");
+});
+
+t.test("a body that does not parse is a 400 whose cause is the parser's error", (t) => {
+  const refusal = (() => {
+    try {
+      decodeBody(new TextEncoder().encode("s3cr3t-token, not JSON"), "json");
+      return null;
+    } catch (error) {
+      return error;
+    }
+  })();
+  t.ok(refusal instanceof ApiError, "an API error");
+  const api = refusal as ApiError;
+  t.same([api.status, api.code, api.message], [
+    400,
+    "malformed_body",
+    "Cannot parse request body: it is not valid JSON",
+  ]);
+  t.ok(api.cause instanceof SyntaxError, "the parser's error is kept as the cause");
+  t.end();
 });

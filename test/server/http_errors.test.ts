@@ -10,7 +10,7 @@ import {
   TieringDisabledError,
   UnavailableError,
 } from "../../src/broker/broker_errors.ts";
-import { ApiError } from "../../src/server/api_errors.ts";
+import { ApiError, badRequest, conflict, notFound, unavailable } from "../../src/server/api_errors.ts";
 import { apiErrorOf } from "../../src/server/http_errors.ts";
 
 t.test("each broker refusal answers with its status, code and retry-after, and its own message", (t) => {
@@ -42,10 +42,29 @@ t.test("each broker refusal answers with its status, code and retry-after, and i
       { status, code, message: "m", retryAfter },
       `${error.name} ${code}`,
     );
+    t.equal(api!.cause, error, `${error.name} ${code}: the refusal is its cause`);
   }
   const own = new ApiError(408, "timeout", "m");
   t.equal(apiErrorOf(own), own, "an API error is its own answer");
   t.equal(apiErrorOf(new Error("bug")), null, "anything else is the server's fault");
   t.equal(apiErrorOf("thrown string"), null);
+  t.end();
+});
+
+t.test("an API error keeps the cause it is given, and its message and headers are its own", (t) => {
+  const cause = new Error("Cannot sign request: secret AKIA-NOT-FOR-BODIES");
+  const made = [
+    new ApiError(408, "timeout", "m", {}, { cause }),
+    badRequest("malformed_body", "m", { cause }),
+    notFound("m", { cause }),
+    conflict("already_exists", "m", { cause }),
+    unavailable("transient", "m", 7, { cause }),
+  ];
+  for (const api of made) {
+    t.equal(api.cause, cause, `${api.code}: the cause is kept`);
+    t.equal(api.message, "m", `${api.code}: the message is unchanged`);
+  }
+  t.same(made[4]!.headers, { "retry-after": "7" });
+  t.notOk("cause" in new ApiError(400, "c", "m"), "without one, no cause");
   t.end();
 });

@@ -51,6 +51,26 @@ t.test("unknown paths get 404 and wrong methods 405, both as JSON errors", async
   t.equal((await wrong.json()).error, "method_not_allowed");
 });
 
+t.test("a refusal's JSON body is its code and message only, never what its cause holds", async (t) => {
+  const { server } = await openServer(t);
+  // The parse error (the cause) quotes the body; the answer must not.
+  const response = await server.handler(
+    new Request("http://strata.test/streams", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "s3cr3t-token, not JSON",
+    }),
+  );
+  t.equal(response.status, 400);
+  const text = await response.text();
+  t.equal(
+    text,
+    JSON.stringify({ error: "malformed_body", message: "Cannot parse request body: it is not valid JSON" }),
+    "exactly the code and the message",
+  );
+  t.notMatch(text, /s3cr3t/, "nothing of the cause");
+});
+
 t.test("opening the server creates the data directory", async (t) => {
   const { dir } = await openServer(t);
   t.ok(await new NodeDisk().stat(join(dir, "data")), "data directory exists");

@@ -63,7 +63,7 @@ t.test("a stream that fails part way fails the read, and the pool stops counting
   next.release();
 });
 
-t.test("bodies the pool cannot take are read as before, each into a buffer of its own", async (t) => {
+t.test("bodies the pool cannot take are read the ordinary way, each into a buffer of its own", async (t) => {
   const pool = new BufferPool({ bufferBytes: 64 * 1024, buffersMax: 1 });
   const held = await readBody(post(byteStream(pattern(10, 6), 10), 10), 1 << 20, pool);
   const cases: [string, Request, Uint8Array][] = [

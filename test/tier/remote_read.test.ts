@@ -4,9 +4,14 @@ import t, { type Test } from "tap";
 import type { LogConfig } from "../../src/log/log_config.ts";
 import { Partition } from "../../src/log/partition.ts";
 import { remoteWindowFirstBytes } from "../../src/log/remote_walk.ts";
-import { RemoteCorruptError, RemoteDataLossError } from "../../src/log/remote_reader.ts";
+import {
+  RemoteCorruptError,
+  RemoteDataLossError,
+  RemoteSegmentRetiredError,
+} from "../../src/log/remote_reader.ts";
 import { readSuperblock, writeSuperblock } from "../../src/log/superblock.ts";
 import { runVirtual } from "../helpers/run_virtual.ts";
+import { NotFoundError } from "../../src/objectstore/object_store_errors.ts";
 import { defaultRetryProfiles } from "../../src/objectstore/retry_policy.ts";
 import { RetryingObjectStore } from "../../src/objectstore/retrying_object_store.ts";
 import { SimObjectStore } from "../../src/objectstore/sim_object_store.ts";
@@ -658,8 +663,18 @@ t.test("an object missing below deleted_up_to_offset retires its segment and the
     silentLogger(),
   );
   t.teardown(() => reopened.close());
-  await attach(reopened);
+  const cache = await attach(reopened);
   await sim.delete([segmentKeys(incarnation, remote[0]!.startOffset).log]);
+  // The reader's own answer, before the log acts on it: the retirement keeps the store's not-found.
+  const reader = new TierRemoteReader(reopened, cache, {
+    prefix: "strata",
+    clusterId: "c1",
+    chunkBytes: 64 * 1024,
+    readaheadChunksMax: 0,
+  });
+  const retired = await reader.chunkAt(reopened.log.segments[0]!, 0, 64 * 1024).catch((e) => e);
+  t.ok(retired instanceof RemoteSegmentRetiredError, `${retired?.name}: ${retired?.message}`);
+  t.ok(retired?.cause instanceof NotFoundError, "its cause is the store's not-found");
   const r = await reopened.log.read(0, 3, 1 << 20);
   t.equal(r.messages[0]!.offset, remote[1]!.startOffset, "the read starts past the retired segment");
   t.ok(r.messages.every(payloadOk));
@@ -668,6 +683,13 @@ t.test("an object missing below deleted_up_to_offset retires its segment and the
   await sim.delete([segmentKeys(incarnation, remote[2]!.startOffset).log]);
   const error = await reopened.log.read(remote[2]!.startOffset, 3, 1 << 20).catch((e) => e);
   t.ok(error instanceof RemoteDataLossError, `${error?.name}: ${error?.message}`);
+  t.ok(error?.cause instanceof NotFoundError, "its cause is the store's not-found");
+  t.equal(
+    error?.message,
+    `Cannot read partition 1/1/0 at segment ${remote[2]!.startOffset}: its object ` +
+      `${segmentKeys(incarnation, remote[2]!.startOffset).log} is missing from the store`,
+    "the message is unchanged",
+  );
   t.match(await metrics.dataLoss.get(), { values: [{ value: 1 }] }, "strata_tier_data_loss_total rose");
 });
 

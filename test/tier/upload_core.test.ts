@@ -361,7 +361,7 @@ t.test("while a floor retry is held, the scan's sealed segments below it are not
   t.same(
     withoutRetry.state.partitions.get("a")!.pending.map((s) => s.startOffset),
     [0, 10, 20],
-    "without a failure the scan offers what the floor has not passed, as before",
+    "without a failure the scan offers every segment the floor has not passed",
   );
   t.end();
 });

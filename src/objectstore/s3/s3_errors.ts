@@ -27,7 +27,7 @@ const authCodes = new Set([
 
 /**
  * Maps an S3 error response to a typed error. `what` is "Cannot <op> <key>"; the S3 message is
- * included (it never holds our credentials), the code always.
+ * included (it never holds the client's credentials), the code always.
  */
 export function mapS3Error(what: string, status: number, code: string, message: string): ObjectStoreError {
   const detail = `${what}: ${status}${code ? ` ${code}` : ""}${message ? ` (${message})` : ""}`;
