@@ -1,7 +1,7 @@
 import type { HousekeepingConfig } from "../config/config.ts";
 import type { Partition } from "../log/partition.ts";
 import type { Segment } from "../log/segment.ts";
-import type { RetryingObjectStore } from "../objectstore/retrying_object_store.ts";
+import type { DeadlineObjectStore } from "../objectstore/deadline_object_store.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
 import * as core from "./housekeeping_core.ts";
@@ -31,7 +31,7 @@ export interface HousekeptPartition {
 export interface HousekeepingDeps {
   clock: Clock;
   logger: Logger;
-  store: RetryingObjectStore;
+  store: DeadlineObjectStore;
   config: HousekeepingConfig & { prefix: string; clusterId: string; segmentUploadTimeoutMs: number };
   /** Shard 0 sweeps the cluster's prefix for orphans; the others do not. */
   sweepsOrphans: boolean;
