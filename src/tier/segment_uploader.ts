@@ -5,7 +5,7 @@ import { toPieces } from "../objectstore/object_store.ts";
 import type { TokenBucket } from "../runtime/token_bucket.ts";
 import { yieldToReactor } from "../runtime/yield_to_reactor.ts";
 import type { PieceGate } from "../runtime/piece_gate.ts";
-import { readExactly, readExactlyInto } from "../log/scan_batches.ts";
+import { readExactly, readExactlyInto } from "../runtime/read_exactly.ts";
 import { PreconditionFailedError } from "../objectstore/object_store_errors.ts";
 import type { DeadlineObjectStore } from "../objectstore/deadline_object_store.ts";
 
