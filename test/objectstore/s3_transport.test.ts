@@ -7,7 +7,7 @@ import { s3Settings } from "../helpers/s3_harness.ts";
 
 const hourMs = 3_600_000;
 
-/** Our wall clock an hour behind the server's. */
+/** A wall clock an hour behind the server's. */
 class HourBehindClock extends RealClock {
   override wallMs(): number {
     return super.wallMs() - hourMs;
@@ -88,7 +88,7 @@ t.test("a RequestTimeTooSkewed answer is signed again once with the server's tim
   t.ok(Math.abs(requests[2]!.signedAtMs - nowMs) < 60_000, "and the later ones too");
 });
 
-t.test("a HEAD has no error body: a 403 whose Date is far from ours is taken for skew", async (t) => {
+t.test("a HEAD has no error body: a 403 whose Date is far from the local clock is taken for skew", async (t) => {
   const { endpoint, requests } = await serverAnswering(t, [skewAnswer, okAnswer]);
   const transport = transportTo(t, endpoint);
   const head = {

@@ -210,7 +210,7 @@ t.test("the orphan sweep goes by its own clock, not the store's: an hour of skew
     h.tier.removePartition("1/1/0");
     const deletedAtMs = h.clock.nowMs();
     const createdLastMs = Math.max(...objects.map((k) => h.sim.peek(k)!.createdAtMs));
-    // 40 s of sweeps: none may delete yet (the grace is 60 s of our time, whatever LastModified says).
+    // 40 s of sweeps: none may delete yet (the grace is 60 s of the server's clock, whatever LastModified says).
     await h.runUntil(() => false, 4000);
     t.ok(
       objects.every((k) => h.sim.peek(k) !== undefined),

@@ -35,8 +35,8 @@ import { deleteRequestXml, parseDeleteResult, parseListV2 } from "./s3_xml.ts";
  * The S3 backend: each operation of the contract as S3 requests, sent by `S3Transport` (signing,
  * the connection pool, timeouts, clock skew, errors). A PUT is one streamed request with an exact
  * Content-Length and an unsigned payload; its CRC32 goes in `x-amz-checksum-crc32` and is also
- * checked as the bytes go out (`s3_put_body.ts`), so a body that changed under us is aborted, never
- * stored.
+ * checked as the bytes go out (`s3_put_body.ts`), so a body that changed while it was sent is
+ * aborted, never stored.
  */
 export class S3ObjectStore implements ObjectStore {
   readonly settings: S3Settings;
@@ -55,7 +55,8 @@ export class S3ObjectStore implements ObjectStore {
     checkKey(key);
     const what = `Cannot put ${key}`;
     if (options.ifAbsent && !this.settings.conditionalWrites) {
-      // Correctness never depends on conditional writes (RFC invariant 10): HEAD then PUT.
+      // Correctness never depends on conditional writes (docs/DESIGN.md, "The object key layout"):
+      // HEAD then PUT.
       if ((await this.head(key, options)) !== null) {
         throw new PreconditionFailedError(`${what}: it already exists`, 412);
       }

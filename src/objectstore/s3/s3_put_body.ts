@@ -15,7 +15,8 @@ export async function* checkedBody(
   options: PutOptions,
   what: string,
 ): AsyncGenerator<Uint8Array> {
-  // Only a declared checksum is checked; hashing costs about 0.12 ms per MiB (docs/TUNING.md).
+  // Only a declared checksum is checked; hashing costs about 0.12 ms per MiB
+  // (docs/TUNING.md, "Object checksums").
   const crc = options.crc32 === undefined ? null : new Crc32Stream();
   let sent = 0;
   let held: Uint8Array | null = null;

@@ -21,7 +21,7 @@ export interface S3Request {
 /** `x-amz-content-sha256` of a request without a body: the SHA-256 of no bytes. */
 export const emptyPayloadSha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
-/** A 403 whose Date header is further than this from our clock is taken for clock skew. */
+/** A 403 whose Date header is further than this from the local clock is taken for clock skew. */
 const clockSkewToleranceMs = 5 * 60 * 1000;
 
 /**
@@ -36,7 +36,7 @@ export class S3Transport {
   readonly #signer: SignatureV4;
   readonly #pool: Pool;
   readonly #origin: URL;
-  /** Server time minus ours, learned from a RequestTimeTooSkewed answer. */
+  /** The server's clock minus the local one, learned from a RequestTimeTooSkewed answer. */
   #clockOffsetMs = 0;
 
   constructor(settings: S3Settings, clock: Clock) {
@@ -76,11 +76,12 @@ export class S3Transport {
       const text = request.method === "HEAD" ? "" : await readText(response, what);
       if (request.method === "HEAD") await drain(response);
       const error = parseErrorBody(text);
-      // Skew is named by the error code, or, for a HEAD (no body), by a Date header far from ours.
+      // Skew is named by the error code, or, for a HEAD (no body), by a Date header far from the
+      // local clock's time.
       const serverMs = Date.parse(header(response, "date"));
-      const ourMs = this.#clock.wallMs() + this.#clockOffsetMs;
+      const localMs = this.#clock.wallMs() + this.#clockOffsetMs;
       const skewed = Number.isFinite(serverMs) &&
-        (error.code === "RequestTimeTooSkewed" || Math.abs(serverMs - ourMs) > clockSkewToleranceMs);
+        (error.code === "RequestTimeTooSkewed" || Math.abs(serverMs - localMs) > clockSkewToleranceMs);
       if (!skewed) throw mapS3Error(what, response.status, error.code, error.message);
       // Learn the server's time from its Date header and sign once more with it.
       this.#clockOffsetMs = serverMs - this.#clock.wallMs();
