@@ -1,6 +1,6 @@
-import { readRecordFile, writeRecordFile } from "../log/record_file.ts";
 import { assert } from "../runtime/assert.ts";
 import type { Disk } from "../runtime/disk.ts";
+import { readRecordFile, writeRecordFile } from "../runtime/record_file.ts";
 import type { Rng } from "../runtime/rng.ts";
 import type { Metadata } from "./metadata.ts";
 import type { MetadataStore } from "./metadata_store.ts";

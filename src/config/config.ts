@@ -130,11 +130,7 @@ export function toConfig(v: ValidatedConfig): Config {
 
 function toTieredStorage(v: ValidatedConfig, dataPath: string): TieredStorageConfig {
   const t = v["tiered_storage"]!;
-  const r = v["tiered_storage.retry"]!;
-  const s3 = v["tiered_storage.s3"]!;
   const fs = v["tiered_storage.fs"]!;
-  const cache = v["tiered_storage.cache"]!;
-  const hk = v["tiered_storage.housekeeping"]!;
   return {
     enabled: t["enabled"] as boolean,
     backend: t["backend"] as "fs" | "s3",
@@ -151,52 +147,73 @@ function toTieredStorage(v: ValidatedConfig, dataPath: string): TieredStorageCon
     defaultTopicTiered: t["default_topic_tiered"] as boolean,
     defaultLocalRetentionAgeMs: orNull(t["default_local_retention_age"]),
     defaultLocalRetentionSizeBytes: orNull(t["default_local_retention_size"]),
-    housekeeping: {
-      intervalMs: hk["interval"] as number,
-      idleTimeoutMs: hk["idle_timeout"] as number,
-      idleThresholdRps: hk["idle_threshold_rps"] as number,
-      requestQuota: hk["request_quota"] as number,
-      deleteBatchPerPass: hk["delete_batch_per_pass"] as number,
-      deleteGraceMs: hk["delete_grace"] as number,
-      orphanSweepIntervalMs: hk["orphan_sweep_interval"] as number,
-      manifestUploadIntervalMs: hk["manifest_upload_interval"] as number,
-      verifyIntervalMs: hk["verify_interval"] as number,
-    },
-    retry: {
-      transient: {
-        initialMs: r["transient_initial"] as number,
-        factor: r["transient_factor"] as number,
-        maxMs: r["transient_max"] as number,
-      },
-      nonTransient: {
-        initialMs: r["non_transient_initial"] as number,
-        factor: r["non_transient_factor"] as number,
-        maxMs: r["non_transient_max"] as number,
-      },
-    },
-    s3: {
-      bucket: s3["bucket"] as string,
-      region: s3["region"] as string,
-      endpoint: s3["endpoint"] as string,
-      urlStyle: s3["url_style"] as "auto" | "path" | "virtual",
-      prefix: s3["prefix"] as string,
-      accessKey: s3["access_key"] as string,
-      secretKey: s3["secret_key"] as string,
-      sessionToken: s3["session_token"] as string,
-      conditionalWrites: s3["conditional_writes"] as boolean,
-      connections: s3["connections"] as number,
-    },
+    housekeeping: toHousekeeping(v),
+    retry: toRetry(v),
+    s3: toS3(v),
     fs: { path: (fs["path"] as string) === "" ? `${dataPath}/objects` : (fs["path"] as string) },
-    cache: {
-      path: (cache["path"] as string) === "" ? `${dataPath}/cache` : (cache["path"] as string),
-      sizeBytes: cache["size"] as number,
-      sizePercent: cache["size_percent"] as number,
-      objectsMax: cache["max_objects"] as number,
-      readaheadChunksMax: cache["readahead_max"] as number,
-      chunkBytes: cache["chunk_size"] as number,
-      lowWatermarkPercent: cache["low_watermark_percent"] as number,
-      trimMinIntervalMs: cache["trim_min_interval"] as number,
+    cache: toCache(v, dataPath),
+  };
+}
+
+function toHousekeeping(v: ValidatedConfig): HousekeepingConfig {
+  const hk = v["tiered_storage.housekeeping"]!;
+  return {
+    intervalMs: hk["interval"] as number,
+    idleTimeoutMs: hk["idle_timeout"] as number,
+    idleThresholdRps: hk["idle_threshold_rps"] as number,
+    requestQuota: hk["request_quota"] as number,
+    deleteBatchPerPass: hk["delete_batch_per_pass"] as number,
+    deleteGraceMs: hk["delete_grace"] as number,
+    orphanSweepIntervalMs: hk["orphan_sweep_interval"] as number,
+    manifestUploadIntervalMs: hk["manifest_upload_interval"] as number,
+    verifyIntervalMs: hk["verify_interval"] as number,
+  };
+}
+
+function toRetry(v: ValidatedConfig): TieredStorageConfig["retry"] {
+  const r = v["tiered_storage.retry"]!;
+  return {
+    transient: {
+      initialMs: r["transient_initial"] as number,
+      factor: r["transient_factor"] as number,
+      maxMs: r["transient_max"] as number,
     },
+    nonTransient: {
+      initialMs: r["non_transient_initial"] as number,
+      factor: r["non_transient_factor"] as number,
+      maxMs: r["non_transient_max"] as number,
+    },
+  };
+}
+
+function toS3(v: ValidatedConfig): TieredStorageConfig["s3"] {
+  const s3 = v["tiered_storage.s3"]!;
+  return {
+    bucket: s3["bucket"] as string,
+    region: s3["region"] as string,
+    endpoint: s3["endpoint"] as string,
+    urlStyle: s3["url_style"] as "auto" | "path" | "virtual",
+    prefix: s3["prefix"] as string,
+    accessKey: s3["access_key"] as string,
+    secretKey: s3["secret_key"] as string,
+    sessionToken: s3["session_token"] as string,
+    conditionalWrites: s3["conditional_writes"] as boolean,
+    connections: s3["connections"] as number,
+  };
+}
+
+/** The cache's keys; an empty path is cache/ under the data directory. */
+function toCache(v: ValidatedConfig, dataPath: string): TieredStorageConfig["cache"] {
+  const cache = v["tiered_storage.cache"]!;
+  return {
+    path: (cache["path"] as string) === "" ? `${dataPath}/cache` : (cache["path"] as string),
+    sizeBytes: cache["size"] as number,
+    sizePercent: cache["size_percent"] as number,
+    objectsMax: cache["max_objects"] as number,
+    readaheadChunksMax: cache["readahead_max"] as number,
+    chunkBytes: cache["chunk_size"] as number,
+    lowWatermarkPercent: cache["low_watermark_percent"] as number,
+    trimMinIntervalMs: cache["trim_min_interval"] as number,
   };
 }
 

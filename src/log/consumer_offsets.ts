@@ -1,5 +1,5 @@
 import type { Disk } from "../runtime/disk.ts";
-import { readRecordFile, writeRecordFile } from "./record_file.ts";
+import { readRecordFile, writeRecordFile } from "../runtime/record_file.ts";
 
 const magic = "STRACOFF";
 const fileName = "consumer_offsets.bin";

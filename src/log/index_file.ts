@@ -1,7 +1,7 @@
 import { assert } from "../runtime/assert.ts";
 import type { Disk } from "../runtime/disk.ts";
+import { readExactly } from "../runtime/read_exactly.ts";
 import { writeWholeFile } from "../runtime/write_whole_file.ts";
-import { readExactly } from "./scan_batches.ts";
 import type { Segment } from "./segment.ts";
 import { decodeIndexEntries, encodeIndexEntries, type IndexEntry } from "./sparse_index.ts";
 

@@ -1,8 +1,9 @@
 import type { Disk } from "../runtime/disk.ts";
 import type { Logger } from "../runtime/logger.ts";
+import { readExactly } from "../runtime/read_exactly.ts";
 import { type BatchHeader, decodeBatchHeader, isPlausibleHeader } from "./batch_codec.ts";
 import { PartitionRefusedError } from "./log_errors.ts";
-import { readExactly, scanBatches } from "./scan_batches.ts";
+import { scanBatches } from "./scan_batches.ts";
 import { Segment } from "./segment.ts";
 import { isConsistentIndex, readIndexFile, writeIndexFile } from "./index_file.ts";
 import {

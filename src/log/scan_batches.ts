@@ -1,5 +1,6 @@
 import { yieldToReactor } from "../runtime/yield_to_reactor.ts";
 import type { DiskFile } from "../runtime/disk.ts";
+import { readExactly } from "../runtime/read_exactly.ts";
 import {
   type BatchHeader,
   batchHeaderBytes,
@@ -77,21 +78,4 @@ export async function scanBatches(
     pos += header.lengthBytes;
   }
   return { kind: "end", position: pos };
-}
-
-/** Reads `length` bytes at `position`, fewer only at the end of the file. */
-export async function readExactly(file: DiskFile, position: number, length: number): Promise<Uint8Array> {
-  const buffer = new Uint8Array(length);
-  return buffer.subarray(0, await readExactlyInto(file, buffer, position));
-}
-
-/** Fills `buffer` from `position` (fewer bytes only at the end of the file); returns how many. */
-export async function readExactlyInto(file: DiskFile, buffer: Uint8Array, position: number): Promise<number> {
-  let filled = 0;
-  while (filled < buffer.length) {
-    const n = await file.readAt(buffer.subarray(filled), position + filled);
-    if (n === 0) return filled;
-    filled += n;
-  }
-  return filled;
 }

@@ -1,9 +1,9 @@
 import { Crc32Stream } from "../runtime/crc32.ts";
 import type { Disk } from "../runtime/disk.ts";
+import { readExactly } from "../runtime/read_exactly.ts";
 import { writeWholeFile } from "../runtime/write_whole_file.ts";
 import { yieldToReactor } from "../runtime/yield_to_reactor.ts";
 import { encodeRemoteMarker, type MarkerIdentity, type RemoteMarker } from "./remote_marker.ts";
-import { readExactly } from "./scan_batches.ts";
 import type { Segment } from "./segment.ts";
 import { indexEntryBytes } from "./sparse_index.ts";
 

@@ -1,5 +1,5 @@
 import type { Disk } from "../runtime/disk.ts";
-import { readRecordFile, writeRecordFile } from "./record_file.ts";
+import { readRecordFile, writeRecordFile } from "../runtime/record_file.ts";
 
 /**
  * A partition's small durable facts, rewritten atomically on every change: its incarnation, the

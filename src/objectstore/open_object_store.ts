@@ -10,7 +10,8 @@ import { TransportError } from "./object_store_errors.ts";
 import { ObjectStoreMetrics } from "./object_store_metrics.ts";
 import { ObjectStoreProbeError, probeObjectStore } from "./probe_object_store.ts";
 import { RetryingObjectStore } from "./retrying_object_store.ts";
-import { S3ObjectStore, type S3Settings } from "./s3/s3_object_store.ts";
+import { S3ObjectStore } from "./s3/s3_object_store.ts";
+import type { S3Settings } from "./s3/s3_settings.ts";
 
 export interface OpenedObjectStore {
   /** The store the tier service uses: retries, deadlines and metrics around the backend. */

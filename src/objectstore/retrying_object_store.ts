@@ -1,14 +1,18 @@
 import type { Clock } from "../runtime/clock.ts";
 import type { Rng } from "../runtime/rng.ts";
 import type {
+  DeadlineListOptions,
+  DeadlineObjectStore,
+  DeadlineOptions,
+  DeadlinePutOptions,
+} from "./deadline_object_store.ts";
+import type {
   BodySource,
   DeleteResult,
-  ListOptions,
   ListPage,
   ObjectHead,
   ObjectStore,
   PieceSink,
-  PutOptions,
   PutResult,
 } from "./object_store.ts";
 import {
@@ -27,13 +31,6 @@ export interface DefaultDeadlines {
   otherMs: number;
 }
 
-/** Options the retrying layer understands on top of a backend's: an absolute deadline. */
-export interface DeadlineOptions {
-  /** Absolute time on the injected clock by which the whole operation, retries included, ends. */
-  deadlineAtMs?: number;
-  signal?: AbortSignal;
-}
-
 /**
  * Retries and deadlines above any backend. Each operation runs under a deadline (the caller's, or
  * the default for its kind: an upload's `segment_upload_timeout`, a poll's `fetch_timeout`); an
@@ -41,7 +38,7 @@ export interface DeadlineOptions {
  * deadline. The decision is `decideRetry`, a pure function; this shell sleeps on the injected
  * clock and counts everything in the metrics.
  */
-export class RetryingObjectStore {
+export class RetryingObjectStore implements DeadlineObjectStore {
   readonly inner: ObjectStore;
   readonly #clock: Clock;
   readonly #rng: Rng;
@@ -68,7 +65,7 @@ export class RetryingObjectStore {
   put(
     key: string,
     body: BodySource,
-    options: Omit<PutOptions, "timeoutMs"> & DeadlineOptions,
+    options: DeadlinePutOptions,
   ): Promise<PutResult> {
     return this.#run(
       "put",
@@ -135,7 +132,7 @@ export class RetryingObjectStore {
     );
   }
 
-  list(prefix: string, options: Omit<ListOptions, "timeoutMs"> & DeadlineOptions = {}): Promise<ListPage> {
+  list(prefix: string, options: DeadlineListOptions = {}): Promise<ListPage> {
     return this.#run(
       "list",
       options.deadlineAtMs ?? this.#in(this.#deadlines.otherMs),

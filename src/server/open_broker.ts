@@ -7,7 +7,7 @@ import { ShardSet } from "../broker/shard_set.ts";
 import { topicDefaultsOf } from "../broker/topic_options.ts";
 import type { Config } from "../config/config.ts";
 import type { Partition } from "../log/partition.ts";
-import type { RetryingObjectStore } from "../objectstore/retrying_object_store.ts";
+import type { DeadlineObjectStore } from "../objectstore/deadline_object_store.ts";
 import { BufferPool } from "../runtime/buffer_pool.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Cooperation } from "../runtime/cooperation.ts";
@@ -37,7 +37,7 @@ export interface BrokerDeps {
   logger: Logger;
   registry: Registry;
   /** The object store, when tiered storage is enabled: each shard then runs a tier service. */
-  objectStore: RetryingObjectStore | null;
+  objectStore: DeadlineObjectStore | null;
   /** The cooperative controls (benchmark switch; `cooperative` in production). */
   cooperation: Cooperation;
   /**
@@ -58,7 +58,7 @@ export interface OpenedBroker {
 
 /** What the shards share when tiered storage is enabled. */
 interface Tiered {
-  store: RetryingObjectStore;
+  store: DeadlineObjectStore;
   clusterId: string;
   metrics: { tier: TierMetrics; cache: CacheMetrics; housekeeping: HousekeepingMetrics };
 }
@@ -179,7 +179,7 @@ async function openTiering(
 
 function newTierService(
   deps: BrokerDeps,
-  store: RetryingObjectStore,
+  store: DeadlineObjectStore,
   logger: Logger,
   pieceGate: PieceGate,
   clusterId: string,
@@ -215,7 +215,7 @@ function newTierService(
 
 function openChunkCache(
   deps: BrokerDeps,
-  store: RetryingObjectStore,
+  store: DeadlineObjectStore,
   id: number,
   budgetBytes: number,
   metrics: CacheMetrics,

@@ -1,3 +1,4 @@
+import type { DeadlineObjectStore } from "../objectstore/deadline_object_store.ts";
 import { RetryingObjectStore } from "../objectstore/retrying_object_store.ts";
 import { defaultRetryProfiles } from "../objectstore/retry_policy.ts";
 import { SimObjectStore } from "../objectstore/sim_object_store.ts";
@@ -76,7 +77,7 @@ export class World {
   /** One process's view of the disk; a crash revokes it and the restarted process gets a new one. */
   disk: IoScheduler;
   readonly sim: SimObjectStore;
-  readonly store: RetryingObjectStore;
+  readonly store: DeadlineObjectStore;
   readonly meter = new IterationBytesMeter();
   readonly trace = new Trace();
 

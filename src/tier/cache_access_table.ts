@@ -1,6 +1,6 @@
-import { readRecordFile, writeRecordFile } from "../log/record_file.ts";
 import type { Disk } from "../runtime/disk.ts";
 import type { Logger } from "../runtime/logger.ts";
+import { readRecordFile, writeRecordFile } from "../runtime/record_file.ts";
 
 /** The LRU order as saved: chunk keys, coldest first. */
 interface AccessTableRecord {

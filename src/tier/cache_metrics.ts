@@ -77,26 +77,30 @@ export class CacheMetrics {
       help: "Reads that found an object missing above deleted_up_to_offset: data loss, answered 502.",
       registers,
     });
-    const sources = this.#sources;
-    new Gauge({
-      name: "strata_cache_size_bytes",
-      help: "Bytes held by the chunk caches.",
-      registers,
-      collect() {
-        this.set([...sources].reduce((n, s) => n + s.usedBytes, 0));
-      },
-    });
-    new Gauge({
-      name: "strata_cache_chunks",
-      help: "Chunk files held by the chunk caches.",
-      registers,
-      collect() {
-        this.set([...sources].reduce((n, s) => n + s.chunkCount, 0));
-      },
-    });
+    registerGauges(registers, this.#sources);
   }
 
   addSource(source: CacheGaugeSource): void {
     this.#sources.add(source);
   }
+}
+
+/** The size gauges, summed over every cache's source at scrape time. */
+function registerGauges(registers: Registry[], sources: ReadonlySet<CacheGaugeSource>): void {
+  new Gauge({
+    name: "strata_cache_size_bytes",
+    help: "Bytes held by the chunk caches.",
+    registers,
+    collect() {
+      this.set([...sources].reduce((n, s) => n + s.usedBytes, 0));
+    },
+  });
+  new Gauge({
+    name: "strata_cache_chunks",
+    help: "Chunk files held by the chunk caches.",
+    registers,
+    collect() {
+      this.set([...sources].reduce((n, s) => n + s.chunkCount, 0));
+    },
+  });
 }

@@ -1,6 +1,6 @@
 import { assert } from "../runtime/assert.ts";
 import type { RemoteChunk } from "../log/remote_reader.ts";
-import type { RetryingObjectStore } from "../objectstore/retrying_object_store.ts";
+import type { DeadlineObjectStore } from "../objectstore/deadline_object_store.ts";
 import type { BufferPool } from "../runtime/buffer_pool.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Cooperation } from "../runtime/cooperation.ts";
@@ -36,7 +36,7 @@ export class CacheFullError extends Error {
 
 export interface ChunkCacheDeps {
   disk: Disk;
-  store: RetryingObjectStore;
+  store: DeadlineObjectStore;
   clock: Clock;
   logger: Logger;
   /** This shard's cache directory. */

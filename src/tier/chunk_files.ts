@@ -1,5 +1,5 @@
 import type { PieceSink } from "../objectstore/object_store.ts";
-import { readExactlyInto } from "../log/scan_batches.ts";
+import { readExactlyInto } from "../runtime/read_exactly.ts";
 import type { BufferPool } from "../runtime/buffer_pool.ts";
 import type { Disk, DiskFile } from "../runtime/disk.ts";
 import type { PieceGate } from "../runtime/piece_gate.ts";

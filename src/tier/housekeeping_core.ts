@@ -4,8 +4,8 @@ import { assert } from "../runtime/assert.ts";
  * When housekeeping runs and what it does, as a pure core: `(state, event, nowMs) → {state,
  * effects}`. A shard runs housekeeping when its request rate has stayed below `idleThresholdRps`
  * for `idleTimeoutMs` and there is work, or at least once per `intervalMs` (docs/DESIGN.md,
- * "Housekeeping"). One run at a time; the shell spends at most `request_quota` requests on the jobs
- * of a run, in the order planned, and reports what each job finished.
+ * "Housekeeping"). One run at a time; the shell spends at most `request_quota` requests on the
+ * jobs of a run, in the order planned, and reports what each job finished.
  *
  * Deletion is two-phase: a partition's retention watermark is remembered with the time it was
  * first seen, and objects below it become deletable only `deleteGraceMs` later (the shell also

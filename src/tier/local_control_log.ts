@@ -3,7 +3,7 @@ import { pack, unpack } from "msgpackr";
 import { assert } from "../runtime/assert.ts";
 import { crc32c } from "../runtime/crc32c.ts";
 import type { Disk, DiskFile } from "../runtime/disk.ts";
-import { readExactly } from "../log/scan_batches.ts";
+import { readExactly } from "../runtime/read_exactly.ts";
 import {
   type ApplyHook,
   type ControlCommand,

@@ -1,5 +1,5 @@
+import type { DeadlineObjectStore } from "../objectstore/deadline_object_store.ts";
 import type { PieceSink } from "../objectstore/object_store.ts";
-import type { RetryingObjectStore } from "../objectstore/retrying_object_store.ts";
 import { concatBytes } from "../runtime/bytes.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { type Cooperation, cooperative } from "../runtime/cooperation.ts";
@@ -9,7 +9,7 @@ import type { CacheMetrics } from "./cache_metrics.ts";
 import type { ChunkSpan } from "./chunk_layout.ts";
 
 export interface RangeFetcherDeps {
-  store: Pick<RetryingObjectStore, "getRange" | "streamRange">;
+  store: Pick<DeadlineObjectStore, "getRange" | "streamRange">;
   clock: Clock;
   /** Deadline of one fetch, retries included: it outlives the poll that started it. */
   fetchDeadlineMs: number;

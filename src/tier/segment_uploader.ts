@@ -5,9 +5,9 @@ import { toPieces } from "../objectstore/object_store.ts";
 import type { TokenBucket } from "../runtime/token_bucket.ts";
 import { yieldToReactor } from "../runtime/yield_to_reactor.ts";
 import type { PieceGate } from "../runtime/piece_gate.ts";
-import { readExactly, readExactlyInto } from "../log/scan_batches.ts";
+import { readExactly, readExactlyInto } from "../runtime/read_exactly.ts";
 import { PreconditionFailedError } from "../objectstore/object_store_errors.ts";
-import type { RetryingObjectStore } from "../objectstore/retrying_object_store.ts";
+import type { DeadlineObjectStore } from "../objectstore/deadline_object_store.ts";
 
 /** What an upload needs to know of a sealed segment. */
 export interface SealedSegment {
@@ -21,7 +21,7 @@ export interface SealedSegment {
 
 export interface UploadDeps {
   disk: Disk;
-  store: RetryingObjectStore;
+  store: DeadlineObjectStore;
   /** `upload_piece_size`: read, hash and send unit; one yield per piece. */
   pieceBytes: number;
   /** `upload_bandwidth`, charged once per segment. */

@@ -5,7 +5,7 @@ import type { TokenBucket } from "../runtime/token_bucket.ts";
 import type { Disk } from "../runtime/disk.ts";
 import type { PieceGate } from "../runtime/piece_gate.ts";
 import { type Cooperation, cooperative, naiveConcurrencyMax } from "../runtime/cooperation.ts";
-import type { RetryingObjectStore } from "../objectstore/retrying_object_store.ts";
+import type { DeadlineObjectStore } from "../objectstore/deadline_object_store.ts";
 import type { RetryProfiles } from "../objectstore/retry_policy.ts";
 import { type ControlCommand, ControlEpochMismatchError, type ControlLog } from "./control_log.ts";
 import { FloorWaiters } from "./floor_waiters.ts";
@@ -34,7 +34,7 @@ export interface TierServiceDeps {
   rng: Rng;
   logger: Logger;
   disk: Disk;
-  store: RetryingObjectStore;
+  store: DeadlineObjectStore;
   bandwidth: TokenBucket;
   config: TierServiceConfig;
   metrics?: TierMetrics;

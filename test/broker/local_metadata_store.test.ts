@@ -3,9 +3,9 @@ import { join } from "node:path";
 import t from "tap";
 import { LocalMetadataStore, readMetadata } from "../../src/broker/local_metadata_store.ts";
 import type { Metadata } from "../../src/broker/metadata.ts";
-import { writeRecordFile } from "../../src/log/record_file.ts";
 import { initCrc32c } from "../../src/runtime/crc32c.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
+import { writeRecordFile } from "../../src/runtime/record_file.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import t, { type Test } from "tap";
 import { PartitionLog } from "../../src/log/partition_log.ts";
+import type { DeadlineObjectStore } from "../../src/objectstore/deadline_object_store.ts";
 import { defaultRetryProfiles } from "../../src/objectstore/retry_policy.ts";
 import { RetryingObjectStore } from "../../src/objectstore/retrying_object_store.ts";
 import { SimObjectStore } from "../../src/objectstore/sim_object_store.ts";
@@ -12,7 +13,7 @@ import { TokenBucket } from "../../src/runtime/token_bucket.ts";
 import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
 import { segmentKeys } from "../../src/tier/object_keys.ts";
 import { uploadSegment } from "../../src/tier/segment_uploader.ts";
-import type { BodySource, ObjectStore, PutOptions } from "../../src/objectstore/object_store.ts";
+import type { BodySource, ObjectStore } from "../../src/objectstore/object_store.ts";
 import { DiskError } from "../../src/runtime/disk.ts";
 import { LogReadsDisk } from "../helpers/log_reads_disk.ts";
 import { bodyOf } from "../helpers/object_store_contract.ts";
@@ -187,7 +188,7 @@ t.test("the benchmark's naive upload (whole file, no pieces) stores the same obj
 function watchedStore(
   store: ObjectStore,
   onPiece: (index: number) => Promise<void>,
-): RetryingObjectStore {
+): DeadlineObjectStore {
   async function* watch(body: BodySource) {
     let index = 0;
     for await (const piece of body()) {
@@ -196,10 +197,13 @@ function watchedStore(
     }
   }
   return {
-    put: (key: string, body: BodySource, options: PutOptions) =>
-      store.put(key, key.endsWith(".log") ? () => watch(body) : body, options),
-    head: (key: string) => store.head(key),
-  } as unknown as RetryingObjectStore;
+    put: (key, body, options) => store.put(key, key.endsWith(".log") ? () => watch(body) : body, options),
+    getRange: (key, start, endExclusive) => store.getRange(key, start, endExclusive),
+    streamRange: (key, start, endExclusive, sink) => store.streamRange(key, start, endExclusive, sink),
+    head: (key) => store.head(key),
+    list: (prefix, options) => store.list(prefix, options),
+    delete: (keys) => store.delete(keys),
+  };
 }
 
 /** The setup over a disk that notes the `.log`'s reads, counted from the upload's first. */

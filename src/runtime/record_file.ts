@@ -1,7 +1,7 @@
 import { pack, unpack } from "msgpackr";
-import { crc32c } from "../runtime/crc32c.ts";
-import type { Disk } from "../runtime/disk.ts";
-import { writeWholeFile } from "../runtime/write_whole_file.ts";
+import { crc32c } from "./crc32c.ts";
+import type { Disk } from "./disk.ts";
+import { writeWholeFile } from "./write_whole_file.ts";
 
 /**
  * A small durable record (superblock, consumer offsets, metadata): 8 bytes of magic, the payload

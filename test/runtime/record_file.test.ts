@@ -1,0 +1,69 @@
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import t from "tap";
+import { initCrc32c } from "../../src/runtime/crc32c.ts";
+import { NodeDisk } from "../../src/runtime/node_disk.ts";
+import { CorruptRecordError, readRecordFile, writeRecordFile } from "../../src/runtime/record_file.ts";
+import { tempDir } from "../helpers/temp_dir.ts";
+
+const magic = "TESTREC1";
+
+t.before(() => initCrc32c());
+
+t.test("a record written is read back as it was, and a missing file reads as null", async (t) => {
+  const dir = tempDir(t);
+  const disk = new NodeDisk();
+  t.equal(await readRecordFile(disk, join(dir, "record.bin"), magic), null);
+  const value = { name: "orders", offsets: [0, 17, 4096], nested: { on: true } };
+  await writeRecordFile(disk, dir, "record.bin", magic, value);
+  t.same(await readRecordFile(disk, join(dir, "record.bin"), magic), value);
+  t.notOk(existsSync(join(dir, "record.bin.tmp")), "the temp file was renamed into place");
+  const bytes = readFileSync(join(dir, "record.bin"));
+  t.equal(new TextDecoder().decode(bytes.subarray(0, 8)), magic, "the file starts with its magic");
+  t.equal(bytes.readUInt32LE(8), bytes.length - 16, "then the payload's length");
+});
+
+t.test("a rewrite replaces the whole record, and a torn temp file left beside it is ignored", async (t) => {
+  const dir = tempDir(t);
+  const disk = new NodeDisk();
+  await writeRecordFile(disk, dir, "record.bin", magic, { generation: 1, padding: "x".repeat(500) });
+  await writeRecordFile(disk, dir, "record.bin", magic, { generation: 2 });
+  writeFileSync(join(dir, "record.bin.tmp"), new Uint8Array([1, 2, 3]));
+  t.same(await readRecordFile(disk, join(dir, "record.bin"), magic), { generation: 2 });
+});
+
+t.test("a damaged record is a CorruptRecordError that names the file and the damage", async (t) => {
+  const dir = tempDir(t);
+  const disk = new NodeDisk();
+  await writeRecordFile(disk, dir, "good.bin", magic, { value: 42 });
+  const good = readFileSync(join(dir, "good.bin"));
+  const damaged = (name: string, change: (bytes: Uint8Array) => Uint8Array) => {
+    writeFileSync(join(dir, name), change(new Uint8Array(good)));
+    return readRecordFile(disk, join(dir, name), magic);
+  };
+  const cases: [string, (bytes: Uint8Array) => Uint8Array, RegExp][] = [
+    ["short.bin", (b) => b.subarray(0, 10), /shorter than its header/],
+    ["magic.bin", (b) => (b[0] = 0x00, b), /wrong magic/],
+    ["length.bin", (b) => b.subarray(0, b.length - 1), /length mismatch/],
+    ["checksum.bin", (b) => (b[b.length - 1] = b[b.length - 1]! ^ 0xff, b), /checksum mismatch/],
+  ];
+  for (const [name, change, reason] of cases) {
+    const error = await damaged(name, change).then(() => null, (e: Error) => e);
+    t.ok(error instanceof CorruptRecordError, `${name}: a CorruptRecordError (${error?.name})`);
+    t.match(error?.message, new RegExp(`^Cannot read .*${name}: `), `${name}: the message names the file`);
+    t.match(error?.message, reason, `${name}: and the damage`);
+  }
+  await t.rejects(
+    readRecordFile(disk, join(dir, "good.bin"), "OTHERREC"),
+    /wrong magic/,
+    "another magic is refused",
+  );
+});
+
+t.test("a magic that is not 8 bytes is refused before anything is written", async (t) => {
+  const dir = tempDir(t);
+  const disk = new NodeDisk();
+  await t.rejects(writeRecordFile(disk, dir, "record.bin", "SHORT", {}), /record magic must be 8 bytes/);
+  t.notOk(existsSync(join(dir, "record.bin")));
+  t.notOk(existsSync(join(dir, "record.bin.tmp")));
+});

@@ -1,0 +1,195 @@
+import t from "tap";
+import type { DeadlineObjectStore } from "../../src/objectstore/deadline_object_store.ts";
+import { SimObjectStore } from "../../src/objectstore/sim_object_store.ts";
+import { Rng } from "../../src/runtime/rng.ts";
+import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import { RequestBudget } from "../../src/tier/housekeeping_budget.ts";
+import { deleteBelowWatermark } from "../../src/tier/housekeeping_deletes.ts";
+import { incarnationPrefix, parseObjectKey, segmentKeys } from "../../src/tier/object_keys.ts";
+import { incOf, metric, root } from "../helpers/housekeeping_fixture.ts";
+import { tierHarness } from "../helpers/tier_harness.ts";
+
+// Deletions below the retention watermark: first the job on its own over the sim store, then
+// through the housekeeping shell on the tier harness.
+
+const inc = incOf("a1", 0);
+const starts = [0, 10, 20, 30, 40];
+
+/** The sim store holding the `.log` and `.index` of segments at `starts`, written at time 0. */
+async function storeWithSegments(clock: VirtualClock): Promise<SimObjectStore> {
+  const sim = new SimObjectStore(clock, new Rng(1));
+  for (const start of starts) {
+    const keys = segmentKeys(inc, start);
+    for (const key of [keys.log, keys.index]) {
+      await sim.put(key, async function* () {
+        yield new Uint8Array(1);
+      }, { sizeBytes: 1, metadata: {}, ifAbsent: true });
+    }
+  }
+  return sim;
+}
+
+/** The segment starts whose objects are still in the store. */
+const kept = (sim: SimObjectStore) =>
+  starts.filter((start) => sim.peek(segmentKeys(inc, start).log) || sim.peek(segmentKeys(inc, start).index));
+
+async function setup(config: { deleteBatchPerPass?: number } = {}) {
+  const clock = new VirtualClock();
+  const sim = await storeWithSegments(clock);
+  clock.advance(61_000);
+  const deps = {
+    store: sim,
+    clock,
+    config: { deleteGraceMs: 60_000, deleteBatchPerPass: config.deleteBatchPerPass ?? 300 },
+  };
+  return { clock, sim, deps };
+}
+
+t.test("the objects of segments below the watermark are deleted in one request, and the job reports the watermark", async (t) => {
+  const { sim, deps } = await setup();
+  const budget = new RequestBudget(10, undefined);
+  const outcome = await deleteBelowWatermark(deps, "1/1/0", inc, 0, 30, budget);
+  t.same(outcome, { kind: "delete_below", partition: "1/1/0", deletedBelow: 30 });
+  t.same(kept(sim), [30, 40], "the segments at and above the watermark are kept");
+  t.equal(budget.left, 8, "one listing and one delete");
+});
+
+t.test("a batch limit, an object younger than the grace and a spent quota each stop the job where it got to", async (t) => {
+  const batch = await setup({ deleteBatchPerPass: 3 });
+  const batched = await deleteBelowWatermark(
+    batch.deps,
+    "1/1/0",
+    inc,
+    0,
+    30,
+    new RequestBudget(10, undefined),
+  );
+  t.equal(
+    batched.kind === "delete_below" && batched.deletedBelow,
+    10,
+    "0's two objects and 10's .index went",
+  );
+  t.same(kept(batch.sim), [10, 20, 30, 40]);
+
+  const young = await setup();
+  const copy = segmentKeys(inc, 20).log;
+  await young.sim.put(copy, async function* () {
+    yield new Uint8Array(1);
+  }, { sizeBytes: 1, metadata: {}, ifAbsent: false });
+  const stopped = await deleteBelowWatermark(
+    young.deps,
+    "1/1/0",
+    inc,
+    0,
+    30,
+    new RequestBudget(10, undefined),
+  );
+  t.equal(stopped.kind === "delete_below" && stopped.deletedBelow, 20, "stopped at the young object");
+  t.same(kept(young.sim), [20, 30, 40]);
+
+  const spent = await setup();
+  const budget = new RequestBudget(1, undefined);
+  const none = await deleteBelowWatermark(spent.deps, "1/1/0", inc, 10, 30, budget);
+  t.equal(
+    none.kind === "delete_below" && none.deletedBelow,
+    10,
+    "a listing needs two requests left: none made",
+  );
+  t.equal(budget.left, 1);
+  t.same(kept(spent.sim), starts);
+});
+
+t.test("a key that fails to delete holds the reported watermark at its segment", async (t) => {
+  const { sim, deps } = await setup();
+  const failing = segmentKeys(inc, 10).log;
+  const store: DeadlineObjectStore = {
+    put: (key, body, options) => sim.put(key, body, options),
+    getRange: (key, start, endExclusive) => sim.getRange(key, start, endExclusive),
+    streamRange: (key, start, endExclusive, sink) => sim.streamRange(key, start, endExclusive, sink),
+    head: (key) => sim.head(key),
+    list: (prefix, options) => sim.list(prefix, options),
+    delete: async (keys) => {
+      const results = await sim.delete(keys.filter((k) => k !== failing));
+      const error = new Error("Cannot delete: InternalError");
+      return keys.includes(failing) ? [...results, { key: failing, error }] : results;
+    },
+  };
+  const outcome = await deleteBelowWatermark(
+    { ...deps, store },
+    "1/1/0",
+    inc,
+    0,
+    30,
+    new RequestBudget(10, undefined),
+  );
+  t.equal(outcome.kind === "delete_below" && outcome.deletedBelow, 10, "the next run lists from 10 again");
+  t.same(kept(sim), [10, 30, 40], "the other objects below the watermark are gone");
+});
+
+t.test("objects below the retention watermark are deleted only after delete_grace, a batch per run, within the request quota", async (t) => {
+  const h = await tierHarness(t, { ageMs: null, sizeBytes: 100_000 }, {
+    housekeeping: { idleTimeoutMs: 1000, deleteBatchPerPass: 2, requestQuota: 3 },
+  });
+  await h.produce(40);
+  t.ok(await h.runUntil(() => h.partition.superblock.tieredUpToOffset === h.lastSealedEnd() + 1), "uploaded");
+  await h.partition.enforceRetention((s) => s.endOffset < 20);
+  const watermark = h.partition.superblock.deletedUpToOffset;
+  t.ok(watermark >= 15, `retention raised the watermark to ${watermark}`);
+  const prefix = incarnationPrefix(incOf(h.partition.superblock.createdRevision, 0));
+  const below = h.sim.keys().filter((k) => {
+    const p = parseObjectKey(root, k);
+    return k.startsWith(prefix) && p.kind === "segment" && p.startOffset < watermark;
+  });
+  const above = h.sim.keys().filter((k) => k.startsWith(prefix) && !below.includes(k));
+  t.ok(below.length >= 6, `${below.length} objects below the watermark`);
+  const retiredAtMs = h.clock.nowMs();
+
+  const goneAtMs = new Map<string, number>();
+  const deletedPerCheck: number[] = [];
+  const track = () => {
+    let fresh = 0;
+    for (const k of below) {
+      if (!goneAtMs.has(k) && h.sim.peek(k) === undefined) {
+        goneAtMs.set(k, h.clock.nowMs());
+        fresh++;
+      }
+    }
+    if (fresh > 0) deletedPerCheck.push(fresh);
+    return goneAtMs.size === below.length;
+  };
+  t.ok(await h.runUntil(track, 20_000), "every object below the watermark was deleted in the end");
+  const first = Math.min(...goneAtMs.values());
+  t.ok(
+    first - retiredAtMs >= 60_000,
+    `the first deletion came ${first - retiredAtMs} ms after the watermark`,
+  );
+  t.ok(deletedPerCheck.every((n) => n <= 2), `at most delete_batch_per_pass (2) per run: ${deletedPerCheck}`);
+  t.ok(above.every((k) => h.sim.peek(k) !== undefined), "objects at or above the watermark are kept");
+  const runs = await metric(h.registry, /strata_housekeeping_runs_total (\d+)/);
+  const requests = await metric(h.registry, /strata_housekeeping_requests_total (\d+)/);
+  t.ok(runs > 0 && requests <= runs * 3, `${requests} requests in ${runs} runs: within request_quota 3`);
+  t.equal(
+    await metric(h.registry, /strata_housekeeping_deleted_objects_total\{reason="watermark"\} (\d+)/),
+    below.length,
+  );
+});
+
+t.test("no object younger than delete_grace is deleted, even below the watermark", async (t) => {
+  const h = await tierHarness(t, { ageMs: null, sizeBytes: null }, { housekeeping: { idleTimeoutMs: 1000 } });
+  await h.produce(20);
+  t.ok(await h.runUntil(() => h.partition.superblock.tieredUpToOffset === h.lastSealedEnd() + 1));
+  await h.runUntil(() => false, 7000); // 70 s: the uploaded objects are older than the grace
+  await h.partition.enforceRetention((s) => s.endOffset < 10);
+  const keys = segmentKeys(incOf(h.partition.superblock.createdRevision, 0), 0);
+  // The object of the first segment is written again now, as a late duplicate upload would.
+  const copy = h.sim.peek(keys.log)!;
+  await h.store.put(keys.log, async function* () {
+    yield copy.bytes;
+  }, { sizeBytes: copy.bytes.length, metadata: copy.metadata, ifAbsent: false });
+  const rewrittenAtMs = h.clock.nowMs();
+  t.ok(await h.runUntil(() => h.sim.peek(keys.log) === undefined, 20_000), "deleted in the end");
+  t.ok(
+    h.clock.nowMs() - rewrittenAtMs >= 60_000,
+    `not before it was 60 s old (${h.clock.nowMs() - rewrittenAtMs} ms)`,
+  );
+});
