@@ -1,3 +1,4 @@
+import { assert } from "../runtime/assert.ts";
 import { groupOpsMax } from "./log_config.ts";
 import { PartitionUnavailableError, WriteQueueFullError } from "./log_errors.ts";
 
@@ -101,7 +102,7 @@ export class WriteQueue<Op extends QueuedOp> {
     if (this.#running !== null) return;
     this.#running = this.#drain().finally(() => {
       this.#running = null;
-      if (this.#queue.length > 0) this.#kick();
+      if (this.#queue.length > 0 && this.#failure === null) this.#kick();
     });
   }
 
@@ -110,6 +111,21 @@ export class WriteQueue<Op extends QueuedOp> {
     while (this.#queue.length > 0 && this.#failure === null) {
       await this.#processGroup(this.#queue.splice(0, groupOpsMax));
     }
+    // A failure recorded from outside the loop (the background fsync) leaves operations queued
+    // that no writer will take: they are refused, never left waiting.
+    if (this.#failure !== null) this.#refuseQueued(this.#failure);
+    assert(this.#queue.length === 0, "a writer loop ends with nothing queued");
+  }
+
+  #refuseQueued(failure: Error): void {
+    const refused = new PartitionUnavailableError(
+      this.#label,
+      `an earlier write failed (${failure.message})`,
+      {
+        cause: failure,
+      },
+    );
+    for (const op of this.#queue.splice(0)) op.done.reject(refused);
   }
 
   async #processGroup(group: Op[]): Promise<void> {

@@ -113,6 +113,31 @@ t.test("a failure from outside the loop (the background fsync) refuses later ope
   t.equal((refused as Error).cause, fsyncFailure, "the first failure is the cause");
 });
 
+t.test("a failure from outside the loop while operations wait refuses them once the running group ends", async (t) => {
+  const { commit, events } = recordingCommit();
+  let releaseFlush = () => {};
+  const flushed = new Promise<void>((resolve) => (releaseFlush = resolve));
+  const flush = commit.flush;
+  commit.flush = async () => {
+    await flushed;
+    await flush();
+  };
+  const queue = new WriteQueue<Op>("p", () => 100, commit);
+  const first = put(queue, 1);
+  // The writer has taken the first into its group and waits in the flush; these two wait behind it.
+  const waiting = [put(queue, 2), put(queue, 3)].map((p) => p.catch((error: unknown) => error));
+  const fsyncFailure = new Error("fsync failed");
+  queue.fail(fsyncFailure);
+  releaseFlush();
+  t.equal(await first, 1, "the group under way when the failure came is written and acknowledged");
+  for (const refused of await Promise.all(waiting)) {
+    t.ok(refused instanceof PartitionUnavailableError, "a waiting operation is refused");
+    t.match((refused as Error).message, /an earlier write failed \(fsync failed\)/);
+    t.equal((refused as Error).cause, fsyncFailure, "with the failure as its cause");
+  }
+  t.notOk(events.includes("apply 2"), "nothing queued after the failure is written");
+});
+
 t.test("close refuses later operations and hands back the running writer", async (t) => {
   const { commit } = recordingCommit();
   const queue = new WriteQueue<Op>("p", () => 100, commit);
