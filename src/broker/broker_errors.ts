@@ -44,7 +44,8 @@ export class ConsumerLimitError extends Error {
  * - `overloaded`: the partition's write queue is full;
  * - `partition_unavailable`: the partition was refused at boot or has failed;
  * - `remote_read_unavailable`: the range is evicted and remote reads are not possible;
- * - `transient`: the chunk cache is full or the object store is slow or throttling.
+ * - `transient`: the chunk cache is full, the object store is slow or throttling, or a concurrent
+ *   metadata change took the id a new topic was prepared under.
  */
 export type UnavailableReason =
   | "overloaded"

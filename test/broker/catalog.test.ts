@@ -8,6 +8,7 @@ import {
   UnavailableError,
 } from "../../src/broker/broker_errors.ts";
 import { Catalog, type PartitionHost } from "../../src/broker/catalog.ts";
+import type { Metadata } from "../../src/broker/metadata.ts";
 import { PartitionOpener } from "../../src/broker/partition_opener.ts";
 import { parseTopicOptions, type TopicDefaults } from "../../src/broker/topic_options.ts";
 import { StrataApiError } from "../../src/client/strata_client.ts";
@@ -220,4 +221,60 @@ t.test("a partition refused at boot answers 503 with its reason while the others
   t.match(error.message, /hole in the chain/);
   t.equal((await d.poll("s", "t", 1)).messages.length, 1, "partition 1 still serves");
   t.equal((await d.produce("s", "t", [{ payload: payload(1) }], 1)).base_offset, 1);
+});
+
+/** Another server's stream, added by a writer the store meets during a commit. */
+const otherStream = (doc: Metadata) => {
+  doc.streams.push({ id: doc.nextStreamId, name: "theirs", createdAtMs: 0, nextTopicId: 1, topics: [] });
+  doc.nextStreamId++;
+};
+
+t.test("a store that applies a change again to a newer document: ids come from that document", async (t) => {
+  const { catalog, store } = await openCatalog(t);
+  await catalog.createStream("a");
+  store.concurrentChange = otherStream;
+  const b = await catalog.createStream("b");
+  t.equal(store.changeRuns, 3, "the create ran again on the newer document");
+  t.equal(b.id, 3, "the stream takes the id after the other writer's, not the one it first saw");
+  t.same(store.doc.streams.map((s) => [s.id, s.name]), [[1, "a"], [2, "theirs"], [3, "b"]]);
+  t.equal(store.doc.nextStreamId, 4);
+  t.equal(catalog.stream("b").id, 3);
+
+  store.concurrentChange = (doc) => {
+    doc.streams[0]!.topics.push({ id: 1, name: "x", createdAtMs: 0, options: options({}) });
+    doc.streams[0]!.nextTopicId = 2;
+  };
+  await t.rejects(
+    catalog.createTopic("a", "t", options({})),
+    new UnavailableError("transient", "Cannot create topic a/t: a concurrent change took topic id 1"),
+    "a topic whose id was taken meanwhile is refused, since its partitions were made under that id",
+  );
+  t.throws(() => catalog.topic("a", "t"), ResourceNotFoundError, "nothing of it is served");
+  t.match(
+    await catalog.createTopic("a", "t", options({})),
+    { meta: { id: 2, name: "t" } },
+    "a retry takes the next id",
+  );
+  t.equal(store.doc.streams[0]!.nextTopicId, 3);
+
+  store.concurrentChange = (doc) => {
+    doc.streams[0]!.topics.find((x) => x.name === "t")!.options.retentionMaxBytes = 7 * 1024 * 1024;
+  };
+  const patched = await catalog.patchTopic("a", "t", (o) => ({ ...o, segmentMaxAgeMs: 60_000 }));
+  t.match(
+    patched.meta.options,
+    { retentionMaxBytes: 7 * 1024 * 1024, segmentMaxAgeMs: 60_000 },
+    "a patch applies to the newer options",
+  );
+  t.same(store.doc.streams[0]!.topics.find((x) => x.name === "t")!.options, patched.meta.options);
+
+  store.concurrentChange = (doc) => {
+    doc.streams.push({ id: doc.nextStreamId, name: "c", createdAtMs: 0, nextTopicId: 1, topics: [] });
+    doc.nextStreamId++;
+  };
+  await t.rejects(
+    catalog.createStream("c"),
+    new AlreadyExistsError("Cannot create stream c: it already exists"),
+    "a name the newer document has is refused",
+  );
 });
