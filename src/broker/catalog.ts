@@ -62,7 +62,7 @@ interface TopicEntry extends CatalogTopic {
  * store. Admin changes (create, delete, patch, purge) are serialized by one lock and commit to the
  * store before they take effect (a delete commits first and removes the directories after); ids
  * come from the document each commit applies to. A partition that cannot be opened at boot keeps
- * a refused slot with its reason.
+ * a refused slot with its reason and error.
  */
 export class Catalog {
   /** What a create request's options default to on this server. */
@@ -126,7 +126,9 @@ export class Catalog {
         `Cannot find partition ${partitionId} of ${topic.streamName}/${topic.meta.name}: it has ${topic.slots.length}`,
       );
     }
-    if (slot.kind === "refused") throw new UnavailableError("partition_unavailable", slot.reason);
+    if (slot.kind === "refused") {
+      throw new UnavailableError("partition_unavailable", slot.reason, { cause: slot.error });
+    }
     return slot.partition;
   }
 

@@ -16,7 +16,7 @@ import { loadConfig } from "../../src/config/load_config.ts";
 import { labelOf, type Partition } from "../../src/log/partition.ts";
 import { superblockFileName } from "../../src/log/superblock.ts";
 import { initCrc32c } from "../../src/runtime/crc32c.ts";
-import { silentLogger } from "../../src/runtime/logger.ts";
+import { Logger, silentLogger } from "../../src/runtime/logger.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
@@ -46,12 +46,16 @@ class RecordingHost implements PartitionHost {
 }
 
 /** A catalog on an in-memory metadata store and a real data directory. */
-async function openCatalog(t: Test, store = new MemoryMetadataStore(), dataPath = join(tempDir(t), "data")) {
+async function openCatalog(
+  t: Test,
+  store = new MemoryMetadataStore(),
+  dataPath = join(tempDir(t), "data"),
+  logger = silentLogger(),
+) {
   await initCrc32c();
   const { config } = loadConfig("", "test", { STRATA_SYSTEM_PATH: dataPath });
   const disk = new NodeDisk();
   const clock = new VirtualClock();
-  const logger = silentLogger();
   const host = new RecordingHost();
   await store.load();
   mkdirSync(join(dataPath, "streams"), { recursive: true });
@@ -177,7 +181,9 @@ t.test("reopened, the catalog serves what the store names, refuses a broken part
   mkdirSync(join(first.dataPath, "streams/1/topics/9"), { recursive: true });
   mkdirSync(join(first.dataPath, "streams/7"), { recursive: true });
 
-  const second = await openCatalog(t, first.store, first.dataPath);
+  const lines: string[] = [];
+  const logger = new Logger({ level: "error", sink: (line) => lines.push(line), wallMs: () => 0 });
+  const second = await openCatalog(t, first.store, first.dataPath, logger);
   const topic = second.catalog.topic("s", "t");
   t.equal(second.catalog.openPartition(topic, 0).address.partitionId, 0, "partition 0 serves");
   const refused = (() => {
@@ -190,6 +196,18 @@ t.test("reopened, the catalog serves what the store names, refuses a broken part
   })();
   t.ok(refused instanceof UnavailableError && refused.reason === "partition_unavailable");
   t.match((refused as Error).message, /superblock is missing/);
+  const cause = (refused as Error).cause;
+  t.ok(cause instanceof Error, "the error that refused the partition at boot is the refusal's cause");
+  t.equal((cause as Error).message, (refused as Error).message, "and the refusal repeats its message");
+  const logged = lines.map((line) => JSON.parse(line)).filter((l) => l.msg === "partition refused");
+  t.equal(logged.length, 1, "the refusal is logged once");
+  t.match(logged[0], {
+    stream: "s",
+    topic: "t",
+    partition: 1,
+    reason: (cause as Error).message,
+    error: { name: (cause as Error).name, message: (cause as Error).message },
+  }, "with its error");
   t.same([...second.host.hosted], ["1/1/0"], "only the open partition is handed to the shards");
   const table = second.catalog.incarnationTable();
   t.equal(table.get("1/1/1"), "unreadable", "the refused partition's objects are never judged garbage");
