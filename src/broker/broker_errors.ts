@@ -41,7 +41,8 @@ export class ConsumerLimitError extends Error {
 
 /**
  * Why a data operation cannot be served now; each is transient for the caller:
- * - `overloaded`: the partition's write queue is full;
+ * - `overloaded`: a bounded wait queue is full: the partition's write queue, the admin lock's, a
+ *   shard's fetch slots' or fetch bandwidth's, or the tiered floor's awaits;
  * - `partition_unavailable`: the partition was refused at boot or has failed;
  * - `remote_read_unavailable`: the range is evicted and remote reads are not possible;
  * - `transient`: the chunk cache is full, the object store is slow or throttling, or a concurrent

@@ -2,7 +2,9 @@ import { labelOf, type Partition } from "../log/partition.ts";
 import { assert } from "../runtime/assert.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Disk } from "../runtime/disk.ts";
+import { QueueFullError } from "../runtime/errors.ts";
 import type { Logger } from "../runtime/logger.ts";
+import type { Permit } from "../runtime/permit.ts";
 import { Semaphore } from "../runtime/semaphore.ts";
 import type { IncarnationTable, KnownPartition } from "../tier/object_class.ts";
 import { AlreadyExistsError, ResourceNotFoundError, UnavailableError } from "./broker_errors.ts";
@@ -50,8 +52,8 @@ export interface CatalogDeps {
   topicDefaults: TopicDefaults;
 }
 
-/** Bound on admin operations waiting for the metadata lock. */
-const adminWaitersMax = 1024;
+/** Bound on admin operations waiting for the metadata lock; one more is refused as overloaded. */
+export const adminWaitersMax = 1024;
 
 interface TopicEntry extends CatalogTopic {
   meta: TopicMeta;
@@ -157,13 +159,13 @@ export class Catalog {
 
   async createStream(name: string): Promise<StreamMeta> {
     const streamName = checkName("stream", name);
-    using _lock = await this.#adminLock.acquire();
+    using _lock = await this.#lockAdmin();
     const createdAtMs = this.#deps.clock.wallMs();
     return await this.#store.commit((doc) => addStream(doc, streamName, createdAtMs));
   }
 
   async deleteStream(name: string): Promise<void> {
-    using _lock = await this.#adminLock.acquire();
+    using _lock = await this.#lockAdmin();
     const stream = this.stream(name);
     await this.#store.commit((doc) => removeStream(doc, stream.id));
     for (const topic of stream.topics) await this.#closeTopic(stream.name, topic.name);
@@ -183,7 +185,7 @@ export class Catalog {
         options.partitions <= partitionsPerTopicMax,
       `Cannot create topic ${topicName}: ${options.partitions} partitions`,
     );
-    using _lock = await this.#adminLock.acquire();
+    using _lock = await this.#lockAdmin();
     const stream = this.stream(streamName);
     if (stream.topics.some((t) => t.name === topicName)) {
       throw new AlreadyExistsError(`Cannot create topic ${streamName}/${topicName}: it already exists`);
@@ -220,7 +222,7 @@ export class Catalog {
     topicName: string,
     change: (current: TopicOptions) => TopicOptions,
   ): Promise<TopicDescription> {
-    using _lock = await this.#adminLock.acquire();
+    using _lock = await this.#lockAdmin();
     const stream = this.stream(streamName);
     const topic = this.#entry(streamName, topicName);
     const hasRemoteSegments = topic.slots.some((s) =>
@@ -244,7 +246,7 @@ export class Catalog {
   }
 
   async deleteTopic(streamName: string, topicName: string): Promise<void> {
-    using _lock = await this.#adminLock.acquire();
+    using _lock = await this.#lockAdmin();
     const stream = this.stream(streamName);
     const topic = this.#entry(streamName, topicName);
     await this.#store.commit((doc) => removeTopic(doc, stream.id, topic.meta.id));
@@ -254,7 +256,7 @@ export class Catalog {
 
   /** Deletes every message of the topic's open partitions; the topic and its offsets stay. */
   async purgeTopic(streamName: string, topicName: string): Promise<void> {
-    using _lock = await this.#adminLock.acquire();
+    using _lock = await this.#lockAdmin();
     const topic = this.#entry(streamName, topicName);
     for (const slot of topic.slots) {
       if (slot.kind !== "open") continue;
@@ -271,6 +273,18 @@ export class Catalog {
   }
 
   // ---- internals -------------------------------------------------------------------------------
+
+  /** The admin lock; a full queue of waiters is an overload, not a fault. */
+  async #lockAdmin(): Promise<Permit> {
+    try {
+      return await this.#adminLock.acquire();
+    } catch (error) {
+      if (error instanceof QueueFullError) {
+        throw new UnavailableError("overloaded", error.message, { cause: error });
+      }
+      throw error;
+    }
+  }
 
   #entry(streamName: string, topicName: string): TopicEntry {
     const topic = this.#topics.get(topicKey(streamName, topicName));

@@ -7,7 +7,7 @@ import {
   ResourceNotFoundError,
   UnavailableError,
 } from "../../src/broker/broker_errors.ts";
-import { Catalog, type PartitionHost } from "../../src/broker/catalog.ts";
+import { adminWaitersMax, Catalog, type PartitionHost } from "../../src/broker/catalog.ts";
 import type { Metadata } from "../../src/broker/metadata.ts";
 import { PartitionOpener } from "../../src/broker/partition_opener.ts";
 import { parseTopicOptions, type TopicDefaults } from "../../src/broker/topic_options.ts";
@@ -16,6 +16,7 @@ import { loadConfig } from "../../src/config/load_config.ts";
 import { labelOf, type Partition } from "../../src/log/partition.ts";
 import { superblockFileName } from "../../src/log/superblock.ts";
 import { initCrc32c } from "../../src/runtime/crc32c.ts";
+import { QueueFullError } from "../../src/runtime/errors.ts";
 import { Logger, silentLogger } from "../../src/runtime/logger.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
@@ -295,4 +296,26 @@ t.test("a store that applies a change again to a newer document: ids come from t
     new AlreadyExistsError("Cannot create stream c: it already exists"),
     "a name the newer document has is refused",
   );
+});
+
+t.test("admin operations past the lock's wait queue are refused as overloaded, not failed", async (t) => {
+  const { catalog, store } = await openCatalog(t);
+  let releaseCommits = () => {};
+  store.held = new Promise<void>((resolve) => releaseCommits = resolve);
+  const creates = Array.from({ length: adminWaitersMax + 3 }, (_, i) => catalog.createStream(`s${i}`));
+  const outcomes = creates.map((create) => create.then(() => "created", (error) => error));
+  const refused = await Promise.all(outcomes.slice(adminWaitersMax + 1));
+  for (const error of refused) {
+    t.ok(error instanceof UnavailableError && error.reason === "overloaded", "overloaded");
+    t.equal(
+      error.message,
+      `Cannot acquire metadata lock: the wait queue is full (${adminWaitersMax} waiters)`,
+    );
+    t.ok(error.cause instanceof QueueFullError, "the full queue is its cause");
+  }
+  store.held = null;
+  releaseCommits();
+  const served = await Promise.all(outcomes.slice(0, adminWaitersMax + 1));
+  t.ok(served.every((o) => o === "created"), "the holder and every waiter were served");
+  t.equal(store.doc.streams.length, adminWaitersMax + 1);
 });

@@ -26,12 +26,14 @@ import { RemoteCorruptError, RemoteDataLossError } from "../../src/log/remote_re
 import { NotFoundError, ThrottledError, TransportError } from "../../src/objectstore/object_store_errors.ts";
 import { initCrc32c } from "../../src/runtime/crc32c.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
+import { QueueFullError } from "../../src/runtime/errors.ts";
 import { createMetricsRegistry } from "../../src/runtime/metrics.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { PieceGate } from "../../src/runtime/piece_gate.ts";
 import { Pump } from "../../src/runtime/pump.ts";
 import { PumpMetrics } from "../../src/runtime/pump_metrics.ts";
 import { Rng } from "../../src/runtime/rng.ts";
+import { Semaphore } from "../../src/runtime/semaphore.ts";
 import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
 import { CacheFullError, FetchTimeoutError } from "../../src/tier/chunk_cache.ts";
 import { MemoryMetadataStore } from "../helpers/memory_metadata_store.ts";
@@ -145,9 +147,19 @@ t.test("past the partition's consumer limit a store is refused as a consumer lim
   t.equal(plane.consumerOffset("s", "t", 0, "c0"), 99, "a stored consumer still moves");
 });
 
+/** The refusal of a semaphore whose wait queue is full, as a shard's fetch slots refuse one fetch too many. */
+async function fetchSlotsFull(): Promise<QueueFullError> {
+  const slots = new Semaphore({ permits: 1, waitersMax: 0, name: "fetch slot" });
+  using _held = await slots.acquire();
+  return await slots.acquire().catch((e) => e);
+}
+
 t.test("the log's and the remote path's failures become the broker's, keeping message and cause", async (t) => {
+  const queueFull = await fetchSlotsFull();
+  t.ok(queueFull instanceof QueueFullError, "the fetch slots shed a waiter too many");
   const cases: [Error, (e: unknown) => boolean][] = [
     [new WriteQueueFullError("1/1/0", 8), (e) => e instanceof UnavailableError && e.reason === "overloaded"],
+    [queueFull, (e) => e instanceof UnavailableError && e.reason === "overloaded"],
     [
       new PartitionUnavailableError("1/1/0", "fsync failed"),
       (e) => e instanceof UnavailableError && e.reason === "partition_unavailable",

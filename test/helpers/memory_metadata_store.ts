@@ -3,7 +3,7 @@ import type { MetadataStore } from "../../src/broker/metadata_store.ts";
 
 /**
  * A metadata store in memory, for tests of the catalog: it proves the catalog needs nothing of a
- * store but the interface, lets a test fail the next commit, and can play a
+ * store but the interface, lets a test fail the next commit or hold commits, and can play a
  * store shared with another writer, which applies a change again to a newer document.
  */
 export class MemoryMetadataStore implements MetadataStore {
@@ -19,6 +19,8 @@ export class MemoryMetadataStore implements MetadataStore {
    * the change runs again on the newer document, whose outcome is the one stored and returned.
    */
   concurrentChange: ((doc: Metadata) => void) | null = null;
+  /** When set, commits wait for it before they apply. */
+  held: Promise<void> | null = null;
   #doc: Metadata | null = null;
   /** What a load finds: the last document committed. */
   #stored: Metadata;
@@ -37,15 +39,8 @@ export class MemoryMetadataStore implements MetadataStore {
     return this.#doc;
   }
 
-  commit<T>(change: (doc: Metadata) => T): Promise<T> {
-    try {
-      return Promise.resolve(this.#commit(change));
-    } catch (error) {
-      return Promise.reject(error);
-    }
-  }
-
-  #commit<T>(change: (doc: Metadata) => T): T {
+  async commit<T>(change: (doc: Metadata) => T): Promise<T> {
+    if (this.held !== null) await this.held;
     const failure = this.failNextCommit;
     this.failNextCommit = null;
     if (failure !== null) throw failure;
