@@ -10,7 +10,11 @@ import {
 import { adminWaitersMax, Catalog, type PartitionHost } from "../../src/broker/catalog.ts";
 import type { Metadata } from "../../src/broker/metadata.ts";
 import { PartitionOpener } from "../../src/broker/partition_opener.ts";
-import { parseTopicOptions, type TopicDefaults } from "../../src/broker/topic_options.ts";
+import {
+  segmentSizeBytesMin,
+  type TopicDefaults,
+  type TopicOptions,
+} from "../../src/broker/topic_options.ts";
 import { StrataApiError } from "../../src/client/strata_client.ts";
 import { loadConfig } from "../../src/config/load_config.ts";
 import { labelOf, type Partition } from "../../src/log/partition.ts";
@@ -26,8 +30,18 @@ import { openServer } from "../helpers/open_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 
 const defaults: TopicDefaults = { tiered: false, localRetentionAgeMs: null, localRetentionSizeBytes: null };
-const options = (fields: Record<string, unknown>) =>
-  parseTopicOptions({ segment_size: "1 MiB", ...fields }, defaults);
+const options = (overrides: Partial<TopicOptions>): TopicOptions => ({
+  partitions: 1,
+  segmentSizeBytes: segmentSizeBytesMin,
+  segmentMaxAgeMs: null,
+  retentionMaxAgeMs: null,
+  retentionMaxBytes: null,
+  tiered: false,
+  localRetentionAgeMs: null,
+  localRetentionSizeBytes: null,
+  retentionConsumerBarrier: true,
+  ...overrides,
+});
 
 /** Records what the catalog asks of the shards. */
 class RecordingHost implements PartitionHost {
@@ -146,7 +160,7 @@ t.test("a delete commits, then releases the partitions and removes the directori
 t.test("a patch applies to the current options under the lock and reaches the store", async (t) => {
   const { catalog, store } = await openCatalog(t);
   await catalog.createStream("s");
-  await catalog.createTopic("s", "t", options({ retention_max_bytes: "3 MiB" }));
+  await catalog.createTopic("s", "t", options({ retentionMaxBytes: 3 * 1024 * 1024 }));
   const seen: (number | null)[] = [];
   const [first, second] = await Promise.all([
     catalog.patchTopic("s", "t", (o) => {

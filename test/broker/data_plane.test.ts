@@ -13,7 +13,7 @@ import { PartitionOpener } from "../../src/broker/partition_opener.ts";
 import { partitionOfKey, shardIndexOf } from "../../src/broker/partition_placement.ts";
 import { ShardRuntime } from "../../src/broker/shard_runtime.ts";
 import { ShardSet } from "../../src/broker/shard_set.ts";
-import { parseTopicOptions } from "../../src/broker/topic_options.ts";
+import { segmentSizeBytesMin, type TopicOptions } from "../../src/broker/topic_options.ts";
 import { loadConfig } from "../../src/config/load_config.ts";
 import { TooManyConsumersError } from "../../src/log/consumer_offsets.ts";
 import {
@@ -44,6 +44,18 @@ const message = (key: string | null, text = "m") => ({
   headers: {},
   payload: new TextEncoder().encode(text),
 });
+
+const twoPartitions: TopicOptions = {
+  partitions: 2,
+  segmentSizeBytes: segmentSizeBytesMin,
+  segmentMaxAgeMs: null,
+  retentionMaxAgeMs: null,
+  retentionMaxBytes: null,
+  tiered: false,
+  localRetentionAgeMs: null,
+  localRetentionSizeBytes: null,
+  retentionConsumerBarrier: true,
+};
 
 /** A data plane over a catalog and two shards without tiered storage; the pumps are not started. */
 async function openDataPlane(t: Test) {
@@ -82,7 +94,7 @@ async function openDataPlane(t: Test) {
     await catalog.close();
   });
   await catalog.createStream("s");
-  await catalog.createTopic("s", "t", parseTopicOptions({ partitions: 2 }, catalog.topicDefaults));
+  await catalog.createTopic("s", "t", twoPartitions);
   return { plane: new DataPlane(catalog, shards), shards };
 }
 
