@@ -14,7 +14,7 @@ import type { MetadataStore } from "./metadata_store.ts";
 import { checkName } from "./names.ts";
 import type { PartitionOpener, PartitionSlot } from "./partition_opener.ts";
 import { sweepOrphanDirectories } from "./orphan_directories.ts";
-import type { HostedTopic } from "./shard_runtime.ts";
+import type { HostedTopic } from "./hosted_topic.ts";
 import { partitionsPerTopicMax, type TopicDefaults, type TopicOptions } from "./topic_options.ts";
 
 /** Where the catalog's open partitions are served: the shards, which run their duties. */

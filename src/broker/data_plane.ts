@@ -73,7 +73,7 @@ export class DataPlane {
     const topic = this.#catalog.topic(streamName, topicName);
     const id = partitionId ?? this.#choosePartition(topic, messages[0]!.key);
     const partition = this.#catalog.openPartition(topic, id);
-    this.#shards.shardOf(partition.address).requests++;
+    this.#shards.shardOf(partition.address).countRequest();
     const result = await translateDataErrors(() => partition.log.append(messages));
     return { partition: id, baseOffset: result.baseOffset, count: result.count };
   }
@@ -86,7 +86,7 @@ export class DataPlane {
   ): Promise<ReadResult> {
     const partition = this.#partition(streamName, topicName, partitionId);
     const shard = this.#shards.shardOf(partition.address);
-    shard.requests++;
+    shard.countRequest();
     const result = await translateDataErrors(() =>
       request.timestampUs !== undefined
         ? partition.log.readFromTimestamp(request.timestampUs, request.count, request.maxBytes)

@@ -3,7 +3,8 @@ import { assert } from "../runtime/assert.ts";
 import type { Pump } from "../runtime/pump.ts";
 import type { PartitionHost } from "./catalog.ts";
 import { shardIndexOf } from "./partition_placement.ts";
-import type { HostedTopic, ShardRuntime } from "./shard_runtime.ts";
+import type { HostedTopic } from "./hosted_topic.ts";
+import type { ShardRuntime } from "./shard_runtime.ts";
 
 /** The process's shards, each partition placed on one of them by a stable hash of its address. */
 export class ShardSet implements PartitionHost {

@@ -73,7 +73,7 @@ async function openDataPlane(t: Test) {
       pump: new Pump({ clock, metrics: pumpMetrics, logger, shard: String(id), tickIntervalMs: 10 }),
       logger,
       pieceGate: gate,
-      wallMs: () => clock.wallMs(),
+      clock,
       tiering: null,
     })
   ));
@@ -118,12 +118,12 @@ t.test("poll reads what was produced and counts a request on the partition's sha
   const { plane, shards } = await openDataPlane(t);
   await plane.produce("s", "t", 0, [message(null, "a"), message(null, "b")]);
   const shard = shards.shards[shardIndexOf({ streamId: 1, topicId: 1, partitionId: 0 }, 2)]!;
-  const before = shard.requests;
+  const before = shard.requestsServed;
   const read = await plane.poll("s", "t", 0, { offset: 1, count: 10, maxBytes: 1 << 20 });
   t.same(read.messages.map((m) => new TextDecoder().decode(m.payload)), ["b"]);
   t.equal(read.nextOffset, 2);
   read.release();
-  t.equal(shard.requests, before + 1);
+  t.equal(shard.requestsServed, before + 1);
   const stats = plane.partitionStats("s", "t", 0);
   t.match(stats, { shard: shard.id, firstOffset: 0, nextOffset: 2, remoteSizeBytes: 0, tieredUpToOffset: 0 });
   t.equal(stats.localSizeBytes, stats.sizeBytes, "everything is local");
