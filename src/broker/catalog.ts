@@ -14,6 +14,7 @@ import type { MetadataStore } from "./metadata_store.ts";
 import { checkName } from "./names.ts";
 import type { PartitionOpener, PartitionSlot } from "./partition_opener.ts";
 import { sweepOrphanDirectories } from "./orphan_directories.ts";
+import { runEach, throwFailures } from "./run_each.ts";
 import type { HostedTopic } from "./hosted_topic.ts";
 import { partitionsPerTopicMax, type TopicDefaults, type TopicOptions } from "./topic_options.ts";
 
@@ -265,11 +266,15 @@ export class Catalog {
     }
   }
 
-  /** Closes every open partition, syncing its log; the shards must be stopped first. */
+  /**
+   * Closes every open partition, syncing its log, even when one fails to close (its failure is
+   * thrown after); the shards must be stopped first.
+   */
   async close(): Promise<void> {
-    for (const topic of this.#topics.values()) {
-      for (const slot of topic.slots) if (slot.kind === "open") await slot.partition.close();
-    }
+    const open = [...this.#topics.values()].flatMap((topic) =>
+      topic.slots.flatMap((slot) => slot.kind === "open" ? [slot.partition] : [])
+    );
+    throwFailures("close the partitions", await runEach(open, (partition) => partition.close()));
   }
 
   // ---- internals -------------------------------------------------------------------------------

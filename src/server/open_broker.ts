@@ -87,8 +87,12 @@ export async function openBroker(deps: BrokerDeps): Promise<OpenedBroker> {
     dataPlane: new DataPlane(catalog, shards),
     shards,
     close: async () => {
-      await shards.close();
-      await catalog.close();
+      // The partitions are synced and closed even when a shard fails to close.
+      try {
+        await shards.close();
+      } finally {
+        await catalog.close();
+      }
     },
   };
 }
