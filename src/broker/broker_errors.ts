@@ -1,7 +1,7 @@
 /**
  * The broker's refusals, typed. Each message follows "Cannot <do X>: <reason>" and never holds a
  * secret; an error wrapped from a layer below keeps it as `cause`. The HTTP layer maps each class
- * to a status (`src/server/http_errors.ts`); nothing here knows of HTTP.
+ * to a status (`src/server/broker_error_status.ts`); nothing here knows of HTTP.
  */
 
 /** A stream, topic or consumer name outside the allowed pattern. */
