@@ -1,7 +1,7 @@
 /**
  * The broker's refusals, typed. Each message follows "Cannot <do X>: <reason>" and never holds a
  * secret; an error wrapped from a layer below keeps it as `cause`. The HTTP layer maps each class
- * to a status (`src/server/http_errors.ts`); nothing here knows of HTTP.
+ * to a status (`src/server/broker_error_status.ts`); nothing here knows of HTTP.
  */
 
 /** A stream, topic or consumer name outside the allowed pattern. */
@@ -41,10 +41,12 @@ export class ConsumerLimitError extends Error {
 
 /**
  * Why a data operation cannot be served now; each is transient for the caller:
- * - `overloaded`: the partition's write queue is full;
+ * - `overloaded`: a bounded wait queue is full: the partition's write queue, the admin lock's, a
+ *   shard's fetch slots' or fetch bandwidth's, or the tiered floor's awaits;
  * - `partition_unavailable`: the partition was refused at boot or has failed;
  * - `remote_read_unavailable`: the range is evicted and remote reads are not possible;
- * - `transient`: the chunk cache is full or the object store is slow or throttling.
+ * - `transient`: the chunk cache is full, the object store is slow or throttling, or a concurrent
+ *   metadata change took the id a new topic was prepared under.
  */
 export type UnavailableReason =
   | "overloaded"

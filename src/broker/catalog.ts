@@ -2,21 +2,20 @@ import { labelOf, type Partition } from "../log/partition.ts";
 import { assert } from "../runtime/assert.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Disk } from "../runtime/disk.ts";
+import { QueueFullError } from "../runtime/errors.ts";
 import type { Logger } from "../runtime/logger.ts";
+import type { Permit } from "../runtime/permit.ts";
 import { Semaphore } from "../runtime/semaphore.ts";
 import type { IncarnationTable, KnownPartition } from "../tier/object_class.ts";
-import {
-  AlreadyExistsError,
-  RemoteSegmentsExistError,
-  ResourceNotFoundError,
-  UnavailableError,
-} from "./broker_errors.ts";
+import { AlreadyExistsError, ResourceNotFoundError, UnavailableError } from "./broker_errors.ts";
 import type { StreamMeta, TopicMeta } from "./metadata.ts";
+import { addStream, addTopic, changeTopicOptions, removeStream, removeTopic } from "./metadata_changes.ts";
 import type { MetadataStore } from "./metadata_store.ts";
 import { checkName } from "./names.ts";
 import type { PartitionOpener, PartitionSlot } from "./partition_opener.ts";
 import { sweepOrphanDirectories } from "./orphan_directories.ts";
-import type { HostedTopic } from "./shard_runtime.ts";
+import { runEach, throwFailures } from "./run_each.ts";
+import type { HostedTopic } from "./hosted_topic.ts";
 import { partitionsPerTopicMax, type TopicDefaults, type TopicOptions } from "./topic_options.ts";
 
 /** Where the catalog's open partitions are served: the shards, which run their duties. */
@@ -54,8 +53,8 @@ export interface CatalogDeps {
   topicDefaults: TopicDefaults;
 }
 
-/** Bound on admin operations waiting for the metadata lock. */
-const adminWaitersMax = 1024;
+/** Bound on admin operations waiting for the metadata lock; one more is refused as overloaded. */
+export const adminWaitersMax = 1024;
 
 interface TopicEntry extends CatalogTopic {
   meta: TopicMeta;
@@ -64,8 +63,9 @@ interface TopicEntry extends CatalogTopic {
 /**
  * The streams, topics and partitions by name, with their ids and options, kept in the metadata
  * store. Admin changes (create, delete, patch, purge) are serialized by one lock and commit to the
- * store before they take effect (a delete commits first and removes the directories after). A
- * partition that cannot be opened at boot keeps a refused slot with its reason.
+ * store before they take effect (a delete commits first and removes the directories after); ids
+ * come from the document each commit applies to. A partition that cannot be opened at boot keeps
+ * a refused slot with its reason and error.
  */
 export class Catalog {
   /** What a create request's options default to on this server. */
@@ -129,7 +129,9 @@ export class Catalog {
         `Cannot find partition ${partitionId} of ${topic.streamName}/${topic.meta.name}: it has ${topic.slots.length}`,
       );
     }
-    if (slot.kind === "refused") throw new UnavailableError("partition_unavailable", slot.reason);
+    if (slot.kind === "refused") {
+      throw new UnavailableError("partition_unavailable", slot.reason, { cause: slot.error });
+    }
     return slot.partition;
   }
 
@@ -158,37 +160,25 @@ export class Catalog {
 
   async createStream(name: string): Promise<StreamMeta> {
     const streamName = checkName("stream", name);
-    using _lock = await this.#adminLock.acquire();
-    if (this.#store.doc.streams.some((s) => s.name === streamName)) {
-      throw new AlreadyExistsError(`Cannot create stream ${streamName}: it already exists`);
-    }
-    const id = this.#store.doc.nextStreamId;
-    await this.#store.commit((doc) => {
-      doc.streams.push({
-        id,
-        name: streamName,
-        createdAtMs: this.#deps.clock.wallMs(),
-        nextTopicId: 1,
-        topics: [],
-      });
-      doc.nextStreamId = id + 1;
-    });
-    return this.stream(streamName);
+    using _lock = await this.#lockAdmin();
+    const createdAtMs = this.#deps.clock.wallMs();
+    return await this.#store.commit((doc) => addStream(doc, streamName, createdAtMs));
   }
 
   async deleteStream(name: string): Promise<void> {
-    using _lock = await this.#adminLock.acquire();
+    using _lock = await this.#lockAdmin();
     const stream = this.stream(name);
-    await this.#store.commit((doc) => {
-      doc.streams = doc.streams.filter((s) => s.id !== stream.id);
-    });
+    await this.#store.commit((doc) => removeStream(doc, stream.id));
     for (const topic of stream.topics) await this.#closeTopic(stream.name, topic.name);
     await this.#deps.disk.removeTree(this.#deps.partitions.streamDir(stream.id));
   }
 
   // ---- topics ----------------------------------------------------------------------------------
 
-  /** Creates the topic's partitions, then commits it; on failure nothing of it is left. */
+  /**
+   * Creates the topic's partitions under the stream's next topic id, then commits the topic, which
+   * is refused if the id was taken meanwhile; on failure nothing of it is left.
+   */
   async createTopic(streamName: string, topicName: string, options: TopicOptions): Promise<TopicDescription> {
     checkName("topic", topicName);
     assert(
@@ -196,7 +186,7 @@ export class Catalog {
         options.partitions <= partitionsPerTopicMax,
       `Cannot create topic ${topicName}: ${options.partitions} partitions`,
     );
-    using _lock = await this.#adminLock.acquire();
+    using _lock = await this.#lockAdmin();
     const stream = this.stream(streamName);
     if (stream.topics.some((t) => t.name === topicName)) {
       throw new AlreadyExistsError(`Cannot create topic ${streamName}/${topicName}: it already exists`);
@@ -213,11 +203,7 @@ export class Catalog {
         const address = { streamId: stream.id, topicId: meta.id, partitionId: p };
         slots.push({ kind: "open", partition: await this.#deps.partitions.create(address, options) });
       }
-      await this.#store.commit((doc) => {
-        const s = doc.streams.find((x) => x.id === stream.id)!;
-        s.topics.push(meta);
-        s.nextTopicId = meta.id + 1;
-      });
+      await this.#store.commit((doc) => addTopic(doc, stream.id, streamName, meta));
     } catch (error) {
       for (const slot of slots) if (slot.kind === "open") await slot.partition.close();
       await this.#deps.disk.removeTree(this.#deps.partitions.topicDir(stream.id, meta.id));
@@ -229,29 +215,29 @@ export class Catalog {
 
   /**
    * Changes a topic's options to what `change` makes of the current ones, under the lock; tiering
-   * cannot be turned off while remote segments exist.
+   * cannot be turned off while remote segments exist. `change` runs inside the commit, on the
+   * stored options, and may run more than once (`MetadataStore.commit`).
    */
   async patchTopic(
     streamName: string,
     topicName: string,
     change: (current: TopicOptions) => TopicOptions,
   ): Promise<TopicDescription> {
-    using _lock = await this.#adminLock.acquire();
+    using _lock = await this.#lockAdmin();
     const stream = this.stream(streamName);
     const topic = this.#entry(streamName, topicName);
-    const options = change(topic.meta.options);
-    const remote = topic.slots.some((s) =>
+    const hasRemoteSegments = topic.slots.some((s) =>
       s.kind === "open" && s.partition.log.segments.some((x) => x.location !== "local")
     );
-    if (topic.meta.options.tiered && !options.tiered && remote) {
-      throw new RemoteSegmentsExistError(
-        `Cannot turn tiering off for ${streamName}/${topicName}: it has remote segments`,
-      );
-    }
-    await this.#store.commit((doc) => {
-      const t = doc.streams.find((x) => x.id === stream.id)!.topics.find((x) => x.id === topic.meta.id)!;
-      t.options = options;
-    });
+    const options = await this.#store.commit((doc) =>
+      changeTopicOptions(doc, {
+        streamId: stream.id,
+        topicId: topic.meta.id,
+        label: `${streamName}/${topicName}`,
+        change,
+        hasRemoteSegments,
+      })
+    );
     topic.meta = { ...topic.meta, options };
     for (const slot of topic.slots) {
       if (slot.kind !== "open") continue;
@@ -261,20 +247,17 @@ export class Catalog {
   }
 
   async deleteTopic(streamName: string, topicName: string): Promise<void> {
-    using _lock = await this.#adminLock.acquire();
+    using _lock = await this.#lockAdmin();
     const stream = this.stream(streamName);
     const topic = this.#entry(streamName, topicName);
-    await this.#store.commit((doc) => {
-      const s = doc.streams.find((x) => x.id === stream.id)!;
-      s.topics = s.topics.filter((t) => t.id !== topic.meta.id);
-    });
+    await this.#store.commit((doc) => removeTopic(doc, stream.id, topic.meta.id));
     await this.#closeTopic(streamName, topicName);
     await this.#deps.disk.removeTree(this.#deps.partitions.topicDir(stream.id, topic.meta.id));
   }
 
   /** Deletes every message of the topic's open partitions; the topic and its offsets stay. */
   async purgeTopic(streamName: string, topicName: string): Promise<void> {
-    using _lock = await this.#adminLock.acquire();
+    using _lock = await this.#lockAdmin();
     const topic = this.#entry(streamName, topicName);
     for (const slot of topic.slots) {
       if (slot.kind !== "open") continue;
@@ -283,14 +266,30 @@ export class Catalog {
     }
   }
 
-  /** Closes every open partition, syncing its log; the shards must be stopped first. */
+  /**
+   * Closes every open partition, syncing its log, even when one fails to close (its failure is
+   * thrown after); the shards must be stopped first.
+   */
   async close(): Promise<void> {
-    for (const topic of this.#topics.values()) {
-      for (const slot of topic.slots) if (slot.kind === "open") await slot.partition.close();
-    }
+    const open = [...this.#topics.values()].flatMap((topic) =>
+      topic.slots.flatMap((slot) => slot.kind === "open" ? [slot.partition] : [])
+    );
+    throwFailures("close the partitions", await runEach(open, (partition) => partition.close()));
   }
 
   // ---- internals -------------------------------------------------------------------------------
+
+  /** The admin lock; a full queue of waiters is an overload, not a fault. */
+  async #lockAdmin(): Promise<Permit> {
+    try {
+      return await this.#adminLock.acquire();
+    } catch (error) {
+      if (error instanceof QueueFullError) {
+        throw new UnavailableError("overloaded", error.message, { cause: error });
+      }
+      throw error;
+    }
+  }
 
   #entry(streamName: string, topicName: string): TopicEntry {
     const topic = this.#topics.get(topicKey(streamName, topicName));

@@ -10,6 +10,7 @@ import type { LogStats } from "../log/segment_chain.ts";
 import type { ReadResult } from "../log/segment_reads.ts";
 import { RemoteCorruptError, RemoteDataLossError } from "../log/remote_reader.ts";
 import { NotFoundError, ThrottledError, TransportError } from "../objectstore/object_store_errors.ts";
+import { QueueFullError } from "../runtime/errors.ts";
 import { CacheFullError, FetchTimeoutError } from "../tier/chunk_cache.ts";
 import {
   ConsumerLimitError,
@@ -72,7 +73,7 @@ export class DataPlane {
     const topic = this.#catalog.topic(streamName, topicName);
     const id = partitionId ?? this.#choosePartition(topic, messages[0]!.key);
     const partition = this.#catalog.openPartition(topic, id);
-    this.#shards.shardOf(partition.address).requests++;
+    this.#shards.shardOf(partition.address).countRequest();
     const result = await translateDataErrors(() => partition.log.append(messages));
     return { partition: id, baseOffset: result.baseOffset, count: result.count };
   }
@@ -85,7 +86,7 @@ export class DataPlane {
   ): Promise<ReadResult> {
     const partition = this.#partition(streamName, topicName, partitionId);
     const shard = this.#shards.shardOf(partition.address);
-    shard.requests++;
+    shard.countRequest();
     const result = await translateDataErrors(() =>
       request.timestampUs !== undefined
         ? partition.log.readFromTimestamp(request.timestampUs, request.count, request.maxBytes)
@@ -111,7 +112,7 @@ export class DataPlane {
     if (tier === null) {
       throw new TieringDisabledError("Cannot await the tiered floor: tiered storage is not enabled");
     }
-    return tier.awaitFloor(labelOf(partition.address), offset, timeoutMs);
+    return translateDataErrors(() => tier.awaitFloor(labelOf(partition.address), offset, timeoutMs));
   }
 
   partitionStats(streamName: string, topicName: string, partitionId: number): PartitionStats {
@@ -167,13 +168,20 @@ export class DataPlane {
   }
 }
 
-/** Runs an append or a read, turning the log's and the remote path's typed failures into the broker's. */
+/**
+ * Runs an append, a read or an await, turning the log's and the remote path's typed failures into
+ * the broker's.
+ */
 export async function translateDataErrors<T>(run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (error) {
     const cause = { cause: error };
-    if (error instanceof WriteQueueFullError) throw new UnavailableError("overloaded", error.message, cause);
+    // A full wait queue (the write queue, a shard's fetch slots or fetch bandwidth, the disk's
+    // workers, the floor's waiters) sheds the request: an overload, retried later.
+    if (error instanceof WriteQueueFullError || error instanceof QueueFullError) {
+      throw new UnavailableError("overloaded", error.message, cause);
+    }
     if (error instanceof PartitionUnavailableError) {
       throw new UnavailableError("partition_unavailable", error.message, cause);
     }

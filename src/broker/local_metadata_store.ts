@@ -54,14 +54,18 @@ export class LocalMetadataStore implements MetadataStore {
     return this.#doc;
   }
 
-  commit(change: (doc: Metadata) => void): Promise<void> {
-    // The change is applied inside the chain, to the latest document, so no commit is lost.
-    this.#writing = this.#writing.catch(() => {}).then(async () => {
+  commit<T>(change: (doc: Metadata) => T): Promise<T> {
+    // The change is applied inside the chain, to the latest document, so no commit is lost; one
+    // store per data directory means no other writer, so each change runs once.
+    const committed = this.#writing.then(async () => {
       const next = structuredClone(this.doc) as Metadata;
-      change(next);
+      const result = change(next);
       await writeRecordFile(this.#disk, this.#dataPath, fileName, magic, next);
       this.#doc = next;
+      return result;
     });
-    return this.#writing;
+    // The chain goes on after a failed commit; its caller hears of the failure.
+    this.#writing = committed.then(() => {}, () => {});
+    return committed;
   }
 }

@@ -10,8 +10,16 @@ export interface MetadataStore {
   /** The current document: the last one loaded or committed. */
   readonly doc: Readonly<Metadata>;
   /**
-   * Applies `change` to a copy of the latest document, stores the copy durably, then makes it
-   * current. Commits are serialized: each applies to the document the one before left.
+   * Applies `change` to a copy of the latest document, stores the copy durably, makes it current,
+   * and resolves with what `change` returned. Commits are serialized: each applies to the document
+   * the one before left.
+   *
+   * `change` may run more than once, each time on a newer document: a store shared by several
+   * servers (compare-and-swap on a revision) applies it again when another commit came first. So
+   * it must derive what it writes and returns from `doc` (ids included), or refuse by throwing
+   * when `doc` no longer agrees with what its caller prepared; it may read values that do not
+   * depend on the document, and it must change nothing but `doc`. A throw rejects the commit and
+   * stores nothing.
    */
-  commit(change: (doc: Metadata) => void): Promise<void>;
+  commit<T>(change: (doc: Metadata) => T): Promise<T>;
 }

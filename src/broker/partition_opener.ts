@@ -7,8 +7,13 @@ import type { Logger } from "../runtime/logger.ts";
 import type { Rng } from "../runtime/rng.ts";
 import type { TopicOptions } from "./topic_options.ts";
 
-/** A partition slot of a topic: open, or refused at boot with the reason. */
-export type PartitionSlot = { kind: "open"; partition: Partition } | { kind: "refused"; reason: string };
+/**
+ * A partition slot of a topic: open, or refused at boot with the error that refused it and its
+ * message, which the refusals of the partition's requests repeat (the error is their cause).
+ */
+export type PartitionSlot =
+  | { kind: "open"; partition: Partition }
+  | { kind: "refused"; reason: string; error: unknown };
 
 /** The server settings every partition log shares, besides its topic's options. */
 export type LogSettings = Pick<
@@ -55,7 +60,7 @@ export class PartitionOpener {
     return Partition.create(disk, clock, rng, settings.path, address, this.logConfig(options));
   }
 
-  /** An existing partition, or the reason it cannot serve (logged with its directory). */
+  /** An existing partition, or why it cannot serve (logged with its directory and error). */
   async open(
     address: PartitionAddress,
     options: TopicOptions,
@@ -80,8 +85,9 @@ export class PartitionOpener {
         partition: address.partitionId,
         dir: partitionDir(settings.path, address),
         reason,
+        error,
       });
-      return { kind: "refused", reason };
+      return { kind: "refused", reason, error };
     }
   }
 

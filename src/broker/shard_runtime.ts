@@ -1,15 +1,16 @@
 import { labelOf, type Partition } from "../log/partition.ts";
-import type { RemoteReader } from "../log/remote_reader.ts";
 import { assert } from "../runtime/assert.ts";
 import { BufferPool } from "../runtime/buffer_pool.ts";
+import type { Clock } from "../runtime/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { PieceGate } from "../runtime/piece_gate.ts";
 import type { Pump } from "../runtime/pump.ts";
 import type { ChunkCache } from "../tier/chunk_cache.ts";
 import type { ControlLog } from "../tier/control_log.ts";
-import type { Housekeeping } from "../tier/housekeeping.ts";
+import type { Housekeeping, RequestCounter } from "../tier/housekeeping.ts";
+import { TierRemoteReader, type TierRemoteReaderOptions } from "../tier/tier_remote_reader.ts";
 import type { TierService } from "../tier/tier_service.ts";
-import type { TopicMeta } from "./metadata.ts";
+import { HostedTieredPartition, type HostedTopic } from "./hosted_topic.ts";
 import { totalRetentionPass } from "./retention_pass.ts";
 
 /** How often each shard evaluates total retention for its partitions. */
@@ -27,17 +28,12 @@ export const writeBufferBytes = 1024 * 1024;
  */
 export const writeBuffersMax = 8;
 
-/** The topic of a hosted partition; its `meta` is replaced when the topic's options change. */
-export interface HostedTopic {
-  readonly meta: TopicMeta;
-}
-
 /** A shard's part in tiered storage, when it is enabled. */
 export interface ShardTiering {
   readonly tier: TierService;
   readonly cache: ChunkCache;
-  /** The reader of a hosted partition's evicted segments, through `cache`. */
-  remoteReader(partition: Partition): RemoteReader;
+  /** How each hosted partition's `TierRemoteReader` reads its evicted segments through `cache`. */
+  readonly remoteReads: TierRemoteReaderOptions;
 }
 
 export interface ShardRuntimeDeps {
@@ -50,7 +46,8 @@ export interface ShardRuntimeDeps {
    * their turn here. The gate is the process's, shared by its shards, since they share one loop.
    */
   pieceGate: PieceGate;
-  wallMs: () => number;
+  /** Its wall time is what total retention by age compares message timestamps with. */
+  clock: Clock;
   /** Null when tiered storage is disabled. */
   tiering: ShardTiering | null;
 }
@@ -59,8 +56,9 @@ export interface ShardRuntimeDeps {
  * A logical unit owning some partitions and their periodic duties, all driven from its pump's
  * tick: time-based rolls, interval fsyncs, total retention (one pass per partition in flight at
  * most), and with tiered storage its tier service, chunk cache, control log and housekeeping.
+ * It counts the produce and poll requests it serves, housekeeping's idle signal.
  */
-export class ShardRuntime {
+export class ShardRuntime implements RequestCounter {
   readonly id: number;
   readonly pump: Pump;
   readonly pieceGate: PieceGate;
@@ -71,12 +69,11 @@ export class ShardRuntime {
    * collector by the tens of megabytes).
    */
   readonly writeBuffers = new BufferPool({ bufferBytes: writeBufferBytes, buffersMax: writeBuffersMax });
-  /** Produce and poll requests served for this shard's partitions: housekeeping's idle signal. */
-  requests = 0;
   readonly #partitions = new Map<Partition, HostedTopic>();
   readonly #retentionInFlight = new Set<Partition>();
   readonly #logger: Logger;
-  readonly #wallMs: () => number;
+  readonly #clock: Clock;
+  #requestsServed = 0;
   #lastRetentionMs = -Infinity;
   #controlLog: ControlLog | null = null;
   #housekeeping: Housekeeping | null = null;
@@ -87,7 +84,7 @@ export class ShardRuntime {
     this.pieceGate = deps.pieceGate;
     this.tiering = deps.tiering;
     this.#logger = deps.logger;
-    this.#wallMs = deps.wallMs;
+    this.#clock = deps.clock;
     this.pump.onTick("log", (nowMs) => this.#onLogTick(nowMs));
     const tiering = deps.tiering;
     if (tiering === null) return;
@@ -98,6 +95,16 @@ export class ShardRuntime {
   /** The tier service, when tiered storage is enabled. */
   get tier(): TierService | null {
     return this.tiering?.tier ?? null;
+  }
+
+  /** Produce and poll requests served for this shard's partitions so far. */
+  get requestsServed(): number {
+    return this.#requestsServed;
+  }
+
+  /** A produce or poll request for one of this shard's partitions is being served. */
+  countRequest(): void {
+    this.#requestsServed++;
   }
 
   /**
@@ -121,17 +128,9 @@ export class ShardRuntime {
     this.#partitions.set(partition, topic);
     partition.log.useWriteBuffers(this.writeBuffers);
     if (this.tiering === null) return;
-    partition.log.attachRemoteReader(this.tiering.remoteReader(partition), this.pieceGate);
-    // The tier service reads the topic's options at each use: a PATCH applies at once.
-    this.tiering.tier.addPartition({
-      key: labelOf(partition.address),
-      partition,
-      tiered: () => topic.meta.options.tiered,
-      envelope: () => ({
-        ageMs: topic.meta.options.localRetentionAgeMs,
-        sizeBytes: topic.meta.options.localRetentionSizeBytes,
-      }),
-    });
+    const { tier, cache, remoteReads } = this.tiering;
+    partition.log.attachRemoteReader(new TierRemoteReader(partition, cache, remoteReads), this.pieceGate);
+    tier.addPartition(new HostedTieredPartition(partition, topic));
   }
 
   /** Stops serving a partition that is about to close. */
@@ -167,7 +166,9 @@ export class ShardRuntime {
     for (const partition of this.#partitions.keys()) partition.log.onTick(nowMs);
     if (nowMs - this.#lastRetentionMs < retentionCheckIntervalMs) return;
     this.#lastRetentionMs = nowMs;
-    for (const [partition, topic] of this.#partitions) this.#runRetention(partition, topic, this.#wallMs());
+    for (const [partition, topic] of this.#partitions) {
+      this.#runRetention(partition, topic, this.#clock.wallMs());
+    }
   }
 
   #runRetention(partition: Partition, topic: HostedTopic, wallMs: number): void {

@@ -3,7 +3,9 @@ import { assert } from "../runtime/assert.ts";
 import type { Pump } from "../runtime/pump.ts";
 import type { PartitionHost } from "./catalog.ts";
 import { shardIndexOf } from "./partition_placement.ts";
-import type { HostedTopic, ShardRuntime } from "./shard_runtime.ts";
+import { runEach, throwFailures } from "./run_each.ts";
+import type { HostedTopic } from "./hosted_topic.ts";
+import type { ShardRuntime } from "./shard_runtime.ts";
 
 /** The process's shards, each partition placed on one of them by a stable hash of its address. */
 export class ShardSet implements PartitionHost {
@@ -41,12 +43,16 @@ export class ShardSet implements PartitionHost {
 
   /**
    * Stops every pump, then housekeeping, then closes the control logs and the caches, each step
-   * on every shard before the next; the partitions are the catalog's to close after this.
+   * on every shard before the next, and every step on every shard even when one fails (the
+   * failures are thrown at the end); the partitions are the catalog's to close after this.
    */
   async close(): Promise<void> {
     for (const shard of this.shards) shard.stopPump();
-    for (const shard of this.shards) await shard.stopHousekeeping();
-    for (const shard of this.shards) await shard.closeControlLog();
-    for (const shard of this.shards) await shard.closeCache();
+    const failures = [
+      ...await runEach(this.shards, (shard) => shard.stopHousekeeping()),
+      ...await runEach(this.shards, (shard) => shard.closeControlLog()),
+      ...await runEach(this.shards, (shard) => shard.closeCache()),
+    ];
+    throwFailures("close the shards", failures);
   }
 }

@@ -1,5 +1,4 @@
 import type { TieredStorageConfig } from "../config/config.ts";
-import { parseBytes, parseDurationMs } from "../config/units.ts";
 import { InvalidTopicOptionError } from "./broker_errors.ts";
 
 /** A topic's options; sizes in bytes and durations in milliseconds; null means unlimited or unset. */
@@ -34,6 +33,57 @@ export const segmentSizeBytesMin = 1024 * 1024;
 export const segmentSizeBytesMax = 2 * 1024 * 1024 * 1024;
 export const segmentSizeBytesDefault = 1024 * 1024 * 1024;
 export const segmentMaxAgeMsMin = 1000;
+export const localRetentionAgeMsMin = 1000;
+export const localRetentionSizeBytesMin = 1024 * 1024;
+
+/** The options a topic keeps from its creation on: a change to them is refused. */
+export const fixedAtCreation: readonly (keyof TopicOptions)[] = ["partitions", "segmentSizeBytes"];
+
+/** The options whose values are numbers within a range. */
+export type RangedTopicOption =
+  | "partitions"
+  | "segmentSizeBytes"
+  | "segmentMaxAgeMs"
+  | "retentionMaxAgeMs"
+  | "retentionMaxBytes"
+  | "localRetentionAgeMs"
+  | "localRetentionSizeBytes";
+
+/** A ranged option's kind (an integer count, a size in bytes, a duration in ms) and its bounds. */
+export interface OptionRange {
+  kind: "count" | "size" | "duration";
+  min: number;
+  max: number;
+}
+
+/** The range of each ranged option; durations have no upper bound. */
+export const topicOptionRanges: Readonly<Record<RangedTopicOption, OptionRange>> = {
+  partitions: { kind: "count", min: 1, max: partitionsPerTopicMax },
+  segmentSizeBytes: { kind: "size", min: segmentSizeBytesMin, max: segmentSizeBytesMax },
+  segmentMaxAgeMs: { kind: "duration", min: segmentMaxAgeMsMin, max: Infinity },
+  retentionMaxAgeMs: { kind: "duration", min: 1, max: Infinity },
+  retentionMaxBytes: { kind: "size", min: 1, max: Number.MAX_SAFE_INTEGER },
+  localRetentionAgeMs: { kind: "duration", min: localRetentionAgeMsMin, max: Infinity },
+  localRetentionSizeBytes: { kind: "size", min: localRetentionSizeBytesMin, max: Number.MAX_SAFE_INTEGER },
+};
+
+/**
+ * The option's value when it is a number of its kind within its range; otherwise (and when
+ * `value` is null: the request's value was not one of that kind) a refusal that names the option
+ * by `field`, as the request named it, and states the range.
+ */
+export function checkTopicOption(option: RangedTopicOption, field: string, value: number | null): number {
+  const { kind, min, max } = topicOptionRanges[option];
+  const valid = value !== null && value >= min && value <= max &&
+    (kind !== "count" || Number.isInteger(value));
+  if (valid) return value;
+  const expected = kind === "count"
+    ? `an integer from ${min} to ${max}`
+    : kind === "size"
+    ? `a size from ${min} to ${max} bytes`
+    : `a duration of at least ${min} ms`;
+  throw new InvalidTopicOptionError(`Cannot create topic: ${field} must be ${expected}`);
+}
 
 /** The defaults of a server with these tiered storage settings. */
 export function topicDefaultsOf(t: TieredStorageConfig): TopicDefaults {
@@ -44,129 +94,7 @@ export function topicDefaultsOf(t: TieredStorageConfig): TopicDefaults {
   };
 }
 
-/**
- * Validates the options of a create request, given by their API names (`segment_size`,
- * `retention_max_age`, ...) with sizes and durations as numbers or unit strings; each bad field is
- * named in the refusal.
- */
-export function parseTopicOptions(fields: Record<string, unknown>, defaults: TopicDefaults): TopicOptions {
-  return {
-    tiered: boolField(fields, "tiered") ?? defaults.tiered,
-    localRetentionAgeMs: fields["local_retention_age"] === undefined
-      ? defaults.localRetentionAgeMs
-      : durationField(fields, "local_retention_age", 1000),
-    localRetentionSizeBytes: fields["local_retention_size"] === undefined
-      ? defaults.localRetentionSizeBytes
-      : bytesField(fields, "local_retention_size", null, 1024 * 1024, Number.MAX_SAFE_INTEGER),
-    partitions: intField(fields, "partitions", 1, 1, partitionsPerTopicMax),
-    segmentSizeBytes:
-      bytesField(fields, "segment_size", segmentSizeBytesDefault, segmentSizeBytesMin, segmentSizeBytesMax) ??
-        segmentSizeBytesDefault,
-    segmentMaxAgeMs: durationField(fields, "segment_max_age", segmentMaxAgeMsMin),
-    retentionMaxAgeMs: durationField(fields, "retention_max_age", 1),
-    retentionMaxBytes: bytesField(fields, "retention_max_bytes", null, 1, Number.MAX_SAFE_INTEGER),
-    retentionConsumerBarrier: boolField(fields, "retention_consumer_barrier") ?? true,
-  };
-}
-
 /** Options stored before a field existed read as that field's default. */
 export function withOptionDefaults(stored: TopicOptions): TopicOptions {
   return { ...stored, retentionConsumerBarrier: stored.retentionConsumerBarrier ?? true };
-}
-
-/**
- * A PATCH: only the fields present change. Partitions and segment size are fixed at creation.
- * Turning tiering off is for the caller to refuse while remote segments exist.
- */
-export function patchTopicOptions(current: TopicOptions, fields: Record<string, unknown>): TopicOptions {
-  for (const name of ["partitions", "segment_size", "name"]) {
-    if (fields[name] !== undefined) {
-      throw new InvalidTopicOptionError(`Cannot update topic: ${name} is fixed at creation`);
-    }
-  }
-  const has = (name: string) => fields[name] !== undefined;
-  return {
-    ...current,
-    ...(has("tiered") ? { tiered: boolField(fields, "tiered")! } : {}),
-    ...(has("local_retention_age")
-      ? { localRetentionAgeMs: durationField(fields, "local_retention_age", 1000) }
-      : {}),
-    ...(has("local_retention_size")
-      ? {
-        localRetentionSizeBytes: bytesField(
-          fields,
-          "local_retention_size",
-          null,
-          1024 * 1024,
-          Number.MAX_SAFE_INTEGER,
-        ),
-      }
-      : {}),
-    ...(has("segment_max_age")
-      ? { segmentMaxAgeMs: durationField(fields, "segment_max_age", segmentMaxAgeMsMin) }
-      : {}),
-    ...(has("retention_max_age") ? { retentionMaxAgeMs: durationField(fields, "retention_max_age", 1) } : {}),
-    ...(has("retention_max_bytes")
-      ? { retentionMaxBytes: bytesField(fields, "retention_max_bytes", null, 1, Number.MAX_SAFE_INTEGER) }
-      : {}),
-    ...(has("retention_consumer_barrier")
-      ? { retentionConsumerBarrier: boolField(fields, "retention_consumer_barrier")! }
-      : {}),
-  };
-}
-
-function boolField(fields: Record<string, unknown>, name: string): boolean | null {
-  const value = fields[name];
-  if (value === undefined || value === null) return null;
-  if (typeof value !== "boolean") {
-    throw new InvalidTopicOptionError(`Cannot set ${name}: expected true or false`);
-  }
-  return value;
-}
-
-function intField(
-  fields: Record<string, unknown>,
-  name: string,
-  fallback: number,
-  min: number,
-  max: number,
-): number {
-  const value = fields[name];
-  if (value === undefined || value === null) return fallback;
-  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
-    throw new InvalidTopicOptionError(
-      `Cannot create topic: ${name} must be an integer from ${min} to ${max}`,
-    );
-  }
-  return value;
-}
-
-function bytesField(
-  fields: Record<string, unknown>,
-  name: string,
-  fallback: number | null,
-  min: number,
-  max: number,
-): number | null {
-  const value = fields[name];
-  if (value === undefined || value === null || value === "unlimited") return fallback;
-  const bytes = typeof value === "number" || typeof value === "string" ? parseBytes(value) : null;
-  if (bytes === null || bytes < min || bytes > max) {
-    throw new InvalidTopicOptionError(
-      `Cannot create topic: ${name} must be a size from ${min} to ${max} bytes`,
-    );
-  }
-  return bytes;
-}
-
-function durationField(fields: Record<string, unknown>, name: string, minMs: number): number | null {
-  const value = fields[name];
-  if (value === undefined || value === null || value === "unlimited") return null;
-  const ms = typeof value === "number" || typeof value === "string" ? parseDurationMs(value) : null;
-  if (ms === null || ms < minMs) {
-    throw new InvalidTopicOptionError(
-      `Cannot create topic: ${name} must be a duration of at least ${minMs} ms`,
-    );
-  }
-  return ms;
 }

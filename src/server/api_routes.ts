@@ -1,7 +1,6 @@
 import type { Catalog } from "../broker/catalog.ts";
 import type { DataPlane } from "../broker/data_plane.ts";
 import { checkName } from "../broker/names.ts";
-import { parseTopicOptions, patchTopicOptions } from "../broker/topic_options.ts";
 import type { BufferPool } from "../runtime/buffer_pool.ts";
 import type { PieceGate } from "../runtime/piece_gate.ts";
 import { ApiError, badRequest } from "./api_errors.ts";
@@ -15,6 +14,7 @@ import {
 import { messageView, parseMessages } from "./message_codec.ts";
 import { encodePollAnswer } from "./poll_answer_codec.ts";
 import { readBody } from "./request_body.ts";
+import { parseTopicOptions, patchTopicOptions } from "./topic_options_codec.ts";
 import { partitionStatsView, producedView, streamView, topicView } from "./views.ts";
 
 export const pollCountDefault = 100;

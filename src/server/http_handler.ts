@@ -6,7 +6,7 @@ import type { Pump } from "../runtime/pump.ts";
 import type { Catalog } from "../broker/catalog.ts";
 import type { DataPlane } from "../broker/data_plane.ts";
 import { matchRoute } from "./api_routes.ts";
-import { apiErrorOf } from "./http_errors.ts";
+import { apiErrorOf } from "./broker_error_status.ts";
 import { errorResponse, jsonResponse } from "./json_response.ts";
 
 export type FetchHandler = (request: Request) => Promise<Response>;

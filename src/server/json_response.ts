@@ -1,4 +1,7 @@
-/** A JSON response; every API answer, success or error, goes through here. */
+/**
+ * A JSON response: every error answer and the answers of `/health`. The routes' answers go through
+ * `encodeResponse` (`body_codec.ts`) in the encoding the request asked for, JSON or msgpack.
+ */
 export function jsonResponse(status: number, body: unknown, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(body), {
     status,

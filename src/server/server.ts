@@ -39,6 +39,18 @@ export interface ServerDeps {
   threads?: ThreadControl;
 }
 
+/** What the server is made of, once `StrataServer.open` has opened it. */
+interface OpenedParts {
+  config: Config;
+  logger: Logger;
+  registry: Registry;
+  broker: OpenedBroker;
+  /** The object store, when tiered storage is enabled. */
+  objectStore: OpenedObjectStore | null;
+  pieceGate: PieceGate;
+  reserve: ExternalMemoryReserve;
+}
+
 /**
  * The server without its socket, and its composition root: the object store, the broker (catalog,
  * data plane, shards and their pumps), the metrics registry and the fetch handler. Runtime-neutral,
@@ -56,15 +68,8 @@ export class StrataServer {
   readonly #reserve: ExternalMemoryReserve;
   #closed = false;
 
-  private constructor(
-    registry: Registry,
-    broker: OpenedBroker,
-    objectStore: OpenedObjectStore | null,
-    logger: Logger,
-    config: Config,
-    pieceGate: PieceGate,
-    reserve: ExternalMemoryReserve,
-  ) {
+  private constructor(parts: OpenedParts) {
+    const { config, logger, registry, broker, objectStore, pieceGate, reserve } = parts;
     this.registry = registry;
     this.#broker = broker;
     this.catalog = broker.catalog;
@@ -128,7 +133,7 @@ export class StrataServer {
       data_path: config.system.path,
       tick_interval_ms: config.system.tickIntervalMs,
     });
-    return new StrataServer(registry, broker, objectStore, logger, config, pieceGate, reserve);
+    return new StrataServer({ config, logger, registry, broker, objectStore, pieceGate, reserve });
   }
 
   /** Stops the pumps and syncs and closes every partition. Idempotent. */

@@ -1,7 +1,7 @@
 import type { PartitionStats, ProduceResult } from "../broker/data_plane.ts";
 import type { TopicDescription } from "../broker/catalog.ts";
 import type { StreamMeta } from "../broker/metadata.ts";
-import type { TopicOptions } from "../broker/topic_options.ts";
+import { topicOptionsJson } from "./topic_options_codec.ts";
 
 /** The JSON the API shows of the broker's records, with the API's snake_case names. */
 export type View = Record<string, unknown>;
@@ -22,21 +22,6 @@ export function topicView({ meta, sizeBytes }: TopicDescription): View {
     created_at: meta.createdAtMs,
     ...topicOptionsJson(meta.options),
     size_bytes: sizeBytes,
-  };
-}
-
-/** The options by the names a create or PATCH request gives them. */
-export function topicOptionsJson(o: TopicOptions): View {
-  return {
-    partitions: o.partitions,
-    segment_size: o.segmentSizeBytes,
-    segment_max_age: o.segmentMaxAgeMs,
-    retention_max_age: o.retentionMaxAgeMs,
-    retention_max_bytes: o.retentionMaxBytes,
-    tiered: o.tiered,
-    local_retention_age: o.localRetentionAgeMs,
-    local_retention_size: o.localRetentionSizeBytes,
-    retention_consumer_barrier: o.retentionConsumerBarrier,
   };
 }
 

@@ -138,17 +138,18 @@ export async function buildProcess(w: World, partition: Partition): Promise<SimP
     store,
     config: processHousekeepingConfig,
     sweepsOrphans: true,
-    partitions: () => tier.partitions(),
-    requestCount: () => 0,
-    liveTable: () => {
-      const sb = partition.superblock;
-      return new Map([[partitionKey, {
-        createdRevision: sb.createdRevision,
-        purgeGeneration: sb.purgeGeneration,
-        deletedUpToOffset: sb.deletedUpToOffset,
-      }]]);
+    tier,
+    requests: { requestsServed: 0 },
+    incarnations: {
+      incarnationTable: () => {
+        const sb = partition.superblock;
+        return new Map([[partitionKey, {
+          createdRevision: sb.createdRevision,
+          purgeGeneration: sb.purgeGeneration,
+          deletedUpToOffset: sb.deletedUpToOffset,
+        }]]);
+      },
     },
-    upload: tier.uploadDeps,
   });
   return { partition, tier, control, cache, housekeeping };
 }

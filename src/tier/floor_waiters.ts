@@ -1,4 +1,5 @@
 import type { Cancel, Clock } from "../runtime/clock.ts";
+import { QueueFullError } from "../runtime/errors.ts";
 
 interface FloorWaiter {
   key: string;
@@ -25,7 +26,7 @@ export class FloorWaiters {
   /** Resolves true once `wake` reports the floor of `key` at or past `offset`, false after `timeoutMs`. */
   wait(key: string, offset: number, timeoutMs: number): Promise<boolean> {
     if (this.#waiters.size >= this.#waitersMax) {
-      return Promise.reject(new Error("Cannot await the floor: too many waiters"));
+      return Promise.reject(new QueueFullError("await the floor", this.#waitersMax));
     }
     return new Promise((resolve) => {
       const waiter: FloorWaiter = {

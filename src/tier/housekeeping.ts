@@ -8,9 +8,8 @@ import * as core from "./housekeeping_core.ts";
 import { deleteBelowWatermark } from "./housekeeping_deletes.ts";
 import { uploadManifest } from "./housekeeping_manifests.ts";
 import type { HousekeepingMetrics } from "./housekeeping_metrics.ts";
-import { OrphanSweep } from "./housekeeping_orphan_sweep.ts";
+import { type IncarnationSource, OrphanSweep } from "./housekeeping_orphan_sweep.ts";
 import { verifyBelowFloor } from "./housekeeping_verify.ts";
-import type { IncarnationTable } from "./object_class.ts";
 import { incarnationOf } from "./object_keys.ts";
 import type { UploadDeps } from "./segment_uploader.ts";
 
@@ -18,7 +17,24 @@ export interface HousekeptPartition {
   key: string;
   partition: Partition;
   /** Untiered topics have no objects: housekeeping leaves them alone. Read at each use. */
-  tiered: () => boolean;
+  tiered(): boolean;
+}
+
+/** What housekeeping reads of its shard's tier service, at each use. */
+export interface HousekeptTier {
+  /** The shard's tiered partitions. */
+  partitions(): Iterable<HousekeptPartition>;
+  /**
+   * How the verify pass uploads a missing object again from a local .log, with the uploads' own
+   * pacing; read at each re-upload, since the pump benchmark's naive phase changes it at run time.
+   */
+  readonly uploadDeps: UploadDeps;
+}
+
+/** The shard's served requests: housekeeping's idle signal. */
+export interface RequestCounter {
+  /** Produce and poll requests the shard has served so far. */
+  readonly requestsServed: number;
 }
 
 export interface HousekeepingDeps {
@@ -28,14 +44,12 @@ export interface HousekeepingDeps {
   config: HousekeepingConfig & { prefix: string; clusterId: string; segmentUploadTimeoutMs: number };
   /** Shard 0 sweeps the cluster's prefix for orphans; the others do not. */
   sweepsOrphans: boolean;
-  /** This shard's tiered partitions, read at each use. */
-  partitions: () => Iterable<HousekeptPartition>;
-  /** Produce and poll requests this shard has served so far. */
-  requestCount: () => number;
-  /** Every partition of the cluster, for the orphan sweep; read after each listing page. */
-  liveTable: () => IncarnationTable;
-  /** How the verify pass uploads a missing object again from a local .log. */
-  upload: UploadDeps;
+  /** The shard's tier service: its tiered partitions and what a re-upload needs. */
+  tier: HousekeptTier;
+  /** The shard's served requests. */
+  requests: RequestCounter;
+  /** Every partition of the cluster, for the orphan sweep; its table is read after each listing page. */
+  incarnations: IncarnationSource;
   metrics?: HousekeepingMetrics;
 }
 
@@ -96,11 +110,11 @@ export class Housekeeping {
     if (this.#stopped || nowMs - this.#lastObservedMs < observeIntervalMs) return;
     this.#lastObservedMs = nowMs;
     const views: core.PartitionView[] = [];
-    for (const { key, partition, tiered } of this.#deps.partitions()) {
-      if (!tiered()) continue;
-      const sb = partition.superblock;
+    for (const p of this.#deps.tier.partitions()) {
+      if (!p.tiered()) continue;
+      const sb = p.partition.superblock;
       views.push({
-        key,
+        key: p.key,
         incarnation: `${sb.createdRevision}-${sb.purgeGeneration}`,
         floor: sb.tieredUpToOffset,
         deletedUpToOffset: sb.deletedUpToOffset,
@@ -108,7 +122,7 @@ export class Housekeeping {
     }
     const step = core.observe(
       this.#state,
-      { partitions: views, requestCount: this.#deps.requestCount() },
+      { partitions: views, requestCount: this.#deps.requests.requestsServed },
       nowMs,
     );
     this.#state = step.state;
@@ -137,7 +151,7 @@ export class Housekeeping {
 
   #job(job: core.HousekeepingJob, budget: RequestBudget): Promise<core.JobOutcome | null> {
     if (job.kind === "orphan_sweep") return this.#orphanSweep.run(job.startAfter, budget);
-    const p = [...this.#deps.partitions()].find((x) => x.key === job.partition);
+    const p = [...this.#deps.tier.partitions()].find((x) => x.key === job.partition);
     if (p === undefined) return Promise.resolve(null);
     const inc = incarnationOf(this.#deps.config.prefix, this.#deps.config.clusterId, p.partition);
     switch (job.kind) {
@@ -145,8 +159,10 @@ export class Housekeeping {
         return deleteBelowWatermark(this.#deps, p.key, inc, job.fromOffset, job.belowOffset, budget);
       case "upload_manifest":
         return uploadManifest(this.#deps, p.key, p.partition, inc, budget);
-      case "verify":
-        return verifyBelowFloor(this.#deps, p.key, p.partition, inc, job.fromOffset, budget);
+      case "verify": {
+        const deps = { ...this.#deps, upload: this.#deps.tier.uploadDeps };
+        return verifyBelowFloor(deps, p.key, p.partition, inc, job.fromOffset, budget);
+      }
     }
   }
 }

@@ -7,13 +7,19 @@ import type { HousekeepingMetrics } from "./housekeeping_metrics.ts";
 import { classifyObject, type IncarnationTable } from "./object_class.ts";
 import { afterIncarnation, clusterRoot, parseObjectKey } from "./object_keys.ts";
 
+/** Where the table of every partition of the cluster comes from (the broker's catalog). */
+export interface IncarnationSource {
+  /** The table as it is now: read after each listing page it judges. */
+  incarnationTable(): IncarnationTable;
+}
+
 /** What the orphan sweep needs. */
 export interface OrphanSweepDeps {
   store: DeadlineObjectStore;
   clock: Clock;
   config: { prefix: string; clusterId: string; deleteGraceMs: number };
-  /** Every partition of the cluster; read after each listing page. */
-  liveTable: () => IncarnationTable;
+  /** Every partition of the cluster. */
+  incarnations: IncarnationSource;
   metrics?: HousekeepingMetrics;
 }
 
@@ -88,7 +94,7 @@ export class OrphanSweep {
   /** Which objects of a page are orphans old enough to delete, and whether to skip a live incarnation. */
   #judge(root: string, listed: ListPage): PageVerdict {
     const { deleteGraceMs } = this.#deps.config;
-    const table = this.#deps.liveTable();
+    const table = this.#deps.incarnations.incarnationTable();
     const nowMs = this.#deps.clock.nowMs();
     const wallMs = this.#deps.clock.wallMs();
     const doomed: string[] = [];

@@ -7,6 +7,7 @@ export interface TieredPartition {
   key: string;
   partition: Partition;
   /** Read at each use: topic options may change. */
-  tiered: () => boolean;
-  envelope: () => LocalEnvelope;
+  tiered(): boolean;
+  /** The topic's local envelope, read at each use. */
+  envelope(): LocalEnvelope;
 }

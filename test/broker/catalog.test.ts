@@ -7,15 +7,21 @@ import {
   ResourceNotFoundError,
   UnavailableError,
 } from "../../src/broker/broker_errors.ts";
-import { Catalog, type PartitionHost } from "../../src/broker/catalog.ts";
+import { adminWaitersMax, Catalog, type PartitionHost } from "../../src/broker/catalog.ts";
+import type { Metadata } from "../../src/broker/metadata.ts";
 import { PartitionOpener } from "../../src/broker/partition_opener.ts";
-import { parseTopicOptions, type TopicDefaults } from "../../src/broker/topic_options.ts";
+import {
+  segmentSizeBytesMin,
+  type TopicDefaults,
+  type TopicOptions,
+} from "../../src/broker/topic_options.ts";
 import { StrataApiError } from "../../src/client/strata_client.ts";
 import { loadConfig } from "../../src/config/load_config.ts";
 import { labelOf, type Partition } from "../../src/log/partition.ts";
 import { superblockFileName } from "../../src/log/superblock.ts";
 import { initCrc32c } from "../../src/runtime/crc32c.ts";
-import { silentLogger } from "../../src/runtime/logger.ts";
+import { QueueFullError } from "../../src/runtime/errors.ts";
+import { Logger, silentLogger } from "../../src/runtime/logger.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
@@ -24,8 +30,18 @@ import { openServer } from "../helpers/open_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 
 const defaults: TopicDefaults = { tiered: false, localRetentionAgeMs: null, localRetentionSizeBytes: null };
-const options = (fields: Record<string, unknown>) =>
-  parseTopicOptions({ segment_size: "1 MiB", ...fields }, defaults);
+const options = (overrides: Partial<TopicOptions>): TopicOptions => ({
+  partitions: 1,
+  segmentSizeBytes: segmentSizeBytesMin,
+  segmentMaxAgeMs: null,
+  retentionMaxAgeMs: null,
+  retentionMaxBytes: null,
+  tiered: false,
+  localRetentionAgeMs: null,
+  localRetentionSizeBytes: null,
+  retentionConsumerBarrier: true,
+  ...overrides,
+});
 
 /** Records what the catalog asks of the shards. */
 class RecordingHost implements PartitionHost {
@@ -45,12 +61,16 @@ class RecordingHost implements PartitionHost {
 }
 
 /** A catalog on an in-memory metadata store and a real data directory. */
-async function openCatalog(t: Test, store = new MemoryMetadataStore(), dataPath = join(tempDir(t), "data")) {
+async function openCatalog(
+  t: Test,
+  store = new MemoryMetadataStore(),
+  dataPath = join(tempDir(t), "data"),
+  logger = silentLogger(),
+) {
   await initCrc32c();
   const { config } = loadConfig("", "test", { STRATA_SYSTEM_PATH: dataPath });
   const disk = new NodeDisk();
   const clock = new VirtualClock();
-  const logger = silentLogger();
   const host = new RecordingHost();
   await store.load();
   mkdirSync(join(dataPath, "streams"), { recursive: true });
@@ -140,7 +160,7 @@ t.test("a delete commits, then releases the partitions and removes the directori
 t.test("a patch applies to the current options under the lock and reaches the store", async (t) => {
   const { catalog, store } = await openCatalog(t);
   await catalog.createStream("s");
-  await catalog.createTopic("s", "t", options({ retention_max_bytes: "3 MiB" }));
+  await catalog.createTopic("s", "t", options({ retentionMaxBytes: 3 * 1024 * 1024 }));
   const seen: (number | null)[] = [];
   const [first, second] = await Promise.all([
     catalog.patchTopic("s", "t", (o) => {
@@ -176,7 +196,9 @@ t.test("reopened, the catalog serves what the store names, refuses a broken part
   mkdirSync(join(first.dataPath, "streams/1/topics/9"), { recursive: true });
   mkdirSync(join(first.dataPath, "streams/7"), { recursive: true });
 
-  const second = await openCatalog(t, first.store, first.dataPath);
+  const lines: string[] = [];
+  const logger = new Logger({ level: "error", sink: (line) => lines.push(line), wallMs: () => 0 });
+  const second = await openCatalog(t, first.store, first.dataPath, logger);
   const topic = second.catalog.topic("s", "t");
   t.equal(second.catalog.openPartition(topic, 0).address.partitionId, 0, "partition 0 serves");
   const refused = (() => {
@@ -189,6 +211,18 @@ t.test("reopened, the catalog serves what the store names, refuses a broken part
   })();
   t.ok(refused instanceof UnavailableError && refused.reason === "partition_unavailable");
   t.match((refused as Error).message, /superblock is missing/);
+  const cause = (refused as Error).cause;
+  t.ok(cause instanceof Error, "the error that refused the partition at boot is the refusal's cause");
+  t.equal((cause as Error).message, (refused as Error).message, "and the refusal repeats its message");
+  const logged = lines.map((line) => JSON.parse(line)).filter((l) => l.msg === "partition refused");
+  t.equal(logged.length, 1, "the refusal is logged once");
+  t.match(logged[0], {
+    stream: "s",
+    topic: "t",
+    partition: 1,
+    reason: (cause as Error).message,
+    error: { name: (cause as Error).name, message: (cause as Error).message },
+  }, "with its error");
   t.same([...second.host.hosted], ["1/1/0"], "only the open partition is handed to the shards");
   const table = second.catalog.incarnationTable();
   t.equal(table.get("1/1/1"), "unreadable", "the refused partition's objects are never judged garbage");
@@ -220,4 +254,82 @@ t.test("a partition refused at boot answers 503 with its reason while the others
   t.match(error.message, /hole in the chain/);
   t.equal((await d.poll("s", "t", 1)).messages.length, 1, "partition 1 still serves");
   t.equal((await d.produce("s", "t", [{ payload: payload(1) }], 1)).base_offset, 1);
+});
+
+/** Another server's stream, added by a writer the store meets during a commit. */
+const otherStream = (doc: Metadata) => {
+  doc.streams.push({ id: doc.nextStreamId, name: "theirs", createdAtMs: 0, nextTopicId: 1, topics: [] });
+  doc.nextStreamId++;
+};
+
+t.test("a store that applies a change again to a newer document: ids come from that document", async (t) => {
+  const { catalog, store } = await openCatalog(t);
+  await catalog.createStream("a");
+  store.concurrentChange = otherStream;
+  const b = await catalog.createStream("b");
+  t.equal(store.changeRuns, 3, "the create ran again on the newer document");
+  t.equal(b.id, 3, "the stream takes the id after the other writer's, not the one it first saw");
+  t.same(store.doc.streams.map((s) => [s.id, s.name]), [[1, "a"], [2, "theirs"], [3, "b"]]);
+  t.equal(store.doc.nextStreamId, 4);
+  t.equal(catalog.stream("b").id, 3);
+
+  store.concurrentChange = (doc) => {
+    doc.streams[0]!.topics.push({ id: 1, name: "x", createdAtMs: 0, options: options({}) });
+    doc.streams[0]!.nextTopicId = 2;
+  };
+  await t.rejects(
+    catalog.createTopic("a", "t", options({})),
+    new UnavailableError("transient", "Cannot create topic a/t: a concurrent change took topic id 1"),
+    "a topic whose id was taken meanwhile is refused, since its partitions were made under that id",
+  );
+  t.throws(() => catalog.topic("a", "t"), ResourceNotFoundError, "nothing of it is served");
+  t.match(
+    await catalog.createTopic("a", "t", options({})),
+    { meta: { id: 2, name: "t" } },
+    "a retry takes the next id",
+  );
+  t.equal(store.doc.streams[0]!.nextTopicId, 3);
+
+  store.concurrentChange = (doc) => {
+    doc.streams[0]!.topics.find((x) => x.name === "t")!.options.retentionMaxBytes = 7 * 1024 * 1024;
+  };
+  const patched = await catalog.patchTopic("a", "t", (o) => ({ ...o, segmentMaxAgeMs: 60_000 }));
+  t.match(
+    patched.meta.options,
+    { retentionMaxBytes: 7 * 1024 * 1024, segmentMaxAgeMs: 60_000 },
+    "a patch applies to the newer options",
+  );
+  t.same(store.doc.streams[0]!.topics.find((x) => x.name === "t")!.options, patched.meta.options);
+
+  store.concurrentChange = (doc) => {
+    doc.streams.push({ id: doc.nextStreamId, name: "c", createdAtMs: 0, nextTopicId: 1, topics: [] });
+    doc.nextStreamId++;
+  };
+  await t.rejects(
+    catalog.createStream("c"),
+    new AlreadyExistsError("Cannot create stream c: it already exists"),
+    "a name the newer document has is refused",
+  );
+});
+
+t.test("admin operations past the lock's wait queue are refused as overloaded, not failed", async (t) => {
+  const { catalog, store } = await openCatalog(t);
+  let releaseCommits = () => {};
+  store.held = new Promise<void>((resolve) => releaseCommits = resolve);
+  const creates = Array.from({ length: adminWaitersMax + 3 }, (_, i) => catalog.createStream(`s${i}`));
+  const outcomes = creates.map((create) => create.then(() => "created", (error) => error));
+  const refused = await Promise.all(outcomes.slice(adminWaitersMax + 1));
+  for (const error of refused) {
+    t.ok(error instanceof UnavailableError && error.reason === "overloaded", "overloaded");
+    t.equal(
+      error.message,
+      `Cannot acquire metadata lock: the wait queue is full (${adminWaitersMax} waiters)`,
+    );
+    t.ok(error.cause instanceof QueueFullError, "the full queue is its cause");
+  }
+  store.held = null;
+  releaseCommits();
+  const served = await Promise.all(outcomes.slice(0, adminWaitersMax + 1));
+  t.ok(served.every((o) => o === "created"), "the holder and every waiter were served");
+  t.equal(store.doc.streams.length, adminWaitersMax + 1);
 });

@@ -13,7 +13,7 @@ import { PartitionOpener } from "../../src/broker/partition_opener.ts";
 import { partitionOfKey, shardIndexOf } from "../../src/broker/partition_placement.ts";
 import { ShardRuntime } from "../../src/broker/shard_runtime.ts";
 import { ShardSet } from "../../src/broker/shard_set.ts";
-import { parseTopicOptions } from "../../src/broker/topic_options.ts";
+import { segmentSizeBytesMin, type TopicOptions } from "../../src/broker/topic_options.ts";
 import { loadConfig } from "../../src/config/load_config.ts";
 import { TooManyConsumersError } from "../../src/log/consumer_offsets.ts";
 import {
@@ -26,12 +26,14 @@ import { RemoteCorruptError, RemoteDataLossError } from "../../src/log/remote_re
 import { NotFoundError, ThrottledError, TransportError } from "../../src/objectstore/object_store_errors.ts";
 import { initCrc32c } from "../../src/runtime/crc32c.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
+import { QueueFullError } from "../../src/runtime/errors.ts";
 import { createMetricsRegistry } from "../../src/runtime/metrics.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { PieceGate } from "../../src/runtime/piece_gate.ts";
 import { Pump } from "../../src/runtime/pump.ts";
 import { PumpMetrics } from "../../src/runtime/pump_metrics.ts";
 import { Rng } from "../../src/runtime/rng.ts";
+import { Semaphore } from "../../src/runtime/semaphore.ts";
 import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
 import { CacheFullError, FetchTimeoutError } from "../../src/tier/chunk_cache.ts";
 import { MemoryMetadataStore } from "../helpers/memory_metadata_store.ts";
@@ -42,6 +44,18 @@ const message = (key: string | null, text = "m") => ({
   headers: {},
   payload: new TextEncoder().encode(text),
 });
+
+const twoPartitions: TopicOptions = {
+  partitions: 2,
+  segmentSizeBytes: segmentSizeBytesMin,
+  segmentMaxAgeMs: null,
+  retentionMaxAgeMs: null,
+  retentionMaxBytes: null,
+  tiered: false,
+  localRetentionAgeMs: null,
+  localRetentionSizeBytes: null,
+  retentionConsumerBarrier: true,
+};
 
 /** A data plane over a catalog and two shards without tiered storage; the pumps are not started. */
 async function openDataPlane(t: Test) {
@@ -59,7 +73,7 @@ async function openDataPlane(t: Test) {
       pump: new Pump({ clock, metrics: pumpMetrics, logger, shard: String(id), tickIntervalMs: 10 }),
       logger,
       pieceGate: gate,
-      wallMs: () => clock.wallMs(),
+      clock,
       tiering: null,
     })
   ));
@@ -80,7 +94,7 @@ async function openDataPlane(t: Test) {
     await catalog.close();
   });
   await catalog.createStream("s");
-  await catalog.createTopic("s", "t", parseTopicOptions({ partitions: 2 }, catalog.topicDefaults));
+  await catalog.createTopic("s", "t", twoPartitions);
   return { plane: new DataPlane(catalog, shards), shards };
 }
 
@@ -104,12 +118,12 @@ t.test("poll reads what was produced and counts a request on the partition's sha
   const { plane, shards } = await openDataPlane(t);
   await plane.produce("s", "t", 0, [message(null, "a"), message(null, "b")]);
   const shard = shards.shards[shardIndexOf({ streamId: 1, topicId: 1, partitionId: 0 }, 2)]!;
-  const before = shard.requests;
+  const before = shard.requestsServed;
   const read = await plane.poll("s", "t", 0, { offset: 1, count: 10, maxBytes: 1 << 20 });
   t.same(read.messages.map((m) => new TextDecoder().decode(m.payload)), ["b"]);
   t.equal(read.nextOffset, 2);
   read.release();
-  t.equal(shard.requests, before + 1);
+  t.equal(shard.requestsServed, before + 1);
   const stats = plane.partitionStats("s", "t", 0);
   t.match(stats, { shard: shard.id, firstOffset: 0, nextOffset: 2, remoteSizeBytes: 0, tieredUpToOffset: 0 });
   t.equal(stats.localSizeBytes, stats.sizeBytes, "everything is local");
@@ -145,9 +159,19 @@ t.test("past the partition's consumer limit a store is refused as a consumer lim
   t.equal(plane.consumerOffset("s", "t", 0, "c0"), 99, "a stored consumer still moves");
 });
 
+/** The refusal of a semaphore whose wait queue is full, as a shard's fetch slots refuse one fetch too many. */
+async function fetchSlotsFull(): Promise<QueueFullError> {
+  const slots = new Semaphore({ permits: 1, waitersMax: 0, name: "fetch slot" });
+  using _held = await slots.acquire();
+  return await slots.acquire().catch((e) => e);
+}
+
 t.test("the log's and the remote path's failures become the broker's, keeping message and cause", async (t) => {
+  const queueFull = await fetchSlotsFull();
+  t.ok(queueFull instanceof QueueFullError, "the fetch slots shed a waiter too many");
   const cases: [Error, (e: unknown) => boolean][] = [
     [new WriteQueueFullError("1/1/0", 8), (e) => e instanceof UnavailableError && e.reason === "overloaded"],
+    [queueFull, (e) => e instanceof UnavailableError && e.reason === "overloaded"],
     [
       new PartitionUnavailableError("1/1/0", "fsync failed"),
       (e) => e instanceof UnavailableError && e.reason === "partition_unavailable",

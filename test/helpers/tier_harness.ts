@@ -125,17 +125,18 @@ export async function tierHarness(t: Test, envelope: LocalEnvelope, options: Tie
       segmentUploadTimeoutMs: 90_000,
     },
     sweepsOrphans: true,
-    partitions: () => tier.partitions(),
-    requestCount: () => 0,
-    liveTable: options.liveTable ?? (() => {
-      const sb = partition.superblock;
-      return new Map([["1/1/0", {
-        createdRevision: sb.createdRevision,
-        purgeGeneration: sb.purgeGeneration,
-        deletedUpToOffset: sb.deletedUpToOffset,
-      }]]);
-    }),
-    upload: tier.uploadDeps,
+    tier,
+    requests: { requestsServed: 0 },
+    incarnations: {
+      incarnationTable: options.liveTable ?? (() => {
+        const sb = partition.superblock;
+        return new Map([["1/1/0", {
+          createdRevision: sb.createdRevision,
+          purgeGeneration: sb.purgeGeneration,
+          deletedUpToOffset: sb.deletedUpToOffset,
+        }]]);
+      }),
+    },
     metrics: new HousekeepingMetrics(registry),
   });
   if (housekeeping !== null) t.teardown(() => housekeeping.stop());

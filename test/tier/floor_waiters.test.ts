@@ -1,4 +1,5 @@
 import t from "tap";
+import { QueueFullError } from "../../src/runtime/errors.ts";
 import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
 import { FloorWaiters } from "../../src/tier/floor_waiters.ts";
 
@@ -24,7 +25,11 @@ t.test("the waiters are bounded", async (t) => {
   const clock = new VirtualClock();
   const waiters = new FloorWaiters(clock, 2);
   const pending = [waiters.wait("a", 1, 10), waiters.wait("a", 1, 10)];
-  await t.rejects(waiters.wait("a", 1, 10), /too many waiters/);
+  await t.rejects(
+    waiters.wait("a", 1, 10),
+    new QueueFullError("await the floor", 2),
+    "one more is shed as a full wait queue",
+  );
   waiters.wake("a", 1);
   t.same(await Promise.all(pending), [true, true]);
   const again = waiters.wait("a", 2, 10);

@@ -60,7 +60,7 @@ async function setup(liveSegments = 2) {
     store,
     clock,
     config: { prefix: "strata", clusterId: "c1", deleteGraceMs: 60_000 },
-    liveTable,
+    incarnations: { incarnationTable: liveTable },
     metrics: new HousekeepingMetrics(registry),
   });
   return { clock, sim, sweep, orphans, listings, registry };

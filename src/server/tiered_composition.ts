@@ -1,0 +1,196 @@
+import type { Catalog } from "../broker/catalog.ts";
+import type { ShardRuntime, ShardTiering } from "../broker/shard_runtime.ts";
+import type { DeadlineObjectStore } from "../objectstore/deadline_object_store.ts";
+import { BufferPool } from "../runtime/buffer_pool.ts";
+import type { Logger } from "../runtime/logger.ts";
+import { Semaphore } from "../runtime/semaphore.ts";
+import { TokenBucket } from "../runtime/token_bucket.ts";
+import { CacheMetrics } from "../tier/cache_metrics.ts";
+import { ChunkCache } from "../tier/chunk_cache.ts";
+import { Housekeeping } from "../tier/housekeeping.ts";
+import { HousekeepingMetrics } from "../tier/housekeeping_metrics.ts";
+import { LocalControlLog } from "../tier/local_control_log.ts";
+import { TierMetrics } from "../tier/tier_metrics.ts";
+import {
+  pooledWindowBytes,
+  pooledWindowsMax,
+  type TierRemoteReaderOptions,
+} from "../tier/tier_remote_reader.ts";
+import { TierService } from "../tier/tier_service.ts";
+import type { BrokerDeps } from "./open_broker.ts";
+
+/** Bound on a shard's uploads waiting for `upload_bandwidth` tokens. */
+export const uploadBandwidthWaitersMax = 1024;
+/** Bound on a shard's chunk fetches waiting for a `fetch_concurrency` slot; one more is refused as overloaded. */
+export const fetchSlotWaitersMax = 4096;
+/** Bound on a shard's chunk fetches waiting for `fetch_bandwidth` tokens; one more is refused as overloaded. */
+export const fetchBandwidthWaitersMax = 4096;
+
+/** The metrics every shard's tiered storage reports to. */
+interface TieredMetrics {
+  tier: TierMetrics;
+  cache: CacheMetrics;
+  housekeeping: HousekeepingMetrics;
+}
+
+/**
+ * The tiered-storage part of the broker's composition: what every shard shares (the object store,
+ * the cluster id, the metrics, the chunk cache budget) with the broker's deps, and the wiring of
+ * one shard's tier service, chunk cache, control log and housekeeping from them.
+ */
+export class TieredComposition {
+  readonly #deps: BrokerDeps;
+  readonly #store: DeadlineObjectStore;
+  readonly #clusterId: string;
+  readonly #metrics: TieredMetrics;
+  /** The whole process's chunk cache budget, which the shards split. */
+  readonly #cacheBudgetBytes: number;
+
+  private constructor(
+    deps: BrokerDeps,
+    store: DeadlineObjectStore,
+    clusterId: string,
+    cacheBudgetBytes: number,
+    metrics: TieredMetrics,
+  ) {
+    this.#deps = deps;
+    this.#store = store;
+    this.#clusterId = clusterId;
+    this.#cacheBudgetBytes = cacheBudgetBytes;
+    this.#metrics = metrics;
+  }
+
+  /** The metrics registered, and the cache budget: the smaller of size and size_percent of the data disk. */
+  static async open(
+    deps: BrokerDeps,
+    store: DeadlineObjectStore,
+    clusterId: string,
+  ): Promise<TieredComposition> {
+    const metrics: TieredMetrics = {
+      tier: new TierMetrics(deps.registry),
+      cache: new CacheMetrics(deps.registry),
+      housekeeping: new HousekeepingMetrics(deps.registry),
+    };
+    const c = deps.config.tieredStorage.cache;
+    const capacityBytes = await deps.disk.capacityBytes(deps.config.system.path);
+    const budgetBytes = Math.min(c.sizeBytes, Math.floor((capacityBytes * c.sizePercent) / 100));
+    deps.logger.info("chunk cache budget", { budget_bytes: budgetBytes, size_bytes: c.sizeBytes });
+    return new TieredComposition(deps, store, clusterId, budgetBytes, metrics);
+  }
+
+  /** Shard `id`'s tier service and chunk cache (opened: its directory walked). */
+  async shardTiering(id: number, shardLogger: Logger): Promise<ShardTiering> {
+    const tier = this.#tierService(shardLogger);
+    const cache = await this.#chunkCache(id);
+    return { tier, cache, remoteReads: this.#remoteReads() };
+  }
+
+  /**
+   * Opens the shard's control log, replaying it into its tier service (after the partitions are
+   * hosted, since the replay applies committed floors to them), and attaches it to the shard with
+   * its housekeeping.
+   */
+  async attachControlLog(shard: ShardRuntime, tier: TierService, catalog: Catalog): Promise<void> {
+    const path = `${this.#deps.config.system.path}/control/shard-${shard.id}.log`;
+    const log = await LocalControlLog.open(this.#deps.disk, path);
+    await tier.attachControlLog(log);
+    shard.attachControlLog(log, this.#housekeeping(shard, tier, catalog));
+  }
+
+  #tierService(logger: Logger): TierService {
+    const { clock, rng, disk, config } = this.#deps;
+    const t = config.tieredStorage;
+    return new TierService({
+      clock,
+      rng,
+      logger,
+      disk,
+      store: this.#store,
+      bandwidth: new TokenBucket(clock, {
+        rateBytesPerSec: t.uploadBandwidthBytesPerSec,
+        waitersMax: uploadBandwidthWaitersMax,
+        name: "upload bandwidth",
+      }),
+      metrics: this.#metrics.tier,
+      cooperation: this.#deps.cooperation,
+      pieceGate: this.#deps.pieceGate,
+      config: {
+        prefix: t.s3.prefix,
+        clusterId: this.#clusterId,
+        uploadConcurrency: t.uploadConcurrency,
+        uploadPieceBytes: t.uploadPieceBytes,
+        uploadLoopBackoffMaxMs: t.uploadLoopBackoffMaxMs,
+        segmentUploadTimeoutMs: t.segmentUploadTimeoutMs,
+        retry: t.retry,
+      },
+    });
+  }
+
+  #chunkCache(id: number): Promise<ChunkCache> {
+    const { config, disk, clock, logger } = this.#deps;
+    const t = config.tieredStorage;
+    const shards = config.system.shards;
+    return ChunkCache.open({
+      disk,
+      store: this.#store,
+      clock,
+      logger,
+      dir: `${t.cache.path}/shard-${id}`,
+      config: {
+        budgetBytes: Math.max(1, Math.floor(this.#cacheBudgetBytes / shards)),
+        objectsMax: Math.max(1, Math.floor(t.cache.objectsMax / shards)),
+        lowWatermarkPercent: t.cache.lowWatermarkPercent,
+        trimMinIntervalMs: t.cache.trimMinIntervalMs,
+      },
+      fetchTimeoutMs: t.fetchTimeoutMs,
+      fetchDeadlineMs: t.requestTimeoutMs,
+      cooperation: this.#deps.cooperation,
+      gate: this.#deps.pieceGate,
+      windowPool: new BufferPool({ bufferBytes: pooledWindowBytes, buffersMax: pooledWindowsMax }),
+      fetchSlots: new Semaphore({
+        permits: t.fetchConcurrency,
+        waitersMax: fetchSlotWaitersMax,
+        name: "fetch slot",
+      }),
+      fetchBandwidth: new TokenBucket(clock, {
+        rateBytesPerSec: t.fetchBandwidthBytesPerSec === "unlimited"
+          ? "unlimited"
+          : Math.max(1, Math.floor(t.fetchBandwidthBytesPerSec / shards)),
+        waitersMax: fetchBandwidthWaitersMax,
+        name: "fetch bandwidth",
+      }),
+      metrics: this.#metrics.cache,
+    });
+  }
+
+  #remoteReads(): TierRemoteReaderOptions {
+    const t = this.#deps.config.tieredStorage;
+    return {
+      prefix: t.s3.prefix,
+      clusterId: this.#clusterId,
+      chunkBytes: t.cache.chunkBytes,
+      readaheadChunksMax: t.cache.readaheadChunksMax,
+      metrics: this.#metrics.cache,
+    };
+  }
+
+  #housekeeping(shard: ShardRuntime, tier: TierService, catalog: Catalog): Housekeeping {
+    const t = this.#deps.config.tieredStorage;
+    return new Housekeeping({
+      clock: this.#deps.clock,
+      logger: this.#deps.logger.child({ shard: String(shard.id), component: "housekeeping" }),
+      store: this.#store,
+      config: {
+        ...t.housekeeping,
+        prefix: t.s3.prefix,
+        clusterId: this.#clusterId,
+        segmentUploadTimeoutMs: t.segmentUploadTimeoutMs,
+      },
+      sweepsOrphans: shard.id === 0,
+      tier,
+      requests: shard,
+      incarnations: catalog,
+      metrics: this.#metrics.housekeeping,
+    });
+  }
+}

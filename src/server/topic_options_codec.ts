@@ -1,0 +1,124 @@
+import { InvalidTopicOptionError } from "../broker/broker_errors.ts";
+import {
+  checkTopicOption,
+  fixedAtCreation,
+  type RangedTopicOption,
+  segmentSizeBytesDefault,
+  type TopicDefaults,
+  type TopicOptions,
+} from "../broker/topic_options.ts";
+import { parseBytes, parseDurationMs } from "../config/units.ts";
+
+/** A request's fields, by their API names. */
+type Fields = Record<string, unknown>;
+
+/** Each option's name in the API's requests and answers. */
+export const topicOptionFields: Readonly<Record<keyof TopicOptions, string>> = {
+  partitions: "partitions",
+  segmentSizeBytes: "segment_size",
+  segmentMaxAgeMs: "segment_max_age",
+  retentionMaxAgeMs: "retention_max_age",
+  retentionMaxBytes: "retention_max_bytes",
+  tiered: "tiered",
+  localRetentionAgeMs: "local_retention_age",
+  localRetentionSizeBytes: "local_retention_size",
+  retentionConsumerBarrier: "retention_consumer_barrier",
+};
+
+/** The options by their API names, as answers show them. */
+export function topicOptionsJson(o: TopicOptions): Record<string, unknown> {
+  const json: Record<string, unknown> = {};
+  for (const [option, field] of Object.entries(topicOptionFields)) {
+    json[field] = o[option as keyof TopicOptions];
+  }
+  return json;
+}
+
+/**
+ * The options of a create request, its fields given by their API names with sizes and durations
+ * as numbers or unit strings; what it leaves out takes the server's defaults. Each bad field is
+ * named in the refusal (the broker's ranges, `topic_options.ts`).
+ */
+export function parseTopicOptions(fields: Fields, defaults: TopicDefaults): TopicOptions {
+  return {
+    tiered: boolField(fields, "tiered") ?? defaults.tiered,
+    localRetentionAgeMs: fields["local_retention_age"] === undefined
+      ? defaults.localRetentionAgeMs
+      : durationField(fields, "localRetentionAgeMs"),
+    localRetentionSizeBytes: fields["local_retention_size"] === undefined
+      ? defaults.localRetentionSizeBytes
+      : sizeField(fields, "localRetentionSizeBytes"),
+    partitions: countField(fields, "partitions", 1),
+    segmentSizeBytes: sizeField(fields, "segmentSizeBytes") ?? segmentSizeBytesDefault,
+    segmentMaxAgeMs: durationField(fields, "segmentMaxAgeMs"),
+    retentionMaxAgeMs: durationField(fields, "retentionMaxAgeMs"),
+    retentionMaxBytes: sizeField(fields, "retentionMaxBytes"),
+    retentionConsumerBarrier: boolField(fields, "retention_consumer_barrier") ?? true,
+  };
+}
+
+/**
+ * The options a PATCH makes of `current`: only the fields present change. The options fixed at
+ * creation, and the name, are refused. Turning tiering off is for the catalog to refuse while
+ * remote segments exist.
+ */
+export function patchTopicOptions(current: TopicOptions, fields: Fields): TopicOptions {
+  for (const name of [...fixedAtCreation.map((o) => topicOptionFields[o]), "name"]) {
+    if (fields[name] !== undefined) {
+      throw new InvalidTopicOptionError(`Cannot update topic: ${name} is fixed at creation`);
+    }
+  }
+  const has = (option: keyof TopicOptions) => fields[topicOptionFields[option]] !== undefined;
+  return {
+    ...current,
+    ...(has("tiered") ? { tiered: boolField(fields, "tiered")! } : {}),
+    ...(has("localRetentionAgeMs")
+      ? { localRetentionAgeMs: durationField(fields, "localRetentionAgeMs") }
+      : {}),
+    ...(has("localRetentionSizeBytes")
+      ? { localRetentionSizeBytes: sizeField(fields, "localRetentionSizeBytes") }
+      : {}),
+    ...(has("segmentMaxAgeMs") ? { segmentMaxAgeMs: durationField(fields, "segmentMaxAgeMs") } : {}),
+    ...(has("retentionMaxAgeMs") ? { retentionMaxAgeMs: durationField(fields, "retentionMaxAgeMs") } : {}),
+    ...(has("retentionMaxBytes") ? { retentionMaxBytes: sizeField(fields, "retentionMaxBytes") } : {}),
+    ...(has("retentionConsumerBarrier")
+      ? { retentionConsumerBarrier: boolField(fields, "retention_consumer_barrier")! }
+      : {}),
+  };
+}
+
+/** true or false; null when absent or null. */
+function boolField(fields: Fields, name: string): boolean | null {
+  const value = fields[name];
+  if (value === undefined || value === null) return null;
+  if (typeof value !== "boolean") {
+    throw new InvalidTopicOptionError(`Cannot set ${name}: expected true or false`);
+  }
+  return value;
+}
+
+/** An integer in the option's range; `fallback` when absent or null. */
+function countField(fields: Fields, option: RangedTopicOption, fallback: number): number {
+  const name = topicOptionFields[option];
+  const value = fields[name];
+  if (value === undefined || value === null) return fallback;
+  return checkTopicOption(option, name, typeof value === "number" ? value : null);
+}
+
+/** Bytes, as a number or a unit string, in the option's range; null when absent, null or "unlimited". */
+function sizeField(fields: Fields, option: RangedTopicOption): number | null {
+  const name = topicOptionFields[option];
+  const value = fields[name];
+  if (value === undefined || value === null || value === "unlimited") return null;
+  const bytes = typeof value === "number" || typeof value === "string" ? parseBytes(value) : null;
+  return checkTopicOption(option, name, bytes);
+}
+
+/** Milliseconds, as a number or a unit string, in the option's range; null when absent, null or "unlimited". */
+function durationField(fields: Fields, option: RangedTopicOption): number | null {
+  const name = topicOptionFields[option];
+  const value = fields[name];
+  if (value === undefined || value === null || value === "unlimited") return null;
+  const ms = typeof value === "number" || typeof value === "string" ? parseDurationMs(value) : null;
+  return checkTopicOption(option, name, ms);
+}

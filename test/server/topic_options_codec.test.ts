@@ -1,0 +1,142 @@
+import t from "tap";
+import { InvalidTopicOptionError } from "../../src/broker/broker_errors.ts";
+import {
+  checkTopicOption,
+  segmentSizeBytesDefault,
+  type TopicDefaults,
+  type TopicOptions,
+} from "../../src/broker/topic_options.ts";
+import {
+  parseTopicOptions,
+  patchTopicOptions,
+  topicOptionsJson,
+} from "../../src/server/topic_options_codec.ts";
+
+const defaults: TopicDefaults = { tiered: true, localRetentionAgeMs: 60_000, localRetentionSizeBytes: null };
+const MiB = 1024 * 1024;
+
+t.test("a create request's fields by their API names, with units; what it leaves out has the defaults", (t) => {
+  t.same(parseTopicOptions({}, defaults), {
+    partitions: 1,
+    segmentSizeBytes: segmentSizeBytesDefault,
+    segmentMaxAgeMs: null,
+    retentionMaxAgeMs: null,
+    retentionMaxBytes: null,
+    tiered: true,
+    localRetentionAgeMs: 60_000,
+    localRetentionSizeBytes: null,
+    retentionConsumerBarrier: true,
+  });
+  t.same(
+    parseTopicOptions({
+      partitions: 3,
+      segment_size: "1 MiB",
+      segment_max_age: "1 h",
+      retention_max_age: 5000,
+      retention_max_bytes: "3 MiB",
+      tiered: false,
+      local_retention_age: "unlimited",
+      local_retention_size: "8 MiB",
+      retention_consumer_barrier: false,
+    }, defaults),
+    {
+      partitions: 3,
+      segmentSizeBytes: MiB,
+      segmentMaxAgeMs: 3_600_000,
+      retentionMaxAgeMs: 5000,
+      retentionMaxBytes: 3 * MiB,
+      tiered: false,
+      localRetentionAgeMs: null,
+      localRetentionSizeBytes: 8 * MiB,
+      retentionConsumerBarrier: false,
+    },
+  );
+  t.end();
+});
+
+t.test("each bad field is refused, typed, by its API name and the broker's range", (t) => {
+  const cases: [Record<string, unknown>, string][] = [
+    [{ partitions: 0 }, "Cannot create topic: partitions must be an integer from 1 to 1024"],
+    [{ partitions: 1.5 }, "Cannot create topic: partitions must be an integer from 1 to 1024"],
+    [{ partitions: "2" }, "Cannot create topic: partitions must be an integer from 1 to 1024"],
+    [
+      { segment_size: "1 KiB" },
+      `Cannot create topic: segment_size must be a size from ${MiB} to ${2048 * MiB} bytes`,
+    ],
+    [
+      { segment_max_age: "999 ms" },
+      "Cannot create topic: segment_max_age must be a duration of at least 1000 ms",
+    ],
+    [
+      { retention_max_age: "soon" },
+      "Cannot create topic: retention_max_age must be a duration of at least 1 ms",
+    ],
+    [
+      { retention_max_bytes: 0 },
+      `Cannot create topic: retention_max_bytes must be a size from 1 to ${Number.MAX_SAFE_INTEGER} bytes`,
+    ],
+    [
+      { local_retention_age: 10 },
+      "Cannot create topic: local_retention_age must be a duration of at least 1000 ms",
+    ],
+    [
+      { local_retention_size: "1 KiB" },
+      `Cannot create topic: local_retention_size must be a size from ${MiB} to ${Number.MAX_SAFE_INTEGER} bytes`,
+    ],
+    [{ tiered: "yes" }, "Cannot set tiered: expected true or false"],
+    [{ retention_consumer_barrier: 1 }, "Cannot set retention_consumer_barrier: expected true or false"],
+  ];
+  for (const [fields, message] of cases) {
+    t.throws(
+      () => parseTopicOptions(fields, defaults),
+      new InvalidTopicOptionError(message),
+      JSON.stringify(fields),
+    );
+  }
+  t.throws(
+    () => checkTopicOption("partitions", "partition_count", 2000),
+    new InvalidTopicOptionError("Cannot create topic: partition_count must be an integer from 1 to 1024"),
+    "the broker's check names the option as its caller does",
+  );
+  t.equal(checkTopicOption("segmentSizeBytes", "segment_size", MiB), MiB);
+  t.end();
+});
+
+t.test("a PATCH changes only the fields present and refuses those fixed at creation", (t) => {
+  const current = parseTopicOptions(
+    { partitions: 2, segment_size: "1 MiB", retention_max_bytes: "3 MiB" },
+    defaults,
+  );
+  const patched = patchTopicOptions(current, {
+    retention_max_bytes: "unlimited",
+    local_retention_size: "8 MiB",
+  });
+  t.same(patched, { ...current, retentionMaxBytes: null, localRetentionSizeBytes: 8 * MiB });
+  t.same(patchTopicOptions(current, {}), current, "an empty patch changes nothing");
+  for (const name of ["partitions", "segment_size", "name"]) {
+    t.throws(
+      () => patchTopicOptions(current, { [name]: 1 }),
+      new InvalidTopicOptionError(`Cannot update topic: ${name} is fixed at creation`),
+    );
+  }
+  t.throws(() => patchTopicOptions(current, { segment_max_age: "1 ms" }), InvalidTopicOptionError);
+  t.end();
+});
+
+t.test("answers show the options by the names requests give them, and read back as they were", (t) => {
+  const options: TopicOptions = parseTopicOptions({ partitions: 4, retention_max_age: "1 d" }, defaults);
+  const json = topicOptionsJson(options);
+  t.same(Object.keys(json), [
+    "partitions",
+    "segment_size",
+    "segment_max_age",
+    "retention_max_age",
+    "retention_max_bytes",
+    "tiered",
+    "local_retention_age",
+    "local_retention_size",
+    "retention_consumer_barrier",
+  ]);
+  t.same(parseTopicOptions(json, defaults), options, "an answer's options, sent back, are the same options");
+  t.end();
+});
