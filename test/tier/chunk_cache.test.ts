@@ -15,6 +15,7 @@ import { tempDir } from "../helpers/temp_dir.ts";
 import { takesDirectIo } from "../helpers/direct_io.ts";
 import { sharedWriteWorker } from "../../src/runtime/write_worker.ts";
 import { evicted, payloadOk } from "../helpers/evicted_partition.ts";
+import { settlesWithin } from "../helpers/settles_within.ts";
 
 // The chunk cache, driven as a shard drives it: polls of an evicted partition through the tier
 // remote reader, and the cache opened on its own where a test needs no partition. The sim store
@@ -99,7 +100,7 @@ t.test("chunk files are held open for warm reads, and a trimmed chunk's deleted 
   skip: existsSync("/proc/self/fd") ? false : "needs /proc/self/fd",
 }, async (t) => {
   const { partition, attach, cacheDir } = await evicted(t, { budgetBytes: 260 * 1024 });
-  await attach();
+  const cache = await attach();
   const cacheDescriptors = () =>
     readdirSync("/proc/self/fd").flatMap((fd) => {
       try {
@@ -128,7 +129,7 @@ t.test("chunk files are held open for warm reads, and a trimmed chunk's deleted 
     if (refusals > 100) throw new Error("the reads made no progress");
   }
   t.ok(heldMax >= 1, `warm reads keep chunk files open (${heldMax} at most)`);
-  await new Promise((r) => setTimeout(r, 50));
+  await settlesWithin(cache.idle(), "the trims' deletions");
   const deleted = cacheDescriptors().filter((d) => d.endsWith("(deleted)"));
   t.same(deleted, [], "no descriptor left on a trimmed chunk's file");
 });
@@ -159,17 +160,19 @@ t.test("a cached chunk file damaged on disk is dropped, fetched again and read f
 
 t.test("a poll waits at most fetch_timeout, answers transient, and its retry is warm: the fetch went on", async (t) => {
   const { partition, sim, attach, clock } = await evicted(t);
-  await attach();
+  const cache = await attach();
   sim.faults = { latencyMs: { min: 10_000, max: 10_000 } };
+  const getStarted = clock.scheduledFor(10_000);
   const first = partition.log.read(0, 3, 1 << 20);
   first.catch(() => {});
-  await new Promise((r) => setTimeout(r, 50));
+  await settlesWithin(getStarted, "the GET's 10 s latency to be armed");
   clock.advance(5000);
   const error = await first.catch((e) => e);
   t.ok(error instanceof FetchTimeoutError, "after 5 s the poll gives up with a transient error");
+  t.equal(cache.chunkCount, 0, "the chunk is not cached yet");
   clock.advance(5000);
-  for (let i = 0; i < 200 && sim.count("get") === 0; i++) await new Promise((r) => setTimeout(r, 5));
-  await new Promise((r) => setTimeout(r, 100));
+  await settlesWithin(cache.idle(), "the fetch that went on");
+  t.equal(cache.chunkCount, 1, "the fetch went on and cached the chunk");
   sim.faults = {};
   const retry = await partition.log.read(0, 3, 1 << 20);
   t.ok(retry.messages.length === 3 && retry.messages.every(payloadOk), "the retry is served");
@@ -261,7 +264,7 @@ t.test("the access table is saved and restored: after a restart the least recent
   const reopened = await open();
   t.equal(reopened.chunkCount, 3);
   await reopened.read(whole(3)); // 3000 + 1000 > 3500: one chunk must go
-  await new Promise((r) => setTimeout(r, 50));
+  await settlesWithin(reopened.idle(), "the trim's deletion");
   t.notOk(existsSync(`${dir}/k2`), "k2, the least recently used before the restart, was evicted");
   t.ok(existsSync(`${dir}/k1`) && existsSync(`${dir}/k3`), "k1 and k3 stay");
 });
@@ -283,11 +286,9 @@ t.test("a cold poll fetches only its own range first (64 KiB to 1 MiB) and answe
     gets[0]!.bytes! >= 64 * 1024 && gets[0]!.bytes! <= 1024 * 1024,
     `a small one: ${gets[0]!.bytes} bytes`,
   );
-  // Virtual time moves the GET's latency along; real time lets the chunk file be written.
-  for (let i = 0; i < 500 && cache.chunkCount === 0; i++) {
-    clock.advance(50);
-    await new Promise((r) => setTimeout(r, 5));
-  }
+  t.equal(cache.chunkCount, 0, "the poll answered before the chunk was cached");
+  // Virtual time moves the hydration's GET latency along; the chunk file is written on real disk.
+  await runVirtual(clock, cache.idle());
   const all = sim.records.filter((r) => r.op === "get");
   t.equal(all.length, 2, "then the chunk hydrated in the background");
   t.ok(all[1]!.bytes! > 3 * 1024 * 1024, `the whole chunk (${all[1]!.bytes} bytes)`);

@@ -16,6 +16,7 @@ import { pooledWindowBytes, TierRemoteReader } from "../../src/tier/tier_remote_
 import { RecordingGate } from "../helpers/recording_gate.ts";
 import { BufferPool } from "../../src/runtime/buffer_pool.ts";
 import { evicted, payloadOk } from "../helpers/evicted_partition.ts";
+import { settlesWithin } from "../helpers/settles_within.ts";
 
 // The tier remote reader: reads of evicted segments through the log's remote walk, the reader and
 // the chunk cache beneath it (whose own behaviour is tested in chunk_cache.test.ts): windows,
@@ -169,13 +170,13 @@ t.test("readahead: a sequential reader earns one chunk ahead, doubling up to rea
       chunkBytes: 16 * 1024,
       readaheadChunksMax,
     });
-    await attach();
+    const cache = await attach();
     // Small polls walking forward through chunks 0 to 3 of the first segment.
     for (let offset = 0; offset < 6; offset++) {
       const r = await partition.log.read(offset, 1, 1024);
       t.ok(r.messages.length === 1 && payloadOk(r.messages[0]!)) || t.bailout();
     }
-    await new Promise((r) => setTimeout(r, 100));
+    await settlesWithin(cache.idle(), "the fetches ahead of the reader");
     return sim.count("get");
   };
   const none = await getsFor(0);
