@@ -70,7 +70,8 @@ export class ShardRuntime implements RequestCounter {
    */
   readonly writeBuffers = new BufferPool({ bufferBytes: writeBufferBytes, buffersMax: writeBuffersMax });
   readonly #partitions = new Map<Partition, HostedTopic>();
-  readonly #retentionInFlight = new Set<Partition>();
+  /** Each partition's total-retention pass in flight: the segments it deleted, or null when it failed. */
+  readonly #retentionInFlight = new Map<Partition, Promise<number | null>>();
   readonly #logger: Logger;
   readonly #clock: Clock;
   #requestsServed = 0;
@@ -162,6 +163,15 @@ export class ShardRuntime implements RequestCounter {
     await this.tiering?.cache.close();
   }
 
+  /**
+   * Waits for the total-retention passes in flight and resolves with what each deleted (null for a
+   * pass that failed, which it logged); [] when none runs. A test thereby knows that a pass ran
+   * before it looks at what the pass left.
+   */
+  retentionPasses(): Promise<(number | null)[]> {
+    return Promise.all(this.#retentionInFlight.values());
+  }
+
   #onLogTick(nowMs: number): void {
     for (const partition of this.#partitions.keys()) partition.log.onTick(nowMs);
     if (nowMs - this.#lastRetentionMs < retentionCheckIntervalMs) return;
@@ -175,8 +185,7 @@ export class ShardRuntime implements RequestCounter {
     if (this.#retentionInFlight.has(partition)) return;
     const pass = totalRetentionPass(partition, topic.meta.options, wallMs);
     if (pass === null) return;
-    this.#retentionInFlight.add(partition);
-    pass
+    const running = pass
       .then((deleted) => {
         if (deleted > 0) {
           this.#logger.info("retention deleted segments", {
@@ -184,8 +193,13 @@ export class ShardRuntime implements RequestCounter {
             segments: deleted,
           });
         }
+        return deleted;
       })
-      .catch((error) => this.#logger.error("retention failed", { partition: partition.log.label, error }))
+      .catch((error) => {
+        this.#logger.error("retention failed", { partition: partition.log.label, error });
+        return null;
+      })
       .finally(() => this.#retentionInFlight.delete(partition));
+    this.#retentionInFlight.set(partition, running);
   }
 }

@@ -20,6 +20,7 @@ import { createHttpHandler, type FetchHandler } from "./http_handler.ts";
 import { openBroker, type OpenedBroker } from "./open_broker.ts";
 import type { Catalog } from "../broker/catalog.ts";
 import type { DataPlane } from "../broker/data_plane.ts";
+import type { ShardRuntime } from "../broker/shard_runtime.ts";
 import { requestBodyBufferBytes, requestBodyBuffersMax } from "./request_body.ts";
 import { BufferPool } from "../runtime/buffer_pool.ts";
 
@@ -95,6 +96,11 @@ export class StrataServer {
 
   get pumps(): readonly Pump[] {
     return this.#broker.shards.pumps;
+  }
+
+  /** The shards, each running its partitions' duties from its pump. */
+  get shards(): readonly ShardRuntime[] {
+    return this.#broker.shards.shards;
   }
 
   static async open(deps: ServerDeps): Promise<StrataServer> {

@@ -18,6 +18,9 @@ import { RangeFetcher } from "./range_fetcher.ts";
 
 export type { ChunkRead, ChunkRef } from "./cache_core.ts";
 
+/** Bound on `idle`'s rounds of waiting for work that work in flight started. */
+const idleRoundsMax = 1000;
+
 /** A poll waited `fetch_timeout` for a chunk; the fetch goes on, so a retry is likely warm. */
 export class FetchTimeoutError extends Error {
   override name = "FetchTimeoutError";
@@ -78,6 +81,8 @@ export class ChunkCache {
   readonly #chunkFetches = new Map<string, Promise<void>>();
   /** The bytes of each first range the core has in flight: the readers it holds share them. */
   readonly #firstRanges = new Map<string, Promise<Uint8Array>>();
+  /** The trims' chunk deletions and the access-table saves in flight, which nobody waits for. */
+  readonly #background = new Set<Promise<void>>();
 
   private constructor(deps: ChunkCacheDeps, files: ChunkFiles, accessTable: CacheAccessTable) {
     this.#deps = deps;
@@ -207,6 +212,20 @@ export class ChunkCache {
     this.#files.recycleWindow(bytes);
   }
 
+  /**
+   * Resolves once no chunk fetch, first range, chunk deletion or access-table save is in flight,
+   * whatever their outcomes, waiting in turn for the work those start (a first range's hydration):
+   * a caller, such as a test, then sees what that work left.
+   */
+  async idle(): Promise<void> {
+    for (let rounds = 0; rounds < idleRoundsMax; rounds++) {
+      const inFlight = [...this.#chunkFetches.values(), ...this.#firstRanges.values(), ...this.#background];
+      if (inFlight.length === 0) return;
+      await Promise.allSettled(inFlight);
+    }
+    throw new Error(`Cannot wait for the cache to be idle: work still started after ${idleRoundsMax} rounds`);
+  }
+
   /** From the tick: a trim when the cache is over its watermark and the interval has passed. */
   onTick(nowMs: number): void {
     this.#run(cacheCore.tick(this.#state, nowMs));
@@ -219,8 +238,10 @@ export class ChunkCache {
       switch (effect.kind) {
         case "delete_chunk":
           this.#deps.metrics?.evictions.inc();
-          this.#files.delete(effect.key).catch((error) =>
-            this.#deps.logger.warn("cache trim could not delete a chunk", { key: effect.key, error })
+          this.#inBackground(
+            this.#files.delete(effect.key).catch((error) =>
+              this.#deps.logger.warn("cache trim could not delete a chunk", { key: effect.key, error })
+            ),
           );
           break;
         case "fetch_chunk":
@@ -230,10 +251,18 @@ export class ChunkCache {
           this.#startFirstRange(effect.chunk, effect.cold, effect.start, effect.end);
           break;
         case "save_access_order":
-          this.save().catch((error) => this.#deps.logger.warn("cache access table not saved", { error }));
+          this.#inBackground(
+            this.save().catch((error) => this.#deps.logger.warn("cache access table not saved", { error })),
+          );
           break;
       }
     }
+  }
+
+  /** Keeps `work`, which never rejects, among the background work `idle` waits for while it runs. */
+  #inBackground(work: Promise<void>): void {
+    this.#background.add(work);
+    void work.finally(() => this.#background.delete(work));
   }
 
   #startChunkFetch(chunk: ChunkRef, why: cacheCore.FetchReason): void {

@@ -35,19 +35,21 @@ export class LocalEvictions {
 
   /**
    * One look at a partition, unless a pass of it is running: starts an eviction pass below the
-   * floor and beyond the local envelope, or reports the pressure flag to `onPressure`.
+   * floor and beyond the local envelope, or reports the pressure flag to `onPressure`. Returns the
+   * pass it started, which never rejects (a failure is logged), so that a caller can await its end;
+   * null when it started none.
    */
-  look(p: TieredPartition, onPressure: (underPressure: boolean) => void): void {
-    if (this.#evicting.has(p.key)) return;
+  look(p: TieredPartition, onPressure: (underPressure: boolean) => void): Promise<unknown> | null {
+    if (this.#evicting.has(p.key)) return null;
     const sb = p.partition.superblock;
     const keepLocal = keepLocalWithin(p.envelope(), this.#clock.wallMs() * 1000);
     const decision = decideLocalRetention(p.partition.log.segments, sb.tieredUpToOffset, keepLocal);
     if (decision.kind === "hold") {
       onPressure(decision.underPressure);
-      return;
+      return null;
     }
     this.#evicting.add(p.key);
-    p.partition.log.evictLocal(
+    return p.partition.log.evictLocal(
       sb.tieredUpToOffset,
       {
         createdRevision: sb.createdRevision,

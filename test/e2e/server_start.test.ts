@@ -12,10 +12,16 @@ t.test("deno run starts the server on a config copy; /metrics shows the tick lat
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const server = await spawnServer(["--config", configCopy(dir)]);
   t.teardown(() => server.stop("SIGKILL"));
-  await new Promise((r) => setTimeout(r, 200));
-  const metrics = await (await fetch(`${server.baseUrl}/metrics`)).text();
+  // A real server on the real clock: its first ticks come a few milliseconds after it listens. The
+  // metrics are polled until they show one, for at most 10 s.
+  const ticked = /strata_pump_tick_lateness_seconds_count\{shard="0"\} [1-9]\d*/;
+  let metrics = "";
+  for (const deadline = Date.now() + 10_000; !ticked.test(metrics) && Date.now() < deadline;) {
+    metrics = await (await fetch(`${server.baseUrl}/metrics`)).text();
+    if (!ticked.test(metrics)) await new Promise((r) => setTimeout(r, 20));
+  }
   t.match(metrics, /strata_pump_tick_lateness_seconds_bucket\{le="0\.001",shard="0"\} \d+/);
-  t.match(metrics, /strata_pump_tick_lateness_seconds_count\{shard="0"\} [1-9]\d*/, "ticks have fired");
+  t.match(metrics, ticked, "ticks have fired");
   const health = await (await fetch(`${server.baseUrl}/health`)).json();
   t.equal(health.status, "ok");
   t.equal(await server.stop("SIGTERM"), 0, "graceful shutdown exits 0");

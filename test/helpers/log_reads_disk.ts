@@ -17,6 +17,9 @@ export class LogReadsDisk extends NodeDisk {
   /** The read (by its index in `reads`) that fails, `delayMs` after it starts. */
   failRead: { index: number; delayMs: number } | null = null;
   closesUnderRead = 0;
+  #readFailed!: () => void;
+  /** Resolves once the read `failRead` names has failed. */
+  readonly readFailed = new Promise<void>((resolve) => (this.#readFailed = resolve));
 
   override async open(path: string, options?: OpenOptions): Promise<DiskFile> {
     const file = await super.open(path, options);
@@ -29,6 +32,7 @@ export class LogReadsDisk extends NodeDisk {
       try {
         if (this.failRead?.index === index) {
           await sleep(this.failRead.delayMs);
+          this.#readFailed();
           throw new DiskError("io", "read", path);
         }
         return await readAt(buffer, position);

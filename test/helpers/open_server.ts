@@ -3,6 +3,7 @@ import type { Test } from "tap";
 import { type ClientEncoding, StrataClient } from "../../src/client/strata_client.ts";
 import { loadConfig } from "../../src/config/load_config.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
+import type { Disk } from "../../src/runtime/disk.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
@@ -11,16 +12,21 @@ import { tempDir } from "./temp_dir.ts";
 
 /**
  * Opens a real server (real disk, virtual clock) in this process; requests go straight to its
- * fetch handler. `env` sets config keys as STRATA_* variables would.
+ * fetch handler. `env` sets config keys as STRATA_* variables would; `disk` is a fresh NodeDisk by default.
  */
-export async function openServer(t: Test, env: Record<string, string> = {}, dir = tempDir(t)) {
+export async function openServer(
+  t: Test,
+  env: Record<string, string> = {},
+  dir = tempDir(t),
+  disk: Disk = new NodeDisk(),
+) {
   const clock = new VirtualClock();
   const { config } = loadConfig("", "test", { STRATA_SYSTEM_PATH: join(dir, "data"), ...env });
   const server = await StrataServer.open({
     config,
     logger: silentLogger(),
     clock,
-    disk: new NodeDisk(),
+    disk,
     rng: new Rng(7),
   });
   let closed = false;

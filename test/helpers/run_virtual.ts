@@ -1,37 +1,41 @@
-import type { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import { settlesWithin } from "./settles_within.ts";
+import type { WatchedClock } from "./watched_clock.ts";
 
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
  * Settles `promise` by jumping the virtual clock from timer to timer, letting callbacks run
- * between jumps. Bounded: it gives up after `stepsMax` jumps.
+ * between jumps. When no timer is due, the promise waits on real work (a file, a WebAssembly
+ * instantiation), which ends by settling it or by arming a timer: that is waited for, for at most
+ * `realWaitMs` of real time. Bounded: it gives up after `stepsMax` jumps.
  */
 export async function runVirtual<T>(
-  clock: VirtualClock,
+  clock: WatchedClock,
   promise: Promise<T>,
   stepsMax = 100_000,
+  realWaitMs = 10_000,
 ): Promise<T> {
   let settled = false;
   const watched = promise.finally(() => {
     settled = true;
   });
-  watched.catch(() => {});
+  const ended = watched.then(() => {}, () => {});
   for (let step = 0; step < stepsMax && !settled; step++) {
     await flush();
     if (settled) break;
     const next = clock.nextDueMs();
     if (next === null) {
-      // No virtual timer is due: the promise may be waiting on real asynchronous work (a
-      // WebAssembly instantiation, a file): give it up to a second of real time.
-      for (let wait = 0; wait < 200 && !settled && clock.nextDueMs() === null; wait++) {
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      }
-      if (!settled && clock.nextDueMs() === null) {
-        throw new Error("runVirtual: nothing left to run but the promise has not settled");
-      }
+      await settlesWithin(
+        Promise.race([ended, clock.nextSchedule()]),
+        "the promise to settle or arm a timer while no timer is due",
+        realWaitMs,
+      );
       continue;
     }
     clock.advance(Math.max(0, next - clock.nowMs()));
+  }
+  if (!settled) {
+    throw new Error(`Cannot settle the promise: still pending after ${stepsMax} jumps of the clock`);
   }
   return await watched;
 }

@@ -50,8 +50,8 @@ export const housekeepingDefaults: HousekeepingConfig = {
   verifyIntervalMs: 3_600_000,
 };
 
-/** Bound on the real-time waits for disk I/O in one `runUntil`: a stuck operation ends the wait, not the test run. */
-const ioWaitsMax = 120_000;
+/** Bound on the real time one `runUntil` waits for disk I/O: a stuck operation ends the wait, not the test run. */
+const ioWaitMaxMs = 120_000;
 
 export interface TierHarnessOptions {
   /** Runs housekeeping beside the tier service, as shard 0 (which sweeps orphans). */
@@ -146,22 +146,20 @@ export async function tierHarness(t: Test, envelope: LocalEnvelope, options: Tie
     }
   };
   /**
-   * Ticks every 10 ms of virtual time, letting real I/O run between ticks, until `done` or the
-   * bound. The clock stands still while disk operations are in flight (up to `ioWaitsMax` waits
-   * of a millisecond per call), so a slow disk slows the test instead of letting deadlines and
-   * intervals in virtual time expire under work that has not had its real time yet.
+   * Ticks every 10 ms of virtual time until `done` or the bound, with a turn of the timers phase
+   * after each tick in which the work it started runs. The clock stands still while disk
+   * operations are in flight (until the disk is quiet, for at most `ioWaitMaxMs` of real time per
+   * call), so a slow disk slows the test instead of letting deadlines and intervals in virtual
+   * time expire under work that has not had its real time yet.
    */
   const runUntil = async (done: () => boolean, ticksMax = 3000) => {
-    let ioWaits = 0;
+    const ioDeadlineAtMs = Date.now() + ioWaitMaxMs;
     for (let i = 0; i < ticksMax && !done(); i++) {
       clock.advance(10);
       tier.onTick(clock.nowMs());
       housekeeping?.onTick(clock.nowMs());
       await new Promise((r) => setTimeout(r, 1));
-      while (disk.inFlight > 0 && ioWaits < ioWaitsMax) {
-        ioWaits++;
-        await new Promise((r) => setTimeout(r, 1));
-      }
+      await disk.quiet(ioDeadlineAtMs);
     }
     return done();
   };

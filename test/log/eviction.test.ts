@@ -14,6 +14,10 @@ import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
 import { CrashingDisk } from "../helpers/crashing_disk.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 
+// Local eviction as a behaviour across files, end to end on real disk: the pass the partition log
+// runs (partition_log.ts, evictLocal), its durable steps (segment_eviction.ts, whose own steps are
+// tested in segment_eviction.test.ts), and the boot of an evicted chain, with crashes between the
+// steps (recover_segments.ts).
 await initCrc32c();
 const config: LogConfig = {
   segmentSizeBytes: 2000,

@@ -13,14 +13,14 @@ import { RetryingObjectStore } from "../../src/objectstore/retrying_object_store
 import { type SimFaults, SimObjectStore } from "../../src/objectstore/sim_object_store.ts";
 import { initCrc32c } from "../../src/runtime/crc32c.ts";
 import { Rng } from "../../src/runtime/rng.ts";
-import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
 import { bodyOf } from "../helpers/object_store_contract.ts";
 import { runVirtual } from "../helpers/run_virtual.ts";
+import { WatchedClock } from "../helpers/watched_clock.ts";
 
 await initCrc32c();
 
 function setup(faults: SimFaults, seed = 1) {
-  const clock = new VirtualClock();
+  const clock = new WatchedClock();
   const sim = new SimObjectStore(clock, new Rng(seed), faults);
   const registry = createMetricsRegistry();
   const store = new RetryingObjectStore(sim, clock, new Rng(seed + 100), defaultRetryProfiles, {
@@ -151,7 +151,7 @@ t.test("a sim outage window and a throttled answer carry the right classes", asy
 });
 
 t.test("a stream that fails part-way is streamed again from position 0, and the bytes land where they belong", async (t) => {
-  const clock = new VirtualClock();
+  const clock = new WatchedClock();
   const sim = new SimObjectStore(clock, new Rng(1));
   const bytes = new Uint8Array(3 * 1024 * 1024).map((_, i) => (i * 7) & 0xff);
   await runVirtual(

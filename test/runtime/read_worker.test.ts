@@ -178,11 +178,12 @@ t.test("reads wait for the process's read turns, as they did on the loop", async
   const held = await turns.acquire();
   let done = false;
   const reading = file.readAt(new Uint8Array(offLoopReadBytesMin), 0).then(() => done = true);
-  await new Promise((resolve) => setTimeout(resolve, 20));
-  t.equal(done, false, "the read waits while the turn is held");
+  t.equal(turns.waiting, 1, "the read waits for a turn while the only one is held");
+  t.equal(done, false, "and has not ended");
   held.release();
   await reading;
-  t.equal(done, true);
+  t.equal(done, true, "the released turn lets it end");
+  t.equal(turns.inUse, 0, "and it gave its turn back");
   await file.close();
 });
 

@@ -1,8 +1,11 @@
-import { HeadBucketCommand } from "@aws-sdk/client-s3";
+import { HeadBucketCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import t from "tap";
 import { ensureBucket } from "../../scripts/lib/ensure_bucket.ts";
-import { sdk } from "../helpers/s3_harness.ts";
+import { type S3Endpoint, sdk, sdkRead } from "../helpers/s3_harness.ts";
 import { startS3rver } from "../helpers/s3rver_harness.ts";
+
+const createObject = (e: S3Endpoint, bucket: string, key: string, bytes: Uint8Array) =>
+  sdk(e).send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: bytes }));
 
 // A benchmark run against a fresh endpoint creates its bucket, and a second run uses the bucket
 // that is there instead of failing on it.
@@ -12,7 +15,13 @@ t.test("ensureBucket creates a missing bucket and accepts an existing one", asyn
   await t.rejects(sdk(e).send(new HeadBucketCommand({ Bucket: access.bucket })), "no bucket at first");
   await ensureBucket(access);
   await sdk(e).send(new HeadBucketCommand({ Bucket: access.bucket }));
-  await t.resolves(ensureBucket(access), "an existing bucket is used as it is");
+  await createObject(e, access.bucket, "kept", new Uint8Array([1, 2, 3]));
+  await t.resolves(ensureBucket(access), "an existing bucket is no failure");
+  t.same(
+    [...(await sdkRead(e, access.bucket, "kept")).bytes],
+    [1, 2, 3],
+    "and is used as it is, objects and all",
+  );
 });
 
 // Anything but "it already exists" is the caller's to see, with the store's reason.

@@ -3,22 +3,33 @@ import t, { type Test } from "tap";
 import { StrataApiError } from "../../src/client/strata_client.ts";
 import { LocalControlLog } from "../../src/tier/local_control_log.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
+import { InFlightDisk } from "../helpers/in_flight_disk.ts";
 import { openServer } from "../helpers/open_server.ts";
 
 // Tiering through the API of an in-process server: the shipped defaults (fs backend, topics
 // tiered), a virtual clock ticked by hand and real disk I/O in between.
 const payload = (n: number, fill = 7) => new Uint8Array(n).fill(fill);
 
+/** Bound on the real time one `until` waits for disk I/O: a stuck operation ends the wait, not the test run. */
+const ioWaitMaxMs = 120_000;
+
 async function tieredServer(t: Test, env: Record<string, string> = {}) {
-  const s = await openServer(t, env);
+  const disk = new InFlightDisk(new NodeDisk());
+  const s = await openServer(t, env, undefined, disk);
   const c = s.client();
   await c.createStream("s");
-  /** Ticks virtual time while real I/O runs, until `done` holds (bounded). */
+  /**
+   * Ticks virtual time 20 ms at a time until `done` holds (bounded), with a turn of the timers phase
+   * after each tick in which the work it started runs. The clock stands still while disk operations
+   * are in flight, so a slow disk slows the test instead of letting virtual time run ahead of it.
+   */
   const until = async (done: () => Promise<boolean>, ticksMax = 2000) => {
+    const ioDeadlineAtMs = Date.now() + ioWaitMaxMs;
     for (let i = 0; i < ticksMax; i++) {
       if (await done()) return true;
       s.clock.advance(20);
       await new Promise((r) => setTimeout(r, 2));
+      await disk.quiet(ioDeadlineAtMs);
     }
     return await done();
   };

@@ -7,6 +7,7 @@ import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
 import { LocalEvictions } from "../../src/tier/local_evictions.ts";
 import type { TieredPartition } from "../../src/tier/tiered_partition.ts";
 import { logConfig } from "../helpers/tier_harness.ts";
+import { settlesWithin } from "../helpers/settles_within.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 
 /** A partition of six sealed 50 kB segments, tiered with a 100 kB envelope. */
@@ -33,17 +34,11 @@ async function tieredPartition(t: Test) {
 const floorTo = (partition: Partition, upToOffset: number) =>
   partition.applyFloor({ kind: "advance_tiered_floor", partition: "1/1/0", purgeGeneration: 0, upToOffset });
 
-/** Waits (real time, bounded) until `done`. */
-async function until(done: () => boolean): Promise<boolean> {
-  for (let i = 0; i < 2000 && !done(); i++) await new Promise((r) => setTimeout(r, 1));
-  return done();
-}
-
 t.test("above the floor nothing is evicted; the envelope's wish is reported as pressure", async (t) => {
   const { p } = await tieredPartition(t);
   const evictions = new LocalEvictions(new VirtualClock(), silentLogger());
   const pressure: boolean[] = [];
-  evictions.look(p, (underPressure) => pressure.push(underPressure));
+  t.equal(evictions.look(p, (underPressure) => pressure.push(underPressure)), null, "no pass started");
   t.same(pressure, [true], "the floor is 0 and the local bytes are over the envelope");
   t.same(p.partition.log.segments.filter((s) => s.location === "remote"), []);
 });
@@ -56,21 +51,25 @@ t.test("below the floor: one pass at a time evicts down to the envelope, with th
   const evictions = new LocalEvictions(new VirtualClock(), silentLogger());
   for (const s of sealed) evictions.noteUploaded(p.key, s.startOffset, 1000 + s.startOffset);
   const pressure: boolean[] = [];
-  evictions.look(p, (underPressure) => pressure.push(underPressure));
-  evictions.look(p, (underPressure) => pressure.push(underPressure));
-  t.same(pressure, [], "an eviction started; the second look found its pass running");
-  const done = await until(() => partition.log.localSizeBytes <= 100_000);
-  t.ok(done, `local bytes ${partition.log.localSizeBytes}`);
+  const onPressure = (underPressure: boolean) => pressure.push(underPressure);
+  const pass = evictions.look(p, onPressure);
+  t.not(pass, null, "an eviction pass started");
+  t.equal(evictions.look(p, onPressure), null, "the second look found its pass running");
+  t.same(pressure, [], "and neither look reported pressure");
+  await settlesWithin(pass!, "the eviction pass");
+  t.ok(partition.log.localSizeBytes <= 100_000, `local bytes ${partition.log.localSizeBytes}`);
   const remote = partition.log.segments.filter((s) => s.location === "remote");
-  t.ok(remote.length > 0);
+  t.ok(remote.length > 0, `${remote.length} segments evicted`);
   t.ok(
     remote.every((s) => s.marker!.logCrc32 === 1000 + s.startOffset),
     "each marker carries the checksum the upload computed: the .log was not read again",
   );
-  await until(() => {
-    let again = false;
-    evictions.look(p, () => (again = true));
-    return again;
-  });
-  t.pass("once the pass ends, the next look runs");
+  // A sealed local segment is still below the floor: a look starts a pass, which the envelope
+  // leaves with nothing to evict.
+  const localBytes = partition.log.localSizeBytes;
+  const next = evictions.look(p, onPressure);
+  t.not(next, null, "once the pass ended, the next look starts one again");
+  await settlesWithin(next!, "the next eviction pass");
+  t.equal(partition.log.localSizeBytes, localBytes, "which keeps what the envelope holds");
+  t.same(pressure, [], "no look reported pressure");
 });

@@ -241,15 +241,17 @@ t.test("while the store works on a piece, the next one is already being read; th
 
 t.test("a read ahead that fails while the store works on a piece fails the upload with the disk's error, handled", async (t) => {
   const { disk, deps, sim, segment, keys, piecesPerPass } = await setupWithLogReads(t);
-  // The send pass's second read is the first read ahead; it fails while the store holds piece 0.
-  disk.failRead = { index: piecesPerPass + 1, delayMs: 5 };
+  // The send pass's second read is the first read ahead; it fails while the store holds piece 0,
+  // which the store takes only a turn of the loop after the failure: the turn at whose end Node
+  // reports a rejection nobody handles.
+  disk.failRead = { index: piecesPerPass + 1, delayMs: 0 };
   const unhandled: unknown[] = [];
   const onUnhandled = (reason: unknown) => unhandled.push(reason);
   process.on("unhandledRejection", onUnhandled);
   t.teardown(() => process.off("unhandledRejection", onUnhandled));
-  const store = watchedStore(sim, () => new Promise((r) => setTimeout(r, 30)));
+  const aTurnAfterTheFailure = disk.readFailed.then(() => new Promise<void>((r) => setImmediate(r)));
+  const store = watchedStore(sim, (index) => index === 0 ? aTurnAfterTheFailure : Promise.resolve());
   await t.rejects(uploadSegment({ ...deps, store }, segment, keys, 1e12), DiskError);
-  await new Promise((r) => setTimeout(r, 50));
   t.same(unhandled, [], "no unhandled rejection");
   t.equal(disk.closesUnderRead, 0, "the .log was not closed under a read");
 });

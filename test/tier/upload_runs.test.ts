@@ -13,6 +13,7 @@ import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
 import type { TieredPartition } from "../../src/tier/tiered_partition.ts";
 import { type StartUpload, type UploadReport, UploadRuns } from "../../src/tier/upload_runs.ts";
 import { logConfig } from "../helpers/tier_harness.ts";
+import { settlesWithin } from "../helpers/settles_within.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 
 async function setup(t: Test) {
@@ -40,6 +41,10 @@ async function setup(t: Test) {
     otherMs: 30_000,
   }, null);
   const reports: UploadReport[] = [];
+  const reportWaiters: (() => void)[] = [];
+  /** Resolves at the next report the runs make. */
+  const nextReport = () =>
+    settlesWithin(new Promise<void>((resolve) => reportWaiters.push(resolve)), "an upload's report");
   const checksums: string[] = [];
   const runs = new UploadRuns({
     clock,
@@ -54,9 +59,12 @@ async function setup(t: Test) {
     }),
     partition: (key) => (key === p.key ? p : undefined),
     uploaded: (key, start, crc) => checksums.push(`${key}@${start}:${crc}`),
-    report: (report) => reports.push(report),
+    report: (report) => {
+      reports.push(report);
+      for (const resolve of reportWaiters.splice(0)) resolve();
+    },
   });
-  return { runs, reports, checksums, partition, sim };
+  return { runs, reports, nextReport, checksums, partition, sim };
 }
 
 const startOf = (partition: Partition, startOffset: number, key = "1/1/0"): StartUpload => {
@@ -72,27 +80,27 @@ const startOf = (partition: Partition, startOffset: number, key = "1/1/0"): Star
   };
 };
 
-async function settled(reports: UploadReport[]): Promise<void> {
-  for (let i = 0; i < 2000 && reports.length === 0; i++) await new Promise((r) => setTimeout(r, 1));
-}
-
 t.test("an upload reports success and hands over the .log's checksum", async (t) => {
-  const { runs, reports, checksums, partition, sim } = await setup(t);
+  const { runs, reports, nextReport, checksums, partition, sim } = await setup(t);
   const first = partition.log.segments[0]!;
+  const reported = nextReport();
   runs.start(startOf(partition, 0));
-  await settled(reports);
+  t.same(reports, [], "not before the upload ends");
+  await reported;
   t.same(reports, [{ kind: "uploaded", partition: "1/1/0", identity: "1/1/0:0:0" }]);
   t.same(checksums, [`1/1/0@0:${crc32(readFileSync(first.logPath))}`]);
   t.ok([...sim.keys()].some((k) => k.endsWith(".log")), "the object is in the store");
 });
 
 t.test("a segment that is gone is reported at once; one whose file vanished mid-way, when its open fails", async (t) => {
-  const { runs, reports, partition } = await setup(t);
+  const { runs, reports, nextReport, partition } = await setup(t);
   runs.start(startOf(partition, 0, "9/9/9"));
   t.same(reports, [{ kind: "segment_deleted", partition: "9/9/9", startOffset: 0 }], "synchronously");
   reports.length = 0;
   unlinkSync(partition.log.segments[0]!.logPath);
+  const reported = nextReport();
   runs.start(startOf(partition, 0));
-  await settled(reports);
+  t.same(reports, [], "not before its open fails");
+  await reported;
   t.same(reports, [{ kind: "segment_deleted", partition: "1/1/0", startOffset: 0 }]);
 });

@@ -11,6 +11,8 @@ import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 
+// recoverSegments at boot, over logs written by a PartitionLog and then damaged: torn and corrupt
+// tails, holes, missing indexes. The boot of evicted chains (markers) is in eviction.test.ts.
 await initCrc32c();
 const disk = new NodeDisk();
 const config: LogConfig = {

@@ -1,0 +1,167 @@
+import type { Test } from "tap";
+import type { LogConfig } from "../../src/log/log_config.ts";
+import { Partition } from "../../src/log/partition.ts";
+import { defaultRetryProfiles } from "../../src/objectstore/retry_policy.ts";
+import { RetryingObjectStore } from "../../src/objectstore/retrying_object_store.ts";
+import { SimObjectStore } from "../../src/objectstore/sim_object_store.ts";
+import type { BufferPool } from "../../src/runtime/buffer_pool.ts";
+import { initCrc32c } from "../../src/runtime/crc32c.ts";
+import { silentLogger } from "../../src/runtime/logger.ts";
+import { createMetricsRegistry } from "../../src/runtime/metrics.ts";
+import { NodeDisk } from "../../src/runtime/node_disk.ts";
+import type { PieceGate } from "../../src/runtime/piece_gate.ts";
+import { Rng } from "../../src/runtime/rng.ts";
+import { Semaphore } from "../../src/runtime/semaphore.ts";
+import { TokenBucket } from "../../src/runtime/token_bucket.ts";
+import { CacheMetrics } from "../../src/tier/cache_metrics.ts";
+import { ChunkCache } from "../../src/tier/chunk_cache.ts";
+import { segmentKeys } from "../../src/tier/object_keys.ts";
+import { uploadSegment } from "../../src/tier/segment_uploader.ts";
+import { TierRemoteReader } from "../../src/tier/tier_remote_reader.ts";
+import { tempDir } from "./temp_dir.ts";
+import { WatchedClock } from "./watched_clock.ts";
+
+// Reads of evicted segments: a partition whose sealed segments are in the sim store (which counts
+// every GET) and no longer on local disk, read through a chunk cache and a tier remote reader.
+await initCrc32c();
+const baseLogConfig: LogConfig = {
+  segmentSizeBytes: 200_000,
+  segmentMaxAgeMs: null,
+  indexIntervalBytes: 4096,
+  fsync: "always",
+  fsyncIntervalMs: 1000,
+  writeQueueMax: 100,
+};
+export interface EvictedOptions {
+  budgetBytes?: number;
+  segmentSizeBytes?: number;
+  messages?: number;
+  chunkBytes?: number;
+  readaheadChunksMax?: number;
+  payloadBytes?: number;
+  windowPool?: BufferPool;
+}
+
+/** A partition with sealed segments (4 by default) uploaded to the sim store and evicted. */
+export async function evicted(t: Test, options: EvictedOptions = {}) {
+  const budgetBytes = options.budgetBytes ?? 64 * 1024 * 1024;
+  const chunkBytes = options.chunkBytes ?? 64 * 1024;
+  const logConfig = { ...baseLogConfig, segmentSizeBytes: options.segmentSizeBytes ?? 200_000 };
+  const disk = new NodeDisk();
+  const data = tempDir(t);
+  const clock = new WatchedClock();
+  const partition = await Partition.create(disk, clock, new Rng(1), data, {
+    streamId: 1,
+    topicId: 1,
+    partitionId: 0,
+  }, logConfig);
+  t.teardown(() => partition.close());
+  for (let i = 0; i < (options.messages ?? 90); i++) {
+    await partition.log.append([{
+      key: null,
+      headers: {},
+      payload: new Uint8Array(options.payloadBytes ?? 10_000).fill(i),
+    }]);
+  }
+  const sim = new SimObjectStore(clock, new Rng(2));
+  const store = new RetryingObjectStore(sim, clock, new Rng(3), defaultRetryProfiles, {
+    putMs: 90_000,
+    getMs: 5000,
+    otherMs: 30_000,
+  }, null);
+  const sb = partition.superblock;
+  const incarnation = {
+    prefix: "strata",
+    clusterId: "c1",
+    streamId: 1,
+    topicId: 1,
+    partitionId: 0,
+    createdRevision: sb.createdRevision,
+    purgeGeneration: 0,
+  };
+  const sealed = partition.log.segments.filter((s) => s.sealed);
+  for (const s of sealed) {
+    await uploadSegment(
+      {
+        disk,
+        store,
+        pieceBytes: 65536,
+        bandwidth: new TokenBucket(clock, { rateBytesPerSec: "unlimited", waitersMax: 1, name: "b" }),
+      },
+      {
+        logPath: s.logPath,
+        indexPath: s.indexPath,
+        startOffset: s.startOffset,
+        endOffset: s.endOffset,
+        startTimestampUs: s.firstTimestampUs!,
+        maxTimestampUs: s.maxTimestampUs,
+      },
+      segmentKeys(incarnation, s.startOffset),
+      1e12,
+    );
+  }
+  const floor = sealed.at(-1)!.endOffset + 1;
+  await partition.log.evictLocal(
+    floor,
+    { createdRevision: sb.createdRevision, purgeGeneration: 0 },
+    () => false,
+  );
+  const cacheDir = `${data}/cache/shard-0`;
+  const openCache = (gate?: PieceGate) =>
+    ChunkCache.open({
+      ...(gate !== undefined ? { gate } : {}),
+      ...(options.windowPool !== undefined ? { windowPool: options.windowPool } : {}),
+      disk,
+      store,
+      clock,
+      logger: silentLogger(),
+      dir: cacheDir,
+      config: {
+        budgetBytes,
+        objectsMax: 1000,
+        lowWatermarkPercent: 80,
+        trimMinIntervalMs: 0,
+      },
+      fetchTimeoutMs: 5000,
+      fetchDeadlineMs: 60_000,
+      fetchSlots: new Semaphore({ permits: 4, waitersMax: 100, name: "fetch slot" }),
+      fetchBandwidth: new TokenBucket(clock, {
+        rateBytesPerSec: "unlimited",
+        waitersMax: 100,
+        name: "fetch bandwidth",
+      }),
+    });
+  const metrics = new CacheMetrics(createMetricsRegistry());
+  const attach = async (to: Partition = partition, gate?: PieceGate) => {
+    const cache = await openCache(gate);
+    to.log.attachRemoteReader(
+      new TierRemoteReader(to, cache, {
+        prefix: "strata",
+        clusterId: "c1",
+        chunkBytes,
+        readaheadChunksMax: options.readaheadChunksMax ?? 0,
+        metrics,
+      }),
+      gate,
+    );
+    return cache;
+  };
+  return {
+    partition,
+    sim,
+    store,
+    attach,
+    cacheDir,
+    floor,
+    incarnation,
+    clock,
+    disk,
+    data,
+    logConfig,
+    metrics,
+  };
+}
+
+/** A 10 kB message of the fixture, each byte its offset's low byte. */
+export const payloadOk = (m: { offset: number; payload: Uint8Array }) =>
+  m.payload.length === 10_000 && m.payload.every((b) => b === (m.offset & 0xff));
