@@ -166,7 +166,7 @@ async function readMarker(
     }
     logger.warn("removing an unfinished eviction's marker", { partition: label, segment: segment.stem });
     await disk.unlink(segment.markerPath);
-    await disk.fsyncDir(segment.markerPath.slice(0, segment.markerPath.lastIndexOf("/")));
+    await disk.fsyncDir(segment.dir);
     return null;
   }
   if (marker.startOffset !== segment.startOffset) {
