@@ -1,4 +1,5 @@
-import { type Disk, DiskError } from "../runtime/disk.ts";
+import type { Disk } from "../runtime/disk.ts";
+import { unlinkIfPresent } from "../runtime/unlink_if_present.ts";
 import { closeFiles, SegmentChain } from "./segment_chain.ts";
 import { frontSegmentsToDelete, type RetentionDecision } from "./total_retention.ts";
 
@@ -41,12 +42,4 @@ export async function purgeSegments(disk: Disk, dir: string, chain: SegmentChain
   }
   await disk.fsyncDir(dir);
   chain.restart(await SegmentChain.createSegment(disk, dir, 0));
-}
-
-async function unlinkIfPresent(disk: Disk, path: string): Promise<void> {
-  try {
-    await disk.unlink(path);
-  } catch (error) {
-    if (!(error instanceof DiskError && error.code === "not_found")) throw error;
-  }
 }
