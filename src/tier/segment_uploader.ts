@@ -1,3 +1,4 @@
+import type { Segment } from "../log/segment.ts";
 import { assert } from "../runtime/assert.ts";
 import type { Disk, DiskFile } from "../runtime/disk.ts";
 import { crc32, Crc32Stream } from "../runtime/crc32.ts";
@@ -17,6 +18,18 @@ export interface SealedSegment {
   endOffset: number;
   startTimestampUs: number;
   maxTimestampUs: number;
+}
+
+/** What an upload needs of a segment of the log (sealed: its files no longer change). */
+export function sealedSegmentOf(segment: Segment): SealedSegment {
+  return {
+    logPath: segment.logPath,
+    indexPath: segment.indexPath,
+    startOffset: segment.startOffset,
+    endOffset: segment.endOffset,
+    startTimestampUs: segment.firstTimestampUs ?? segment.maxTimestampUs,
+    maxTimestampUs: segment.maxTimestampUs,
+  };
 }
 
 export interface UploadDeps {
