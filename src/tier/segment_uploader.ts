@@ -70,14 +70,22 @@ export async function uploadSegment(
     await log.close();
     throw error;
   });
+  const upload: OpenUpload = { segment, log, index, keys, deadlineAtMs };
   try {
-    return deps.naive
-      ? await uploadWhole(deps, segment, log, index, keys, deadlineAtMs)
-      : await uploadInPieces(deps, segment, log, index, keys, deadlineAtMs);
+    return deps.naive ? await uploadWhole(deps, upload) : await uploadInPieces(deps, upload);
   } finally {
     await log.close();
     await index.close();
   }
+}
+
+/** One segment's upload under way: its files open for reading, its object keys, its deadline. */
+interface OpenUpload {
+  segment: SealedSegment;
+  log: DiskFile;
+  index: DiskFile;
+  keys: { log: string; index: string };
+  deadlineAtMs: number;
 }
 
 /** The user metadata of a segment's `.log` object: what a HEAD needs to check it without reading it. */
@@ -99,14 +107,13 @@ function segmentMetadata(
   };
 }
 
-async function uploadInPieces(
-  deps: UploadDeps,
-  segment: SealedSegment,
-  log: DiskFile,
-  index: DiskFile,
-  keys: { log: string; index: string },
-  deadlineAtMs: number,
-): Promise<UploadOutcome> {
+/** The user metadata of a segment's `.index` object. */
+function indexMetadata(indexCrc32: number): Record<string, string> {
+  return { "crc32": String(indexCrc32), "format-version": segmentFormatVersion };
+}
+
+async function uploadInPieces(deps: UploadDeps, upload: OpenUpload): Promise<UploadOutcome> {
+  const { segment, log, index, keys, deadlineAtMs } = upload;
   const sizeBytes = await log.sizeBytes();
   const indexSizeBytes = await index.sizeBytes();
   const logCrc32 = await hashFile(log, sizeBytes, deps.pieceBytes, deps.gate);
@@ -115,10 +122,15 @@ async function uploadInPieces(
   const logResult = await putOnce(deps, keys.log, log, sizeBytes, logCrc32, metadata, deadlineAtMs);
   if (logResult !== "created" && logResult !== "same") return { kind: "anomaly", detail: logResult };
   const indexCrc32 = await hashFile(index, indexSizeBytes, deps.pieceBytes, deps.gate);
-  const indexResult = await putOnce(deps, keys.index, index, indexSizeBytes, indexCrc32, {
-    "crc32": String(indexCrc32),
-    "format-version": segmentFormatVersion,
-  }, deadlineAtMs);
+  const indexResult = await putOnce(
+    deps,
+    keys.index,
+    index,
+    indexSizeBytes,
+    indexCrc32,
+    indexMetadata(indexCrc32),
+    deadlineAtMs,
+  );
   // Indexes may legitimately differ (flush timing); an existing one with another checksum is kept.
   void indexResult;
   return { kind: "uploaded", logCrc32, sizeBytes, indexSizeBytes, alreadyThere: logResult === "same" };
@@ -128,14 +140,8 @@ async function uploadInPieces(
  * What the cooperative design prevents, for the benchmark's naive phase only: the whole `.log` read
  * in one call and hashed in one synchronous stretch, then sent without a yield between pieces.
  */
-async function uploadWhole(
-  deps: UploadDeps,
-  segment: SealedSegment,
-  log: DiskFile,
-  index: DiskFile,
-  keys: { log: string; index: string },
-  deadlineAtMs: number,
-): Promise<UploadOutcome> {
+async function uploadWhole(deps: UploadDeps, upload: OpenUpload): Promise<UploadOutcome> {
+  const { segment, log, index, keys, deadlineAtMs } = upload;
   const logBytes = await readExactly(log, 0, await log.sizeBytes());
   const indexBytes = await readExactly(index, 0, await index.sizeBytes());
   const logCrc32 = crc32(logBytes);
@@ -148,10 +154,7 @@ async function uploadWhole(
   for (
     const [key, bytes, crc, meta] of [
       [keys.log, logBytes, logCrc32, metadata],
-      [keys.index, indexBytes, indexCrc32, {
-        "crc32": String(indexCrc32),
-        "format-version": segmentFormatVersion,
-      }],
+      [keys.index, indexBytes, indexCrc32, indexMetadata(indexCrc32)],
     ] as const
   ) {
     await deps.store.put(key, whole(bytes), {
