@@ -75,6 +75,6 @@ export async function readRecordFile<T>(disk: Disk, path: string, magic: string)
 
 function magicBytes(magic: string): Uint8Array {
   const bytes = new TextEncoder().encode(magic);
-  if (bytes.length !== 8) throw new Error(`record magic must be 8 bytes: ${magic}`);
+  if (bytes.length !== 8) throw new Error(`Cannot use record magic ${magic}: it must be 8 bytes`);
   return bytes;
 }
