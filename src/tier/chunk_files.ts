@@ -1,5 +1,5 @@
 import type { PieceSink } from "../objectstore/object_store.ts";
-import { readExactlyInto } from "../runtime/read_exactly.ts";
+import { readUpToInto } from "../runtime/read_up_to.ts";
 import type { BufferPool } from "../runtime/buffer_pool.ts";
 import type { Disk, DiskFile } from "../runtime/disk.ts";
 import type { PieceGate } from "../runtime/piece_gate.ts";
@@ -118,7 +118,7 @@ export class ChunkFiles {
     return this.#handles.read(`${this.#dir}/${key}`, async (file) => {
       const length = Math.min(lengthBytes, span.end - from);
       const buffer = this.#windowPool?.take(length) ?? new Uint8Array(length);
-      return buffer.subarray(0, await readExactlyInto(file, buffer, from - span.start));
+      return buffer.subarray(0, await readUpToInto(file, buffer, from - span.start));
     });
   }
 

@@ -4,7 +4,7 @@ import { assert } from "../runtime/assert.ts";
 import { crc32c } from "../runtime/crc32c.ts";
 import type { Disk, DiskFile } from "../runtime/disk.ts";
 import { dirOf } from "../runtime/paths.ts";
-import { readExactly } from "../runtime/read_exactly.ts";
+import { readUpTo } from "../runtime/read_up_to.ts";
 import { replaceFile } from "../runtime/replace_file.ts";
 import {
   type ApplyHook,
@@ -76,7 +76,7 @@ export class LocalControlLog implements ControlLog {
     await disk.mkdirp(dirOf(path));
     const file = await disk.open(path, { create: true });
     const size = await file.sizeBytes();
-    const bytes = await readExactly(file, 0, size);
+    const bytes = await readUpTo(file, 0, size);
     const { records, validBytes } = decodeRecords(bytes);
     if (validBytes < size) {
       await file.truncate(validBytes);
@@ -142,7 +142,7 @@ export class LocalControlLog implements ControlLog {
    * fsync, rename, directory fsync), then reopens it; the old handle is closed once replaced.
    */
   async #compact(): Promise<void> {
-    const bytes = await readExactly(this.#file, 0, this.#sizeBytes);
+    const bytes = await readUpTo(this.#file, 0, this.#sizeBytes);
     const keep = decodeRecords(bytes).records.filter((r) => r.index > this.#snapshotIndex);
     const rewritten = concatBytes(keep.map(encodeRecord));
     await replaceFile(this.#disk, this.#path, rewritten);

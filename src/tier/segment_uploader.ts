@@ -6,7 +6,7 @@ import { toPieces } from "../objectstore/object_store.ts";
 import type { TokenBucket } from "../runtime/token_bucket.ts";
 import { yieldToReactor } from "../runtime/yield_to_reactor.ts";
 import type { PieceGate } from "../runtime/piece_gate.ts";
-import { readExactly, readExactlyInto } from "../runtime/read_exactly.ts";
+import { readUpTo, readUpToInto } from "../runtime/read_up_to.ts";
 import { PreconditionFailedError } from "../objectstore/object_store_errors.ts";
 import type { DeadlineObjectStore } from "../objectstore/deadline_object_store.ts";
 
@@ -142,8 +142,8 @@ async function uploadInPieces(deps: UploadDeps, upload: OpenUpload): Promise<Upl
  */
 async function uploadWhole(deps: UploadDeps, upload: OpenUpload): Promise<UploadOutcome> {
   const { segment, log, index, keys, deadlineAtMs } = upload;
-  const logBytes = await readExactly(log, 0, await log.sizeBytes());
-  const indexBytes = await readExactly(index, 0, await index.sizeBytes());
+  const logBytes = await readUpTo(log, 0, await log.sizeBytes());
+  const indexBytes = await readUpTo(index, 0, await index.sizeBytes());
   const logCrc32 = crc32(logBytes);
   const indexCrc32 = crc32(indexBytes);
   const metadata = segmentMetadata(segment, logBytes.length, indexBytes.length, logCrc32);
@@ -241,7 +241,7 @@ async function* pieces(
   // Each read has a handler from its start: one that fails while the store works on the piece
   // before it must not be an unhandled rejection. Its failure is thrown where it is awaited.
   const readAt = (position: number, buffer: Uint8Array) => {
-    const reading = readExactlyInto(
+    const reading = readUpToInto(
       file,
       buffer.subarray(0, Math.min(buffer.length, sizeBytes - position)),
       position,
