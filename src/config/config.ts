@@ -92,7 +92,8 @@ export interface HousekeepingConfig {
   intervalMs: number;
   idleTimeoutMs: number;
   idleThresholdRps: number;
-  requestQuota: number;
+  /** `request_quota`: object-store requests one housekeeping run makes at most. */
+  requestsPerRunMax: number;
   deleteBatchPerPass: number;
   deleteGraceMs: number;
   orphanSweepIntervalMs: number;
@@ -162,7 +163,7 @@ function toHousekeeping(v: ValidatedConfig): HousekeepingConfig {
     intervalMs: hk["interval"] as number,
     idleTimeoutMs: hk["idle_timeout"] as number,
     idleThresholdRps: hk["idle_threshold_rps"] as number,
-    requestQuota: hk["request_quota"] as number,
+    requestsPerRunMax: hk["request_quota"] as number,
     deleteBatchPerPass: hk["delete_batch_per_pass"] as number,
     deleteGraceMs: hk["delete_grace"] as number,
     orphanSweepIntervalMs: hk["orphan_sweep_interval"] as number,
