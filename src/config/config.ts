@@ -68,7 +68,8 @@ export interface TieredStorageConfig {
     secretKey: string;
     sessionToken: string;
     conditionalWrites: boolean;
-    connections: number;
+    /** `connections`: connections per endpoint at most. */
+    connectionsMax: number;
   };
   fs: {
     /** Resolved: objects/ under the data directory when the key is empty. */
@@ -91,7 +92,8 @@ export interface HousekeepingConfig {
   intervalMs: number;
   idleTimeoutMs: number;
   idleThresholdRps: number;
-  requestQuota: number;
+  /** `request_quota`: object-store requests one housekeeping run makes at most. */
+  requestsPerRunMax: number;
   deleteBatchPerPass: number;
   deleteGraceMs: number;
   orphanSweepIntervalMs: number;
@@ -161,7 +163,7 @@ function toHousekeeping(v: ValidatedConfig): HousekeepingConfig {
     intervalMs: hk["interval"] as number,
     idleTimeoutMs: hk["idle_timeout"] as number,
     idleThresholdRps: hk["idle_threshold_rps"] as number,
-    requestQuota: hk["request_quota"] as number,
+    requestsPerRunMax: hk["request_quota"] as number,
     deleteBatchPerPass: hk["delete_batch_per_pass"] as number,
     deleteGraceMs: hk["delete_grace"] as number,
     orphanSweepIntervalMs: hk["orphan_sweep_interval"] as number,
@@ -172,18 +174,13 @@ function toHousekeeping(v: ValidatedConfig): HousekeepingConfig {
 
 function toRetry(v: ValidatedConfig): TieredStorageConfig["retry"] {
   const r = v["tiered_storage.retry"]!;
-  return {
-    transient: {
-      initialMs: r["transient_initial"] as number,
-      factor: r["transient_factor"] as number,
-      maxMs: r["transient_max"] as number,
-    },
-    nonTransient: {
-      initialMs: r["non_transient_initial"] as number,
-      factor: r["non_transient_factor"] as number,
-      maxMs: r["non_transient_max"] as number,
-    },
-  };
+  // Both profiles have the same three keys, under their own prefix.
+  const profile = (prefix: string) => ({
+    initialMs: r[`${prefix}_initial`] as number,
+    factor: r[`${prefix}_factor`] as number,
+    maxMs: r[`${prefix}_max`] as number,
+  });
+  return { transient: profile("transient"), nonTransient: profile("non_transient") };
 }
 
 function toS3(v: ValidatedConfig): TieredStorageConfig["s3"] {
@@ -198,7 +195,7 @@ function toS3(v: ValidatedConfig): TieredStorageConfig["s3"] {
     secretKey: s3["secret_key"] as string,
     sessionToken: s3["session_token"] as string,
     conditionalWrites: s3["conditional_writes"] as boolean,
-    connections: s3["connections"] as number,
+    connectionsMax: s3["connections"] as number,
   };
 }
 

@@ -1,3 +1,5 @@
+import { assert } from "../runtime/assert.ts";
+
 /**
  * The tiered-floor state machine of one partition, fed by the shard's control log (docs/DESIGN.md,
  * "The tiered floor"). It holds one value (and the generation it belongs to). Applying a
@@ -31,6 +33,10 @@ export function applyAdvanceTieredFloor(
   command: AdvanceTieredFloor,
   committedEndOffset: number,
 ): { state: FloorState; outcome: FloorOutcome } {
+  assertFloorState(state);
+  assert(Number.isSafeInteger(committedEndOffset) && committedEndOffset >= 0, "a committed end is an offset");
+  // The tier service submits a segment's end + 1: a whole offset, whatever its generation.
+  assert(Number.isSafeInteger(command.upToOffset), "a floor command names a whole offset");
   if (command.purgeGeneration !== state.purgeGeneration) return { state, outcome: "rejected_generation" };
   if (command.upToOffset > committedEndOffset) return { state, outcome: "rejected_beyond_end" };
   if (command.upToOffset <= state.tieredUpToOffset) return { state, outcome: "unchanged" };
@@ -39,5 +45,17 @@ export function applyAdvanceTieredFloor(
 
 /** A purge starts a new generation at floor 0. */
 export function resetForPurge(state: FloorState): FloorState {
+  assertFloorState(state);
   return { purgeGeneration: state.purgeGeneration + 1, tieredUpToOffset: 0 };
+}
+
+function assertFloorState(state: FloorState): void {
+  assert(
+    Number.isSafeInteger(state.purgeGeneration) && state.purgeGeneration >= 0,
+    "a purge generation is a count",
+  );
+  assert(
+    Number.isSafeInteger(state.tieredUpToOffset) && state.tieredUpToOffset >= 0,
+    "the tiered floor is an offset, not negative",
+  );
 }

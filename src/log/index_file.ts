@@ -1,6 +1,6 @@
 import { assert } from "../runtime/assert.ts";
 import type { Disk } from "../runtime/disk.ts";
-import { readExactly } from "../runtime/read_exactly.ts";
+import { readUpTo } from "../runtime/read_up_to.ts";
 import { writeWholeFile } from "../runtime/write_whole_file.ts";
 import type { Segment } from "./segment.ts";
 import { decodeIndexEntries, encodeIndexEntries, type IndexEntry } from "./sparse_index.ts";
@@ -16,7 +16,7 @@ export async function readIndexFile(disk: Disk, path: string): Promise<IndexEntr
   if (stat === null) return null;
   const file = await disk.open(path, { readOnly: true });
   try {
-    return decodeIndexEntries(await readExactly(file, 0, stat.sizeBytes));
+    return decodeIndexEntries(await readUpTo(file, 0, stat.sizeBytes));
   } finally {
     await file.close();
   }
@@ -40,11 +40,11 @@ export async function writeIndex(segment: Segment): Promise<void> {
 }
 
 /**
- * Whether stored entries can be trusted for a `.log` of `logSize` bytes: the first points at the
+ * Whether stored entries can be trusted for a `.log` of `logSizeBytes` bytes: the first points at the
  * start, offsets, positions and timestamps increase, and the last points inside the log.
  */
-export function isConsistentIndex(entries: IndexEntry[], logSize: number): boolean {
-  if (entries.length === 0) return logSize === 0;
+export function isConsistentIndex(entries: IndexEntry[], logSizeBytes: number): boolean {
+  if (entries.length === 0) return logSizeBytes === 0;
   if (entries[0]!.position !== 0 || entries[0]!.relativeOffset !== 0) return false;
   for (let i = 1; i < entries.length; i++) {
     const a = entries[i - 1]!;
@@ -53,7 +53,7 @@ export function isConsistentIndex(entries: IndexEntry[], logSize: number): boole
       return false;
     }
   }
-  return entries.at(-1)!.position < logSize;
+  return entries.at(-1)!.position < logSizeBytes;
 }
 
 /**

@@ -1,4 +1,5 @@
-import type { SegmentLocation } from "./segment.ts";
+import { assert } from "../runtime/assert.ts";
+import { assertChainOrder, type RetentionSegment } from "./retention_segment.ts";
 
 /**
  * Local retention's decisions, as pure functions: which local copies of uploaded segments one
@@ -16,32 +17,24 @@ export interface LocalEnvelope {
   sizeBytes: number | null;
 }
 
-/** What local retention looks at in a segment. */
-export interface LocalSegment {
-  readonly startOffset: number;
-  readonly endOffset: number;
-  readonly sizeBytes: number;
-  /** Timestamp of the newest message in the segment (wall clock, microseconds). */
-  readonly maxTimestampUs: number;
-  readonly sealed: boolean;
-  readonly location: SegmentLocation;
-}
-
 /** Whether the local envelope still wants a segment, with `localBytes` on local disk. */
-export type KeepLocal = (segment: LocalSegment, localBytes: number) => boolean;
+export type KeepLocal = (segment: RetentionSegment, localBytes: number) => boolean;
 
 /**
  * The envelope as of `nowUs` (wall clock, microseconds): a segment is kept while the local bytes
  * are within the size and its newest message is within the age.
  */
 export function keepLocalWithin(envelope: LocalEnvelope, nowUs: number): KeepLocal {
+  assert(envelope.ageMs === null || envelope.ageMs >= 0, "a local retention age is not negative");
+  assert(envelope.sizeBytes === null || envelope.sizeBytes >= 0, "a local retention size is not negative");
+  assert(Number.isFinite(nowUs), "the wall clock reads a finite time");
   return (segment, localBytes) =>
     (envelope.sizeBytes === null || localBytes <= envelope.sizeBytes) &&
     (envelope.ageMs === null || segment.maxTimestampUs >= nowUs - envelope.ageMs * 1000);
 }
 
 /** Bytes of the segments whose `.log` is on local disk (local or uploaded). */
-export function localBytesOf(segments: readonly LocalSegment[]): number {
+export function localBytesOf(segments: readonly RetentionSegment[]): number {
   return segments.filter((s) => s.location !== "remote").reduce((sum, s) => sum + s.sizeBytes, 0);
 }
 
@@ -51,11 +44,13 @@ export function localBytesOf(segments: readonly LocalSegment[]): number {
  * (exclusive), or still wanted by `keepLocal`; at most `evictionSegmentsPerPassMax`. Each one
  * chosen counts as gone for the next one's look. The result is a run of consecutive segments.
  */
-export function evictionVictims<S extends LocalSegment>(
+export function evictionVictims<S extends RetentionSegment>(
   segments: readonly S[],
   floor: number,
   keepLocal: KeepLocal,
 ): S[] {
+  assertChainOrder(segments);
+  assert(floor >= 0, "the tiered floor is not negative");
   const victims: S[] = [];
   let localBytes = localBytesOf(segments);
   for (const segment of segments) {
@@ -64,6 +59,7 @@ export function evictionVictims<S extends LocalSegment>(
     if (keepLocal(segment, localBytes)) break;
     victims.push(segment);
     localBytes -= segment.sizeBytes;
+    assert(localBytes >= 0, "the local bytes left after an eviction are not negative");
   }
   return victims;
 }
@@ -76,10 +72,12 @@ export function evictionVictims<S extends LocalSegment>(
 export type LocalRetentionDecision = { kind: "evict" } | { kind: "hold"; underPressure: boolean };
 
 export function decideLocalRetention(
-  segments: readonly LocalSegment[],
+  segments: readonly RetentionSegment[],
   floor: number,
   keepLocal: KeepLocal,
 ): LocalRetentionDecision {
+  assertChainOrder(segments);
+  assert(floor >= 0, "the tiered floor is not negative");
   const first = segments.find((s) => s.sealed && s.location !== "remote");
   if (first !== undefined && first.endOffset < floor) return { kind: "evict" };
   const underPressure = first !== undefined && !keepLocal(first, localBytesOf(segments));

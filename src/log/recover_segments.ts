@@ -1,6 +1,6 @@
 import type { Disk } from "../runtime/disk.ts";
 import type { Logger } from "../runtime/logger.ts";
-import { readExactly } from "../runtime/read_exactly.ts";
+import { readUpTo } from "../runtime/read_up_to.ts";
 import { type BatchHeader, decodeBatchHeader, isPlausibleHeader } from "./batch_codec.ts";
 import { PartitionRefusedError } from "./log_errors.ts";
 import { scanBatches } from "./scan_batches.ts";
@@ -152,7 +152,7 @@ async function readMarker(
   let marker: RemoteMarker | null = null;
   let unreadable: Error | null = null;
   try {
-    marker = decodeRemoteMarker(await readExactly(file, 0, remoteMarkerBytes + 1));
+    marker = decodeRemoteMarker(await readUpTo(file, 0, remoteMarkerBytes + 1));
   } catch (error) {
     unreadable = error as Error;
   } finally {
@@ -166,7 +166,7 @@ async function readMarker(
     }
     logger.warn("removing an unfinished eviction's marker", { partition: label, segment: segment.stem });
     await disk.unlink(segment.markerPath);
-    await disk.fsyncDir(segment.markerPath.slice(0, segment.markerPath.lastIndexOf("/")));
+    await disk.fsyncDir(segment.dir);
     return null;
   }
   if (marker.startOffset !== segment.startOffset) {
@@ -334,7 +334,7 @@ async function validBatchFollows(
   if (header === null) return false;
   const next = position + header.lengthBytes;
   if (next >= size) return false;
-  const bytes = await readExactly(file, next, Math.min(size - next, 48));
+  const bytes = await readUpTo(file, next, Math.min(size - next, 48));
   const following = decodeBatchHeader(bytes);
   return following !== null && isPlausibleHeader(following) &&
     following.baseOffset === expectedOffset + header.messageCount && next + following.lengthBytes <= size;

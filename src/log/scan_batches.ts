@@ -1,6 +1,6 @@
 import { yieldToReactor } from "../runtime/yield_to_reactor.ts";
 import type { DiskFile } from "../runtime/disk.ts";
-import { readExactly } from "../runtime/read_exactly.ts";
+import { readUpTo } from "../runtime/read_up_to.ts";
 import {
   type BatchHeader,
   batchHeaderBytes,
@@ -52,7 +52,7 @@ export async function scanBatches(
     if (pos + batchHeaderBytes > endPosition) return { kind: "torn", position: pos };
     if (windowStart + window.length < pos + batchHeaderBytes) {
       if (options.verify && window.length > 0) await yieldToReactor();
-      window = await readExactly(file, pos, Math.min(windowBytes, endPosition - pos));
+      window = await readUpTo(file, pos, Math.min(windowBytes, endPosition - pos));
       windowStart = pos;
       windowBytes = Math.min(windowBytes * 2, readWindowBytesMax);
     }
@@ -65,7 +65,7 @@ export async function scanBatches(
     if (pos + header.lengthBytes > endPosition) return { kind: "torn", position: pos };
     if (windowStart + window.length < pos + header.lengthBytes) {
       if (options.verify) await yieldToReactor();
-      window = await readExactly(
+      window = await readUpTo(
         file,
         pos,
         Math.min(Math.max(windowBytes, header.lengthBytes), endPosition - pos),

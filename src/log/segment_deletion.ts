@@ -1,4 +1,7 @@
-import { type Disk, DiskError } from "../runtime/disk.ts";
+import { assert } from "../runtime/assert.ts";
+import type { Disk } from "../runtime/disk.ts";
+import { unlinkIfPresent } from "../runtime/unlink_if_present.ts";
+import type { Segment } from "./segment.ts";
 import { closeFiles, SegmentChain } from "./segment_chain.ts";
 import { frontSegmentsToDelete, type RetentionDecision } from "./total_retention.ts";
 
@@ -17,9 +20,11 @@ export async function deleteFront(
   decide: RetentionDecision,
 ): Promise<number> {
   const doomed = frontSegmentsToDelete(chain.segments, decide);
+  assert(doomed < chain.segments.length, "retention leaves the active segment");
   for (let deleted = 0; deleted < doomed; deleted++) {
     // Out of the list first, so no new read picks up a segment whose files are going away.
     const front = chain.shiftFront();
+    assertDeletable(front);
     if (front.location !== "remote") await disk.unlink(front.logPath);
     await unlinkIfPresent(disk, front.indexPath);
     if (front.marker !== null) await unlinkIfPresent(disk, front.markerPath);
@@ -34,6 +39,7 @@ export async function purgeSegments(disk: Disk, dir: string, chain: SegmentChain
   const doomed = chain.takeAll();
   // Oldest first, so a crash part-way leaves a contiguous suffix that boot accepts.
   for (const segment of doomed) {
+    assert(segment.location !== "remote" || segment.marker !== null, "a remote segment keeps its marker");
     await closeFiles(segment);
     if (segment.location !== "remote") await disk.unlink(segment.logPath);
     await unlinkIfPresent(disk, segment.indexPath);
@@ -43,10 +49,11 @@ export async function purgeSegments(disk: Disk, dir: string, chain: SegmentChain
   chain.restart(await SegmentChain.createSegment(disk, dir, 0));
 }
 
-async function unlinkIfPresent(disk: Disk, path: string): Promise<void> {
-  try {
-    await disk.unlink(path);
-  } catch (error) {
-    if (!(error instanceof DiskError && error.code === "not_found")) throw error;
-  }
+/**
+ * What front deletion relies on in each segment it takes: sealed (retention never takes the active
+ * one), and a remote one with its marker, or the marker file would outlive its segment.
+ */
+function assertDeletable(segment: Segment): void {
+  assert(segment.sealed, "retention deletes only sealed segments");
+  assert(segment.location !== "remote" || segment.marker !== null, "a remote segment keeps its marker");
 }

@@ -1,6 +1,6 @@
 import { Crc32Stream } from "../runtime/crc32.ts";
 import type { Disk } from "../runtime/disk.ts";
-import { readExactly } from "../runtime/read_exactly.ts";
+import { readUpTo } from "../runtime/read_up_to.ts";
 import { writeWholeFile } from "../runtime/write_whole_file.ts";
 import { yieldToReactor } from "../runtime/yield_to_reactor.ts";
 import { encodeRemoteMarker, type MarkerIdentity, type RemoteMarker } from "./remote_marker.ts";
@@ -66,7 +66,7 @@ export async function hashLog(disk: Disk, segment: Segment): Promise<number> {
   const file = await disk.open(segment.logPath, { readOnly: true });
   try {
     for (let at = 0; at < segment.sizeBytes; at += hashPieceBytes) {
-      crc.update(await readExactly(file, at, Math.min(hashPieceBytes, segment.sizeBytes - at)));
+      crc.update(await readUpTo(file, at, Math.min(hashPieceBytes, segment.sizeBytes - at)));
       await yieldToReactor();
     }
   } finally {

@@ -1,4 +1,5 @@
-import type { SegmentLocation } from "./segment.ts";
+import { assert } from "../runtime/assert.ts";
+import { assertChainOrder, type RetentionSegment } from "./retention_segment.ts";
 
 /**
  * Total retention's decisions, as pure functions: which front segments of a partition one pass
@@ -8,17 +9,6 @@ import type { SegmentLocation } from "./segment.ts";
 
 /** Segments deleted by one retention pass at most: a pass holds the writer loop for a bounded time. */
 export const retentionSegmentsPerPassMax = 16;
-
-/** What total retention looks at in a segment. */
-export interface RetentionSegment {
-  readonly startOffset: number;
-  readonly endOffset: number;
-  readonly sizeBytes: number;
-  /** Timestamp of the newest message in the segment (wall clock, microseconds). */
-  readonly maxTimestampUs: number;
-  readonly sealed: boolean;
-  readonly location: SegmentLocation;
-}
 
 /** Decides, for the oldest sealed segment, whether total retention removes it. */
 export type RetentionDecision = (segment: RetentionSegment, retainedBytes: number) => boolean;
@@ -66,6 +56,9 @@ export function retentionLimitsOf(
  */
 export function retentionByLimits(limits: RetentionLimits, wallMs: number): RetentionDecision {
   const { maxAgeMs, maxBytes, barrierOffset } = limits;
+  assert(maxAgeMs === null || maxAgeMs >= 0, "a retention age is not negative");
+  assert(maxBytes === null || maxBytes >= 0, "a retention size is not negative");
+  assert(barrierOffset === null || barrierOffset >= 0, "the consumer barrier is an offset");
   return (segment, retainedBytes) =>
     (barrierOffset === null || segment.endOffset < barrierOffset) &&
     ((maxBytes !== null && retainedBytes > maxBytes) ||
@@ -82,13 +75,17 @@ export function frontSegmentsToDelete(
   segments: readonly RetentionSegment[],
   decide: RetentionDecision,
 ): number {
+  assert(segments.length > 0, "a chain holds at least its active segment");
+  assertChainOrder(segments);
   let retainedBytes = segments.reduce((sum, s) => sum + s.sizeBytes, 0);
   let count = 0;
   while (count < retentionSegmentsPerPassMax && count < segments.length - 1) {
     const front = segments[count]!;
     if (!front.sealed || !decide(front, retainedBytes)) break;
     retainedBytes -= front.sizeBytes;
+    assert(retainedBytes >= 0, "the bytes retained after a deletion are not negative");
     count++;
   }
+  assert(count < segments.length, "the active segment is never deleted");
   return count;
 }

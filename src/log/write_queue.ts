@@ -42,7 +42,10 @@ export class WriteQueue<Op extends QueuedOp> {
   #failure: Error | null = null;
   #closed = false;
 
-  /** `queueMax` is read at each enqueue: topic options may change. */
+  /**
+   * `queueMax` is read at each enqueue, and checked at each group: it may rise at run time, never fall
+   * below what is queued (the server's is a fixed setting).
+   */
   constructor(label: string, queueMax: () => number, commit: GroupCommit<Op>) {
     this.#label = label;
     this.#queueMax = queueMax;
@@ -109,6 +112,8 @@ export class WriteQueue<Op extends QueuedOp> {
   async #drain(): Promise<void> {
     // Each pass takes at least one queued operation, so the queue's bound bounds the loop.
     while (this.#queue.length > 0 && this.#failure === null) {
+      // Once a group, never once an operation: the hot path pays nothing for it.
+      assert(this.#queue.length <= this.#queueMax(), "the write queue holds no more than its bound");
       await this.#processGroup(this.#queue.splice(0, groupOpsMax));
     }
     // A failure recorded from outside the loop (the background fsync) leaves operations queued

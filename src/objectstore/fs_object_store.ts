@@ -2,6 +2,7 @@ import { pack, unpack } from "msgpackr";
 import { BufferPool } from "../runtime/buffer_pool.ts";
 import { Crc32Stream } from "../runtime/crc32.ts";
 import { directIoAlignBytes, type Disk, DiskError, type DiskFile } from "../runtime/disk.ts";
+import { dirOf } from "../runtime/paths.ts";
 import type { Rng } from "../runtime/rng.ts";
 import { checkKey } from "./key_check.ts";
 import { SyncBehind } from "./sync_behind.ts";
@@ -339,10 +340,6 @@ async function readHeader(file: DiskFile, key: string): Promise<{ meta: StoredMe
   const metaBytes = new Uint8Array(metaLength);
   if ((await file.readAt(metaBytes, metaAt)) !== metaLength) throw corrupt();
   return { meta: unpack(metaBytes) as StoredMeta, headerBytes };
-}
-
-function dirOf(path: string): string {
-  return path.slice(0, path.lastIndexOf("/"));
 }
 
 export function hex(crc: number): string {

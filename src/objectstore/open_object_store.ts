@@ -78,7 +78,7 @@ async function openS3(config: TieredStorageConfig, deps: OpenDeps) {
     urlStyle,
     conditionalWrites,
     connectionIdleTimeoutMs: config.connectionIdleTimeoutMs,
-    connectionsMax: s3.connections,
+    connectionsMax: s3.connectionsMax,
     requestTimeoutMs: config.requestTimeoutMs,
   });
   let lastError: unknown = null;

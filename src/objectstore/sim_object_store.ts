@@ -50,7 +50,10 @@ export interface SimFaults {
   latencyMs?: { min: number; max: number };
   /** Every attempt that starts inside one of these windows fails as unreachable. */
   outages?: { fromMs: number; toMs: number }[];
-  /** The store's wall clock minus ours: what its LastModified dates are off by. */
+  /**
+   * How far the store's wall clock runs ahead of the server's (negative: behind): what its
+   * LastModified dates are off by.
+   */
   wallSkewMs?: number;
 }
 

@@ -18,6 +18,14 @@ export interface FileRequest {
   inode?: number;
 }
 
+/** A transfer of `length` bytes at `position` of a file through slot `slot`; around the page cache if `direct`. */
+export interface SlotRequest extends FileRequest {
+  slot: number;
+  length: number;
+  position: number;
+  direct: boolean;
+}
+
 /** Closes the worker's descriptors of a file, and forgets it. */
 export interface CloseRequest extends FileRequest {
   op: "close";

@@ -3,21 +3,17 @@ import {
   type CloseRequest,
   errorCode,
   failureOf,
-  type FileRequest,
   type FileWorkerData,
   type Numbered,
+  type SlotRequest,
   SlotViews,
   type WorkerAnswer,
 } from "./file_worker_protocol.ts";
 import { type NamedFile, WorkerFileTable, type WorkerFs } from "./worker_file_table.ts";
 
 /** Reads `length` bytes at `position` of a file into slot `slot`; around the page cache if `direct`. */
-export interface ReadRequest extends FileRequest {
+export interface ReadRequest extends SlotRequest {
   op: "read";
-  slot: number;
-  length: number;
-  position: number;
-  direct: boolean;
 }
 
 /** What a read found, without the request's number. */

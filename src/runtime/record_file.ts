@@ -1,12 +1,12 @@
 import { pack, unpack } from "msgpackr";
 import { crc32c } from "./crc32c.ts";
 import type { Disk } from "./disk.ts";
-import { writeWholeFile } from "./write_whole_file.ts";
+import { replaceFile } from "./replace_file.ts";
 
 /**
  * A small durable record (superblock, consumer offsets, metadata): 8 bytes of magic, the payload
- * length (u32 LE), the payload's CRC32C (u32 LE), then the msgpack payload. Written atomically:
- * temp file, fsync, rename over the old one, fsync the directory. A reader sees the old record or
+ * length (u32 LE), the payload's CRC32C (u32 LE), then the msgpack payload. Written atomically
+ * (`replaceFile`): temp file, fsync, rename over the old one, fsync the directory. A reader sees the old record or
  * the new one, never a mix, and a torn temp file is ignored.
  */
 export class CorruptRecordError extends Error {
@@ -18,13 +18,26 @@ export class CorruptRecordError extends Error {
 
 const headerBytes = 16;
 
-export async function writeRecordFile(
+/**
+ * Writes `value` as the record `dir/name`, replacing the old one atomically. Not an async function:
+ * the caller awaits the replacement's own promise, with no promise hop added (the simulator's I/O
+ * order depends on them).
+ */
+export function writeRecordFile(
   disk: Disk,
   dir: string,
   name: string,
   magic: string,
   value: unknown,
 ): Promise<void> {
+  try {
+    return replaceFile(disk, `${dir}/${name}`, recordBytes(magic, value));
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+function recordBytes(magic: string, value: unknown): Uint8Array {
   const payload = pack(value);
   const bytes = new Uint8Array(headerBytes + payload.length);
   bytes.set(magicBytes(magic), 0);
@@ -32,10 +45,7 @@ export async function writeRecordFile(
   view.setUint32(8, payload.length, true);
   view.setUint32(12, crc32c(payload), true);
   bytes.set(payload, headerBytes);
-  const tempPath = `${dir}/${name}.tmp`;
-  await writeWholeFile(disk, tempPath, bytes);
-  await disk.rename(tempPath, `${dir}/${name}`);
-  await disk.fsyncDir(dir);
+  return bytes;
 }
 
 /** Reads a record; null when the file does not exist. */
@@ -65,6 +75,6 @@ export async function readRecordFile<T>(disk: Disk, path: string, magic: string)
 
 function magicBytes(magic: string): Uint8Array {
   const bytes = new TextEncoder().encode(magic);
-  if (bytes.length !== 8) throw new Error(`record magic must be 8 bytes: ${magic}`);
+  if (bytes.length !== 8) throw new Error(`Cannot use record magic ${magic}: it must be 8 bytes`);
   return bytes;
 }

@@ -59,7 +59,9 @@ export class WorkerFileTable {
       this.#files.set(request.fileId, { path: request.path, inode: request.inode });
     }
     const file = this.#files.get(request.fileId);
-    if (file === undefined) throw new Error(`the ${this.#workerName} was not told of file ${request.fileId}`);
+    if (file === undefined) {
+      throw new Error(`Cannot find file ${request.fileId}: the ${this.#workerName} was not told of it`);
+    }
     return file;
   }
 

@@ -4,9 +4,9 @@ import {
   type CloseRequest,
   errorCode,
   failureOf,
-  type FileRequest,
   type FileWorkerData,
   type Numbered,
+  type SlotRequest,
   SlotViews,
   type WorkerAnswer,
 } from "./file_worker_protocol.ts";
@@ -16,12 +16,8 @@ import { type NamedFile, WorkerFileTable, type WorkerFs } from "./worker_file_ta
  * Writes the first `length` bytes of slot `slot` at `position` of a file; with `direct`, their
  * aligned prefix around the page cache (the caller sends it only for a part that starts aligned).
  */
-export interface WriteRequest extends FileRequest {
+export interface WriteRequest extends SlotRequest {
   op: "write";
-  slot: number;
-  length: number;
-  position: number;
-  direct: boolean;
 }
 
 export interface WriteAnswer extends WorkerAnswer {
@@ -80,7 +76,7 @@ export class WriteHandler {
     if (request.direct) this.#directBytes = this.#writeDirect(request, file, bytes);
     for (let written = this.#directBytes; written < request.length;) {
       const n = this.#fs.writeSync(fd, bytes, written, request.length - written, request.position + written);
-      if (n <= 0) throw new Error("the write made no progress");
+      if (n <= 0) throw new Error(`Cannot write ${file.path}: the write made no progress`);
       written += n;
     }
   }

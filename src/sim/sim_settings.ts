@@ -42,7 +42,7 @@ export const housekeepingConfig: HousekeepingConfig = {
   intervalMs: 2000,
   idleTimeoutMs: 1000,
   idleThresholdRps: 1_000_000,
-  requestQuota: 1000,
+  requestsPerRunMax: 1000,
   deleteBatchPerPass: 100,
   deleteGraceMs: 5000,
   orphanSweepIntervalMs: 5000,

@@ -107,7 +107,11 @@ export class ChunkCache {
     cache.#state = step.state;
     // A smaller budget than before: what does not fit goes now, file and all.
     for (const effect of step.effects) {
-      if (effect.kind === "delete_chunk") await files.delete(effect.key).catch(() => {});
+      if (effect.kind === "delete_chunk") {
+        await files.delete(effect.key).catch((error) =>
+          deps.logger.warn("cache open could not delete a chunk over the budget", { key: effect.key, error })
+        );
+      }
     }
     return cache;
   }
@@ -204,7 +208,12 @@ export class ChunkCache {
   async drop(cacheKey: string): Promise<void> {
     this.#deps.metrics?.checksumFailures.inc();
     this.#state = cacheCore.chunkForgotten(this.#state, { key: cacheKey });
-    await this.#files.delete(cacheKey).catch(() => {});
+    await this.#files.delete(cacheKey).catch((error) =>
+      this.#deps.logger.warn("cache could not delete a chunk that failed its checksum", {
+        key: cacheKey,
+        error,
+      })
+    );
   }
 
   /** Takes back a window `read` returned, once nothing reads it (a no-op for other bytes). */

@@ -1,8 +1,9 @@
 import type { PieceSink } from "../objectstore/object_store.ts";
-import { readExactlyInto } from "../runtime/read_exactly.ts";
+import { readUpToInto } from "../runtime/read_up_to.ts";
 import type { BufferPool } from "../runtime/buffer_pool.ts";
 import type { Disk, DiskFile } from "../runtime/disk.ts";
 import type { PieceGate } from "../runtime/piece_gate.ts";
+import { replaceFileWith } from "../runtime/replace_file.ts";
 import { yieldToReactor } from "../runtime/yield_to_reactor.ts";
 import { ChunkFileHandles } from "./chunk_file_handles.ts";
 import type { ChunkSpan } from "./chunk_layout.ts";
@@ -74,31 +75,27 @@ export class ChunkFiles {
    * place, the directory fsynced. Each piece takes a turn of the piece gate (else a yield after
    * it); `naive` (the benchmark's switch) writes without either and takes the chunk whole.
    */
-  async fill(key: string, naive: boolean, source: (write: PieceSink) => Promise<number>): Promise<number> {
-    const path = `${this.#dir}/${key}`;
-    const dir = path.slice(0, path.lastIndexOf("/"));
-    await this.#disk.mkdirp(dir);
+  fill(key: string, naive: boolean, source: (write: PieceSink) => Promise<number>): Promise<number> {
     // Around the page cache: filling fresh page-cache pages cost the write worker a third of a core in a
     // storm, and the chunk cache is itself the cache of these bytes (docs/TUNING.md, "Direct I/O").
-    const part = await this.#disk.open(`${path}.part`, { create: true, bypassCache: true });
-    let sizeBytes: number;
-    try {
-      await part.truncate(0);
-      if (naive) {
-        sizeBytes = await source((piece, position) => part.writeAt(piece, position));
-      } else {
-        // Each piece goes to the file as it arrives: the chunk is never whole in memory, and the
-        // store may read the next piece into the same buffer once this one is written.
-        sizeBytes = await source((piece, position) => this.#writePiece(part, piece, position));
-        await part.truncate(sizeBytes);
-      }
-      await part.sync();
-    } finally {
-      await part.close();
+    const path = `${this.#dir}/${key}`;
+    const options = { tempPath: `${path}.part`, makeDirectory: true, bypassCache: true };
+    if (naive) {
+      return replaceFileWith(
+        this.#disk,
+        path,
+        (part) => source((piece, at) => part.writeAt(piece, at)),
+        options,
+      );
     }
-    await this.#disk.rename(`${path}.part`, path);
-    await this.#disk.fsyncDir(dir);
-    return sizeBytes;
+    // Each piece goes to the file as it arrives: the chunk is never whole in memory, and the store
+    // may read the next piece into the same buffer once this one is written.
+    return replaceFileWith(
+      this.#disk,
+      path,
+      (part) => source((piece, at) => this.#writePiece(part, piece, at)),
+      { ...options, trimTo: (sizeBytes) => sizeBytes },
+    );
   }
 
   /**
@@ -121,7 +118,7 @@ export class ChunkFiles {
     return this.#handles.read(`${this.#dir}/${key}`, async (file) => {
       const length = Math.min(lengthBytes, span.end - from);
       const buffer = this.#windowPool?.take(length) ?? new Uint8Array(length);
-      return buffer.subarray(0, await readExactlyInto(file, buffer, from - span.start));
+      return buffer.subarray(0, await readUpToInto(file, buffer, from - span.start));
     });
   }
 

@@ -131,7 +131,7 @@ export class Housekeeping {
 
   async #run(jobs: core.HousekeepingJob[]): Promise<void> {
     this.#deps.metrics?.runs.inc();
-    const budget = new RequestBudget(this.#deps.config.requestQuota, this.#deps.metrics);
+    const budget = new RequestBudget(this.#deps.config.requestsPerRunMax, this.#deps.metrics);
     this.#budget = budget;
     const outcomes: core.JobOutcome[] = [];
     for (const job of jobs) {

@@ -8,7 +8,7 @@ import type { RequestBudget } from "./housekeeping_budget.ts";
 import type { JobOutcome } from "./housekeeping_core.ts";
 import type { HousekeepingMetrics } from "./housekeeping_metrics.ts";
 import { type PartitionIncarnation, segmentKeys } from "./object_keys.ts";
-import { type UploadDeps, uploadSegment } from "./segment_uploader.ts";
+import { sealedSegmentOf, type UploadDeps, uploadSegment } from "./segment_uploader.ts";
 
 /** What the verify pass needs, re-uploads included. */
 export interface VerifyDeps {
@@ -87,14 +87,7 @@ async function reupload(
 ): Promise<void> {
   const outcome = await uploadSegment(
     deps.upload,
-    {
-      logPath: segment.logPath,
-      indexPath: segment.indexPath,
-      startOffset: segment.startOffset,
-      endOffset: segment.endOffset,
-      startTimestampUs: segment.firstTimestampUs ?? segment.maxTimestampUs,
-      maxTimestampUs: segment.maxTimestampUs,
-    },
+    sealedSegmentOf(segment),
     keys,
     deps.clock.nowMs() + deps.config.segmentUploadTimeoutMs,
   );

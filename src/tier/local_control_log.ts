@@ -3,7 +3,9 @@ import { pack, unpack } from "msgpackr";
 import { assert } from "../runtime/assert.ts";
 import { crc32c } from "../runtime/crc32c.ts";
 import type { Disk, DiskFile } from "../runtime/disk.ts";
-import { readExactly } from "../runtime/read_exactly.ts";
+import { dirOf } from "../runtime/paths.ts";
+import { readUpTo } from "../runtime/read_up_to.ts";
+import { replaceFile } from "../runtime/replace_file.ts";
 import {
   type ApplyHook,
   type ControlCommand,
@@ -71,11 +73,10 @@ export class LocalControlLog implements ControlLog {
     path: string,
     compactAboveBytes = compactAboveBytesDefault,
   ): Promise<LocalControlLog> {
-    const dir = path.slice(0, path.lastIndexOf("/"));
-    await disk.mkdirp(dir);
+    await disk.mkdirp(dirOf(path));
     const file = await disk.open(path, { create: true });
     const size = await file.sizeBytes();
-    const bytes = await readExactly(file, 0, size);
+    const bytes = await readUpTo(file, 0, size);
     const { records, validBytes } = decodeRecords(bytes);
     if (validBytes < size) {
       await file.truncate(validBytes);
@@ -136,20 +137,16 @@ export class LocalControlLog implements ControlLog {
     await this.#file.close();
   }
 
-  /** Rewrites the file without the records every snapshot already holds: temp, fsync, rename. */
+  /**
+   * Rewrites the file without the records every snapshot already holds (`replaceFile`: temp,
+   * fsync, rename, directory fsync), then reopens it; the old handle is closed once replaced.
+   */
   async #compact(): Promise<void> {
-    const bytes = await readExactly(this.#file, 0, this.#sizeBytes);
+    const bytes = await readUpTo(this.#file, 0, this.#sizeBytes);
     const keep = decodeRecords(bytes).records.filter((r) => r.index > this.#snapshotIndex);
     const rewritten = concatBytes(keep.map(encodeRecord));
-    const temp = `${this.#path}.tmp`;
-    const file = await this.#disk.open(temp, { create: true });
-    await file.truncate(0);
-    await file.writeAt(rewritten, 0);
-    await file.sync();
-    await file.close();
+    await replaceFile(this.#disk, this.#path, rewritten);
     await this.#file.close();
-    await this.#disk.rename(temp, this.#path);
-    await this.#disk.fsyncDir(this.#path.slice(0, this.#path.lastIndexOf("/")));
     this.#file = await this.#disk.open(this.#path);
     this.#sizeBytes = rewritten.length;
   }

@@ -1,3 +1,4 @@
+import type { Segment } from "../log/segment.ts";
 import { assert } from "../runtime/assert.ts";
 import type { Disk, DiskFile } from "../runtime/disk.ts";
 import { crc32, Crc32Stream } from "../runtime/crc32.ts";
@@ -5,7 +6,7 @@ import { toPieces } from "../objectstore/object_store.ts";
 import type { TokenBucket } from "../runtime/token_bucket.ts";
 import { yieldToReactor } from "../runtime/yield_to_reactor.ts";
 import type { PieceGate } from "../runtime/piece_gate.ts";
-import { readExactly, readExactlyInto } from "../runtime/read_exactly.ts";
+import { readUpTo, readUpToInto } from "../runtime/read_up_to.ts";
 import { PreconditionFailedError } from "../objectstore/object_store_errors.ts";
 import type { DeadlineObjectStore } from "../objectstore/deadline_object_store.ts";
 
@@ -17,6 +18,18 @@ export interface SealedSegment {
   endOffset: number;
   startTimestampUs: number;
   maxTimestampUs: number;
+}
+
+/** What an upload needs of a segment of the log (sealed: its files no longer change). */
+export function sealedSegmentOf(segment: Segment): SealedSegment {
+  return {
+    logPath: segment.logPath,
+    indexPath: segment.indexPath,
+    startOffset: segment.startOffset,
+    endOffset: segment.endOffset,
+    startTimestampUs: segment.firstTimestampUs ?? segment.maxTimestampUs,
+    maxTimestampUs: segment.maxTimestampUs,
+  };
 }
 
 export interface UploadDeps {
@@ -57,14 +70,22 @@ export async function uploadSegment(
     await log.close();
     throw error;
   });
+  const upload: OpenUpload = { segment, log, index, keys, deadlineAtMs };
   try {
-    return deps.naive
-      ? await uploadWhole(deps, segment, log, index, keys, deadlineAtMs)
-      : await uploadInPieces(deps, segment, log, index, keys, deadlineAtMs);
+    return deps.naive ? await uploadWhole(deps, upload) : await uploadInPieces(deps, upload);
   } finally {
     await log.close();
     await index.close();
   }
+}
+
+/** One segment's upload under way: its files open for reading, its object keys, its deadline. */
+interface OpenUpload {
+  segment: SealedSegment;
+  log: DiskFile;
+  index: DiskFile;
+  keys: { log: string; index: string };
+  deadlineAtMs: number;
 }
 
 /** The user metadata of a segment's `.log` object: what a HEAD needs to check it without reading it. */
@@ -86,14 +107,13 @@ function segmentMetadata(
   };
 }
 
-async function uploadInPieces(
-  deps: UploadDeps,
-  segment: SealedSegment,
-  log: DiskFile,
-  index: DiskFile,
-  keys: { log: string; index: string },
-  deadlineAtMs: number,
-): Promise<UploadOutcome> {
+/** The user metadata of a segment's `.index` object. */
+function indexMetadata(indexCrc32: number): Record<string, string> {
+  return { "crc32": String(indexCrc32), "format-version": segmentFormatVersion };
+}
+
+async function uploadInPieces(deps: UploadDeps, upload: OpenUpload): Promise<UploadOutcome> {
+  const { segment, log, index, keys, deadlineAtMs } = upload;
   const sizeBytes = await log.sizeBytes();
   const indexSizeBytes = await index.sizeBytes();
   const logCrc32 = await hashFile(log, sizeBytes, deps.pieceBytes, deps.gate);
@@ -102,10 +122,15 @@ async function uploadInPieces(
   const logResult = await putOnce(deps, keys.log, log, sizeBytes, logCrc32, metadata, deadlineAtMs);
   if (logResult !== "created" && logResult !== "same") return { kind: "anomaly", detail: logResult };
   const indexCrc32 = await hashFile(index, indexSizeBytes, deps.pieceBytes, deps.gate);
-  const indexResult = await putOnce(deps, keys.index, index, indexSizeBytes, indexCrc32, {
-    "crc32": String(indexCrc32),
-    "format-version": segmentFormatVersion,
-  }, deadlineAtMs);
+  const indexResult = await putOnce(
+    deps,
+    keys.index,
+    index,
+    indexSizeBytes,
+    indexCrc32,
+    indexMetadata(indexCrc32),
+    deadlineAtMs,
+  );
   // Indexes may legitimately differ (flush timing); an existing one with another checksum is kept.
   void indexResult;
   return { kind: "uploaded", logCrc32, sizeBytes, indexSizeBytes, alreadyThere: logResult === "same" };
@@ -115,16 +140,10 @@ async function uploadInPieces(
  * What the cooperative design prevents, for the benchmark's naive phase only: the whole `.log` read
  * in one call and hashed in one synchronous stretch, then sent without a yield between pieces.
  */
-async function uploadWhole(
-  deps: UploadDeps,
-  segment: SealedSegment,
-  log: DiskFile,
-  index: DiskFile,
-  keys: { log: string; index: string },
-  deadlineAtMs: number,
-): Promise<UploadOutcome> {
-  const logBytes = await readExactly(log, 0, await log.sizeBytes());
-  const indexBytes = await readExactly(index, 0, await index.sizeBytes());
+async function uploadWhole(deps: UploadDeps, upload: OpenUpload): Promise<UploadOutcome> {
+  const { segment, log, index, keys, deadlineAtMs } = upload;
+  const logBytes = await readUpTo(log, 0, await log.sizeBytes());
+  const indexBytes = await readUpTo(index, 0, await index.sizeBytes());
   const logCrc32 = crc32(logBytes);
   const indexCrc32 = crc32(indexBytes);
   const metadata = segmentMetadata(segment, logBytes.length, indexBytes.length, logCrc32);
@@ -135,10 +154,7 @@ async function uploadWhole(
   for (
     const [key, bytes, crc, meta] of [
       [keys.log, logBytes, logCrc32, metadata],
-      [keys.index, indexBytes, indexCrc32, {
-        "crc32": String(indexCrc32),
-        "format-version": segmentFormatVersion,
-      }],
+      [keys.index, indexBytes, indexCrc32, indexMetadata(indexCrc32)],
     ] as const
   ) {
     await deps.store.put(key, whole(bytes), {
@@ -225,7 +241,7 @@ async function* pieces(
   // Each read has a handler from its start: one that fails while the store works on the piece
   // before it must not be an unhandled rejection. Its failure is thrown where it is awaited.
   const readAt = (position: number, buffer: Uint8Array) => {
-    const reading = readExactlyInto(
+    const reading = readUpToInto(
       file,
       buffer.subarray(0, Math.min(buffer.length, sizeBytes - position)),
       position,

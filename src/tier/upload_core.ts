@@ -249,18 +249,8 @@ export function purged(
   if (p === undefined) return { state, effects: [] };
   const orphans = new Set(state.orphans);
   if (p.inFlight !== null) orphans.add(p.inFlight.identity);
-  const next: PartitionUploads = {
-    ...p,
-    generation: e.generation,
-    floor: 0,
-    pending: [],
-    inFlight: null,
-    failures: 0,
-    retryAtMs: null,
-    stalled: false,
-    anomaly: null,
-    floorRetry: null,
-  };
+  // As a partition that joins at floor 0, but the pressure it is under stays.
+  const next: PartitionUploads = { ...openedPartition(e.generation, 0), underPressure: p.underPressure };
   return dispatch({ ...withPartition(state, e.partition, next), orphans }, nowMs, []);
 }
 

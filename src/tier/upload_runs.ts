@@ -5,7 +5,7 @@ import { DiskError } from "../runtime/disk.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { Rng } from "../runtime/rng.ts";
 import { incarnationOf, segmentKeys } from "./object_keys.ts";
-import { type UploadDeps, type UploadOutcome, uploadSegment } from "./segment_uploader.ts";
+import { sealedSegmentOf, type UploadDeps, type UploadOutcome, uploadSegment } from "./segment_uploader.ts";
 import type { TierMetrics } from "./tier_metrics.ts";
 import type { TieredPartition } from "./tiered_partition.ts";
 import type { UploadEffect } from "./upload_state.ts";
@@ -79,7 +79,7 @@ export class UploadRuns {
       // switch reach every upload (docs/TUNING.md, "The piece gate").
       const outcome = await uploadSegment(
         this.#deps.uploadDeps(),
-        sealedOf(segment),
+        sealedSegmentOf(segment),
         keys,
         this.#deps.clock.nowMs() + segmentUploadTimeoutMs,
       );
@@ -141,15 +141,4 @@ export class UploadRuns {
       random: this.#deps.rng.nextFloat(),
     });
   }
-}
-
-function sealedOf(segment: Segment) {
-  return {
-    logPath: segment.logPath,
-    indexPath: segment.indexPath,
-    startOffset: segment.startOffset,
-    endOffset: segment.endOffset,
-    startTimestampUs: segment.firstTimestampUs ?? segment.maxTimestampUs,
-    maxTimestampUs: segment.maxTimestampUs,
-  };
 }

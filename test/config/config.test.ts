@@ -51,7 +51,7 @@ t.test("the tiered-storage sections map to their typed fields, with units and un
   t.equal(ts.defaultLocalRetentionAgeMs, null, "unlimited is null");
   t.equal(ts.defaultLocalRetentionSizeBytes, 10 * 1024 ** 3);
   t.equal(ts.housekeeping.intervalMs, 420_000);
-  t.equal(ts.housekeeping.requestQuota, 123);
+  t.equal(ts.housekeeping.requestsPerRunMax, 123);
   t.equal(ts.housekeeping.deleteGraceMs, 90_000);
   t.equal(ts.housekeeping.verifyIntervalMs, 7_200_000);
   t.equal(ts.housekeeping.deleteBatchPerPass, 300, "a key left out keeps its default");
@@ -63,7 +63,7 @@ t.test("the tiered-storage sections map to their typed fields, with units and un
   t.equal(ts.s3.urlStyle, "virtual");
   t.equal(ts.s3.accessKey, "AKIDCONFIGTEST000001");
   t.equal(ts.s3.conditionalWrites, false);
-  t.equal(ts.s3.connections, 8);
+  t.equal(ts.s3.connectionsMax, 8);
   t.equal(ts.s3.prefix, "strata");
   t.equal(ts.cache.sizeBytes, 1024 ** 3);
   t.equal(ts.cache.chunkBytes, 4 * 1024 ** 2);

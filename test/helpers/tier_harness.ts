@@ -42,7 +42,7 @@ export const housekeepingDefaults: HousekeepingConfig = {
   intervalMs: 300_000,
   idleTimeoutMs: 10_000,
   idleThresholdRps: 10,
-  requestQuota: 5000,
+  requestsPerRunMax: 5000,
   deleteBatchPerPass: 300,
   deleteGraceMs: 60_000,
   orphanSweepIntervalMs: 3_600_000,

@@ -1,4 +1,5 @@
 import t from "tap";
+import { AssertionError } from "../../src/runtime/assert.ts";
 import { applyAdvanceTieredFloor, resetForPurge } from "../../src/log/floor_state.ts";
 
 const cmd = (upToOffset: number, purgeGeneration = 0) => ({
@@ -37,5 +38,17 @@ t.test("a floor beyond the partition's committed end is rejected", (t) => {
   const r = applyAdvanceTieredFloor({ purgeGeneration: 0, tieredUpToOffset: 0 }, cmd(1001), 1000);
   t.equal(r.outcome, "rejected_beyond_end");
   t.equal(r.state.tieredUpToOffset, 0);
+  t.end();
+});
+
+t.test("a negative floor, a fractional offset or a negative committed end is refused", (t) => {
+  const state = { purgeGeneration: 0, tieredUpToOffset: 0 };
+  t.throws(
+    () => applyAdvanceTieredFloor({ purgeGeneration: 0, tieredUpToOffset: -1 }, cmd(10), 1000),
+    AssertionError,
+  );
+  t.throws(() => applyAdvanceTieredFloor(state, cmd(10.5), 1000), AssertionError);
+  t.throws(() => applyAdvanceTieredFloor(state, cmd(10), -1), AssertionError);
+  t.throws(() => resetForPurge({ purgeGeneration: -1, tieredUpToOffset: 0 }), AssertionError);
   t.end();
 });

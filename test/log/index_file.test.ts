@@ -18,18 +18,18 @@ const e = (relativeOffset: number, position: number, timestampUs = relativeOffse
 });
 
 t.test("stored entries are trusted only when they start at 0, increase, and point inside the log", (t) => {
-  const rows: { entries: IndexEntry[]; logSize: number; ok: boolean; name: string }[] = [
-    { entries: [], logSize: 0, ok: true, name: "an empty log, an empty index" },
-    { entries: [], logSize: 10, ok: false, name: "an empty index for a log with data" },
-    { entries: [e(0, 0), e(5, 600), e(9, 1200)], logSize: 2000, ok: true, name: "increasing, inside" },
-    { entries: [e(1, 0)], logSize: 100, ok: false, name: "not starting at offset 0" },
-    { entries: [e(0, 10)], logSize: 100, ok: false, name: "not starting at position 0" },
-    { entries: [e(0, 0), e(5, 600), e(4, 700)], logSize: 2000, ok: false, name: "offsets going back" },
-    { entries: [e(0, 0), e(5, 600), e(6, 600)], logSize: 2000, ok: false, name: "a position repeated" },
-    { entries: [e(0, 0, 9), e(5, 600, 8)], logSize: 2000, ok: false, name: "timestamps going back" },
-    { entries: [e(0, 0), e(5, 2000)], logSize: 2000, ok: false, name: "pointing past the log" },
+  const rows: { entries: IndexEntry[]; logSizeBytes: number; ok: boolean; name: string }[] = [
+    { entries: [], logSizeBytes: 0, ok: true, name: "an empty log, an empty index" },
+    { entries: [], logSizeBytes: 10, ok: false, name: "an empty index for a log with data" },
+    { entries: [e(0, 0), e(5, 600), e(9, 1200)], logSizeBytes: 2000, ok: true, name: "increasing, inside" },
+    { entries: [e(1, 0)], logSizeBytes: 100, ok: false, name: "not starting at offset 0" },
+    { entries: [e(0, 10)], logSizeBytes: 100, ok: false, name: "not starting at position 0" },
+    { entries: [e(0, 0), e(5, 600), e(4, 700)], logSizeBytes: 2000, ok: false, name: "offsets going back" },
+    { entries: [e(0, 0), e(5, 600), e(6, 600)], logSizeBytes: 2000, ok: false, name: "a position repeated" },
+    { entries: [e(0, 0, 9), e(5, 600, 8)], logSizeBytes: 2000, ok: false, name: "timestamps going back" },
+    { entries: [e(0, 0), e(5, 2000)], logSizeBytes: 2000, ok: false, name: "pointing past the log" },
   ];
-  for (const row of rows) t.equal(isConsistentIndex(row.entries, row.logSize), row.ok, row.name);
+  for (const row of rows) t.equal(isConsistentIndex(row.entries, row.logSizeBytes), row.ok, row.name);
   t.end();
 });
 

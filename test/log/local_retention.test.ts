@@ -1,4 +1,7 @@
 import t from "tap";
+import { AssertionError } from "../../src/runtime/assert.ts";
+import type { RetentionSegment } from "../../src/log/retention_segment.ts";
+import { retentionChain } from "../helpers/retention_chain.ts";
 import {
   decideLocalRetention,
   evictionSegmentsPerPassMax,
@@ -6,26 +9,17 @@ import {
   keepLocalWithin,
   localBytesOf,
   type LocalEnvelope,
-  type LocalSegment,
 } from "../../src/log/local_retention.ts";
 
 // Local retention is pure: tables of segments, floor and envelope, and the decisions they give.
 
 /** Segments of 100 offsets and 1000 bytes each, the last one active; `newestMs[i]` stamps segment i. */
-function chain(newestMs: number[], locations: LocalSegment["location"][] = []): LocalSegment[] {
-  return newestMs.map((ms, i) => ({
-    startOffset: i * 100,
-    endOffset: i * 100 + 99,
-    sizeBytes: 1000,
-    maxTimestampUs: ms * 1000,
-    sealed: i < newestMs.length - 1,
-    location: locations[i] ?? "uploaded",
-  }));
-}
+const chain = (newestMs: number[], locations: RetentionSegment["location"][] = []) =>
+  retentionChain(newestMs, locations, "uploaded");
 
 const envelope = (e: Partial<LocalEnvelope>): LocalEnvelope => ({ ageMs: null, sizeBytes: null, ...e });
 const nowUs = 100_000 * 1000;
-const starts = (segments: LocalSegment[]) => segments.map((s) => s.startOffset);
+const starts = (segments: RetentionSegment[]) => segments.map((s) => s.startOffset);
 
 t.test("the envelope: size and age, null unlimited", (t) => {
   const segment = chain([50_000, 0])[0]!;
@@ -46,7 +40,7 @@ t.test("the envelope: size and age, null unlimited", (t) => {
 t.test("victims: below the floor, beyond the envelope, a run from the front", (t) => {
   const rows: {
     name: string;
-    segments: LocalSegment[];
+    segments: RetentionSegment[];
     floor: number;
     envelope: LocalEnvelope;
     victims: number[];
@@ -120,7 +114,7 @@ t.test("a pass evicts at most its budget", (t) => {
 t.test("one look at a partition: evict below the floor, else hold with or without pressure", (t) => {
   const rows: {
     name: string;
-    segments: LocalSegment[];
+    segments: RetentionSegment[];
     floor: number;
     envelope: LocalEnvelope;
     decision: ReturnType<typeof decideLocalRetention>;
@@ -173,5 +167,15 @@ t.test("one look at a partition: evict below the floor, else hold with or withou
 
 t.test("local bytes count local and uploaded segments, not remote ones", (t) => {
   t.equal(localBytesOf(chain([1, 2, 3, 4], ["remote", "uploaded", "local"])), 3000);
+  t.end();
+});
+
+t.test("the decisions refuse a chain with a hole and a negative floor", (t) => {
+  const holed = chain([1, 2, 3]).map((s, i) => (i === 1 ? { ...s, startOffset: 150 } : s));
+  const keepNone = () => false;
+  t.throws(() => evictionVictims(holed, 1000, keepNone), AssertionError);
+  t.throws(() => decideLocalRetention(holed, 1000, keepNone), AssertionError);
+  t.throws(() => evictionVictims(chain([1, 2]), -1, keepNone), AssertionError);
+  t.throws(() => keepLocalWithin(envelope({ sizeBytes: -1 }), nowUs), AssertionError);
   t.end();
 });

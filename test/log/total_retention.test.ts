@@ -1,26 +1,20 @@
 import t from "tap";
+import { AssertionError } from "../../src/runtime/assert.ts";
+import type { RetentionSegment } from "../../src/log/retention_segment.ts";
+import { retentionChain } from "../helpers/retention_chain.ts";
 import {
   frontSegmentsToDelete,
   retentionByLimits,
   type RetentionLimits,
   retentionLimitsOf,
-  type RetentionSegment,
   retentionSegmentsPerPassMax,
 } from "../../src/log/total_retention.ts";
 
 // Total retention is pure: tables of segments and limits, and the number of front segments deleted.
 
 /** Segments of 100 offsets and 1000 bytes each, the last one active; `newestMs[i]` stamps segment i. */
-function chain(newestMs: number[], locations: RetentionSegment["location"][] = []): RetentionSegment[] {
-  return newestMs.map((ms, i) => ({
-    startOffset: i * 100,
-    endOffset: i * 100 + 99,
-    sizeBytes: 1000,
-    maxTimestampUs: ms * 1000,
-    sealed: i < newestMs.length - 1,
-    location: locations[i] ?? "local",
-  }));
-}
+const chain = (newestMs: number[], locations: RetentionSegment["location"][] = []) =>
+  retentionChain(newestMs, locations, "local");
 
 const limits = (l: Partial<RetentionLimits>): RetentionLimits => ({
   maxAgeMs: null,
@@ -151,5 +145,13 @@ t.test("a topic's limits: none without age or size; the barrier only on tiered t
   for (const [i, row] of rows.entries()) {
     t.same(retentionLimitsOf(row.options, row.minimum), row.expected, `row ${i}`);
   }
+  t.end();
+});
+
+t.test("a pass refuses an empty chain, a chain with a hole, and negative limits", (t) => {
+  const holed = chain([1, 2, 3]).map((s, i) => (i === 2 ? { ...s, startOffset: 250 } : s));
+  t.throws(() => frontSegmentsToDelete([], () => true), AssertionError, "not even the active segment");
+  t.throws(() => frontSegmentsToDelete(holed, () => true), AssertionError);
+  t.throws(() => retentionByLimits(limits({ maxBytes: -1 }), 0), AssertionError);
   t.end();
 });

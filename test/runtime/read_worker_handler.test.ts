@@ -164,7 +164,7 @@ t.test("failures are answers: a file never named, an I/O error with its code", (
     skip: 0,
     direct: false,
     stale: false,
-    error: { code: undefined, message: "the read worker was not told of file 1" },
+    error: { code: undefined, message: "Cannot find file 1: the read worker was not told of it" },
   });
   fs.nextIoError = fsError("EIO", "i/o error, read");
   const failed = read(0, 10, { first: true });

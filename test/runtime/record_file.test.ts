@@ -63,7 +63,10 @@ t.test("a damaged record is a CorruptRecordError that names the file and the dam
 t.test("a magic that is not 8 bytes is refused before anything is written", async (t) => {
   const dir = tempDir(t);
   const disk = new NodeDisk();
-  await t.rejects(writeRecordFile(disk, dir, "record.bin", "SHORT", {}), /record magic must be 8 bytes/);
+  await t.rejects(
+    writeRecordFile(disk, dir, "record.bin", "SHORT", {}),
+    /Cannot use record magic SHORT: it must be 8 bytes/,
+  );
   t.notOk(existsSync(join(dir, "record.bin")));
   t.notOk(existsSync(join(dir, "record.bin.tmp")));
 });

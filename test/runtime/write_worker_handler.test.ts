@@ -115,7 +115,7 @@ t.test("a failed write answers with the bytes it had already sent around the pag
   t.same(write(patterned(10, 6), 0), {
     seq: 2,
     directBytes: 0,
-    error: { code: undefined, message: "the write made no progress" },
+    error: { code: undefined, message: "Cannot write /f: the write made no progress" },
   }, "a write that makes no progress fails rather than loop");
   t.end();
 });
@@ -124,7 +124,7 @@ t.test("errors are answers with their codes; a file never named fails; close clo
   const { fs, handler, write } = setup();
   t.same(write(patterned(10, 1), 0).error, {
     code: undefined,
-    message: "the write worker was not told of file 1",
+    message: "Cannot find file 1: the write worker was not told of it",
   });
   write(patterned(directIoAlignBytes, 1), 0, { first: true, direct: true });
   fs.nextIoError = fsError("ENOSPC", "no space left on device, write");

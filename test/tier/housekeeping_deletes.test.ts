@@ -128,7 +128,7 @@ t.test("a key that fails to delete holds the reported watermark at its segment",
 
 t.test("objects below the retention watermark are deleted only after delete_grace, a batch per run, within the request quota", async (t) => {
   const h = await tierHarness(t, { ageMs: null, sizeBytes: 100_000 }, {
-    housekeeping: { idleTimeoutMs: 1000, deleteBatchPerPass: 2, requestQuota: 3 },
+    housekeeping: { idleTimeoutMs: 1000, deleteBatchPerPass: 2, requestsPerRunMax: 3 },
   });
   await h.produce(40);
   t.ok(await h.runUntil(() => h.partition.superblock.tieredUpToOffset === h.lastSealedEnd() + 1), "uploaded");

@@ -6,13 +6,13 @@
 import type { DiskFile } from "./disk.ts";
 
 /** Reads `length` bytes at `position`, fewer only at the end of the file. */
-export async function readExactly(file: DiskFile, position: number, length: number): Promise<Uint8Array> {
+export async function readUpTo(file: DiskFile, position: number, length: number): Promise<Uint8Array> {
   const buffer = new Uint8Array(length);
-  return buffer.subarray(0, await readExactlyInto(file, buffer, position));
+  return buffer.subarray(0, await readUpToInto(file, buffer, position));
 }
 
 /** Fills `buffer` from `position` (fewer bytes only at the end of the file); returns how many. */
-export async function readExactlyInto(file: DiskFile, buffer: Uint8Array, position: number): Promise<number> {
+export async function readUpToInto(file: DiskFile, buffer: Uint8Array, position: number): Promise<number> {
   let filled = 0;
   while (filled < buffer.length) {
     const n = await file.readAt(buffer.subarray(filled), position + filled);
