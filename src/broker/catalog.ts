@@ -2,7 +2,7 @@ import { labelOf, type Partition } from "../log/partition.ts";
 import { assert } from "../runtime/assert.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Disk } from "../runtime/disk.ts";
-import { QueueFullError } from "../runtime/errors.ts";
+import { QueueFullError } from "../runtime/wait_errors.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { Permit } from "../runtime/permit.ts";
 import { Semaphore } from "../runtime/semaphore.ts";

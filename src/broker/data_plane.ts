@@ -10,7 +10,7 @@ import type { LogStats } from "../log/segment_chain.ts";
 import type { ReadResult } from "../log/segment_reads.ts";
 import { RemoteCorruptError, RemoteDataLossError } from "../log/remote_reader.ts";
 import { NotFoundError, ThrottledError, TransportError } from "../objectstore/object_store_errors.ts";
-import { QueueFullError } from "../runtime/errors.ts";
+import { QueueFullError } from "../runtime/wait_errors.ts";
 import { CacheFullError, FetchTimeoutError } from "../tier/chunk_cache.ts";
 import {
   ConsumerLimitError,

@@ -1,5 +1,5 @@
 import type { Cancel } from "./clock.ts";
-import { AbortedError } from "./errors.ts";
+import { AbortedError } from "./wait_errors.ts";
 
 /** `sleep` built from a clock's `schedule`, shared by both clocks so abort behaves the same. */
 export function sleepWith(

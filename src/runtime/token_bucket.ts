@@ -1,6 +1,6 @@
 import { assert } from "./assert.ts";
 import type { Cancel, Clock } from "./clock.ts";
-import { AbortedError, QueueFullError } from "./errors.ts";
+import { AbortedError, QueueFullError } from "./wait_errors.ts";
 
 export interface TokenBucketOptions {
   /** Refill rate; `"unlimited"` never waits. */

@@ -1,5 +1,5 @@
 import { assert } from "./assert.ts";
-import { AbortedError, QueueFullError } from "./errors.ts";
+import { AbortedError, QueueFullError } from "./wait_errors.ts";
 import { Permit } from "./permit.ts";
 
 interface Waiter {

@@ -1,5 +1,5 @@
 import type { Cancel, Clock } from "../runtime/clock.ts";
-import { QueueFullError } from "../runtime/errors.ts";
+import { QueueFullError } from "../runtime/wait_errors.ts";
 
 interface FloorWaiter {
   key: string;

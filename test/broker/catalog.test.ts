@@ -20,7 +20,7 @@ import { loadConfig } from "../../src/config/load_config.ts";
 import { labelOf, type Partition } from "../../src/log/partition.ts";
 import { superblockFileName } from "../../src/log/superblock.ts";
 import { initCrc32c } from "../../src/runtime/crc32c.ts";
-import { QueueFullError } from "../../src/runtime/errors.ts";
+import { QueueFullError } from "../../src/runtime/wait_errors.ts";
 import { Logger, silentLogger } from "../../src/runtime/logger.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";

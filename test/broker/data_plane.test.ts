@@ -26,7 +26,7 @@ import { RemoteCorruptError, RemoteDataLossError } from "../../src/log/remote_re
 import { NotFoundError, ThrottledError, TransportError } from "../../src/objectstore/object_store_errors.ts";
 import { initCrc32c } from "../../src/runtime/crc32c.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
-import { QueueFullError } from "../../src/runtime/errors.ts";
+import { QueueFullError } from "../../src/runtime/wait_errors.ts";
 import { createMetricsRegistry } from "../../src/runtime/metrics.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { PieceGate } from "../../src/runtime/piece_gate.ts";

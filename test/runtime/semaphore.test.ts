@@ -1,6 +1,6 @@
 import t from "tap";
 import { AssertionError } from "../../src/runtime/assert.ts";
-import { AbortedError, QueueFullError } from "../../src/runtime/errors.ts";
+import { AbortedError, QueueFullError } from "../../src/runtime/wait_errors.ts";
 import { Semaphore } from "../../src/runtime/semaphore.ts";
 
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));

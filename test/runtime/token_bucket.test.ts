@@ -1,5 +1,5 @@
 import t from "tap";
-import { AbortedError, QueueFullError } from "../../src/runtime/errors.ts";
+import { AbortedError, QueueFullError } from "../../src/runtime/wait_errors.ts";
 import { TokenBucket } from "../../src/runtime/token_bucket.ts";
 import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
 

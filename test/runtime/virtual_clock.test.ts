@@ -1,5 +1,5 @@
 import t from "tap";
-import { AbortedError } from "../../src/runtime/errors.ts";
+import { AbortedError } from "../../src/runtime/wait_errors.ts";
 import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
 
 t.test("timers fire in due order, ties in creation order, each seeing its own due time", (t) => {

@@ -1,5 +1,5 @@
 import t from "tap";
-import { QueueFullError } from "../../src/runtime/errors.ts";
+import { QueueFullError } from "../../src/runtime/wait_errors.ts";
 import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
 import { FloorWaiters } from "../../src/tier/floor_waiters.ts";
 
