@@ -71,7 +71,7 @@ export function patchTopicOptions(current: TopicOptions, fields: Fields): TopicO
   const has = (option: keyof TopicOptions) => fields[topicOptionFields[option]] !== undefined;
   return {
     ...current,
-    ...(has("tiered") ? { tiered: boolField(fields, "tiered")! } : {}),
+    ...(has("tiered") ? { tiered: patchedBool(fields, "tiered") } : {}),
     ...(has("localRetentionAgeMs")
       ? { localRetentionAgeMs: durationField(fields, "localRetentionAgeMs") }
       : {}),
@@ -82,9 +82,16 @@ export function patchTopicOptions(current: TopicOptions, fields: Fields): TopicO
     ...(has("retentionMaxAgeMs") ? { retentionMaxAgeMs: durationField(fields, "retentionMaxAgeMs") } : {}),
     ...(has("retentionMaxBytes") ? { retentionMaxBytes: sizeField(fields, "retentionMaxBytes") } : {}),
     ...(has("retentionConsumerBarrier")
-      ? { retentionConsumerBarrier: boolField(fields, "retention_consumer_barrier")! }
+      ? { retentionConsumerBarrier: patchedBool(fields, "retention_consumer_barrier") }
       : {}),
   };
+}
+
+/** A boolean a PATCH sets: null is refused, as any other value that is not true or false. */
+function patchedBool(fields: Fields, name: string): boolean {
+  const value = boolField(fields, name);
+  if (value === null) throw new InvalidTopicOptionError(`Cannot set ${name}: expected true or false`);
+  return value;
 }
 
 /** true or false; null when absent or null. */

@@ -120,6 +120,13 @@ t.test("a PATCH changes only the fields present and refuses those fixed at creat
     );
   }
   t.throws(() => patchTopicOptions(current, { segment_max_age: "1 ms" }), InvalidTopicOptionError);
+  for (const name of ["tiered", "retention_consumer_barrier"]) {
+    t.throws(
+      () => patchTopicOptions(current, { [name]: null }),
+      new InvalidTopicOptionError(`Cannot set ${name}: expected true or false`),
+      `a null ${name} is refused, not stored`,
+    );
+  }
   t.end();
 });
 
