@@ -39,6 +39,7 @@ export interface TieredStorageConfig {
   enabled: boolean;
   backend: "fs" | "s3";
   segmentUploadTimeoutMs: number;
+  uploadStallAfterMs: number;
   fetchTimeoutMs: number;
   requestTimeoutMs: number;
   connectionIdleTimeoutMs: number;
@@ -137,6 +138,7 @@ function toTieredStorage(v: ValidatedConfig, dataPath: string): TieredStorageCon
     enabled: t["enabled"] as boolean,
     backend: t["backend"] as "fs" | "s3",
     segmentUploadTimeoutMs: t["segment_upload_timeout"] as number,
+    uploadStallAfterMs: t["upload_stall_after"] as number,
     fetchTimeoutMs: t["fetch_timeout"] as number,
     requestTimeoutMs: t["request_timeout"] as number,
     connectionIdleTimeoutMs: t["connection_idle_timeout"] as number,

@@ -65,6 +65,11 @@ export const configSchema = {
     backend: { kind: "enum", default: "fs", values: ["fs", "s3"] },
     /** Deadline of one segment upload, retries included. */
     segment_upload_timeout: { kind: "duration", default: 90_000, min: 1000, max: 3_600_000 },
+    /**
+     * Uploads count as stalled (`strata_tier_upload_stalled_offset`) once sealed segments have waited
+     * this long without the floor moving while their uploads fail or hang, whatever the error.
+     */
+    upload_stall_after: { kind: "duration", default: 120_000, min: 1000, max: 86_400_000 },
     /** Deadline of one remote read for a poll, retries included; below the 10 s read timeout. */
     fetch_timeout: { kind: "duration", default: 5000, min: 100, max: 9999 },
     /** Deadline of one HEAD, LIST or DELETE, retries included. */

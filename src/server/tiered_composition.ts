@@ -121,6 +121,7 @@ export class TieredComposition {
         uploadPieceBytes: t.uploadPieceBytes,
         uploadLoopBackoffMaxMs: t.uploadLoopBackoffMaxMs,
         segmentUploadTimeoutMs: t.segmentUploadTimeoutMs,
+        uploadStallAfterMs: t.uploadStallAfterMs,
         retry: t.retry,
       },
     });

@@ -49,6 +49,7 @@ const tierConfig = {
   uploadPieceBytes,
   uploadLoopBackoffMaxMs: 1000,
   segmentUploadTimeoutMs,
+  uploadStallAfterMs: 30_000,
   retry: defaultRetryProfiles,
 };
 

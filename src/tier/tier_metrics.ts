@@ -5,6 +5,7 @@ export interface TierGaugeSource {
   uploadsInFlight(): number;
   /** Lowest offset pinned by a non-transient upload failure, or null. */
   stalledOffset(): number | null;
+  stalledPartitions(): number;
   /** Local bytes above each partition's envelope, summed. */
   localOvershootBytes(): number;
   /** Partitions whose floor command failed to commit and has not committed since. */
@@ -90,11 +91,20 @@ function registerGauges(registers: Registry[], sources: ReadonlySet<TierGaugeSou
   });
   new Gauge({
     name: "strata_tier_upload_stalled_offset",
-    help: "Where a non-transient upload failure pins the floor; 0 when none.",
+    help: "The lowest offset where uploads are stalled (a non-transient failure, or upload_stall_after " +
+      "without the floor moving while uploads fail or hang); 0 when none.",
     registers,
     collect() {
       const pinned = [...sources].map((s) => s.stalledOffset()).filter((x): x is number => x !== null);
       this.set(pinned.length === 0 ? 0 : Math.min(...pinned));
+    },
+  });
+  new Gauge({
+    name: "strata_tier_upload_stalled_partitions",
+    help: "Partitions whose uploads are stalled (see strata_tier_upload_stalled_offset).",
+    registers,
+    collect() {
+      this.set([...sources].reduce((n, s) => n + s.stalledPartitions(), 0));
     },
   });
   new Gauge({

@@ -26,6 +26,8 @@ export interface TierServiceConfig {
   uploadPieceBytes: number;
   uploadLoopBackoffMaxMs: number;
   segmentUploadTimeoutMs: number;
+  /** Uploads that fail or hang this long without the floor moving count as stalled. */
+  uploadStallAfterMs: number;
   retry: RetryProfiles;
 }
 
@@ -81,6 +83,7 @@ export class TierService implements TierGaugeSource {
       transferDeadlineMs: 4 * deps.config.segmentUploadTimeoutMs,
       profiles: deps.config.retry,
       pendingPerPartitionMax: 1000,
+      stallAfterMs: deps.config.uploadStallAfterMs,
     });
     this.#scan = new SealedScan(() => deps.config.uploadLoopBackoffMaxMs);
     this.#evictions = new LocalEvictions(deps.clock, deps.logger);
@@ -108,7 +111,11 @@ export class TierService implements TierGaugeSource {
   }
 
   stalledOffset(): number | null {
-    return core.stalledOffset(this.#state);
+    return core.stalledOffset(this.#state, this.#deps.clock.nowMs());
+  }
+
+  stalledPartitions(): number {
+    return core.stalledPartitions(this.#state, this.#deps.clock.nowMs());
   }
 
   floorRetriesWaiting(): number {

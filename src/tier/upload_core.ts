@@ -23,7 +23,13 @@ export type {
   UploadEffect,
   UploadState,
 } from "./upload_state.ts";
-export { floorRetriesWaiting, inFlightCount, initialState, stalledOffset } from "./upload_state.ts";
+export {
+  floorRetriesWaiting,
+  inFlightCount,
+  initialState,
+  stalledOffset,
+  stalledPartitions,
+} from "./upload_state.ts";
 
 /**
  * The upload loop's decisions, as a pure core (docs/DESIGN.md, "Pure cores"): one function per
@@ -46,7 +52,11 @@ export function partitionOpened(
   e: { partition: string; generation: number; floor: number },
   nowMs: number,
 ): Step {
-  return dispatch(withPartition(state, e.partition, openedPartition(e.generation, e.floor)), nowMs, []);
+  return dispatch(
+    withPartition(state, e.partition, openedPartition(e.generation, e.floor), nowMs),
+    nowMs,
+    [],
+  );
 }
 
 /** A partition is gone (topic deleted): its pending work is dropped; an upload in flight becomes an orphan. */
@@ -76,7 +86,7 @@ export function segmentsSealed(
   const pending = [...p.pending, ...fresh]
     .sort((a, b) => a.startOffset - b.startOffset)
     .slice(0, state.config.pendingPerPartitionMax);
-  return dispatch(withPartition(state, e.partition, { ...p, pending }), nowMs, []);
+  return dispatch(withPartition(state, e.partition, { ...p, pending }, nowMs), nowMs, []);
 }
 
 /** Both objects of a segment are in the store: submit the floor command and start the next. */
@@ -97,7 +107,7 @@ export function uploadSucceeded(
     retryAtMs: null,
     stalled: false,
   };
-  return dispatch(withPartition(state, e.partition, next), nowMs, [
+  return dispatch(withPartition(state, e.partition, next, nowMs), nowMs, [
     {
       kind: "submit_floor",
       partition: e.partition,
@@ -137,7 +147,7 @@ export function uploadFailed(
     stalled: errorClass === "fail",
     anomaly: e.anomaly ?? p.anomaly,
   };
-  return dispatch(withPartition(state, e.partition, next), nowMs, effects);
+  return dispatch(withPartition(state, e.partition, next, nowMs), nowMs, effects);
 }
 
 /**
@@ -165,7 +175,7 @@ export function segmentDeleted(
     stalled: false,
     anomaly: null,
   };
-  return dispatch({ ...withPartition(state, e.partition, next), orphans }, nowMs, [
+  return dispatch({ ...withPartition(state, e.partition, next, nowMs), orphans }, nowMs, [
     { kind: "gave_up_deleted", partition: e.partition, segment: head },
     {
       kind: "submit_floor",
@@ -193,7 +203,7 @@ export function floorApplied(
     // A committed floor at or past a failed command makes its retry moot.
     floorRetry: p.floorRetry !== null && p.floorRetry.upToOffset <= floor ? null : p.floorRetry,
   };
-  return dispatch(withPartition(state, e.partition, next), nowMs, []);
+  return dispatch(withPartition(state, e.partition, next, nowMs), nowMs, []);
 }
 
 /**
@@ -236,7 +246,7 @@ export function floorSubmissionFailed(
   const decision = decideRetry("fail", false, attempt, nowMs, Infinity, state.config.profiles, e.random);
   assert(decision.retry, "a floor retry without a deadline is always allowed");
   const floorRetry = { upToOffset: e.upToOffset, attempt, retryAtMs: nowMs + decision.delayMs };
-  return { state: withPartition(state, e.partition, { ...p, floorRetry }), effects: [] };
+  return { state: withPartition(state, e.partition, { ...p, floorRetry }, nowMs), effects: [] };
 }
 
 /** A purge: a new generation, floor 0, nothing queued; an upload in flight lands under the old prefix as an orphan. */
@@ -251,7 +261,7 @@ export function purged(
   if (p.inFlight !== null) orphans.add(p.inFlight.identity);
   // As a partition that joins at floor 0, but the pressure it is under stays.
   const next: PartitionUploads = { ...openedPartition(e.generation, 0), underPressure: p.underPressure };
-  return dispatch({ ...withPartition(state, e.partition, next), orphans }, nowMs, []);
+  return dispatch({ ...withPartition(state, e.partition, next, nowMs), orphans }, nowMs, []);
 }
 
 export function pressureChanged(
@@ -261,7 +271,11 @@ export function pressureChanged(
 ): Step {
   const p = state.partitions.get(e.partition);
   if (p === undefined || p.underPressure === e.underPressure) return { state, effects: [] };
-  return dispatch(withPartition(state, e.partition, { ...p, underPressure: e.underPressure }), nowMs, []);
+  return dispatch(
+    withPartition(state, e.partition, { ...p, underPressure: e.underPressure }, nowMs),
+    nowMs,
+    [],
+  );
 }
 
 /**
@@ -278,7 +292,7 @@ export function tick(state: UploadState, nowMs: number): Step {
       deadlineAtMs: nowMs + state.config.transferDeadlineMs,
       submissions: p.inFlight.submissions + 1,
     };
-    next = withPartition(next, key, { ...p, inFlight });
+    next = withPartition(next, key, { ...p, inFlight }, nowMs);
     effects.push({
       kind: "start_upload",
       partition: key,
@@ -299,7 +313,7 @@ function dueFloorRetries(state: UploadState, nowMs: number, effects: UploadEffec
     const retry = p.floorRetry;
     if (retry === null || retry.retryAtMs === null || retry.retryAtMs > nowMs) continue;
     const attempt = retry.attempt + 1;
-    next = withPartition(next, key, { ...p, floorRetry: { ...retry, attempt, retryAtMs: null } });
+    next = withPartition(next, key, { ...p, floorRetry: { ...retry, attempt, retryAtMs: null } }, nowMs);
     effects.push({
       kind: "submit_floor",
       partition: key,
@@ -331,8 +345,9 @@ function dispatch(state: UploadState, nowMs: number, effects: UploadEffect[]): S
       generation: p.generation,
       deadlineAtMs: nowMs + state.config.transferDeadlineMs,
       submissions: 1,
+      startedAtMs: nowMs,
     };
-    next = withPartition(next, key, { ...p, inFlight, retryAtMs: null });
+    next = withPartition(next, key, { ...p, inFlight, retryAtMs: null }, nowMs);
     effects.push({
       kind: "start_upload",
       partition: key,

@@ -21,6 +21,8 @@ export interface InFlight {
   generation: number;
   deadlineAtMs: number;
   submissions: number;
+  /** When the first submission started (clock ms); resubmissions keep it. */
+  startedAtMs: number;
 }
 
 /**
@@ -53,6 +55,11 @@ export interface PartitionUploads {
   underPressure: boolean;
   /** The highest floor command that failed to commit and has not committed since; null when none. */
   floorRetry: FloorRetry | null;
+  /**
+   * Since when work has waited (sealed segments pending, or a floor command not committed) without
+   * the floor moving (clock ms); null while nothing waits. The stalled gauge reads it.
+   */
+  waitingSinceMs: number | null;
 }
 
 export interface UploadConfig {
@@ -62,6 +69,8 @@ export interface UploadConfig {
   profiles: RetryProfiles;
   /** Bound on segments queued per partition; the scan finds the rest later. */
   pendingPerPartitionMax: number;
+  /** Work that waits this long without the floor moving counts as stalled (`upload_stall_after`). */
+  stallAfterMs: number;
 }
 
 export interface UploadState {
@@ -96,6 +105,7 @@ export interface Step {
 
 export function initialState(config: UploadConfig): UploadState {
   assert(config.concurrencyMax >= 1, "upload concurrency must be at least 1");
+  assert(config.stallAfterMs > 0, "the stall threshold must be positive");
   return { config, partitions: new Map(), orphans: new Set() };
 }
 
@@ -112,12 +122,28 @@ export function openedPartition(generation: number, floor: number): PartitionUpl
     anomaly: null,
     underPressure: false,
     floorRetry: null,
+    waitingSinceMs: null,
   };
 }
 
-export function withPartition(state: UploadState, key: string, record: PartitionUploads): UploadState {
+/**
+ * The state with `record` as the partition's, its wait clock kept up to date: the wait starts when
+ * work appears, starts again whenever the floor moves (or a new generation begins), and ends when
+ * nothing waits.
+ */
+export function withPartition(
+  state: UploadState,
+  key: string,
+  record: PartitionUploads,
+  nowMs: number,
+): UploadState {
+  const before = state.partitions.get(key);
+  const waits = record.pending.length > 0 || record.floorRetry !== null;
+  const progressed = before === undefined || before.waitingSinceMs === null ||
+    record.floor > before.floor || record.generation !== before.generation;
+  const waitingSinceMs = !waits ? null : progressed ? nowMs : before.waitingSinceMs;
   const partitions = new Map(state.partitions);
-  partitions.set(key, record);
+  partitions.set(key, { ...record, waitingSinceMs });
   return { ...state, partitions };
 }
 
@@ -128,16 +154,37 @@ export function inFlightCount(state: UploadState): number {
   return n;
 }
 
-/** Gauge: the lowest offset where an upload is pinned by a non-transient failure, or null. */
-export function stalledOffset(state: UploadState): number | null {
+/**
+ * Whether a partition's uploads are stalled: its head failed with a non-transient error, or its
+ * work has waited `stallAfterMs` without the floor moving while its own attempts failed or hung,
+ * whatever the error class: in a store outage the store layer retries an upload until its deadline,
+ * then the core retries it, for as long as the outage lasts. Work that only queues behind other
+ * partitions' uploads is not stalled.
+ */
+function isStalled(p: PartitionUploads, stallAfterMs: number, nowMs: number): boolean {
+  if (p.stalled && p.pending.length > 0) return true;
+  const waitedOut = p.waitingSinceMs !== null && nowMs - p.waitingSinceMs >= stallAfterMs;
+  const hung = p.inFlight !== null && nowMs - p.inFlight.startedAtMs >= stallAfterMs;
+  return waitedOut && (p.failures > 0 || p.floorRetry !== null || hung);
+}
+
+/** Gauge: the lowest offset where uploads are stalled (`isStalled`), or null. */
+export function stalledOffset(state: UploadState, nowMs: number): number | null {
   let lowest: number | null = null;
   for (const p of state.partitions.values()) {
-    const head = p.pending[0];
-    if (p.stalled && head !== undefined) {
-      lowest = lowest === null ? head.startOffset : Math.min(lowest, head.startOffset);
-    }
+    if (!isStalled(p, state.config.stallAfterMs, nowMs)) continue;
+    // A floor command that cannot commit holds the floor itself; otherwise the head segment waits.
+    const offset = p.floorRetry !== null ? p.floor : p.pending[0]?.startOffset ?? p.floor;
+    lowest = lowest === null ? offset : Math.min(lowest, offset);
   }
   return lowest;
+}
+
+/** Gauge: partitions whose uploads are stalled (`isStalled`). */
+export function stalledPartitions(state: UploadState, nowMs: number): number {
+  let n = 0;
+  for (const p of state.partitions.values()) if (isStalled(p, state.config.stallAfterMs, nowMs)) n++;
+  return n;
 }
 
 /** Gauge: partitions whose floor command failed to commit and has not committed since. */

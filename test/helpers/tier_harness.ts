@@ -66,6 +66,8 @@ export interface TierHarnessOptions {
   cooperation?: Cooperation;
   /** What the tier service gets as its control log, made from the local one; the local one by default. */
   controlLog?: (local: LocalControlLog) => ControlLog;
+  /** The tier service's `upload_stall_after`; 120 s by default. */
+  uploadStallAfterMs?: number;
 }
 
 export async function tierHarness(t: Test, envelope: LocalEnvelope, options: TierHarnessOptions = {}) {
@@ -103,6 +105,7 @@ export async function tierHarness(t: Test, envelope: LocalEnvelope, options: Tie
       uploadPieceBytes: 16 * 1024,
       uploadLoopBackoffMaxMs: 10_000,
       segmentUploadTimeoutMs: 90_000,
+      uploadStallAfterMs: options.uploadStallAfterMs ?? 120_000,
       retry: defaultRetryProfiles,
     },
     metrics: new TierMetrics(registry),

@@ -64,14 +64,26 @@ t.test("eviction keeps the local envelope once the floor has passed", async (t) 
 });
 
 t.test("a store outage stalls the floor and eviction while producing keeps working; all catches up after", async (t) => {
-  const { partition, sim, clock, produce, runUntil, lastSealedEnd } = await setup(t, {
+  const { partition, sim, clock, tier, registry, produce, runUntil, lastSealedEnd } = await setup(t, {
     ageMs: null,
     sizeBytes: 100_000,
-  });
+  }, { uploadStallAfterMs: 30_000 });
+  const gauge = async () =>
+    (await registry.metrics()).split("\n").find((l) =>
+      l.startsWith("strata_tier_upload_stalled_partitions ")
+    );
   sim.faults = { outages: [{ fromMs: 0, toMs: 60_000 }] };
   await produce(30);
   await runUntil(() => clock.nowMs() >= 20_000);
   t.equal(partition.superblock.tieredUpToOffset, 0, "the floor holds during the outage");
+  t.equal(await gauge(), "strata_tier_upload_stalled_partitions 0", "not stalled before upload_stall_after");
+  await runUntil(() => tier.stalledPartitions() > 0, 3000);
+  t.ok(
+    clock.nowMs() >= 30_000 && clock.nowMs() < 60_000,
+    `stalled at ${clock.nowMs()} ms, within the outage`,
+  );
+  t.equal(await gauge(), "strata_tier_upload_stalled_partitions 1", "the stalled signal rose");
+  t.equal(tier.stalledOffset(), 0, "at the first waiting segment");
   t.same(partition.log.segments.filter((s) => s.location === "remote"), [], "nothing is evicted");
   await produce(10);
   t.equal(partition.log.nextOffset, 40, "producers are unaffected");
@@ -81,6 +93,8 @@ t.test("a store outage stalls the floor and eviction while producing keeps worki
   );
   t.ok(caughtUp, `after the outage the floor caught up (${partition.superblock.tieredUpToOffset})`);
   t.ok(clock.nowMs() >= 60_000);
+  t.equal(await gauge(), "strata_tier_upload_stalled_partitions 0", "and the stalled signal fell");
+  t.equal(tier.stalledOffset(), null);
 });
 
 t.test("await resolves once the floor passes the offset, and times out otherwise", async (t) => {

@@ -29,6 +29,7 @@ const config = {
   transferDeadlineMs: 360_000,
   profiles: defaultRetryProfiles,
   pendingPerPartitionMax: 100,
+  stallAfterMs: 120_000,
 };
 const seg = (start: number, end: number, sealedAtMs = start): SegmentRef => ({
   startOffset: start,
@@ -167,7 +168,7 @@ t.test("a non-transient failure pins the floor (stalled offset gauge) and retrie
     errorClass: "fail",
     random: 0,
   }, 1000);
-  t.equal(stalledOffset(failed.state), 40);
+  t.equal(stalledOffset(failed.state, 1000), 40, "at once: no wait for a pinned floor");
   t.equal(
     failed.state.partitions.get("a")!.retryAtMs,
     1500,
@@ -181,7 +182,7 @@ t.test("a non-transient failure pins the floor (stalled offset gauge) and retrie
     { partition: "a", identity: identityOf(retried.state, "a") },
     1600,
   );
-  t.equal(stalledOffset(ok.state), null, "the gauge clears once it succeeds");
+  t.equal(stalledOffset(ok.state, 1600), null, "the gauge clears once it succeeds");
   t.end();
 });
 
@@ -293,7 +294,7 @@ t.test("an anomaly (an existing object with another checksum) is reported and st
   );
   t.same(failed.effects.map((e) => e.kind), ["anomaly"]);
   t.same(starts(tick(failed.state, 10_000_000).effects), [], "never retried over the existing object");
-  t.equal(stalledOffset(failed.state), 0);
+  t.equal(stalledOffset(failed.state, 0), 0);
   t.end();
 });
 

@@ -16,30 +16,48 @@ const config = {
   transferDeadlineMs: 1000,
   profiles: defaultRetryProfiles,
   pendingPerPartitionMax: 10,
+  stallAfterMs: 60_000,
 };
 const seg = (start: number) => ({ startOffset: start, endOffset: start + 9, sizeBytes: 1, sealedAtMs: 0 });
 
 function state(records: Record<string, Partial<PartitionUploads>>, orphans: string[] = []): UploadState {
   let s: UploadState = { ...initialState(config), orphans: new Set(orphans) };
   for (const [key, r] of Object.entries(records)) {
-    s = withPartition(s, key, { ...openedPartition(0, 0), ...r });
+    s = withPartition(s, key, { ...openedPartition(0, 0), ...r }, 0);
   }
   return s;
 }
 
 t.test("gauges read from the state", (t) => {
-  const inFlight = { identity: "a:0:0", segment: seg(0), generation: 0, deadlineAtMs: 0, submissions: 1 };
+  const inFlight = {
+    identity: "a:0:0",
+    segment: seg(0),
+    generation: 0,
+    deadlineAtMs: 0,
+    submissions: 1,
+    startedAtMs: 0,
+  };
   const s = state({
     a: { inFlight, pending: [seg(0)] },
     b: { stalled: true, pending: [seg(30), seg(40)] },
-    c: { stalled: true, pending: [seg(20)], floorRetry: { upToOffset: 20, attempt: 1, retryAtMs: 5 } },
+    c: {
+      floor: 20,
+      stalled: true,
+      pending: [seg(20)],
+      floorRetry: { upToOffset: 30, attempt: 1, retryAtMs: 5 },
+    },
     d: { floorRetry: { upToOffset: 7, attempt: 2, retryAtMs: null } },
   }, ["x:0:0"]);
   t.equal(inFlightCount(s), 2, "one in flight and one orphan, which still holds its slot");
-  t.equal(stalledOffset(s), 20, "the lowest stalled head");
+  t.equal(stalledOffset(s, 0), 20, "the lowest stalled head");
+  t.equal(
+    stalledOffset(s, 60_000),
+    0,
+    "after stallAfterMs, d's floor command that cannot commit holds its floor",
+  );
   t.equal(floorRetriesWaiting(s), 2, "waiting and resubmitted retries both count until a commit");
   const quiet = state({ a: {} });
-  t.same([inFlightCount(quiet), stalledOffset(quiet), floorRetriesWaiting(quiet)], [0, null, 0]);
+  t.same([inFlightCount(quiet), stalledOffset(quiet, 0), floorRetriesWaiting(quiet)], [0, null, 0]);
   t.end();
 });
 
@@ -55,9 +73,10 @@ t.test("a partition joins with nothing queued or in flight; the state is never c
     anomaly: null,
     underPressure: false,
     floorRetry: null,
+    waitingSinceMs: null,
   });
   const before = initialState(config);
-  const after = withPartition(before, "a", openedPartition(0, 0));
+  const after = withPartition(before, "a", openedPartition(0, 0), 0);
   t.equal(before.partitions.size, 0);
   t.equal(after.partitions.size, 1);
   t.throws(() => initialState({ ...config, concurrencyMax: 0 }), /at least 1/);
