@@ -36,6 +36,7 @@ export function loadConfig(
   const config = toConfig(validated);
   applyAwsEnvironment(config, env);
   checkTieredStorage(config);
+  checkCache(config);
   const s3 = config.tieredStorage.s3;
   const secrets = [...secretValues(configSchema, validated), s3.accessKey, s3.secretKey, s3.sessionToken]
     .filter((x) => x !== "");
@@ -63,6 +64,36 @@ function applyAwsEnvironment(config: Config, env: Record<string, string | undefi
   if (s3.secretKey === "") s3.secretKey = env["AWS_SECRET_ACCESS_KEY"] ?? "";
   if (s3.sessionToken === "") s3.sessionToken = env["AWS_SESSION_TOKEN"] ?? "";
   if (s3.region === "") s3.region = env["AWS_REGION"] ?? env["AWS_DEFAULT_REGION"] ?? "us-east-1";
+}
+
+/** Chunk files are written in 4 KiB blocks (direct I/O among them). */
+export const chunkAlignmentBytes = 4096;
+
+/**
+ * The smallest cache budget that lets every shard's fetches in flight hold their chunks with as much
+ * again to serve from: 2 × `chunk_size` × `fetch_concurrency` × `shards`.
+ */
+export function cacheBudgetMinBytes(config: Config): number {
+  const t = config.tieredStorage;
+  return 2 * t.cache.chunkBytes * t.fetchConcurrency * config.system.shards;
+}
+
+/** Cross-key rules of the chunk cache: aligned chunks, and a budget that fits the fetches in flight. */
+function checkCache(config: Config): void {
+  const cache = config.tieredStorage.cache;
+  if (cache.chunkBytes % chunkAlignmentBytes !== 0) {
+    throw new ConfigError(
+      "[tiered_storage.cache] chunk_size",
+      `must be a multiple of ${chunkAlignmentBytes} bytes, got ${cache.chunkBytes}`,
+    );
+  }
+  const minBytes = cacheBudgetMinBytes(config);
+  if (cache.sizeBytes < minBytes) {
+    throw new ConfigError(
+      "[tiered_storage.cache] size",
+      `must be at least 2 × chunk_size × fetch_concurrency × shards = ${minBytes} bytes, got ${cache.sizeBytes}`,
+    );
+  }
 }
 
 /** Cross-key rules: an enabled s3 backend needs its bucket and credentials. */

@@ -70,9 +70,13 @@ export const configSchema = {
      * this long without the floor moving while their uploads fail or hang, whatever the error.
      */
     upload_stall_after: { kind: "duration", default: 120_000, min: 1000, max: 86_400_000 },
-    /** Deadline of one remote read for a poll, retries included; below the 10 s read timeout. */
+    /**
+     * How long a poll waits for a remote read (a chunk or a first range) before it answers 503
+     * `transient`; the fetch goes on under `request_timeout` and fills the cache for the retry.
+     * Below the 10 s read timeout.
+     */
     fetch_timeout: { kind: "duration", default: 5000, min: 100, max: 9999 },
-    /** Deadline of one HEAD, LIST or DELETE, retries included. */
+    /** Deadline of one HEAD, LIST, DELETE or cache fetch (a chunk or first range), retries included. */
     request_timeout: { kind: "duration", default: 30_000, min: 100, max: 600_000 },
     /** Idle connections to the store are closed after this. */
     connection_idle_timeout: { kind: "duration", default: 5000, min: 100, max: 600_000 },
@@ -182,7 +186,7 @@ export const configSchema = {
     max_objects: { kind: "int", default: 100_000, min: 16, max: 10_000_000 },
     /** Chunks fetched ahead of a sequential reader at most (doubling from one); 0 turns readahead off. */
     readahead_max: { kind: "int", default: 4, min: 0, max: 64 },
-    /** Unit of remote reads; boundaries snap to batch starts. */
+    /** Unit of remote reads; boundaries snap to batch starts. A multiple of 4096 (`checkCache`). */
     chunk_size: { kind: "bytes", default: 8 * 1024 * 1024, min: 1024 * 1024, max: 64 * 1024 * 1024 },
     low_watermark_percent: { kind: "int", default: 80, min: 10, max: 99 },
     trim_min_interval: { kind: "duration", default: 5000, min: 0, max: 3_600_000 },

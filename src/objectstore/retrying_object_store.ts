@@ -33,7 +33,7 @@ export interface DefaultDeadlines {
 
 /**
  * Retries and deadlines above any backend. Each operation runs under a deadline (the caller's, or
- * the default for its kind: an upload's `segment_upload_timeout`, a poll's `fetch_timeout`); an
+ * the default for its kind: `putMs` for uploads, `getMs` for ranged reads, `otherMs` for the rest); an
  * attempt gets the time left as its timeout, and a retry happens only if it can start before the
  * deadline. The decision is `decideRetry`, a pure function; this shell sleeps on the injected
  * clock and counts everything in the metrics.

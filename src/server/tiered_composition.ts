@@ -1,4 +1,6 @@
 import type { Catalog } from "../broker/catalog.ts";
+import { ConfigError } from "../config/config_error.ts";
+import { cacheBudgetMinBytes } from "../config/load_config.ts";
 import type { ShardRuntime, ShardTiering } from "../broker/shard_runtime.ts";
 import type { DeadlineObjectStore } from "../objectstore/deadline_object_store.ts";
 import { BufferPool } from "../runtime/buffer_pool.ts";
@@ -74,6 +76,14 @@ export class TieredComposition {
     const c = deps.config.tieredStorage.cache;
     const capacityBytes = await deps.disk.capacityBytes(deps.config.system.path);
     const budgetBytes = Math.min(c.sizeBytes, Math.floor((capacityBytes * c.sizePercent) / 100));
+    const budgetMinBytes = cacheBudgetMinBytes(deps.config);
+    if (budgetBytes < budgetMinBytes) {
+      throw new ConfigError(
+        "[tiered_storage.cache] size_percent",
+        `${c.sizePercent} % of the data disk (${capacityBytes} bytes) leaves the cache ${budgetBytes} bytes, ` +
+          `under 2 × chunk_size × fetch_concurrency × shards = ${budgetMinBytes}`,
+      );
+    }
     deps.logger.info("chunk cache budget", { budget_bytes: budgetBytes, size_bytes: c.sizeBytes });
     return new TieredComposition(deps, store, clusterId, budgetBytes, metrics);
   }

@@ -2,6 +2,7 @@ import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 
 /** What a chunk cache reports at scrape time. */
 export interface CacheGaugeSource {
+  readonly budgetBytes: number;
   readonly usedBytes: number;
   readonly chunkCount: number;
 }
@@ -93,6 +94,14 @@ function registerGauges(registers: Registry[], sources: ReadonlySet<CacheGaugeSo
     registers,
     collect() {
       this.set([...sources].reduce((n, s) => n + s.usedBytes, 0));
+    },
+  });
+  new Gauge({
+    name: "strata_cache_budget_bytes",
+    help: "The chunk caches' budget: the smaller of size and size_percent of the data disk.",
+    registers,
+    collect() {
+      this.set([...sources].reduce((n, s) => n + s.budgetBytes, 0));
     },
   });
   new Gauge({

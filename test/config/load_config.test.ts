@@ -131,3 +131,29 @@ t.test("secrets: env names for nested sections, values collected for scrubbing a
   }
   t.end();
 });
+
+t.test("the chunk cache: chunk_size a multiple of 4096; size at least 2 × chunk_size × fetch_concurrency × shards", (t) => {
+  t.match(
+    errorOf(t, `[tiered_storage.cache]\nchunk_size = ${1024 * 1024 + 1000}\n`).message,
+    /\[tiered_storage\.cache\] chunk_size: must be a multiple of 4096 bytes, got 1049576/,
+  );
+  // 2 × 8 MiB × 4 × 2 shards = 128 MiB.
+  const sized = (size: string) => `[system]\nshards = 2\n[tiered_storage.cache]\nsize = "${size}"\n`;
+  const error = errorOf(t, sized("127 MiB"));
+  t.equal(error.key, "[tiered_storage.cache] size");
+  t.match(
+    error.message,
+    /at least 2 × chunk_size × fetch_concurrency × shards = 134217728 bytes, got 133169152/,
+  );
+  t.equal(
+    loadConfig(sized("128 MiB"), "test.toml", {}).config.tieredStorage.cache.sizeBytes,
+    128 * 1024 * 1024,
+  );
+  const fewerFetches = `${sized("64 MiB")}[tiered_storage]\nfetch_concurrency = 2\n`;
+  t.equal(
+    loadConfig(fewerFetches, "test.toml", {}).config.tieredStorage.fetchConcurrency,
+    2,
+    "the rule follows the keys",
+  );
+  t.end();
+});

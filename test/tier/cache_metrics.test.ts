@@ -5,14 +5,15 @@ import { CacheMetrics } from "../../src/tier/cache_metrics.ts";
 t.test("the size gauges sum every cache's source at scrape time", async (t) => {
   const registry = createMetricsRegistry();
   const metrics = new CacheMetrics(registry);
-  const first = { usedBytes: 1000, chunkCount: 2 };
-  const second = { usedBytes: 500, chunkCount: 1 };
+  const first = { budgetBytes: 10_000, usedBytes: 1000, chunkCount: 2 };
+  const second = { budgetBytes: 5000, usedBytes: 500, chunkCount: 1 };
   metrics.addSource(first);
   metrics.addSource(second);
   const gauge = async (name: string) =>
     Number(new RegExp(`^${name} (\\d+)$`, "m").exec(await registry.metrics())?.[1]);
   t.equal(await gauge("strata_cache_size_bytes"), 1500);
   t.equal(await gauge("strata_cache_chunks"), 3);
+  t.equal(await gauge("strata_cache_budget_bytes"), 15_000);
   first.usedBytes = 4000;
   t.equal(await gauge("strata_cache_size_bytes"), 4500, "read when scraped, not when added");
 });
