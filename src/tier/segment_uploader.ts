@@ -17,6 +17,8 @@ export interface SealedSegment {
   startOffset: number;
   endOffset: number;
   startTimestampUs: number;
+  /** The last batch's timestamp. */
+  endTimestampUs: number;
   maxTimestampUs: number;
 }
 
@@ -28,6 +30,9 @@ export function sealedSegmentOf(segment: Segment): SealedSegment {
     startOffset: segment.startOffset,
     endOffset: segment.endOffset,
     startTimestampUs: segment.firstTimestampUs ?? segment.maxTimestampUs,
+    // The log's timestamps are server-assigned and never go backwards (`SegmentChain.append`), so
+    // the last batch's is the segment's latest, as the `.remote` marker records it too.
+    endTimestampUs: segment.maxTimestampUs,
     maxTimestampUs: segment.maxTimestampUs,
   };
 }
@@ -99,6 +104,7 @@ function segmentMetadata(
     "start-offset": String(segment.startOffset),
     "end-offset": String(segment.endOffset),
     "start-timestamp": String(segment.startTimestampUs),
+    "end-timestamp": String(segment.endTimestampUs),
     "max-timestamp": String(segment.maxTimestampUs),
     "size": String(sizeBytes),
     "index-size": String(indexSizeBytes),

@@ -16,7 +16,7 @@ import { TokenBucket } from "../../src/runtime/token_bucket.ts";
 import { CacheMetrics } from "../../src/tier/cache_metrics.ts";
 import { ChunkCache } from "../../src/tier/chunk_cache.ts";
 import { segmentKeys } from "../../src/tier/object_keys.ts";
-import { uploadSegment } from "../../src/tier/segment_uploader.ts";
+import { sealedSegmentOf, uploadSegment } from "../../src/tier/segment_uploader.ts";
 import { TierRemoteReader } from "../../src/tier/tier_remote_reader.ts";
 import { tempDir } from "./temp_dir.ts";
 import { WatchedClock } from "./watched_clock.ts";
@@ -88,14 +88,7 @@ export async function evicted(t: Test, options: EvictedOptions = {}) {
         pieceBytes: 65536,
         bandwidth: new TokenBucket(clock, { rateBytesPerSec: "unlimited", waitersMax: 1, name: "b" }),
       },
-      {
-        logPath: s.logPath,
-        indexPath: s.indexPath,
-        startOffset: s.startOffset,
-        endOffset: s.endOffset,
-        startTimestampUs: s.firstTimestampUs!,
-        maxTimestampUs: s.maxTimestampUs,
-      },
+      sealedSegmentOf(s),
       segmentKeys(incarnation, s.startOffset),
       1e12,
     );

@@ -12,7 +12,7 @@ import { Rng } from "../../src/runtime/rng.ts";
 import { TokenBucket } from "../../src/runtime/token_bucket.ts";
 import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
 import { segmentKeys } from "../../src/tier/object_keys.ts";
-import { uploadSegment } from "../../src/tier/segment_uploader.ts";
+import { sealedSegmentOf, uploadSegment } from "../../src/tier/segment_uploader.ts";
 import type { BodySource, ObjectStore } from "../../src/objectstore/object_store.ts";
 import { DiskError } from "../../src/runtime/disk.ts";
 import { LogReadsDisk } from "../helpers/log_reads_disk.ts";
@@ -67,14 +67,7 @@ async function setup(t: Test, disk: NodeDisk = new NodeDisk()) {
     name: "upload bandwidth",
   });
   const deps = { disk, store, pieceBytes: 64 * 1024, bandwidth };
-  const segment = {
-    logPath: sealed.logPath,
-    indexPath: sealed.indexPath,
-    startOffset: sealed.startOffset,
-    endOffset: sealed.endOffset,
-    startTimestampUs: sealed.firstTimestampUs!,
-    maxTimestampUs: sealed.maxTimestampUs,
-  };
+  const segment = sealedSegmentOf(sealed);
   return { deps, sim, segment, bandwidth, keys: segmentKeys(incarnation, sealed.startOffset) };
 }
 
@@ -94,6 +87,7 @@ t.test("a sealed segment's .log and .index land under the incarnation's keys, by
     "start-offset": "0",
     "end-offset": String(segment.endOffset),
     "start-timestamp": String(segment.startTimestampUs),
+    "end-timestamp": String(segment.maxTimestampUs),
     "max-timestamp": String(segment.maxTimestampUs),
     "size": String(logBytes.length),
     "index-size": String(readFileSync(segment.indexPath).length),
