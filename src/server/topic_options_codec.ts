@@ -44,10 +44,10 @@ export function parseTopicOptions(fields: Fields, defaults: TopicDefaults): Topi
     tiered: boolField(fields, "tiered") ?? defaults.tiered,
     localRetentionAgeMs: fields["local_retention_age"] === undefined
       ? defaults.localRetentionAgeMs
-      : durationField(fields, "localRetentionAgeMs"),
+      : localRetentionField(fields, "localRetentionAgeMs", defaults),
     localRetentionSizeBytes: fields["local_retention_size"] === undefined
       ? defaults.localRetentionSizeBytes
-      : sizeField(fields, "localRetentionSizeBytes"),
+      : localRetentionField(fields, "localRetentionSizeBytes", defaults),
     partitions: countField(fields, "partitions", 1),
     segmentSizeBytes: sizeField(fields, "segmentSizeBytes") ?? segmentSizeBytesDefault,
     segmentMaxAgeMs: durationField(fields, "segmentMaxAgeMs"),
@@ -58,11 +58,11 @@ export function parseTopicOptions(fields: Fields, defaults: TopicDefaults): Topi
 }
 
 /**
- * The options a PATCH makes of `current`: only the fields present change. The options fixed at
- * creation, and the name, are refused. Turning tiering off is for the catalog to refuse while
- * remote segments exist.
+ * The options a PATCH makes of `current`: only the fields present change (a local retention of 0
+ * takes the server's default). The options fixed at creation, and the name, are refused. Turning
+ * tiering off is for the catalog to refuse while remote segments exist.
  */
-export function patchTopicOptions(current: TopicOptions, fields: Fields): TopicOptions {
+export function patchTopicOptions(current: TopicOptions, fields: Fields, defaults: TopicDefaults): TopicOptions {
   for (const name of [...fixedAtCreation.map((o) => topicOptionFields[o]), "name"]) {
     if (fields[name] !== undefined) {
       throw new InvalidTopicOptionError(`Cannot update topic: ${name} is fixed at creation`);
@@ -73,10 +73,10 @@ export function patchTopicOptions(current: TopicOptions, fields: Fields): TopicO
     ...current,
     ...(has("tiered") ? { tiered: patchedBool(fields, "tiered") } : {}),
     ...(has("localRetentionAgeMs")
-      ? { localRetentionAgeMs: durationField(fields, "localRetentionAgeMs") }
+      ? { localRetentionAgeMs: localRetentionField(fields, "localRetentionAgeMs", defaults) }
       : {}),
     ...(has("localRetentionSizeBytes")
-      ? { localRetentionSizeBytes: sizeField(fields, "localRetentionSizeBytes") }
+      ? { localRetentionSizeBytes: localRetentionField(fields, "localRetentionSizeBytes", defaults) }
       : {}),
     ...(has("segmentMaxAgeMs") ? { segmentMaxAgeMs: durationField(fields, "segmentMaxAgeMs") } : {}),
     ...(has("retentionMaxAgeMs") ? { retentionMaxAgeMs: durationField(fields, "retentionMaxAgeMs") } : {}),
@@ -119,6 +119,25 @@ function sizeField(fields: Fields, option: RangedTopicOption): number | null {
   if (value === undefined || value === null || value === "unlimited") return null;
   const bytes = typeof value === "number" || typeof value === "string" ? parseBytes(value) : null;
   return checkTopicOption(option, name, bytes);
+}
+
+/**
+ * A local retention limit: 0 (or "0 s", "0 B") means the server's default for new topics
+ * (`[tiered_storage] default_local_retention_age` or `_size`), "unlimited" or null no limit, and
+ * anything else a value in the option's range.
+ */
+function localRetentionField(
+  fields: Fields,
+  option: "localRetentionAgeMs" | "localRetentionSizeBytes",
+  defaults: TopicDefaults,
+): number | null {
+  const value = fields[topicOptionFields[option]];
+  const kind = option === "localRetentionAgeMs" ? "duration" : "size";
+  const parsed = typeof value === "number" || typeof value === "string"
+    ? (kind === "duration" ? parseDurationMs(value) : parseBytes(value))
+    : null;
+  if (parsed === 0) return defaults[option];
+  return kind === "duration" ? durationField(fields, option) : sizeField(fields, option);
 }
 
 /** Milliseconds, as a number or a unit string, in the option's range; null when absent, null or "unlimited". */

@@ -110,19 +110,19 @@ t.test("a PATCH changes only the fields present and refuses those fixed at creat
   const patched = patchTopicOptions(current, {
     retention_max_bytes: "unlimited",
     local_retention_size: "8 MiB",
-  });
+  }, defaults);
   t.same(patched, { ...current, retentionMaxBytes: null, localRetentionSizeBytes: 8 * MiB });
-  t.same(patchTopicOptions(current, {}), current, "an empty patch changes nothing");
+  t.same(patchTopicOptions(current, {}, defaults), current, "an empty patch changes nothing");
   for (const name of ["partitions", "segment_size", "name"]) {
     t.throws(
-      () => patchTopicOptions(current, { [name]: 1 }),
+      () => patchTopicOptions(current, { [name]: 1 }, defaults),
       new InvalidTopicOptionError(`Cannot update topic: ${name} is fixed at creation`),
     );
   }
-  t.throws(() => patchTopicOptions(current, { segment_max_age: "1 ms" }), InvalidTopicOptionError);
+  t.throws(() => patchTopicOptions(current, { segment_max_age: "1 ms" }, defaults), InvalidTopicOptionError);
   for (const name of ["tiered", "retention_consumer_barrier"]) {
     t.throws(
-      () => patchTopicOptions(current, { [name]: null }),
+      () => patchTopicOptions(current, { [name]: null }, defaults),
       new InvalidTopicOptionError(`Cannot set ${name}: expected true or false`),
       `a null ${name} is refused, not stored`,
     );
@@ -145,5 +145,21 @@ t.test("answers show the options by the names requests give them, and read back 
     "retention_consumer_barrier",
   ]);
   t.same(parseTopicOptions(json, defaults), options, "an answer's options, sent back, are the same options");
+  t.end();
+});
+
+t.test("a local retention of 0 means the server's default, in a create and in a PATCH; unlimited means none", (t) => {
+  const sized: TopicDefaults = { tiered: true, localRetentionAgeMs: 60_000, localRetentionSizeBytes: 64 * MiB };
+  const created = parseTopicOptions({ local_retention_age: 0, local_retention_size: "0 B" }, sized);
+  t.same([created.localRetentionAgeMs, created.localRetentionSizeBytes], [60_000, 64 * MiB]);
+  const own = parseTopicOptions({ local_retention_age: "2 h", local_retention_size: "unlimited" }, sized);
+  t.same([own.localRetentionAgeMs, own.localRetentionSizeBytes], [7_200_000, null]);
+  const back = patchTopicOptions(own, { local_retention_age: "0 s", local_retention_size: 0 }, sized);
+  t.same([back.localRetentionAgeMs, back.localRetentionSizeBytes], [60_000, 64 * MiB], "back to the defaults");
+  t.throws(
+    () => parseTopicOptions({ local_retention_age: "10 ms" }, sized),
+    /local_retention_age must be a duration of at least 1000 ms/,
+    "between 0 and the minimum is still refused",
+  );
   t.end();
 });
