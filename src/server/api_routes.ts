@@ -87,7 +87,11 @@ export const apiRoutes: Route[] = [
     const topicName = topic(c);
     const b = await body(c);
     // The patch applies to the options current under the catalog's lock.
-    const patched = await c.catalog.patchTopic(streamName, topicName, (o) => patchTopicOptions(o, b, c.catalog.topicDefaults));
+    const patched = await c.catalog.patchTopic(
+      streamName,
+      topicName,
+      (o) => patchTopicOptions(o, b, c.catalog.topicDefaults),
+    );
     return reply(c, 200, topicView(patched));
   }),
   route("DELETE", T, async (c) => {

@@ -62,7 +62,11 @@ export function parseTopicOptions(fields: Fields, defaults: TopicDefaults): Topi
  * takes the server's default). The options fixed at creation, and the name, are refused. Turning
  * tiering off is for the catalog to refuse while remote segments exist.
  */
-export function patchTopicOptions(current: TopicOptions, fields: Fields, defaults: TopicDefaults): TopicOptions {
+export function patchTopicOptions(
+  current: TopicOptions,
+  fields: Fields,
+  defaults: TopicDefaults,
+): TopicOptions {
   for (const name of [...fixedAtCreation.map((o) => topicOptionFields[o]), "name"]) {
     if (fields[name] !== undefined) {
       throw new InvalidTopicOptionError(`Cannot update topic: ${name} is fixed at creation`);

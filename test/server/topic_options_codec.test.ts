@@ -149,13 +149,21 @@ t.test("answers show the options by the names requests give them, and read back 
 });
 
 t.test("a local retention of 0 means the server's default, in a create and in a PATCH; unlimited means none", (t) => {
-  const sized: TopicDefaults = { tiered: true, localRetentionAgeMs: 60_000, localRetentionSizeBytes: 64 * MiB };
+  const sized: TopicDefaults = {
+    tiered: true,
+    localRetentionAgeMs: 60_000,
+    localRetentionSizeBytes: 64 * MiB,
+  };
   const created = parseTopicOptions({ local_retention_age: 0, local_retention_size: "0 B" }, sized);
   t.same([created.localRetentionAgeMs, created.localRetentionSizeBytes], [60_000, 64 * MiB]);
   const own = parseTopicOptions({ local_retention_age: "2 h", local_retention_size: "unlimited" }, sized);
   t.same([own.localRetentionAgeMs, own.localRetentionSizeBytes], [7_200_000, null]);
   const back = patchTopicOptions(own, { local_retention_age: "0 s", local_retention_size: 0 }, sized);
-  t.same([back.localRetentionAgeMs, back.localRetentionSizeBytes], [60_000, 64 * MiB], "back to the defaults");
+  t.same(
+    [back.localRetentionAgeMs, back.localRetentionSizeBytes],
+    [60_000, 64 * MiB],
+    "back to the defaults",
+  );
   t.throws(
     () => parseTopicOptions({ local_retention_age: "10 ms" }, sized),
     /local_retention_age must be a duration of at least 1000 ms/,
