@@ -5,14 +5,16 @@
 import S3rver from "s3rver";
 
 const directory = process.argv[2];
+// A port to listen on (to come back where a stopped instance was); any free port by default.
+const port = Number(process.argv[3] ?? 0);
 const server = new S3rver({
-  port: 0,
+  port,
   address: "127.0.0.1",
   silent: process.env.S3RVER_LOG !== "1",
   directory,
 });
-const { port } = await server.run();
-console.log(`port ${port}`);
+const listening = await server.run();
+console.log(`port ${listening.port}`);
 process.on("SIGTERM", async () => {
   await server.close();
   process.exit(0);
