@@ -7,6 +7,7 @@ import type { LogConfig } from "./log_config.ts";
 import { PartitionRefusedError } from "./log_errors.ts";
 import { PartitionLog } from "./partition_log.ts";
 import { recoverSegments } from "./recover_segments.ts";
+import type { Segment } from "./segment.ts";
 import { readSuperblock, type Superblock, writeSuperblock } from "./superblock.ts";
 import type { RetentionDecision } from "./total_retention.ts";
 import {
@@ -16,6 +17,28 @@ import {
   type FloorState,
   resetForPurge,
 } from "./floor_state.ts";
+
+/**
+ * Whether a purge was cut short after its unlinks: the log is gone or one empty segment at offset 0,
+ * yet the superblock keeps a floor or a retention watermark above 0. No other state looks like
+ * this: the floor never passes the log's end, and retention never deletes the active segment.
+ */
+function interruptedPurge(superblock: Superblock, segments: readonly Segment[]): boolean {
+  const empty = segments.length === 0 ||
+    (segments.length === 1 && segments[0]!.startOffset === 0 && segments[0]!.isEmpty);
+  return empty && (superblock.tieredUpToOffset > 0 || superblock.deletedUpToOffset > 0);
+}
+
+/** The superblock a purge would have written, made durable; the consumer offsets are the caller's. */
+async function finishPurge(disk: Disk, dir: string, superblock: Superblock): Promise<Superblock> {
+  const next: Superblock = {
+    ...superblock,
+    ...resetForPurge(floorStateOf(superblock)),
+    deletedUpToOffset: 0,
+  };
+  await writeSuperblock(disk, dir, next);
+  return next;
+}
 
 /** Where a partition sits, by id; names live only in the metadata. */
 export interface PartitionAddress {
@@ -105,10 +128,18 @@ export class Partition {
       createdRevision: superblock.createdRevision,
       purgeGeneration: superblock.purgeGeneration,
     });
-    if (report.segments.length === 0) {
-      // A purge that crashed after unlinking every segment: start the new generation's log.
-      report.segments.push(await PartitionLog.createSegment(disk, dir, 0));
+    let booted = superblock;
+    if (interruptedPurge(superblock, report.segments)) {
+      // A purge unlinks every segment, starts an empty log at offset 0 and only then writes the new
+      // generation's superblock. A crash in between leaves the old generation and its floor over an
+      // empty log: finishing the purge keeps that floor from passing offsets of the new log.
+      booted = await finishPurge(disk, dir, superblock);
+      logger.info("partition purge finished at boot", {
+        partition: label,
+        purge_generation: booted.purgeGeneration,
+      });
     }
+    if (report.segments.length === 0) report.segments.push(await PartitionLog.createSegment(disk, dir, 0));
     if (report.truncatedBytes > 0 || report.rebuiltIndexes > 0) {
       logger.info("partition recovered", {
         partition: label,
@@ -118,7 +149,8 @@ export class Partition {
     }
     const log = new PartitionLog(disk, dir, clock, config, report.segments, label);
     const offsets = await ConsumerOffsets.load(disk, dir, consumersPerPartitionMax);
-    return new Partition(disk, address, dir, log, offsets, superblock);
+    if (booted !== superblock) await offsets.clear();
+    return new Partition(disk, address, dir, log, offsets, booted);
   }
 
   /** Deletes every message: a new purge generation, an empty log at offset 0, no consumer offsets. */
