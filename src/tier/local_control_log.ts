@@ -5,6 +5,7 @@ import { crc32c } from "../runtime/crc32c.ts";
 import type { Disk, DiskFile } from "../runtime/disk.ts";
 import { dirOf } from "../runtime/paths.ts";
 import { readUpTo } from "../runtime/read_up_to.ts";
+import { QueueFullError } from "../runtime/wait_errors.ts";
 import { replaceFile } from "../runtime/replace_file.ts";
 import {
   type ApplyHook,
@@ -17,8 +18,8 @@ import {
 const headerBytes = 8;
 /** By default compaction rewrites the file once it is larger than this. */
 const compactAboveBytesDefault = 1024 * 1024;
-/** Bound on submissions waiting for the writer. */
-const queueMax = 10_000;
+/** Bound on submissions waiting for the writer, by default. */
+export const submissionsQueuedMaxDefault = 10_000;
 
 interface Record {
   index: number;
@@ -49,6 +50,7 @@ export class LocalControlLog implements ControlLog {
   #writing: Promise<unknown> = Promise.resolve();
   #queued = 0;
   readonly #compactAboveBytes: number;
+  readonly #submissionsQueuedMax: number;
 
   private constructor(
     disk: Disk,
@@ -57,8 +59,11 @@ export class LocalControlLog implements ControlLog {
     sizeBytes: number,
     records: Record[],
     compactAboveBytes: number,
+    submissionsQueuedMax: number,
   ) {
+    assert(submissionsQueuedMax >= 1, "a control log takes at least one submission at a time");
     this.#compactAboveBytes = compactAboveBytes;
+    this.#submissionsQueuedMax = submissionsQueuedMax;
     this.#disk = disk;
     this.#path = path;
     this.#file = file;
@@ -72,6 +77,7 @@ export class LocalControlLog implements ControlLog {
     disk: Disk,
     path: string,
     compactAboveBytes = compactAboveBytesDefault,
+    submissionsQueuedMax = submissionsQueuedMaxDefault,
   ): Promise<LocalControlLog> {
     await disk.mkdirp(dirOf(path));
     const file = await disk.open(path, { create: true });
@@ -82,7 +88,15 @@ export class LocalControlLog implements ControlLog {
       await file.truncate(validBytes);
       await file.sync();
     }
-    return new LocalControlLog(disk, path, file, validBytes, records, compactAboveBytes);
+    return new LocalControlLog(
+      disk,
+      path,
+      file,
+      validBytes,
+      records,
+      compactAboveBytes,
+      submissionsQueuedMax,
+    );
   }
 
   epoch(): number {
@@ -107,7 +121,10 @@ export class LocalControlLog implements ControlLog {
     if (precondition.expectedEpoch !== localControlEpoch) {
       return Promise.reject(new ControlEpochMismatchError(precondition.expectedEpoch, localControlEpoch));
     }
-    assert(this.#queued < queueMax, "Cannot submit a control command: the control log queue is full");
+    // A refusal is a failed submission: the upload core submits the same command again later.
+    if (this.#queued >= this.#submissionsQueuedMax) {
+      return Promise.reject(new QueueFullError("submit a control command", this.#submissionsQueuedMax));
+    }
     this.#queued++;
     const done = this.#writing.catch(() => {}).then(async () => {
       const index = this.#committed + 1;

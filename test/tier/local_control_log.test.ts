@@ -5,6 +5,7 @@ import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import type { ApplyHook, ControlCommand } from "../../src/tier/control_log.ts";
 import { ControlEpochMismatchError } from "../../src/tier/control_log.ts";
 import { LocalControlLog } from "../../src/tier/local_control_log.ts";
+import { QueueFullError } from "../../src/runtime/wait_errors.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 
 await initCrc32c();
@@ -112,4 +113,16 @@ t.test("replay runs once, and comes before any submission", async (t) => {
   await log.replay(() => Promise.resolve());
   await t.rejects(log.replay(() => Promise.resolve()), /twice/);
   await log.close();
+});
+
+t.test("a submission beyond the queue's bound is refused with a typed error, and one after it is taken", async (t) => {
+  const path = `${tempDir(t)}/control/shard-0.log`;
+  const log = await LocalControlLog.open(new NodeDisk(), path, undefined, 2);
+  await log.replay(() => Promise.resolve());
+  t.teardown(() => log.close());
+  const first = log.submit(floor(1), epoch);
+  const second = log.submit(floor(2), epoch);
+  await t.rejects(log.submit(floor(3), epoch), new QueueFullError("submit a control command", 2));
+  t.same(await Promise.all([first, second]), [1, 2], "the two queued commit");
+  t.equal(await log.submit(floor(3), epoch), 3, "room again once they did");
 });
