@@ -9,6 +9,7 @@ import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { TokenBucket } from "../../src/runtime/token_bucket.ts";
 import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import { CacheAccessTable } from "../../src/tier/cache_access_table.ts";
 import { CacheFullError, ChunkCache, FetchTimeoutError } from "../../src/tier/chunk_cache.ts";
 import { Semaphore } from "../../src/runtime/semaphore.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
@@ -370,4 +371,29 @@ t.test("a reader that stops leaves the chunks fetched ahead of it, never read, f
     ["k1", "k2", "k5", "k6", "k7"],
     "the two chunks fetched ahead and never read went; the chunks read, even earlier, stay",
   );
+});
+
+t.test("the tick saves the access table every 60 s while the cache runs, not only at close", async (t) => {
+  const { cache, dir, disk, clock, whole } = await standaloneCache(t, 3000, 10_000);
+  const table = new CacheAccessTable(disk, dir);
+  const saved = () => table.read(silentLogger());
+  await cache.read(whole(0));
+  await cache.read(whole(1));
+  /** Ticks once a second, as the shard's pump does, up to `untilMs`. */
+  const tickUntil = async (untilMs: number) => {
+    while (clock.nowMs() < untilMs) {
+      clock.advance(1000);
+      cache.onTick(clock.nowMs());
+    }
+    await settlesWithin(cache.idle(), "a save the tick started");
+  };
+  await tickUntil(59_000);
+  t.notOk(existsSync(`${dir}/access-table.bin`), "no table is written before 60 s");
+  await tickUntil(60_000);
+  t.same(await saved(), ["k1", "k2"], "at 60 s the table is on disk, without a close");
+  await cache.read(whole(2));
+  await tickUntil(119_000);
+  t.same(await saved(), ["k1", "k2"], "a chunk read since is not saved before the next 60 s");
+  await tickUntil(120_000);
+  t.same(await saved(), ["k1", "k2", "k3"], "at 120 s the table is saved again, with it");
 });
