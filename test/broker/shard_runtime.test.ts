@@ -1,5 +1,7 @@
+import { existsSync } from "node:fs";
 import t, { type Test } from "tap";
 import { retentionCheckIntervalMs } from "../../src/broker/shard_runtime.ts";
+import { accessOrderSaveIntervalMs } from "../../src/tier/cache_core.ts";
 import { openServer } from "../helpers/open_server.ts";
 import { settlesWithin } from "../helpers/settles_within.ts";
 
@@ -85,4 +87,16 @@ t.test("the consumer barrier: total retention of a tiered topic keeps what a sto
   const size = (await c.partition("s", "t", 0))["size_bytes"] as number;
   t.ok(size <= 3 * 1024 * 1024, `and reached retention_max_bytes (${size} bytes)`);
   t.ok((await firstOffset()) > 25, "past the consumer's offset");
+});
+
+t.test("the chunk cache's access table is saved from the shard's tick while the server runs, first at 60 s", async (t) => {
+  const { server, clock, dir } = await openServer(t);
+  const cache = server.shards[0]!.tiering!.cache;
+  const table = `${dir}/data/cache/shard-0/access-table.bin`;
+  clock.advance(accessOrderSaveIntervalMs - 10);
+  await settlesWithin(cache.idle(), "the cache's background work");
+  t.notOk(existsSync(table), "no access table before 60 s");
+  clock.advance(10);
+  await settlesWithin(cache.idle(), "the save the tick started");
+  t.ok(existsSync(table), "the tick at 60 s saved it, with the server still running");
 });

@@ -1,5 +1,5 @@
 import { existsSync, readdirSync, readlinkSync, statSync, writeFileSync } from "node:fs";
-import t from "tap";
+import t, { type Test } from "tap";
 import { runVirtual } from "../helpers/run_virtual.ts";
 import { defaultRetryProfiles } from "../../src/objectstore/retry_policy.ts";
 import { RetryingObjectStore } from "../../src/objectstore/retrying_object_store.ts";
@@ -9,6 +9,7 @@ import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { TokenBucket } from "../../src/runtime/token_bucket.ts";
 import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import { CacheAccessTable } from "../../src/tier/cache_access_table.ts";
 import { CacheFullError, ChunkCache, FetchTimeoutError } from "../../src/tier/chunk_cache.ts";
 import { Semaphore } from "../../src/runtime/semaphore.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
@@ -296,4 +297,103 @@ t.test("a cold poll fetches only its own range first (64 KiB to 1 MiB) and answe
   const warm = await partition.log.read(100, 5, 64 * 1024);
   t.ok(warm.messages.every(payloadOk) && warm.messages.length === 5);
   t.equal(sim.count("get"), 2, "a warm poll makes no request");
+});
+
+/**
+ * A cache opened on its own in a fresh directory, over one object "o" of `objectBytes` in the sim
+ * store, read in 1000-byte chunks: chunk `n` is kept as `k{n + 1}`.
+ */
+async function standaloneCache(t: Test, objectBytes: number, budgetBytes: number) {
+  const disk = new NodeDisk();
+  const clock = new VirtualClock();
+  const dir = tempDir(t);
+  const sim = new SimObjectStore(clock, new Rng(7));
+  const store = new RetryingObjectStore(sim, clock, new Rng(8), defaultRetryProfiles, {
+    putMs: 90_000,
+    getMs: 5000,
+    otherMs: 30_000,
+  }, null);
+  const body = new Uint8Array(objectBytes).fill(2);
+  await sim.put("o", () =>
+    (async function* () {
+      yield body;
+    })(), { sizeBytes: objectBytes, metadata: {}, ifAbsent: false });
+  const cache = await ChunkCache.open({
+    disk,
+    store,
+    clock,
+    logger: silentLogger(),
+    dir,
+    config: { budgetBytes, objectsMax: 100, lowWatermarkPercent: 80, trimMinIntervalMs: 0 },
+    fetchTimeoutMs: 5000,
+    fetchDeadlineMs: 60_000,
+    fetchSlots: new Semaphore({ permits: 4, waitersMax: 100, name: "fetch slot" }),
+    fetchBandwidth: new TokenBucket(clock, {
+      rateBytesPerSec: "unlimited",
+      waitersMax: 100,
+      name: "fetch bandwidth",
+    }),
+  });
+  const ref = (n: number) => ({
+    objectKey: "o",
+    cacheKey: `k${n + 1}`,
+    span: { chunk: n, start: n * 1000, end: n * 1000 + 1000 },
+  });
+  /** A warm whole-chunk read of chunk `n`. */
+  const whole = (n: number) => ({
+    ...ref(n),
+    cold: false,
+    position: n * 1000,
+    windowBytes: 1000,
+    firstRangeEnd: null,
+  });
+  return { cache, dir, disk, clock, sim, ref, whole };
+}
+
+t.test("a reader that stops leaves the chunks fetched ahead of it, never read, first in line for eviction", async (t) => {
+  // Budget 6000, low watermark 4800: six chunks fit; a seventh forces a trim of two, down to 4000.
+  const { cache, dir, sim, ref, whole } = await standaloneCache(t, 7000, 6000);
+  await cache.read(whole(0));
+  await cache.read(whole(1));
+  // Readahead after chunk 1; the reader then stops and reads neither.
+  cache.prefetch(ref(2));
+  cache.prefetch(ref(3));
+  await settlesWithin(cache.idle(), "the fetches ahead");
+  t.equal(sim.count("get"), 4, "both chunks ahead were fetched");
+  // Other readers go on, read later than the chunks ahead were fetched.
+  await cache.read(whole(4));
+  await cache.read(whole(5));
+  t.equal(cache.chunkCount, 6);
+  await cache.read(whole(6)); // 6000 + 1000 > 6000: a forced trim to the watermark
+  await settlesWithin(cache.idle(), "the trim's deletions");
+  t.same(
+    ["k1", "k2", "k3", "k4", "k5", "k6", "k7"].filter((key) => existsSync(`${dir}/${key}`)),
+    ["k1", "k2", "k5", "k6", "k7"],
+    "the two chunks fetched ahead and never read went; the chunks read, even earlier, stay",
+  );
+});
+
+t.test("the tick saves the access table every 60 s while the cache runs, not only at close", async (t) => {
+  const { cache, dir, disk, clock, whole } = await standaloneCache(t, 3000, 10_000);
+  const table = new CacheAccessTable(disk, dir);
+  const saved = () => table.read(silentLogger());
+  await cache.read(whole(0));
+  await cache.read(whole(1));
+  /** Ticks once a second, as the shard's pump does, up to `untilMs`. */
+  const tickUntil = async (untilMs: number) => {
+    while (clock.nowMs() < untilMs) {
+      clock.advance(1000);
+      cache.onTick(clock.nowMs());
+    }
+    await settlesWithin(cache.idle(), "a save the tick started");
+  };
+  await tickUntil(59_000);
+  t.notOk(existsSync(`${dir}/access-table.bin`), "no table is written before 60 s");
+  await tickUntil(60_000);
+  t.same(await saved(), ["k1", "k2"], "at 60 s the table is on disk, without a close");
+  await cache.read(whole(2));
+  await tickUntil(119_000);
+  t.same(await saved(), ["k1", "k2"], "a chunk read since is not saved before the next 60 s");
+  await tickUntil(120_000);
+  t.same(await saved(), ["k1", "k2", "k3"], "at 120 s the table is saved again, with it");
 });

@@ -278,3 +278,59 @@ t.test("a batch larger than a poll's window is read whole: the window grows unti
     );
   }
 });
+
+t.test("readahead doubles from one chunk on each sequential chunk, 1, 2, 4, 8, then holds at readahead_max; a jump starts again at one", async (t) => {
+  const { partition, attach } = await evicted(t, {
+    segmentSizeBytes: 1_000_000,
+    messages: 110,
+    chunkBytes: 16 * 1024,
+    readaheadChunksMax: 8,
+  });
+  const cache = await attach();
+  // The reader's calls into the cache, in order: each read's chunk, then the chunks it asks ahead for.
+  const calls: { read: number; ahead: number[] }[] = [];
+  const read = cache.read.bind(cache);
+  const prefetch = cache.prefetch.bind(cache);
+  cache.read = (r) => {
+    calls.push({ read: r.span.chunk, ahead: [] });
+    return read(r);
+  };
+  cache.prefetch = (chunk) => {
+    calls.at(-1)!.ahead.push(chunk.span.chunk);
+    prefetch(chunk);
+  };
+  const first = partition.log.segments[0]!;
+  t.ok(
+    first.location === "remote" && first.endOffset >= 20,
+    `a long evicted first segment (${first.endOffset})`,
+  );
+  // Small polls walking forward: each new chunk read is sequential, its next chunk cached or in flight.
+  for (let offset = 0; offset <= 12; offset++) {
+    const r = await partition.log.read(offset, 1, 1024);
+    t.ok(r.messages.length === 1 && payloadOk(r.messages[0]!)) || t.bailout();
+  }
+  await settlesWithin(cache.idle(), "the fetches ahead of the reader");
+  /** For each chunk read for the first time, how far ahead the reader asked. */
+  const aheadByChunk = (from: number) => {
+    const seen = new Map<number, number[]>();
+    for (const c of calls.slice(from)) if (!seen.has(c.read)) seen.set(c.read, c.ahead);
+    return [...seen.entries()];
+  };
+  const walked = aheadByChunk(0);
+  t.ok(walked.length >= 6, `the walk read ${walked.length} chunks`);
+  const range = (from: number, count: number) => Array.from({ length: count }, (_, i) => from + i);
+  t.same(
+    walked.slice(0, 6),
+    [[0, [1]], [1, range(2, 2)], [2, range(3, 4)], [3, range(4, 8)], [4, range(5, 8)], [5, range(6, 8)]],
+    "one chunk ahead, then two, four, eight, and eight",
+  );
+  // A jump to a chunk far ahead is not sequential: readahead starts again at one chunk.
+  const jumpedFrom = calls.length;
+  const r = await partition.log.read(first.endOffset - 5, 1, 1024);
+  t.ok(r.messages.length === 1 && payloadOk(r.messages[0]!));
+  await settlesWithin(cache.idle(), "the fetch ahead after the jump");
+  const jumped = aheadByChunk(jumpedFrom);
+  t.equal(jumped.length, 1, "one chunk read after the jump");
+  t.ok(jumped[0]![0] > 12, `a chunk far ahead (${jumped[0]![0]})`);
+  t.same(jumped[0]![1], [jumped[0]![0] + 1], "and one chunk ahead of it");
+});
