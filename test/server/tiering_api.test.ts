@@ -313,3 +313,40 @@ t.test("a poll whose remote read outlasts fetch_timeout answers 503 transient, c
   t.ok(await metric("strata_cache_hits_total") > hits, "from the cache");
   t.equal(await metric("strata_cache_transient_replies_total"), 1, "and not counted as transient");
 });
+
+t.test("a poll from a timestamp whose message is in an evicted segment starts there, read through the store", async (t) => {
+  const { c, until, raw, clock } = await tieredServer(t);
+  await c.createTopic("s", { name: "t", segment_size: "1 MiB", local_retention_size: "1 MiB" });
+  const stampsUs: number[] = [];
+  for (let i = 0; i < 30; i++) {
+    clock.advance(10);
+    stampsUs.push(clock.wallMs() * 1000);
+    await c.produce("s", "t", [{ payload: payload(100_000, i) }], 0);
+  }
+  const evicted = await until(async () => {
+    const p = await c.partition("s", "t", 0) as { segments: { location: string }[] };
+    return p.segments.some((s) => s.location === "remote");
+  });
+  t.ok(evicted, "a segment was evicted");
+  const p = await c.partition("s", "t", 0) as {
+    segments: { start_offset: number; end_offset: number; location: string }[];
+  };
+  const victim = p.segments.find((s) => s.location === "remote")!;
+  const target = victim.start_offset + 3;
+  t.ok(target < victim.end_offset, `offset ${target} inside the evicted segment`);
+  const gets = async () =>
+    Number(
+      /strata_objectstore_requests_total\{op="get"\} (\d+)/.exec(await (await raw("/metrics")).text())?.[1] ??
+        0,
+    );
+  const getsBefore = await gets();
+  const polled = await c.poll("s", "t", 0, { timestamp: stampsUs[target]! - 1, count: 5 });
+  t.same(
+    polled.messages.map((m) => m.offset),
+    [0, 1, 2, 3, 4].map((i) => target + i),
+    "from the message at or after it",
+  );
+  t.equal(polled.messages[0]!.timestamp, stampsUs[target], "the one stamped at that time");
+  t.ok(polled.messages.every((m) => m.payload.every((b) => b === (m.offset & 0xff))), "payloads intact");
+  t.ok(await gets() > getsBefore, "read through the store");
+});
