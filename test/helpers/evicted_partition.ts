@@ -40,7 +40,7 @@ export interface EvictedOptions {
   readaheadChunksMax?: number;
   payloadBytes?: number;
   windowPool?: BufferPool;
-  /** Virtual time between two appends, so each message has a timestamp of its own; 0 by default. */
+  /** Virtual time before each append, so each message has a timestamp of its own; none by default. */
   msBetweenMessages?: number;
 }
 
@@ -61,7 +61,7 @@ export async function evicted(t: Test, options: EvictedOptions = {}) {
   /** The wall-clock time of each append, in microseconds: message `i`'s timestamp. */
   const timestampsUs: number[] = [];
   for (let i = 0; i < (options.messages ?? 90); i++) {
-    clock.advance(options.msBetweenMessages ?? 0);
+    if (options.msBetweenMessages !== undefined) clock.advance(options.msBetweenMessages);
     timestampsUs.push(clock.wallMs() * 1000);
     await partition.log.append([{
       key: null,
