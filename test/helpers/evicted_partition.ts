@@ -40,6 +40,8 @@ export interface EvictedOptions {
   readaheadChunksMax?: number;
   payloadBytes?: number;
   windowPool?: BufferPool;
+  /** Virtual time before each append, so each message has a timestamp of its own; none by default. */
+  msBetweenMessages?: number;
 }
 
 /** A partition with sealed segments (4 by default) uploaded to the sim store and evicted. */
@@ -56,7 +58,11 @@ export async function evicted(t: Test, options: EvictedOptions = {}) {
     partitionId: 0,
   }, logConfig);
   t.teardown(() => partition.close());
+  /** The wall-clock time of each append, in microseconds: message `i`'s timestamp. */
+  const timestampsUs: number[] = [];
   for (let i = 0; i < (options.messages ?? 90); i++) {
+    if (options.msBetweenMessages !== undefined) clock.advance(options.msBetweenMessages);
+    timestampsUs.push(clock.wallMs() * 1000);
     await partition.log.append([{
       key: null,
       headers: {},
@@ -152,6 +158,7 @@ export async function evicted(t: Test, options: EvictedOptions = {}) {
     data,
     logConfig,
     metrics,
+    timestampsUs,
   };
 }
 

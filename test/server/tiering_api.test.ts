@@ -2,9 +2,12 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import t, { type Test } from "tap";
 import { StrataApiError } from "../../src/client/strata_client.ts";
 import { LocalControlLog } from "../../src/tier/local_control_log.ts";
+import type { Disk } from "../../src/runtime/disk.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
+import { HeldOpensDisk } from "../helpers/held_opens_disk.ts";
 import { InFlightDisk } from "../helpers/in_flight_disk.ts";
 import { openServer } from "../helpers/open_server.ts";
+import { tempDir } from "../helpers/temp_dir.ts";
 
 // Tiering through the API of an in-process server: the shipped defaults (fs backend, topics
 // tiered), a virtual clock ticked by hand and real disk I/O in between.
@@ -13,9 +16,18 @@ const payload = (n: number, fill = 7) => new Uint8Array(n).fill(fill);
 /** Bound on the real time one `until` waits for disk I/O: a stuck operation ends the wait, not the test run. */
 const ioWaitMaxMs = 120_000;
 
-async function tieredServer(t: Test, env: Record<string, string> = {}) {
+/**
+ * `around` wraps the disk the server gets outside the in-flight count (given the server's
+ * directory), so what it holds back is not waited for as disk I/O.
+ */
+async function tieredServer(
+  t: Test,
+  env: Record<string, string> = {},
+  around: (disk: Disk, dir: string) => Disk = (disk) => disk,
+) {
   const disk = new InFlightDisk(new NodeDisk());
-  const s = await openServer(t, env, undefined, disk);
+  const dir = tempDir(t);
+  const s = await openServer(t, env, dir, around(disk, dir));
   const c = s.client();
   await c.createStream("s");
   /**
@@ -240,4 +252,101 @@ t.test("turning tiering on uploads the sealed segments at once, not after the id
     await until(async () => ((await c.partition("s", "t", 0))["tiered_up_to_offset"] as number) > 0),
     "and the floor moved once it landed",
   );
+});
+
+t.test("a poll whose remote read outlasts fetch_timeout answers 503 transient, counted, and its retry is served from the cache the read filled", async (t) => {
+  let store!: HeldOpensDisk;
+  const { c, until, raw, clock } = await tieredServer(t, {}, (disk, dir) => {
+    // The fs store's objects: while held, its GETs do not answer.
+    store = new HeldOpensDisk(disk, `${dir}/data/objects/objects`);
+    return store;
+  });
+  await c.createTopic("s", { name: "t", segment_size: "1 MiB", local_retention_size: "1 MiB" });
+  for (let i = 0; i < 30; i++) await c.produce("s", "t", [{ payload: payload(100_000, i) }], 0);
+  const evicted = await until(async () => {
+    const p = await c.partition("s", "t", 0) as { segments: { location: string }[] };
+    return p.segments.some((s) => s.location === "remote");
+  });
+  t.ok(evicted, "a segment was evicted");
+  const p = await c.partition("s", "t", 0) as { segments: { start_offset: number; location: string }[] };
+  const victim = p.segments.find((s) => s.location === "remote")!;
+  const metric = async (name: string) => {
+    const text = await (await raw("/metrics")).text();
+    const values = [...text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\d+)$`, "gm"))];
+    return values.reduce((sum, m) => sum + Number(m[1]), 0);
+  };
+  const path = `/streams/s/topics/t/partitions/0/messages?offset=${victim.start_offset}&count=3`;
+  const fetchTimeoutMs = 5000;
+
+  store.hold();
+  t.teardown(() => store.release());
+  const polledAtMs = clock.nowMs();
+  let answer: Response | null = null;
+  void raw(path).then((r) => (answer = r));
+  t.ok(
+    await until(() => Promise.resolve(answer !== null)),
+    "the poll answered while the store held the read",
+  );
+  t.ok(store.waiting >= 1, "its read of the object was held");
+  t.ok(clock.nowMs() - polledAtMs >= fetchTimeoutMs, "after fetch_timeout, not before");
+  const refused = answer! as Response;
+  t.equal(refused.status, 503, "503");
+  t.equal(refused.headers.get("retry-after"), "1", "retry after 1 s");
+  t.match(await refused.json(), { error: "transient" }, "error code transient");
+  t.equal(await metric("strata_cache_transient_replies_total"), 1, "counted");
+
+  store.release();
+  t.ok(
+    await until(async () => store.waiting === 0 && await metric("strata_cache_chunks") >= 1),
+    "the read went on",
+  );
+  const opens = store.opens;
+  const hits = await metric("strata_cache_hits_total");
+  const retry = await c.poll("s", "t", 0, { offset: victim.start_offset, count: 3 });
+  t.same(
+    retry.messages.map((m) => m.offset),
+    [0, 1, 2].map((i) => victim.start_offset + i),
+    "the retry is served",
+  );
+  t.ok(retry.messages.every((m) => m.payload.every((b) => b === (m.offset & 0xff))), "payloads intact");
+  t.equal(store.opens, opens, "without reading the store again");
+  t.ok(await metric("strata_cache_hits_total") > hits, "from the cache");
+  t.equal(await metric("strata_cache_transient_replies_total"), 1, "and not counted as transient");
+});
+
+t.test("a poll from a timestamp whose message is in an evicted segment starts there, read through the store", async (t) => {
+  const { c, until, raw, clock } = await tieredServer(t);
+  await c.createTopic("s", { name: "t", segment_size: "1 MiB", local_retention_size: "1 MiB" });
+  const stampsUs: number[] = [];
+  for (let i = 0; i < 30; i++) {
+    clock.advance(10);
+    stampsUs.push(clock.wallMs() * 1000);
+    await c.produce("s", "t", [{ payload: payload(100_000, i) }], 0);
+  }
+  const evicted = await until(async () => {
+    const p = await c.partition("s", "t", 0) as { segments: { location: string }[] };
+    return p.segments.some((s) => s.location === "remote");
+  });
+  t.ok(evicted, "a segment was evicted");
+  const p = await c.partition("s", "t", 0) as {
+    segments: { start_offset: number; end_offset: number; location: string }[];
+  };
+  const victim = p.segments.find((s) => s.location === "remote")!;
+  const target = victim.start_offset + 3;
+  t.ok(target < victim.end_offset, `offset ${target} inside the evicted segment`);
+  const gets = async () =>
+    Number(
+      /strata_objectstore_requests_total\{op="get"\} (\d+)/.exec(await (await raw("/metrics")).text())?.[1] ??
+        0,
+    );
+  const getsBefore = await gets();
+  const polled = await c.poll("s", "t", 0, { timestamp: stampsUs[target]! - 1, count: 5 });
+  t.same(
+    polled.messages.map((m) => m.offset),
+    [0, 1, 2, 3, 4].map((i) => target + i),
+    "from the message at or after it",
+  );
+  t.equal(polled.messages[0]!.timestamp, stampsUs[target], "the one stamped at that time");
+  t.ok(polled.messages.every((m) => m.payload.every((b) => b === (m.offset & 0xff))), "payloads intact");
+  t.ok(await gets() > getsBefore, "read through the store");
 });

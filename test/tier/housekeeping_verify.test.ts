@@ -1,4 +1,5 @@
 import t from "tap";
+import { crc32 } from "../../src/runtime/crc32.ts";
 import { decodeManifest } from "../../src/tier/manifest.ts";
 import { manifestKey, segmentKeys } from "../../src/tier/object_keys.ts";
 import { incOf, metric } from "../helpers/housekeeping_fixture.ts";
@@ -73,4 +74,60 @@ t.test("the verify pass re-uploads a missing object from a local .log, reports o
     manifest.segments.find((s) => s.startOffset === remote.startOffset)!.logCrc32,
     remote.marker!.logCrc32,
   );
+});
+
+t.test("the verify pass reports an object of another size, and one of the same size with another CRC32, as mismatches it neither re-uploads nor hides", async (t) => {
+  const envelopeBytes = 120_000;
+  const h = await tierHarness(t, { ageMs: null, sizeBytes: envelopeBytes }, {
+    housekeeping: { idleTimeoutMs: 1000, verifyIntervalMs: 20_000 },
+  });
+  await h.produce(40);
+  const evictedToEnvelope = () =>
+    h.partition.superblock.tieredUpToOffset === h.lastSealedEnd() + 1 &&
+    h.partition.log.segments.filter((s) => s.location === "remote").length >= 2 &&
+    h.partition.log.localSizeBytes <= envelopeBytes;
+  t.ok(await h.runUntil(evictedToEnvelope), "uploaded and evicted down to the envelope");
+  const inc = incOf(h.partition.superblock.createdRevision, 0);
+  const floor = h.partition.superblock.tieredUpToOffset;
+  const [shorter, altered] = h.partition.log.segments.filter((s) => s.location === "remote");
+  const shorterKey = segmentKeys(inc, shorter!.startOffset).log;
+  const alteredKey = segmentKeys(inc, altered!.startOffset).log;
+  // Two objects no longer match their segment's marker, each in one way only: one is 100 bytes
+  // short under the metadata of the original (its CRC32 as recorded), the other keeps its size
+  // but has one byte flipped and that body's CRC32 in its metadata.
+  const replace = async (key: string, bytes: Uint8Array, crc32Text: string) => {
+    await h.sim.put(key, async function* () {
+      yield bytes;
+    }, {
+      sizeBytes: bytes.length,
+      metadata: { ...h.sim.peek(key)!.metadata, crc32: crc32Text },
+      ifAbsent: false,
+    });
+  };
+  const shorterBytes = h.sim.peek(shorterKey)!.bytes.slice(0, -100);
+  const alteredBytes = h.sim.peek(alteredKey)!.bytes.slice();
+  alteredBytes[alteredBytes.length - 5000]! ^= 0x40;
+  await replace(shorterKey, shorterBytes, String(shorter!.marker!.logCrc32));
+  await replace(alteredKey, alteredBytes, String(crc32(alteredBytes)));
+  t.equal(h.sim.peek(shorterKey)!.metadata["crc32"], String(shorter!.marker!.logCrc32), "short, same CRC32");
+  t.equal(h.sim.peek(alteredKey)!.bytes.length, altered!.sizeBytes, "the altered object keeps its size");
+  t.not(h.sim.peek(alteredKey)!.metadata["crc32"], String(altered!.marker!.logCrc32), "but not its CRC32");
+
+  const mismatches = () => metric(h.registry, /strata_tier_verify_anomalies_total\{kind="mismatch"\} (\d+)/);
+  // Each pass reports again what it finds: stop after the first pass has looked at both segments
+  // (in offset order, so once it has HEADed the later one's .index).
+  const laterIndexKey = segmentKeys(inc, altered!.startOffset).index;
+  const headsBefore = { index: h.sim.count("head", laterIndexKey), log: h.sim.count("head", alteredKey) };
+  t.ok(
+    // The pass is due 20 s of virtual time after the first look (about 2,000 ticks).
+    await h.runUntil(() => h.sim.count("head", laterIndexKey) > headsBefore.index, 10_000),
+    "the verify pass looked at both segments",
+  );
+  t.equal(h.sim.count("head", alteredKey), headsBefore.log + 1, "in one pass");
+  t.equal(await mismatches(), 2, "the size and the CRC32 mismatch, each reported once");
+  t.equal(await metric(h.registry, /strata_tier_verify_anomalies_total\{kind="missing"\} (\d+)/), 0);
+  t.equal(await metric(h.registry, /strata_tier_verify_reuploads_total (\d+)/), 0, "nothing re-uploaded");
+  t.same(h.sim.peek(shorterKey)!.bytes, shorterBytes, "the short object is left as found");
+  t.same(h.sim.peek(alteredKey)!.bytes, alteredBytes, "the altered object is left as found");
+  t.equal(h.partition.superblock.tieredUpToOffset, floor, "the floor does not move to hide them");
 });

@@ -334,3 +334,33 @@ t.test("readahead doubles from one chunk on each sequential chunk, 1, 2, 4, 8, t
   t.ok(jumped[0]![0] > 12, `a chunk far ahead (${jumped[0]![0]})`);
   t.same(jumped[0]![1], [jumped[0]![0] + 1], "and one chunk ahead of it");
 });
+
+t.test("a read from a timestamp in an evicted segment starts at the first message stamped at or after it, read through the store", async (t) => {
+  const { partition, sim, attach, timestampsUs } = await evicted(t, { msBetweenMessages: 10 });
+  await attach();
+  const remote = partition.log.segments.filter((s) => s.location === "remote");
+  t.ok(remote.length >= 3, "evicted segments");
+  // A message inside the second evicted segment, neither its first nor its last.
+  const segment = remote[1]!;
+  const target = segment.startOffset + 5;
+  t.ok(
+    target < segment.endOffset,
+    `offset ${target} inside segment ${segment.startOffset}-${segment.endOffset}`,
+  );
+  t.notOk(existsSync(segment.logPath), "its .log is no longer on local disk");
+  t.equal(sim.count("get"), 0, "nothing read from the store yet");
+  for (
+    const [stampUs, why] of [[timestampsUs[target]!, "at its stamp"], [
+      timestampsUs[target]! - 1,
+      "just before it",
+    ]] as const
+  ) {
+    const r = await partition.log.readFromTimestamp(stampUs, 30, 1 << 24);
+    t.same(r.messages.map((m) => m.offset), Array.from({ length: 30 }, (_, i) => target + i), why);
+    t.ok(r.messages.every(payloadOk), "payloads intact");
+    t.equal(r.messages[0]!.timestampUs, timestampsUs[target], "the message stamped at that time");
+  }
+  t.ok(sim.count("get") > 0, "read through the remote path");
+  const first = await partition.log.readFromTimestamp(timestampsUs[remote[2]!.startOffset]!, 1, 1 << 20);
+  t.equal(first.messages[0]?.offset, remote[2]!.startOffset, "the first message of the next evicted segment");
+});
