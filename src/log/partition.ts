@@ -62,6 +62,8 @@ export class Partition {
   readonly offsets: ConsumerOffsets;
   readonly #disk: Disk;
   #superblock: Superblock;
+  /** The superblock's writes, one at a time: each change reads the state the one before it left. */
+  #superblockWrites: Promise<unknown> = Promise.resolve();
 
   private constructor(
     disk: Disk,
@@ -155,10 +157,12 @@ export class Partition {
 
   /** Deletes every message: a new purge generation, an empty log at offset 0, no consumer offsets. */
   async purge(): Promise<void> {
-    const reset = resetForPurge(floorStateOf(this.#superblock));
-    const next: Superblock = { ...this.#superblock, ...reset, deletedUpToOffset: 0 };
-    await this.log.purge(() => writeSuperblock(this.#disk, this.dir, next));
-    this.#superblock = next;
+    await this.log.purge(() =>
+      this.#changeSuperblock((current) => {
+        const next = { ...current, ...resetForPurge(floorStateOf(current)), deletedUpToOffset: 0 };
+        return { next, result: undefined };
+      })
+    );
     await this.offsets.clear();
   }
 
@@ -166,18 +170,12 @@ export class Partition {
    * Applies a control-log command to this partition's floor state machine, checked against the
    * committed end of its log, and persists the floor in the superblock when it advances.
    */
-  async applyFloor(command: AdvanceTieredFloor): Promise<FloorOutcome> {
-    const { state, outcome } = applyAdvanceTieredFloor(
-      floorStateOf(this.#superblock),
-      command,
-      this.log.nextOffset,
-    );
-    if (outcome === "advanced") {
-      const next: Superblock = { ...this.#superblock, tieredUpToOffset: state.tieredUpToOffset };
-      await writeSuperblock(this.#disk, this.dir, next);
-      this.#superblock = next;
-    }
-    return outcome;
+  applyFloor(command: AdvanceTieredFloor): Promise<FloorOutcome> {
+    return this.#changeSuperblock((current) => {
+      const { state, outcome } = applyAdvanceTieredFloor(floorStateOf(current), command, this.log.nextOffset);
+      const next = outcome === "advanced" ? { ...current, tieredUpToOffset: state.tieredUpToOffset } : null;
+      return { next, result: outcome };
+    });
   }
 
   /**
@@ -186,13 +184,32 @@ export class Partition {
    */
   async enforceRetention(decide: RetentionDecision): Promise<number> {
     const deleted = await this.log.enforceRetention(decide);
-    const first = this.log.stats().firstOffset;
-    if (deleted > 0 && first > this.#superblock.deletedUpToOffset) {
-      const next: Superblock = { ...this.#superblock, deletedUpToOffset: first };
-      await writeSuperblock(this.#disk, this.dir, next);
-      this.#superblock = next;
-    }
-    return deleted;
+    return await this.#changeSuperblock((current) => {
+      const first = this.log.stats().firstOffset;
+      const next = deleted > 0 && first > current.deletedUpToOffset
+        ? { ...current, deletedUpToOffset: first }
+        : null;
+      return { next, result: deleted };
+    });
+  }
+
+  /**
+   * Runs `change` on the superblock as the writes before it left it, and makes what it returns
+   * (when not null) durable before the next change runs. The floor, the retention watermark and a
+   * purge each write the whole superblock, from their own tasks: one at a time, none is lost, and
+   * no two share the temporary file.
+   */
+  #changeSuperblock<T>(change: (current: Superblock) => { next: Superblock | null; result: T }): Promise<T> {
+    const changed = this.#superblockWrites.catch(() => {}).then(async () => {
+      const { next, result } = change(this.#superblock);
+      if (next !== null) {
+        await writeSuperblock(this.#disk, this.dir, next);
+        this.#superblock = next;
+      }
+      return result;
+    });
+    this.#superblockWrites = changed;
+    return changed;
   }
 
   close(): Promise<void> {
