@@ -65,6 +65,26 @@ export function evictionVictims<S extends RetentionSegment>(
 }
 
 /**
+ * The envelope's overshoot: local bytes of the sealed segments the envelope wants gone (by age or
+ * size, oldest first, as an eviction would take them) that are still on local disk, whatever the
+ * floor. Below the floor eviction takes them at once, so what stays is mostly what uploads have not
+ * reached yet.
+ */
+export function overshootBytes(segments: readonly RetentionSegment[], keepLocal: KeepLocal): number {
+  assertChainOrder(segments);
+  let localBytes = localBytesOf(segments);
+  let overshoot = 0;
+  for (const segment of segments) {
+    if (!segment.sealed) break;
+    if (segment.location === "remote") continue;
+    if (keepLocal(segment, localBytes)) break;
+    overshoot += segment.sizeBytes;
+    localBytes -= segment.sizeBytes;
+  }
+  return overshoot;
+}
+
+/**
  * One look at a tiered partition: `evict` when its oldest sealed local segment is below the floor
  * (the pass then applies the envelope); otherwise `hold`, under pressure when the envelope wants
  * that segment gone although the floor has not passed it.

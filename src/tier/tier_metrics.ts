@@ -11,6 +11,7 @@ export interface TierGaugeSource {
   /** Partitions whose floor command failed to commit and has not committed since. */
   floorRetriesWaiting(): number;
   floors(): Iterable<[string, number]>;
+  partitionBytes(): Iterable<[string, { localBytes: number; remoteBytes: number }]>;
 }
 
 /** The tier services' metrics in one registry, shared by every shard. */
@@ -109,7 +110,7 @@ function registerGauges(registers: Registry[], sources: ReadonlySet<TierGaugeSou
   });
   new Gauge({
     name: "strata_tier_local_overshoot_bytes",
-    help: "Local bytes above the local envelope because uploads lag.",
+    help: "Local bytes of sealed segments the local envelope (age or size) wants gone, still local.",
     registers,
     collect() {
       this.set([...sources].reduce((n, s) => n + s.localOvershootBytes(), 0));
@@ -121,6 +122,30 @@ function registerGauges(registers: Registry[], sources: ReadonlySet<TierGaugeSou
     registers,
     collect() {
       this.set([...sources].reduce((n, s) => n + s.floorRetriesWaiting(), 0));
+    },
+  });
+  new Gauge({
+    name: "strata_tier_partition_local_bytes",
+    help: "Bytes per tiered partition whose .log is on local disk.",
+    labelNames: ["partition"],
+    registers,
+    collect() {
+      this.reset();
+      for (const source of sources) {
+        for (const [partition, bytes] of source.partitionBytes()) this.set({ partition }, bytes.localBytes);
+      }
+    },
+  });
+  new Gauge({
+    name: "strata_tier_partition_remote_bytes",
+    help: "Bytes per tiered partition held only in the object store (evicted segments).",
+    labelNames: ["partition"],
+    registers,
+    collect() {
+      this.reset();
+      for (const source of sources) {
+        for (const [partition, bytes] of source.partitionBytes()) this.set({ partition }, bytes.remoteBytes);
+      }
     },
   });
   new Gauge({

@@ -9,6 +9,7 @@ import type { DeadlineObjectStore } from "../objectstore/deadline_object_store.t
 import type { RetryProfiles } from "../objectstore/retry_policy.ts";
 import { type ControlCommand, ControlEpochMismatchError, type ControlLog } from "./control_log.ts";
 import { FloorWaiters } from "./floor_waiters.ts";
+import { keepLocalWithin, overshootBytes } from "../log/local_retention.ts";
 import { LocalEvictions } from "./local_evictions.ts";
 import { SealedScan } from "./sealed_scan.ts";
 import type { UploadDeps } from "./segment_uploader.ts";
@@ -123,13 +124,21 @@ export class TierService implements TierGaugeSource {
   }
 
   localOvershootBytes(): number {
+    const nowUs = this.#deps.clock.wallMs() * 1000;
     let overshoot = 0;
     for (const p of this.#partitions.values()) {
-      const limit = p.envelope().sizeBytes;
-      if (limit === null) continue;
-      overshoot += Math.max(0, p.partition.log.localSizeBytes - limit);
+      overshoot += overshootBytes(p.partition.log.segments, keepLocalWithin(p.envelope(), nowUs));
     }
     return overshoot;
+  }
+
+  /** Each partition's bytes with a local `.log` and bytes only in the store. */
+  *partitionBytes(): Iterable<[string, { localBytes: number; remoteBytes: number }]> {
+    for (const [key, p] of this.#partitions) {
+      const log = p.partition.log;
+      const remoteBytes = log.segments.reduce((n, s) => s.location === "remote" ? n + s.sizeBytes : n, 0);
+      yield [key, { localBytes: log.localSizeBytes, remoteBytes }];
+    }
   }
 
   *floors(): Iterable<[string, number]> {

@@ -9,6 +9,7 @@ import {
   keepLocalWithin,
   localBytesOf,
   type LocalEnvelope,
+  overshootBytes,
 } from "../../src/log/local_retention.ts";
 
 // Local retention is pure: tables of segments, floor and envelope, and the decisions they give.
@@ -177,5 +178,29 @@ t.test("the decisions refuse a chain with a hole and a negative floor", (t) => {
   t.throws(() => decideLocalRetention(holed, 1000, keepNone), AssertionError);
   t.throws(() => evictionVictims(chain([1, 2]), -1, keepNone), AssertionError);
   t.throws(() => keepLocalWithin(envelope({ sizeBytes: -1 }), nowUs), AssertionError);
+  t.end();
+});
+
+t.test("the overshoot: local bytes the envelope wants gone, by age or by size, whatever the floor", (t) => {
+  // Four sealed segments of 1000 bytes (newest messages at 10, 20, 95 and 99 s) and the active one.
+  const segments = chain([10_000, 20_000, 95_000, 99_000, 0]);
+  const rows: { envelope: LocalEnvelope; locations?: RetentionSegment["location"][]; overshoot: number }[] = [
+    { envelope: envelope({}), overshoot: 0 },
+    { envelope: envelope({ ageMs: 50_000 }), overshoot: 2000 },
+    { envelope: envelope({ sizeBytes: 3000 }), overshoot: 2000 },
+    { envelope: envelope({ ageMs: 2_000, sizeBytes: 4500 }), overshoot: 3000 },
+    { envelope: envelope({ ageMs: 50_000 }), locations: ["remote"], overshoot: 1000 },
+    { envelope: envelope({ ageMs: 50_000 }), locations: ["remote", "remote"], overshoot: 0 },
+  ];
+  for (const row of rows) {
+    const withLocations = row.locations === undefined
+      ? segments
+      : chain([10_000, 20_000, 95_000, 99_000, 0], row.locations);
+    t.equal(
+      overshootBytes(withLocations, keepLocalWithin(row.envelope, nowUs)),
+      row.overshoot,
+      JSON.stringify(row),
+    );
+  }
   t.end();
 });

@@ -33,3 +33,42 @@ t.test("uploaded segments are evicted once older than local_retention_age, a lag
   t.equal(partition.offsets.get("lagging"), 0, "the lagging consumer's offset did not hold eviction back");
   t.ok(partition.log.segments.at(-1)!.location !== "remote", "the active segment stays local");
 });
+
+t.test("the gauges: bytes per partition local and remote, and the age envelope's overshoot while uploads lag", async (t) => {
+  const { partition, sim, clock, registry, produce, runUntil, lastSealedEnd } = await tierHarness(t, {
+    ageMs,
+    sizeBytes: null,
+  });
+  const gauge = async (name: string) => {
+    const line = (await registry.metrics()).split("\n").find((l) =>
+      l.startsWith(`${name} `) || l.startsWith(`${name}{`)
+    );
+    return Number(line?.split(" ").at(-1));
+  };
+  sim.faults = { outages: [{ fromMs: 0, toMs: 2 * ageMs }] };
+  await produce(30);
+  const sealedBytes = () =>
+    partition.log.segments.filter((s) => s.sealed).reduce((n, s) => n + s.sizeBytes, 0);
+  t.equal(await gauge("strata_tier_local_overshoot_bytes"), 0, "young segments: no overshoot");
+  await runUntil(() => clock.nowMs() >= ageMs + 1000);
+  t.equal(partition.superblock.tieredUpToOffset, 0, "the store is down: nothing uploaded");
+  t.equal(
+    await gauge("strata_tier_local_overshoot_bytes"),
+    sealedBytes(),
+    "every sealed segment is past the age",
+  );
+  t.equal(await gauge("strata_tier_partition_local_bytes"), partition.log.localSizeBytes);
+  t.equal(await gauge("strata_tier_partition_remote_bytes"), 0);
+  t.ok(
+    await runUntil(() => partition.superblock.tieredUpToOffset === lastSealedEnd() + 1, 6000),
+    "the store is back",
+  );
+  t.ok(await runUntil(() => partition.log.segments.every((s) => !s.sealed || s.location === "remote"), 1000));
+  t.equal(await gauge("strata_tier_local_overshoot_bytes"), 0, "evicted: the overshoot is gone");
+  t.equal(await gauge("strata_tier_partition_remote_bytes"), sealedBytes(), "the sealed bytes are remote");
+  t.equal(
+    await gauge("strata_tier_partition_local_bytes"),
+    partition.log.localSizeBytes,
+    "the active segment's",
+  );
+});
