@@ -73,6 +73,7 @@ export class TierMetrics {
       registers,
     });
     registerGauges(registers, this.#sources);
+    registerPartitionGauges(registers, this.#sources);
   }
 
   addSource(source: TierGaugeSource): void {
@@ -124,6 +125,10 @@ function registerGauges(registers: Registry[], sources: ReadonlySet<TierGaugeSou
       this.set([...sources].reduce((n, s) => n + s.floorRetriesWaiting(), 0));
     },
   });
+}
+
+/** The gauges labelled by partition, read from every source at scrape time. */
+function registerPartitionGauges(registers: Registry[], sources: ReadonlySet<TierGaugeSource>): void {
   new Gauge({
     name: "strata_tier_partition_local_bytes",
     help: "Bytes per tiered partition whose .log is on local disk.",
