@@ -294,11 +294,28 @@ async function dropTopic(topic: string): Promise<void> {
   const streamId = (await client.getStream(stream) as { id: number }).id;
   const topicId = (await client.getTopic(stream, topic) as { id: number }).id;
   await client.deleteTopic(stream, topic);
+  // An upload of the topic still in flight would land after the deletes below: wait for it to report.
+  await orphanedUploadsDone();
   // The deleted topic's objects would wait for the orphan sweep; the benchmark frees the store now,
   // so that a full run's three backlogs fit a test store (RGW's is 10 GiB).
   const root = clusterRoot(config.tieredStorage.s3.prefix, server.catalog.clusterId);
   await deleteUnder(`${root}${streamId}/${topicId}/`);
   await deleteUnder(`${root}meta/${streamId}/${topicId}/`);
+}
+
+/** How long a deleted topic's uploads in flight may take to report. */
+const orphanedUploadsWaitMs = 120_000;
+
+/** Waits until no shard has an upload of a removed partition in flight. */
+async function orphanedUploadsDone(): Promise<void> {
+  const orphaned = () => server.shards.reduce((n, s) => n + (s.tier?.orphanedUploads() ?? 0), 0);
+  const deadline = Date.now() + orphanedUploadsWaitMs;
+  while (orphaned() > 0) {
+    if (Date.now() > deadline) {
+      throw new Error(`Cannot free the store: ${orphaned()} uploads still in flight`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
 }
 
 /** A bound on the pages one prefix is freed in: a run's topics hold a few hundred objects each. */

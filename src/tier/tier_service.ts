@@ -111,6 +111,11 @@ export class TierService implements TierGaugeSource {
     return core.inFlightCount(this.#state);
   }
 
+  /** Uploads of partitions removed or purged meanwhile, still in flight until they report. */
+  orphanedUploads(): number {
+    return this.#state.orphans.size;
+  }
+
   stalledOffset(): number | null {
     return core.stalledOffset(this.#state, this.#deps.clock.nowMs());
   }
