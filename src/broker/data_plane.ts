@@ -118,7 +118,7 @@ export class DataPlane {
   partitionStats(streamName: string, topicName: string, partitionId: number): PartitionStats {
     const partition = this.#partition(streamName, topicName, partitionId);
     const stats = partition.log.stats();
-    const remote = stats.segments.filter((s) => s.location === "remote").reduce((n, s) => n + s.sizeBytes, 0);
+    const remote = partition.log.remoteSizeBytes;
     return {
       ...stats,
       shard: this.#shards.shardOf(partition.address).id,

@@ -112,6 +112,11 @@ export class PartitionLog {
     return this.#chain.localBytes();
   }
 
+  /** Bytes of the evicted segments, held only in the object store. */
+  get remoteSizeBytes(): number {
+    return this.#chain.segments.reduce((n, s) => s.location === "remote" ? n + s.sizeBytes : n, 0);
+  }
+
   append(messages: readonly MessageInput[]): Promise<AppendResult> {
     assert(messages.length > 0, "Cannot append an empty batch");
     return this.#queue.enqueue<AppendResult>((done) => ({ kind: "append", messages, done }));

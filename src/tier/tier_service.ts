@@ -141,8 +141,7 @@ export class TierService implements TierGaugeSource {
   *partitionBytes(): Iterable<[string, { localBytes: number; remoteBytes: number }]> {
     for (const [key, p] of this.#partitions) {
       const log = p.partition.log;
-      const remoteBytes = log.segments.reduce((n, s) => s.location === "remote" ? n + s.sizeBytes : n, 0);
-      yield [key, { localBytes: log.localSizeBytes, remoteBytes }];
+      yield [key, { localBytes: log.localSizeBytes, remoteBytes: log.remoteSizeBytes }];
     }
   }
 

@@ -217,48 +217,7 @@ t.test("a backfill far behind the head enters the cache at the cold end and cann
 });
 
 t.test("the access table is saved and restored: after a restart the least recently used chunk is still evicted first", async (t) => {
-  const disk = new NodeDisk();
-  const clock = new VirtualClock();
-  const dir = tempDir(t);
-  const sim = new SimObjectStore(clock, new Rng(5));
-  const store = new RetryingObjectStore(sim, clock, new Rng(6), defaultRetryProfiles, {
-    putMs: 90_000,
-    getMs: 5000,
-    otherMs: 30_000,
-  }, null);
-  const body = new Uint8Array(4000).fill(1);
-  await sim.put("o", () =>
-    (async function* () {
-      yield body;
-    })(), { sizeBytes: 4000, metadata: {}, ifAbsent: false });
-  const open = () =>
-    ChunkCache.open({
-      disk,
-      store,
-      clock,
-      logger: silentLogger(),
-      dir,
-      config: { budgetBytes: 3500, objectsMax: 100, lowWatermarkPercent: 80, trimMinIntervalMs: 0 },
-      fetchTimeoutMs: 5000,
-      fetchDeadlineMs: 60_000,
-      fetchSlots: new Semaphore({ permits: 4, waitersMax: 100, name: "fetch slot" }),
-      fetchBandwidth: new TokenBucket(clock, {
-        rateBytesPerSec: "unlimited",
-        waitersMax: 100,
-        name: "fetch bandwidth",
-      }),
-    });
-  /** A whole-chunk read of chunk `n` (1000 bytes of "o"), kept as `k{n + 1}`. */
-  const whole = (n: number) => ({
-    objectKey: "o",
-    cacheKey: `k${n + 1}`,
-    span: { chunk: n, start: n * 1000, end: n * 1000 + 1000 },
-    cold: false,
-    position: n * 1000,
-    windowBytes: 1000,
-    firstRangeEnd: null,
-  });
-  const cache = await open();
+  const { cache, open, dir, whole } = await standaloneCache(t, 4000, 3500);
   for (const n of [1, 2, 3]) await cache.read(whole(n - 1));
   await cache.read(whole(0)); // k1 is used again: k2 is now the least recent
   await cache.close();
@@ -318,22 +277,24 @@ async function standaloneCache(t: Test, objectBytes: number, budgetBytes: number
     (async function* () {
       yield body;
     })(), { sizeBytes: objectBytes, metadata: {}, ifAbsent: false });
-  const cache = await ChunkCache.open({
-    disk,
-    store,
-    clock,
-    logger: silentLogger(),
-    dir,
-    config: { budgetBytes, objectsMax: 100, lowWatermarkPercent: 80, trimMinIntervalMs: 0 },
-    fetchTimeoutMs: 5000,
-    fetchDeadlineMs: 60_000,
-    fetchSlots: new Semaphore({ permits: 4, waitersMax: 100, name: "fetch slot" }),
-    fetchBandwidth: new TokenBucket(clock, {
-      rateBytesPerSec: "unlimited",
-      waitersMax: 100,
-      name: "fetch bandwidth",
-    }),
-  });
+  const open = () =>
+    ChunkCache.open({
+      disk,
+      store,
+      clock,
+      logger: silentLogger(),
+      dir,
+      config: { budgetBytes, objectsMax: 100, lowWatermarkPercent: 80, trimMinIntervalMs: 0 },
+      fetchTimeoutMs: 5000,
+      fetchDeadlineMs: 60_000,
+      fetchSlots: new Semaphore({ permits: 4, waitersMax: 100, name: "fetch slot" }),
+      fetchBandwidth: new TokenBucket(clock, {
+        rateBytesPerSec: "unlimited",
+        waitersMax: 100,
+        name: "fetch bandwidth",
+      }),
+    });
+  const cache = await open();
   const ref = (n: number) => ({
     objectKey: "o",
     cacheKey: `k${n + 1}`,
@@ -347,7 +308,7 @@ async function standaloneCache(t: Test, objectBytes: number, budgetBytes: number
     windowBytes: 1000,
     firstRangeEnd: null,
   });
-  return { cache, dir, disk, clock, sim, ref, whole };
+  return { cache, open, dir, disk, clock, sim, ref, whole };
 }
 
 t.test("a reader that stops leaves the chunks fetched ahead of it, never read, first in line for eviction", async (t) => {
