@@ -2,6 +2,8 @@ import { labelOf, type Partition } from "../log/partition.ts";
 import { assert } from "../runtime/assert.ts";
 import { BufferPool } from "../runtime/buffer_pool.ts";
 import type { Clock } from "../runtime/clock.ts";
+import { DueHeap } from "../runtime/due_heap.ts";
+import { PacedSweep } from "../runtime/paced_sweep.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { PieceGate } from "../runtime/piece_gate.ts";
 import type { Pump } from "../runtime/pump.ts";
@@ -15,6 +17,12 @@ import { totalRetentionPass } from "./retention_pass.ts";
 
 /** How often each shard evaluates total retention for its partitions. */
 export const retentionCheckIntervalMs = 1000;
+
+/** Bound on the partition logs one tick serves (rolls, interval fsyncs); the rest wait a tick. */
+export const logDutiesPerTickMax = 1024;
+
+/** Bound on the partitions one tick evaluates total retention for. */
+export const retentionChecksPerTickMax = 256;
 
 /**
  * A partition log's write buffer: the batches of a write group are encoded into one and written
@@ -70,12 +78,16 @@ export class ShardRuntime implements RequestCounter {
    */
   readonly writeBuffers = new BufferPool({ bufferBytes: writeBufferBytes, buffersMax: writeBuffersMax });
   readonly #partitions = new Map<Partition, HostedTopic>();
+  /** Each hosted log by when its tick duty is next due; a log with nothing due is not held. */
+  readonly #logDuties = new DueHeap<Partition>();
+  /** Removes each hosted log's activity listener. */
+  readonly #activityStops = new Map<Partition, () => void>();
+  readonly #retentionSweep: PacedSweep<Partition>;
   /** Each partition's total-retention pass in flight: the segments it deleted, or null when it failed. */
   readonly #retentionInFlight = new Map<Partition, Promise<number | null>>();
   readonly #logger: Logger;
   readonly #clock: Clock;
   #requestsServed = 0;
-  #lastRetentionMs = -Infinity;
   #controlLog: ControlLog | null = null;
   #housekeeping: Housekeeping | null = null;
 
@@ -86,6 +98,11 @@ export class ShardRuntime implements RequestCounter {
     this.tiering = deps.tiering;
     this.#logger = deps.logger;
     this.#clock = deps.clock;
+    this.#retentionSweep = new PacedSweep({
+      periodMs: retentionCheckIntervalMs,
+      tickIntervalMs: Math.min(deps.pump.tickIntervalMs, retentionCheckIntervalMs),
+      perTickMax: retentionChecksPerTickMax,
+    });
     this.pump.onTick("log", (nowMs) => this.#onLogTick(nowMs));
     const tiering = deps.tiering;
     if (tiering === null) return;
@@ -127,6 +144,10 @@ export class ShardRuntime implements RequestCounter {
       `Cannot host partition ${labelOf(partition.address)}: it is hosted`,
     );
     this.#partitions.set(partition, topic);
+    this.#retentionSweep.add(partition);
+    const due = () => this.#logDuties.bringForward(partition, this.#clock.nowMs());
+    this.#activityStops.set(partition, partition.log.onActivity("shard", due));
+    due();
     partition.log.useWriteBuffers(this.writeBuffers);
     if (this.tiering === null) return;
     const { tier, cache, remoteReads } = this.tiering;
@@ -137,6 +158,10 @@ export class ShardRuntime implements RequestCounter {
   /** Stops serving a partition that is about to close. */
   release(partition: Partition): void {
     this.#partitions.delete(partition);
+    this.#retentionSweep.delete(partition);
+    this.#logDuties.remove(partition);
+    this.#activityStops.get(partition)?.();
+    this.#activityStops.delete(partition);
     this.tiering?.tier.removePartition(labelOf(partition.address));
   }
 
@@ -172,13 +197,19 @@ export class ShardRuntime implements RequestCounter {
     return Promise.all(this.#retentionInFlight.values());
   }
 
+  /**
+   * The logs whose duty is due, not every log: each says when it is next due, and a write brings
+   * it forward. Total retention visits each partition once a second, a share of them per tick.
+   */
   #onLogTick(nowMs: number): void {
-    for (const partition of this.#partitions.keys()) partition.log.onTick(nowMs);
-    if (nowMs - this.#lastRetentionMs < retentionCheckIntervalMs) return;
-    this.#lastRetentionMs = nowMs;
-    for (const [partition, topic] of this.#partitions) {
-      this.#runRetention(partition, topic, this.#clock.wallMs());
+    for (const partition of this.#logDuties.takeDue(nowMs, logDutiesPerTickMax)) {
+      // A listener may have brought it forward meanwhile: the earlier time stands.
+      this.#logDuties.bringForward(partition, partition.log.onTick(nowMs));
     }
+    const checks = this.#retentionSweep.next(nowMs);
+    if (checks.length === 0) return;
+    const wallMs = this.#clock.wallMs();
+    for (const partition of checks) this.#runRetention(partition, this.#partitions.get(partition)!, wallMs);
   }
 
   #runRetention(partition: Partition, topic: HostedTopic, wallMs: number): void {

@@ -19,6 +19,9 @@ import { offsetForTimestamp } from "./timestamp_lookup.ts";
 import type { RetentionDecision } from "./total_retention.ts";
 import { type Deferred, WriteQueue } from "./write_queue.ts";
 
+/** Bound on `onActivity` listeners of one log (the shard's tick and its tier service use one each). */
+const activityListenersMax = 4;
+
 type WriteOp =
   | { kind: "append"; messages: readonly MessageInput[]; done: Deferred<AppendResult> }
   | { kind: "roll"; done: Deferred<void> }
@@ -49,6 +52,7 @@ export class PartitionLog {
   readonly #chain: SegmentChain;
   readonly #queue: WriteQueue<WriteOp>;
   readonly #reads: ReadContext;
+  readonly #activityListeners = new Map<string, () => void>();
 
   constructor(disk: Disk, dir: string, clock: Clock, config: LogConfig, segments: Segment[], label: string) {
     this.#disk = disk;
@@ -62,7 +66,10 @@ export class PartitionLog {
       flush: () => this.#chain.flushPending(),
       syncDue: () => this.#config.fsync === "always" && this.#chain.dirty,
       sync: () => this.#chain.syncActive(),
-      publish: () => this.#chain.publishVisible(),
+      publish: () => {
+        this.#chain.publishVisible();
+        this.#noteActivity();
+      },
     });
     this.#reads = { disk, label, remote: new RemoteWalk(label) };
   }
@@ -79,6 +86,30 @@ export class PartitionLog {
   /** Topic options may change at run time; they apply from the next write or tick. */
   updateConfig(config: LogConfig): void {
     this.#config = config;
+    this.#noteActivity();
+  }
+
+  /**
+   * Calls `listener` after every group of writes is published (appends, rolls, syncs, deletions)
+   * and after a change of config: the moments when what `onTick` or the tier service would do for
+   * this log may change. This is how the shard's duties visit only logs that changed, not every
+   * log on every tick. Returns a function that removes the listener.
+   */
+  onActivity(name: string, listener: () => void): () => void {
+    assert(
+      !this.#activityListeners.has(name),
+      `Cannot listen to ${this.label} as ${name}: already listening`,
+    );
+    assert(
+      this.#activityListeners.size < activityListenersMax,
+      `Cannot listen to ${this.label}: ${activityListenersMax} listeners already`,
+    );
+    this.#activityListeners.set(name, listener);
+    return () => this.#activityListeners.delete(name);
+  }
+
+  #noteActivity(): void {
+    for (const listener of this.#activityListeners.values()) listener();
   }
 
   get nextOffset(): number {
@@ -122,24 +153,35 @@ export class PartitionLog {
     return this.#queue.enqueue<AppendResult>((done) => ({ kind: "append", messages, done }));
   }
 
-  /** Called from the shard's tick: rolls an aged active segment and runs the interval fsync. */
-  onTick(nowMs: number): void {
-    if (this.#queue.failure !== null || this.#queue.closed) return;
+  /**
+   * Called from the shard's tick: rolls an aged active segment and runs the interval fsync. Returns
+   * when (clock ms) it next has something to do if nothing is written meanwhile; `Infinity` when only
+   * a write can give it work. A write, roll or sync calls the activity listeners, so the shard calls
+   * this again then instead of on every tick.
+   */
+  onTick(nowMs: number): number {
+    if (this.#queue.failure !== null || this.#queue.closed) return Infinity;
+    return Math.min(this.#rollDueMs(nowMs), this.#syncDueMs(nowMs));
+  }
+
+  #rollDueMs(nowMs: number): number {
     const active = this.#chain.active;
     const maxAgeMs = this.#config.segmentMaxAgeMs;
-    const wallUs = this.#clock.wallMs() * 1000;
-    if (
-      maxAgeMs !== null && active.firstTimestampUs !== null &&
-      wallUs - active.firstTimestampUs >= maxAgeMs * 1000 && !this.#queue.has("roll")
-    ) {
-      this.#queue.enqueue<void>((done) => ({ kind: "roll", done })).catch(() => {});
-    }
-    if (
-      this.#config.fsync === "interval" && this.#chain.dirty &&
-      nowMs - this.#chain.lastSyncMs >= this.#config.fsyncIntervalMs && !this.#queue.has("sync")
-    ) {
-      this.#queue.enqueue<void>((done) => ({ kind: "sync", done })).catch(() => {});
-    }
+    if (maxAgeMs === null || active.firstTimestampUs === null || this.#queue.has("roll")) return Infinity;
+    // The age is wall time; the answer is on the tick's clock.
+    const leftMs = active.firstTimestampUs / 1000 + maxAgeMs - this.#clock.wallMs();
+    if (leftMs > 0) return nowMs + leftMs;
+    this.#queue.enqueue<void>((done) => ({ kind: "roll", done })).catch(() => {});
+    // The roll's publish calls the listeners; a roll refused (queue full) is tried at the next tick.
+    return this.#queue.has("roll") ? Infinity : nowMs;
+  }
+
+  #syncDueMs(nowMs: number): number {
+    if (this.#config.fsync !== "interval" || !this.#chain.dirty || this.#queue.has("sync")) return Infinity;
+    const dueMs = this.#chain.lastSyncMs + this.#config.fsyncIntervalMs;
+    if (nowMs < dueMs) return dueMs;
+    this.#queue.enqueue<void>((done) => ({ kind: "sync", done })).catch(() => {});
+    return this.#queue.has("sync") ? Infinity : nowMs;
   }
 
   /** Deletes the oldest sealed segments `decide` selects, at most 16 per pass; never the active one. */

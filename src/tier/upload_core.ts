@@ -10,6 +10,7 @@ import {
   type Step,
   type UploadEffect,
   type UploadState,
+  withoutPartition,
   withPartition,
 } from "./upload_state.ts";
 
@@ -63,11 +64,9 @@ export function partitionOpened(
 export function partitionClosed(state: UploadState, e: { partition: string }, nowMs: number): Step {
   const p = state.partitions.get(e.partition);
   if (p === undefined) return { state, effects: [] };
-  const partitions = new Map(state.partitions);
-  partitions.delete(e.partition);
   const orphans = new Set(state.orphans);
   if (p.inFlight !== null) orphans.add(p.inFlight.identity);
-  return dispatch({ ...state, partitions, orphans }, nowMs, []);
+  return dispatch({ ...withoutPartition(state, e.partition), orphans }, nowMs, []);
 }
 
 /** Sealed segments found (on seal, or by the scan); those below the floor or already known are ignored. */
@@ -285,12 +284,12 @@ export function pressureChanged(
 export function tick(state: UploadState, nowMs: number): Step {
   const effects: UploadEffect[] = [];
   let next = state;
-  for (const [key, p] of state.partitions) {
-    if (p.inFlight === null || p.inFlight.deadlineAtMs > nowMs) continue;
+  const overdue = busyWhere(state, (p) => p.inFlight !== null && p.inFlight.deadlineAtMs <= nowMs);
+  for (const [key, p] of overdue) {
     const inFlight = {
-      ...p.inFlight,
+      ...p.inFlight!,
       deadlineAtMs: nowMs + state.config.transferDeadlineMs,
-      submissions: p.inFlight.submissions + 1,
+      submissions: p.inFlight!.submissions + 1,
     };
     next = withPartition(next, key, { ...p, inFlight }, nowMs);
     effects.push({
@@ -306,12 +305,21 @@ export function tick(state: UploadState, nowMs: number): Step {
   return dispatch(dueFloorRetries(next, nowMs, effects), nowMs, effects);
 }
 
+/** The busy partitions `wanted` picks, in the order the partitions joined. */
+function busyWhere(
+  state: UploadState,
+  wanted: (p: PartitionUploads) => boolean,
+): [string, PartitionUploads][] {
+  const picked = [...state.busy].filter((key) => wanted(state.partitions.get(key)!));
+  return state.partitions.ordered(picked).map((key) => [key, state.partitions.get(key)!]);
+}
+
 /** Submits the floor retries due at `nowMs` again, each as a `submit_floor` effect. */
 function dueFloorRetries(state: UploadState, nowMs: number, effects: UploadEffect[]): UploadState {
   let next = state;
-  for (const [key, p] of state.partitions) {
-    const retry = p.floorRetry;
-    if (retry === null || retry.retryAtMs === null || retry.retryAtMs > nowMs) continue;
+  const due = busyWhere(state, (p) => p.floorRetry?.retryAtMs != null && p.floorRetry.retryAtMs <= nowMs);
+  for (const [key, p] of due) {
+    const retry = p.floorRetry!;
     const attempt = retry.attempt + 1;
     next = withPartition(next, key, { ...p, floorRetry: { ...retry, attempt, retryAtMs: null } }, nowMs);
     effects.push({
@@ -327,15 +335,18 @@ function dueFloorRetries(state: UploadState, nowMs: number, effects: UploadEffec
 
 /** Starts uploads while slots are free: partitions under pressure first, then the oldest sealed segment. */
 function dispatch(state: UploadState, nowMs: number, effects: UploadEffect[]): Step {
-  const ready = [...state.partitions.entries()]
-    .filter(([, p]) =>
-      p.inFlight === null && p.anomaly === null && p.pending.length > 0 && (p.retryAtMs ?? -Infinity) <= nowMs
-    )
-    .sort(([, a], [, b]) =>
-      Number(b.underPressure) - Number(a.underPressure) || a.pending[0]!.sealedAtMs - b.pending[0]!.sealedAtMs
-    );
-  let next = state;
   let free = state.config.concurrencyMax - inFlightCount(state);
+  if (free <= 0) return { state, effects };
+  // Ties go to the partition that joined first.
+  const ready = busyWhere(
+    state,
+    (p) =>
+      p.inFlight === null && p.anomaly === null && p.pending.length > 0 &&
+      (p.retryAtMs ?? -Infinity) <= nowMs,
+  ).sort(([, a], [, b]) =>
+    Number(b.underPressure) - Number(a.underPressure) || a.pending[0]!.sealedAtMs - b.pending[0]!.sealedAtMs
+  );
+  let next = state;
   for (const [key, p] of ready) {
     if (free <= 0) break;
     const segment = p.pending[0]!;

@@ -1,5 +1,6 @@
 import { assert } from "../runtime/assert.ts";
 import type { RetryProfiles } from "../objectstore/retry_policy.ts";
+import { PersistentMap } from "../runtime/persistent_map.ts";
 
 /**
  * The state the upload core (`upload_core.ts`) decides on, its effects, and the gauges read from
@@ -75,7 +76,14 @@ export interface UploadConfig {
 
 export interface UploadState {
   config: UploadConfig;
-  partitions: ReadonlyMap<string, PartitionUploads>;
+  /** One record per partition; a change copies about 1/256 of them (`PersistentMap`). */
+  partitions: PersistentMap<PartitionUploads>;
+  /**
+   * The partitions with work: sealed segments pending, an upload in flight, or a floor command
+   * waiting (`hasWork`). The tick and the dispatch look only at these, so an idle partition costs
+   * nothing per tick.
+   */
+  busy: ReadonlySet<string>;
   /** Uploads whose partition was purged meanwhile: they still hold a slot until they report. */
   orphans: ReadonlySet<string>;
 }
@@ -106,7 +114,7 @@ export interface Step {
 export function initialState(config: UploadConfig): UploadState {
   assert(config.concurrencyMax >= 1, "upload concurrency must be at least 1");
   assert(config.stallAfterMs > 0, "the stall threshold must be positive");
-  return { config, partitions: new Map(), orphans: new Set() };
+  return { config, partitions: PersistentMap.empty(), busy: new Set(), orphans: new Set() };
 }
 
 /** A partition's record as it joins: nothing queued, nothing in flight. */
@@ -142,15 +150,38 @@ export function withPartition(
   const progressed = before === undefined || before.waitingSinceMs === null ||
     record.floor > before.floor || record.generation !== before.generation;
   const waitingSinceMs = !waits ? null : progressed ? nowMs : before.waitingSinceMs;
-  const partitions = new Map(state.partitions);
-  partitions.set(key, { ...record, waitingSinceMs });
-  return { ...state, partitions };
+  const partitions = state.partitions.with(key, { ...record, waitingSinceMs });
+  return { ...state, partitions, busy: withBusy(state.busy, key, hasWork(record)) };
+}
+
+/** The state without the partition's record. */
+export function withoutPartition(state: UploadState, key: string): UploadState {
+  return { ...state, partitions: state.partitions.without(key), busy: withBusy(state.busy, key, false) };
+}
+
+/** Whether a partition has work the tick or the dispatch must look at. */
+function hasWork(p: PartitionUploads): boolean {
+  return p.pending.length > 0 || p.inFlight !== null || p.floorRetry !== null;
+}
+
+/** The busy set with `key` in it or not; the same set when that does not change it. */
+function withBusy(busy: ReadonlySet<string>, key: string, member: boolean): ReadonlySet<string> {
+  if (busy.has(key) === member) return busy;
+  const next = new Set(busy);
+  if (member) next.add(key);
+  else next.delete(key);
+  return next;
+}
+
+/** The busy partitions' records, in the order the partitions joined. */
+export function busyPartitions(state: UploadState): [string, PartitionUploads][] {
+  return state.partitions.ordered(state.busy).map((key) => [key, state.partitions.get(key)!]);
 }
 
 /** Uploads in flight, orphans included (they hold a slot until they report). */
 export function inFlightCount(state: UploadState): number {
   let n = state.orphans.size;
-  for (const p of state.partitions.values()) if (p.inFlight !== null) n++;
+  for (const key of state.busy) if (state.partitions.get(key)!.inFlight !== null) n++;
   return n;
 }
 
@@ -171,7 +202,9 @@ function isStalled(p: PartitionUploads, stallAfterMs: number, nowMs: number): bo
 /** Gauge: the lowest offset where uploads are stalled (`isStalled`), or null. */
 export function stalledOffset(state: UploadState, nowMs: number): number | null {
   let lowest: number | null = null;
-  for (const p of state.partitions.values()) {
+  // Stalled work waits, and a partition with work waiting is busy.
+  for (const key of state.busy) {
+    const p = state.partitions.get(key)!;
     if (!isStalled(p, state.config.stallAfterMs, nowMs)) continue;
     // A floor command that cannot commit holds the floor itself; otherwise the head segment waits.
     const offset = p.floorRetry !== null ? p.floor : p.pending[0]?.startOffset ?? p.floor;
@@ -183,13 +216,15 @@ export function stalledOffset(state: UploadState, nowMs: number): number | null 
 /** Gauge: partitions whose uploads are stalled (`isStalled`). */
 export function stalledPartitions(state: UploadState, nowMs: number): number {
   let n = 0;
-  for (const p of state.partitions.values()) if (isStalled(p, state.config.stallAfterMs, nowMs)) n++;
+  for (const key of state.busy) {
+    if (isStalled(state.partitions.get(key)!, state.config.stallAfterMs, nowMs)) n++;
+  }
   return n;
 }
 
 /** Gauge: partitions whose floor command failed to commit and has not committed since. */
 export function floorRetriesWaiting(state: UploadState): number {
   let n = 0;
-  for (const p of state.partitions.values()) if (p.floorRetry !== null) n++;
+  for (const key of state.busy) if (state.partitions.get(key)!.floorRetry !== null) n++;
   return n;
 }

@@ -8,6 +8,7 @@ import {
   type PartitionUploads,
   stalledOffset,
   type UploadState,
+  withoutPartition,
   withPartition,
 } from "../../src/tier/upload_state.ts";
 
@@ -80,5 +81,33 @@ t.test("a partition joins with nothing queued or in flight; the state is never c
   t.equal(before.partitions.size, 0);
   t.equal(after.partitions.size, 1);
   t.throws(() => initialState({ ...config, concurrencyMax: 0 }), /at least 1/);
+  t.end();
+});
+
+t.test("the busy set holds exactly the partitions with work; the others cost the tick nothing", (t) => {
+  const inFlight = {
+    identity: "b:0:0",
+    segment: seg(0),
+    generation: 0,
+    deadlineAtMs: 0,
+    submissions: 1,
+    startedAtMs: 0,
+  };
+  const idle = Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`idle${i}`, {}]));
+  let s = state({
+    ...idle,
+    a: { pending: [seg(0)] },
+    b: { inFlight },
+    c: { floorRetry: { upToOffset: 10, attempt: 1, retryAtMs: 5 } },
+  });
+  t.same([...s.busy].sort(), ["a", "b", "c"]);
+  t.equal(s.partitions.size, 1003);
+  const before = s.busy;
+  s = withPartition(s, "idle3", { ...s.partitions.get("idle3")!, underPressure: true }, 0);
+  t.equal(s.busy, before, "a change that brings no work leaves the busy set as it was");
+  s = withPartition(s, "a", { ...s.partitions.get("a")!, pending: [] }, 0);
+  s = withoutPartition(s, "b");
+  t.same([...s.busy], ["c"], "work done or a partition gone leaves the set");
+  t.equal(s.partitions.has("b"), false);
   t.end();
 });
