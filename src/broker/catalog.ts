@@ -6,6 +6,8 @@ import { QueueFullError } from "../runtime/wait_errors.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { Permit } from "../runtime/permit.ts";
 import { Semaphore } from "../runtime/semaphore.ts";
+import { yieldToReactor } from "../runtime/yield_to_reactor.ts";
+import { concurrently } from "../runtime/concurrently.ts";
 import type { IncarnationTable, KnownPartition } from "../tier/object_class.ts";
 import { AlreadyExistsError, ResourceNotFoundError, UnavailableError } from "./broker_errors.ts";
 import type { StreamMeta, TopicMeta } from "./metadata.ts";
@@ -199,17 +201,17 @@ export class Catalog {
     };
     const slots: PartitionSlot[] = [];
     try {
-      for (let p = 0; p < options.partitions; p++) {
+      await concurrently(options.partitions, partitionOpensInFlightMax, async (p) => {
         const address = { streamId: stream.id, topicId: meta.id, partitionId: p };
-        slots.push({ kind: "open", partition: await this.#deps.partitions.create(address, options) });
-      }
+        slots[p] = { kind: "open", partition: await this.#deps.partitions.create(address, options) };
+      });
       await this.#store.commit((doc) => addTopic(doc, stream.id, streamName, meta));
     } catch (error) {
-      for (const slot of slots) if (slot.kind === "open") await slot.partition.close();
+      for (const slot of slots) if (slot?.kind === "open") await slot.partition.close();
       await this.#deps.disk.removeTree(this.#deps.partitions.topicDir(stream.id, meta.id));
       throw error;
     }
-    this.#register({ streamId: stream.id, streamName, meta, slots });
+    await this.#register({ streamId: stream.id, streamName, meta, slots });
     return this.describeTopic(streamName, topicName);
   }
 
@@ -301,18 +303,26 @@ export class Catalog {
   }
 
   async #openTopic(stream: StreamMeta, meta: TopicMeta): Promise<void> {
-    const slots: PartitionSlot[] = [];
-    for (let p = 0; p < meta.options.partitions; p++) {
+    const names = { stream: stream.name, topic: meta.name };
+    const slots = await concurrently(meta.options.partitions, partitionOpensInFlightMax, (p) => {
       const address = { streamId: stream.id, topicId: meta.id, partitionId: p };
-      slots.push(
-        await this.#deps.partitions.open(address, meta.options, { stream: stream.name, topic: meta.name }),
-      );
-    }
-    this.#register({ streamId: stream.id, streamName: stream.name, meta, slots });
+      return this.#deps.partitions.open(address, meta.options, names);
+    });
+    await this.#register({ streamId: stream.id, streamName: stream.name, meta, slots });
   }
 
-  #register(topic: TopicEntry): void {
-    for (const slot of topic.slots) if (slot.kind === "open") this.#deps.host.host(slot.partition, topic);
+  /**
+   * Hosts the topic's partitions, `partitionsPerPieceMax` at a time with a yield to the event loop
+   * between pieces (a topic of 1,024 partitions would otherwise hold the tick while all are hosted),
+   * then makes the topic known.
+   */
+  async #register(topic: TopicEntry): Promise<void> {
+    let hosted = 0;
+    for (const slot of topic.slots) {
+      if (slot.kind !== "open") continue;
+      this.#deps.host.host(slot.partition, topic);
+      if (++hosted % partitionsPerPieceMax === 0) await yieldToReactor();
+    }
     this.#topics.set(topicKey(topic.streamName, topic.meta.name), topic);
   }
 
@@ -327,6 +337,12 @@ export class Catalog {
     }
   }
 }
+
+/** Partitions created or opened at once, for a topic's creation and at boot: their disk I/O overlaps. */
+export const partitionOpensInFlightMax = 16;
+
+/** Partitions hosted between two yields to the event loop when a topic is created or opened. */
+export const partitionsPerPieceMax = 64;
 
 function topicKey(stream: string, topic: string): string {
   return `${stream}\u0000${topic}`;

@@ -133,6 +133,7 @@ export class TieredComposition {
         segmentUploadTimeoutMs: t.segmentUploadTimeoutMs,
         uploadStallAfterMs: t.uploadStallAfterMs,
         retry: t.retry,
+        tickIntervalMs: config.system.tickIntervalMs,
       },
     });
   }

@@ -12,6 +12,7 @@ import { FloorWaiters } from "./floor_waiters.ts";
 import { keepLocalWithin, overshootBytes } from "../log/local_retention.ts";
 import { LocalEvictions } from "./local_evictions.ts";
 import { SealedScan } from "./sealed_scan.ts";
+import { PacedSweep } from "../runtime/paced_sweep.ts";
 import type { UploadDeps } from "./segment_uploader.ts";
 import type { TieredPartition } from "./tiered_partition.ts";
 import * as core from "./upload_core.ts";
@@ -30,6 +31,8 @@ export interface TierServiceConfig {
   /** Uploads that fail or hang this long without the floor moving count as stalled. */
   uploadStallAfterMs: number;
   retry: RetryProfiles;
+  /** The shard's tick interval, over which the once-a-second eviction look is spread (default 10 ms). */
+  tickIntervalMs?: number;
 }
 
 export interface TierServiceDeps {
@@ -50,6 +53,9 @@ export interface TierServiceDeps {
 /** How often eviction and local pressure are looked at, besides right after a floor moves. */
 const evictionCheckIntervalMs = 1000;
 
+/** Bound on the partitions one tick's share of the eviction sweep looks at. */
+const evictionLooksPerTickMax = 256;
+
 /** Bound on `await` waiters per shard. */
 const floorWaitersMax = 10_000;
 
@@ -69,8 +75,12 @@ export class TierService implements TierGaugeSource {
   readonly #partitions = new Map<string, TieredPartition>();
   readonly #scan: SealedScan;
   readonly #evictions: LocalEvictions;
-  #evictionDue = true;
-  #lastEvictionMs = -Infinity;
+  /** Partitions whose floor moved or whose log was active since the last tick: looked at next. */
+  readonly #evictionTouched = new Set<string>();
+  /** Every partition, once a second: envelopes by age move with time alone. */
+  readonly #evictionSweep: PacedSweep<string>;
+  /** Removes each partition's activity listener. */
+  readonly #activityStops = new Map<string, () => void>();
   readonly #waiters: FloorWaiters;
   readonly #uploads: UploadRuns;
   /** The control log and the epoch this service submits under, once attached. */
@@ -88,6 +98,11 @@ export class TierService implements TierGaugeSource {
     });
     this.#scan = new SealedScan(() => deps.config.uploadLoopBackoffMaxMs);
     this.#evictions = new LocalEvictions(deps.clock, deps.logger);
+    this.#evictionSweep = new PacedSweep({
+      periodMs: evictionCheckIntervalMs,
+      tickIntervalMs: Math.min(deps.config.tickIntervalMs ?? 10, evictionCheckIntervalMs),
+      perTickMax: evictionLooksPerTickMax,
+    });
     this.#waiters = new FloorWaiters(deps.clock, floorWaitersMax);
     this.#uploads = new UploadRuns({
       ...deps,
@@ -177,6 +192,15 @@ export class TierService implements TierGaugeSource {
 
   addPartition(p: TieredPartition): void {
     this.#partitions.set(p.key, p);
+    this.#evictionSweep.add(p.key);
+    this.#activityStops.get(p.key)?.();
+    this.#activityStops.set(
+      p.key,
+      p.partition.log.onActivity("tier", () => {
+        this.#scan.touch(p.key);
+        this.#evictionTouched.add(p.key);
+      }),
+    );
     const sb = p.partition.superblock;
     this.#step(
       core.partitionOpened(this.#state, {
@@ -190,6 +214,10 @@ export class TierService implements TierGaugeSource {
 
   removePartition(key: string): void {
     this.#partitions.delete(key);
+    this.#evictionSweep.delete(key);
+    this.#evictionTouched.delete(key);
+    this.#activityStops.get(key)?.();
+    this.#activityStops.delete(key);
     this.#scan.forget(key);
     this.#evictions.forget(key);
     this.#step(core.partitionClosed(this.#state, { partition: key }, this.#now()));
@@ -232,14 +260,20 @@ export class TierService implements TierGaugeSource {
       this.#step(core.segmentsSealed(this.#state, { partition: p.key, generation, segments }, nowMs));
       return this.#state !== before;
     });
-    // Eviction and pressure are looked at once a second, or at the next tick after a floor moved:
-    // not on every tick, which is the pump's hot path.
-    if (this.#evictionDue || nowMs - this.#lastEvictionMs >= evictionCheckIntervalMs) {
-      this.#evictionDue = false;
-      this.#lastEvictionMs = nowMs;
-      for (const p of this.#partitions.values()) {
-        this.#evictions.look(p, (underPressure) => this.#pressure(p.key, underPressure));
-      }
+    this.#lookForEvictions(nowMs);
+  }
+
+  /**
+   * Eviction and pressure are looked at for a partition at the next tick after its floor moved or
+   * its log was active, and for every partition once a second, a share per tick: not for every
+   * partition on every tick, which is the pump's hot path.
+   */
+  #lookForEvictions(nowMs: number): void {
+    const keys = new Set([...this.#evictionTouched, ...this.#evictionSweep.next(nowMs)]);
+    this.#evictionTouched.clear();
+    for (const key of keys) {
+      const p = this.#partitions.get(key);
+      if (p !== undefined) this.#evictions.look(p, (underPressure) => this.#pressure(p.key, underPressure));
     }
   }
 
@@ -265,7 +299,7 @@ export class TierService implements TierGaugeSource {
       }, this.#now()),
     );
     this.#waiters.wake(p.key, sb.tieredUpToOffset);
-    this.#evictionDue = true;
+    this.#evictionTouched.add(p.key);
   }
 
   /** Local retention's look found the partition under pressure, or no longer. */

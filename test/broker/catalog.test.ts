@@ -7,7 +7,12 @@ import {
   ResourceNotFoundError,
   UnavailableError,
 } from "../../src/broker/broker_errors.ts";
-import { adminWaitersMax, Catalog, type PartitionHost } from "../../src/broker/catalog.ts";
+import {
+  adminWaitersMax,
+  Catalog,
+  type PartitionHost,
+  partitionsPerPieceMax,
+} from "../../src/broker/catalog.ts";
 import type { Metadata } from "../../src/broker/metadata.ts";
 import { PartitionOpener } from "../../src/broker/partition_opener.ts";
 import {
@@ -48,8 +53,12 @@ class RecordingHost implements PartitionHost {
   readonly hosted = new Set<string>();
   readonly released: string[] = [];
   readonly purgedLabels: string[] = [];
+  /** The loop turn (`turns.count`) at which each partition was hosted, in hosting order. */
+  readonly hostedAtTurn: number[] = [];
+  readonly turns = { count: 0 };
   host(partition: Partition): void {
     this.hosted.add(labelOf(partition.address));
+    this.hostedAtTurn.push(this.turns.count);
   }
   release(partition: Partition): void {
     this.hosted.delete(labelOf(partition.address));
@@ -332,4 +341,31 @@ t.test("admin operations past the lock's wait queue are refused as overloaded, n
   const served = await Promise.all(outcomes.slice(0, adminWaitersMax + 1));
   t.ok(served.every((o) => o === "created"), "the holder and every waiter were served");
   t.equal(store.doc.streams.length, adminWaitersMax + 1);
+});
+
+t.test("a topic's partitions are hosted a piece at a time, the event loop turning between pieces", async (t) => {
+  const { catalog, host, store, dataPath, close } = await openCatalog(t);
+  let counting = true;
+  const turn = () => {
+    host.turns.count++;
+    if (counting) setImmediate(turn);
+  };
+  setImmediate(turn);
+  t.teardown(() => {
+    counting = false;
+  });
+  await catalog.createStream("s");
+  const partitions = 4 * partitionsPerPieceMax;
+  await catalog.createTopic("s", "t", options({ partitions }));
+  const pieces = (turns: number[]) => {
+    const sizes = new Map<number, number>();
+    for (const at of turns) sizes.set(at, (sizes.get(at) ?? 0) + 1);
+    return [...sizes.values()];
+  };
+  const created = pieces(host.hostedAtTurn);
+  t.ok(created.length >= 4, `hosted over ${created.length} turns of the loop`);
+  t.ok(Math.max(...created) <= partitionsPerPieceMax, `at most ${partitionsPerPieceMax} in one turn`);
+  await close();
+  const reopened = await openCatalog(t, store, dataPath);
+  t.equal(reopened.host.hosted.size, partitions, "every partition hosted again at boot");
 });

@@ -1,6 +1,6 @@
 import t from "tap";
 import type { Partition } from "../../src/log/partition.ts";
-import { scanBackoffMinMs, SealedScan } from "../../src/tier/sealed_scan.ts";
+import { scanBackoffMinMs, SealedScan, sweepPartitionsPerTickMax } from "../../src/tier/sealed_scan.ts";
 import type { TieredPartition } from "../../src/tier/tiered_partition.ts";
 import type { SegmentRef } from "../../src/tier/upload_state.ts";
 
@@ -77,15 +77,25 @@ t.test("a seal, or tiering turned on, makes the next tick look at once", (t) => 
   scan.onTick(partitions, 1, offer);
   a.seal(0, 9);
   scan.onTick(partitions, 2, offer);
-  t.same(offers, [1], "the seal was seen at once, not after the backoff");
-  a.state.tiered = false;
+  t.same(offers, [], "a seal nobody told the scan of waits for the sweep");
+  // The log's activity listener touches the partition after a seal or a change of options.
+  scan.touch("a");
   scan.onTick(partitions, 3, offer);
+  t.same(offers, [1], "the seal was seen at once, not after the backoff");
+  scan.touch("a");
+  scan.onTick(partitions, 4, offer);
+  t.same(offers, [1], "activity that changed neither the seal count nor tiering is not looked at");
+  a.state.tiered = false;
+  scan.touch("a");
+  scan.onTick(partitions, 5, offer);
   t.same(offers, [1], "an untiered partition is not offered");
   a.state.tiered = true;
-  scan.onTick(partitions, 4, offer);
+  scan.touch("a");
+  scan.onTick(partitions, 6, offer);
   t.same(offers, [1, 1], "turning tiering on looks at once");
   scan.forget("a");
-  scan.onTick(partitions, 5, offer);
+  scan.touch("a");
+  scan.onTick(partitions, 7, offer);
   t.same(offers, [1, 1, 1], "a forgotten partition is new to the scan");
   t.end();
 });
@@ -104,5 +114,26 @@ t.test("soon() makes the next tick scan whatever the backoff", (t) => {
   scan.onTick(partitions, 51, offer);
   t.equal(offers, 2);
   t.ok(scanBackoffMinMs > 51);
+  t.end();
+});
+
+t.test("the sweep looks at most sweepPartitionsPerTickMax partitions per tick, and each once a round", (t) => {
+  const partitions = new Map<string, TieredPartition>();
+  for (let i = 0; i < 1000; i++) {
+    const a = fakePartition(`p${i}`);
+    a.seal(0, 9);
+    partitions.set(`p${i}`, a.p);
+  }
+  const scan = new SealedScan(() => 60_000);
+  const perTick: number[] = [];
+  const seen = new Set<string>();
+  for (let now = 0; now < 50 * 10; now += 10) {
+    let n = 0;
+    scan.onTick(partitions, now, (p) => (n++, seen.add(p.key), false));
+    perTick.push(n);
+  }
+  t.equal(Math.max(...perTick), sweepPartitionsPerTickMax, "no tick looks at more than its share");
+  t.equal(seen.size, 1000, "the round reached every partition");
+  t.equal(perTick.slice(0, 16).reduce((a, b) => a + b, 0), 1000, "in ceil(1000 / 64) = 16 ticks");
   t.end();
 });
