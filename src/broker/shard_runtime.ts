@@ -19,7 +19,7 @@ import { totalRetentionPass } from "./retention_pass.ts";
 export const retentionCheckIntervalMs = 1000;
 
 /** Bound on the partition logs one tick serves (rolls, interval fsyncs); the rest wait a tick. */
-export const logDutiesPerTickMax = 1024;
+export const logDutiesPerTickMax = 256;
 
 /** Bound on the partitions one tick evaluates total retention for. */
 export const retentionChecksPerTickMax = 256;

@@ -1,3 +1,4 @@
+import { scrapeText } from "../runtime/labelled_series.ts";
 import type { Registry } from "prom-client";
 import type { BufferPool } from "../runtime/buffer_pool.ts";
 import type { Logger } from "../runtime/logger.ts";
@@ -85,7 +86,7 @@ export function createHttpHandler(deps: HttpHandlerDeps): FetchHandler {
 
 const builtins: Record<string, (deps: HttpHandlerDeps) => Promise<Response>> = {
   "/metrics": async ({ registry }) =>
-    new Response(await registry.metrics(), {
+    new Response(await scrapeText(registry), {
       status: 200,
       headers: { "content-type": registry.contentType },
     }),

@@ -1,3 +1,4 @@
+import { labelledGaugesOf } from "../runtime/labelled_series.ts";
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 
 /** What a tier service reports at scrape time; the gauges are read from state, never kept by hand. */
@@ -127,42 +128,38 @@ function registerGauges(registers: Registry[], sources: ReadonlySet<TierGaugeSou
   });
 }
 
-/** The gauges labelled by partition, read from every source at scrape time. */
+/**
+ * The gauges labelled by partition, read from every source at scrape time and written a piece at a
+ * time (`LabelledGauges`): one series per partition would otherwise hold the event loop per scrape.
+ */
 function registerPartitionGauges(registers: Registry[], sources: ReadonlySet<TierGaugeSource>): void {
-  new Gauge({
-    name: "strata_tier_partition_local_bytes",
-    help: "Bytes per tiered partition whose .log is on local disk.",
-    labelNames: ["partition"],
-    registers,
-    collect() {
-      this.reset();
-      for (const source of sources) {
-        for (const [partition, bytes] of source.partitionBytes()) this.set({ partition }, bytes.localBytes);
-      }
-    },
-  });
-  new Gauge({
-    name: "strata_tier_partition_remote_bytes",
-    help: "Bytes per tiered partition held only in the object store (evicted segments).",
-    labelNames: ["partition"],
-    registers,
-    collect() {
-      this.reset();
-      for (const source of sources) {
-        for (const [partition, bytes] of source.partitionBytes()) this.set({ partition }, bytes.remoteBytes);
-      }
-    },
-  });
-  new Gauge({
-    name: "strata_tier_floor_offset",
-    help: "The tiered floor per partition (exclusive).",
-    labelNames: ["partition"],
-    registers,
-    collect() {
-      this.reset();
-      for (const source of sources) {
-        for (const [partition, floor] of source.floors()) this.set({ partition }, floor);
-      }
-    },
-  });
+  const perPartition = (read: (s: TierGaugeSource) => Iterable<[string, number]>) =>
+    function* (): Iterable<[string, number]> {
+      for (const source of sources) yield* read(source);
+    };
+  for (const registry of registers) {
+    const gauges = labelledGaugesOf(registry);
+    gauges.add({
+      name: "strata_tier_partition_local_bytes",
+      help: "Bytes per tiered partition whose .log is on local disk.",
+      labelName: "partition",
+      entries: perPartition(function* (s) {
+        for (const [partition, bytes] of s.partitionBytes()) yield [partition, bytes.localBytes];
+      }),
+    });
+    gauges.add({
+      name: "strata_tier_partition_remote_bytes",
+      help: "Bytes per tiered partition held only in the object store (evicted segments).",
+      labelName: "partition",
+      entries: perPartition(function* (s) {
+        for (const [partition, bytes] of s.partitionBytes()) yield [partition, bytes.remoteBytes];
+      }),
+    });
+    gauges.add({
+      name: "strata_tier_floor_offset",
+      help: "The tiered floor per partition (exclusive).",
+      labelName: "partition",
+      entries: perPartition((s) => s.floors()),
+    });
+  }
 }

@@ -1,3 +1,4 @@
+import { scrapeText } from "../../src/runtime/labelled_series.ts";
 import t from "tap";
 import { tierHarness } from "../helpers/tier_harness.ts";
 
@@ -40,7 +41,7 @@ t.test("the gauges: bytes per partition local and remote, and the age envelope's
     sizeBytes: null,
   });
   const gauge = async (name: string) => {
-    const line = (await registry.metrics()).split("\n").find((l) =>
+    const line = (await scrapeText(registry)).split("\n").find((l) =>
       l.startsWith(`${name} `) || l.startsWith(`${name}{`)
     );
     return Number(line?.split(" ").at(-1));

@@ -1,0 +1,57 @@
+import t from "tap";
+import { Gauge } from "prom-client";
+import {
+  LabelledGauges,
+  labelledGaugesOf,
+  scrapeText,
+  seriesPerPieceMax,
+} from "../../src/runtime/labelled_series.ts";
+import { createMetricsRegistry } from "../../src/runtime/metrics.ts";
+
+t.test("labelled gauges are written in the text format, escaped, after the registry's own", async (t) => {
+  const registry = createMetricsRegistry();
+  new Gauge({ name: "plain_total", help: "a plain gauge", registers: [registry] }).set(3);
+  labelledGaugesOf(registry).add({
+    name: "per_partition_bytes",
+    help: "bytes\nper partition",
+    labelName: "partition",
+    entries: () => [["s/t/0", 10], ['we"ird\\name', NaN], ["inf", Infinity]],
+  });
+  const text = await scrapeText(registry);
+  t.match(text, /^# HELP plain_total a plain gauge\n# TYPE plain_total gauge\nplain_total 3\n/);
+  t.match(text, /# HELP per_partition_bytes bytes\\nper partition\n# TYPE per_partition_bytes gauge\n/);
+  t.match(text, /per_partition_bytes\{partition="s\/t\/0"\} 10\n/);
+  t.match(text, /per_partition_bytes\{partition="we\\"ird\\\\name"\} NaN\n/);
+  t.match(text, /per_partition_bytes\{partition="inf"\} \+Inf\n/);
+  t.equal(labelledGaugesOf(registry), labelledGaugesOf(registry), "one set per registry");
+  t.not(labelledGaugesOf(createMetricsRegistry()), labelledGaugesOf(registry));
+  t.throws(() => new LabelledGauges().add({ name: "bad name", help: "", labelName: "p", entries: () => [] }));
+});
+
+t.test("a scrape of many series lets the event loop turn every seriesPerPieceMax series", async (t) => {
+  const gauges = new LabelledGauges();
+  let turns = 0;
+  let counting = true;
+  const turn = () => {
+    turns++;
+    if (counting) setImmediate(turn);
+  };
+  const turnsAtSeries: number[] = [];
+  gauges.add({
+    name: "many",
+    help: "many series",
+    labelName: "partition",
+    *entries() {
+      for (let i = 0; i < 4 * seriesPerPieceMax; i++) {
+        turnsAtSeries.push(turns);
+        yield [String(i), i];
+      }
+    },
+  });
+  setImmediate(turn);
+  const text = await gauges.text();
+  counting = false;
+  t.equal(text.split("\n").filter((l) => l.startsWith("many{")).length, 4 * seriesPerPieceMax);
+  const distinct = new Set(turnsAtSeries).size;
+  t.ok(distinct >= 4, `the series were written over ${distinct} turns of the loop`);
+});
