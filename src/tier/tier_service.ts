@@ -1,3 +1,4 @@
+import { assert } from "../runtime/assert.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { Rng } from "../runtime/rng.ts";
@@ -79,6 +80,9 @@ export class TierService implements TierGaugeSource {
   readonly #evictionTouched = new Set<string>();
   /** Every partition, once a second: envelopes by age move with time alone. */
   readonly #evictionSweep: PacedSweep<string>;
+  /** Each partition's local bytes beyond its envelope at its last eviction look, and their sum. */
+  readonly #overshootBytes = new Map<string, number>();
+  #overshootTotalBytes = 0;
   /** Removes each partition's activity listener. */
   readonly #activityStops = new Map<string, () => void>();
   readonly #waiters: FloorWaiters;
@@ -143,13 +147,9 @@ export class TierService implements TierGaugeSource {
     return core.floorRetriesWaiting(this.#state);
   }
 
+  /** The sum of each partition's overshoot as its last eviction look found it (within a second). */
   localOvershootBytes(): number {
-    const nowUs = this.#deps.clock.wallMs() * 1000;
-    let overshoot = 0;
-    for (const p of this.#partitions.values()) {
-      overshoot += overshootBytes(p.partition.log.segments, keepLocalWithin(p.envelope(), nowUs));
-    }
-    return overshoot;
+    return this.#overshootTotalBytes;
   }
 
   /** Each partition's bytes with a local `.log` and bytes only in the store. */
@@ -216,6 +216,7 @@ export class TierService implements TierGaugeSource {
     this.#partitions.delete(key);
     this.#evictionSweep.delete(key);
     this.#evictionTouched.delete(key);
+    this.#noteOvershoot(key, 0);
     this.#activityStops.get(key)?.();
     this.#activityStops.delete(key);
     this.#scan.forget(key);
@@ -271,10 +272,23 @@ export class TierService implements TierGaugeSource {
   #lookForEvictions(nowMs: number): void {
     const keys = new Set([...this.#evictionTouched, ...this.#evictionSweep.next(nowMs)]);
     this.#evictionTouched.clear();
+    const nowUs = this.#deps.clock.wallMs() * 1000;
     for (const key of keys) {
       const p = this.#partitions.get(key);
-      if (p !== undefined) this.#evictions.look(p, (underPressure) => this.#pressure(p.key, underPressure));
+      if (p === undefined) continue;
+      this.#noteOvershoot(
+        key,
+        overshootBytes(p.partition.log.segments, keepLocalWithin(p.envelope(), nowUs)),
+      );
+      this.#evictions.look(p, (underPressure) => this.#pressure(p.key, underPressure));
     }
+  }
+
+  #noteOvershoot(key: string, bytes: number): void {
+    this.#overshootTotalBytes += bytes - (this.#overshootBytes.get(key) ?? 0);
+    if (bytes === 0) this.#overshootBytes.delete(key);
+    else this.#overshootBytes.set(key, bytes);
+    assert(this.#overshootTotalBytes >= 0, "the overshoot total cannot go below 0");
   }
 
   /** The control log committed a floor command: apply it to the partition and tell the core. */

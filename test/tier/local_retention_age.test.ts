@@ -36,7 +36,7 @@ t.test("uploaded segments are evicted once older than local_retention_age, a lag
 });
 
 t.test("the gauges: bytes per partition local and remote, and the age envelope's overshoot while uploads lag", async (t) => {
-  const { partition, sim, clock, registry, produce, runUntil, lastSealedEnd } = await tierHarness(t, {
+  const { partition, sim, clock, registry, produce, runUntil, lastSealedEnd, tier } = await tierHarness(t, {
     ageMs,
     sizeBytes: null,
   });
@@ -65,6 +65,8 @@ t.test("the gauges: bytes per partition local and remote, and the age envelope's
     "the store is back",
   );
   t.ok(await runUntil(() => partition.log.segments.every((s) => !s.sealed || s.location === "remote"), 1000));
+  // The overshoot is as the last eviction look found it: the look after the eviction's write.
+  t.ok(await runUntil(() => tier.localOvershootBytes() === 0, 1100), "the look after eviction");
   t.equal(await gauge("strata_tier_local_overshoot_bytes"), 0, "evicted: the overshoot is gone");
   t.equal(await gauge("strata_tier_partition_remote_bytes"), sealedBytes(), "the sealed bytes are remote");
   t.equal(
