@@ -23,6 +23,8 @@ export interface Config {
     loopThreadNice: number;
     /** Descriptors held once at start-up to grow the kernel's descriptor table (0: off). */
     fdTableReserve: number;
+    /** `max_open_files`: files held open between uses (active segments' files) at most. */
+    maxOpenFiles: number;
   };
   http: {
     address: Address;
@@ -120,6 +122,7 @@ export function toConfig(v: ValidatedConfig): Config {
       externalMemoryReserveBytes: system["external_memory_reserve"] as number,
       loopThreadNice: system["loop_thread_nice"] as number,
       fdTableReserve: system["fd_table_reserve"] as number,
+      maxOpenFiles: system["max_open_files"] as number,
     },
     http: {
       address: http["address"] as Address,

@@ -2,6 +2,7 @@ import { externalMemoryReserveBytesMax } from "../runtime/external_memory_reserv
 import { logLevels } from "../runtime/logger.ts";
 import { niceMax, niceMin } from "../runtime/thread_priority.ts";
 import { fdTableReserveMax } from "../runtime/fd_table_reserve.ts";
+import { maxOpenFilesMax } from "../runtime/open_file_cache.ts";
 import type { ConfigSchema } from "./key_spec.ts";
 
 /**
@@ -47,6 +48,11 @@ export const configSchema = {
      * for them before serving: each doubling of the table blocks the opening thread (0: off).
      */
     fd_table_reserve: { kind: "int", default: 1024, min: 0, max: fdTableReserveMax },
+    /**
+     * Files held open between uses (the active segments' `.log` and `.index`) at most, whatever the
+     * number of partitions: past it the least recently used idle one is closed, synced first.
+     */
+    max_open_files: { kind: "int", default: 4096, min: 1, max: maxOpenFilesMax },
   },
   http: {
     /** Where the HTTP API listens; port 0 picks a free port. */

@@ -270,7 +270,8 @@ async function recoverActive(
   report: RecoveryReport,
   logger: Logger,
 ): Promise<void> {
-  const file = await disk.open(segment.logPath);
+  // Reopenable, as `createSegment` makes them: the active segment's files may close between uses.
+  const file = await disk.open(segment.logPath, { reopenable: true });
   const size = await file.sizeBytes();
   const entries: IndexEntry[] = [];
   let expectedOffset = segment.startOffset;
@@ -319,7 +320,7 @@ async function recoverActive(
   segment.sizeBytes = validEnd;
   segment.lastIndexedPosition = entries.at(-1)?.position ?? -1;
   segment.logFile = file;
-  segment.indexFile = await disk.open(segment.indexPath);
+  segment.indexFile = await disk.open(segment.indexPath, { reopenable: true });
   markVisible(segment);
 }
 

@@ -15,7 +15,8 @@ export function segmentStem(startOffset: number): string {
 
 /**
  * One segment of a partition's log: `{stem}.log` (batches) and `{stem}.index` (sparse index).
- * The active segment holds open files and grows; a sealed one is immutable. `visibleSizeBytes` is
+ * The active segment holds its files (opened `reopenable`: a disk bounding its open files closes
+ * them between uses and reopens them on the next) and grows; a sealed one is immutable. `visibleSizeBytes` is
  * how far readers may go: the bytes of acknowledged batches.
  */
 export class Segment {

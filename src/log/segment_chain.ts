@@ -63,11 +63,14 @@ export class SegmentChain {
     this.#lastSyncMs = clock.nowMs();
   }
 
-  /** Creates the files of an empty active segment at `startOffset` and makes them durable. */
+  /**
+   * Creates the files of an empty active segment at `startOffset` and makes them durable. They are
+   * `reopenable`: a disk that bounds its open files may close them between uses.
+   */
   static async createSegment(disk: Disk, dir: string, startOffset: number): Promise<Segment> {
     const segment = new Segment(dir, startOffset);
-    segment.logFile = await disk.createExclusive(segment.logPath);
-    segment.indexFile = await disk.createExclusive(segment.indexPath);
+    segment.logFile = await disk.createExclusive(segment.logPath, { reopenable: true });
+    segment.indexFile = await disk.createExclusive(segment.indexPath, { reopenable: true });
     await disk.fsyncDir(dir);
     return segment;
   }

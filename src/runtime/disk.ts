@@ -41,6 +41,14 @@ export interface CreateOptions {
    * without it.
    */
   bypassCache?: boolean;
+  /**
+   * A hint for files held open long and used now and then (an active segment's `.log` and
+   * `.index`): a disk that bounds its open files (`FileCacheDisk`) may close such a file while no
+   * operation uses it, syncing first what was written since its last `sync`, and reopen it by its
+   * path on the next operation. The caller promises that nothing replaces the path while the file
+   * is open. Other disks ignore it.
+   */
+  reopenable?: boolean;
 }
 
 /** The alignment, in bytes, of the positions and lengths that `bypassCache` can send around the page cache. */

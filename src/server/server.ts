@@ -9,7 +9,10 @@ import type { Pump } from "../runtime/pump.ts";
 import type { Rng } from "../runtime/rng.ts";
 import { initCrc32c } from "../runtime/crc32c.ts";
 import { type Cooperation, cooperative } from "../runtime/cooperation.ts";
+import { FileCacheDisk } from "../runtime/file_cache_disk.ts";
 import { GatedDisk } from "../runtime/gated_disk.ts";
+import { OpenFileCache } from "../runtime/open_file_cache.ts";
+import { registerOpenFileMetrics } from "../runtime/open_file_metrics.ts";
 import { ExternalMemoryReserve } from "../runtime/external_memory_reserve.ts";
 import { setLoopThreadNice, type ThreadControl } from "../runtime/thread_priority.ts";
 import { growFdTable } from "../runtime/fd_table_reserve.ts";
@@ -110,13 +113,17 @@ export class StrataServer {
     // One loop, one gate: pieces of work and the resumptions of disk callers take turns of the
     // loop, so no turn carries more than one of them ahead of the consensus tick.
     const pieceGate = new PieceGate(cooperation);
-    const disk = new GatedDisk(deps.disk, pieceGate);
+    // The files held between uses (active segments') share max_open_files handles, whatever the
+    // number of partitions; the cache is inside the gate, so its closes and reopens take no turns.
+    const openFiles = new OpenFileCache({ maxOpenFiles: config.system.maxOpenFiles });
+    const disk = new GatedDisk(new FileCacheDisk(deps.disk, openFiles), pieceGate);
     await initCrc32c();
     await disk.mkdirp(config.system.path);
     // On the disk itself, not through the gate: nothing is served yet, so its 1024 opens need no turns.
     await reserveFdTable(deps.disk, config, logger);
     const registry = deps.registry ?? createMetricsRegistry();
     registerProcessMetrics(registry);
+    registerOpenFileMetrics(registry, openFiles);
     // The store is probed before anything else opens, so a misconfigured one stops start-up.
     const objectStore = config.tieredStorage.enabled
       ? await openObjectStore(config.tieredStorage, { disk, clock, rng, registry, logger })

@@ -1,6 +1,9 @@
 import { Partition } from "../log/partition.ts";
 import { defaultRetryProfiles } from "../objectstore/retry_policy.ts";
 import { BufferPool } from "../runtime/buffer_pool.ts";
+import type { Disk } from "../runtime/disk.ts";
+import { FileCacheDisk } from "../runtime/file_cache_disk.ts";
+import { OpenFileCache } from "../runtime/open_file_cache.ts";
 import { silentLogger } from "../runtime/logger.ts";
 import { Rng } from "../runtime/rng.ts";
 import { Semaphore } from "../runtime/semaphore.ts";
@@ -22,6 +25,7 @@ import {
   fetchConcurrency,
   housekeepingConfig,
   logConfig,
+  maxOpenFiles,
   partitionKey,
   uploadConcurrency,
   uploadPieceBytes,
@@ -69,11 +73,20 @@ const processHousekeepingConfig = {
   segmentUploadTimeoutMs,
 };
 
+/**
+ * The process's disk as a server gives it to its partitions: held files share `maxOpenFiles`
+ * handles. One cache per partition object, which is the process's one partition: a crash or a wipe
+ * leaves the old one with the old process.
+ */
+function partitionDisk(w: World): Disk {
+  return new FileCacheDisk(w.disk, new OpenFileCache({ maxOpenFiles }));
+}
+
 /** A new, empty partition on the process's disk; each draws the revision of a new incarnation. */
 export async function createPartition(w: World): Promise<Partition> {
   await w.disk.mkdirp(dataPath);
   return await Partition.create(
-    w.disk,
+    partitionDisk(w),
     w.clock,
     new Rng(streamSeed(w.seed, rngStreams.partitionRevision * ++w.incarnations)),
     dataPath,
@@ -84,7 +97,7 @@ export async function createPartition(w: World): Promise<Partition> {
 
 /** The partition as the last crash left it on disk (recovery). */
 export function openPartition(w: World): Promise<Partition> {
-  return Partition.open(w.disk, w.clock, dataPath, address, logConfig, silentLogger());
+  return Partition.open(partitionDisk(w), w.clock, dataPath, address, logConfig, silentLogger());
 }
 
 /**

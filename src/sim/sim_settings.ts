@@ -10,6 +10,11 @@ export const partitionKey = "1/1/0";
 export const bucketPrefix = "strata";
 export const clusterId = "sim";
 export const dataPath = "/data";
+/**
+ * The partition's bound on files held between uses: one, so its `.log` and `.index` take turns and
+ * every switch closes one (synced first when written) for the other, crashes falling among them.
+ */
+export const maxOpenFiles = 1;
 /** The control log of the simulated shard (its only one). */
 export const controlLogPath = `${dataPath}/control/shard-0.log`;
 /** The chunk cache's directory, outside the data directory: a wipe keeps it, a cold restart loses it. */

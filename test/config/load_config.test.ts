@@ -78,6 +78,21 @@ t.test("an out-of-range value is named with its range", (t) => {
   t.end();
 });
 
+t.test("max_open_files bounds the files held open: 4096 by default, at least 1, named when out of range", (t) => {
+  t.equal(loadConfig("", "empty.toml", {}).config.system.maxOpenFiles, 4096);
+  t.equal(loadConfig(`[system]\nmax_open_files = 64\n`, "test.toml", {}).config.system.maxOpenFiles, 64);
+  const zero = errorOf(t, `[system]\nmax_open_files = 0\n`);
+  t.equal(zero.key, "[system] max_open_files");
+  t.match(zero.message, /\[system\] max_open_files: 0 is out of range \[1, 1048576\]/);
+  t.equal(errorOf(t, `[system]\nmax_open_files = "many"\n`).key, "[system] max_open_files");
+  t.equal(
+    loadConfig("", "empty.toml", { STRATA_SYSTEM_MAX_OPEN_FILES: "128" }).config.system.maxOpenFiles,
+    128,
+    "an environment variable overrides it",
+  );
+  t.end();
+});
+
 t.test("invalid TOML names the file and position", (t) => {
   t.match(errorOf(t, `[system\npath = 1`).message, /Cannot load config: test\.toml: invalid TOML at line 1/);
   t.end();
