@@ -1,6 +1,7 @@
 import t, { type Test } from "tap";
 import { type PolledMessage, StrataApiError } from "../../src/client/strata_client.ts";
 import type { Disk } from "../../src/runtime/disk.ts";
+import { firstRangeBytesMax } from "../../src/tier/tier_remote_reader.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { HeldCreatesDisk } from "../helpers/held_creates_disk.ts";
 import { InFlightDisk } from "../helpers/in_flight_disk.ts";
@@ -65,7 +66,7 @@ async function tieredServer(
   };
   const remoteSegments = async () => {
     const p = await c.partition("s", "t", 0) as {
-      segments: { start_offset: number; end_offset: number; location: string }[];
+      segments: { start_offset: number; end_offset: number; size_bytes: number; location: string }[];
     };
     return p.segments.filter((x) => x.location === "remote");
   };
@@ -129,4 +130,65 @@ t.test("a poll of evicted data is served while every upload slot is held in a PU
   );
   t.equal(creates.waiting, 2, "the uploads' PUTs still hang");
   t.equal(await s.metric("strata_tier_uploads_in_flight"), 2, "and hold both slots");
+});
+
+/**
+ * Reads every message of partition 0's evicted segments, five at a time, at `fetchBandwidth`; the
+ * virtual time the polls took, the bytes they returned and those fetched from the store meanwhile,
+ * and the largest segment read (a chunk is at most one: chunk_size is 8 MiB).
+ */
+async function readEvicted(t: Test, fetchBandwidth: string) {
+  const s = await tieredServer(t, {
+    STRATA_TIERED_STORAGE_FETCH_BANDWIDTH: fetchBandwidth,
+    STRATA_TIERED_STORAGE_CACHE_READAHEAD_MAX: "0",
+  }, 1);
+  await s.produce(0, 60);
+  t.ok(await s.until(async () => (await s.remoteSegments()).length >= 3), "three segments evicted");
+  const remote = (await s.remoteSegments()).slice(0, 3);
+  const fetchedBefore = await s.metric("strata_cache_fetched_bytes_total");
+  const startedMs = s.clock.nowMs();
+  let polledBytes = 0;
+  const lastOffset = remote.at(-1)!.end_offset;
+  for (let offset = remote[0]!.start_offset; offset <= lastOffset;) {
+    const answer = await s.poll(offset, 5);
+    if (answer === null || answer instanceof Error || answer.messages.length === 0) {
+      t.fail(`the poll at ${offset} was served: ${answer instanceof Error ? answer.message : answer}`);
+      break;
+    }
+    t.ok(intact(answer.messages), `payloads from ${offset} intact`);
+    polledBytes += answer.messages.length * messageBytes;
+    offset += answer.messages.length;
+  }
+  return {
+    elapsedMs: s.clock.nowMs() - startedMs,
+    polledBytes,
+    fetchedBytes: await s.metric("strata_cache_fetched_bytes_total") - fetchedBefore,
+    segmentBytesMax: Math.max(...remote.map((r) => r.size_bytes)),
+  };
+}
+
+t.test("reads of evicted data are paced by fetch_bandwidth: N bytes at B take at least (N - the largest request)/B", async (t) => {
+  const rateBytesPerSec = 1024 * 1024;
+  const paced = await readEvicted(t, "1 MiB");
+  t.ok(
+    paced.fetchedBytes >= paced.polledBytes,
+    `${paced.fetchedBytes} bytes fetched for ${paced.polledBytes} polled`,
+  );
+  // The bucket holds a fifth of a second's worth, and a request larger than that is let in on
+  // credit once the bucket is full: by time T at most max(burst, largest request) + B·T bytes are in.
+  // A request is a chunk (at most a segment) or a cold poll's first range (at most 1 MiB).
+  const aheadBytes = Math.max(Math.floor(rateBytesPerSec / 5), paced.segmentBytesMax, firstRangeBytesMax);
+  const floorMs = ((paced.fetchedBytes - aheadBytes) * 1000) / rateBytesPerSec;
+  t.ok(floorMs >= 1000, `a bound worth testing: ${floorMs} ms`);
+  t.ok(
+    paced.elapsedMs >= floorMs,
+    `${paced.elapsedMs} ms for ${paced.fetchedBytes} bytes, at least ${floorMs} ms`,
+  );
+
+  const unpaced = await readEvicted(t, "unlimited");
+  t.ok(unpaced.fetchedBytes >= paced.fetchedBytes / 2, `unlimited fetched ${unpaced.fetchedBytes} bytes too`);
+  t.ok(
+    unpaced.elapsedMs < floorMs,
+    `unlimited, the same reads took ${unpaced.elapsedMs} ms: the pacing is the bucket's`,
+  );
 });
