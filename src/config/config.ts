@@ -98,6 +98,8 @@ export interface HousekeepingConfig {
   /** `request_quota`: object-store requests one housekeeping run makes at most. */
   requestsPerRunMax: number;
   deleteBatchPerPass: number;
+  /** `delete_pending_per_partition`: keys listed for deletion and queued for later runs, per partition. */
+  deletePendingPerPartitionMax: number;
   deleteGraceMs: number;
   orphanSweepIntervalMs: number;
   manifestUploadIntervalMs: number;
@@ -170,6 +172,7 @@ function toHousekeeping(v: ValidatedConfig): HousekeepingConfig {
     idleThresholdRps: hk["idle_threshold_rps"] as number,
     requestsPerRunMax: hk["request_quota"] as number,
     deleteBatchPerPass: hk["delete_batch_per_pass"] as number,
+    deletePendingPerPartitionMax: hk["delete_pending_per_partition"] as number,
     deleteGraceMs: hk["delete_grace"] as number,
     orphanSweepIntervalMs: hk["orphan_sweep_interval"] as number,
     manifestUploadIntervalMs: hk["manifest_upload_interval"] as number,

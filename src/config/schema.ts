@@ -140,6 +140,11 @@ export const configSchema = {
     request_quota: { kind: "int", default: 5000, min: 1, max: 1_000_000 },
     /** Keys one run deletes at most per partition. */
     delete_batch_per_pass: { kind: "int", default: 300, min: 1, max: 1000 },
+    /**
+     * Keys a deletion listing queues per partition for later runs, beyond the batch it deletes;
+     * past it the keys are listed again once the queue has drained.
+     */
+    delete_pending_per_partition: { kind: "int", default: 5000, min: 1, max: 100_000 },
     /** No object is deleted sooner than this after it became deletable, nor while younger than this. */
     delete_grace: { kind: "duration", default: 60_000, min: 1000, max: 604_800_000 },
     /** How often shard 0 lists the cluster prefix for incarnations that no longer exist. */

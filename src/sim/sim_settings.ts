@@ -49,6 +49,7 @@ export const housekeepingConfig: HousekeepingConfig = {
   idleThresholdRps: 1_000_000,
   requestsPerRunMax: 1000,
   deleteBatchPerPass: 100,
+  deletePendingPerPartitionMax: 5000,
   deleteGraceMs: 5000,
   orphanSweepIntervalMs: 5000,
   manifestUploadIntervalMs: 30_000,

@@ -5,9 +5,9 @@ import type { Clock } from "../runtime/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
 import { RequestBudget } from "./housekeeping_budget.ts";
 import * as core from "./housekeeping_core.ts";
-import { deleteBelowWatermark } from "./housekeeping_deletes.ts";
+import { deleteBelowWatermark, deletePending } from "./housekeeping_deletes.ts";
 import { uploadManifest } from "./housekeeping_manifests.ts";
-import type { HousekeepingMetrics } from "./housekeeping_metrics.ts";
+import type { HousekeepingGaugeSource, HousekeepingMetrics } from "./housekeeping_metrics.ts";
 import { type IncarnationSource, OrphanSweep } from "./housekeeping_orphan_sweep.ts";
 import { verifyBelowFloor } from "./housekeeping_verify.ts";
 import { incarnationOf } from "./object_keys.ts";
@@ -65,7 +65,7 @@ const observeIntervalMs = 1000;
  * is its own file (`housekeeping_deletes.ts`, `housekeeping_manifests.ts`, `housekeeping_verify.ts`,
  * `housekeeping_orphan_sweep.ts`); a run's quota is a `RequestBudget`.
  */
-export class Housekeeping {
+export class Housekeeping implements HousekeepingGaugeSource {
   readonly #deps: HousekeepingDeps;
   readonly #orphanSweep: OrphanSweep;
   #state: core.HousekeepingState;
@@ -83,11 +83,21 @@ export class Housekeeping {
       idleTimeoutMs: c.idleTimeoutMs,
       idleThresholdRps: c.idleThresholdRps,
       deleteGraceMs: c.deleteGraceMs,
+      deleteBatchPerPass: c.deleteBatchPerPass,
+      deletePendingPerPartitionMax: c.deletePendingPerPartitionMax,
       orphanSweepIntervalMs: c.orphanSweepIntervalMs,
       manifestUploadIntervalMs: c.manifestUploadIntervalMs,
       verifyIntervalMs: c.verifyIntervalMs,
       sweepsOrphans: deps.sweepsOrphans,
     }, deps.clock.nowMs());
+    deps.metrics?.addSource(this);
+  }
+
+  /** Keys listed for deletion and queued for later runs, over the shard's partitions. */
+  pendingDeletions(): number {
+    let keys = 0;
+    for (const p of this.#state.partitions.values()) keys += p.pendingDeletions.length;
+    return keys;
   }
 
   get state(): core.HousekeepingState {
@@ -102,6 +112,7 @@ export class Housekeeping {
   /** Shutdown: no new run starts, the current one ends after the request in flight. */
   stop(): Promise<void> {
     this.#stopped = true;
+    this.#deps.metrics?.removeSource(this);
     this.#budget?.exhaust();
     return this.idle();
   }
@@ -156,7 +167,9 @@ export class Housekeeping {
     const inc = incarnationOf(this.#deps.config.prefix, this.#deps.config.clusterId, p.partition);
     switch (job.kind) {
       case "delete_below":
-        return deleteBelowWatermark(this.#deps, p.key, inc, job.fromOffset, job.belowOffset, budget);
+        return deleteBelowWatermark(this.#deps, inc, job, budget);
+      case "delete_pending":
+        return deletePending(this.#deps, inc, job, budget);
       case "upload_manifest":
         return uploadManifest(this.#deps, p.key, p.partition, inc, budget);
       case "verify": {

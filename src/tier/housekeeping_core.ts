@@ -1,4 +1,5 @@
 import { assert } from "../runtime/assert.ts";
+import { type PendingDeletion, settleDeletions } from "./housekeeping_pending.ts";
 
 /**
  * When housekeeping runs and what it does, as a pure core: `(state, event, nowMs) → {state,
@@ -9,8 +10,10 @@ import { assert } from "../runtime/assert.ts";
  *
  * Deletion is two-phase: a partition's retention watermark is remembered with the time it was
  * first seen, and objects below it become deletable only `deleteGraceMs` later (the shell also
- * skips any object younger than the grace). A purge or a recreated partition is a new
- * incarnation: its state starts over.
+ * skips any object younger than the grace). A deletion listing deletes one batch at once and
+ * queues what else it found for later runs, at most `deletePendingPerPartitionMax` keys
+ * (`housekeeping_pending.ts`); a partition with keys queued deletes a batch of them before it lists
+ * again. A purge or a recreated partition is a new incarnation: its state starts over.
  */
 
 export interface HousekeepingCoreConfig {
@@ -18,6 +21,10 @@ export interface HousekeepingCoreConfig {
   idleTimeoutMs: number;
   idleThresholdRps: number;
   deleteGraceMs: number;
+  /** Keys one run deletes at most per partition. */
+  deleteBatchPerPass: number;
+  /** Keys listed for deletion and queued for later runs, at most, per partition. */
+  deletePendingPerPartitionMax: number;
   orphanSweepIntervalMs: number;
   manifestUploadIntervalMs: number;
   verifyIntervalMs: number;
@@ -47,6 +54,10 @@ export interface PartitionHousekeeping {
   watermarks: Watermark[];
   /** Every object of this incarnation that starts below this offset is deleted. */
   deletedBelow: number;
+  /** Every object of this incarnation that starts below this offset is deleted or pending. */
+  listedBelow: number;
+  /** Objects listed below the eligible watermark, queued for deletion; at most the cap. */
+  pendingDeletions: readonly PendingDeletion[];
   /** What the last uploaded manifest described (`floor:watermark`), null before the first. */
   manifestOf: string | null;
   manifestAtMs: number;
@@ -70,7 +81,16 @@ export interface HousekeepingState {
 }
 
 export type HousekeepingJob =
-  | { kind: "delete_below"; partition: string; fromOffset: number; belowOffset: number }
+  | {
+    kind: "delete_below";
+    partition: string;
+    incarnation: string;
+    fromOffset: number;
+    belowOffset: number;
+    /** Keys the listing queues at most beyond the batch it deletes. */
+    pendingMax: number;
+  }
+  | { kind: "delete_pending"; partition: string; incarnation: string; keys: readonly PendingDeletion[] }
   | { kind: "upload_manifest"; partition: string; describes: string }
   | { kind: "verify"; partition: string; fromOffset: number }
   | { kind: "orphan_sweep"; startAfter: string | null };
@@ -79,7 +99,23 @@ export type HousekeepingEffect = { kind: "run"; jobs: HousekeepingJob[] };
 
 /** What a job finished; a job that failed reports nothing and is planned again. */
 export type JobOutcome =
-  | { kind: "delete_below"; partition: string; deletedBelow: number }
+  | {
+    kind: "delete_below";
+    partition: string;
+    incarnation: string;
+    /** Where the listing stopped: every object of a segment below it was deleted or is in `pending`. */
+    listedBelow: number;
+    pending: readonly PendingDeletion[];
+    failedFromOffset: number | null;
+  }
+  | {
+    kind: "delete_pending";
+    partition: string;
+    incarnation: string;
+    /** Keys taken from the front of the queue, deleted unless at or past `failedFromOffset`. */
+    taken: number;
+    failedFromOffset: number | null;
+  }
   | { kind: "upload_manifest"; partition: string; describes: string }
   | { kind: "verify"; partition: string; nextFrom: number | null }
   | { kind: "orphan_sweep"; nextAfter: string | null };
@@ -155,7 +191,7 @@ export function runFinished(
     }
     const p = partitions.get(o.partition);
     if (p === undefined) continue;
-    partitions.set(o.partition, applyOutcome(p, o, nowMs));
+    partitions.set(o.partition, applyOutcome(p, o, nowMs, state.config.deletePendingPerPartitionMax));
   }
   return { state: { ...next, partitions }, effects: [] };
 }
@@ -201,6 +237,8 @@ function fresh(view: PartitionView, nowMs: number): PartitionHousekeeping {
     deletedUpToOffset: 0,
     watermarks: [],
     deletedBelow: 0,
+    listedBelow: 0,
+    pendingDeletions: [],
     manifestOf: null,
     manifestAtMs: -Infinity,
     // A verify pass after a restart waits one interval: booting must not HEAD every key at once.
@@ -227,10 +265,8 @@ function plan(state: HousekeepingState, nowMs: number): HousekeepingJob[] {
   const manifests: HousekeepingJob[] = [];
   const verifies: HousekeepingJob[] = [];
   for (const [key, p] of state.partitions) {
-    const below = eligibleWatermark(p, nowMs, c.deleteGraceMs);
-    if (below > p.deletedBelow) {
-      deletes.push({ kind: "delete_below", partition: key, fromOffset: p.deletedBelow, belowOffset: below });
-    }
+    const deletion = plannedDeletion(key, p, eligibleWatermark(p, nowMs, c.deleteGraceMs), c);
+    if (deletion !== null) deletes.push(deletion);
     const describes = `${p.floor}:${p.deletedUpToOffset}`;
     if (p.floor > 0 && describes !== p.manifestOf && nowMs - p.manifestAtMs >= c.manifestUploadIntervalMs) {
       manifests.push({ kind: "upload_manifest", partition: key, describes });
@@ -246,15 +282,58 @@ function plan(state: HousekeepingState, nowMs: number): HousekeepingJob[] {
   return [...deletes, ...manifests, ...sweep, ...verifies];
 }
 
+/** A batch of the queued keys when there are any, else a listing from the cursor when one is due. */
+function plannedDeletion(
+  key: string,
+  p: PartitionHousekeeping,
+  below: number,
+  c: HousekeepingCoreConfig,
+): HousekeepingJob | null {
+  const incarnation = p.incarnation;
+  if (p.pendingDeletions.length > 0) {
+    const keys = p.pendingDeletions.slice(0, c.deleteBatchPerPass);
+    return { kind: "delete_pending", partition: key, incarnation, keys };
+  }
+  if (below <= p.listedBelow) return null;
+  const pendingMax = c.deletePendingPerPartitionMax;
+  return {
+    kind: "delete_below",
+    partition: key,
+    incarnation,
+    fromOffset: p.listedBelow,
+    belowOffset: below,
+    pendingMax,
+  };
+}
+
 function applyOutcome(
   p: PartitionHousekeeping,
   o: Exclude<JobOutcome, { kind: "orphan_sweep" }>,
   nowMs: number,
-) {
+  pendingMax: number,
+): PartitionHousekeeping {
   switch (o.kind) {
-    case "delete_below": {
-      assert(o.deletedBelow >= p.deletedBelow, "the deletion cursor never moves back");
-      return { ...p, deletedBelow: o.deletedBelow };
+    case "delete_below":
+    case "delete_pending": {
+      // A job of an incarnation that is gone says nothing about this one.
+      if (o.incarnation !== p.incarnation) return p;
+      const listing = o.kind === "delete_below";
+      const settled = settleDeletions(
+        { deletedBelow: p.deletedBelow, listedBelow: p.listedBelow, pending: p.pendingDeletions },
+        {
+          listedBelow: listing ? o.listedBelow : null,
+          pending: listing ? o.pending : [],
+          takenFromQueue: listing ? 0 : o.taken,
+          failedFromOffset: o.failedFromOffset,
+        },
+        pendingMax,
+      );
+      return {
+        ...p,
+        deletedBelow: settled.deletedBelow,
+        listedBelow: settled.listedBelow,
+        pendingDeletions: settled.pending,
+      };
     }
     case "upload_manifest":
       return { ...p, manifestOf: o.describes, manifestAtMs: nowMs };

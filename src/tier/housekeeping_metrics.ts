@@ -1,6 +1,12 @@
-import { Counter, type Registry } from "prom-client";
+import { Counter, Gauge, type Registry } from "prom-client";
 
-/** Housekeeping's counters, shared by every shard in one registry. */
+/** What a shard's housekeeping reports at scrape time. */
+export interface HousekeepingGaugeSource {
+  /** Keys listed for deletion and queued for later runs, over the shard's partitions. */
+  pendingDeletions(): number;
+}
+
+/** Housekeeping's counters and gauges, shared by every shard in one registry. */
 export class HousekeepingMetrics {
   readonly runs: Counter;
   readonly requests: Counter;
@@ -10,6 +16,7 @@ export class HousekeepingMetrics {
   readonly manifestsUploaded: Counter;
   readonly verifyAnomalies: Counter<"kind">;
   readonly verifyReuploads: Counter;
+  readonly #sources = new Set<HousekeepingGaugeSource>();
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -58,5 +65,23 @@ export class HousekeepingMetrics {
       help: "Missing objects the verify pass uploaded again from a local .log still on disk.",
       registers,
     });
+    const sources = this.#sources;
+    new Gauge({
+      name: "strata_housekeeping_pending_deletions",
+      help: "Objects below retention watermarks listed for deletion and queued for a later run " +
+        "(at most delete_pending_per_partition per partition; the rest is listed again).",
+      registers,
+      collect() {
+        this.set([...sources].reduce((n, s) => n + s.pendingDeletions(), 0));
+      },
+    });
+  }
+
+  addSource(source: HousekeepingGaugeSource): void {
+    this.#sources.add(source);
+  }
+
+  removeSource(source: HousekeepingGaugeSource): void {
+    this.#sources.delete(source);
   }
 }

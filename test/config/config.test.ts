@@ -23,6 +23,7 @@ default_local_retention_size = "10 GiB"
 interval = "7 m"
 request_quota = 123
 delete_grace = "90 s"
+delete_pending_per_partition = 800
 verify_interval = "2 h"
 
 [tiered_storage.retry]
@@ -55,6 +56,7 @@ t.test("the tiered-storage sections map to their typed fields, with units and un
   t.equal(ts.housekeeping.deleteGraceMs, 90_000);
   t.equal(ts.housekeeping.verifyIntervalMs, 7_200_000);
   t.equal(ts.housekeeping.deleteBatchPerPass, 300, "a key left out keeps its default");
+  t.equal(ts.housekeeping.deletePendingPerPartitionMax, 800);
   t.same(ts.retry, {
     transient: { initialMs: 20, factor: 2, maxMs: 5000 },
     nonTransient: { initialMs: 1000, factor: 3, maxMs: 45_000 },

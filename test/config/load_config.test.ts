@@ -75,6 +75,10 @@ t.test("an out-of-range value is named with its range", (t) => {
     /\[system\] tick_interval: 2000 is out of range \[1, 1000\]/,
   );
   t.match(errorOf(t, `[http]\naddress = "127.0.0.1:70000"\n`).message, /\[http\] address/);
+  t.match(
+    errorOf(t, `[tiered_storage.housekeeping]\ndelete_pending_per_partition = 0\n`).message,
+    /\[tiered_storage\.housekeeping\] delete_pending_per_partition: 0 is out of range \[1, 100000\]/,
+  );
   t.end();
 });
 

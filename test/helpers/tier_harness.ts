@@ -44,6 +44,7 @@ export const housekeepingDefaults: HousekeepingConfig = {
   idleThresholdRps: 10,
   requestsPerRunMax: 5000,
   deleteBatchPerPass: 300,
+  deletePendingPerPartitionMax: 5000,
   deleteGraceMs: 60_000,
   orphanSweepIntervalMs: 3_600_000,
   manifestUploadIntervalMs: 60_000,

@@ -4,17 +4,21 @@ import {
   type HousekeepingCoreConfig,
   type HousekeepingState,
   initialHousekeeping,
+  type JobOutcome,
   observe,
   type PartitionView,
   runFinished,
   watermarksMax,
 } from "../../src/tier/housekeeping_core.ts";
+import type { PendingDeletion } from "../../src/tier/housekeeping_pending.ts";
 
 const config: HousekeepingCoreConfig = {
   intervalMs: 300_000,
   idleTimeoutMs: 10_000,
   idleThresholdRps: 10,
   deleteGraceMs: 60_000,
+  deleteBatchPerPass: 300,
+  deletePendingPerPartitionMax: 5000,
   orphanSweepIntervalMs: 3_600_000,
   manifestUploadIntervalMs: 60_000,
   verifyIntervalMs: 3_600_000,
@@ -26,6 +30,16 @@ const view = (over: Partial<PartitionView> = {}): PartitionView => ({
   floor: 0,
   deletedUpToOffset: 0,
   ...over,
+});
+
+/** A listing's outcome for 1/1/0 (incarnation aa-0) that got to `listedBelow` and queued `pending`. */
+const listed = (listedBelow: number, pending: PendingDeletion[] = []): JobOutcome => ({
+  kind: "delete_below",
+  partition: "1/1/0",
+  incarnation: "aa-0",
+  listedBelow,
+  pending,
+  failedFromOffset: null,
 });
 
 /** Observes once a second from `fromMs` to `toMs`, with `rps` requests per second; returns the runs started. */
@@ -56,7 +70,14 @@ t.test("objects below a watermark become deletable only delete_grace after the w
   t.ok(runs.length >= 1, "an idle shard runs");
   const first = runs.find((r) => r.jobs.some((j) => (j as { kind: string }).kind === "delete_below"))!;
   t.ok(first.atMs >= 61_000, `the first delete was planned at ${first.atMs} ms, after the grace`);
-  t.same(first.jobs[0], { kind: "delete_below", partition: "1/1/0", fromOffset: 0, belowOffset: 100 });
+  t.same(first.jobs[0], {
+    kind: "delete_below",
+    partition: "1/1/0",
+    incarnation: "aa-0",
+    fromOffset: 0,
+    belowOffset: 100,
+    pendingMax: 5000,
+  });
   t.end();
 });
 
@@ -71,9 +92,7 @@ t.test("a busy shard waits for the interval; an idle one runs after idle_timeout
   t.ok(s.running);
   const whileRunning = drive(s, 301_000, 700_000, views, 0);
   t.equal(whileRunning.runs.length, 0, "no second run while one is running");
-  s = runFinished(whileRunning.state, {
-    outcomes: [{ kind: "delete_below", partition: "1/1/0", deletedBelow: 100 }],
-  }, 700_000).state;
+  s = runFinished(whileRunning.state, { outcomes: [listed(100)] }, 700_000).state;
   t.equal(s.partitions.get("1/1/0")!.deletedBelow, 100);
   const quiet = drive(s, 701_000, 720_000, views, 0);
   t.equal(quiet.runs.length, 0, "nothing left to do: an idle shard does not run for nothing");
@@ -81,8 +100,10 @@ t.test("a busy shard waits for the interval; an idle one runs after idle_timeout
   t.same(more.runs[0]!.jobs, [{
     kind: "delete_below",
     partition: "1/1/0",
+    incarnation: "aa-0",
     fromOffset: 100,
     belowOffset: 250,
+    pendingMax: 5000,
   }]);
   t.ok(more.runs[0]!.atMs >= 781_000, "again only after the grace");
   t.end();
@@ -103,8 +124,7 @@ t.test("a purge is a new incarnation: its cursors and watermarks start over", (t
   let s = initialHousekeeping(config, 0);
   s = observe(s, { partitions: [view({ deletedUpToOffset: 100, floor: 500 })], requestCount: 0 }, 0).state;
   s = { ...s, running: true };
-  s =
-    runFinished(s, { outcomes: [{ kind: "delete_below", partition: "1/1/0", deletedBelow: 100 }] }, 1).state;
+  s = runFinished(s, { outcomes: [listed(100)] }, 1).state;
   s = observe(s, {
     partitions: [view({ incarnation: "aa-1", floor: 0, deletedUpToOffset: 0 })],
     requestCount: 0,
