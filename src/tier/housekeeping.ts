@@ -56,6 +56,14 @@ export interface HousekeepingDeps {
 /** How often the core looks at the shard (the idle clock samples at this rate). */
 const observeIntervalMs = 1000;
 
+interface SeenPartition {
+  createdRevision: string;
+  purgeGeneration: number;
+  floor: number;
+  deletedUpToOffset: number;
+  round: number;
+}
+
 /**
  * One shard's housekeeping: the shell around `housekeeping_core.ts`. Driven from the tick, it
  * observes the shard once a second and runs the jobs the core plans, spending at most
@@ -70,6 +78,9 @@ export class Housekeeping implements HousekeepingGaugeSource {
   readonly #orphanSweep: OrphanSweep;
   #state: core.HousekeepingState;
   #lastObservedMs = -Infinity;
+  /** What the last look saw of each tiered partition, and in which look (`#lookRound`) it was seen. */
+  readonly #seen = new Map<string, SeenPartition>();
+  #lookRound = 0;
   #running: Promise<void> | null = null;
   #budget: RequestBudget | null = null;
   #stopped = false;
@@ -120,24 +131,56 @@ export class Housekeeping implements HousekeepingGaugeSource {
   onTick(nowMs: number): void {
     if (this.#stopped || nowMs - this.#lastObservedMs < observeIntervalMs) return;
     this.#lastObservedMs = nowMs;
-    const views: core.PartitionView[] = [];
-    for (const p of this.#deps.tier.partitions()) {
-      if (!p.tiered()) continue;
-      const sb = p.partition.superblock;
-      views.push({
-        key: p.key,
-        incarnation: `${sb.createdRevision}-${sb.purgeGeneration}`,
-        floor: sb.tieredUpToOffset,
-        deletedUpToOffset: sb.deletedUpToOffset,
-      });
-    }
-    const step = core.observe(
+    const { changed, removed } = this.#changesSinceLastLook();
+    const step = core.observeChanges(
       this.#state,
-      { partitions: views, requestCount: this.#deps.requests.requestsServed },
+      { changed, removed, requestCount: this.#deps.requests.requestsServed },
       nowMs,
     );
     this.#state = step.state;
     for (const effect of step.effects) this.#running = this.#run(effect.jobs);
+  }
+
+  /**
+   * The tiered partitions whose incarnation, floor or watermark moved since the last look, and
+   * those gone (untiered or removed). Unchanged ones cost a few comparisons and no allocation.
+   */
+  #changesSinceLastLook(): { changed: core.PartitionView[]; removed: string[] } {
+    const round = ++this.#lookRound;
+    const changed: core.PartitionView[] = [];
+    for (const p of this.#deps.tier.partitions()) {
+      if (!p.tiered()) continue;
+      const sb = p.partition.superblock;
+      let seen = this.#seen.get(p.key);
+      if (
+        seen === undefined || seen.createdRevision !== sb.createdRevision ||
+        seen.purgeGeneration !== sb.purgeGeneration || seen.floor !== sb.tieredUpToOffset ||
+        seen.deletedUpToOffset !== sb.deletedUpToOffset
+      ) {
+        seen = {
+          createdRevision: sb.createdRevision,
+          purgeGeneration: sb.purgeGeneration,
+          floor: sb.tieredUpToOffset,
+          deletedUpToOffset: sb.deletedUpToOffset,
+          round,
+        };
+        this.#seen.set(p.key, seen);
+        changed.push({
+          key: p.key,
+          incarnation: `${sb.createdRevision}-${sb.purgeGeneration}`,
+          floor: sb.tieredUpToOffset,
+          deletedUpToOffset: sb.deletedUpToOffset,
+        });
+      }
+      seen.round = round;
+    }
+    const removed: string[] = [];
+    for (const [key, seen] of this.#seen) {
+      if (seen.round === round) continue;
+      removed.push(key);
+      this.#seen.delete(key);
+    }
+    return { changed, removed };
   }
 
   async #run(jobs: core.HousekeepingJob[]): Promise<void> {

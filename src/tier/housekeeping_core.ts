@@ -1,4 +1,5 @@
 import { assert } from "../runtime/assert.ts";
+import { PersistentMap } from "../runtime/persistent_map.ts";
 import { type PendingDeletion, settleDeletions } from "./housekeeping_pending.ts";
 
 /**
@@ -68,7 +69,13 @@ export interface PartitionHousekeeping {
 
 export interface HousekeepingState {
   config: HousekeepingCoreConfig;
-  partitions: ReadonlyMap<string, PartitionHousekeeping>;
+  /** One record per partition; a change copies about 1/256 of them (`PersistentMap`). */
+  partitions: PersistentMap<PartitionHousekeeping>;
+  /**
+   * No plan looks at the partitions before this (clock ms): when a plan found nothing, the earliest a
+   * job can come due; any change of a partition or a run's end brings it back to now.
+   */
+  planAtMs: number;
   running: boolean;
   lastRunMs: number;
   /** Last time the request rate was at or above the threshold. */
@@ -131,7 +138,8 @@ const rateSampleMs = 1000;
 export function initialHousekeeping(config: HousekeepingCoreConfig, nowMs: number): HousekeepingState {
   return {
     config,
-    partitions: new Map(),
+    partitions: PersistentMap.empty(),
+    planAtMs: nowMs,
     running: false,
     lastRunMs: nowMs,
     busyAtMs: nowMs,
@@ -145,32 +153,77 @@ export function initialHousekeeping(config: HousekeepingCoreConfig, nowMs: numbe
 /**
  * The shard's partitions and its running request count, observed periodically: updates each
  * partition's watermarks and the idle clock, and starts a run when one is due and there is work.
+ * `partitions` is every partition housekeeping serves; one left out is forgotten.
  */
 export function observe(
   state: HousekeepingState,
   event: { partitions: readonly PartitionView[]; requestCount: number },
   nowMs: number,
 ): HousekeepingStep {
-  const partitions = new Map<string, PartitionHousekeeping>();
-  for (const view of event.partitions) {
-    partitions.set(
-      view.key,
-      observePartition(state.partitions.get(view.key), view, nowMs, state.config.deleteGraceMs),
-    );
+  const present = new Set(event.partitions.map((v) => v.key));
+  const removed = [...state.partitions.keys()].filter((key) => !present.has(key));
+  const changed = event.partitions.filter((v) => {
+    const p = state.partitions.get(v.key);
+    return p === undefined || p.incarnation !== v.incarnation || p.floor !== v.floor ||
+      p.deletedUpToOffset !== v.deletedUpToOffset;
+  });
+  return observeChanges(state, { changed, removed, requestCount: event.requestCount }, nowMs);
+}
+
+/**
+ * As `observe`, told only what changed since the last observation: the views of partitions that
+ * joined or whose incarnation, floor or watermark moved, and the keys of those that left. An idle
+ * shard's observation then costs nothing per partition, and a plan runs only when a job can be due.
+ */
+export function observeChanges(
+  state: HousekeepingState,
+  event: { changed: readonly PartitionView[]; removed: readonly string[]; requestCount: number },
+  nowMs: number,
+): HousekeepingStep {
+  let partitions = state.partitions;
+  for (const key of event.removed) partitions = partitions.without(key);
+  for (const view of event.changed) {
+    const p = observePartition(partitions.get(view.key), view, nowMs, state.config.deleteGraceMs);
+    partitions = partitions.with(view.key, p);
   }
-  let next: HousekeepingState = { ...state, partitions, ...sampleRate(state, event.requestCount, nowMs) };
+  const moved = event.changed.length > 0 || event.removed.length > 0;
+  let next: HousekeepingState = {
+    ...state,
+    partitions,
+    planAtMs: moved ? nowMs : state.planAtMs,
+    ...sampleRate(state, event.requestCount, nowMs),
+  };
   if (next.running) return { state: next, effects: [] };
   const idle = nowMs - next.busyAtMs >= next.config.idleTimeoutMs &&
     nowMs - next.lastRunMs >= next.config.idleTimeoutMs;
   const due = nowMs - next.lastRunMs >= next.config.intervalMs;
   if (!idle && !due) return { state: next, effects: [] };
-  const jobs = plan(next, nowMs);
+  const jobs = nowMs < next.planAtMs ? [] : plan(next, nowMs);
   if (jobs.length === 0) {
     // Nothing to do: the interval starts again, so an idle shard does not plan every second.
-    return { state: due ? { ...next, lastRunMs: nowMs } : next, effects: [] };
+    const planAtMs = nowMs < next.planAtMs ? next.planAtMs : nextPlanAtMs(next, nowMs);
+    return { state: { ...next, planAtMs, lastRunMs: due ? nowMs : next.lastRunMs }, effects: [] };
   }
   next = { ...next, running: true, lastRunMs: nowMs };
   return { state: next, effects: [{ kind: "run", jobs }] };
+}
+
+/** The earliest time (clock ms) a plan can find a job, when one at `nowMs` found none. */
+function nextPlanAtMs(state: HousekeepingState, nowMs: number): number {
+  const c = state.config;
+  let atMs = c.sweepsOrphans ? state.sweptAtMs + c.orphanSweepIntervalMs : Infinity;
+  for (const p of state.partitions.values()) {
+    for (const w of p.watermarks) {
+      if (w.offset > p.listedBelow) atMs = Math.min(atMs, w.seenAtMs + c.deleteGraceMs);
+    }
+    if (p.floor === 0) continue;
+    if (`${p.floor}:${p.deletedUpToOffset}` !== p.manifestOf) {
+      atMs = Math.min(atMs, p.manifestAtMs + c.manifestUploadIntervalMs);
+    }
+    atMs = Math.min(atMs, p.verifiedAtMs + c.verifyIntervalMs);
+  }
+  // A plan that found nothing at `nowMs` finds nothing before the next observation.
+  return Math.max(atMs, nowMs + 1);
 }
 
 /** A run ended: each finished job moves its cursor. */
@@ -180,8 +233,8 @@ export function runFinished(
   nowMs: number,
 ): HousekeepingStep {
   assert(state.running, "housekeeping finished a run it did not start");
-  const partitions = new Map(state.partitions);
-  let next: HousekeepingState = { ...state, running: false };
+  let partitions = state.partitions;
+  let next: HousekeepingState = { ...state, running: false, planAtMs: nowMs };
   for (const o of event.outcomes) {
     if (o.kind === "orphan_sweep") {
       next = o.nextAfter === null
@@ -191,7 +244,10 @@ export function runFinished(
     }
     const p = partitions.get(o.partition);
     if (p === undefined) continue;
-    partitions.set(o.partition, applyOutcome(p, o, nowMs, state.config.deletePendingPerPartitionMax));
+    partitions = partitions.with(
+      o.partition,
+      applyOutcome(p, o, nowMs, state.config.deletePendingPerPartitionMax),
+    );
   }
   return { state: { ...next, partitions }, effects: [] };
 }

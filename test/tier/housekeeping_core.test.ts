@@ -6,6 +6,7 @@ import {
   initialHousekeeping,
   type JobOutcome,
   observe,
+  observeChanges,
   type PartitionView,
   runFinished,
   watermarksMax,
@@ -198,3 +199,38 @@ for (const stepMs of [2000, 250]) {
     t.end();
   });
 }
+
+t.test("an idle shard's observations plan nothing until a job can be due, then plan at that time", (t) => {
+  let s = initialHousekeeping(config, 0);
+  const tiered = view({ floor: 10 });
+  // The first plan, once idle, uploads the manifest; the verify pass waits its interval.
+  const first = drive(s, 0, 11_000, [tiered], 0);
+  t.same(first.runs.map((r) => r.jobs.map((j) => (j as { kind: string }).kind)), [["upload_manifest"]]);
+  s = runFinished(first.state, {
+    outcomes: [{ kind: "upload_manifest", partition: "1/1/0", describes: "10:0" }],
+  }, 11_000).state;
+  t.equal(s.planAtMs, 11_000, "a run's end plans again");
+  const verifyDueMs = s.partitions.get("1/1/0")!.verifiedAtMs + config.verifyIntervalMs;
+  let runsAtMs: number[] = [];
+  for (let now = 12_000; now <= verifyDueMs; now += 1000) {
+    const step = observeChanges(s, { changed: [], removed: [], requestCount: 0 }, now);
+    s = step.state;
+    if (step.effects.length > 0) runsAtMs.push(now);
+    // Idle again 10 s after the run: that observation's plan finds nothing and looks ahead.
+    if (now === 21_000) {
+      t.equal(s.planAtMs, verifyDueMs, "nothing to do: no plan before the verify pass is due");
+    }
+  }
+  t.same(runsAtMs, [verifyDueMs], "the verify pass runs when it is due, and nothing before it");
+  s = runFinished(s, { outcomes: [] }, verifyDueMs).state;
+  runsAtMs = [];
+  const moved = observeChanges(
+    s,
+    { changed: [view({ floor: 20 })], removed: [], requestCount: 0 },
+    verifyDueMs + 1000,
+  );
+  t.equal(moved.state.planAtMs, verifyDueMs + 1000, "a partition that moved is planned for at once");
+  const gone = observeChanges(s, { changed: [], removed: ["1/1/0"], requestCount: 0 }, verifyDueMs + 1000);
+  t.equal(gone.state.partitions.size, 0, "a partition that left is forgotten");
+  t.end();
+});
