@@ -21,6 +21,7 @@ import { parseArgs } from "node:util";
 import { StrataClient } from "../src/client/strata_client.ts";
 import { hostedPartitions, topicLayout, topicPartitionsMax, type TopicPlan } from "./lib/partition_layout.ts";
 import { judgePartitionTargets, missedTargets, partitionTargetLimits } from "./lib/partition_targets.ts";
+import { benchConfigText } from "./lib/bench_config.ts";
 import { latenessBetween, type LatenessScrape, readLatenessScrape } from "./lib/lateness_scrape.ts";
 import { cpuPercentOfCore, readProcess } from "./lib/proc_stats.ts";
 import { type ServerProcess, startServerProcess, withDeadline } from "./lib/server_process.ts";
@@ -69,18 +70,9 @@ const ownsDir = args.dir === undefined;
 function writeConfig(name: string): string {
   const home = join(dir, name);
   mkdirSync(home, { recursive: true });
-  const shipped = readFileSync(new URL("../config.toml", import.meta.url), "utf8");
-  const replaced = shipped
-    .replace('path = "./data"', `path = ${JSON.stringify(join(home, "data"))}`)
-    .replace('address = "127.0.0.1:8080"', 'address = "127.0.0.1:0"');
-  if (replaced === shipped) {
-    throw new Error("Cannot write the config: config.toml's path and address lines moved");
-  }
-  const text = maxOpenFiles === null
-    ? replaced
-    : replaced.replace(/^\[system\]$/m, `[system]\nmax_open_files = ${maxOpenFiles}`);
   const path = join(home, "config.toml");
-  writeFileSync(path, text);
+  const shipped = readFileSync(new URL("../config.toml", import.meta.url), "utf8");
+  writeFileSync(path, benchConfigText(shipped, join(home, "data"), maxOpenFiles));
   return path;
 }
 
