@@ -232,9 +232,23 @@ async function runBaseline() {
     const client = clientOf(server);
     await populate(client, [{ name: "t0000", partitions: 1 }]);
     return { partitions: 1, idle: await measureIdle(server, client) };
+  } catch (error) {
+    throw withServerLog(error, server);
   } finally {
     await server.stop("SIGKILL");
   }
+}
+
+/** Lines of the server's log an error carries: enough for the server's own error and its cause. */
+const serverLogLinesInError = 20;
+
+/** The error with the end of the server's log appended, where the server's side of it is. */
+function withServerLog(error: unknown, server: ServerProcess): Error {
+  const lines = server.stderrTail().trimEnd().split("\n").slice(-serverLogLinesInError).join("\n");
+  const message = error instanceof Error ? error.message : String(error);
+  return new Error(`Cannot finish the benchmark: ${message}\nThe server's log ends:\n${lines}`, {
+    cause: error,
+  });
 }
 
 async function runLayout() {
@@ -267,6 +281,8 @@ async function runLayout() {
         partitions_hosted_all: hostedAfter.all,
       },
     };
+  } catch (error) {
+    throw withServerLog(error, running);
   } finally {
     await running.stop("SIGKILL");
   }
