@@ -1,6 +1,9 @@
 import { assert } from "../runtime/assert.ts";
 import { PersistentMap } from "../runtime/persistent_map.ts";
 import { type PendingDeletion, settleDeletions } from "./housekeeping_pending.ts";
+import { nextPlanAtMs, plan } from "./housekeeping_plan.ts";
+
+export { eligibleWatermark } from "./housekeeping_plan.ts";
 
 /**
  * When housekeeping runs and what it does, as a pure core: `(state, event, nowMs) → {state,
@@ -208,24 +211,6 @@ export function observeChanges(
   return { state: next, effects: [{ kind: "run", jobs }] };
 }
 
-/** The earliest time (clock ms) a plan can find a job, when one at `nowMs` found none. */
-function nextPlanAtMs(state: HousekeepingState, nowMs: number): number {
-  const c = state.config;
-  let atMs = c.sweepsOrphans ? state.sweptAtMs + c.orphanSweepIntervalMs : Infinity;
-  for (const p of state.partitions.values()) {
-    for (const w of p.watermarks) {
-      if (w.offset > p.listedBelow) atMs = Math.min(atMs, w.seenAtMs + c.deleteGraceMs);
-    }
-    if (p.floor === 0) continue;
-    if (`${p.floor}:${p.deletedUpToOffset}` !== p.manifestOf) {
-      atMs = Math.min(atMs, p.manifestAtMs + c.manifestUploadIntervalMs);
-    }
-    atMs = Math.min(atMs, p.verifiedAtMs + c.verifyIntervalMs);
-  }
-  // A plan that found nothing at `nowMs` finds nothing before the next observation.
-  return Math.max(atMs, nowMs + 1);
-}
-
 /** A run ended: each finished job moves its cursor. */
 export function runFinished(
   state: HousekeepingState,
@@ -250,13 +235,6 @@ export function runFinished(
     );
   }
   return { state: { ...next, partitions }, effects: [] };
-}
-
-/** The highest watermark seen at least `deleteGraceMs` ago, or 0. */
-export function eligibleWatermark(p: PartitionHousekeeping, nowMs: number, deleteGraceMs: number): number {
-  let eligible = 0;
-  for (const w of p.watermarks) if (nowMs - w.seenAtMs >= deleteGraceMs) eligible = w.offset;
-  return eligible;
 }
 
 function observePartition(
@@ -311,54 +289,6 @@ function sampleRate(state: HousekeepingState, requestCount: number, nowMs: numbe
     rateSampleAtMs: nowMs,
     rateSampleCount: requestCount,
     busyAtMs: rps >= state.config.idleThresholdRps ? nowMs : state.busyAtMs,
-  };
-}
-
-/** Deletions first (they free storage), then manifests, the orphan sweep, and verify passes. */
-function plan(state: HousekeepingState, nowMs: number): HousekeepingJob[] {
-  const c = state.config;
-  const deletes: HousekeepingJob[] = [];
-  const manifests: HousekeepingJob[] = [];
-  const verifies: HousekeepingJob[] = [];
-  for (const [key, p] of state.partitions) {
-    const deletion = plannedDeletion(key, p, eligibleWatermark(p, nowMs, c.deleteGraceMs), c);
-    if (deletion !== null) deletes.push(deletion);
-    const describes = `${p.floor}:${p.deletedUpToOffset}`;
-    if (p.floor > 0 && describes !== p.manifestOf && nowMs - p.manifestAtMs >= c.manifestUploadIntervalMs) {
-      manifests.push({ kind: "upload_manifest", partition: key, describes });
-    }
-    if (p.floor > 0 && nowMs - p.verifiedAtMs >= c.verifyIntervalMs) {
-      verifies.push({ kind: "verify", partition: key, fromOffset: p.verifyFrom });
-    }
-  }
-  const sweep: HousekeepingJob[] = c.sweepsOrphans &&
-      (state.sweepAfter !== null || nowMs - state.sweptAtMs >= c.orphanSweepIntervalMs)
-    ? [{ kind: "orphan_sweep", startAfter: state.sweepAfter }]
-    : [];
-  return [...deletes, ...manifests, ...sweep, ...verifies];
-}
-
-/** A batch of the queued keys when there are any, else a listing from the cursor when one is due. */
-function plannedDeletion(
-  key: string,
-  p: PartitionHousekeeping,
-  below: number,
-  c: HousekeepingCoreConfig,
-): HousekeepingJob | null {
-  const incarnation = p.incarnation;
-  if (p.pendingDeletions.length > 0) {
-    const keys = p.pendingDeletions.slice(0, c.deleteBatchPerPass);
-    return { kind: "delete_pending", partition: key, incarnation, keys };
-  }
-  if (below <= p.listedBelow) return null;
-  const pendingMax = c.deletePendingPerPartitionMax;
-  return {
-    kind: "delete_below",
-    partition: key,
-    incarnation,
-    fromOffset: p.listedBelow,
-    belowOffset: below,
-    pendingMax,
   };
 }
 

@@ -1,4 +1,3 @@
-import { assert } from "../runtime/assert.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { Rng } from "../runtime/rng.ts";
@@ -10,10 +9,9 @@ import type { DeadlineObjectStore } from "../objectstore/deadline_object_store.t
 import type { RetryProfiles } from "../objectstore/retry_policy.ts";
 import { type ControlCommand, ControlEpochMismatchError, type ControlLog } from "./control_log.ts";
 import { FloorWaiters } from "./floor_waiters.ts";
-import { keepLocalWithin, overshootBytes } from "../log/local_retention.ts";
 import { LocalEvictions } from "./local_evictions.ts";
 import { SealedScan } from "./sealed_scan.ts";
-import { PacedSweep } from "../runtime/paced_sweep.ts";
+import { EvictionLooks } from "./eviction_looks.ts";
 import type { UploadDeps } from "./segment_uploader.ts";
 import type { TieredPartition } from "./tiered_partition.ts";
 import * as core from "./upload_core.ts";
@@ -51,12 +49,6 @@ export interface TierServiceDeps {
   pieceGate?: PieceGate;
 }
 
-/** How often eviction and local pressure are looked at, besides right after a floor moves. */
-const evictionCheckIntervalMs = 1000;
-
-/** Bound on the partitions one tick's share of the eviction sweep looks at. */
-const evictionLooksPerTickMax = 256;
-
 /** Bound on `await` waiters per shard. */
 const floorWaitersMax = 10_000;
 
@@ -76,13 +68,7 @@ export class TierService implements TierGaugeSource {
   readonly #partitions = new Map<string, TieredPartition>();
   readonly #scan: SealedScan;
   readonly #evictions: LocalEvictions;
-  /** Partitions whose floor moved or whose log was active since the last tick: looked at next. */
-  readonly #evictionTouched = new Set<string>();
-  /** Every partition, once a second: envelopes by age move with time alone. */
-  readonly #evictionSweep: PacedSweep<string>;
-  /** Each partition's local bytes beyond its envelope at its last eviction look, and their sum. */
-  readonly #overshootBytes = new Map<string, number>();
-  #overshootTotalBytes = 0;
+  readonly #evictionLooks: EvictionLooks;
   /** Removes each partition's activity listener. */
   readonly #activityStops = new Map<string, () => void>();
   readonly #waiters: FloorWaiters;
@@ -102,11 +88,7 @@ export class TierService implements TierGaugeSource {
     });
     this.#scan = new SealedScan(() => deps.config.uploadLoopBackoffMaxMs);
     this.#evictions = new LocalEvictions(deps.clock, deps.logger);
-    this.#evictionSweep = new PacedSweep({
-      periodMs: evictionCheckIntervalMs,
-      tickIntervalMs: Math.min(deps.config.tickIntervalMs ?? 10, evictionCheckIntervalMs),
-      perTickMax: evictionLooksPerTickMax,
-    });
+    this.#evictionLooks = new EvictionLooks(deps.config.tickIntervalMs ?? 10);
     this.#waiters = new FloorWaiters(deps.clock, floorWaitersMax);
     this.#uploads = new UploadRuns({
       ...deps,
@@ -149,7 +131,7 @@ export class TierService implements TierGaugeSource {
 
   /** The sum of each partition's overshoot as its last eviction look found it (within a second). */
   localOvershootBytes(): number {
-    return this.#overshootTotalBytes;
+    return this.#evictionLooks.overshootTotalBytes;
   }
 
   /** Each partition's bytes with a local `.log` and bytes only in the store. */
@@ -192,13 +174,13 @@ export class TierService implements TierGaugeSource {
 
   addPartition(p: TieredPartition): void {
     this.#partitions.set(p.key, p);
-    this.#evictionSweep.add(p.key);
+    this.#evictionLooks.add(p.key);
     this.#activityStops.get(p.key)?.();
     this.#activityStops.set(
       p.key,
       p.partition.log.onActivity("tier", () => {
         this.#scan.touch(p.key);
-        this.#evictionTouched.add(p.key);
+        this.#evictionLooks.touch(p.key);
       }),
     );
     const sb = p.partition.superblock;
@@ -214,9 +196,7 @@ export class TierService implements TierGaugeSource {
 
   removePartition(key: string): void {
     this.#partitions.delete(key);
-    this.#evictionSweep.delete(key);
-    this.#evictionTouched.delete(key);
-    this.#noteOvershoot(key, 0);
+    this.#evictionLooks.remove(key);
     this.#activityStops.get(key)?.();
     this.#activityStops.delete(key);
     this.#scan.forget(key);
@@ -261,34 +241,9 @@ export class TierService implements TierGaugeSource {
       this.#step(core.segmentsSealed(this.#state, { partition: p.key, generation, segments }, nowMs));
       return this.#state !== before;
     });
-    this.#lookForEvictions(nowMs);
-  }
-
-  /**
-   * Eviction and pressure are looked at for a partition at the next tick after its floor moved or
-   * its log was active, and for every partition once a second, a share per tick: not for every
-   * partition on every tick, which is the pump's hot path.
-   */
-  #lookForEvictions(nowMs: number): void {
-    const keys = new Set([...this.#evictionTouched, ...this.#evictionSweep.next(nowMs)]);
-    this.#evictionTouched.clear();
-    const nowUs = this.#deps.clock.wallMs() * 1000;
-    for (const key of keys) {
-      const p = this.#partitions.get(key);
-      if (p === undefined) continue;
-      this.#noteOvershoot(
-        key,
-        overshootBytes(p.partition.log.segments, keepLocalWithin(p.envelope(), nowUs)),
-      );
+    this.#evictionLooks.onTick(this.#partitions, nowMs, this.#deps.clock.wallMs(), (p) => {
       this.#evictions.look(p, (underPressure) => this.#pressure(p.key, underPressure));
-    }
-  }
-
-  #noteOvershoot(key: string, bytes: number): void {
-    this.#overshootTotalBytes += bytes - (this.#overshootBytes.get(key) ?? 0);
-    if (bytes === 0) this.#overshootBytes.delete(key);
-    else this.#overshootBytes.set(key, bytes);
-    assert(this.#overshootTotalBytes >= 0, "the overshoot total cannot go below 0");
+    });
   }
 
   /** The control log committed a floor command: apply it to the partition and tell the core. */
@@ -313,7 +268,7 @@ export class TierService implements TierGaugeSource {
       }, this.#now()),
     );
     this.#waiters.wake(p.key, sb.tieredUpToOffset);
-    this.#evictionTouched.add(p.key);
+    this.#evictionLooks.touch(p.key);
   }
 
   /** Local retention's look found the partition under pressure, or no longer. */

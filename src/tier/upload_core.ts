@@ -2,6 +2,7 @@ import { assert } from "../runtime/assert.ts";
 import type { ErrorClass } from "../objectstore/object_store_errors.ts";
 import { decideRetry } from "../objectstore/retry_policy.ts";
 import {
+  busyWhere,
   type InFlight,
   inFlightCount,
   openedPartition,
@@ -303,15 +304,6 @@ export function tick(state: UploadState, nowMs: number): Step {
     });
   }
   return dispatch(dueFloorRetries(next, nowMs, effects), nowMs, effects);
-}
-
-/** The busy partitions `wanted` picks, in the order the partitions joined. */
-function busyWhere(
-  state: UploadState,
-  wanted: (p: PartitionUploads) => boolean,
-): [string, PartitionUploads][] {
-  const picked = [...state.busy].filter((key) => wanted(state.partitions.get(key)!));
-  return state.partitions.ordered(picked).map((key) => [key, state.partitions.get(key)!]);
 }
 
 /** Submits the floor retries due at `nowMs` again, each as a `submit_floor` effect. */

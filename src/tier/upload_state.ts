@@ -173,9 +173,13 @@ function withBusy(busy: ReadonlySet<string>, key: string, member: boolean): Read
   return next;
 }
 
-/** The busy partitions' records, in the order the partitions joined. */
-export function busyPartitions(state: UploadState): [string, PartitionUploads][] {
-  return state.partitions.ordered(state.busy).map((key) => [key, state.partitions.get(key)!]);
+/** The busy partitions `wanted` picks, in the order the partitions joined. */
+export function busyWhere(
+  state: UploadState,
+  wanted: (p: PartitionUploads) => boolean,
+): [string, PartitionUploads][] {
+  const picked = [...state.busy].filter((key) => wanted(state.partitions.get(key)!));
+  return state.partitions.ordered(picked).map((key) => [key, state.partitions.get(key)!]);
 }
 
 /** Uploads in flight, orphans included (they hold a slot until they report). */
