@@ -57,7 +57,9 @@ export class EvictionLooks {
     wallMs: number,
     look: (p: TieredPartition) => void,
   ): void {
-    const keys = new Set([...this.#touched, ...this.#sweep.next(nowMs)]);
+    const share = this.#sweep.next(nowMs);
+    if (this.#touched.size === 0 && share.length === 0) return;
+    const keys = new Set([...this.#touched, ...share]);
     this.#touched.clear();
     for (const key of keys) {
       const p = partitions.get(key);

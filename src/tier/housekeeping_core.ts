@@ -154,29 +154,11 @@ export function initialHousekeeping(config: HousekeepingCoreConfig, nowMs: numbe
 }
 
 /**
- * The shard's partitions and its running request count, observed periodically: updates each
- * partition's watermarks and the idle clock, and starts a run when one is due and there is work.
- * `partitions` is every partition housekeeping serves; one left out is forgotten.
- */
-export function observe(
-  state: HousekeepingState,
-  event: { partitions: readonly PartitionView[]; requestCount: number },
-  nowMs: number,
-): HousekeepingStep {
-  const present = new Set(event.partitions.map((v) => v.key));
-  const removed = [...state.partitions.keys()].filter((key) => !present.has(key));
-  const changed = event.partitions.filter((v) => {
-    const p = state.partitions.get(v.key);
-    return p === undefined || p.incarnation !== v.incarnation || p.floor !== v.floor ||
-      p.deletedUpToOffset !== v.deletedUpToOffset;
-  });
-  return observeChanges(state, { changed, removed, requestCount: event.requestCount }, nowMs);
-}
-
-/**
- * As `observe`, told only what changed since the last observation: the views of partitions that
- * joined or whose incarnation, floor or watermark moved, and the keys of those that left. An idle
- * shard's observation then costs nothing per partition, and a plan runs only when a job can be due.
+ * The shard's partitions, observed periodically, and its running request count: told only what
+ * changed since the last observation (the views of partitions that joined or whose incarnation,
+ * floor or watermark moved, and the keys of those that left), it updates each partition's
+ * watermarks and the idle clock, and starts a run when one is due and there is work. An idle
+ * shard's observation costs nothing per partition, and a plan runs only when a job can be due.
  */
 export function observeChanges(
   state: HousekeepingState,

@@ -3,7 +3,7 @@ import { type PolledMessage, StrataApiError } from "../../src/client/strata_clie
 import type { Disk } from "../../src/runtime/disk.ts";
 import { firstRangeBytesMax } from "../../src/tier/tier_remote_reader.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
-import { HeldCreatesDisk } from "../helpers/held_creates_disk.ts";
+import { HeldDisk } from "../helpers/held_disk.ts";
 import { InFlightDisk } from "../helpers/in_flight_disk.ts";
 import { openServer } from "../helpers/open_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
@@ -84,7 +84,7 @@ const intact = (messages: PolledMessage[]) =>
   messages.every((m) => m.payload.length === messageBytes && m.payload.every((b) => b === (m.offset & 0xff)));
 
 t.test("a poll of evicted data is served while every upload slot is held in a PUT", async (t) => {
-  let creates!: HeldCreatesDisk;
+  let creates!: HeldDisk;
   const env = {
     STRATA_TIERED_STORAGE_UPLOAD_CONCURRENCY: "2",
     // Housekeeping stays out, so that every PUT held is an upload's (none is a manifest's).
@@ -93,7 +93,7 @@ t.test("a poll of evicted data is served while every upload slot is held in a PU
   };
   const s = await tieredServer(t, env, 2, (disk, dir) => {
     // The fs store's temp files: while held, its PUTs hang; its GETs go on.
-    creates = new HeldCreatesDisk(disk, `${dir}/data/objects/tmp`);
+    creates = new HeldDisk(disk, `${dir}/data/objects/tmp`, "create");
     return creates;
   });
   await s.produce(0, 30);

@@ -4,7 +4,7 @@ import { StrataApiError } from "../../src/client/strata_client.ts";
 import { LocalControlLog } from "../../src/tier/local_control_log.ts";
 import type { Disk } from "../../src/runtime/disk.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
-import { HeldOpensDisk } from "../helpers/held_opens_disk.ts";
+import { HeldDisk } from "../helpers/held_disk.ts";
 import { InFlightDisk } from "../helpers/in_flight_disk.ts";
 import { openServer } from "../helpers/open_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
@@ -255,10 +255,10 @@ t.test("turning tiering on uploads the sealed segments at once, not after the id
 });
 
 t.test("a poll whose remote read outlasts fetch_timeout answers 503 transient, counted, and its retry is served from the cache the read filled", async (t) => {
-  let store!: HeldOpensDisk;
+  let store!: HeldDisk;
   const { c, until, raw, clock } = await tieredServer(t, {}, (disk, dir) => {
     // The fs store's objects: while held, its GETs do not answer.
-    store = new HeldOpensDisk(disk, `${dir}/data/objects/objects`);
+    store = new HeldDisk(disk, `${dir}/data/objects/objects`, "open");
     return store;
   });
   await c.createTopic("s", { name: "t", segment_size: "1 MiB", local_retention_size: "1 MiB" });
@@ -300,7 +300,7 @@ t.test("a poll whose remote read outlasts fetch_timeout answers 503 transient, c
     await until(async () => store.waiting === 0 && await metric("strata_cache_chunks") >= 1),
     "the read went on",
   );
-  const opens = store.opens;
+  const opens = store.calls;
   const hits = await metric("strata_cache_hits_total");
   const retry = await c.poll("s", "t", 0, { offset: victim.start_offset, count: 3 });
   t.same(
@@ -309,7 +309,7 @@ t.test("a poll whose remote read outlasts fetch_timeout answers 503 transient, c
     "the retry is served",
   );
   t.ok(retry.messages.every((m) => m.payload.every((b) => b === (m.offset & 0xff))), "payloads intact");
-  t.equal(store.opens, opens, "without reading the store again");
+  t.equal(store.calls, opens, "without reading the store again");
   t.ok(await metric("strata_cache_hits_total") > hits, "from the cache");
   t.equal(await metric("strata_cache_transient_replies_total"), 1, "and not counted as transient");
 });

@@ -5,12 +5,12 @@ import {
   type HousekeepingState,
   initialHousekeeping,
   type JobOutcome,
-  observe,
   observeChanges,
   type PartitionView,
   runFinished,
   watermarksMax,
 } from "../../src/tier/housekeeping_core.ts";
+import { observe } from "../helpers/housekeeping_observe.ts";
 import type { PendingDeletion } from "../../src/tier/housekeeping_pending.ts";
 
 const config: HousekeepingCoreConfig = {

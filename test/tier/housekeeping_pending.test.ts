@@ -4,9 +4,9 @@ import {
   type HousekeepingState,
   initialHousekeeping,
   type JobOutcome,
-  observe,
   runFinished,
 } from "../../src/tier/housekeeping_core.ts";
+import { observe } from "../helpers/housekeeping_observe.ts";
 import { type PendingDeletion, settleDeletions } from "../../src/tier/housekeeping_pending.ts";
 
 // A partition's queue of pending deletions, capped at delete_pending_per_partition: first the
