@@ -7,6 +7,8 @@
  *   idle      CPU (utime + stime from /proc), tick lateness p99 and max, RSS and open descriptors
  *   create    the worst tick lateness while one more topic of 1,024 partitions is created
  *   boot      SIGKILL, a start on the same data directory, and the time until a partition answers a poll
+ *   floor     the CPU of a Deno process doing nothing but a timer every tick_interval (10 ms): what
+ *             any loop ticking that often costs on the machine, beneath every server figure
  *
  *   deno task bench:partitions [--partitions 10000] [--idle-seconds 10] [--max-open-files N]
  *     [--quick] [--json PATH] [--dir PATH]
@@ -14,6 +16,7 @@
  * `--quick` hosts 2 topics of 64 partitions and idles 2 s. The targets are judged on every run; a full
  * run that misses one exits with code 3 after printing which, a quick run exits 0 either way.
  */
+import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
@@ -225,6 +228,32 @@ async function countHosted(client: StrataClient) {
   return { layout: ofLayout, all: sum([...hosted.values()]) };
 }
 
+/** The tick interval the servers run with (the shipped default). */
+const tickIntervalMs = 10;
+
+/**
+ * A Deno process that does nothing but rearm a timer every `tickIntervalMs`, for `idleSeconds`
+ * after a second to settle: the CPU a loop ticking that often costs here, which the idle servers'
+ * figures include.
+ */
+async function measureTimerFloor() {
+  progress(`floor: a bare ${tickIntervalMs} ms timer`);
+  const program = `const f = () => setTimeout(f, ${tickIntervalMs}); f();`;
+  const child = spawn("deno", ["eval", program], { stdio: "ignore" });
+  try {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const before = readProcess(child.pid!);
+    const started = performance.now();
+    await new Promise((resolve) => setTimeout(resolve, idleSeconds * 1000));
+    const after = readProcess(child.pid!);
+    return {
+      cpu_percent_of_core: round(cpuPercentOfCore(before.cpuMs, after.cpuMs, performance.now() - started)),
+    };
+  } finally {
+    child.kill("SIGKILL");
+  }
+}
+
 async function runBaseline() {
   progress("baseline: one partition");
   const server = await startServerProcess(writeConfig("baseline"), deadlinesMs.listen);
@@ -297,6 +326,11 @@ function printTable(report: Report): void {
   const rows: [string, string, string][] = [
     ["idle CPU % of a core", String(b.cpu_percent_of_core), String(s.idle.cpu_percent_of_core)],
     [
+      `  a bare ${tickIntervalMs} ms timer's, beneath both`,
+      String(report.timer_floor.cpu_percent_of_core),
+      "",
+    ],
+    [
       "  of it the loop's thread",
       String(b.loop_thread_cpu_percent_of_core),
       String(s.idle.loop_thread_cpu_percent_of_core),
@@ -332,6 +366,7 @@ function printTable(report: Report): void {
 type Report = Awaited<ReturnType<typeof buildReport>>;
 
 async function buildReport() {
+  const timerFloor = await measureTimerFloor();
   const baseline = await runBaseline();
   const server = await runLayout();
   const targets = judgePartitionTargets({
@@ -362,6 +397,7 @@ async function buildReport() {
       max_open_files: maxOpenFiles,
       fd_allowance: partitionTargetLimits.fdAllowance,
     },
+    timer_floor: timerFloor,
     baseline,
     server,
     targets,

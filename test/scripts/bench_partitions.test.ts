@@ -87,6 +87,10 @@ t.test("bench:partitions --quick measures every figure of a server hosting the a
     topics: 2,
     idle_seconds: 2,
   });
+  t.ok(
+    report.timer_floor.cpu_percent_of_core >= 0 && report.timer_floor.cpu_percent_of_core < 100,
+    `a bare timer's CPU: ${report.timer_floor.cpu_percent_of_core} % of a core`,
+  );
   for (const idle of [report.baseline.idle, report.server.idle]) {
     t.match(idle, {
       tick_lateness_ms: lateness,
