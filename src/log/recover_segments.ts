@@ -45,6 +45,7 @@ export async function recoverSegments(
   const names = await disk.list(dir);
   const logs = new Set(names.filter((n) => /^\d{20}\.log$/.test(n)).map((n) => n.slice(0, 20)));
   const markers = new Set(names.filter((n) => /^\d{20}\.remote$/.test(n)).map((n) => n.slice(0, 20)));
+  const indexes = new Set(names.filter((n) => /^\d{20}\.index$/.test(n)).map((n) => n.slice(0, 20)));
   const stems = [...new Set([...logs, ...markers])].sort();
   let removed = 0;
   for (const name of names) {
@@ -60,7 +61,7 @@ export async function recoverSegments(
   const opened: Segment[] = [];
   try {
     await recoverChain(
-      { disk, dir, stems, logs, markers, indexIntervalBytes, label, logger, identity },
+      { disk, dir, stems, logs, markers, indexes, indexIntervalBytes, label, logger, identity },
       report,
       opened,
     );
@@ -83,6 +84,8 @@ interface ChainContext {
   stems: readonly string[];
   logs: ReadonlySet<string>;
   markers: ReadonlySet<string>;
+  /** Stems whose `.index` exists. */
+  indexes: ReadonlySet<string>;
   indexIntervalBytes: number;
   label: string;
   logger: Logger;
@@ -117,7 +120,7 @@ async function recoverChain(c: ChainContext, report: RecoveryReport, opened: Seg
     } else if (i < stems.length - 1) {
       await recoverSealed(disk, segment, indexIntervalBytes, label, report);
     } else {
-      await recoverActive(disk, segment, indexIntervalBytes, label, report, logger);
+      await recoverActive(disk, segment, indexIntervalBytes, label, report, logger, c.indexes.has(stem));
     }
     if (marker !== null && hasLog) {
       // Both copies: the segment is local, and eviction can resume without re-uploading.
@@ -269,6 +272,7 @@ async function recoverActive(
   label: string,
   report: RecoveryReport,
   logger: Logger,
+  hasIndex: boolean,
 ): Promise<void> {
   // Reopenable, as `createSegment` makes them: the active segment's files may close between uses.
   const file = await disk.open(segment.logPath, { reopenable: true });
@@ -315,7 +319,10 @@ async function recoverActive(
     await file.sync();
     report.truncatedBytes += size - validEnd;
   }
-  await writeIndexFile(disk, segment.indexPath, entries);
+  // The active segment's index is rebuilt here at every boot and written whole from memory at its
+  // seal: what its file holds is never read, so a file that exists is left as it is (a boot of ten
+  // thousand partitions then writes and fsyncs none), and only a missing one is made.
+  if (!hasIndex) await writeIndexFile(disk, segment.indexPath, entries);
   for (const e of entries) segment.index.add(e);
   segment.sizeBytes = validEnd;
   segment.lastIndexedPosition = entries.at(-1)?.position ?? -1;

@@ -1,0 +1,69 @@
+import { unlinkSync } from "node:fs";
+import t from "tap";
+import type { LogConfig } from "../../src/log/log_config.ts";
+import { Partition } from "../../src/log/partition.ts";
+import { initCrc32c } from "../../src/runtime/crc32c.ts";
+import { silentLogger } from "../../src/runtime/logger.ts";
+import { NodeDisk } from "../../src/runtime/node_disk.ts";
+import { Rng } from "../../src/runtime/rng.ts";
+import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import { RecordingDisk } from "../helpers/recording_disk.ts";
+import { tempDir } from "../helpers/temp_dir.ts";
+
+// Boot rebuilds the active segment's index from its log, so an intact partition's boot writes
+// nothing: at ten thousand partitions, one write and fsync each was a good part of the boot.
+await initCrc32c();
+const config: LogConfig = {
+  segmentSizeBytes: 64 * 1024,
+  segmentMaxAgeMs: null,
+  indexIntervalBytes: 4096,
+  fsync: "always",
+  fsyncIntervalMs: 1000,
+  writeQueueMax: 100,
+};
+const address = { streamId: 1, topicId: 1, partitionId: 0 };
+const message = (i: number) => [{ key: null, headers: {}, payload: new Uint8Array(3000).fill(i) }];
+
+t.test("the boot of an intact partition writes nothing; its active index is still right at the seal", async (t) => {
+  const data = tempDir(t);
+  const p = await Partition.create(new NodeDisk(), new VirtualClock(), new Rng(1), data, address, config);
+  for (let i = 0; i < 12; i++) await p.log.append(message(i));
+  await p.close();
+  const disk = new RecordingDisk();
+  const reopened = await Partition.open(disk, new VirtualClock(), data, address, config, silentLogger());
+  t.same(disk.ops, [], "no file written, created, synced or removed");
+  // Enough more to seal the active segment: its index, written at the seal, covers the whole log.
+  for (let i = 12; i < 40; i++) await reopened.log.append(message(i));
+  await reopened.close();
+  const again = await Partition.open(
+    new NodeDisk(),
+    new VirtualClock(),
+    data,
+    address,
+    config,
+    silentLogger(),
+  );
+  t.teardown(() => again.close());
+  const sealed = again.log.segments.find((s) => s.sealed)!;
+  t.ok(sealed.index.entries().length > 1, "the sealed segment's index, written at its seal, has its entries");
+  const read = await again.log.read(0, 40, 1 << 20);
+  t.same(
+    read.messages.map((m) => m.payload[0]),
+    Array.from({ length: 40 }, (_, i) => i),
+    "every message reads",
+  );
+});
+
+t.test("an active segment whose index file is missing gets one at boot", async (t) => {
+  const data = tempDir(t);
+  const p = await Partition.create(new NodeDisk(), new VirtualClock(), new Rng(1), data, address, config);
+  await p.log.append(message(1));
+  const indexPath = p.log.segments.at(-1)!.indexPath;
+  await p.close();
+  unlinkSync(indexPath);
+  const disk = new RecordingDisk();
+  const reopened = await Partition.open(disk, new VirtualClock(), data, address, config, silentLogger());
+  t.teardown(() => reopened.close());
+  t.ok(disk.ops.some((op) => op.includes(".index")), `the index was made again: ${disk.ops.join(", ")}`);
+  t.equal((await reopened.log.read(0, 1, 1 << 20)).messages.length, 1);
+});
