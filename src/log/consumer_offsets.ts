@@ -2,7 +2,9 @@ import type { Disk } from "../runtime/disk.ts";
 import { readRecordFile, writeRecordFile } from "../runtime/record_file.ts";
 
 const magic = "STRACOFF";
-const fileName = "consumer_offsets.bin";
+/** The file of a partition's stored consumer offsets, in its directory. */
+export const consumerOffsetsFileName = "consumer_offsets.bin";
+const fileName = consumerOffsetsFileName;
 
 export class TooManyConsumersError extends Error {
   override name = "TooManyConsumersError";
@@ -29,9 +31,14 @@ export class ConsumerOffsets {
     this.#offsets = offsets;
   }
 
-  static async load(disk: Disk, dir: string, consumersMax: number): Promise<ConsumerOffsets> {
-    const stored = await readRecordFile<Record<string, number>>(disk, `${dir}/${fileName}`, magic);
-    return new ConsumerOffsets(disk, dir, consumersMax, new Map(Object.entries(stored ?? {})));
+  /**
+   * Reads the stored offsets. `stored` false says the directory was just listed without the file
+   * (a boot's recovery lists it), so there is nothing to read.
+   */
+  static async load(disk: Disk, dir: string, consumersMax: number, stored = true): Promise<ConsumerOffsets> {
+    if (!stored) return new ConsumerOffsets(disk, dir, consumersMax, new Map());
+    const record = await readRecordFile<Record<string, number>>(disk, `${dir}/${fileName}`, magic);
+    return new ConsumerOffsets(disk, dir, consumersMax, new Map(Object.entries(record ?? {})));
   }
 
   get(name: string): number | null {

@@ -2,7 +2,7 @@ import type { Clock } from "../runtime/clock.ts";
 import type { Disk } from "../runtime/disk.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { Rng } from "../runtime/rng.ts";
-import { ConsumerOffsets } from "./consumer_offsets.ts";
+import { ConsumerOffsets, consumerOffsetsFileName } from "./consumer_offsets.ts";
 import type { LogConfig } from "./log_config.ts";
 import { PartitionRefusedError } from "./log_errors.ts";
 import { PartitionLog } from "./partition_log.ts";
@@ -150,7 +150,8 @@ export class Partition {
       });
     }
     const log = new PartitionLog(disk, dir, clock, config, report.segments, label);
-    const offsets = await ConsumerOffsets.load(disk, dir, consumersPerPartitionMax);
+    const stored = report.names.includes(consumerOffsetsFileName);
+    const offsets = await ConsumerOffsets.load(disk, dir, consumersPerPartitionMax, stored);
     if (booted !== superblock) await offsets.clear();
     return new Partition(disk, address, dir, log, offsets, booted);
   }

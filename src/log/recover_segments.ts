@@ -20,6 +20,8 @@ export interface RecoveryReport {
   truncatedBytes: number;
   /** Indexes rebuilt from their logs because they were missing, short or inconsistent. */
   rebuiltIndexes: number;
+  /** The directory's entries as recovery listed them, before it removed any. */
+  names: readonly string[];
 }
 
 /**
@@ -57,7 +59,7 @@ export async function recoverSegments(
     }
   }
   if (removed > 0) await disk.fsyncDir(dir);
-  const report: RecoveryReport = { segments: [], truncatedBytes: 0, rebuiltIndexes: 0 };
+  const report: RecoveryReport = { segments: [], truncatedBytes: 0, rebuiltIndexes: 0, names };
   const opened: Segment[] = [];
   try {
     await recoverChain(

@@ -67,3 +67,37 @@ t.test("an active segment whose index file is missing gets one at boot", async (
   t.ok(disk.ops.some((op) => op.includes(".index")), `the index was made again: ${disk.ops.join(", ")}`);
   t.equal((await reopened.log.read(0, 1, 1 << 20)).messages.length, 1);
 });
+
+/** A NodeDisk that records the paths it is asked to stat. */
+class StatRecordingDisk extends NodeDisk {
+  readonly stats: string[] = [];
+  override stat(path: string) {
+    this.stats.push(path);
+    return super.stat(path);
+  }
+}
+
+t.test("boot reads stored consumer offsets, and does not look for them where the listing found none", async (t) => {
+  const data = tempDir(t);
+  const p = await Partition.create(new NodeDisk(), new VirtualClock(), new Rng(1), data, address, config);
+  await p.log.append(message(1));
+  await p.close();
+  const quiet = new StatRecordingDisk();
+  const first = await Partition.open(quiet, new VirtualClock(), data, address, config, silentLogger());
+  t.notOk(
+    quiet.stats.some((path) => path.endsWith("consumer_offsets.bin")),
+    "no stat of an unlisted offsets file",
+  );
+  await first.offsets.set("reader", 1);
+  await first.close();
+  const again = await Partition.open(
+    new StatRecordingDisk(),
+    new VirtualClock(),
+    data,
+    address,
+    config,
+    silentLogger(),
+  );
+  t.teardown(() => again.close());
+  t.equal(again.offsets.get("reader"), 1, "a stored offset is read back");
+});
