@@ -70,3 +70,44 @@ t.test("a magic that is not 8 bytes is refused before anything is written", asyn
   t.notOk(existsSync(join(dir, "record.bin")));
   t.notOk(existsSync(join(dir, "record.bin.tmp")));
 });
+
+/** A NodeDisk that counts its stats and the sizes asked of its files. */
+class CountingStatDisk extends NodeDisk {
+  stats = 0;
+  sizes = 0;
+  override stat(path: string) {
+    this.stats++;
+    return super.stat(path);
+  }
+  override async open(path: string, options?: Parameters<NodeDisk["open"]>[1]) {
+    const file = await super.open(path, options);
+    const sizeBytes = file.sizeBytes.bind(file);
+    file.sizeBytes = () => (this.sizes++, sizeBytes());
+    return file;
+  }
+}
+
+t.test("a small record reads with one open and one read; a large one asks its size; neither stats", async (t) => {
+  const dir = tempDir(t);
+  const disk = new CountingStatDisk();
+  await writeRecordFile(disk, dir, "small.bin", magic, { a: 1 });
+  const large = { blob: "x".repeat(10_000), exact: 4096 };
+  await writeRecordFile(disk, dir, "large.bin", magic, large);
+  // A record of exactly the first read's size takes the second path too: pad until it is 4096 bytes.
+  let padBytes = 4096 - 64;
+  for (let tries = 0; tries < 64; tries++) {
+    await writeRecordFile(disk, dir, "exact.bin", magic, { pad: "y".repeat(padBytes) });
+    const size = readFileSync(join(dir, "exact.bin")).length;
+    if (size === 4096) break;
+    padBytes += 4096 - size;
+  }
+  t.equal(readFileSync(join(dir, "exact.bin")).length, 4096, "a file of exactly 4096 bytes");
+  disk.stats = 0;
+  t.same(await readRecordFile(disk, join(dir, "small.bin"), magic), { a: 1 });
+  t.equal(disk.sizes, 0, "a small record: no size asked");
+  t.same(await readRecordFile(disk, join(dir, "large.bin"), magic), large);
+  t.same(await readRecordFile(disk, join(dir, "exact.bin"), magic), { pad: "y".repeat(padBytes) });
+  t.equal(disk.sizes, 2, "a record that fills the first read: its size asked, then read whole");
+  t.equal(await readRecordFile(disk, join(dir, "missing.bin"), magic), null);
+  t.equal(disk.stats, 0, "no stat, even for a missing file");
+});
