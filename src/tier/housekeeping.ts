@@ -56,6 +56,9 @@ export interface HousekeepingDeps {
 /** How often the core looks at the shard (the idle clock samples at this rate). */
 const observeIntervalMs = 1000;
 
+/** Bound on the partitions one tick looks at for housekeeping; a larger shard's round takes more ticks. */
+const looksPerTickMax = 128;
+
 interface SeenPartition {
   createdRevision: string;
   purgeGeneration: number;
@@ -81,6 +84,12 @@ export class Housekeeping implements HousekeepingGaugeSource {
   /** What the last look saw of each tiered partition, and in which look (`#lookRound`) it was seen. */
   readonly #seen = new Map<string, SeenPartition>();
   #lookRound = 0;
+  /** The round of looks under way: the partitions as it began, and how far it got. */
+  #round: HousekeptPartition[] = [];
+  #roundCursor = 0;
+  #roundStartedMs = -Infinity;
+  /** What the looks found since the core was last told: a changed view, or null for one gone. */
+  readonly #found = new Map<string, core.PartitionView | null>();
   #running: Promise<void> | null = null;
   #budget: RequestBudget | null = null;
   #stopped = false;
@@ -106,9 +115,7 @@ export class Housekeeping implements HousekeepingGaugeSource {
 
   /** Keys listed for deletion and queued for later runs, over the shard's partitions. */
   pendingDeletions(): number {
-    let keys = 0;
-    for (const p of this.#state.partitions.values()) keys += p.pendingDeletions.length;
-    return keys;
+    return this.#state.pendingDeletionsTotal;
   }
 
   get state(): core.HousekeepingState {
@@ -128,10 +135,20 @@ export class Housekeeping implements HousekeepingGaugeSource {
     return this.idle();
   }
 
+  /**
+   * Each tick looks at a share of the tiered partitions (a round of looks over all of them starts
+   * once a second, at most `looksPerTickMax` per tick); once a second the core is told what the
+   * looks found changed.
+   */
   onTick(nowMs: number): void {
-    if (this.#stopped || nowMs - this.#lastObservedMs < observeIntervalMs) return;
+    if (this.#stopped) return;
+    this.#lookAtShare(nowMs);
+    if (nowMs - this.#lastObservedMs < observeIntervalMs) return;
     this.#lastObservedMs = nowMs;
-    const { changed, removed } = this.#changesSinceLastLook();
+    const changed: core.PartitionView[] = [];
+    const removed: string[] = [];
+    for (const [key, view] of this.#found) view === null ? removed.push(key) : changed.push(view);
+    this.#found.clear();
     const step = core.observeChanges(
       this.#state,
       { changed, removed, requestCount: this.#deps.requests.requestsServed },
@@ -141,46 +158,55 @@ export class Housekeeping implements HousekeepingGaugeSource {
     for (const effect of step.effects) this.#running = this.#run(effect.jobs);
   }
 
-  /**
-   * The tiered partitions whose incarnation, floor or watermark moved since the last look, and
-   * those gone (untiered or removed). Unchanged ones cost a few comparisons and no allocation.
-   */
-  #changesSinceLastLook(): { changed: core.PartitionView[]; removed: string[] } {
-    const round = ++this.#lookRound;
-    const changed: core.PartitionView[] = [];
-    for (const p of this.#deps.tier.partitions()) {
-      if (!p.tiered()) continue;
-      const sb = p.partition.superblock;
-      let seen = this.#seen.get(p.key);
-      if (
-        seen === undefined || seen.createdRevision !== sb.createdRevision ||
-        seen.purgeGeneration !== sb.purgeGeneration || seen.floor !== sb.tieredUpToOffset ||
-        seen.deletedUpToOffset !== sb.deletedUpToOffset
-      ) {
-        seen = {
-          createdRevision: sb.createdRevision,
-          purgeGeneration: sb.purgeGeneration,
-          floor: sb.tieredUpToOffset,
-          deletedUpToOffset: sb.deletedUpToOffset,
-          round,
-        };
-        this.#seen.set(p.key, seen);
-        changed.push({
-          key: p.key,
-          incarnation: `${sb.createdRevision}-${sb.purgeGeneration}`,
-          floor: sb.tieredUpToOffset,
-          deletedUpToOffset: sb.deletedUpToOffset,
-        });
-      }
-      seen.round = round;
+  /** This tick's share of the round of looks, starting a round a second after the last began. */
+  #lookAtShare(nowMs: number): void {
+    if (this.#roundCursor >= this.#round.length) {
+      if (nowMs - this.#roundStartedMs < observeIntervalMs) return;
+      this.#round = [...this.#deps.tier.partitions()];
+      this.#roundCursor = 0;
+      this.#roundStartedMs = nowMs;
+      this.#lookRound++;
     }
-    const removed: string[] = [];
+    const end = Math.min(this.#round.length, this.#roundCursor + looksPerTickMax);
+    for (; this.#roundCursor < end; this.#roundCursor++) this.#look(this.#round[this.#roundCursor]!);
+    if (this.#roundCursor < this.#round.length) return;
+    // A partition the round did not find tiered is gone for housekeeping.
     for (const [key, seen] of this.#seen) {
-      if (seen.round === round) continue;
-      removed.push(key);
+      if (seen.round === this.#lookRound) continue;
+      this.#found.set(key, null);
       this.#seen.delete(key);
     }
-    return { changed, removed };
+  }
+
+  /**
+   * Notes a tiered partition whose incarnation, floor or watermark moved since its last look.
+   * An unchanged one costs a few comparisons and no allocation.
+   */
+  #look(p: HousekeptPartition): void {
+    if (!p.tiered()) return;
+    const sb = p.partition.superblock;
+    let seen = this.#seen.get(p.key);
+    if (
+      seen === undefined || seen.createdRevision !== sb.createdRevision ||
+      seen.purgeGeneration !== sb.purgeGeneration || seen.floor !== sb.tieredUpToOffset ||
+      seen.deletedUpToOffset !== sb.deletedUpToOffset
+    ) {
+      seen = {
+        createdRevision: sb.createdRevision,
+        purgeGeneration: sb.purgeGeneration,
+        floor: sb.tieredUpToOffset,
+        deletedUpToOffset: sb.deletedUpToOffset,
+        round: this.#lookRound,
+      };
+      this.#seen.set(p.key, seen);
+      this.#found.set(p.key, {
+        key: p.key,
+        incarnation: `${sb.createdRevision}-${sb.purgeGeneration}`,
+        floor: sb.tieredUpToOffset,
+        deletedUpToOffset: sb.deletedUpToOffset,
+      });
+    }
+    seen.round = this.#lookRound;
   }
 
   async #run(jobs: core.HousekeepingJob[]): Promise<void> {

@@ -74,6 +74,8 @@ export interface HousekeepingState {
   config: HousekeepingCoreConfig;
   /** One record per partition; a change copies about 1/256 of them (`PersistentMap`). */
   partitions: PersistentMap<PartitionHousekeeping>;
+  /** Gauge: the pending deletions queued over every partition, kept with each change of a record. */
+  pendingDeletionsTotal: number;
   /**
    * No plan looks at the partitions before this (clock ms): when a plan found nothing, the earliest a
    * job can come due; any change of a partition or a run's end brings it back to now.
@@ -142,6 +144,7 @@ export function initialHousekeeping(config: HousekeepingCoreConfig, nowMs: numbe
   return {
     config,
     partitions: PersistentMap.empty(),
+    pendingDeletionsTotal: 0,
     planAtMs: nowMs,
     running: false,
     lastRunMs: nowMs,
@@ -165,16 +168,16 @@ export function observeChanges(
   event: { changed: readonly PartitionView[]; removed: readonly string[]; requestCount: number },
   nowMs: number,
 ): HousekeepingStep {
-  let partitions = state.partitions;
-  for (const key of event.removed) partitions = partitions.without(key);
+  let records = { partitions: state.partitions, pendingDeletionsTotal: state.pendingDeletionsTotal };
+  for (const key of event.removed) records = withRecord(records, key, undefined);
   for (const view of event.changed) {
-    const p = observePartition(partitions.get(view.key), view, nowMs, state.config.deleteGraceMs);
-    partitions = partitions.with(view.key, p);
+    const p = observePartition(records.partitions.get(view.key), view, nowMs, state.config.deleteGraceMs);
+    records = withRecord(records, view.key, p);
   }
   const moved = event.changed.length > 0 || event.removed.length > 0;
   let next: HousekeepingState = {
     ...state,
-    partitions,
+    ...records,
     planAtMs: moved ? nowMs : state.planAtMs,
     ...sampleRate(state, event.requestCount, nowMs),
   };
@@ -200,7 +203,7 @@ export function runFinished(
   nowMs: number,
 ): HousekeepingStep {
   assert(state.running, "housekeeping finished a run it did not start");
-  let partitions = state.partitions;
+  let records = { partitions: state.partitions, pendingDeletionsTotal: state.pendingDeletionsTotal };
   let next: HousekeepingState = { ...state, running: false, planAtMs: nowMs };
   for (const o of event.outcomes) {
     if (o.kind === "orphan_sweep") {
@@ -209,14 +212,29 @@ export function runFinished(
         : { ...next, sweepAfter: o.nextAfter };
       continue;
     }
-    const p = partitions.get(o.partition);
+    const p = records.partitions.get(o.partition);
     if (p === undefined) continue;
-    partitions = partitions.with(
+    records = withRecord(
+      records,
       o.partition,
       applyOutcome(p, o, nowMs, state.config.deletePendingPerPartitionMax),
     );
   }
-  return { state: { ...next, partitions }, effects: [] };
+  return { state: { ...next, ...records }, effects: [] };
+}
+
+type Records = Pick<HousekeepingState, "partitions" | "pendingDeletionsTotal">;
+
+/** The records with `key`'s set to `record` (removed when undefined), the pending total kept. */
+function withRecord(records: Records, key: string, record: PartitionHousekeeping | undefined): Records {
+  const before = records.partitions.get(key)?.pendingDeletions.length ?? 0;
+  const after = record?.pendingDeletions.length ?? 0;
+  const pendingDeletionsTotal = records.pendingDeletionsTotal - before + after;
+  assert(pendingDeletionsTotal >= 0, "the pending deletions cannot go below 0");
+  const partitions = record === undefined
+    ? records.partitions.without(key)
+    : records.partitions.with(key, record);
+  return { partitions, pendingDeletionsTotal };
 }
 
 function observePartition(

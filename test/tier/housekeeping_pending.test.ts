@@ -118,6 +118,7 @@ t.test("a partition queues at most delete_pending_per_partition keys, and every 
     s = runFinished(s, { outcomes }, nowMs).state;
     const p = s.partitions.get("1/1/0")!;
     t.ok(p.pendingDeletions.length <= pendingMax, `run ${run}: ${p.pendingDeletions.length} keys queued`);
+    t.equal(s.pendingDeletionsTotal, p.pendingDeletions.length, "the gauge's total follows the queue");
     t.ok(
       store.every((o) => o.startOffset >= p.deletedBelow),
       `run ${run}: everything below ${p.deletedBelow} is gone`,
