@@ -36,16 +36,21 @@ export class LabelledGauges {
 
   /** The gauges' text, yielding to the event loop every `seriesPerPieceMax` series. */
   async text(): Promise<string> {
-    const parts: string[] = [];
-    let written = 0;
+    // Each piece's lines are joined in that piece, so no step joins every series at once.
+    const pieces: string[] = [];
+    let lines: string[] = [];
     for (const gauge of this.#gauges) {
-      parts.push(`# HELP ${gauge.name} ${escapeHelp(gauge.help)}\n# TYPE ${gauge.name} gauge\n`);
+      lines.push(`# HELP ${gauge.name} ${escapeHelp(gauge.help)}\n# TYPE ${gauge.name} gauge\n`);
       for (const [label, value] of gauge.entries()) {
-        parts.push(`${gauge.name}{${gauge.labelName}="${escapeLabel(label)}"} ${formatValue(value)}\n`);
-        if (++written % seriesPerPieceMax === 0) await yieldToReactor();
+        lines.push(`${gauge.name}{${gauge.labelName}="${escapeLabel(label)}"} ${formatValue(value)}\n`);
+        if (lines.length < seriesPerPieceMax) continue;
+        pieces.push(lines.join(""));
+        lines = [];
+        await yieldToReactor();
       }
     }
-    return parts.join("");
+    pieces.push(lines.join(""));
+    return pieces.join("");
   }
 }
 
