@@ -1,5 +1,10 @@
 import type { Partition } from "../log/partition.ts";
-import { retentionByLimits, retentionLimitsOf } from "../log/total_retention.ts";
+import {
+  frontSegmentsToDelete,
+  nextRetentionAgeOutMs,
+  retentionByLimits,
+  retentionLimitsOf,
+} from "../log/total_retention.ts";
 import type { TopicOptions } from "./topic_options.ts";
 
 /**
@@ -16,4 +21,23 @@ export function totalRetentionPass(
   const limits = retentionLimitsOf(options, partition.offsets.minimum());
   if (limits === null) return null;
   return partition.enforceRetention(retentionByLimits(limits, wallMs));
+}
+
+/**
+ * When (wall clock ms) the partition's next total-retention look is due by time alone: at once
+ * plus `recheckMs` while its front segment is past the limits (a pass is deleting it, or the
+ * consumer barrier holds it until a consumer moves on), when its front segment ages out, or never
+ * (null) while nothing but a write or a change of options could change the answer.
+ */
+export function nextRetentionLookWallMs(
+  partition: Partition,
+  options: TopicOptions,
+  wallMs: number,
+  recheckMs: number,
+): number | null {
+  const limits = retentionLimitsOf(options, null);
+  if (limits === null) return null;
+  const segments = partition.log.segments;
+  if (frontSegmentsToDelete(segments, retentionByLimits(limits, wallMs)) > 0) return wallMs + recheckMs;
+  return nextRetentionAgeOutMs(segments, limits.maxAgeMs, wallMs);
 }

@@ -3,7 +3,7 @@ import { assert } from "../runtime/assert.ts";
 import { BufferPool } from "../runtime/buffer_pool.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { DueHeap } from "../runtime/due_heap.ts";
-import { PacedSweep } from "../runtime/paced_sweep.ts";
+import { DueLooks } from "../runtime/due_looks.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { PieceGate } from "../runtime/piece_gate.ts";
 import type { Pump } from "../runtime/pump.ts";
@@ -13,15 +13,21 @@ import type { Housekeeping, RequestCounter } from "../tier/housekeeping.ts";
 import { TierRemoteReader, type TierRemoteReaderOptions } from "../tier/tier_remote_reader.ts";
 import type { TierService } from "../tier/tier_service.ts";
 import { HostedTieredPartition, type HostedTopic } from "./hosted_topic.ts";
-import { totalRetentionPass } from "./retention_pass.ts";
+import { nextRetentionLookWallMs, totalRetentionPass } from "./retention_pass.ts";
 
-/** How often each shard evaluates total retention for its partitions. */
+/**
+ * How soon total retention looks again at a partition that was written, had its options changed,
+ * or still has a front segment past its limits (a pass deleting, or the consumer barrier holding).
+ */
 export const retentionCheckIntervalMs = 1000;
+
+/** Longest time between two total-retention looks at a partition nothing happened to. */
+export const retentionIdleLookIntervalMs = 30_000;
 
 /** Bound on the partition logs one tick serves (rolls, interval fsyncs); the rest wait a tick. */
 export const logDutiesPerTickMax = 256;
 
-/** Bound on the partitions one tick evaluates total retention for. */
+/** Bound on the partitions one tick evaluates total retention for because their look is due. */
 export const retentionChecksPerTickMax = 256;
 
 /**
@@ -82,7 +88,7 @@ export class ShardRuntime implements RequestCounter {
   readonly #logDuties = new DueHeap<Partition>();
   /** Removes each hosted log's activity listener. */
   readonly #activityStops = new Map<Partition, () => void>();
-  readonly #retentionSweep: PacedSweep<Partition>;
+  readonly #retentionLooks: DueLooks<Partition>;
   /** Each partition's total-retention pass in flight: the segments it deleted, or null when it failed. */
   readonly #retentionInFlight = new Map<Partition, Promise<number | null>>();
   readonly #logger: Logger;
@@ -98,10 +104,9 @@ export class ShardRuntime implements RequestCounter {
     this.tiering = deps.tiering;
     this.#logger = deps.logger;
     this.#clock = deps.clock;
-    this.#retentionSweep = new PacedSweep({
-      periodMs: retentionCheckIntervalMs,
-      tickIntervalMs: Math.min(deps.pump.tickIntervalMs, retentionCheckIntervalMs),
-      perTickMax: retentionChecksPerTickMax,
+    this.#retentionLooks = new DueLooks({
+      idleLookIntervalMs: retentionIdleLookIntervalMs,
+      dueLooksPerTickMax: retentionChecksPerTickMax,
     });
     this.pump.onTick("log", (nowMs) => this.#onLogTick(nowMs));
     const tiering = deps.tiering;
@@ -144,8 +149,12 @@ export class ShardRuntime implements RequestCounter {
       `Cannot host partition ${labelOf(partition.address)}: it is hosted`,
     );
     this.#partitions.set(partition, topic);
-    this.#retentionSweep.add(partition);
-    const due = () => this.#logDuties.bringForward(partition, this.#clock.nowMs());
+    this.#retentionLooks.add(partition, this.#clock.nowMs());
+    const due = () => {
+      const nowMs = this.#clock.nowMs();
+      this.#logDuties.bringForward(partition, nowMs);
+      this.#retentionLooks.bringForward(partition, nowMs + retentionCheckIntervalMs);
+    };
     this.#activityStops.set(partition, partition.log.onActivity("shard", due));
     due();
     partition.log.useWriteBuffers(this.writeBuffers);
@@ -158,7 +167,7 @@ export class ShardRuntime implements RequestCounter {
   /** Stops serving a partition that is about to close. */
   release(partition: Partition): void {
     this.#partitions.delete(partition);
-    this.#retentionSweep.delete(partition);
+    this.#retentionLooks.remove(partition);
     this.#logDuties.remove(partition);
     this.#activityStops.get(partition)?.();
     this.#activityStops.delete(partition);
@@ -199,17 +208,28 @@ export class ShardRuntime implements RequestCounter {
 
   /**
    * The logs whose duty is due, not every log: each says when it is next due, and a write brings
-   * it forward. Total retention visits each partition once a second, a share of them per tick.
+   * it forward. Total retention looks at a partition when its look is due (`#runRetention`).
    */
   #onLogTick(nowMs: number): void {
     for (const partition of this.#logDuties.takeDue(nowMs, logDutiesPerTickMax)) {
       // A listener may have brought it forward meanwhile: the earlier time stands.
       this.#logDuties.bringForward(partition, partition.log.onTick(nowMs));
     }
-    const checks = this.#retentionSweep.next(nowMs);
+    const checks = this.#retentionLooks.take(nowMs);
     if (checks.length === 0) return;
     const wallMs = this.#clock.wallMs();
-    for (const partition of checks) this.#runRetention(partition, this.#partitions.get(partition)!, wallMs);
+    for (const partition of checks) {
+      const topic = this.#partitions.get(partition)!;
+      this.#runRetention(partition, topic, wallMs);
+      const nextWallMs = nextRetentionLookWallMs(
+        partition,
+        topic.meta.options,
+        wallMs,
+        retentionCheckIntervalMs,
+      );
+      // The limits are on the wall clock, the looks on the monotonic one: the wait carries over.
+      if (nextWallMs !== null) this.#retentionLooks.bringForward(partition, nowMs + nextWallMs - wallMs);
+    }
   }
 
   #runRetention(partition: Partition, topic: HostedTopic, wallMs: number): void {

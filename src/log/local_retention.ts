@@ -33,6 +33,25 @@ export function keepLocalWithin(envelope: LocalEnvelope, nowUs: number): KeepLoc
     (envelope.ageMs === null || segment.maxTimestampUs >= nowUs - envelope.ageMs * 1000);
 }
 
+/**
+ * When (wall clock, microseconds) the oldest sealed segment with a local `.log` leaves the age
+ * envelope: the moment time alone changes what a look decides. Null when the envelope has no age,
+ * no sealed segment is local, or that segment is already past it (then only a floor's move or a
+ * write changes the decision).
+ */
+export function nextLocalAgeOutUs(
+  segments: readonly RetentionSegment[],
+  envelope: LocalEnvelope,
+  nowUs: number,
+): number | null {
+  if (envelope.ageMs === null) return null;
+  const first = segments.find((s) => s.sealed && s.location !== "remote");
+  if (first === undefined) return null;
+  // `keepLocalWithin` keeps a segment through `maxTimestampUs + ageMs`: it is out a microsecond later.
+  const ageOutUs = first.maxTimestampUs + envelope.ageMs * 1000 + 1;
+  return ageOutUs > nowUs ? ageOutUs : null;
+}
+
 /** Bytes of the segments whose `.log` is on local disk (local or uploaded). */
 export function localBytesOf(segments: readonly RetentionSegment[]): number {
   return segments.filter((s) => s.location !== "remote").reduce((sum, s) => sum + s.sizeBytes, 0);

@@ -89,3 +89,21 @@ export function frontSegmentsToDelete(
   assert(count < segments.length, "the active segment is never deleted");
   return count;
 }
+
+/**
+ * When (wall clock ms) time alone next changes what a pass would delete: the moment the front
+ * sealed segment passes `maxAgeMs`. Null when the topic has no age limit, no segment is sealed, or
+ * the front one is already past the limit (a pass deletes it, or the consumer barrier holds it).
+ */
+export function nextRetentionAgeOutMs(
+  segments: readonly RetentionSegment[],
+  maxAgeMs: number | null,
+  wallMs: number,
+): number | null {
+  if (maxAgeMs === null) return null;
+  const front = segments[0];
+  if (front === undefined || !front.sealed) return null;
+  // `retentionByLimits` deletes once the newest message is older than the limit: a millisecond on.
+  const ageOutMs = Math.floor(front.maxTimestampUs / 1000 + maxAgeMs) + 1;
+  return ageOutMs > wallMs ? ageOutMs : null;
+}

@@ -133,7 +133,6 @@ export class TieredComposition {
         segmentUploadTimeoutMs: t.segmentUploadTimeoutMs,
         uploadStallAfterMs: t.uploadStallAfterMs,
         retry: t.retry,
-        tickIntervalMs: config.system.tickIntervalMs,
       },
     });
   }

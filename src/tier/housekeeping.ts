@@ -56,6 +56,13 @@ export interface HousekeepingDeps {
 /** How often the core looks at the shard (the idle clock samples at this rate). */
 const observeIntervalMs = 1000;
 
+/**
+ * Longest time between two rounds of looks at the shard's partitions. A round is never further apart
+ * than the run interval or the idle timeout either, so that a run plans from what a round found
+ * since the last one.
+ */
+const lookRoundIntervalMaxMs = 10_000;
+
 /** Bound on the partitions one tick looks at for housekeeping; a larger shard's round takes more ticks. */
 const looksPerTickMax = 128;
 
@@ -93,9 +100,14 @@ export class Housekeeping implements HousekeepingGaugeSource {
   #running: Promise<void> | null = null;
   #budget: RequestBudget | null = null;
   #stopped = false;
+  readonly #lookRoundIntervalMs: number;
 
   constructor(deps: HousekeepingDeps) {
     this.#deps = deps;
+    this.#lookRoundIntervalMs = Math.max(
+      observeIntervalMs,
+      Math.min(lookRoundIntervalMaxMs, deps.config.intervalMs, deps.config.idleTimeoutMs),
+    );
     this.#orphanSweep = new OrphanSweep(deps);
     const c = deps.config;
     this.#state = core.initialHousekeeping({
@@ -137,8 +149,8 @@ export class Housekeeping implements HousekeepingGaugeSource {
 
   /**
    * Each tick looks at a share of the tiered partitions (a round of looks over all of them starts
-   * once a second, at most `looksPerTickMax` per tick); once a second the core is told what the
-   * looks found changed.
+   * every `#lookRoundIntervalMs`, at most `looksPerTickMax` per tick); once a second the core is told
+   * what the looks found changed, and samples the shard's request count.
    */
   onTick(nowMs: number): void {
     if (this.#stopped) return;
@@ -158,10 +170,10 @@ export class Housekeeping implements HousekeepingGaugeSource {
     for (const effect of step.effects) this.#running = this.#run(effect.jobs);
   }
 
-  /** This tick's share of the round of looks, starting a round a second after the last began. */
+  /** This tick's share of the round of looks, starting a round an interval after the last began. */
   #lookAtShare(nowMs: number): void {
     if (this.#roundCursor >= this.#round.length) {
-      if (nowMs - this.#roundStartedMs < observeIntervalMs) return;
+      if (nowMs - this.#roundStartedMs < this.#lookRoundIntervalMs) return;
       this.#round = [...this.#deps.tier.partitions()];
       this.#roundCursor = 0;
       this.#roundStartedMs = nowMs;

@@ -1,20 +1,24 @@
+import { DueLooks } from "../runtime/due_looks.ts";
 import type { SegmentRef } from "./upload_state.ts";
 import type { TieredPartition } from "./tiered_partition.ts";
 
-/** The scan's shortest interval, while it finds new work. */
+/** The scan's shortest interval for a partition, while it finds new work there. */
 export const scanBackoffMinMs = 100;
 
-/** Bound on the partitions the periodic sweep looks at in one tick; a larger shard's sweep takes more ticks. */
-export const sweepPartitionsPerTickMax = 64;
+/** Longest time between two looks at a partition nothing happened to. */
+export const scanIdleLookIntervalMs = 30_000;
+
+/** Bound on the partitions one tick looks at because their look is due; the rest wait a tick. */
+export const scanDueLooksPerTickMax = 64;
 
 /**
  * The scan that feeds the upload core the sealed local segments at or above each partition's floor.
  * A partition whose log was active (a seal, a change of topic options: `touch`) is looked at the
- * next tick, if its sealed count or tiering changed. Besides, a sweep looks at every partition, at
- * most `sweepPartitionsPerTickMax` per tick, to find what the core could not queue before (its
- * queue per partition is bounded); it runs again 100 ms after it found something, backing off to
- * `backoffMaxMs` while it finds nothing. An idle partition costs no tick anything but its share of
- * the sweep.
+ * next tick, if its sealed count or tiering changed; one whose floor moved (`due`) at the next tick
+ * whatever changed. A partition with sealed segments the core did not take (its queue per partition
+ * is bounded) is looked at again 100 ms after a look that found something, backing off to
+ * `backoffMaxMs` while it finds nothing; any other one at least every `scanIdleLookIntervalMs`. An
+ * idle partition costs a tick nothing but that one look per interval.
  */
 export class SealedScan {
   readonly #backoffMaxMs: () => number;
@@ -22,20 +26,21 @@ export class SealedScan {
   readonly #seen = new Map<string, number>();
   /** Partitions active since the last tick; bounded by the partitions hosted. */
   readonly #touched = new Set<string>();
-  #sweep: string[] = [];
-  #sweepCursor = 0;
-  #sweepFound = false;
-  #delayMs = scanBackoffMinMs;
-  #nextSweepMs = 0;
+  readonly #looks = new DueLooks<string>({
+    idleLookIntervalMs: scanIdleLookIntervalMs,
+    dueLooksPerTickMax: scanDueLooksPerTickMax,
+  });
+  /** Each partition with sealed segments waiting: the delay before its next look. */
+  readonly #delayMs = new Map<string, number>();
 
-  /** `backoffMaxMs` (`upload_loop_backoff_max`) is read at each sweep. */
+  /** `backoffMaxMs` (`upload_loop_backoff_max`) is read at each look. */
   constructor(backoffMaxMs: () => number) {
     this.#backoffMaxMs = backoffMaxMs;
   }
 
-  /** A sweep starts at the next tick, whatever the backoff (a partition joined). */
-  soon(): void {
-    this.#nextSweepMs = 0;
+  /** A partition joins: it is looked at from the next tick. */
+  add(key: string, nowMs: number): void {
+    this.#looks.add(key, nowMs);
   }
 
   /** The partition's log was active: the next tick looks at it if its seal count or tiering changed. */
@@ -43,64 +48,58 @@ export class SealedScan {
     this.#touched.add(key);
   }
 
+  /** The partition's floor moved, so its queue has room: the next tick looks at it. */
+  due(key: string, nowMs: number): void {
+    this.#looks.bringForward(key, nowMs);
+  }
+
   forget(key: string): void {
     this.#seen.delete(key);
     this.#touched.delete(key);
+    this.#looks.remove(key);
+    this.#delayMs.delete(key);
   }
 
   /**
-   * Looks at the partitions touched since the last tick and at this tick's share of the sweep: each
-   * tiered partition's sealed segments go to `offer`, which feeds them to the core and says whether
-   * the core took anything new.
+   * Looks at the partitions touched since the last tick and those whose look is due: each tiered
+   * partition's sealed segments go to `offer`, which feeds them to the core and says whether the
+   * core took anything new.
    */
   onTick(
     partitions: ReadonlyMap<string, TieredPartition>,
     nowMs: number,
     offer: (p: TieredPartition, segments: SegmentRef[]) => boolean,
   ): void {
-    let found = false;
     for (const key of this.#touched) {
       const p = partitions.get(key);
-      if (p !== undefined && this.#seen.get(key) !== seenOf(p)) found = this.#look(key, p, offer) || found;
+      if (p !== undefined && this.#seen.get(key) !== seenOf(p)) this.#look(key, p, nowMs, offer);
     }
     this.#touched.clear();
-    if (found) this.#nextSweepMs = Math.min(this.#nextSweepMs, nowMs + scanBackoffMinMs);
-    this.#sweepStep(partitions, nowMs, offer);
-  }
-
-  #sweepStep(
-    partitions: ReadonlyMap<string, TieredPartition>,
-    nowMs: number,
-    offer: (p: TieredPartition, segments: SegmentRef[]) => boolean,
-  ): void {
-    if (this.#sweepCursor >= this.#sweep.length) {
-      if (nowMs < this.#nextSweepMs) return;
-      this.#sweep = [...partitions.keys()];
-      this.#sweepCursor = 0;
-      this.#sweepFound = false;
-    }
-    const end = Math.min(this.#sweep.length, this.#sweepCursor + sweepPartitionsPerTickMax);
-    for (; this.#sweepCursor < end; this.#sweepCursor++) {
-      const key = this.#sweep[this.#sweepCursor]!;
+    for (const key of this.#looks.take(nowMs)) {
       const p = partitions.get(key);
-      if (p !== undefined && this.#look(key, p, offer)) this.#sweepFound = true;
+      if (p !== undefined) this.#look(key, p, nowMs, offer);
     }
-    if (this.#sweepCursor < this.#sweep.length) return;
-    // Idle partitions cost nothing: the sweep backs off while it finds nothing new.
-    this.#delayMs = this.#sweepFound ? scanBackoffMinMs : Math.min(this.#delayMs * 2, this.#backoffMaxMs());
-    this.#nextSweepMs = nowMs + this.#delayMs;
   }
 
-  /** Offers the partition's sealed segments above its floor; true when the core took something. */
+  /** Offers the partition's sealed segments above its floor, and says when to look again. */
   #look(
     key: string,
     p: TieredPartition,
+    nowMs: number,
     offer: (p: TieredPartition, segments: SegmentRef[]) => boolean,
-  ): boolean {
+  ): void {
     this.#seen.set(key, seenOf(p));
-    if (!p.tiered()) return false;
-    const segments = sealedAboveFloor(p);
-    return segments.length > 0 && offer(p, segments);
+    const segments = p.tiered() ? sealedAboveFloor(p) : [];
+    if (segments.length === 0) {
+      this.#delayMs.delete(key);
+      return;
+    }
+    // Sealed segments wait: soon again while the core takes them, backing off while it does not.
+    const delayMs = offer(p, segments)
+      ? scanBackoffMinMs
+      : Math.min((this.#delayMs.get(key) ?? scanBackoffMinMs / 2) * 2, this.#backoffMaxMs());
+    this.#delayMs.set(key, delayMs);
+    this.#looks.bringForward(key, nowMs + delayMs);
   }
 }
 

@@ -30,8 +30,6 @@ export interface TierServiceConfig {
   /** Uploads that fail or hang this long without the floor moving count as stalled. */
   uploadStallAfterMs: number;
   retry: RetryProfiles;
-  /** The shard's tick interval, over which the once-a-second eviction look is spread (default 10 ms). */
-  tickIntervalMs?: number;
 }
 
 export interface TierServiceDeps {
@@ -88,7 +86,7 @@ export class TierService implements TierGaugeSource {
     });
     this.#scan = new SealedScan(() => deps.config.uploadLoopBackoffMaxMs);
     this.#evictions = new LocalEvictions(deps.clock, deps.logger);
-    this.#evictionLooks = new EvictionLooks(deps.config.tickIntervalMs ?? 10);
+    this.#evictionLooks = new EvictionLooks();
     this.#waiters = new FloorWaiters(deps.clock, floorWaitersMax);
     this.#uploads = new UploadRuns({
       ...deps,
@@ -174,7 +172,7 @@ export class TierService implements TierGaugeSource {
 
   addPartition(p: TieredPartition): void {
     this.#partitions.set(p.key, p);
-    this.#evictionLooks.add(p.key);
+    this.#evictionLooks.add(p.key, this.#now());
     this.#activityStops.get(p.key)?.();
     this.#activityStops.set(
       p.key,
@@ -191,7 +189,7 @@ export class TierService implements TierGaugeSource {
         floor: sb.tieredUpToOffset,
       }, this.#now()),
     );
-    this.#scan.soon();
+    this.#scan.add(p.key, this.#now());
   }
 
   removePartition(key: string): void {
@@ -242,7 +240,7 @@ export class TierService implements TierGaugeSource {
       return this.#state !== before;
     });
     this.#evictionLooks.onTick(this.#partitions, nowMs, this.#deps.clock.wallMs(), (p) => {
-      this.#evictions.look(p, (underPressure) => this.#pressure(p.key, underPressure));
+      return this.#evictions.look(p, (underPressure) => this.#pressure(p.key, underPressure)) !== null;
     });
   }
 
@@ -269,6 +267,7 @@ export class TierService implements TierGaugeSource {
     );
     this.#waiters.wake(p.key, sb.tieredUpToOffset);
     this.#evictionLooks.touch(p.key);
+    this.#scan.due(p.key, this.#now());
   }
 
   /** Local retention's look found the partition under pressure, or no longer. */

@@ -9,6 +9,7 @@ import {
   keepLocalWithin,
   localBytesOf,
   type LocalEnvelope,
+  nextLocalAgeOutUs,
   overshootBytes,
 } from "../../src/log/local_retention.ts";
 
@@ -202,5 +203,22 @@ t.test("the overshoot: local bytes the envelope wants gone, by age or by size, w
       JSON.stringify(row),
     );
   }
+  t.end();
+});
+
+t.test("the next local age-out: the oldest sealed local segment's newest message plus the age", (t) => {
+  const segments = chain([1000, 2000, 3000], ["remote"]);
+  const age = envelope({ ageMs: 500 });
+  const outUs = nextLocalAgeOutUs(segments, age, 0);
+  t.equal(
+    outUs,
+    2_500_001,
+    "the remote one is past; the next is kept through 2,500 ms and out a microsecond later",
+  );
+  t.equal(keepLocalWithin(age, outUs! - 1)(segments[1]!, 0), true, "still kept a microsecond before");
+  t.equal(keepLocalWithin(age, outUs!)(segments[1]!, 0), false, "out at that moment");
+  t.equal(nextLocalAgeOutUs(segments, age, outUs!), null, "already past: not a matter of time");
+  t.equal(nextLocalAgeOutUs(segments, envelope({ sizeBytes: 10 }), 0), null, "no age in the envelope");
+  t.equal(nextLocalAgeOutUs(chain([1000]), age, 0), null, "only the active segment");
   t.end();
 });

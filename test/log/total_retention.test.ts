@@ -4,6 +4,7 @@ import type { RetentionSegment } from "../../src/log/retention_segment.ts";
 import { retentionChain } from "../helpers/retention_chain.ts";
 import {
   frontSegmentsToDelete,
+  nextRetentionAgeOutMs,
   retentionByLimits,
   type RetentionLimits,
   retentionLimitsOf,
@@ -153,5 +154,25 @@ t.test("a pass refuses an empty chain, a chain with a hole, and negative limits"
   t.throws(() => frontSegmentsToDelete([], () => true), AssertionError, "not even the active segment");
   t.throws(() => frontSegmentsToDelete(holed, () => true), AssertionError);
   t.throws(() => retentionByLimits(limits({ maxBytes: -1 }), 0), AssertionError);
+  t.end();
+});
+
+t.test("the next age-out: when the front sealed segment passes the age limit, and a pass then deletes it", (t) => {
+  const segments = chain([1000, 2000, 3000]);
+  t.equal(
+    nextRetentionAgeOutMs(segments, 500, 1200),
+    1501,
+    "a millisecond after its newest message plus the limit",
+  );
+  const decide = retentionByLimits(limits({ maxAgeMs: 500 }), 1501);
+  t.equal(frontSegmentsToDelete(segments, decide), 1, "at that moment a pass deletes it");
+  t.equal(
+    frontSegmentsToDelete(segments, retentionByLimits(limits({ maxAgeMs: 500 }), 1500)),
+    0,
+    "not before",
+  );
+  t.equal(nextRetentionAgeOutMs(segments, 500, 1501), null, "already past: not a matter of time");
+  t.equal(nextRetentionAgeOutMs(segments, null, 0), null, "no age limit");
+  t.equal(nextRetentionAgeOutMs(chain([1000]), 500, 0), null, "only the active segment");
   t.end();
 });

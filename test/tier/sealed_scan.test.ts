@@ -1,6 +1,11 @@
 import t from "tap";
 import type { Partition } from "../../src/log/partition.ts";
-import { scanBackoffMinMs, SealedScan, sweepPartitionsPerTickMax } from "../../src/tier/sealed_scan.ts";
+import {
+  scanBackoffMinMs,
+  scanDueLooksPerTickMax,
+  scanIdleLookIntervalMs,
+  SealedScan,
+} from "../../src/tier/sealed_scan.ts";
 import type { TieredPartition } from "../../src/tier/tiered_partition.ts";
 import type { SegmentRef } from "../../src/tier/upload_state.ts";
 
@@ -44,6 +49,7 @@ t.test("the scan offers sealed local segments at or above the floor; while it fi
   a.seal(20, 29, "uploaded");
   const partitions = new Map([["a", a.p]]);
   const scan = new SealedScan(() => 1000);
+  scan.add("a", 0);
   const offers: string[] = [];
   let taken = true;
   const offer = (p: TieredPartition, segments: SegmentRef[]) => {
@@ -67,6 +73,7 @@ t.test("a seal, or tiering turned on, makes the next tick look at once", (t) => 
   const a = fakePartition("a");
   const partitions = new Map([["a", a.p]]);
   const scan = new SealedScan(() => 60_000);
+  scan.add("a", 0);
   const offers: number[] = [];
   const offer = (_p: TieredPartition, segments: SegmentRef[]) => {
     offers.push(segments.length);
@@ -77,7 +84,7 @@ t.test("a seal, or tiering turned on, makes the next tick look at once", (t) => 
   scan.onTick(partitions, 1, offer);
   a.seal(0, 9);
   scan.onTick(partitions, 2, offer);
-  t.same(offers, [], "a seal nobody told the scan of waits for the sweep");
+  t.same(offers, [], "a seal nobody told the scan of waits for its next look");
   // The log's activity listener touches the partition after a seal or a change of options.
   scan.touch("a");
   scan.onTick(partitions, 3, offer);
@@ -100,40 +107,58 @@ t.test("a seal, or tiering turned on, makes the next tick look at once", (t) => 
   t.end();
 });
 
-t.test("soon() makes the next tick scan whatever the backoff", (t) => {
+t.test("a floor's move makes the next tick look whatever the backoff; an idle partition is looked at once per interval", (t) => {
   const a = fakePartition("a");
   a.seal(0, 9);
   const partitions = new Map([["a", a.p]]);
   const scan = new SealedScan(() => 60_000);
+  scan.add("a", 0);
   let offers = 0;
   const offer = () => (offers++, false);
   scan.onTick(partitions, 0, offer);
   scan.onTick(partitions, 50, offer);
   t.equal(offers, 1, "backing off");
-  scan.soon();
+  scan.due("a", 51);
   scan.onTick(partitions, 51, offer);
-  t.equal(offers, 2);
+  t.equal(offers, 2, "the floor moved: looked at once");
   t.ok(scanBackoffMinMs > 51);
+  const b = fakePartition("b");
+  partitions.set("b", b.p);
+  scan.add("b", 100);
+  const looksAtB: number[] = [];
+  for (let now = 100; now <= 100 + scanIdleLookIntervalMs; now += 10) {
+    scan.onTick(partitions, now, (p) => (p.key === "b" && looksAtB.push(now), false));
+    if (now === 100) b.seal(0, 9);
+  }
+  t.same(
+    looksAtB,
+    [100 + scanIdleLookIntervalMs],
+    "a seal nobody told the scan of is found by the idle look",
+  );
+  scan.forget("a");
+  scan.forget("b");
   t.end();
 });
 
-t.test("the sweep looks at most sweepPartitionsPerTickMax partitions per tick, and each once a round", (t) => {
+t.test("no tick takes more than its share of due looks, and every partition is reached", (t) => {
   const partitions = new Map<string, TieredPartition>();
+  const scan = new SealedScan(() => 60_000);
   for (let i = 0; i < 1000; i++) {
     const a = fakePartition(`p${i}`);
     a.seal(0, 9);
     partitions.set(`p${i}`, a.p);
+    scan.add(`p${i}`, 0);
   }
-  const scan = new SealedScan(() => 60_000);
   const perTick: number[] = [];
   const seen = new Set<string>();
+  let reachedAllAfterTicks = 0;
   for (let now = 0; now < 50 * 10; now += 10) {
     let n = 0;
     scan.onTick(partitions, now, (p) => (n++, seen.add(p.key), false));
     perTick.push(n);
+    if (reachedAllAfterTicks === 0 && seen.size === 1000) reachedAllAfterTicks = perTick.length;
   }
-  t.equal(Math.max(...perTick), sweepPartitionsPerTickMax, "no tick looks at more than its share");
-  t.equal(seen.size, 1000, "the round reached every partition");
-  t.equal(perTick.slice(0, 16).reduce((a, b) => a + b, 0), 1000, "in ceil(1000 / 64) = 16 ticks");
+  t.equal(Math.max(...perTick), scanDueLooksPerTickMax, "no tick looks at more than its share");
+  t.equal(reachedAllAfterTicks, 16, "every partition was reached, in ceil(1000 / 64) = 16 ticks");
   t.end();
 });
