@@ -49,7 +49,7 @@ export const configSchema = {
      */
     fd_table_reserve: { kind: "int", default: 1024, min: 0, max: fdTableReserveMax },
     /**
-     * Files held open between uses (the active segments' `.log` and `.index`) at most, whatever the
+     * Files held open between uses (the active segments' `.log`, and the `.index` a seal writes) at most, whatever the
      * number of partitions: past it the least recently used idle one is closed, synced first.
      */
     max_open_files: { kind: "int", default: 4096, min: 1, max: maxOpenFilesMax },

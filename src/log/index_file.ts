@@ -6,7 +6,7 @@ import type { Segment } from "./segment.ts";
 import { decodeIndexEntries, encodeIndexEntries, type IndexEntry } from "./sparse_index.ts";
 
 /**
- * A segment's `.index` file: read and checked at boot, rewritten whole at seal and close, and, for a
+ * A sealed segment's `.index` file: read and checked at boot, written whole at the seal, and, for a
  * remote segment whose `.index` was missing, installed from the copy in the store.
  */
 
@@ -22,21 +22,17 @@ export async function readIndexFile(disk: Disk, path: string): Promise<IndexEntr
   }
 }
 
-/** Replaces an index file with `entries`, durably. */
+/**
+ * Replaces an index file with `entries`, durably. Its handle is `reopenable`, so that a disk that
+ * bounds its open files counts it: every partition may seal at once, and their index writes then
+ * wait for handles rather than open one descriptor each.
+ */
 export async function writeIndexFile(
   disk: Disk,
   path: string,
   entries: readonly IndexEntry[],
 ): Promise<void> {
-  await writeWholeFile(disk, path, encodeIndexEntries(entries));
-}
-
-/** Writes a segment's whole in-memory index through its open `.index` handle and makes it durable. */
-export async function writeIndex(segment: Segment): Promise<void> {
-  const bytes = encodeIndexEntries(segment.index.entries());
-  await segment.indexFile!.truncate(0);
-  await segment.indexFile!.writeAt(bytes, 0);
-  await segment.indexFile!.sync();
+  await writeWholeFile(disk, path, encodeIndexEntries(entries), { reopenable: true });
 }
 
 /**

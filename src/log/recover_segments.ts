@@ -47,7 +47,6 @@ export async function recoverSegments(
   const names = await disk.list(dir);
   const logs = new Set(names.filter((n) => /^\d{20}\.log$/.test(n)).map((n) => n.slice(0, 20)));
   const markers = new Set(names.filter((n) => /^\d{20}\.remote$/.test(n)).map((n) => n.slice(0, 20)));
-  const indexes = new Set(names.filter((n) => /^\d{20}\.index$/.test(n)).map((n) => n.slice(0, 20)));
   const stems = [...new Set([...logs, ...markers])].sort();
   let removed = 0;
   for (const name of names) {
@@ -63,17 +62,15 @@ export async function recoverSegments(
   const opened: Segment[] = [];
   try {
     await recoverChain(
-      { disk, dir, stems, logs, markers, indexes, indexIntervalBytes, label, logger, identity },
+      { disk, dir, stems, logs, markers, indexIntervalBytes, label, logger, identity },
       report,
       opened,
     );
   } catch (error) {
-    // A refused partition keeps no file open: the active segment's handles are closed here.
+    // A refused partition keeps no file open: the active segment's handle is closed here.
     for (const segment of opened) {
       await segment.logFile?.close().catch(() => {});
-      await segment.indexFile?.close().catch(() => {});
       segment.logFile = null;
-      segment.indexFile = null;
     }
     throw error;
   }
@@ -86,8 +83,6 @@ interface ChainContext {
   stems: readonly string[];
   logs: ReadonlySet<string>;
   markers: ReadonlySet<string>;
-  /** Stems whose `.index` exists. */
-  indexes: ReadonlySet<string>;
   indexIntervalBytes: number;
   label: string;
   logger: Logger;
@@ -122,7 +117,7 @@ async function recoverChain(c: ChainContext, report: RecoveryReport, opened: Seg
     } else if (i < stems.length - 1) {
       await recoverSealed(disk, segment, indexIntervalBytes, label, report);
     } else {
-      await recoverActive(disk, segment, indexIntervalBytes, label, report, logger, c.indexes.has(stem));
+      await recoverActive(disk, segment, indexIntervalBytes, label, report, logger);
     }
     if (marker !== null && hasLog) {
       // Both copies: the segment is local, and eviction can resume without re-uploading.
@@ -274,9 +269,8 @@ async function recoverActive(
   label: string,
   report: RecoveryReport,
   logger: Logger,
-  hasIndex: boolean,
 ): Promise<void> {
-  // Reopenable, as `createSegment` makes them: the active segment's files may close between uses.
+  // Reopenable, as `createSegment` makes it: the active segment's .log may close between uses.
   const file = await disk.open(segment.logPath, { reopenable: true });
   const size = await file.sizeBytes();
   const entries: IndexEntry[] = [];
@@ -322,14 +316,12 @@ async function recoverActive(
     report.truncatedBytes += size - validEnd;
   }
   // The active segment's index is rebuilt here at every boot and written whole from memory at its
-  // seal: what its file holds is never read, so a file that exists is left as it is (a boot of ten
-  // thousand partitions then writes and fsyncs none), and only a missing one is made.
-  if (!hasIndex) await writeIndexFile(disk, segment.indexPath, entries);
+  // seal. It has no file until then (one left from an older layout is overwritten at the seal), so a
+  // boot of ten thousand partitions opens, writes and fsyncs no index.
   for (const e of entries) segment.index.add(e);
   segment.sizeBytes = validEnd;
   segment.lastIndexedPosition = entries.at(-1)?.position ?? -1;
   segment.logFile = file;
-  segment.indexFile = await disk.open(segment.indexPath, { reopenable: true });
   markVisible(segment);
 }
 

@@ -38,7 +38,6 @@ export class Segment {
   /** The `.remote` marker's fields when one exists (uploaded or remote). */
   marker: RemoteMarker | null = null;
   logFile: DiskFile | null = null;
-  indexFile: DiskFile | null = null;
 
   constructor(dir: string, startOffset: number, index = new SparseIndex()) {
     this.dir = dir;

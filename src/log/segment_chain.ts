@@ -3,7 +3,7 @@ import type { BufferPool } from "../runtime/buffer_pool.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Disk } from "../runtime/disk.ts";
 import { type MessageInput, prepareBatch, writeBatchInto } from "./batch_codec.ts";
-import { writeIndex } from "./index_file.ts";
+import { writeIndexFile } from "./index_file.ts";
 import type { LogConfig } from "./log_config.ts";
 import { localBytesOf } from "./local_retention.ts";
 import { Segment } from "./segment.ts";
@@ -64,13 +64,14 @@ export class SegmentChain {
   }
 
   /**
-   * Creates the files of an empty active segment at `startOffset` and makes them durable. They are
-   * `reopenable`: a disk that bounds its open files may close them between uses.
+   * Creates the `.log` of an empty active segment at `startOffset` and makes it durable. It is
+   * `reopenable`: a disk that bounds its open files may close it between uses. An active segment has
+   * no `.index` file: its index lives in memory, is rebuilt from the `.log` at boot, and is written
+   * whole at the seal.
    */
   static async createSegment(disk: Disk, dir: string, startOffset: number): Promise<Segment> {
     const segment = new Segment(dir, startOffset);
     segment.logFile = await disk.createExclusive(segment.logPath, { reopenable: true });
-    segment.indexFile = await disk.createExclusive(segment.indexPath, { reopenable: true });
     await disk.fsyncDir(dir);
     return segment;
   }
@@ -155,12 +156,15 @@ export class SegmentChain {
     return this.#buffer.flush(() => this.active.logFile!);
   }
 
-  /** Seals the active segment (its bytes and index made durable first) and opens the next. */
+  /**
+   * Seals the active segment (its bytes and its `.index` made durable first) and opens the next,
+   * whose creation syncs the directory and with it the new `.index`'s name.
+   */
   async roll(): Promise<void> {
     const sealing = this.active;
     await this.#backgroundSync;
     await sealing.logFile!.sync();
-    await writeIndex(sealing);
+    await writeIndexFile(this.#disk, sealing.indexPath, sealing.index.entries());
     sealing.sealed = true;
     this.#sealedCount++;
     await closeFiles(sealing);
@@ -238,25 +242,19 @@ export class SegmentChain {
   }
 
   /**
-   * Once `writerDone` (the writer loop's last group) ends: syncs what is dirty and writes the active
-   * index unless a write `failed`, then closes the files.
+   * Once `writerDone` (the writer loop's last group) ends: syncs what is dirty unless a write
+   * `failed`, then closes the files. The active segment's index is not written: boot rebuilds it.
    */
   async close(writerDone: Promise<void> | null, failed: () => boolean): Promise<void> {
     await writerDone;
     await this.#backgroundSync;
-    const active = this.active;
-    if (!failed()) {
-      if (this.#dirty) await active.logFile!.sync();
-      await writeIndex(active);
-    }
+    if (!failed() && this.#dirty) await this.active.logFile!.sync();
     for (const s of this.#segments) await closeFiles(s);
   }
 }
 
-/** Closes a segment's open handles, if any. */
+/** Closes a segment's open handle, if any. */
 export async function closeFiles(segment: Segment): Promise<void> {
   await segment.logFile?.close();
-  await segment.indexFile?.close();
   segment.logFile = null;
-  segment.indexFile = null;
 }

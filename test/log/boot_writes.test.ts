@@ -1,4 +1,4 @@
-import { unlinkSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import t from "tap";
 import type { LogConfig } from "../../src/log/log_config.ts";
 import { Partition } from "../../src/log/partition.ts";
@@ -54,18 +54,33 @@ t.test("the boot of an intact partition writes nothing; its active index is stil
   );
 });
 
-t.test("an active segment whose index file is missing gets one at boot", async (t) => {
+t.test("an active segment has no index file until its seal; one left from an older layout is replaced there", async (t) => {
   const data = tempDir(t);
   const p = await Partition.create(new NodeDisk(), new VirtualClock(), new Rng(1), data, address, config);
   await p.log.append(message(1));
   const indexPath = p.log.segments.at(-1)!.indexPath;
+  t.equal(existsSync(indexPath), false, "none at creation");
   await p.close();
-  unlinkSync(indexPath);
+  t.equal(existsSync(indexPath), false, "none after a clean close: boot rebuilds the index");
+  // An index file from a layout that kept one for the active segment: stale bytes, never read.
+  writeFileSync(indexPath, new Uint8Array(24).fill(0xee));
+  const reopened = await Partition.open(
+    new NodeDisk(),
+    new VirtualClock(),
+    data,
+    address,
+    config,
+    silentLogger(),
+  );
+  for (let i = 2; i < 40; i++) await reopened.log.append(message(i));
+  await reopened.close();
   const disk = new RecordingDisk();
-  const reopened = await Partition.open(disk, new VirtualClock(), data, address, config, silentLogger());
-  t.teardown(() => reopened.close());
-  t.ok(disk.ops.some((op) => op.includes(".index")), `the index was made again: ${disk.ops.join(", ")}`);
-  t.equal((await reopened.log.read(0, 1, 1 << 20)).messages.length, 1);
+  const sealed = await Partition.open(disk, new VirtualClock(), data, address, config, silentLogger());
+  t.teardown(() => sealed.close());
+  const first = sealed.log.segments[0]!;
+  t.ok(first.sealed && first.index.entries().length > 1, "the seal wrote the index whole");
+  t.same(disk.ops, [], "and boot found it consistent: no index rebuilt over the stale bytes");
+  t.equal((await sealed.log.read(0, 1, 1 << 20)).messages[0]!.payload[0], 1);
 });
 
 /** A NodeDisk that records the paths it is asked to stat. */
