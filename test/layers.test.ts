@@ -5,7 +5,7 @@ import t from "tap";
 /**
  * The layers of src/, bottom up. A file may import files of its own folder and of folders with a
  * lower rank, never a higher one, nor another folder of the same rank (log and objectstore know
- * nothing of each other; neither do the HTTP server and the HTTP client).
+ * nothing of each other; neither do the HTTP server, the Kafka listener and the HTTP client).
  */
 const layerRanks: Record<string, number> = {
   runtime: 0,
@@ -15,6 +15,7 @@ const layerRanks: Record<string, number> = {
   tier: 3,
   broker: 4,
   server: 5,
+  kafka: 5,
   client: 5,
   sim: 6,
 };
@@ -104,7 +105,7 @@ t.test("the scan finds an upward import, a sideways one, a worker URL and a file
       ["log/d.ts", 'import type {\n  E,\n} from "../objectstore/e.ts";'],
       ["runtime/f.ts", 'const w = new Worker(new URL("../log/g.ts", import.meta.url));'],
       ["broker/h.ts", 'export { i } from "../tier/i.ts";\nconst j = await import("../server/j.ts");'],
-      ["kafka/k.ts", 'import { l } from "../broker/l.ts";'],
+      ["wire/k.ts", 'import { l } from "../broker/l.ts";'],
       ["main.ts", 'import { m } from "./server/m.ts";'],
     ]),
   );
@@ -113,7 +114,7 @@ t.test("the scan finds an upward import, a sideways one, a worker URL and a file
     "log/d.ts -> objectstore/e.ts",
     "runtime/f.ts -> log/g.ts",
     "broker/h.ts -> server/j.ts",
-    "kafka/k.ts -> ",
+    "wire/k.ts -> ",
   ]);
   t.end();
 });

@@ -1,0 +1,97 @@
+/**
+ * Cuts a Kafka connection's byte stream into frames, sans I/O: bytes in (`push`), whole frames out.
+ * Each frame is an int32 size followed by that many bytes (a request header and body). A size below
+ * the smallest request header or above `maxFrameBytes` is a malformed stream: `push` throws
+ * `FrameError` and the connection is to be closed. It holds at most one partial frame, allocated
+ * once its size is known, so what a connection buffers is bounded by `maxFrameBytes`.
+ */
+export class FrameError extends Error {
+  override name = "FrameError";
+  constructor(reason: string) {
+    super(`Cannot read Kafka frame: ${reason}`);
+  }
+}
+
+/** The smallest request header: api key, api version and correlation id, and a null client id. */
+export const requestHeaderBytesMin = 2 + 2 + 4 + 2;
+
+const sizeFieldBytes = 4;
+
+export class FrameSplitter {
+  readonly #maxFrameBytes: number;
+  /** The size field of the next frame, as far as it has come. */
+  readonly #sizeField = new Uint8Array(sizeFieldBytes);
+  #sizeFieldBytes = 0;
+  /** The frame being gathered, allocated once its size is known, and how much of it has come. */
+  #frame: Uint8Array | null = null;
+  #frameFilled = 0;
+
+  constructor(maxFrameBytes: number) {
+    if (!(maxFrameBytes >= requestHeaderBytesMin)) {
+      throw new RangeError(`Cannot split frames of at most ${maxFrameBytes} bytes`);
+    }
+    this.#maxFrameBytes = maxFrameBytes;
+  }
+
+  /** Bytes held of a frame not yet whole. */
+  get bufferedBytes(): number {
+    return this.#sizeFieldBytes + this.#frameFilled;
+  }
+
+  /**
+   * Takes the next bytes of the stream; returns the frames they completed, each without its size
+   * field. A frame may be a view of `chunk`: a caller that reuses its read buffer copies it first.
+   */
+  push(chunk: Uint8Array): Uint8Array[] {
+    const frames: Uint8Array[] = [];
+    let rest = chunk;
+    while (rest.length > 0) {
+      if (this.bufferedBytes === 0 && rest.length >= sizeFieldBytes) {
+        // The common case: whole frames straight from the chunk, no copy.
+        const size = this.#sizeOf(rest);
+        if (rest.length >= sizeFieldBytes + size) {
+          frames.push(rest.subarray(sizeFieldBytes, sizeFieldBytes + size));
+          rest = rest.subarray(sizeFieldBytes + size);
+          continue;
+        }
+      }
+      rest = this.#gather(rest, frames);
+    }
+    return frames;
+  }
+
+  /** Copies bytes into the partial frame (its size field first); returns what is left after it. */
+  #gather(chunk: Uint8Array, frames: Uint8Array[]): Uint8Array {
+    let rest = chunk;
+    if (this.#frame === null) {
+      const taken = Math.min(sizeFieldBytes - this.#sizeFieldBytes, rest.length);
+      this.#sizeField.set(rest.subarray(0, taken), this.#sizeFieldBytes);
+      this.#sizeFieldBytes += taken;
+      rest = rest.subarray(taken);
+      if (this.#sizeFieldBytes < sizeFieldBytes) return rest;
+      this.#frame = new Uint8Array(this.#sizeOf(this.#sizeField));
+    }
+    const frame = this.#frame;
+    const taken = Math.min(frame.length - this.#frameFilled, rest.length);
+    frame.set(rest.subarray(0, taken), this.#frameFilled);
+    this.#frameFilled += taken;
+    if (this.#frameFilled === frame.length) {
+      frames.push(frame);
+      this.#frame = null;
+      this.#frameFilled = 0;
+      this.#sizeFieldBytes = 0;
+    }
+    return rest.subarray(taken);
+  }
+
+  #sizeOf(bytes: Uint8Array): number {
+    const size = new DataView(bytes.buffer, bytes.byteOffset, sizeFieldBytes).getInt32(0);
+    if (size < requestHeaderBytesMin) {
+      throw new FrameError(`a frame of ${size} bytes is shorter than a request header`);
+    }
+    if (size > this.#maxFrameBytes) {
+      throw new FrameError(`a frame of ${size} bytes is over max_frame_bytes ${this.#maxFrameBytes}`);
+    }
+    return size;
+  }
+}
