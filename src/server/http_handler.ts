@@ -1,4 +1,4 @@
-import { scrapeText } from "../runtime/labelled_series.ts";
+import { scrapePieces } from "../runtime/labelled_series.ts";
 import type { Registry } from "prom-client";
 import type { BufferPool } from "../runtime/buffer_pool.ts";
 import type { Logger } from "../runtime/logger.ts";
@@ -86,7 +86,8 @@ export function createHttpHandler(deps: HttpHandlerDeps): FetchHandler {
 
 const builtins: Record<string, (deps: HttpHandlerDeps) => Promise<Response>> = {
   "/metrics": async ({ registry }) =>
-    new Response(await scrapeText(registry), {
+    // The pieces as they are: a Blob holds them without joining them into one string or buffer.
+    new Response(new Blob(await scrapePieces(registry)), {
       status: 200,
       headers: { "content-type": registry.contentType },
     }),

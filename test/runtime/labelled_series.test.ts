@@ -3,6 +3,7 @@ import { Gauge } from "prom-client";
 import {
   LabelledGauges,
   labelledGaugesOf,
+  scrapePieces,
   scrapeText,
   seriesPerPieceMax,
 } from "../../src/runtime/labelled_series.ts";
@@ -54,4 +55,30 @@ t.test("a scrape of many series lets the event loop turn every seriesPerPieceMax
   t.equal(text.split("\n").filter((l) => l.startsWith("many{")).length, 4 * seriesPerPieceMax);
   const distinct = new Set(turnsAtSeries).size;
   t.ok(distinct >= 4, `the series were written over ${distinct} turns of the loop`);
+});
+
+t.test("a scrape answers UTF-8 pieces of at most seriesPerPieceMax series each, never one joined string", async (t) => {
+  const registry = createMetricsRegistry();
+  const count = 2 * seriesPerPieceMax + 1;
+  labelledGaugesOf(registry).add({
+    name: "per_partition",
+    help: "h",
+    labelName: "partition",
+    *entries() {
+      for (let i = 0; i < count; i++) yield [`p${i}é`, i];
+    },
+  });
+  const pieces = await scrapePieces(registry);
+  t.ok(pieces.every((p) => p instanceof Uint8Array), "bytes, not strings");
+  const seriesPerPiece = pieces.map((p) =>
+    new TextDecoder().decode(p).split("\n").filter((l) => l.startsWith("per_partition{")).length
+  );
+  const series = seriesPerPiece.slice(1);
+  t.ok(series.every((n) => n <= seriesPerPieceMax), `at most ${seriesPerPieceMax} series a piece: ${series}`);
+  t.equal(series.reduce((a, b) => a + b, 0), count, "every series, after the registry's own text");
+  t.equal(series.length, 3, "in three pieces");
+  t.equal(
+    new TextDecoder().decode(new Uint8Array(await new Blob(pieces).arrayBuffer())),
+    await scrapeText(registry),
+  );
 });
