@@ -1,0 +1,318 @@
+import t from "tap";
+import { KafkaReader } from "../../src/kafka/kafka_reader.ts";
+import { KafkaWriter } from "../../src/kafka/kafka_writer.ts";
+import {
+  encodeMetadataResponse,
+  type MetadataResponse,
+  readMetadataRequest,
+} from "../../src/kafka/metadata.ts";
+import { apiKey } from "../../src/kafka/request_header.ts";
+
+// A Kafka broker's Metadata v5 answer after its correlation id (kafkajs's fixture "v5_response").
+const brokerV5 = [
+  0,
+  0,
+  0,
+  0,
+  0,
+  0,
+  0,
+  3,
+  0,
+  0,
+  0,
+  2,
+  0,
+  11,
+  49,
+  48,
+  46,
+  51,
+  46,
+  50,
+  50,
+  48,
+  46,
+  56,
+  57,
+  0,
+  0,
+  35,
+  138,
+  255,
+  255,
+  0,
+  0,
+  0,
+  1,
+  0,
+  11,
+  49,
+  48,
+  46,
+  51,
+  46,
+  50,
+  50,
+  48,
+  46,
+  56,
+  57,
+  0,
+  0,
+  35,
+  135,
+  255,
+  255,
+  0,
+  0,
+  0,
+  0,
+  0,
+  11,
+  49,
+  48,
+  46,
+  51,
+  46,
+  50,
+  50,
+  48,
+  46,
+  56,
+  57,
+  0,
+  0,
+  35,
+  132,
+  255,
+  255,
+  0,
+  22,
+  119,
+  121,
+  79,
+  69,
+  107,
+  48,
+  109,
+  55,
+  84,
+  110,
+  45,
+  48,
+  56,
+  111,
+  71,
+  90,
+  106,
+  116,
+  86,
+  103,
+  69,
+  103,
+  0,
+  0,
+  0,
+  2,
+  0,
+  0,
+  0,
+  1,
+  0,
+  0,
+  0,
+  74,
+  116,
+  101,
+  115,
+  116,
+  45,
+  116,
+  111,
+  112,
+  105,
+  99,
+  45,
+  102,
+  53,
+  101,
+  49,
+  55,
+  97,
+  56,
+  54,
+  56,
+  57,
+  54,
+  101,
+  98,
+  102,
+  100,
+  101,
+  98,
+  52,
+  50,
+  57,
+  45,
+  56,
+  48,
+  56,
+  50,
+  57,
+  45,
+  97,
+  51,
+  55,
+  98,
+  54,
+  100,
+  100,
+  101,
+  45,
+  49,
+  97,
+  100,
+  99,
+  45,
+  52,
+  54,
+  56,
+  55,
+  45,
+  56,
+  49,
+  51,
+  100,
+  45,
+  53,
+  50,
+  100,
+  55,
+  53,
+  97,
+  48,
+  97,
+  48,
+  102,
+  55,
+  56,
+  0,
+  0,
+  0,
+  0,
+  1,
+  0,
+  0,
+  0,
+  0,
+  0,
+  0,
+  0,
+  0,
+  0,
+  0,
+  0,
+  0,
+  0,
+  1,
+  0,
+  0,
+  0,
+  0,
+  0,
+  0,
+  0,
+  1,
+  0,
+  0,
+  0,
+  0,
+  0,
+  0,
+  0,
+  0,
+];
+
+const cluster: MetadataResponse = {
+  brokers: [2, 1, 0].map((nodeId) => ({
+    nodeId,
+    host: "10.3.220.89",
+    port: 9092 + [0, 3, 6][nodeId]!,
+    rack: null,
+  })),
+  clusterId: "wyOEk0m7Tn-08oGZjtVgEg",
+  controllerId: 2,
+  topics: [{
+    errorCode: 0,
+    name: "test-topic-f5e17a86896ebfdeb429-80829-a37b6dde-1adc-4687-813d-52d75a0a0f78",
+    isInternal: false,
+    partitions: [{
+      errorCode: 0,
+      partitionIndex: 0,
+      leaderId: 0,
+      leaderEpoch: 0,
+      replicaNodes: [0],
+      isrNodes: [0],
+      offlineReplicas: [],
+    }],
+  }],
+};
+
+const header = (version: number) => ({
+  apiKey: apiKey.metadata,
+  apiVersion: version,
+  correlationId: 5,
+  clientId: null,
+});
+
+t.test("a v5 answer is byte for byte what a Kafka broker sent for the same cluster", (t) => {
+  const bytes = encodeMetadataResponse(header(5), cluster, 1 << 16);
+  t.equal(new KafkaReader(bytes).int32(), 5, "the correlation id first");
+  t.same([...bytes.subarray(4)], brokerV5);
+  t.end();
+});
+
+t.test("each version adds its fields: v0 has none of the later ones, v8 has them all", (t) => {
+  const lengths = [0, 1, 2, 3, 5, 7, 8].map((v) =>
+    encodeMetadataResponse(header(v), cluster, 1 << 16).length
+  );
+  t.ok(
+    lengths.every((n, i) => i === 0 || n > lengths[i - 1]!),
+    `each version is longer than the one before: ${lengths}`,
+  );
+  const v0 = new KafkaReader(encodeMetadataResponse(header(0), cluster, 1 << 16));
+  v0.int32();
+  const brokers = v0.array((r) => [r.int32(), r.string(), r.int32()]);
+  t.same(brokers[0], [2, "10.3.220.89", 9098], "no rack in v0");
+  const topics = v0.array((
+    r,
+  ) => [
+    r.int16(),
+    r.string(),
+    r.array((p) => [p.int16(), p.int32(), p.int32(), p.array((x) => x.int32()), p.array((x) => x.int32())]),
+  ]);
+  t.equal(topics.length, 1);
+  t.equal(v0.remaining, 0, "no cluster id, controller, throttle time or epochs in v0");
+  t.throws(() => encodeMetadataResponse(header(8), cluster, 64), /over 64 bytes/, "bounded");
+  t.end();
+});
+
+t.test("requests: v0's empty list and v1's null mean every topic; v4 carries auto-creation", (t) => {
+  const read = (version: number, write: (w: KafkaWriter) => void) => {
+    const w = new KafkaWriter(256);
+    write(w);
+    return readMetadataRequest(version, new KafkaReader(w.bytes()));
+  };
+  t.same(read(0, (w) => w.int32(0)), { topics: null, allowAutoTopicCreation: true });
+  t.same(read(1, (w) => w.int32(0)), { topics: [], allowAutoTopicCreation: true }, "v1: empty is none");
+  t.same(read(1, (w) => w.int32(-1)), { topics: null, allowAutoTopicCreation: true });
+  t.same(read(4, (w) => w.array(["a", "b"], (x, n) => x.nullableString(n)).boolean(false)), {
+    topics: ["a", "b"],
+    allowAutoTopicCreation: false,
+  });
+  t.same(read(8, (w) => w.int32(-1).boolean(true).boolean(false).boolean(false)).topics, null);
+  t.throws(() => read(9, (w) => w.int32(-1)), /Metadata v9 is not read here/);
+  t.throws(() => read(1, (w) => w.int32(50)), /50 items/, "a count the frame cannot hold");
+  t.end();
+});
