@@ -1,4 +1,5 @@
 import { assert } from "./assert.ts";
+import { concatBytes } from "./bytes.ts";
 import type { Registry } from "./metrics.ts";
 import { yieldToReactor } from "./yield_to_reactor.ts";
 
@@ -60,7 +61,7 @@ export class LabelledGauges {
 
   /** The gauges' text (for tests and tools; `/metrics` answers the pieces). */
   async text(): Promise<string> {
-    return new TextDecoder().decode(joinPieces(await this.pieces()));
+    return new TextDecoder().decode(concatBytes(await this.pieces()));
   }
 }
 
@@ -88,17 +89,7 @@ export async function scrapePieces(registry: Registry): Promise<Uint8Array<Array
 
 /** The same as one string. */
 export async function scrapeText(registry: Registry): Promise<string> {
-  return new TextDecoder().decode(joinPieces(await scrapePieces(registry)));
-}
-
-function joinPieces(pieces: readonly Uint8Array[]): Uint8Array {
-  const joined = new Uint8Array(pieces.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const piece of pieces) {
-    joined.set(piece, at);
-    at += piece.length;
-  }
-  return joined;
+  return new TextDecoder().decode(concatBytes(await scrapePieces(registry)));
 }
 
 function escapeLabel(value: string): string {

@@ -3,6 +3,7 @@ import t from "tap";
 import type { LogConfig } from "../../src/log/log_config.ts";
 import { Partition } from "../../src/log/partition.ts";
 import { initCrc32c } from "../../src/runtime/crc32c.ts";
+import type { Disk } from "../../src/runtime/disk.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
@@ -22,6 +23,9 @@ const config: LogConfig = {
   writeQueueMax: 100,
 };
 const address = { streamId: 1, topicId: 1, partitionId: 0 };
+/** Opens the partition in `data` again, on `disk`. */
+const reopen = (disk: Disk, data: string) =>
+  Partition.open(disk, new VirtualClock(), data, address, config, silentLogger());
 const message = (i: number) => [{ key: null, headers: {}, payload: new Uint8Array(3000).fill(i) }];
 
 t.test("the boot of an intact partition writes nothing; its active index is still right at the seal", async (t) => {
@@ -30,19 +34,12 @@ t.test("the boot of an intact partition writes nothing; its active index is stil
   for (let i = 0; i < 12; i++) await p.log.append(message(i));
   await p.close();
   const disk = new RecordingDisk();
-  const reopened = await Partition.open(disk, new VirtualClock(), data, address, config, silentLogger());
+  const reopened = await reopen(disk, data);
   t.same(disk.ops, [], "no file written, created, synced or removed");
   // Enough more to seal the active segment: its index, written at the seal, covers the whole log.
   for (let i = 12; i < 40; i++) await reopened.log.append(message(i));
   await reopened.close();
-  const again = await Partition.open(
-    new NodeDisk(),
-    new VirtualClock(),
-    data,
-    address,
-    config,
-    silentLogger(),
-  );
+  const again = await reopen(new NodeDisk(), data);
   t.teardown(() => again.close());
   const sealed = again.log.segments.find((s) => s.sealed)!;
   t.ok(sealed.index.entries().length > 1, "the sealed segment's index, written at its seal, has its entries");
@@ -64,18 +61,11 @@ t.test("an active segment has no index file until its seal; one left from an old
   t.equal(existsSync(indexPath), false, "none after a clean close: boot rebuilds the index");
   // An index file from a layout that kept one for the active segment: stale bytes, never read.
   writeFileSync(indexPath, new Uint8Array(24).fill(0xee));
-  const reopened = await Partition.open(
-    new NodeDisk(),
-    new VirtualClock(),
-    data,
-    address,
-    config,
-    silentLogger(),
-  );
+  const reopened = await reopen(new NodeDisk(), data);
   for (let i = 2; i < 40; i++) await reopened.log.append(message(i));
   await reopened.close();
   const disk = new RecordingDisk();
-  const sealed = await Partition.open(disk, new VirtualClock(), data, address, config, silentLogger());
+  const sealed = await reopen(disk, data);
   t.teardown(() => sealed.close());
   const first = sealed.log.segments[0]!;
   t.ok(first.sealed && first.index.entries().length > 1, "the seal wrote the index whole");
@@ -98,21 +88,14 @@ t.test("boot reads stored consumer offsets, and does not look for them where the
   await p.log.append(message(1));
   await p.close();
   const quiet = new StatRecordingDisk();
-  const first = await Partition.open(quiet, new VirtualClock(), data, address, config, silentLogger());
+  const first = await reopen(quiet, data);
   t.notOk(
     quiet.stats.some((path) => path.endsWith("consumer_offsets.bin")),
     "no stat of an unlisted offsets file",
   );
   await first.offsets.set("reader", 1);
   await first.close();
-  const again = await Partition.open(
-    new StatRecordingDisk(),
-    new VirtualClock(),
-    data,
-    address,
-    config,
-    silentLogger(),
-  );
+  const again = await reopen(new StatRecordingDisk(), data);
   t.teardown(() => again.close());
   t.equal(again.offsets.get("reader"), 1, "a stored offset is read back");
 });
