@@ -141,6 +141,7 @@ async function benchServer(fsync: "always" | "interval") {
     config
       .replace('path = "./data"', `path = ${JSON.stringify(`${dir}/data`)}`)
       .replace('address = "127.0.0.1:8080"', 'address = "127.0.0.1:0"')
+      .replace('address = "127.0.0.1:9092"', 'address = "127.0.0.1:0"')
       .replace('fsync = "always"', `fsync = "${fsync}"`),
   );
   const task = serverTask();

@@ -13,6 +13,63 @@ import { RealClock } from "./runtime/real_clock.ts";
 import { Rng } from "./runtime/rng.ts";
 import { CliArgsError, parseServerArgs, serverUsage } from "./config/cli_args.ts";
 import { StrataServer } from "./server/server.ts";
+import { openKafkaListener } from "./kafka/kafka_service.ts";
+import type { KafkaListener } from "./kafka/kafka_listener.ts";
+import type { ListenAddress, Network, StreamConnection, StreamListener } from "./runtime/network.ts";
+
+/** Bytes one read of a Kafka connection takes at most. */
+const connectionReadBytes = 64 * 1024;
+
+/** `Network` over `Deno.listen`: the Kafka listener's sockets. */
+class DenoNetwork implements Network {
+  listen(address: ListenAddress): Promise<StreamListener> {
+    const listener = Deno.listen({ hostname: address.hostname, port: address.port, transport: "tcp" });
+    const bound = listener.addr;
+    return Promise.resolve({
+      address: { hostname: bound.hostname, port: bound.port },
+      accept: async () => {
+        try {
+          return denoConnection(await listener.accept());
+        } catch (error) {
+          if (error instanceof Deno.errors.BadResource || error instanceof Deno.errors.Interrupted) {
+            return null;
+          }
+          throw error;
+        }
+      },
+      close: () => closeQuietly(listener),
+    });
+  }
+}
+
+function denoConnection(conn: Deno.TcpConn): StreamConnection {
+  conn.setNoDelay(true);
+  return {
+    remoteAddress: `${conn.remoteAddr.hostname}:${conn.remoteAddr.port}`,
+    read: async () => {
+      const buffer = new Uint8Array(connectionReadBytes);
+      try {
+        const n = await conn.read(buffer);
+        return n === null ? null : buffer.subarray(0, n);
+      } catch (error) {
+        if (error instanceof Deno.errors.BadResource || error instanceof Deno.errors.Interrupted) return null;
+        throw error;
+      }
+    },
+    write: async (bytes) => {
+      for (let at = 0; at < bytes.length;) at += await conn.write(bytes.subarray(at));
+    },
+    close: () => closeQuietly(conn),
+  };
+}
+
+function closeQuietly(resource: { close(): void }): void {
+  try {
+    resource.close();
+  } catch (error) {
+    if (!(error instanceof Deno.errors.BadResource)) throw error;
+  }
+}
 
 async function main(): Promise<number> {
   const args = parseServerArgs(Deno.args);
@@ -30,10 +87,11 @@ async function main(): Promise<number> {
   }
   const { config, secrets } = loadConfig(text, args.configPath, Deno.env.toObject());
   const logger = new Logger({ level: config.log.level, secrets });
+  const clock = new RealClock();
   const server = await StrataServer.open({
     config,
     logger,
-    clock: new RealClock(),
+    clock,
     disk: new NodeDisk(),
     rng: Rng.fromEntropy(),
     threads: new OsThreadControl(),
@@ -43,16 +101,29 @@ async function main(): Promise<number> {
   // still shut down gracefully, not kill the process with the default action.
   const stopped = Promise.withResolvers<void>();
   let http: Deno.HttpServer | null = null;
+  let kafka: KafkaListener | null = null;
   let shuttingDown = false;
   const shutdown = (signal: string) => {
     if (shuttingDown) return;
     shuttingDown = true;
     logger.info("shutting down", { signal });
     // Stop accepting, let in-flight requests finish, then close the server's own resources.
-    (http?.shutdown() ?? Promise.resolve()).then(() => server.close()).then(() => stopped.resolve());
+    Promise.all([http?.shutdown(), kafka?.close()]).then(() => server.close()).then(() => stopped.resolve());
   };
   Deno.addSignalListener("SIGINT", () => shutdown("SIGINT"));
   Deno.addSignalListener("SIGTERM", () => shutdown("SIGTERM"));
+  if (config.kafka.enabled) {
+    kafka = await openKafkaListener({
+      config: config.kafka,
+      catalog: server.catalog,
+      network: new DenoNetwork(),
+      registry: server.registry,
+      clock,
+      logger,
+    });
+    const { hostname, port } = kafka.address;
+    logger.info("kafka listening", { address: `${hostname}:${port}` });
+  }
   http = Deno.serve({
     hostname,
     port,

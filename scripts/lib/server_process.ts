@@ -32,7 +32,8 @@ export async function startServerProcess(
   const spawnedAtMs = performance.now();
   const child = spawn("deno", [...task.args, "--config", configPath], {
     cwd: new URL("../..", import.meta.url).pathname,
-    env: { ...process.env, ...task.env, ...env },
+    // The Kafka listener on a free port unless `env` names one, as the HTTP API's is in the config.
+    env: { ...process.env, ...task.env, STRATA_KAFKA_ADDRESS: "127.0.0.1:0", ...env },
     stdio: ["ignore", "ignore", "pipe"],
   });
   const exited = once(child, "exit");

@@ -13,7 +13,7 @@ import { AlreadyExistsError, ResourceNotFoundError, UnavailableError } from "./b
 import type { StreamMeta, TopicMeta } from "./metadata.ts";
 import { addStream, addTopic, changeTopicOptions, removeStream, removeTopic } from "./metadata_changes.ts";
 import type { MetadataStore } from "./metadata_store.ts";
-import { checkName } from "./names.ts";
+import { checkName, checkTopicName } from "./names.ts";
 import type { PartitionOpener, PartitionSlot } from "./partition_opener.ts";
 import { sweepOrphanDirectories } from "./orphan_directories.ts";
 import { runEach, throwFailures } from "./run_each.ts";
@@ -182,7 +182,7 @@ export class Catalog {
    * is refused if the id was taken meanwhile; on failure nothing of it is left.
    */
   async createTopic(streamName: string, topicName: string, options: TopicOptions): Promise<TopicDescription> {
-    checkName("topic", topicName);
+    checkTopicName(topicName);
     assert(
       Number.isInteger(options.partitions) && options.partitions >= 1 &&
         options.partitions <= partitionsPerTopicMax,

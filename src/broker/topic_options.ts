@@ -36,6 +36,21 @@ export const segmentMaxAgeMsMin = 1000;
 export const localRetentionAgeMsMin = 1000;
 export const localRetentionSizeBytesMin = 1024 * 1024;
 
+/** The options of a new topic of `partitions` partitions that sets nothing else: the server's defaults. */
+export function defaultTopicOptions(defaults: TopicDefaults, partitions: number): TopicOptions {
+  return {
+    partitions,
+    segmentSizeBytes: segmentSizeBytesDefault,
+    segmentMaxAgeMs: null,
+    retentionMaxAgeMs: null,
+    retentionMaxBytes: null,
+    tiered: defaults.tiered,
+    localRetentionAgeMs: defaults.localRetentionAgeMs,
+    localRetentionSizeBytes: defaults.localRetentionSizeBytes,
+    retentionConsumerBarrier: true,
+  };
+}
+
 /** The options a topic keeps from its creation on: a change to them is refused. */
 export const fixedAtCreation: readonly (keyof TopicOptions)[] = ["partitions", "segmentSizeBytes"];
 

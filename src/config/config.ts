@@ -1,5 +1,6 @@
 import type { LogLevel } from "../runtime/logger.ts";
 import type { Address, ValidatedConfig } from "./key_spec.ts";
+import { parseAddress } from "./validate_config.ts";
 
 /**
  * `[system] fsync`: "always" acknowledges a produce after its fsync (group commit), "interval" after
@@ -31,10 +32,28 @@ export interface Config {
     maxRequestBytes: number;
     tokens: readonly string[];
   };
+  kafka: KafkaConfig;
   log: {
     level: LogLevel;
   };
   tieredStorage: TieredStorageConfig;
+}
+
+/** `[kafka]`: the Kafka listener (docs/KAFKA.md). */
+export interface KafkaConfig {
+  enabled: boolean;
+  address: Address;
+  /** `advertised_address`; null (the key empty): the address listened on. */
+  advertisedAddress: Address | null;
+  maxFrameBytes: number;
+  /** `max_connections`: connections served at once at most. */
+  connectionsMax: number;
+  /** `max_in_flight_requests`: requests of one connection read and not yet answered, at most. */
+  requestsInFlightPerConnectionMax: number;
+  autoCreateTopics: boolean;
+  defaultPartitions: number;
+  stream: string;
+  allowUnauthenticated: boolean;
 }
 
 export interface TieredStorageConfig {
@@ -131,6 +150,7 @@ export function toConfig(v: ValidatedConfig): Config {
       maxRequestBytes: http["max_request_bytes"] as number,
       tokens: http["tokens"] as readonly string[],
     },
+    kafka: toKafka(v),
     log: { level: log["level"] as LogLevel },
     tieredStorage: toTieredStorage(v, system["path"] as string),
   };
@@ -161,6 +181,24 @@ function toTieredStorage(v: ValidatedConfig, dataPath: string): TieredStorageCon
     s3: toS3(v),
     fs: { path: (fs["path"] as string) === "" ? `${dataPath}/objects` : (fs["path"] as string) },
     cache: toCache(v, dataPath),
+  };
+}
+
+function toKafka(v: ValidatedConfig): KafkaConfig {
+  const k = v["kafka"]!;
+  return {
+    enabled: k["enabled"] as boolean,
+    address: k["address"] as Address,
+    advertisedAddress: k["advertised_address"] === ""
+      ? null
+      : parseAddress("[kafka] advertised_address", k["advertised_address"]),
+    maxFrameBytes: k["max_frame_bytes"] as number,
+    connectionsMax: k["max_connections"] as number,
+    requestsInFlightPerConnectionMax: k["max_in_flight_requests"] as number,
+    autoCreateTopics: k["auto_create_topics"] as boolean,
+    defaultPartitions: k["default_partitions"] as number,
+    stream: k["stream"] as string,
+    allowUnauthenticated: k["allow_unauthenticated"] as boolean,
   };
 }
 

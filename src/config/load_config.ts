@@ -37,6 +37,7 @@ export function loadConfig(
   applyAwsEnvironment(config, env);
   checkTieredStorage(config);
   checkCache(config);
+  checkKafka(config);
   const s3 = config.tieredStorage.s3;
   const secrets = [...secretValues(configSchema, validated), s3.accessKey, s3.secretKey, s3.sessionToken]
     .filter((x) => x !== "");
@@ -92,6 +93,37 @@ function checkCache(config: Config): void {
     throw new ConfigError(
       "[tiered_storage.cache] size",
       `must be at least 2 × chunk_size × fetch_concurrency × shards = ${minBytes} bytes, got ${cache.sizeBytes}`,
+    );
+  }
+}
+
+/** Whether `hostname` names this host's loopback interface only. */
+export function isLoopbackHost(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
+}
+
+/**
+ * Cross-key rules of the Kafka listener: an advertised address is "host:port" with a port, and a
+ * listener without authentication serves a loopback address unless `allow_unauthenticated` says so.
+ */
+function checkKafka(config: Config): void {
+  const kafka = config.kafka;
+  if (!kafka.enabled) return;
+  if (kafka.advertisedAddress?.port === 0) {
+    throw new ConfigError("[kafka] advertised_address", "needs the port clients connect to, got port 0");
+  }
+  const wildcard = kafka.address.hostname === "0.0.0.0" || kafka.address.hostname === "::";
+  if (wildcard && kafka.advertisedAddress === null) {
+    throw new ConfigError(
+      "[kafka] advertised_address",
+      `required when the listener's address is the wildcard ${kafka.address.hostname}: clients need a host to reach`,
+    );
+  }
+  if (!isLoopbackHost(kafka.address.hostname) && !kafka.allowUnauthenticated) {
+    throw new ConfigError(
+      "[kafka] address",
+      `${kafka.address.hostname} is not a loopback address and the listener has no authentication; ` +
+        "set allow_unauthenticated = true to serve it anyway",
     );
   }
 }

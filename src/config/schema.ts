@@ -62,6 +62,28 @@ export const configSchema = {
     /** Bearer tokens; when any is set, every request needs one. Secret: never printed. */
     tokens: { kind: "strings", default: [], secret: true, itemsMax: 64 },
   },
+  kafka: {
+    /** Serves the Kafka wire protocol on `address`. */
+    enabled: { kind: "bool", default: true },
+    /** Where the Kafka listener listens; port 0 picks a free port. */
+    address: { kind: "address", default: "127.0.0.1:9092" },
+    /** "host:port" clients are told to connect to (Metadata); empty: the address listened on. */
+    advertised_address: { kind: "string", default: "" },
+    /** Largest request frame; a larger one closes its connection. */
+    max_frame_bytes: { kind: "bytes", default: 100 * 1024 * 1024, min: 64 * 1024, max: 1024 * 1024 * 1024 },
+    /** Connections served at once; one more is closed as it is accepted. */
+    max_connections: { kind: "int", default: 1024, min: 1, max: 65_536 },
+    /** Requests of one connection read and not yet answered; past it the connection is not read. */
+    max_in_flight_requests: { kind: "int", default: 32, min: 1, max: 1024 },
+    /** A Metadata request for a topic that does not exist creates it. */
+    auto_create_topics: { kind: "bool", default: true },
+    /** Partitions of a topic created on first use (a topic has at most 1024). */
+    default_partitions: { kind: "int", default: 1, min: 1, max: 1024 },
+    /** The stream Kafka topics live in; the HTTP API sees them under it. */
+    stream: { kind: "string", default: "kafka", nonEmpty: true },
+    /** Serve a non-loopback address without authentication: start-up refuses it otherwise. */
+    allow_unauthenticated: { kind: "bool", default: false },
+  },
   log: {
     level: { kind: "enum", default: "info", values: logLevels },
   },

@@ -167,7 +167,8 @@ function checkRange(
   return n;
 }
 
-function parseAddress(origin: string, value: unknown): Address {
+/** `"host:port"` as an address; `origin` names the key in the refusal. */
+export function parseAddress(origin: string, value: unknown): Address {
   const match = typeof value === "string"
     ? /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(value)
     : null;

@@ -9,6 +9,7 @@ export const kafkaErrorCode = {
   offsetOutOfRange: 1,
   corruptMessage: 2,
   unknownTopicOrPartition: 3,
+  leaderNotAvailable: 5,
   messageTooLarge: 10,
   invalidTopicException: 17,
   recordListTooLarge: 18,

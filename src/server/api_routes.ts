@@ -1,6 +1,6 @@
 import type { Catalog } from "../broker/catalog.ts";
 import type { DataPlane } from "../broker/data_plane.ts";
-import { checkName } from "../broker/names.ts";
+import { checkName, checkTopicName } from "../broker/names.ts";
 import type { BufferPool } from "../runtime/buffer_pool.ts";
 import type { PieceGate } from "../runtime/piece_gate.ts";
 import { ApiError, badRequest } from "./api_errors.ts";
@@ -73,7 +73,7 @@ export const apiRoutes: Route[] = [
   route("POST", `${S}/topics`, async (c) => {
     const streamName = stream(c);
     const b = await body(c);
-    const name = checkName("topic", b["name"]);
+    const name = checkTopicName(b["name"]);
     const options = parseTopicOptions(b, c.catalog.topicDefaults);
     return reply(c, 201, topicView(await c.catalog.createTopic(streamName, name, options)));
   }),
@@ -230,7 +230,7 @@ async function decoded(c: RouteContext, bytes: Uint8Array): Promise<Record<strin
 }
 
 const stream = (c: RouteContext) => checkName("stream", c.params[0]);
-const topic = (c: RouteContext) => checkName("topic", c.params[1]);
+const topic = (c: RouteContext) => checkTopicName(c.params[1]);
 const partition = (c: RouteContext) => partitionNumber(c.params[2]);
 
 function partitionNumber(value: unknown): number {

@@ -1,9 +1,9 @@
 import { InvalidTopicOptionError } from "../broker/broker_errors.ts";
 import {
   checkTopicOption,
+  defaultTopicOptions,
   fixedAtCreation,
   type RangedTopicOption,
-  segmentSizeBytesDefault,
   type TopicDefaults,
   type TopicOptions,
 } from "../broker/topic_options.ts";
@@ -40,20 +40,22 @@ export function topicOptionsJson(o: TopicOptions): Record<string, unknown> {
  * named in the refusal (the broker's ranges, `topic_options.ts`).
  */
 export function parseTopicOptions(fields: Fields, defaults: TopicDefaults): TopicOptions {
+  const base = defaultTopicOptions(defaults, 1);
   return {
-    tiered: boolField(fields, "tiered") ?? defaults.tiered,
+    tiered: boolField(fields, "tiered") ?? base.tiered,
     localRetentionAgeMs: fields["local_retention_age"] === undefined
-      ? defaults.localRetentionAgeMs
+      ? base.localRetentionAgeMs
       : localRetentionField(fields, "localRetentionAgeMs", defaults),
     localRetentionSizeBytes: fields["local_retention_size"] === undefined
-      ? defaults.localRetentionSizeBytes
+      ? base.localRetentionSizeBytes
       : localRetentionField(fields, "localRetentionSizeBytes", defaults),
-    partitions: countField(fields, "partitions", 1),
-    segmentSizeBytes: sizeField(fields, "segmentSizeBytes") ?? segmentSizeBytesDefault,
-    segmentMaxAgeMs: durationField(fields, "segmentMaxAgeMs"),
-    retentionMaxAgeMs: durationField(fields, "retentionMaxAgeMs"),
-    retentionMaxBytes: sizeField(fields, "retentionMaxBytes"),
-    retentionConsumerBarrier: boolField(fields, "retention_consumer_barrier") ?? true,
+    partitions: countField(fields, "partitions", base.partitions),
+    segmentSizeBytes: sizeField(fields, "segmentSizeBytes") ?? base.segmentSizeBytes,
+    segmentMaxAgeMs: durationField(fields, "segmentMaxAgeMs") ?? base.segmentMaxAgeMs,
+    retentionMaxAgeMs: durationField(fields, "retentionMaxAgeMs") ?? base.retentionMaxAgeMs,
+    retentionMaxBytes: sizeField(fields, "retentionMaxBytes") ?? base.retentionMaxBytes,
+    retentionConsumerBarrier: boolField(fields, "retention_consumer_barrier") ??
+      base.retentionConsumerBarrier,
   };
 }
 

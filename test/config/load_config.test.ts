@@ -176,3 +176,24 @@ t.test("the chunk cache: chunk_size a multiple of 4096; size at least 2 × chunk
   );
   t.end();
 });
+
+t.test("[kafka]: loopback only without authentication; an advertised address needs a port", (t) => {
+  const open = errorOf(t, `[kafka]\naddress = "10.0.0.5:9092"\n`);
+  t.equal(open.key, "[kafka] address");
+  t.match(open.message, /10\.0\.0\.5 is not a loopback address .* set allow_unauthenticated = true/);
+  const allowed = loadConfig(`[kafka]\naddress = "10.0.0.5:9092"\nallow_unauthenticated = true\n`, "t", {});
+  t.same(allowed.config.kafka.address, { hostname: "10.0.0.5", port: 9092 });
+  t.equal(
+    loadConfig(`[kafka]\naddress = "10.0.0.5:9092"\nenabled = false\n`, "t", {}).config.kafka.enabled,
+    false,
+  );
+
+  const wildcard = `[kafka]\naddress = "0.0.0.0:9092"\nallow_unauthenticated = true\n`;
+  t.equal(errorOf(t, wildcard).key, "[kafka] advertised_address", "a wildcard needs an advertised address");
+  const advertised = loadConfig(`${wildcard}advertised_address = "kafka.example:19092"\n`, "t", {});
+  t.same(advertised.config.kafka.advertisedAddress, { hostname: "kafka.example", port: 19092 });
+  t.equal(errorOf(t, `[kafka]\nadvertised_address = "h:0"\n`).key, "[kafka] advertised_address");
+  t.match(errorOf(t, `[kafka]\nadvertised_address = "nowhere"\n`).message, /expected "host:port"/);
+  t.equal(loadConfig("", "t", {}).config.kafka.advertisedAddress, null, "empty: the address listened on");
+  t.end();
+});

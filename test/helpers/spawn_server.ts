@@ -22,7 +22,8 @@ function spawnDeno(
     [...task.args, ...args],
     {
       cwd: new URL("../..", import.meta.url).pathname,
-      env: { ...process.env, ...task.env, ...env },
+      // Port 0 for the Kafka listener too, unless the test names one: tests run side by side.
+      env: { ...process.env, ...task.env, STRATA_KAFKA_ADDRESS: "127.0.0.1:0", ...env },
       stdio: ["ignore", "pipe", "pipe"],
     },
   );

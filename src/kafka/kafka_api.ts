@@ -1,0 +1,40 @@
+import type { Clock } from "../runtime/clock.ts";
+import type { Logger } from "../runtime/logger.ts";
+import type { ApiVersionRange } from "./api_versions.ts";
+import type { KafkaCatalog } from "./kafka_catalog.ts";
+import type { KafkaReader } from "./kafka_reader.ts";
+import type { MetadataBroker } from "./metadata.ts";
+import type { RequestHeader } from "./request_header.ts";
+
+/** What every API's handler may use: the topics, this broker as clients reach it, the settings. */
+export interface KafkaServing {
+  catalog: KafkaCatalog;
+  /** This node, at its advertised address. */
+  broker: MetadataBroker;
+  /** `[kafka] auto_create_topics`. */
+  autoCreateTopics: boolean;
+  /** `[kafka] default_partitions`: of a topic created on first use. */
+  defaultPartitions: number;
+  /** The APIs served, as ApiVersions answers them. */
+  ranges: readonly ApiVersionRange[];
+  clock: Clock;
+  logger: Logger;
+}
+
+/** A response's pieces (header and body), and how many error codes it carries, for the metric. */
+export interface KafkaAnswer {
+  pieces: readonly Uint8Array[];
+  errorCount: number;
+}
+
+/**
+ * One Kafka API as the listener serves it: its key, its name in metrics and logs, the versions it
+ * answers, and its handler, which reads the body and answers, or answers null (no response).
+ */
+export interface KafkaApi {
+  apiKey: number;
+  name: string;
+  minVersion: number;
+  maxVersion: number;
+  handle(header: RequestHeader, body: KafkaReader, serving: KafkaServing): Promise<KafkaAnswer | null>;
+}

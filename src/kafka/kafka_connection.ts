@@ -1,0 +1,155 @@
+import type { Logger } from "../runtime/logger.ts";
+import type { StreamConnection } from "../runtime/network.ts";
+import { assert } from "../runtime/assert.ts";
+import { FrameError, FrameSplitter } from "./frame_splitter.ts";
+import { KafkaDecodeError } from "./kafka_reader.ts";
+import { KafkaProtocolError, type KafkaSession } from "./kafka_session.ts";
+
+export interface ConnectionLimits {
+  /** `max_frame_bytes`: a larger request frame closes the connection. */
+  maxFrameBytes: number;
+  /** `max_in_flight_requests`: requests read and not yet answered, at most. */
+  requestsInFlightMax: number;
+}
+
+/** Why a connection was closed by the server, for the metric; null: the peer closed it. */
+export type CloseReason = string | null;
+
+const sizeFieldBytes = 4;
+
+/** Answers up to this size are copied behind their size field and written at once. */
+const joinedWriteBytesMax = 64 * 1024;
+
+/**
+ * Serves one connection until it closes: cuts what it receives into frames, hands each to the
+ * session as soon as it is whole (so pipelined requests are handled together), and writes the
+ * answers in request order. At most `requestsInFlightMax` requests are between read and answered;
+ * at the bound the connection is not read until an answer is written. A malformed frame, a request
+ * the session refuses and a connection error close it, with one log line; resolves with the reason.
+ */
+export async function serveConnection(
+  connection: StreamConnection,
+  session: KafkaSession,
+  limits: ConnectionLimits,
+  logger: Logger,
+): Promise<CloseReason> {
+  assert(limits.requestsInFlightMax >= 1, "at least one request in flight");
+  const splitter = new FrameSplitter(limits.maxFrameBytes);
+  const answers = new AnswerQueue(connection, limits.requestsInFlightMax);
+  let reason: CloseReason = null;
+  try {
+    for (let chunk = await connection.read(); chunk !== null; chunk = await connection.read()) {
+      for (const frame of splitter.push(chunk)) {
+        await answers.room();
+        answers.add(session.handle(frame));
+      }
+    }
+    await answers.drained();
+  } catch (error) {
+    reason = closeReason(error);
+    logger.warn("closing Kafka connection", {
+      remote: connection.remoteAddress,
+      reason,
+      error: error instanceof Error ? error.message : String(error),
+    });
+  } finally {
+    connection.close();
+    session.closed();
+  }
+  return reason;
+}
+
+function closeReason(error: unknown): string {
+  if (error instanceof FrameError) return "malformed_frame";
+  if (error instanceof KafkaDecodeError) return "malformed_request";
+  if (error instanceof KafkaProtocolError) return error.reason;
+  return "connection_error";
+}
+
+/**
+ * The answers of one connection in request order, written one after the other as each is ready.
+ * The first failure (a handler's or a write's) is kept and thrown to the reader by `room` or
+ * `drained`, which closes the connection.
+ */
+class AnswerQueue {
+  readonly #connection: StreamConnection;
+  readonly #inFlightMax: number;
+  readonly #answers: Promise<readonly Uint8Array[] | null>[] = [];
+  #writing = false;
+  #failure: { error: unknown } | null = null;
+  #wake: (() => void) | null = null;
+
+  constructor(connection: StreamConnection, inFlightMax: number) {
+    this.#connection = connection;
+    this.#inFlightMax = inFlightMax;
+  }
+
+  /** Resolves once one more request may be handled; rejects once the connection failed. */
+  async room(): Promise<void> {
+    while (this.#failure === null && this.#answers.length >= this.#inFlightMax) await this.#changed();
+    if (this.#failure !== null) throw this.#failure.error;
+  }
+
+  /** Resolves once every answer is written; rejects once the connection failed. */
+  async drained(): Promise<void> {
+    while (this.#failure === null && this.#answers.length > 0) await this.#changed();
+    if (this.#failure !== null) throw this.#failure.error;
+  }
+
+  add(answer: Promise<readonly Uint8Array[] | null>): void {
+    assert(this.#answers.length < this.#inFlightMax, "room() before add()");
+    // Observed at once, so that a rejection waiting behind earlier answers is never unhandled.
+    answer.catch(() => {});
+    this.#answers.push(answer);
+    if (!this.#writing) void this.#writeAll();
+  }
+
+  async #writeAll(): Promise<void> {
+    this.#writing = true;
+    try {
+      while (this.#answers.length > 0 && this.#failure === null) {
+        const pieces = await this.#answers[0]!;
+        if (pieces !== null) await this.#write(pieces);
+        this.#answers.shift();
+        this.#notify();
+      }
+    } catch (error) {
+      this.#failure = { error };
+      // The reader learns of it from its read, which the close ends.
+      this.#connection.close();
+      this.#notify();
+    } finally {
+      this.#writing = false;
+    }
+  }
+
+  /** One frame: the size field, then the pieces; small answers go out in one write. */
+  async #write(pieces: readonly Uint8Array[]): Promise<void> {
+    const size = pieces.reduce((sum, piece) => sum + piece.length, 0);
+    if (size <= joinedWriteBytesMax) {
+      const frame = new Uint8Array(sizeFieldBytes + size);
+      new DataView(frame.buffer).setInt32(0, size);
+      let at = sizeFieldBytes;
+      for (const piece of pieces) {
+        frame.set(piece, at);
+        at += piece.length;
+      }
+      await this.#connection.write(frame);
+      return;
+    }
+    const field = new Uint8Array(sizeFieldBytes);
+    new DataView(field.buffer).setInt32(0, size);
+    await this.#connection.write(field);
+    for (const piece of pieces) await this.#connection.write(piece);
+  }
+
+  #changed(): Promise<void> {
+    return new Promise((resolve) => (this.#wake = resolve));
+  }
+
+  #notify(): void {
+    const wake = this.#wake;
+    this.#wake = null;
+    wake?.();
+  }
+}

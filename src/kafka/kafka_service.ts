@@ -1,0 +1,77 @@
+import type { Catalog } from "../broker/catalog.ts";
+import { InvalidNameError } from "../broker/broker_errors.ts";
+import { checkName } from "../broker/names.ts";
+import type { KafkaConfig } from "../config/config.ts";
+import { ConfigError } from "../config/config_error.ts";
+import type { Clock } from "../runtime/clock.ts";
+import type { Logger } from "../runtime/logger.ts";
+import type { Registry } from "../runtime/metrics.ts";
+import type { ListenAddress, Network } from "../runtime/network.ts";
+import { apiVersionsApi } from "./api_versions_api.ts";
+import type { KafkaApi, KafkaServing } from "./kafka_api.ts";
+import { KafkaCatalog } from "./kafka_catalog.ts";
+import { KafkaListener } from "./kafka_listener.ts";
+import { KafkaMetrics } from "./kafka_metrics.ts";
+import { apisByKey, KafkaRequestSession, servedRanges } from "./kafka_request_session.ts";
+import type { MetadataBroker } from "./metadata.ts";
+import { metadataApi } from "./metadata_api.ts";
+
+/** The Kafka broker id of a node that is not in a cluster. */
+export const standaloneNodeId = 1;
+
+/** Every API the listener serves, in key order. */
+export const kafkaApis: readonly KafkaApi[] = [metadataApi, apiVersionsApi];
+
+export interface KafkaServiceDeps {
+  config: KafkaConfig;
+  catalog: Catalog;
+  network: Network;
+  registry: Registry;
+  clock: Clock;
+  logger: Logger;
+}
+
+/**
+ * Opens the Kafka listener of `[kafka]`: checks its stream's name, listens, and serves every
+ * connection with a session over the stream's topics, advertising `advertised_address` (or the
+ * address listened on).
+ */
+export async function openKafkaListener(deps: KafkaServiceDeps): Promise<KafkaListener> {
+  const { config, logger } = deps;
+  try {
+    checkName("stream", config.stream);
+  } catch (error) {
+    if (error instanceof InvalidNameError) {
+      throw new ConfigError("[kafka] stream", error.message, { cause: error });
+    }
+    throw error;
+  }
+  const catalog = new KafkaCatalog(deps.catalog, config.stream);
+  const socket = await deps.network.listen(config.address);
+  const serving: KafkaServing = {
+    catalog,
+    broker: advertisedBroker(config, socket.address),
+    autoCreateTopics: config.autoCreateTopics,
+    defaultPartitions: config.defaultPartitions,
+    ranges: servedRanges(kafkaApis),
+    clock: deps.clock,
+    logger,
+  };
+  const metrics = new KafkaMetrics(deps.registry);
+  const apis = apisByKey(kafkaApis);
+  return new KafkaListener(socket, {
+    limits: {
+      maxFrameBytes: config.maxFrameBytes,
+      requestsInFlightMax: config.requestsInFlightPerConnectionMax,
+    },
+    connectionsMax: config.connectionsMax,
+    openSession: () => new KafkaRequestSession(apis, serving, metrics),
+    metrics,
+    logger,
+  });
+}
+
+function advertisedBroker(config: KafkaConfig, bound: ListenAddress): MetadataBroker {
+  const { hostname, port } = config.advertisedAddress ?? bound;
+  return { nodeId: standaloneNodeId, host: hostname, port, rack: null };
+}

@@ -1,0 +1,183 @@
+import { connect, type Socket } from "node:net";
+import { FrameSplitter } from "../../src/kafka/frame_splitter.ts";
+import { KafkaReader } from "../../src/kafka/kafka_reader.ts";
+import { KafkaWriter } from "../../src/kafka/kafka_writer.ts";
+import { isFlexible } from "../../src/kafka/request_header.ts";
+import type { StreamConnection } from "../../src/runtime/network.ts";
+
+/** A request as a client writes it on the wire: size field, header (v1 or v2) and body. */
+export function kafkaRequest(
+  api: number,
+  version: number,
+  correlationId: number,
+  body: (w: KafkaWriter) => void = () => {},
+  clientId: string | null = "strata-test",
+): Uint8Array {
+  const w = new KafkaWriter(16 * 1024 * 1024);
+  w.int32(0).int16(api).int16(version).int32(correlationId).nullableString(clientId);
+  if (isFlexible(api, version)) w.emptyTaggedFields();
+  body(w);
+  const frame = w.bytes().slice();
+  new DataView(frame.buffer).setInt32(0, frame.length - 4);
+  return frame;
+}
+
+/** A Kafka connection from a test: writes request frames, reads response frames in order. */
+export class KafkaWireClient {
+  readonly #socket: Socket;
+  readonly #splitter = new FrameSplitter(256 * 1024 * 1024);
+  readonly #frames: Uint8Array[] = [];
+  #waiter: (() => void) | null = null;
+  #closed = false;
+
+  private constructor(socket: Socket) {
+    this.#socket = socket;
+    socket.on("data", (chunk: Buffer) => {
+      this.#frames.push(...this.#splitter.push(new Uint8Array(chunk).slice()));
+      this.#wake();
+    });
+    socket.on("close", () => {
+      this.#closed = true;
+      this.#wake();
+    });
+    socket.on("error", () => {});
+  }
+
+  static connect(port: number, host = "127.0.0.1"): Promise<KafkaWireClient> {
+    return new Promise((resolve, reject) => {
+      const socket = connect({ port, host }, () => resolve(new KafkaWireClient(socket)));
+      socket.once("error", reject);
+    });
+  }
+
+  send(frame: Uint8Array): void {
+    this.#socket.write(frame);
+  }
+
+  /** The next response frame (correlation id first), or null once the server closed the connection. */
+  async next(deadlineMs = 10_000): Promise<KafkaReader | null> {
+    const until = Date.now() + deadlineMs;
+    while (this.#frames.length === 0 && !this.#closed) {
+      if (Date.now() > until) throw new Error(`no Kafka response within ${deadlineMs} ms`);
+      await new Promise<void>((resolve) => {
+        this.#waiter = resolve;
+        setTimeout(resolve, 100);
+      });
+    }
+    const frame = this.#frames.shift();
+    return frame === undefined ? null : new KafkaReader(frame);
+  }
+
+  /** Resolves once the server has closed the connection; rejects after `deadlineMs`. */
+  async closedByServer(deadlineMs = 10_000): Promise<void> {
+    const until = Date.now() + deadlineMs;
+    while (!this.#closed) {
+      if (Date.now() > until) throw new Error(`connection still open after ${deadlineMs} ms`);
+      await new Promise<void>((resolve) => {
+        this.#waiter = resolve;
+        setTimeout(resolve, 100);
+      });
+    }
+  }
+
+  close(): void {
+    this.#socket.destroy();
+  }
+
+  #wake(): void {
+    const waiter = this.#waiter;
+    this.#waiter = null;
+    waiter?.();
+  }
+}
+
+/** A `StreamConnection` in memory: the test delivers bytes and reads what was written. */
+export class MemoryConnection implements StreamConnection {
+  readonly remoteAddress = "memory:1";
+  readonly written: Uint8Array[] = [];
+  #incoming: (Uint8Array | null)[] = [];
+  #reader: (() => void) | null = null;
+  #closed = false;
+  #writeWaiters: (() => void)[] = [];
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  deliver(bytes: Uint8Array | null): void {
+    this.#incoming.push(bytes);
+    this.#wakeReader();
+  }
+
+  async read(): Promise<Uint8Array | null> {
+    while (this.#incoming.length === 0 && !this.#closed) {
+      await new Promise<void>((resolve) => (this.#reader = resolve));
+    }
+    if (this.#closed) return null;
+    return this.#incoming.shift() ?? null;
+  }
+
+  write(bytes: Uint8Array): Promise<void> {
+    if (this.#closed) return Promise.reject(new Error("closed"));
+    this.written.push(bytes.slice());
+    for (const wake of this.#writeWaiters.splice(0)) wake();
+    return Promise.resolve();
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#wakeReader();
+  }
+
+  /** The response frames written so far, each without its size field. */
+  frames(): Uint8Array[] {
+    const splitter = new FrameSplitter(256 * 1024 * 1024);
+    return this.written.flatMap((w) => splitter.push(w));
+  }
+
+  #wakeReader(): void {
+    const reader = this.#reader;
+    this.#reader = null;
+    reader?.();
+  }
+}
+
+/** A Metadata response (v1 to v8) as a client reads it, after the correlation id. */
+export function readMetadataAnswer(r: KafkaReader, version: number) {
+  if (version >= 3) r.int32();
+  const brokers = r.array((b) => ({
+    nodeId: b.int32(),
+    host: b.string(),
+    port: b.int32(),
+    rack: b.nullableString(),
+  }));
+  const clusterId = version >= 2 ? r.nullableString() : null;
+  const controllerId = r.int32();
+  const topics = r.array((tr) => {
+    const errorCode = tr.int16();
+    const name = tr.string();
+    tr.boolean();
+    const partitions = tr.array((p) => {
+      const partition = { errorCode: p.int16(), index: p.int32(), leader: p.int32() };
+      if (version >= 7) p.int32();
+      const replicas = p.array((x) => x.int32());
+      const isr = p.array((x) => x.int32());
+      if (version >= 5) p.array((x) => x.int32());
+      return { ...partition, replicas, isr };
+    });
+    if (version >= 8) tr.int32();
+    return { errorCode, name, partitions };
+  });
+  if (version >= 8) r.int32();
+  return { brokers, clusterId, controllerId, topics };
+}
+
+/** The body of a Metadata request (v1 to v8) for `topics` (null: every topic). */
+export function metadataBody(version: number, topics: string[] | null, allowCreate = true) {
+  return (w: KafkaWriter) => {
+    if (topics === null) w.int32(-1);
+    else w.array(topics, (x, name) => x.nullableString(name));
+    if (version >= 4) w.boolean(allowCreate);
+    if (version >= 8) w.boolean(false).boolean(false);
+  };
+}

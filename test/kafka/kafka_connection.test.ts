@@ -1,0 +1,141 @@
+import t from "tap";
+import { serveConnection } from "../../src/kafka/kafka_connection.ts";
+import { KafkaDecodeError } from "../../src/kafka/kafka_reader.ts";
+import type { KafkaSession } from "../../src/kafka/kafka_session.ts";
+import { silentLogger } from "../../src/runtime/logger.ts";
+import { MemoryConnection } from "../helpers/kafka_wire.ts";
+
+/** A request frame whose body is its number: 12 bytes after the size field. */
+function frame(n: number): Uint8Array {
+  const bytes = new Uint8Array(4 + 12);
+  const view = new DataView(bytes.buffer);
+  view.setInt32(0, 12);
+  view.setInt32(12, n);
+  return bytes;
+}
+
+const numberOf = (f: Uint8Array) => new DataView(f.buffer, f.byteOffset).getInt32(8);
+
+/** A session that answers each request when the test releases it, echoing its number. */
+class HeldSession implements KafkaSession {
+  readonly handled: number[] = [];
+  readonly #release = new Map<number, (answer: Uint8Array[] | null | Error) => void>();
+  closedCount = 0;
+
+  handle(f: Uint8Array): Promise<readonly Uint8Array[] | null> {
+    const n = numberOf(f);
+    this.handled.push(n);
+    return new Promise((resolve, reject) => {
+      this.#release.set(n, (answer) => (answer instanceof Error ? reject(answer) : resolve(answer)));
+    });
+  }
+
+  answer(n: number, answer: Uint8Array[] | null | Error = [echo(n)]): void {
+    this.#release.get(n)!(answer);
+  }
+
+  closed(): void {
+    this.closedCount++;
+  }
+}
+
+function echo(n: number): Uint8Array {
+  const bytes = new Uint8Array(12);
+  new DataView(bytes.buffer).setInt32(0, n);
+  return bytes;
+}
+
+const answered = (c: MemoryConnection) =>
+  c.frames().map((f) => new DataView(f.buffer, f.byteOffset).getInt32(0));
+const limits = { maxFrameBytes: 1024, requestsInFlightMax: 3 };
+
+async function until(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !condition(); i++) await new Promise((r) => setImmediate(r));
+  if (!condition()) throw new Error("condition not met within 1000 turns");
+}
+
+t.test("pipelined requests are handled together and answered in request order", async (t) => {
+  const connection = new MemoryConnection();
+  const session = new HeldSession();
+  const served = serveConnection(connection, session, limits, silentLogger());
+  const joined = new Uint8Array([...frame(1), ...frame(2), ...frame(3)]);
+  connection.deliver(joined);
+  await until(() => session.handled.length === 3);
+  session.answer(3);
+  session.answer(2);
+  await new Promise((r) => setImmediate(r));
+  t.same(answered(connection), [], "nothing goes out before the first answer");
+  session.answer(1);
+  await until(() => answered(connection).length === 3);
+  t.same(answered(connection), [1, 2, 3]);
+  connection.deliver(null);
+  t.equal(await served, null, "the peer closed it");
+  t.equal(session.closedCount, 1);
+});
+
+t.test("past max_in_flight_requests a request waits for an answer before it is handled", async (t) => {
+  const connection = new MemoryConnection();
+  const session = new HeldSession();
+  const served = serveConnection(connection, session, limits, silentLogger());
+  for (let n = 1; n <= 5; n++) connection.deliver(frame(n));
+  await until(() => session.handled.length === 3);
+  for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
+  t.same(session.handled, [1, 2, 3], "the fourth is not handled while three are in flight");
+  session.answer(1);
+  await until(() => session.handled.length === 4);
+  t.same(session.handled, [1, 2, 3, 4]);
+  session.answer(2);
+  session.answer(3);
+  session.answer(4);
+  await until(() => session.handled.length === 5);
+  session.answer(5, null);
+  connection.deliver(null);
+  t.equal(await served, null);
+  t.same(answered(connection), [1, 2, 3, 4], "a null answer (acks 0) writes nothing");
+});
+
+t.test("a frame split across reads is whole before it is handled", async (t) => {
+  const connection = new MemoryConnection();
+  const session = new HeldSession();
+  const served = serveConnection(connection, session, limits, silentLogger());
+  const bytes = frame(7);
+  for (const b of bytes) connection.deliver(new Uint8Array([b]));
+  await until(() => session.handled.length === 1);
+  session.answer(7);
+  connection.deliver(null);
+  t.equal(await served, null);
+  t.same(answered(connection), [7]);
+});
+
+t.test("a malformed or oversized frame closes the connection", async (t) => {
+  for (
+    const [size, name] of [[3, "shorter than a header"], [2048, "over max_frame_bytes"], [
+      -1,
+      "negative",
+    ]] as const
+  ) {
+    const connection = new MemoryConnection();
+    const session = new HeldSession();
+    const served = serveConnection(connection, session, limits, silentLogger());
+    const bytes = new Uint8Array(8);
+    new DataView(bytes.buffer).setInt32(0, size);
+    connection.deliver(bytes);
+    t.equal(await served, "malformed_frame", name);
+    t.ok(connection.closed, `${name}: closed`);
+    t.same(session.handled, [], `${name}: nothing handled`);
+  }
+});
+
+t.test("a request the session rejects closes the connection after the answers before it", async (t) => {
+  const connection = new MemoryConnection();
+  const session = new HeldSession();
+  const served = serveConnection(connection, session, limits, silentLogger());
+  connection.deliver(new Uint8Array([...frame(1), ...frame(2), ...frame(3)]));
+  await until(() => session.handled.length === 3);
+  session.answer(2, new KafkaDecodeError("a truncated body"));
+  session.answer(1);
+  t.equal(await served, "malformed_request");
+  t.same(answered(connection), [1], "the answer before the bad request went out, none after");
+  t.ok(connection.closed);
+  session.answer(3);
+});

@@ -1,0 +1,142 @@
+import t, { type Test } from "tap";
+import type { KafkaReader } from "../../src/kafka/kafka_reader.ts";
+import { kafkaErrorCode } from "../../src/kafka/kafka_error_code.ts";
+import { openKafkaListener, standaloneNodeId } from "../../src/kafka/kafka_service.ts";
+import { apiKey } from "../../src/kafka/request_header.ts";
+import { ConfigError } from "../../src/config/config_error.ts";
+import { loadConfig } from "../../src/config/load_config.ts";
+import { silentLogger } from "../../src/runtime/logger.ts";
+import { NodeNetwork } from "../../src/runtime/node_network.ts";
+import { openServer } from "../helpers/open_server.ts";
+import { kafkaRequest, KafkaWireClient, metadataBody, readMetadataAnswer } from "../helpers/kafka_wire.ts";
+
+async function openKafka(t: Test, env: Record<string, string> = {}) {
+  const opened = await openServer(t);
+  const { config } = loadConfig("", "test", { STRATA_KAFKA_ADDRESS: "127.0.0.1:0", ...env });
+  const listener = await openKafkaListener({
+    config: config.kafka,
+    catalog: opened.server.catalog,
+    network: new NodeNetwork(),
+    registry: opened.server.registry,
+    clock: opened.clock,
+    logger: silentLogger(),
+  });
+  t.teardown(() => listener.close());
+  const connect = async () => {
+    const client = await KafkaWireClient.connect(listener.address.port);
+    t.teardown(() => client.close());
+    return client;
+  };
+  const metric = async (name: string) => (await opened.server.registry.getSingleMetricAsString(name));
+  return { ...opened, listener, connect, metric };
+}
+
+/** The next answer after its correlation id. */
+async function answerBody(client: KafkaWireClient): Promise<KafkaReader> {
+  const reader = (await client.next())!;
+  reader.int32();
+  return reader;
+}
+
+t.test("ApiVersions over TCP lists the APIs served; a version past v3 is answered in v0", async (t) => {
+  const { connect } = await openKafka(t);
+  const client = await connect();
+  client.send(kafkaRequest(apiKey.apiVersions, 2, 11));
+  client.send(kafkaRequest(apiKey.apiVersions, 9, 12));
+  const v2 = (await client.next())!;
+  t.equal(v2.int32(), 11);
+  t.equal(v2.int16(), kafkaErrorCode.none);
+  const ranges = v2.array((r) => [r.int16(), r.int16(), r.int16()]);
+  t.same(ranges, [[apiKey.metadata, 0, 8], [apiKey.apiVersions, 0, 3]]);
+  const v9 = (await client.next())!;
+  t.equal(v9.int32(), 12);
+  t.equal(v9.int16(), kafkaErrorCode.unsupportedVersion);
+});
+
+t.test("Metadata creates a topic on first use, in the Kafka stream the HTTP API sees", async (t) => {
+  const { connect, client: http } = await openKafka(t, { STRATA_KAFKA_DEFAULT_PARTITIONS: "3" });
+  const kafka = await connect();
+  kafka.send(kafkaRequest(apiKey.metadata, 4, 1, metadataBody(4, ["orders", "_schemas"])));
+  const answer = readMetadataAnswer(await answerBody(kafka), 4);
+  t.equal(answer.brokers.length, 1);
+  t.equal(answer.brokers[0]!.nodeId, standaloneNodeId);
+  t.equal(answer.controllerId, standaloneNodeId);
+  t.same(answer.topics.map((x) => [x.name, x.errorCode, x.partitions.length]), [
+    ["orders", 0, 3],
+    ["_schemas", 0, 3],
+  ], "both created, a name with a leading underscore as well");
+  t.same(answer.topics[0]!.partitions[2], { errorCode: 0, index: 2, leader: 1, replicas: [1], isr: [1] });
+  const described = await http().getTopic("kafka", "orders");
+  t.equal(described["partitions"], 3, "the HTTP API sees the topic under the kafka stream");
+
+  kafka.send(kafkaRequest(apiKey.metadata, 1, 2, metadataBody(1, null)));
+  const all = readMetadataAnswer(await answerBody(kafka), 1);
+  t.same(all.topics.map((x) => x.name).sort(), ["_schemas", "orders"], "null asks for every topic");
+});
+
+t.test("Metadata refuses what it cannot create, topic by topic", async (t) => {
+  const { connect, metric } = await openKafka(t);
+  const kafka = await connect();
+  kafka.send(kafkaRequest(apiKey.metadata, 4, 3, metadataBody(4, ["absent"], false)));
+  kafka.send(kafkaRequest(apiKey.metadata, 8, 4, metadataBody(8, ["..", "a/b", "x".repeat(250)])));
+  const notAllowed = readMetadataAnswer(await answerBody(kafka), 4);
+  t.same(notAllowed.topics.map((x) => x.errorCode), [kafkaErrorCode.unknownTopicOrPartition]);
+  const invalid = readMetadataAnswer(await answerBody(kafka), 8);
+  t.same(invalid.topics.map((x) => x.errorCode), Array(3).fill(kafkaErrorCode.invalidTopicException));
+  t.match(await metric("strata_kafka_request_errors_total"), /api="metadata"\} 2/);
+  t.match(await metric("strata_kafka_requests_total"), /api="metadata"\} 2/);
+});
+
+t.test("auto_create_topics = false answers UNKNOWN_TOPIC_OR_PARTITION", async (t) => {
+  const { connect } = await openKafka(t, { STRATA_KAFKA_AUTO_CREATE_TOPICS: "false" });
+  const kafka = await connect();
+  kafka.send(kafkaRequest(apiKey.metadata, 1, 5, metadataBody(1, ["orders"])));
+  const answer = readMetadataAnswer(await answerBody(kafka), 1);
+  t.same(answer.topics.map((x) => x.errorCode), [kafkaErrorCode.unknownTopicOrPartition]);
+});
+
+t.test("an unknown API key, or a version not served, closes that connection only", async (t) => {
+  const { connect, metric } = await openKafka(t);
+  const unknown = await connect();
+  unknown.send(kafkaRequest(999, 0, 1));
+  t.equal(await unknown.next(), null, "closed with no answer");
+  const tooNew = await connect();
+  tooNew.send(kafkaRequest(apiKey.metadata, 9, 1, () => {}));
+  t.equal(await tooNew.next(), null);
+  const truncated = await connect();
+  truncated.send(kafkaRequest(apiKey.metadata, 1, 1, (w) => w.int32(5)));
+  t.equal(await truncated.next(), null, "a body shorter than its array closes it");
+  const healthy = await connect();
+  healthy.send(kafkaRequest(apiKey.apiVersions, 0, 42));
+  t.equal((await healthy.next())!.int32(), 42, "another connection is still served");
+  const closed = await metric("strata_kafka_connections_closed_total");
+  t.match(closed, /reason="unknown_api"\} 1/);
+  t.match(closed, /reason="unsupported_version"\} 1/);
+  t.match(closed, /reason="malformed_request"\} 1/);
+});
+
+t.test("max_connections: one more connection is closed as it is accepted", async (t) => {
+  const { connect, listener, metric } = await openKafka(t, { STRATA_KAFKA_MAX_CONNECTIONS: "2" });
+  const first = await connect();
+  const second = await connect();
+  first.send(kafkaRequest(apiKey.apiVersions, 0, 1));
+  second.send(kafkaRequest(apiKey.apiVersions, 0, 2));
+  t.ok(await first.next());
+  t.ok(await second.next());
+  const third = await connect();
+  await third.closedByServer();
+  t.equal(listener.connectionCount, 2);
+  t.match(await metric("strata_kafka_connections_refused_total"), /refused_total 1/);
+  first.close();
+  const deadline = Date.now() + 10_000;
+  while (listener.connectionCount !== 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  const fourth = await connect();
+  fourth.send(kafkaRequest(apiKey.apiVersions, 0, 4));
+  t.equal((await fourth.next())!.int32(), 4, "served once a connection closed");
+});
+
+t.test("a [kafka] stream that is no stream name stops start-up naming the key", async (t) => {
+  const error = await openKafka(t, { STRATA_KAFKA_STREAM: "../etc" }).catch((e) => e);
+  t.ok(error instanceof ConfigError, "a ConfigError");
+  t.equal(error.key, "[kafka] stream");
+});
