@@ -7,6 +7,7 @@ import { ConfigError } from "./config/config_error.ts";
 import { loadConfig } from "./config/load_config.ts";
 import { ObjectStoreProbeError } from "./objectstore/probe_object_store.ts";
 import { Logger } from "./runtime/logger.ts";
+import { FormatVersionError } from "./runtime/format_version_error.ts";
 import { NodeDisk } from "./runtime/node_disk.ts";
 import { OsThreadControl } from "./runtime/os_thread_control.ts";
 import { RealClock } from "./runtime/real_clock.ts";
@@ -137,7 +138,8 @@ try {
   Deno.exit(await main());
 } catch (error) {
   if (
-    error instanceof ConfigError || error instanceof CliArgsError || error instanceof ObjectStoreProbeError
+    error instanceof ConfigError || error instanceof CliArgsError || error instanceof ObjectStoreProbeError ||
+    error instanceof FormatVersionError
   ) {
     console.error(error.message);
     Deno.exit(2);

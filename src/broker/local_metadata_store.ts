@@ -2,6 +2,7 @@ import { assert } from "../runtime/assert.ts";
 import type { Disk } from "../runtime/disk.ts";
 import { readRecordFile, writeRecordFile } from "../runtime/record_file.ts";
 import type { Rng } from "../runtime/rng.ts";
+import { FormatVersionError, storageFormatVersion } from "../runtime/format_version_error.ts";
 import type { Metadata } from "./metadata.ts";
 import type { MetadataStore } from "./metadata_store.ts";
 import { withOptionDefaults } from "./topic_options.ts";
@@ -37,8 +38,15 @@ export class LocalMetadataStore implements MetadataStore {
   async load(): Promise<Readonly<Metadata>> {
     assert(this.#doc === null, "Cannot load the metadata: it is loaded already");
     const stored = await readMetadata(this.#disk, this.#dataPath);
+    if (stored !== null && stored.version !== storageFormatVersion) {
+      throw new FormatVersionError(
+        `the data directory ${this.#dataPath}`,
+        stored.version,
+        storageFormatVersion,
+      );
+    }
     const doc: Metadata = stored ??
-      { version: 1, clusterId: this.#rng.hex64(), nextStreamId: 1, streams: [] };
+      { version: storageFormatVersion, clusterId: this.#rng.hex64(), nextStreamId: 1, streams: [] };
     // A configured id replaces the stored one in memory; the file takes it with the next commit.
     if (this.#configuredClusterId !== "") doc.clusterId = this.#configuredClusterId;
     for (const stream of doc.streams) {

@@ -20,7 +20,8 @@ export interface StreamMeta {
 
 /** The cluster's metadata document: the names-to-ids map and every topic's options. */
 export interface Metadata {
-  version: 1;
+  /** `storageFormatVersion`: 2. */
+  version: number;
   clusterId: string;
   nextStreamId: number;
   streams: StreamMeta[];

@@ -106,17 +106,34 @@ export interface BatchOptions {
   timestampType: "create_time" | "log_append_time";
 }
 
+/** The bytes of an uncompressed RecordBatch v2 of `records`. */
+export function recordBatchBytes(records: readonly BatchRecord[]): number {
+  return recordBatchHeaderBytes + records.reduce((n, r) => n + recordBytes(r), 0);
+}
+
 /**
  * An uncompressed RecordBatch v2 of `records`, with its CRC, as a producer without idempotence
  * sends one (producer id -1, epoch -1, sequence -1, leader epoch -1).
  */
 export function encodeRecordBatch(records: readonly BatchRecord[], options: BatchOptions): Uint8Array {
+  const batch = new Uint8Array(recordBatchBytes(records));
+  writeRecordBatch(batch, records, options);
+  return batch;
+}
+
+/**
+ * Writes the batch `encodeRecordBatch` makes into `target`, exactly its length, every byte of it:
+ * the log encodes straight into reused write buffers.
+ */
+export function writeRecordBatch(
+  target: Uint8Array,
+  records: readonly BatchRecord[],
+  options: BatchOptions,
+): void {
   if (records.length === 0) throw new RangeError("Cannot encode a record batch: it has no records");
-  const sizeBytes = recordBatchHeaderBytes + records.reduce((n, r) => n + recordBytes(r), 0);
-  const batch = new Uint8Array(sizeBytes);
-  const view = new DataView(batch.buffer);
+  const view = new DataView(target.buffer, target.byteOffset, target.byteLength);
   view.setBigInt64(batchField.baseOffset, BigInt(options.baseOffset));
-  view.setInt32(batchField.batchLength, sizeBytes - batchLengthOverheadBytes);
+  view.setInt32(batchField.batchLength, target.length - batchLengthOverheadBytes);
   view.setInt32(batchField.partitionLeaderEpoch, -1);
   view.setInt8(batchField.magic, recordBatchMagic);
   view.setInt16(batchField.attributes, options.timestampType === "log_append_time" ? 0x08 : 0);
@@ -128,9 +145,13 @@ export function encodeRecordBatch(records: readonly BatchRecord[], options: Batc
   view.setInt32(batchField.baseSequence, -1);
   view.setInt32(batchField.recordCount, records.length);
   let next = recordBatchHeaderBytes;
-  for (const record of records) next = encodeRecord(batch, next, record);
-  view.setUint32(batchField.crc, computeBatchCrc(batch));
-  return batch;
+  for (const record of records) next = encodeRecord(target, next, record);
+  if (next !== target.length) {
+    throw new RangeError(
+      `Cannot encode a record batch of ${next} bytes into ${target.length}: not exactly its length`,
+    );
+  }
+  view.setUint32(batchField.crc, computeBatchCrc(target));
 }
 
 /**

@@ -8,6 +8,7 @@ import { PartitionRefusedError } from "./log_errors.ts";
 import { PartitionLog } from "./partition_log.ts";
 import { recoverSegments } from "./recover_segments.ts";
 import type { Segment } from "./segment.ts";
+import { storageFormatVersion } from "../runtime/format_version_error.ts";
 import { readSuperblock, type Superblock, writeSuperblock } from "./superblock.ts";
 import type { RetentionDecision } from "./total_retention.ts";
 import {
@@ -97,7 +98,7 @@ export class Partition {
     const dir = partitionDir(dataPath, address);
     await disk.mkdirp(dir);
     const superblock: Superblock = {
-      version: 1,
+      version: storageFormatVersion,
       // Random, not a counter: unique even if a wiped data directory reuses the same ids.
       createdRevision: rng.hex64(),
       purgeGeneration: 0,

@@ -1,7 +1,8 @@
+import { FormatVersionError } from "../runtime/format_version_error.ts";
 import type { Disk } from "../runtime/disk.ts";
 import type { Logger } from "../runtime/logger.ts";
 import { readUpTo } from "../runtime/read_up_to.ts";
-import { type BatchHeader, decodeBatchHeader, isPlausibleHeader } from "./batch_codec.ts";
+import { type BatchHeader, batchHeaderBytes, decodeBatchHeader, isPlausibleHeader } from "./batch_codec.ts";
 import { PartitionRefusedError } from "./log_errors.ts";
 import { scanBatches } from "./scan_batches.ts";
 import { Segment } from "./segment.ts";
@@ -154,6 +155,9 @@ async function readMarker(
   try {
     marker = decodeRemoteMarker(await readUpTo(file, 0, remoteMarkerBytes + 1));
   } catch (error) {
+    if (error instanceof FormatVersionError) {
+      throw new PartitionRefusedError(label, `segment ${segment.stem}: ${error.message}`, { cause: error });
+    }
     unreadable = error as Error;
   } finally {
     await file.close();
@@ -336,7 +340,7 @@ async function validBatchFollows(
   if (header === null) return false;
   const next = position + header.lengthBytes;
   if (next >= size) return false;
-  const bytes = await readUpTo(file, next, Math.min(size - next, 48));
+  const bytes = await readUpTo(file, next, Math.min(size - next, batchHeaderBytes));
   const following = decodeBatchHeader(bytes);
   return following !== null && isPlausibleHeader(following) &&
     following.baseOffset === expectedOffset + header.messageCount && next + following.lengthBytes <= size;

@@ -1,4 +1,5 @@
 import { crc32c } from "../runtime/crc32c.ts";
+import { FormatVersionError, storageFormatVersion } from "../runtime/format_version_error.ts";
 
 /**
  * The `{stem}.remote` marker a tiered segment leaves on local disk (docs/DESIGN.md, "Markers and the
@@ -7,7 +8,7 @@ import { crc32c } from "../runtime/crc32c.ts";
  * Little-endian:
  *
  *    0  magic "STRAREMT"       8 bytes
- *    8  version u16 (1)        flags u16 (0)        reserved u32
+ *    8  version u16 (2)        flags u16 (0)        reserved u32
  *   16  start_offset u64       end_offset u64
  *   32  size u64               index_size u64
  *   48  start_timestamp u64    end_timestamp u64    max_timestamp u64   (microseconds)
@@ -17,7 +18,7 @@ import { crc32c } from "../runtime/crc32c.ts";
  *  112  padding to 128 (zero)
  */
 export const remoteMarkerBytes = 128;
-export const remoteMarkerVersion = 1;
+export const remoteMarkerVersion = storageFormatVersion;
 const magic = new TextEncoder().encode("STRAREMT");
 
 export interface RemoteMarker {
@@ -67,7 +68,10 @@ export function encodeRemoteMarker(m: RemoteMarker): Uint8Array {
   return bytes;
 }
 
-/** Decodes and checks a marker: size, magic, version and record checksum. */
+/**
+ * Decodes and checks a marker: size, magic, version and record checksum. A marker of another
+ * version throws `FormatVersionError`; any other fault `MarkerError`.
+ */
 export function decodeRemoteMarker(bytes: Uint8Array): RemoteMarker {
   if (bytes.length !== remoteMarkerBytes) {
     throw new MarkerError(`expected ${remoteMarkerBytes} bytes, got ${bytes.length}`);
@@ -78,7 +82,10 @@ export function decodeRemoteMarker(bytes: Uint8Array): RemoteMarker {
     throw new MarkerError("record checksum mismatch");
   }
   const version = view.getUint16(8, true);
-  if (version !== remoteMarkerVersion) throw new MarkerError(`unknown version ${version}`);
+  // A whole marker of another version is no torn one: refused by name, never removed as unfinished.
+  if (version !== remoteMarkerVersion) {
+    throw new FormatVersionError("a .remote marker", version, remoteMarkerVersion);
+  }
   const u64 = (at: number) => Number(view.getBigUint64(at, true));
   return {
     startOffset: u64(16),

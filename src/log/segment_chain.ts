@@ -120,8 +120,9 @@ export class SegmentChain {
   async append(messages: readonly MessageInput[], config: LogConfig): Promise<AppendResult> {
     const segment = this.active;
     const baseOffset = this.#nextOffset;
-    // Server-assigned timestamps never go backwards within a partition, even if the wall clock does.
-    const timestampUs = Math.max(this.#lastTimestampUs, Math.round(this.#clock.wallMs() * 1000));
+    // Server-assigned timestamps never go backwards within a partition, even if the wall clock does;
+    // they are whole milliseconds, as a batch holds them.
+    const timestampUs = Math.max(this.#lastTimestampUs, Math.floor(this.#clock.wallMs()) * 1000);
     const batch = prepareBatch(messages);
     const position = segment.sizeBytes;
     // Batches of one group are written together, one write per write buffer, not one per batch.

@@ -1,12 +1,14 @@
 import type { Disk } from "../runtime/disk.ts";
 import { readRecordFile, writeRecordFile } from "../runtime/record_file.ts";
+import { FormatVersionError, storageFormatVersion } from "../runtime/format_version_error.ts";
 
 /**
  * A partition's small durable facts, rewritten atomically on every change: its incarnation, the
  * tiered floor and the deleted-up-to watermark (docs/DESIGN.md, "Terms").
  */
 export interface Superblock {
-  version: 1;
+  /** `storageFormatVersion`: 2. */
+  version: number;
   /** Identifies this incarnation of the partition: random 64 bits as 16 hex digits. */
   createdRevision: string;
   /** Bumped by every purge; separates the offset spaces before and after it. */
@@ -36,8 +38,11 @@ export function writeSuperblock(disk: Disk, dir: string, superblock: Superblock)
 export async function readSuperblock(disk: Disk, dir: string): Promise<Superblock | null> {
   const stored = await readRecordFile<Partial<Superblock>>(disk, `${dir}/${superblockFileName}`, magic);
   if (stored === null) return null;
+  if (stored.version !== storageFormatVersion) {
+    throw new FormatVersionError(`the superblock of ${dir}`, stored.version, storageFormatVersion);
+  }
   return {
-    version: 1,
+    version: storageFormatVersion,
     createdRevision: stored.createdRevision ?? "",
     purgeGeneration: stored.purgeGeneration ?? 0,
     tieredUpToOffset: stored.tieredUpToOffset ?? 0,

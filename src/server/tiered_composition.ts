@@ -1,3 +1,4 @@
+import { checkBucketFormat } from "../tier/bucket_format.ts";
 import type { Catalog } from "../broker/catalog.ts";
 import { ConfigError } from "../config/config_error.ts";
 import { cacheBudgetMinBytes } from "../config/load_config.ts";
@@ -85,6 +86,7 @@ export class TieredComposition {
       );
     }
     deps.logger.info("chunk cache budget", { budget_bytes: budgetBytes, size_bytes: c.sizeBytes });
+    await checkBucketFormat(store, deps.config.tieredStorage.s3.prefix, clusterId);
     return new TieredComposition(deps, store, clusterId, budgetBytes, metrics);
   }
 

@@ -1,3 +1,4 @@
+import { storageFormatVersion } from "../runtime/format_version_error.ts";
 import type { Partition } from "../log/partition.ts";
 import type { DeadlineObjectStore } from "../objectstore/deadline_object_store.ts";
 import type { RequestBudget } from "./housekeeping_budget.ts";
@@ -28,7 +29,11 @@ export async function uploadManifest(
   budget.take();
   await deps.store.put(manifestKey(inc), async function* () {
     yield bytes;
-  }, { sizeBytes: bytes.length, metadata: { "format-version": "1" }, ifAbsent: false });
+  }, {
+    sizeBytes: bytes.length,
+    metadata: { "format-version": String(storageFormatVersion) },
+    ifAbsent: false,
+  });
   deps.metrics?.manifestsUploaded.inc();
   return {
     kind: "upload_manifest",

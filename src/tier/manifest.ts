@@ -1,3 +1,4 @@
+import { FormatVersionError, storageFormatVersion } from "../runtime/format_version_error.ts";
 import { pack, unpack } from "msgpackr";
 import type { Partition } from "../log/partition.ts";
 
@@ -8,7 +9,8 @@ import type { Partition } from "../log/partition.ts";
  * truth for a live cluster; it is what a restore into an empty cluster reads.
  */
 export interface PartitionManifest {
-  version: 1;
+  /** `storageFormatVersion`. */
+  version: number;
   streamId: number;
   topicId: number;
   partitionId: number;
@@ -47,7 +49,7 @@ export function manifestOf(partition: Partition): PartitionManifest {
       logCrc32: s.marker?.logCrc32 ?? null,
     }));
   return {
-    version: 1,
+    version: storageFormatVersion,
     ...partition.address,
     createdRevision: sb.createdRevision,
     purgeGeneration: sb.purgeGeneration,
@@ -63,6 +65,11 @@ export function encodeManifest(m: PartitionManifest): Uint8Array {
 
 export function decodeManifest(bytes: Uint8Array): PartitionManifest {
   const m = unpack(bytes) as PartitionManifest;
-  if (m?.version !== 1 || !Array.isArray(m.segments)) throw new Error("Cannot read manifest: unknown format");
+  if (typeof m?.version === "number" && m.version !== storageFormatVersion) {
+    throw new FormatVersionError("a partition manifest", m.version, storageFormatVersion);
+  }
+  if (m?.version !== storageFormatVersion || !Array.isArray(m.segments)) {
+    throw new Error("Cannot read manifest: unknown format");
+  }
   return m;
 }

@@ -1,3 +1,4 @@
+import { storageFormatVersion } from "../runtime/format_version_error.ts";
 import type { Segment } from "../log/segment.ts";
 import { assert } from "../runtime/assert.ts";
 import type { Disk, DiskFile } from "../runtime/disk.ts";
@@ -55,7 +56,7 @@ export type UploadOutcome =
   /** An object already there with other bytes: reported, never overwritten; the floor stalls. */
   | { kind: "anomaly"; detail: string };
 
-export const segmentFormatVersion = "1";
+export const segmentFormatVersion = String(storageFormatVersion);
 
 /**
  * Uploads one sealed segment's `.log` then `.index`. The `.log` is read twice, piece by piece with

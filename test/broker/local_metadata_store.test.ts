@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
+import { FormatVersionError } from "../../src/runtime/format_version_error.ts";
 import { LocalMetadataStore, readMetadata } from "../../src/broker/local_metadata_store.ts";
 import type { Metadata } from "../../src/broker/metadata.ts";
 import { initCrc32c } from "../../src/runtime/crc32c.ts";
@@ -38,7 +39,7 @@ t.test("the first load creates the document with a cluster id and stores it", as
   const store = new LocalMetadataStore(disk, dir, new Rng(7), "");
   t.throws(() => store.doc, /not loaded/, "nothing to read before the load");
   const doc = await store.load();
-  t.match(doc, { version: 1, nextStreamId: 1, streams: [] });
+  t.match(doc, { version: 2, nextStreamId: 1, streams: [] });
   t.match(doc.clusterId, /^[0-9a-f]{16}$/);
   t.same(await readMetadata(disk, dir), doc, "written at once");
   t.equal(readFileSync(join(dir, "metadata.bin")).subarray(0, 8).toString("latin1"), "STRAMETA");
@@ -64,7 +65,7 @@ t.test("a file written before an option existed loads with that option's default
   const disk = new NodeDisk();
   const { retentionConsumerBarrier: _, ...olderOptions } = topicOptions;
   const stored = {
-    version: 1,
+    version: 2,
     clusterId: "c0ffee",
     nextStreamId: 2,
     streams: [{
@@ -105,4 +106,22 @@ t.test("commits are serialized, each on the latest document, and a failed one ch
   t.same(store.doc.streams.map((s) => s.name), ["a", "b", "c", "e"]);
   const reloaded = await new LocalMetadataStore(disk, dir, new Rng(7), "").load();
   t.same(reloaded, store.doc, "what was committed is what a reload finds");
+});
+
+t.test("a data directory of another format version is refused, naming the version found and expected", async (t) => {
+  const dir = tempDir(t);
+  const disk = new NodeDisk();
+  await writeRecordFile(disk, dir, "metadata.bin", "STRAMETA", {
+    version: 1,
+    clusterId: "c0ffee",
+    nextStreamId: 1,
+    streams: [],
+  });
+  const error = await new LocalMetadataStore(disk, dir, new Rng(7), "").load().catch((e) => e);
+  t.ok(error instanceof FormatVersionError, "a FormatVersionError");
+  t.equal(
+    error.message,
+    `Cannot read the data directory ${dir}: it is in format version 1, this server reads format version 2 (docs/FORMAT.md, "Format versions")`,
+  );
+  t.equal((await readMetadata(disk, dir))!.version, 1, "nothing was rewritten");
 });

@@ -29,7 +29,7 @@ const options: TopicOptions = {
 
 /** Stream 4 "s" with topic 2 "t"; the next stream is 5, the next topic of "s" is 3. */
 const doc = (): Metadata => ({
-  version: 1,
+  version: 2,
   clusterId: "c",
   nextStreamId: 5,
   streams: [{

@@ -1,7 +1,10 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { getPriority, setPriority, tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
+import { initCrc32c } from "../../src/runtime/crc32c.ts";
+import { NodeDisk } from "../../src/runtime/node_disk.ts";
+import { writeRecordFile } from "../../src/runtime/record_file.ts";
 import { configCopy, shippedConfig } from "../helpers/config_copy.ts";
 import { runServerExpectingFailure, spawnServer } from "../helpers/spawn_server.ts";
 
@@ -133,3 +136,23 @@ t.test(
     t.equal(await server.stop("SIGTERM"), 0);
   },
 );
+
+t.test("a data directory of the previous format stops start-up with exit 2, naming both versions", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "strata-e2e-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const data = join(dir, "data");
+  mkdirSync(data);
+  await initCrc32c();
+  await writeRecordFile(new NodeDisk(), data, "metadata.bin", "STRAMETA", {
+    version: 1,
+    clusterId: "c0ffee",
+    nextStreamId: 1,
+    streams: [],
+  });
+  const { code, stderr } = await runServerExpectingFailure(["--config", configCopy(dir)]);
+  t.equal(code, 2);
+  t.match(
+    stderr,
+    `Cannot read the data directory ${data}: it is in format version 1, this server reads format version 2`,
+  );
+});

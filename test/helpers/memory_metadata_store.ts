@@ -25,7 +25,7 @@ export class MemoryMetadataStore implements MetadataStore {
   /** What a load finds: the last document committed. */
   #stored: Metadata;
 
-  constructor(stored: Metadata = { version: 1, clusterId: "c0ffee", nextStreamId: 1, streams: [] }) {
+  constructor(stored: Metadata = { version: 2, clusterId: "c0ffee", nextStreamId: 1, streams: [] }) {
     this.#stored = structuredClone(stored);
   }
 

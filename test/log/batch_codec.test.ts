@@ -1,20 +1,23 @@
 import t from "tap";
 import {
+  batchHeaderBytes,
   decodeBatchHeader,
   decodeMessages,
   encodeBatch,
+  isPlausibleHeader,
   type MessageInput,
   prepareBatch,
   verifyBatch,
   writeBatchInto,
 } from "../../src/log/batch_codec.ts";
+import { validateRecordBatch } from "../../src/log/batch_records.ts";
 import { initCrc32c } from "../../src/runtime/crc32c.ts";
 
 await initCrc32c();
 const bytes = (s: string) => new TextEncoder().encode(s);
 
 t.test("a batch round-trips keys, headers, payloads, offsets and timestamps", (t) => {
-  const batch = encodeBatch(1000, 1_700_000_000_000_123, [
+  const batch = encodeBatch(1000, 1_700_000_000_123_000, [
     { key: "user-1", headers: { "content-type": "text/plain", trace: "é✓" }, payload: bytes("hello") },
     { key: null, headers: {}, payload: new Uint8Array(0) },
     { key: "", headers: {}, payload: new Uint8Array([0, 255, 7]) },
@@ -29,12 +32,12 @@ t.test("a batch round-trips keys, headers, payloads, offsets and timestamps", (t
   t.same(messages.map((m) => m.key), ["user-1", null, ""]);
   t.same(messages[0]!.headers, { "content-type": "text/plain", trace: "é✓" });
   t.same([...messages[2]!.payload], [0, 255, 7]);
-  t.equal(messages[1]!.timestampUs, 1_700_000_000_000_123);
+  t.equal(messages[1]!.timestampUs, 1_700_000_000_123_000);
   t.end();
 });
 
 t.test("messages without headers share one frozen empty object; those with headers get their own", (t) => {
-  const batch = encodeBatch(0, 1, [
+  const batch = encodeBatch(0, 1000, [
     { key: null, headers: {}, payload: new Uint8Array(1) },
     { key: null, headers: {}, payload: new Uint8Array(1) },
     { key: null, headers: { a: "1" }, payload: new Uint8Array(1) },
@@ -50,10 +53,12 @@ t.test("messages without headers share one frozen empty object; those with heade
   t.end();
 });
 
-t.test("a flipped bit anywhere after the checksum field fails verification", (t) => {
-  const batch = encodeBatch(0, 1, [{ key: "k", headers: { a: "b" }, payload: bytes("payload bytes") }]);
+t.test("a flipped bit in the checksum or anything after it fails verification", (t) => {
+  const batch = encodeBatch(0, 1000, [{ key: "k", headers: { a: "b" }, payload: bytes("payload bytes") }]);
   const failures: number[] = [];
-  for (let i = 16; i < batch.length; i++) {
+  // The CRC32C covers the attributes (byte 21) to the end; the base offset, length, leader epoch and
+  // magic before the CRC field are checked by the header's plausibility and the scan.
+  for (let i = 17; i < batch.length; i++) {
     const copy = batch.slice();
     copy[i]! ^= 0x10;
     if (verifyBatch(copy)) failures.push(i);
@@ -84,5 +89,28 @@ t.test("a batch written into a used buffer, at an offset, is byte for byte the b
     () => writeBatchInto(new Uint8Array(prepared.lengthBytes + 1), 42, 0, prepared),
     /exactly its length/,
   );
+  t.throws(() => encodeBatch(0, 1_700_000_000_000_001, messages), /whole milliseconds/);
+  t.end();
+});
+
+t.test("the log's batches are Kafka RecordBatch v2, which Kafka's own checks accept", (t) => {
+  const batch = encodeBatch(7, 1_700_000_000_000_000, [
+    { key: "k", headers: { h: "v" }, payload: bytes("value") },
+    { key: null, headers: {}, payload: bytes("") },
+  ]);
+  const header = validateRecordBatch(batch);
+  t.equal(header.baseOffset, 7);
+  t.equal(header.recordCount, 2);
+  t.equal(header.baseTimestampMs, 1_700_000_000_000);
+  t.equal(header.compression, "none");
+  t.equal(header.producerId, -1);
+  const plain = decodeBatchHeader(batch)!;
+  t.ok(isPlausibleHeader(plain));
+  t.equal(plain.formatVersion, 2, "magic 2");
+  const old = batch.slice();
+  old[16] = 1;
+  t.notOk(isPlausibleHeader(decodeBatchHeader(old)!), "another magic is not a batch of this log");
+  const garbage = new Uint8Array(batchHeaderBytes).fill(0xff);
+  t.notOk(isPlausibleHeader(decodeBatchHeader(garbage)!), "garbage decodes without throwing, and is refused");
   t.end();
 });

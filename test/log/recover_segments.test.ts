@@ -1,6 +1,6 @@
 import { readFileSync, truncateSync, unlinkSync, writeFileSync } from "node:fs";
 import t, { type Test } from "tap";
-import type { MessageInput } from "../../src/log/batch_codec.ts";
+import { batchHeaderBytes, type MessageInput } from "../../src/log/batch_codec.ts";
 import type { LogConfig } from "../../src/log/log_config.ts";
 import { PartitionRefusedError } from "../../src/log/log_errors.ts";
 import { PartitionLog } from "../../src/log/partition_log.ts";
@@ -96,7 +96,7 @@ t.test("a corrupt batch followed by valid ones refuses the partition instead of 
   const active = segments.at(-1)!;
   t.ok(active.endOffset - active.startOffset >= 2, "at least three batches in the active segment");
   const bytes = readFileSync(activePath);
-  bytes[60]! ^= 0x01; // inside the first batch's messages, not its length field
+  bytes[batchHeaderBytes + 5]! ^= 0x01; // inside the first batch's records, past its header
   writeFileSync(activePath, bytes);
   await t.rejects(
     recoverSegments(disk, dir, config.indexIntervalBytes, "t", silentLogger()),

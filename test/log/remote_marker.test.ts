@@ -5,7 +5,8 @@ import {
   MarkerError,
   remoteMarkerBytes,
 } from "../../src/log/remote_marker.ts";
-import { initCrc32c } from "../../src/runtime/crc32c.ts";
+import { crc32c, initCrc32c } from "../../src/runtime/crc32c.ts";
+import { FormatVersionError } from "../../src/runtime/format_version_error.ts";
 
 await initCrc32c();
 const marker = {
@@ -48,5 +49,23 @@ t.test("any flipped byte in the record, a wrong size or magic is refused", (t) =
   }
   t.same(accepted, [], "every byte up to the checksum is covered");
   t.throws(() => decodeRemoteMarker(bytes.subarray(0, 127)), /expected 128 bytes/);
+  t.end();
+});
+
+t.test("a whole marker of another version is refused by name, not as a torn one", (t) => {
+  const bytes = encodeRemoteMarker(marker);
+  const view = new DataView(bytes.buffer);
+  view.setUint16(8, 1, true);
+  view.setBigUint64(104, BigInt(crc32c(bytes.subarray(0, 104))), true);
+  const error = (() => {
+    try {
+      decodeRemoteMarker(bytes);
+    } catch (e) {
+      return e;
+    }
+  })();
+  t.ok(error instanceof FormatVersionError, "a FormatVersionError, which recovery never removes");
+  t.notOk(error instanceof MarkerError);
+  t.match((error as Error).message, /format version 1, this server reads format version 2/);
   t.end();
 });

@@ -13,7 +13,11 @@ function remoteSegment(count: number, payloadBytes: number) {
   const batches = Array.from(
     { length: count },
     (_, i) =>
-      encodeBatch(i, 1000 + i, [{ key: null, headers: {}, payload: new Uint8Array(payloadBytes).fill(i) }]),
+      encodeBatch(i, (1000 + i) * 1000, [{
+        key: null,
+        headers: {},
+        payload: new Uint8Array(payloadBytes).fill(i),
+      }]),
   );
   const bytes = new Uint8Array(batches.reduce((n, b) => n + b.length, 0));
   let at = 0;

@@ -26,7 +26,7 @@ t.test("the manifest of the partition as it is now goes up in one request, and t
     manifestOf(h.partition),
     "the manifest of the partition as it is now",
   );
-  t.same(object!.metadata, { "format-version": "1" });
+  t.same(object!.metadata, { "format-version": "2" });
 
   await h.partition.enforceRetention((s) => s.endOffset < 10);
   const again = await uploadManifest({ store: h.store }, "1/1/0", h.partition, inc, budget);

@@ -92,7 +92,7 @@ t.test("a sealed segment's .log and .index land under the incarnation's keys, by
     "size": String(logBytes.length),
     "index-size": String(readFileSync(segment.indexPath).length),
     "crc32": String(crc32(logBytes)),
-    "format-version": "1",
+    "format-version": "2",
   });
   t.equal(
     Math.round(before - bandwidth.tokens),

@@ -47,14 +47,18 @@ t.test("with the shard's piece gate, chunk fills and remote walks take turns, on
   t.equal(new Set(gate.turnsAt).size, gate.turnsAt.length, "never two pieces in one loop iteration");
 });
 
+/** The size of the record batch at `at`: its `batchLength` (big-endian, at byte 8) and the 12 bytes before it. */
+const batchSizeAt = (view: DataView, at: number) => view.getInt32(at + 8) + 12;
+
 t.test("a batch whose base offset changed (the CRC32C does not cover it) is corruption, never served", async (t) => {
   const { partition, sim, attach, incarnation } = await evicted(t);
   await attach();
   const key = segmentKeys(incarnation, 0).log;
   const bytes = sim.peek(key)!.bytes;
-  const secondBatchAt = new DataView(bytes.buffer, bytes.byteOffset).getUint32(8, true);
-  // Bit 1 of the second batch's base offset: it claims offsets two further on, its CRC32C still good.
-  sim.corrupt(key, secondBatchAt);
+  const secondBatchAt = batchSizeAt(new DataView(bytes.buffer, bytes.byteOffset), 0);
+  // The low bit of the second batch's base offset (big-endian: its last byte): it claims other
+  // offsets, its CRC32C still good.
+  sim.corrupt(key, secondBatchAt + 7);
   const error = await partition.log.read(0, 1000, 1 << 24).catch((e) => e);
   t.ok(error instanceof RemoteCorruptError, `the read fails closed (${error?.name})`);
 });
@@ -78,7 +82,8 @@ t.test("a chunk that fails its check part-way is read again from the bad batch: 
       damaged = true;
       const bytes = chunk.bytes.slice();
       const view = new DataView(bytes.buffer);
-      const third = view.getUint32(0 + 8, true) + view.getUint32(view.getUint32(8, true) + 8, true);
+      const second = batchSizeAt(view, 0);
+      const third = second + batchSizeAt(view, second);
       bytes[third + 100]! ^= 0x01;
       return { ...chunk, bytes };
     },
