@@ -57,13 +57,12 @@ t.test("a whole marker of another version is refused by name, not as a torn one"
   const view = new DataView(bytes.buffer);
   view.setUint16(8, 1, true);
   view.setBigUint64(104, BigInt(crc32c(bytes.subarray(0, 104))), true);
-  const error = (() => {
-    try {
-      decodeRemoteMarker(bytes);
-    } catch (e) {
-      return e;
-    }
-  })();
+  let error: unknown = null;
+  try {
+    decodeRemoteMarker(bytes);
+  } catch (e) {
+    error = e;
+  }
   t.ok(error instanceof FormatVersionError, "a FormatVersionError, which recovery never removes");
   t.notOk(error instanceof MarkerError);
   t.match((error as Error).message, /format version 1, this server reads format version 2/);
