@@ -52,7 +52,9 @@ export interface ProduceTopicResponse {
 
 /** Reads the body of a Produce request of versions 0 to 7 (0 to 2 only to answer them). */
 export function readProduceRequest(version: number, body: KafkaReader): ProduceRequest {
-  if (version < 0 || version > produceVersionMax) throw new KafkaDecodeError(`Produce v${version} is not read here`);
+  if (version < 0 || version > produceVersionMax) {
+    throw new KafkaDecodeError(`Produce v${version} is not read here`);
+  }
   const transactionalId = version >= 3 ? body.nullableString() : null;
   const acks = body.int16();
   const timeoutMs = body.int32();
@@ -68,7 +70,10 @@ export function readProduceRequest(version: number, body: KafkaReader): ProduceR
 const partitionResponseBytesMax = 4 + 2 + 8 + 8 + 8;
 
 /** The whole response (header and body) to a Produce request with `header`. */
-export function encodeProduceResponse(header: RequestHeader, topics: readonly ProduceTopicResponse[]): Uint8Array {
+export function encodeProduceResponse(
+  header: RequestHeader,
+  topics: readonly ProduceTopicResponse[],
+): Uint8Array {
   const version = header.apiVersion;
   const bytesMax = 64 + topics.reduce(
     (n, t) => n + 6 + 3 * t.name.length + t.partitions.length * partitionResponseBytesMax,

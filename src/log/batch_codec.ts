@@ -40,6 +40,8 @@ export interface BatchHeader {
   formatVersion: number;
   /** Attribute bits 0 to 2: 0 uncompressed, 1 gzip, 2 snappy, 3 lz4, 4 zstd. */
   compressionCode: number;
+  /** Attribute bit 3: stamped with log append time, every record's timestamp the max timestamp. */
+  logAppendTime: boolean;
   messageCount: number;
   baseTimestampUs: number;
   maxTimestampUs: number;
@@ -116,6 +118,7 @@ export function decodeBatchHeader(bytes: Uint8Array, pos = 0): BatchHeader | nul
     crc32c: view.getUint32(batchField.crc),
     formatVersion: view.getInt8(batchField.magic),
     compressionCode: view.getInt16(batchField.attributes) & 0x07,
+    logAppendTime: (view.getInt16(batchField.attributes) & 0x08) !== 0,
     messageCount: view.getInt32(batchField.recordCount),
     baseTimestampUs: Number(view.getBigInt64(batchField.baseTimestamp)) * 1000,
     maxTimestampUs: Number(view.getBigInt64(batchField.maxTimestamp)) * 1000,
@@ -162,7 +165,9 @@ export function decodeMessages(batch: Uint8Array): StoredMessage[] {
     for (const h of record.headers) headers[h.name] = h.value === null ? "" : decoder.decode(h.value);
     messages.push({
       offset: header.baseOffset + record.offsetDelta,
-      timestampUs: header.baseTimestampUs + record.timestampDelta * 1000,
+      timestampUs: header.logAppendTime
+        ? header.maxTimestampUs
+        : header.baseTimestampUs + record.timestampDelta * 1000,
       key: record.key === null ? null : decoder.decode(record.key),
       headers,
       // A view, not a copy: every read allocates a fresh window, so nothing else writes under it.

@@ -11,7 +11,8 @@ import type { MarkerIdentity } from "./remote_marker.ts";
 import type { RemoteReader } from "./remote_reader.ts";
 import { RemoteWalk } from "./remote_walk.ts";
 import type { Segment } from "./segment.ts";
-import { type AppendResult, type LogStats, SegmentChain } from "./segment_chain.ts";
+import { type AppendInput, type AppendResult, type LogStats, SegmentChain } from "./segment_chain.ts";
+import { checkProducedBatches } from "./produced_batches.ts";
 import { deleteFront, purgeSegments } from "./segment_deletion.ts";
 import { evictSegments, hashLog } from "./segment_eviction.ts";
 import { type ReadContext, type ReadResult, readRetrying, readSegments } from "./segment_reads.ts";
@@ -23,7 +24,7 @@ import { type Deferred, WriteQueue } from "./write_queue.ts";
 const activityListenersMax = 4;
 
 type WriteOp =
-  | { kind: "append"; messages: readonly MessageInput[]; done: Deferred<AppendResult> }
+  | { kind: "append"; input: AppendInput; done: Deferred<AppendResult> }
   | { kind: "roll"; done: Deferred<void> }
   | { kind: "sync"; done: Deferred<void> }
   | { kind: "retention"; decide: RetentionDecision; done: Deferred<number> }
@@ -150,7 +151,19 @@ export class PartitionLog {
 
   append(messages: readonly MessageInput[]): Promise<AppendResult> {
     assert(messages.length > 0, "Cannot append an empty batch");
-    return this.#queue.enqueue<AppendResult>((done) => ({ kind: "append", messages, done }));
+    const input: AppendInput = { kind: "messages", messages };
+    return this.#queue.enqueue<AppendResult>((done) => ({ kind: "append", input, done }));
+  }
+
+  /**
+   * Appends the Kafka record batches of `records` (one or more, back to back, as a producer sends a
+   * partition's records) at consecutive offsets, each kept as sent but for its base offset (and,
+   * with `stampAppendTime`, its log append time). Every batch is checked first
+   * (`checkProducedBatches`): a refusal appends none of them.
+   */
+  async appendRecordBatches(records: Uint8Array, stampAppendTime: boolean): Promise<AppendResult> {
+    const input: AppendInput = { kind: "batches", batches: checkProducedBatches(records), stampAppendTime };
+    return await this.#queue.enqueue<AppendResult>((done) => ({ kind: "append", input, done }));
   }
 
   /**
@@ -253,7 +266,7 @@ export class PartitionLog {
     if (op.kind !== "append") await this.#chain.flushPending();
     switch (op.kind) {
       case "append": {
-        const result = await this.#chain.append(op.messages, this.#config);
+        const result = await this.#chain.append(op.input, this.#config);
         return () => op.done.resolve(result);
       }
       case "roll": {

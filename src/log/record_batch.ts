@@ -68,8 +68,11 @@ export interface RecordBatchHeader {
   recordCount: number;
 }
 
-/** Why a batch was refused: Kafka's CORRUPT_MESSAGE, or a feature not served (UNSUPPORTED_...). */
-export type BatchRefusal = "corrupt" | "unsupported";
+/**
+ * Why a batch was refused: Kafka's CORRUPT_MESSAGE, a feature not served (UNSUPPORTED_...), or
+ * timestamps that are no times (INVALID_TIMESTAMP).
+ */
+export type BatchRefusal = "corrupt" | "unsupported" | "timestamp";
 
 /** A batch the log refuses, with the reason a Kafka answer or an HTTP 400 names. */
 export class RecordBatchError extends Error {
@@ -139,6 +142,17 @@ export function setBaseOffset(batch: Uint8Array, baseOffset: number): void {
   }
   const view = new DataView(batch.buffer, batch.byteOffset, recordBatchHeaderBytes);
   view.setBigInt64(batchField.baseOffset, BigInt(baseOffset));
+}
+
+/**
+ * Stamps the batch with log append time: the timestamp-type bit set and `maxTimestamp` the append
+ * time, which is every record's timestamp for a consumer; the CRC, which covers both, recomputed.
+ */
+export function stampLogAppendTime(batch: Uint8Array, appendTimeMs: number): void {
+  const view = new DataView(batch.buffer, batch.byteOffset, recordBatchHeaderBytes);
+  view.setInt16(batchField.attributes, view.getInt16(batchField.attributes) | 0x08);
+  view.setBigInt64(batchField.maxTimestamp, BigInt(appendTimeMs));
+  view.setUint32(batchField.crc, computeBatchCrc(batch));
 }
 
 /** Reads an i64 that must be exact as a JavaScript number (offsets, milliseconds, producer ids). */

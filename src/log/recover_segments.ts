@@ -227,12 +227,18 @@ async function recoverSealed(
     const from = usable?.at(-1)?.position ?? 0;
     let last: BatchHeader | null = null;
     let lastIndexed = usable?.at(-1)?.position ?? -1;
+    // Index entries hold the largest timestamp up to their batch: a trusted index's last one
+    // covers every batch before the scan.
+    let maxTimestampUs = usable?.at(-1)?.timestampUs ?? 0;
+    let firstTimestampUs: number | null = usable?.[0]?.timestampUs ?? null;
     const end = await scanBatches(file, from, size, { verify: false }, (_batch, header, position) => {
+      maxTimestampUs = Math.max(maxTimestampUs, header.maxTimestampUs);
+      firstTimestampUs ??= header.baseTimestampUs;
       if (usable === null && (lastIndexed < 0 || position - lastIndexed >= indexIntervalBytes)) {
         entries.push({
           relativeOffset: header.baseOffset - segment.startOffset,
           position,
-          timestampUs: header.baseTimestampUs,
+          timestampUs: maxTimestampUs,
         });
         lastIndexed = position;
       }
@@ -256,8 +262,8 @@ async function recoverSealed(
     for (const e of entries) segment.index.add(e);
     segment.sizeBytes = size;
     segment.endOffset = lastHeader.baseOffset + lastHeader.lastOffsetDelta;
-    segment.maxTimestampUs = lastHeader.maxTimestampUs;
-    segment.firstTimestampUs = entries[0]?.timestampUs ?? lastHeader.baseTimestampUs;
+    segment.maxTimestampUs = maxTimestampUs;
+    segment.firstTimestampUs = firstTimestampUs ?? lastHeader.baseTimestampUs;
     segment.lastIndexedPosition = entries.at(-1)?.position ?? -1;
     segment.sealed = true;
     markVisible(segment);
@@ -285,16 +291,14 @@ async function recoverActive(
       mismatch = position;
       return false;
     }
+    // Index entries hold the largest timestamp up to their batch, as the append writes them.
+    segment.maxTimestampUs = Math.max(segment.maxTimestampUs, header.maxTimestampUs);
     if (entries.length === 0 || position - entries.at(-1)!.position >= indexIntervalBytes) {
-      entries.push({
-        relativeOffset: header.baseOffset - segment.startOffset,
-        position,
-        timestampUs: header.baseTimestampUs,
-      });
+      const relativeOffset = header.baseOffset - segment.startOffset;
+      entries.push({ relativeOffset, position, timestampUs: segment.maxTimestampUs });
     }
     segment.endOffset = header.baseOffset + header.lastOffsetDelta;
     segment.firstTimestampUs ??= header.baseTimestampUs;
-    segment.maxTimestampUs = header.maxTimestampUs;
     expectedOffset = segment.endOffset + 1;
     return true;
   });

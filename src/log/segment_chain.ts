@@ -3,11 +3,23 @@ import type { BufferPool } from "../runtime/buffer_pool.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Disk } from "../runtime/disk.ts";
 import { type MessageInput, prepareBatch, writeBatchInto } from "./batch_codec.ts";
+import { type RecordBatchHeader, setBaseOffset, stampLogAppendTime } from "./record_batch.ts";
 import { writeIndexFile } from "./index_file.ts";
 import type { LogConfig } from "./log_config.ts";
 import { localBytesOf } from "./local_retention.ts";
 import { Segment } from "./segment.ts";
 import { WriteBuffer } from "./write_buffer.ts";
+
+/** What an append writes: messages the log encodes as one batch, or Kafka record batches as sent. */
+export type AppendInput =
+  | { kind: "messages"; messages: readonly MessageInput[] }
+  | {
+    kind: "batches";
+    /** Validated batches (`validateRecordBatch`), each with its header. */
+    batches: readonly { bytes: Uint8Array; header: RecordBatchHeader }[];
+    /** The topic's `timestamp_type` is `log_append_time`: the server stamps each batch. */
+    stampAppendTime: boolean;
+  };
 
 export interface AppendResult {
   baseOffset: number;
@@ -41,7 +53,8 @@ export class SegmentChain {
   readonly #clock: Clock;
   #segments: Segment[];
   #nextOffset: number;
-  #lastTimestampUs: number;
+  /** The last timestamp the server assigned (whole milliseconds, in µs); server stamps never decrease. */
+  #lastStampUs: number;
   #sealedCount = 0;
   /** Bytes written to the active segment since its last fsync. */
   #dirty = false;
@@ -59,7 +72,10 @@ export class SegmentChain {
     this.#clock = clock;
     this.#segments = segments;
     this.#nextOffset = active.endOffset + 1;
-    this.#lastTimestampUs = Math.max(0, ...segments.map((s) => s.maxTimestampUs));
+    // A producer's timestamps may lie in the future; the server's own stamps resume from the newest
+    // stored one only up to now.
+    const storedMaxUs = segments.reduce((max, s) => Math.max(max, s.maxTimestampUs), 0);
+    this.#lastStampUs = Math.min(storedMaxUs, Math.floor(clock.wallMs()) * 1000);
     this.#lastSyncMs = clock.nowMs();
   }
 
@@ -116,25 +132,75 @@ export class SegmentChain {
     return localBytesOf(this.#segments);
   }
 
-  /** Encodes a batch at the end of the active segment, rolling it when it reaches its size. */
-  async append(messages: readonly MessageInput[], config: LogConfig): Promise<AppendResult> {
+  /**
+   * Appends at the end of the active segment, rolling it when it reaches its size: messages the log
+   * encodes as one batch, or Kafka record batches (validated by the caller) kept as sent but for
+   * their base offset and, stamped with log append time, their max timestamp and CRC.
+   */
+  async append(input: AppendInput, config: LogConfig): Promise<AppendResult> {
+    const baseOffset = this.#nextOffset;
+    if (input.kind === "messages") {
+      // Server-assigned timestamps never go backwards within a partition, even if the wall clock
+      // does; they are whole milliseconds, as a batch holds them.
+      const timestampUs = this.#stampUs();
+      const batch = prepareBatch(input.messages);
+      await this.#place(
+        batch.lengthBytes,
+        input.messages.length,
+        timestampUs,
+        timestampUs,
+        config,
+        (target) => {
+          writeBatchInto(target, this.#nextOffset, timestampUs, batch);
+        },
+      );
+    } else {
+      for (const { bytes, header } of input.batches) {
+        const appendTimeUs = input.stampAppendTime ? this.#stampUs() : null;
+        const baseUs = appendTimeUs ?? header.baseTimestampMs * 1000;
+        const maxUs = appendTimeUs ?? header.maxTimestampMs * 1000;
+        await this.#place(bytes.length, header.recordCount, baseUs, maxUs, config, (target) => {
+          target.set(bytes);
+          setBaseOffset(target, this.#nextOffset);
+          if (appendTimeUs !== null) stampLogAppendTime(target, appendTimeUs / 1000);
+        });
+      }
+    }
+    return { baseOffset, count: this.#nextOffset - baseOffset };
+  }
+
+  /** The next server-assigned timestamp: now in whole milliseconds, never before the last one. */
+  #stampUs(): number {
+    this.#lastStampUs = Math.max(this.#lastStampUs, Math.floor(this.#clock.wallMs()) * 1000);
+    return this.#lastStampUs;
+  }
+
+  /**
+   * Writes one batch of `lengthBytes` (by `write`, into the write buffer) at the next offset, and
+   * accounts for it: the segment's end, its first and largest timestamp, its sparse index (whose
+   * entries hold the largest timestamp so far, so that they never decrease), and the roll.
+   */
+  async #place(
+    lengthBytes: number,
+    count: number,
+    baseTimestampUs: number,
+    maxTimestampUs: number,
+    config: LogConfig,
+    write: (target: Uint8Array) => void,
+  ): Promise<void> {
+    assert(count >= 1 && maxTimestampUs >= baseTimestampUs, "a batch has records and ordered timestamps");
     const segment = this.active;
     const baseOffset = this.#nextOffset;
-    // Server-assigned timestamps never go backwards within a partition, even if the wall clock does;
-    // they are whole milliseconds, as a batch holds them.
-    const timestampUs = Math.max(this.#lastTimestampUs, Math.floor(this.#clock.wallMs()) * 1000);
-    const batch = prepareBatch(messages);
     const position = segment.sizeBytes;
     // Batches of one group are written together, one write per write buffer, not one per batch.
-    if (this.#buffer.wouldOverflow(batch.lengthBytes)) await this.flushPending();
-    writeBatchInto(this.#buffer.space(batch.lengthBytes, position), baseOffset, timestampUs, batch);
-    this.#buffer.filled(batch.lengthBytes);
-    segment.sizeBytes += batch.lengthBytes;
-    segment.endOffset = baseOffset + messages.length - 1;
-    segment.firstTimestampUs ??= timestampUs;
-    segment.maxTimestampUs = timestampUs;
-    this.#nextOffset += messages.length;
-    this.#lastTimestampUs = timestampUs;
+    if (this.#buffer.wouldOverflow(lengthBytes)) await this.flushPending();
+    write(this.#buffer.space(lengthBytes, position));
+    this.#buffer.filled(lengthBytes);
+    segment.sizeBytes += lengthBytes;
+    segment.endOffset = baseOffset + count - 1;
+    segment.firstTimestampUs ??= baseTimestampUs;
+    segment.maxTimestampUs = Math.max(segment.maxTimestampUs, maxTimestampUs);
+    this.#nextOffset += count;
     this.#dirty = true;
     // The active segment's index lives in memory and is written at seal and close; boot rebuilds
     // it from the log anyway, so writing it per batch would buy nothing.
@@ -142,14 +208,14 @@ export class SegmentChain {
       segment.lastIndexedPosition < 0 ||
       position - segment.lastIndexedPosition >= config.indexIntervalBytes
     ) {
-      segment.index.add({ relativeOffset: baseOffset - segment.startOffset, position, timestampUs });
+      const relativeOffset = baseOffset - segment.startOffset;
+      segment.index.add({ relativeOffset, position, timestampUs: segment.maxTimestampUs });
       segment.lastIndexedPosition = position;
     }
     if (segment.sizeBytes >= config.segmentSizeBytes) {
       await this.flushPending();
       await this.roll();
     }
-    return { baseOffset, count: messages.length };
   }
 
   /** Writes what the write buffer holds to the active segment. */

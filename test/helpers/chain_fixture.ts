@@ -36,10 +36,8 @@ export async function filledChain(
 
 /** One batch, as one group of the writer loop: append, write, publish. */
 export async function appendOne(chain: SegmentChain, fillByte: number, config = chainConfig) {
-  const result = await chain.append(
-    [{ key: null, headers: {}, payload: new Uint8Array(500).fill(fillByte) }],
-    config,
-  );
+  const messages = [{ key: null, headers: {}, payload: new Uint8Array(500).fill(fillByte) }];
+  const result = await chain.append({ kind: "messages", messages }, config);
   await chain.flushPending();
   chain.publishVisible();
   return result;

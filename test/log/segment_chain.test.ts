@@ -29,7 +29,10 @@ t.test("appends take dense offsets and roll the active segment at its size", asy
 
 t.test("what is appended is visible only once published", async (t) => {
   const { chain } = await filledChain(t, 1);
-  await chain.append([{ key: null, headers: {}, payload: new Uint8Array(10) }], chainConfig);
+  await chain.append({
+    kind: "messages",
+    messages: [{ key: null, headers: {}, payload: new Uint8Array(10) }],
+  }, chainConfig);
   t.equal(chain.visibleNextOffset(), 1, "appended, not yet published");
   t.ok(chain.dirty);
   await chain.flushPending();
@@ -109,7 +112,10 @@ t.test("the background fsync runs beside the writer and hands a failure to its c
     }
   }
   const { chain } = await filledChain(t, 1, new FailingSyncDisk());
-  await chain.append([{ key: null, headers: {}, payload: new Uint8Array(10) }], chainConfig);
+  await chain.append({
+    kind: "messages",
+    messages: [{ key: null, headers: {}, payload: new Uint8Array(10) }],
+  }, chainConfig);
   await chain.flushPending();
   let failure: Error | null = null;
   chain.startBackgroundSync((error) => (failure = error));

@@ -52,7 +52,10 @@ t.test("a read spans segments, clamps below the first offset, and sees only publ
   const all = await readSegments(context, chain.segments, 0, 100, 1 << 20);
   t.same(all.messages.map((m) => m.payload[0]), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
   t.equal(all.nextOffset, 10);
-  await chain.append([{ key: null, headers: {}, payload: new Uint8Array(1) }], chainConfig);
+  await chain.append(
+    { kind: "messages", messages: [{ key: null, headers: {}, payload: new Uint8Array(1) }] },
+    chainConfig,
+  );
   await chain.flushPending();
   const unpublished = await readSegments(context, chain.segments, 9, 100, 1 << 20);
   t.same(unpublished.messages.map((m) => m.offset), [9], "the appended batch is not visible yet");
