@@ -117,6 +117,7 @@ async function main(): Promise<number> {
     kafka = await openKafkaListener({
       config: config.kafka,
       catalog: server.catalog,
+      data: server.dataPlane,
       network: new DenoNetwork(),
       registry: server.registry,
       clock,

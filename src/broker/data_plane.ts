@@ -8,6 +8,7 @@ import {
 import { labelOf, type Partition } from "../log/partition.ts";
 import type { LogStats } from "../log/segment_chain.ts";
 import type { ReadResult } from "../log/segment_reads.ts";
+import type { BatchReadResult } from "../log/batch_reads.ts";
 import { RemoteCorruptError, RemoteDataLossError } from "../log/remote_reader.ts";
 import { NotFoundError, ThrottledError, TransportError } from "../objectstore/object_store_errors.ts";
 import { QueueFullError } from "../runtime/wait_errors.ts";
@@ -76,6 +77,69 @@ export class DataPlane {
     this.#shards.shardOf(partition.address).countRequest();
     const result = await translateDataErrors(() => partition.log.append(messages));
     return { partition: id, baseOffset: result.baseOffset, count: result.count };
+  }
+
+  /**
+   * Appends the Kafka record batches a producer sent for one partition, kept as sent; the log
+   * checks them and refuses them all when one fails (`RecordBatchError`).
+   */
+  async produceBatches(
+    streamName: string,
+    topicName: string,
+    partitionId: number,
+    records: Uint8Array,
+    stampAppendTime: boolean,
+  ): Promise<ProduceResult> {
+    const partition = this.#partition(streamName, topicName, partitionId);
+    const shard = this.#shards.shardOf(partition.address);
+    shard.countRequest();
+    // The batches' checks (CRC32C over every byte, the records' framing) are a piece of CPU work:
+    // on the gate's turn, so that a request for many partitions cannot hold the loop for all of them.
+    await shard.pieceGate.turn();
+    const result = await translateDataErrors(() =>
+      partition.log.appendRecordBatches(records, stampAppendTime)
+    );
+    return { partition: partitionId, baseOffset: result.baseOffset, count: result.count };
+  }
+
+  /** The first offset a partition holds and the next it will write (Kafka's log start and high watermark). */
+  offsetRange(streamName: string, topicName: string, partitionId: number): { start: number; next: number } {
+    const log = this.#partition(streamName, topicName, partitionId).log;
+    return { start: log.firstOffset, next: log.nextOffset };
+  }
+
+  /** Whole batches from the one holding `offset`, as stored, for a Kafka fetch (`PartitionLog.readBatches`). */
+  async fetchBatches(
+    streamName: string,
+    topicName: string,
+    partitionId: number,
+    offset: number,
+    maxBytes: number,
+  ): Promise<BatchReadResult> {
+    const partition = this.#partition(streamName, topicName, partitionId);
+    const shard = this.#shards.shardOf(partition.address);
+    shard.countRequest();
+    const result = await translateDataErrors(() => partition.log.readBatches(offset, maxBytes));
+    // Like a poll's encoding, the answer's assembly is a piece of work on the gate's turn.
+    if (result.batches.length > 0) await shard.pieceGate.turn();
+    return result;
+  }
+
+  /** Resolves once the partition's end passes `afterOffset`, or after `timeoutMs`. */
+  waitForAppend(
+    streamName: string,
+    topicName: string,
+    partitionId: number,
+    afterOffset: number,
+    timeoutMs: number,
+  ): Promise<void> {
+    return this.#partition(streamName, topicName, partitionId).log.waitForAppend(afterOffset, timeoutMs);
+  }
+
+  /** The offset of the partition's first message stamped at or after `timestampUs`. */
+  offsetForTimestamp(streamName: string, topicName: string, partitionId: number, timestampUs: number) {
+    const log = this.#partition(streamName, topicName, partitionId).log;
+    return translateDataErrors(() => log.offsetForTimestamp(timestampUs));
   }
 
   async poll(

@@ -1,3 +1,4 @@
+import type { DataPlane } from "../broker/data_plane.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { ApiVersionRange } from "./api_versions.ts";
@@ -9,6 +10,8 @@ import type { RequestHeader } from "./request_header.ts";
 /** What every API's handler may use: the topics, this broker as clients reach it, the settings. */
 export interface KafkaServing {
   catalog: KafkaCatalog;
+  /** Produce, fetch and offsets, addressed in the Kafka stream (`catalog.streamName`). */
+  data: DataPlane;
   /** This node, at its advertised address. */
   broker: MetadataBroker;
   /** `[kafka] auto_create_topics`. */
@@ -21,10 +24,14 @@ export interface KafkaServing {
   logger: Logger;
 }
 
-/** A response's pieces (header and body), and how many error codes it carries, for the metric. */
+/**
+ * A response's pieces (header and body), how many error codes it carries (for the metric), and
+ * what to call once it is written.
+ */
 export interface KafkaAnswer {
   pieces: readonly Uint8Array[];
   errorCount: number;
+  release?: () => void;
 }
 
 /**

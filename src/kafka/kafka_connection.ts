@@ -3,7 +3,7 @@ import type { StreamConnection } from "../runtime/network.ts";
 import { assert } from "../runtime/assert.ts";
 import { FrameError, FrameSplitter } from "./frame_splitter.ts";
 import { KafkaDecodeError } from "./kafka_reader.ts";
-import { KafkaProtocolError, type KafkaSession } from "./kafka_session.ts";
+import { KafkaProtocolError, type KafkaResponse, type KafkaSession } from "./kafka_session.ts";
 
 export interface ConnectionLimits {
   /** `max_frame_bytes`: a larger request frame closes the connection. */
@@ -74,7 +74,7 @@ function closeReason(error: unknown): string {
 class AnswerQueue {
   readonly #connection: StreamConnection;
   readonly #inFlightMax: number;
-  readonly #answers: Promise<readonly Uint8Array[] | null>[] = [];
+  readonly #answers: Promise<KafkaResponse | null>[] = [];
   #writing = false;
   #failure: { error: unknown } | null = null;
   #wake: (() => void) | null = null;
@@ -96,7 +96,7 @@ class AnswerQueue {
     if (this.#failure !== null) throw this.#failure.error;
   }
 
-  add(answer: Promise<readonly Uint8Array[] | null>): void {
+  add(answer: Promise<KafkaResponse | null>): void {
     assert(this.#answers.length < this.#inFlightMax, "room() before add()");
     // Observed at once, so that a rejection waiting behind earlier answers is never unhandled.
     answer.catch(() => {});
@@ -108,13 +108,19 @@ class AnswerQueue {
     this.#writing = true;
     try {
       while (this.#answers.length > 0 && this.#failure === null) {
-        const pieces = await this.#answers[0]!;
-        if (pieces !== null) await this.#write(pieces);
+        const response = await this.#answers[0]!;
+        try {
+          if (response !== null) await this.#write(response.pieces);
+        } finally {
+          response?.release?.();
+        }
         this.#answers.shift();
         this.#notify();
       }
     } catch (error) {
       this.#failure = { error };
+      // The answers behind the failed one will never be written: each gives back what it holds.
+      for (const later of this.#answers.slice(1)) later.then((r) => r?.release?.(), () => {});
       // The reader learns of it from its read, which the close ends.
       this.#connection.close();
       this.#notify();

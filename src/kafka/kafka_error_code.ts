@@ -10,6 +10,7 @@ export const kafkaErrorCode = {
   corruptMessage: 2,
   unknownTopicOrPartition: 3,
   leaderNotAvailable: 5,
+  requestTimedOut: 7,
   messageTooLarge: 10,
   invalidTopicException: 17,
   recordListTooLarge: 18,

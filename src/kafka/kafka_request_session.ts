@@ -2,7 +2,7 @@ import { assert } from "../runtime/assert.ts";
 import type { ApiVersionRange } from "./api_versions.ts";
 import type { KafkaApi, KafkaServing } from "./kafka_api.ts";
 import type { KafkaMetrics } from "./kafka_metrics.ts";
-import { KafkaProtocolError, type KafkaSession } from "./kafka_session.ts";
+import { KafkaProtocolError, type KafkaResponse, type KafkaSession } from "./kafka_session.ts";
 import { apiKey, readRequestHeader } from "./request_header.ts";
 
 /** The ranges ApiVersions answers with: every API of `apis`, from its lowest to its newest version. */
@@ -27,7 +27,7 @@ export class KafkaRequestSession implements KafkaSession {
     this.#metrics = metrics;
   }
 
-  async handle(frame: Uint8Array): Promise<readonly Uint8Array[] | null> {
+  async handle(frame: Uint8Array): Promise<KafkaResponse | null> {
     const startedMs = this.#serving.clock.nowMs();
     const { header, body } = readRequestHeader(frame);
     const api = this.#apis.get(header.apiKey);
@@ -49,7 +49,7 @@ export class KafkaRequestSession implements KafkaSession {
       }
       const answer = await api.handle(header, body, this.#serving);
       if (answer !== null && answer.errorCount > 0) this.#metrics.errors.inc({ api: name });
-      return answer?.pieces ?? null;
+      return answer;
     } catch (error) {
       this.#metrics.errors.inc({ api: name });
       throw error;

@@ -15,16 +15,27 @@ import { KafkaMetrics } from "./kafka_metrics.ts";
 import { apisByKey, KafkaRequestSession, servedRanges } from "./kafka_request_session.ts";
 import type { MetadataBroker } from "./metadata.ts";
 import { metadataApi } from "./metadata_api.ts";
+import { produceApi } from "./produce_api.ts";
+import { fetchApi } from "./fetch_api.ts";
+import { listOffsetsApi } from "./list_offsets_api.ts";
+import type { DataPlane } from "../broker/data_plane.ts";
 
 /** The Kafka broker id of a node that is not in a cluster. */
 export const standaloneNodeId = 1;
 
 /** Every API the listener serves, in key order. */
-export const kafkaApis: readonly KafkaApi[] = [metadataApi, apiVersionsApi];
+export const kafkaApis: readonly KafkaApi[] = [
+  produceApi,
+  fetchApi,
+  listOffsetsApi,
+  metadataApi,
+  apiVersionsApi,
+];
 
 export interface KafkaServiceDeps {
   config: KafkaConfig;
   catalog: Catalog;
+  data: DataPlane;
   network: Network;
   registry: Registry;
   clock: Clock;
@@ -50,6 +61,7 @@ export async function openKafkaListener(deps: KafkaServiceDeps): Promise<KafkaLi
   const socket = await deps.network.listen(config.address);
   const serving: KafkaServing = {
     catalog,
+    data: deps.data,
     broker: advertisedBroker(config, socket.address),
     autoCreateTopics: config.autoCreateTopics,
     defaultPartitions: config.defaultPartitions,

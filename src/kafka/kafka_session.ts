@@ -6,9 +6,18 @@
  * connection: a `KafkaProtocolError` for input that breaks the protocol, anything else for a fault.
  */
 export interface KafkaSession {
-  handle(frame: Uint8Array): Promise<readonly Uint8Array[] | null>;
+  handle(frame: Uint8Array): Promise<KafkaResponse | null>;
   /** The connection closed; nothing more will be handled. */
   closed(): void;
+}
+
+/**
+ * A response's pieces, and what to call once they are written (or the connection failed first): a
+ * fetch's pieces are views into cache chunks, given back then.
+ */
+export interface KafkaResponse {
+  pieces: readonly Uint8Array[];
+  release?: () => void;
 }
 
 /** Input that breaks the protocol (malformed, unknown API, refused before authentication). */

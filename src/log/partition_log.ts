@@ -17,6 +17,8 @@ import { deleteFront, purgeSegments } from "./segment_deletion.ts";
 import { evictSegments, hashLog } from "./segment_eviction.ts";
 import { type ReadContext, type ReadResult, readRetrying, readSegments } from "./segment_reads.ts";
 import { offsetForTimestamp } from "./timestamp_lookup.ts";
+import { AppendWaiters } from "./append_waiters.ts";
+import { type BatchReadResult, readBatchesFrom } from "./batch_reads.ts";
 import type { RetentionDecision } from "./total_retention.ts";
 import { type Deferred, WriteQueue } from "./write_queue.ts";
 
@@ -54,6 +56,7 @@ export class PartitionLog {
   readonly #queue: WriteQueue<WriteOp>;
   readonly #reads: ReadContext;
   readonly #activityListeners = new Map<string, () => void>();
+  readonly #appendWaiters: AppendWaiters;
 
   constructor(disk: Disk, dir: string, clock: Clock, config: LogConfig, segments: Segment[], label: string) {
     this.#disk = disk;
@@ -61,6 +64,7 @@ export class PartitionLog {
     this.#clock = clock;
     this.#config = config;
     this.#chain = new SegmentChain(disk, dir, clock, segments);
+    this.#appendWaiters = new AppendWaiters(clock);
     this.label = label;
     this.#queue = new WriteQueue<WriteOp>(label, () => this.#config.writeQueueMax, {
       apply: (op) => this.#apply(op),
@@ -69,6 +73,7 @@ export class PartitionLog {
       sync: () => this.#chain.syncActive(),
       publish: () => {
         this.#chain.publishVisible();
+        this.#appendWaiters.published(this.#chain.visibleNextOffset());
         this.#noteActivity();
       },
     });
@@ -115,6 +120,24 @@ export class PartitionLog {
 
   get nextOffset(): number {
     return this.#chain.visibleNextOffset();
+  }
+
+  /** The first offset still held (the log start): the start of the oldest segment. */
+  get firstOffset(): number {
+    return this.#chain.segments[0]!.startOffset;
+  }
+
+  /** Resolves once an append makes the log's end pass `afterOffset`, or after `timeoutMs` (bounded). */
+  waitForAppend(afterOffset: number, timeoutMs: number): Promise<void> {
+    return this.#appendWaiters.wait(afterOffset, timeoutMs, () => this.nextOffset);
+  }
+
+  /** Whole batches from the one holding `offset` (within the log) for about `maxBytes`, at least one. */
+  readBatches(offset: number, maxBytes: number): Promise<BatchReadResult> {
+    return readRetrying(
+      () => readBatchesFrom(this.#reads, this.#chain.segments, offset, maxBytes),
+      (watermark) => this.enforceRetention((s) => s.location === "remote" && s.endOffset < watermark),
+    );
   }
 
   /**
@@ -239,6 +262,11 @@ export class PartitionLog {
     );
   }
 
+  /** The offset of the first message stamped at or after `timestampUs`; past every one, the next offset. */
+  offsetForTimestamp(timestampUs: number): Promise<number> {
+    return offsetForTimestamp(this.#reads, this.#chain.segments, timestampUs);
+  }
+
   /** Messages from the first one stamped at or after `timestampUs`. */
   async readFromTimestamp(timestampUs: number, count: number, maxBytes: number): Promise<ReadResult> {
     const offset = await offsetForTimestamp(this.#reads, this.#chain.segments, timestampUs);
@@ -257,6 +285,7 @@ export class PartitionLog {
   /** Finishes queued writes, syncs, and closes the files. Later writes are refused. */
   close(): Promise<void> {
     if (this.#queue.closed) return Promise.resolve();
+    this.#appendWaiters.wakeAll();
     const writing = this.#queue.close();
     return this.#chain.close(writing, () => this.#queue.failure !== null);
   }

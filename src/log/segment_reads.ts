@@ -38,10 +38,10 @@ const readAttemptsMax = 4 * retentionSegmentsPerPassMax;
  * retention watermark goes to `retire`, which takes it out of the chain as total retention would
  * have, and the read starts again past it.
  */
-export async function readRetrying(
-  read: () => Promise<ReadResult>,
+export async function readRetrying<T>(
+  read: () => Promise<T>,
   retire: (deletedUpToOffset: number) => Promise<unknown>,
-): Promise<ReadResult> {
+): Promise<T> {
   // The bound covers a read racing several passes in a row.
   for (let attempt = 1;; attempt++) {
     try {
@@ -113,7 +113,7 @@ export async function readSegments(
 }
 
 /** Walks a local segment's visible batches from `position`; a torn or corrupt one fails the read. */
-async function scanLocal(
+export async function scanLocal(
   context: ReadContext,
   segment: Segment,
   position: number,

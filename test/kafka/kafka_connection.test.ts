@@ -1,7 +1,7 @@
 import t from "tap";
 import { serveConnection } from "../../src/kafka/kafka_connection.ts";
 import { KafkaDecodeError } from "../../src/kafka/kafka_reader.ts";
-import type { KafkaSession } from "../../src/kafka/kafka_session.ts";
+import type { KafkaResponse, KafkaSession } from "../../src/kafka/kafka_session.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
 import { MemoryConnection } from "../helpers/kafka_wire.ts";
 
@@ -20,13 +20,17 @@ const numberOf = (f: Uint8Array) => new DataView(f.buffer, f.byteOffset).getInt3
 class HeldSession implements KafkaSession {
   readonly handled: number[] = [];
   readonly #release = new Map<number, (answer: Uint8Array[] | null | Error) => void>();
+  readonly released: number[] = [];
   closedCount = 0;
 
-  handle(f: Uint8Array): Promise<readonly Uint8Array[] | null> {
+  handle(f: Uint8Array): Promise<KafkaResponse | null> {
     const n = numberOf(f);
     this.handled.push(n);
     return new Promise((resolve, reject) => {
-      this.#release.set(n, (answer) => (answer instanceof Error ? reject(answer) : resolve(answer)));
+      this.#release.set(n, (answer) => {
+        if (answer instanceof Error) reject(answer);
+        else resolve(answer === null ? null : { pieces: answer, release: () => this.released.push(n) });
+      });
     });
   }
 
@@ -68,6 +72,7 @@ t.test("pipelined requests are handled together and answered in request order", 
   session.answer(1);
   await until(() => answered(connection).length === 3);
   t.same(answered(connection), [1, 2, 3]);
+  t.same(session.released.sort(), [1, 2, 3], "each answer gave back what it held once written");
   connection.deliver(null);
   t.equal(await served, null, "the peer closed it");
   t.equal(session.closedCount, 1);
@@ -138,4 +143,6 @@ t.test("a request the session rejects closes the connection after the answers be
   t.same(answered(connection), [1], "the answer before the bad request went out, none after");
   t.ok(connection.closed);
   session.answer(3);
+  await until(() => session.released.includes(3));
+  t.same(session.released, [1, 3], "an answer that is never written still gives back what it holds");
 });

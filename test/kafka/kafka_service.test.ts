@@ -16,6 +16,7 @@ async function openKafka(t: Test, env: Record<string, string> = {}) {
   const listener = await openKafkaListener({
     config: config.kafka,
     catalog: opened.server.catalog,
+    data: opened.server.dataPlane,
     network: new NodeNetwork(),
     registry: opened.server.registry,
     clock: opened.clock,
@@ -47,7 +48,13 @@ t.test("ApiVersions over TCP lists the APIs served; a version past v3 is answere
   t.equal(v2.int32(), 11);
   t.equal(v2.int16(), kafkaErrorCode.none);
   const ranges = v2.array((r) => [r.int16(), r.int16(), r.int16()]);
-  t.same(ranges, [[apiKey.metadata, 0, 8], [apiKey.apiVersions, 0, 3]]);
+  t.same(ranges, [
+    [apiKey.produce, 0, 7],
+    [apiKey.fetch, 4, 11],
+    [apiKey.listOffsets, 1, 5],
+    [apiKey.metadata, 0, 8],
+    [apiKey.apiVersions, 0, 3],
+  ]);
   const v9 = (await client.next())!;
   t.equal(v9.int32(), 12);
   t.equal(v9.int16(), kafkaErrorCode.unsupportedVersion);

@@ -1,0 +1,30 @@
+import { RemoteDataError, ResourceNotFoundError, UnavailableError } from "../broker/broker_errors.ts";
+import { RecordBatchError } from "../log/record_batch.ts";
+import type { Logger } from "../runtime/logger.ts";
+import { kafkaErrorCode } from "./kafka_error_code.ts";
+
+/**
+ * The Kafka error code a partition is answered with when its produce, fetch or lookup failed: each
+ * of the broker's typed refusals has one; anything else is UNKNOWN_SERVER_ERROR, logged (without
+ * the request's data) so that it is never lost.
+ */
+export function kafkaErrorOf(error: unknown, logger: Logger, what: string): number {
+  if (error instanceof RecordBatchError) {
+    if (error.refusal === "unsupported") return kafkaErrorCode.unsupportedForMessageFormat;
+    if (error.refusal === "timestamp") return kafkaErrorCode.invalidTimestamp;
+    return kafkaErrorCode.corruptMessage;
+  }
+  if (error instanceof ResourceNotFoundError) return kafkaErrorCode.unknownTopicOrPartition;
+  if (error instanceof UnavailableError) {
+    // A full queue sheds the request: a retriable timeout. A refused partition, or an evicted range
+    // that cannot be read remotely, is a storage error; the client retries or moves on.
+    return error.reason === "overloaded" || error.reason === "transient"
+      ? kafkaErrorCode.requestTimedOut
+      : kafkaErrorCode.kafkaStorageError;
+  }
+  if (error instanceof RemoteDataError) return kafkaErrorCode.kafkaStorageError;
+  logger.error(`Cannot ${what}: an unexpected failure`, {
+    error: error instanceof Error ? error.message : String(error),
+  });
+  return kafkaErrorCode.unknownServerError;
+}

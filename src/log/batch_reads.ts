@@ -1,0 +1,71 @@
+import { assert } from "../runtime/assert.ts";
+import type { RemoteChunk } from "./remote_reader.ts";
+import type { BatchVisitor } from "./remote_walk.ts";
+import { type ReadContext, scanLocal } from "./segment_reads.ts";
+import type { Segment } from "./segment.ts";
+
+/** Whole batches as the log holds them, for a Kafka fetch. */
+export interface BatchReadResult {
+  /** Views into read windows or cache chunks, in offset order; the first holds the offset asked for. */
+  batches: Uint8Array[];
+  sizeBytes: number;
+  /** The offset after the last batch's last record; the offset asked for when none. */
+  nextOffset: number;
+  /** Gives back the cache chunks the batches are views into, once they are written out. */
+  release(): void;
+}
+
+/** The first local read window of a batch read, at most. */
+const localWindowBytesMax = 1024 * 1024;
+
+/**
+ * Whole batches from the one that holds `offset` on, across a snapshot of the chain (local and
+ * remote segments alike), as long as they fit `maxBytes`, but always the first: a batch larger
+ * than the budget still goes (as Kafka's KIP-74 says), so a consumer always makes progress. The
+ * caller checks that `offset` is within the log; only visible (acknowledged) bytes are read.
+ */
+export async function readBatchesFrom(
+  context: ReadContext,
+  chain: readonly Segment[],
+  offset: number,
+  maxBytes: number,
+): Promise<BatchReadResult> {
+  assert(maxBytes >= 1, "a batch read needs a byte budget");
+  const segments = [...chain];
+  const batches: Uint8Array[] = [];
+  const borrowed: RemoteChunk[] = [];
+  let sizeBytes = 0;
+  let nextOffset = offset;
+  const visit: BatchVisitor = (batch, header) => {
+    const lastOffset = header.baseOffset + header.lastOffsetDelta;
+    if (lastOffset < nextOffset) return true;
+    if (batches.length > 0 && sizeBytes + batch.length > maxBytes) return false;
+    batches.push(batch);
+    sizeBytes += batch.length;
+    nextOffset = lastOffset + 1;
+    return sizeBytes < maxBytes;
+  };
+  for (const segment of segments) {
+    if (sizeBytes >= maxBytes) break;
+    if (segment.visibleSizeBytes === 0 || segment.visibleEndOffset < nextOffset) continue;
+    if (segment.location === "remote") await context.remote.reader?.ensureIndex(segment);
+    const entry = segment.index.floorByOffset(Math.max(0, nextOffset - segment.startOffset));
+    const before = batches.length;
+    if (segment.location === "remote") {
+      await context.remote.walk(segment, entry, () => maxBytes - sizeBytes, visit, borrowed);
+    } else {
+      const windowBytes = Math.min(maxBytes - sizeBytes + 16 * 1024, localWindowBytesMax);
+      await scanLocal(context, segment, entry.position, windowBytes, visit);
+    }
+    // A segment that gave nothing more although it holds the offset stopped on the budget.
+    if (batches.length === before && sizeBytes > 0) break;
+  }
+  return {
+    batches,
+    sizeBytes,
+    nextOffset,
+    release: () => {
+      for (const chunk of borrowed.splice(0)) context.remote.reader?.recycle?.(chunk);
+    },
+  };
+}
