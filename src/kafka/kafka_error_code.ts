@@ -12,6 +12,7 @@ export const kafkaErrorCode = {
   leaderNotAvailable: 5,
   requestTimedOut: 7,
   messageTooLarge: 10,
+  coordinatorNotAvailable: 15,
   invalidTopicException: 17,
   recordListTooLarge: 18,
   invalidRequiredAcks: 21,

@@ -15,6 +15,7 @@ import { KafkaMetrics } from "./kafka_metrics.ts";
 import { apisByKey, KafkaRequestSession, servedRanges } from "./kafka_request_session.ts";
 import type { MetadataBroker } from "./metadata.ts";
 import { metadataApi } from "./metadata_api.ts";
+import { findCoordinatorApi } from "./find_coordinator_api.ts";
 import { produceApi } from "./produce_api.ts";
 import { fetchApi } from "./fetch_api.ts";
 import { listOffsetsApi } from "./list_offsets_api.ts";
@@ -29,6 +30,7 @@ export const kafkaApis: readonly KafkaApi[] = [
   fetchApi,
   listOffsetsApi,
   metadataApi,
+  findCoordinatorApi,
   apiVersionsApi,
 ];
 

@@ -17,17 +17,27 @@ export interface KcatResult {
 }
 
 /** Runs kcat with `args` (and `input` on its standard input), killed after `timeoutMs`. */
-export function kcat(args: string[], input = "", timeoutMs = 30_000): Promise<KcatResult> {
+export async function kcat(
+  args: string[],
+  input: string | Uint8Array = "",
+  timeoutMs = 30_000,
+): Promise<KcatResult> {
+  const { code, stdout, stderr } = await kcatBytes(args, input, timeoutMs);
+  return { code, stdout: new TextDecoder().decode(stdout), stderr };
+}
+
+/** `kcat`, with its standard output as bytes. */
+export function kcatBytes(
+  args: string[],
+  input: string | Uint8Array = "",
+  timeoutMs = 30_000,
+): Promise<{ code: number; stdout: Uint8Array; stderr: string }> {
   return new Promise((resolve) => {
-    const child = execFile(
-      "kcat",
-      args,
-      { timeout: timeoutMs, maxBuffer: 256 * 1024 * 1024 },
-      (error, stdout, stderr) => {
-        const code = error === null ? 0 : typeof error.code === "number" ? error.code : 1;
-        resolve({ code, stdout, stderr });
-      },
-    );
+    const options = { timeout: timeoutMs, maxBuffer: 256 * 1024 * 1024, encoding: "buffer" as const };
+    const child = execFile("kcat", args, options, (error, stdout, stderr) => {
+      const code = error === null ? 0 : typeof error.code === "number" ? error.code : 1;
+      resolve({ code, stdout: new Uint8Array(stdout), stderr: stderr.toString("utf8") });
+    });
     child.stdin!.end(input);
   });
 }

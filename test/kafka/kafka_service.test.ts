@@ -53,6 +53,7 @@ t.test("ApiVersions over TCP lists the APIs served; a version past v3 is answere
     [apiKey.fetch, 4, 11],
     [apiKey.listOffsets, 1, 5],
     [apiKey.metadata, 0, 8],
+    [apiKey.findCoordinator, 0, 2],
     [apiKey.apiVersions, 0, 3],
   ]);
   const v9 = (await client.next())!;
@@ -146,4 +147,22 @@ t.test("a [kafka] stream that is no stream name stops start-up naming the key", 
   const error = await openKafka(t, { STRATA_KAFKA_STREAM: "../etc" }).catch((e) => e);
   t.ok(error instanceof ConfigError, "a ConfigError");
   t.equal(error.key, "[kafka] stream");
+});
+
+t.test("FindCoordinator: this broker for a group, none for a transactional id", async (t) => {
+  const { connect, listener } = await openKafka(t);
+  const kafka = await connect();
+  kafka.send(kafkaRequest(apiKey.findCoordinator, 0, 1, (w) => w.nullableString("group-a")));
+  kafka.send(kafkaRequest(apiKey.findCoordinator, 2, 2, (w) => w.nullableString("tx-1").int8(1)));
+  const v0 = await answerBody(kafka);
+  t.same([v0.int16(), v0.int32(), v0.string(), v0.int32()], [
+    0,
+    standaloneNodeId,
+    "127.0.0.1",
+    listener.address.port,
+  ]);
+  const v2 = await answerBody(kafka);
+  v2.int32();
+  t.equal(v2.int16(), kafkaErrorCode.coordinatorNotAvailable);
+  t.equal(v2.nullableString(), "transactions are not served");
 });
