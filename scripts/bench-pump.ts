@@ -209,7 +209,7 @@ async function fill(topic: string, partition: number, bytes: number, messageSize
   const payload = new Uint8Array(messageSize).map((_, i) => (i * 31 + partition) & 0xff);
   const batch: MessageInput[] = Array.from({ length: perBatch }, () => ({ key: null, headers: {}, payload }));
   assert(
-    prepareBatch(batch).lengthBytes <= writeBufferBytes,
+    prepareBatch(batch, Date.now()).lengthBytes <= writeBufferBytes,
     "Cannot fill: a batch must fit the shard's write buffer, or each takes a buffer of its own",
   );
   const batches = Math.ceil(bytes / (perBatch * messageSize));

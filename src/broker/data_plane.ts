@@ -36,7 +36,7 @@ export interface PartitionStats extends LogStats {
 /** Where a poll starts: at an offset, or at the first message at or after a timestamp. */
 export interface PollRequest {
   offset?: number;
-  timestampUs?: number;
+  timestampMs?: number;
   count: number;
   maxBytes: number;
 }
@@ -152,8 +152,8 @@ export class DataPlane {
     const shard = this.#shards.shardOf(partition.address);
     shard.countRequest();
     const result = await translateDataErrors(() =>
-      request.timestampUs !== undefined
-        ? partition.log.readFromTimestamp(request.timestampUs, request.count, request.maxBytes)
+      request.timestampMs !== undefined
+        ? partition.log.readFromTimestamp(request.timestampMs * 1000, request.count, request.maxBytes)
         : partition.log.read(request.offset ?? 0, request.count, request.maxBytes)
     );
     // The answer's encoding (up to `max_bytes` of messages) is a piece of CPU work: it runs on the
@@ -224,7 +224,7 @@ export class DataPlane {
     return this.#catalog.openPartition(this.#catalog.topic(streamName, topicName), partitionId);
   }
 
-  #choosePartition(topic: CatalogTopic, key: string | null): number {
+  #choosePartition(topic: CatalogTopic, key: string | Uint8Array | null): number {
     if (key !== null) return partitionOfKey(key, topic.slots.length);
     const next = ((this.#roundRobin.get(topic) ?? -1) + 1) % topic.slots.length;
     this.#roundRobin.set(topic, next);

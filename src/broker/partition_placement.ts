@@ -9,7 +9,7 @@ export function shardIndexOf(address: PartitionAddress, shardCount: number): num
 }
 
 /** The partition a message with this key goes to: the same key always goes to the same partition. */
-export function partitionOfKey(key: string, partitions: number): number {
+export function partitionOfKey(key: string | Uint8Array, partitions: number): number {
   assert(partitions >= 1, "Cannot place a message: the topic has no partitions");
   return fnv1a32(key) % partitions;
 }

@@ -12,19 +12,78 @@ export interface ClientOptions {
   fetch?: (request: Request) => Promise<Response>;
 }
 
+/** A header value: text (sent as its UTF-8), bytes, or null. */
+export interface ClientHeader {
+  name: string;
+  value: string | Uint8Array | null;
+}
+
 export interface ProduceMessage {
-  payload: Uint8Array;
-  key?: string;
-  headers?: Record<string, string>;
+  /** null: a null value. */
+  payload: Uint8Array | null;
+  /** Text or bytes; absent or null: no key. */
+  key?: string | Uint8Array | null;
+  /** Names to text, or an ordered list (names may repeat). */
+  headers?: Record<string, string> | ClientHeader[];
+  /** Milliseconds since the Unix epoch; absent: the server's time. */
+  timestamp?: number;
 }
 
 export interface PolledMessage {
   offset: number;
-  /** Microseconds since the Unix epoch, stamped by the server. */
+  /** Milliseconds since the Unix epoch. */
   timestamp: number;
+  /** The key as text, when it is UTF-8; null when there is none or it is not text. */
   key: string | null;
-  headers: Record<string, string>;
-  payload: Uint8Array;
+  /** The key's bytes; null when there is none. */
+  keyBytes: Uint8Array | null;
+  headers: { name: string; value: Uint8Array | null }[];
+  payload: Uint8Array | null;
+}
+
+const utf8 = new TextEncoder();
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** Bytes as an answer carries them: base64 text (JSON), binary (msgpack), or null. */
+function bytesIn(value: unknown): Uint8Array | null {
+  if (value === null || value === undefined) return null;
+  if (typeof value === "string") return new Uint8Array(Buffer.from(value, "base64"));
+  return new Uint8Array(value as Uint8Array);
+}
+
+function textOf(bytes: Uint8Array | null): string | null {
+  if (bytes === null) return null;
+  try {
+    return strictUtf8.decode(bytes);
+  } catch {
+    return null;
+  }
+}
+
+/** A message of a poll's answer, JSON or msgpack (docs/API.md, "Messages"). */
+function polledMessage(m: Record<string, unknown>): PolledMessage {
+  const key = m["key"];
+  const keyBytes = m["key_base64"] !== undefined
+    ? bytesIn(m["key_base64"])
+    : typeof key === "string"
+    ? utf8.encode(key)
+    : bytesIn(key);
+  const headers = (m["headers"] as Record<string, unknown>[]).map((h) => ({
+    name: h["name"] as string,
+    value: h["value_base64"] !== undefined
+      ? bytesIn(h["value_base64"])
+      : typeof h["value"] === "string"
+      ? utf8.encode(h["value"])
+      : bytesIn(h["value"]),
+  }));
+  return {
+    offset: m["offset"] as number,
+    timestamp: m["timestamp"] as number,
+    key: textOf(keyBytes),
+    keyBytes,
+    headers,
+    payload: bytesIn(m["payload"]),
+  };
 }
 
 export interface PollOptions {
@@ -142,10 +201,22 @@ export class StrataClient {
     messages: ProduceMessage[],
     partition?: number,
   ): Promise<{ partition: number; base_offset: number; count: number }> {
+    const msgpack = this.#encoding === "msgpack";
+    const bytesOut = (b: Uint8Array) => (msgpack ? b : Buffer.from(b).toString("base64"));
     const wire = messages.map((m) => ({
-      payload: this.#encoding === "msgpack" ? m.payload : Buffer.from(m.payload).toString("base64"),
-      ...(m.key !== undefined ? { key: m.key } : {}),
-      ...(m.headers !== undefined ? { headers: m.headers } : {}),
+      payload: m.payload === null ? null : bytesOut(m.payload),
+      ...(typeof m.key === "string" || m.key === null ? { key: m.key } : {}),
+      ...(m.key instanceof Uint8Array ? (msgpack ? { key: m.key } : { key_base64: bytesOut(m.key) }) : {}),
+      ...(m.headers === undefined ? {} : {
+        headers: Array.isArray(m.headers)
+          ? m.headers.map((h) =>
+            h.value instanceof Uint8Array && !msgpack
+              ? { name: h.name, value_base64: bytesOut(h.value) }
+              : { name: h.name, value: h.value }
+          )
+          : m.headers,
+      }),
+      ...(m.timestamp !== undefined ? { timestamp: m.timestamp } : {}),
     }));
     return this.#call("POST", `/streams/${e(stream)}/topics/${e(topic)}/messages`, {
       ...(partition !== undefined ? { partition } : {}),
@@ -168,15 +239,7 @@ export class StrataClient {
     const raw = await this.#call<{ messages: Record<string, unknown>[]; next_offset: number }>("GET", path);
     return {
       next_offset: raw.next_offset,
-      messages: raw.messages.map((m) => ({
-        offset: m["offset"] as number,
-        timestamp: m["timestamp"] as number,
-        key: m["key"] as string | null,
-        headers: m["headers"] as Record<string, string>,
-        payload: typeof m["payload"] === "string"
-          ? new Uint8Array(Buffer.from(m["payload"], "base64"))
-          : new Uint8Array(m["payload"] as Uint8Array),
-      })),
+      messages: raw.messages.map(polledMessage),
     };
   }
 

@@ -1,9 +1,17 @@
 import { assert } from "../runtime/assert.ts";
-import { type BatchRecord, decodeRecord, recordBatchBytes, writeRecordBatch } from "./batch_records.ts";
+import {
+  type BatchRecord,
+  decodeRecord,
+  recordBatchBytes,
+  type RecordHeader,
+  writeRecordBatch,
+} from "./batch_records.ts";
+import { decompressRecords } from "./batch_compression.ts";
 import {
   batchField,
   batchLengthOverheadBytes,
   computeBatchCrc,
+  RecordBatchError,
   recordBatchHeaderBytes,
   recordBatchMagic,
 } from "./record_batch.ts";
@@ -18,18 +26,29 @@ export const batchHeaderBytes = recordBatchHeaderBytes;
 /** The batch format the log writes and reads: Kafka's magic 2. */
 export const batchFormatVersion = recordBatchMagic;
 
+/** A header of a record: names may repeat, order is kept, a value may be null. */
+export type { RecordHeader };
+
+/** A message to append, as a producer gives it. */
 export interface MessageInput {
-  key: string | null;
-  headers: Record<string, string>;
-  payload: Uint8Array;
+  /** Text (stored as its UTF-8) or bytes; null: no key. */
+  key: string | Uint8Array | null;
+  /** Names to text values, or the ordered list a Kafka record has (names may repeat, values be null). */
+  headers: Readonly<Record<string, string>> | readonly RecordHeader[];
+  /** The value; null is a null value (a Kafka tombstone), not an empty one. */
+  payload: Uint8Array | null;
+  /** Milliseconds since the Unix epoch; absent: the server's time at the append. */
+  timestampMs?: number;
 }
 
+/** A message as the log holds it: Kafka's record model. */
 export interface StoredMessage {
   offset: number;
-  timestampUs: number;
-  key: string | null;
-  headers: Record<string, string>;
-  payload: Uint8Array;
+  /** Milliseconds since the Unix epoch. */
+  timestampMs: number;
+  key: Uint8Array | null;
+  headers: readonly RecordHeader[];
+  payload: Uint8Array | null;
 }
 
 export interface BatchHeader {
@@ -49,59 +68,69 @@ export interface BatchHeader {
 }
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder("utf-8", { fatal: true });
 
-/** Messages measured for a batch: their records and the batch's whole length. */
+/** Messages measured for a batch: their records, timestamps and the batch's whole length. */
 export interface PreparedBatch {
   readonly records: readonly BatchRecord[];
   readonly lengthBytes: number;
+  readonly baseTimestampMs: number;
+  readonly maxTimestampMs: number;
 }
 
-/** Encodes the keys and headers of `messages` and measures the batch they make. */
-export function prepareBatch(messages: readonly MessageInput[]): PreparedBatch {
+/** The headers of a message as a record's list: a map's entries in order, with text values. */
+function headerList(headers: MessageInput["headers"]): readonly RecordHeader[] {
+  if (Array.isArray(headers)) return headers as readonly RecordHeader[];
+  const list: RecordHeader[] = [];
+  for (const [name, value] of Object.entries(headers)) list.push({ name, value: encoder.encode(value) });
+  return list;
+}
+
+/**
+ * Measures the batch `messages` make; a message without a timestamp takes `stampMs`, the server's
+ * time at the append. The first message's timestamp is the batch's base, as Kafka has it.
+ */
+export function prepareBatch(messages: readonly MessageInput[], stampMs: number): PreparedBatch {
   assert(messages.length > 0, "Cannot encode an empty batch");
-  const records = messages.map((m, offsetDelta): BatchRecord => ({
-    offsetDelta,
-    timestampDelta: 0,
-    key: m.key === null ? null : encoder.encode(m.key),
-    value: m.payload,
-    headers: Object.entries(m.headers).map(([name, value]) => ({ name, value: encoder.encode(value) })),
-  }));
-  return { records, lengthBytes: recordBatchBytes(records) };
+  const baseTimestampMs = messages[0]!.timestampMs ?? stampMs;
+  let maxTimestampMs = baseTimestampMs;
+  const records = messages.map((m, offsetDelta): BatchRecord => {
+    const timestampMs = m.timestampMs ?? stampMs;
+    maxTimestampMs = Math.max(maxTimestampMs, timestampMs);
+    return {
+      offsetDelta,
+      timestampDelta: timestampMs - baseTimestampMs,
+      key: typeof m.key === "string" ? encoder.encode(m.key) : m.key,
+      value: m.payload,
+      headers: headerList(m.headers),
+    };
+  });
+  return { records, lengthBytes: recordBatchBytes(records), baseTimestampMs, maxTimestampMs };
 }
 
 /**
  * Writes a prepared batch into `target`, exactly its length: the log encodes straight into its
- * write buffer, so a produce costs no buffer of its own. Every message gets the batch's timestamp,
- * `timestampUs` in whole milliseconds.
+ * write buffer, so a produce costs no buffer of its own.
  */
-export function writeBatchInto(
-  target: Uint8Array,
-  baseOffset: number,
-  timestampUs: number,
-  batch: PreparedBatch,
-): void {
+export function writeBatchInto(target: Uint8Array, baseOffset: number, batch: PreparedBatch): void {
   assert(Number.isSafeInteger(baseOffset) && baseOffset >= 0, "batch base offset must be a safe integer");
   assert(target.length === batch.lengthBytes, "a batch's target must be exactly its length");
-  assert(timestampUs % 1000 === 0, "batch timestamps are whole milliseconds");
-  const timestampMs = timestampUs / 1000;
   writeRecordBatch(target, batch.records, {
     baseOffset,
-    baseTimestampMs: timestampMs,
-    maxTimestampMs: timestampMs,
+    baseTimestampMs: batch.baseTimestampMs,
+    maxTimestampMs: batch.maxTimestampMs,
     timestampType: "create_time",
   });
 }
 
-/** Encodes messages as one batch of its own; every message gets the batch's timestamp. */
+/** Encodes messages as one batch of its own; a message without a timestamp takes `stampMs`. */
 export function encodeBatch(
   baseOffset: number,
-  timestampUs: number,
+  stampMs: number,
   messages: readonly MessageInput[],
 ): Uint8Array {
-  const batch = prepareBatch(messages);
+  const batch = prepareBatch(messages, stampMs);
   const bytes = new Uint8Array(batch.lengthBytes);
-  writeBatchInto(bytes, baseOffset, timestampUs, batch);
+  writeBatchInto(bytes, baseOffset, batch);
   return bytes;
 }
 
@@ -145,36 +174,39 @@ export function verifyBatch(batch: Uint8Array): boolean {
   return computeBatchCrc(batch) === header.crc32c;
 }
 
-/**
- * The headers of every message that has none: one frozen object instead of an empty one per
- * message decoded (100 for a poll of 100 messages), so a reader that tried to add to it would
- * throw rather than change other messages.
- */
-const noHeaders: Record<string, string> = Object.freeze({});
+/** The headers of every message that has none: one frozen list instead of an empty one per message. */
+const noHeaders: readonly RecordHeader[] = Object.freeze([]);
 
-/** Decodes the messages of one whole, verified, uncompressed batch. */
+/** Decodes the messages of one whole, verified batch; a compressed one is decompressed first. */
 export function decodeMessages(batch: Uint8Array): StoredMessage[] {
   const header = decodeBatchHeader(batch);
   assert(header !== null && header.lengthBytes === batch.length, "decodeMessages needs one whole batch");
-  assert(header.compressionCode === 0, "decodeMessages reads uncompressed batches");
+  const records = header.compressionCode === 0
+    ? batch.subarray(batchHeaderBytes)
+    : decompressRecords(header.compressionCode, batch.subarray(batchHeaderBytes));
+  const baseTimestampMs = header.baseTimestampUs / 1000;
   const messages: StoredMessage[] = [];
-  let at = batchHeaderBytes;
+  let at = 0;
   for (let i = 0; i < header.messageCount; i++) {
-    const { record, next } = decodeRecord(batch, at);
-    const headers: Record<string, string> = record.headers.length === 0 ? noHeaders : {};
-    for (const h of record.headers) headers[h.name] = h.value === null ? "" : decoder.decode(h.value);
+    const { record, next } = decodeRecord(records, at);
     messages.push({
       offset: header.baseOffset + record.offsetDelta,
-      timestampUs: header.logAppendTime
-        ? header.maxTimestampUs
-        : header.baseTimestampUs + record.timestampDelta * 1000,
-      key: record.key === null ? null : decoder.decode(record.key),
-      headers,
-      // A view, not a copy: every read allocates a fresh window, so nothing else writes under it.
-      payload: record.value ?? new Uint8Array(0),
+      // With log append time, every record's timestamp is the batch's max timestamp.
+      timestampMs: header.logAppendTime
+        ? header.maxTimestampUs / 1000
+        : baseTimestampMs + record.timestampDelta,
+      // Views, not copies: every read allocates a fresh window, so nothing else writes under them.
+      key: record.key,
+      headers: record.headers.length === 0 ? noHeaders : record.headers,
+      payload: record.value,
     });
     at = next;
   }
-  assert(at === batch.length, "records do not fill their batch");
+  if (at !== records.length) {
+    throw new RecordBatchError(
+      "corrupt",
+      `${records.length - at} bytes follow the batch's ${header.messageCount} records`,
+    );
+  }
   return messages;
 }

@@ -31,7 +31,7 @@ export interface BatchRecord {
   timestampDelta: number;
   key: Uint8Array | null;
   value: Uint8Array | null;
-  headers: RecordHeader[];
+  headers: readonly RecordHeader[];
 }
 
 const utf8 = new TextEncoder();

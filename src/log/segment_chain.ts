@@ -142,18 +142,12 @@ export class SegmentChain {
     if (input.kind === "messages") {
       // Server-assigned timestamps never go backwards within a partition, even if the wall clock
       // does; they are whole milliseconds, as a batch holds them.
-      const timestampUs = this.#stampUs();
-      const batch = prepareBatch(input.messages);
-      await this.#place(
-        batch.lengthBytes,
-        input.messages.length,
-        timestampUs,
-        timestampUs,
-        config,
-        (target) => {
-          writeBatchInto(target, this.#nextOffset, timestampUs, batch);
-        },
-      );
+      const batch = prepareBatch(input.messages, this.#stampUs() / 1000);
+      const baseUs = batch.baseTimestampMs * 1000;
+      const maxUs = batch.maxTimestampMs * 1000;
+      await this.#place(batch.lengthBytes, input.messages.length, baseUs, maxUs, config, (target) => {
+        writeBatchInto(target, this.#nextOffset, batch);
+      });
     } else {
       for (const { bytes, header } of input.batches) {
         const appendTimeUs = input.stampAppendTime ? this.#stampUs() : null;

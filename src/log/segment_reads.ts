@@ -81,7 +81,7 @@ export async function readSegments(
     if (header.baseOffset + header.lastOffsetDelta < offset) return true;
     for (const message of decodeMessages(batch)) {
       if (message.offset < offset) continue;
-      const size = message.payload.length + (message.key?.length ?? 0);
+      const size = (message.payload?.length ?? 0) + (message.key?.length ?? 0);
       if (messages.length >= count || (messages.length > 0 && bytes + size > maxBytes)) return false;
       messages.push(message);
       bytes += size;

@@ -7,8 +7,8 @@ import type { Segment } from "./segment.ts";
 /**
  * The offset of the first visible message stamped at or after `timestampUs`, from a snapshot of the
  * chain: the first segment whose newest message is that late is searched from its index entry for
- * the timestamp, local or remote. Past every message, the next offset. In a compressed batch, the
- * batch's first offset.
+ * the timestamp, local or remote (a compressed batch is decompressed). Past every message, the next
+ * offset.
  */
 export async function offsetForTimestamp(
   context: ReadContext,
@@ -21,13 +21,7 @@ export async function offsetForTimestamp(
   let found = segment.visibleEndOffset + 1;
   const visit: BatchVisitor = (batch, header) => {
     if (header.maxTimestampUs < timestampUs) return true;
-    // A compressed batch is not opened: the search answers its first offset, so a reader starting
-    // there sees every record at or after the time, and perhaps a few before it.
-    if (header.compressionCode !== 0) {
-      found = header.baseOffset;
-      return false;
-    }
-    const first = decodeMessages(batch).find((m) => m.timestampUs >= timestampUs);
+    const first = decodeMessages(batch).find((m) => m.timestampMs * 1000 >= timestampUs);
     if (first !== undefined) found = first.offset;
     return first === undefined;
   };

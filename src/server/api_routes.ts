@@ -131,13 +131,13 @@ export const apiRoutes: Route[] = [
   ),
   route("GET", `${P}/messages`, async (c) => {
     const q = c.url.searchParams;
-    const timestampUs = queryInt(q, "timestamp", null, 0, Number.MAX_SAFE_INTEGER);
+    const timestampMs = queryInt(q, "timestamp", null, 0, Math.floor(Number.MAX_SAFE_INTEGER / 1000));
     const offset = queryInt(q, "offset", null, 0, Number.MAX_SAFE_INTEGER);
-    if (timestampUs !== null && offset !== null) {
+    if (timestampMs !== null && offset !== null) {
       throw badRequest("invalid_query", "Cannot poll: give offset or timestamp, not both");
     }
     const result = await c.dataPlane.poll(stream(c), topic(c), partition(c), {
-      ...(timestampUs !== null ? { timestampUs } : { offset: offset ?? 0 }),
+      ...(timestampMs !== null ? { timestampMs } : { offset: offset ?? 0 }),
       count: queryInt(q, "count", pollCountDefault, 1, pollCountMax)!,
       maxBytes: queryInt(q, "max_bytes", pollBytesDefault, 1, pollBytesMax)!,
     });
@@ -145,7 +145,7 @@ export const apiRoutes: Route[] = [
     const response = encoding === "msgpack"
       ? msgpackResponse(200, encodePollAnswer(result.messages, result.nextOffset), { freeWhenRead: true })
       : encodeResponse(200, {
-        messages: result.messages.map((m) => messageView(m, encoding)),
+        messages: result.messages.map((m) => messageView(m)),
         next_offset: result.nextOffset,
       }, encoding);
     // The answer holds copies now: the windows the messages were views into can be reused.

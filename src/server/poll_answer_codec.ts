@@ -3,10 +3,11 @@ import { assert } from "../runtime/assert.ts";
 
 /**
  * A poll's msgpack answer, `{ messages: [{ offset, timestamp, key, headers, payload }], next_offset }`,
- * written straight into one buffer of its exact size. The generic path (an object per message for
- * msgpackr) enumerates each object's keys and grows its buffer to four times the answer, garbage the
- * collector chases on the pump's thread (docs/TUNING.md, "Poll answers"). The bytes are those
- * msgpackr writes for the same answer (a test compares them), so clients see no difference.
+ * with the key, each header value and the payload as binary or nil and the headers as a list of
+ * `{ name, value }`, written straight into one buffer of its exact size. The generic path (an object
+ * per message for msgpackr) enumerates each object's keys and grows its buffer to four times the
+ * answer, garbage the collector chases on the pump's thread (docs/TUNING.md, "Poll answers"). The
+ * bytes are those msgpackr writes for the same answer (a test compares them).
  */
 export function encodePollAnswer(
   messages: readonly StoredMessage[],
@@ -24,19 +25,20 @@ export function encodePollAnswer(
     out.str("offset");
     out.number(m.offset);
     out.str("timestamp");
-    out.number(m.timestampUs);
+    out.number(m.timestampMs);
     out.str("key");
-    if (m.key === null) out.nil();
-    else out.str(m.key);
+    out.binOrNil(m.key);
     out.str("headers");
-    out.mapHeader(headerCount(m.headers));
-    // A for-in walks the names without the array Object.keys would allocate for every message.
-    for (const name in m.headers) {
-      out.str(name);
-      out.str(m.headers[name]!);
+    out.arrayHeader(m.headers.length);
+    for (const h of m.headers) {
+      out.mapHeader(2);
+      out.str("name");
+      out.str(h.name);
+      out.str("value");
+      out.binOrNil(h.value);
     }
     out.str("payload");
-    out.bin(m.payload);
+    out.binOrNil(m.payload);
   }
   out.str("next_offset");
   out.number(nextOffset);
@@ -44,18 +46,18 @@ export function encodePollAnswer(
   return out.bytes;
 }
 
-function messageBytes(m: StoredMessage): number {
-  let size = headerBytes(5, mapForms) + keyBytes + numberBytes(m.offset) + numberBytes(m.timestampUs) +
-    (m.key === null ? 1 : strBytes(m.key));
-  for (const name in m.headers) size += strBytes(name) + strBytes(m.headers[name]!);
-  return size + headerBytes(headerCount(m.headers), mapForms) + headerBytes(m.payload.length, binForms) +
-    m.payload.length;
+function binOrNilBytes(bytes: Uint8Array | null): number {
+  return bytes === null ? 1 : headerBytes(bytes.length, binForms) + bytes.length;
 }
 
-function headerCount(headers: Record<string, string>): number {
-  let n = 0;
-  for (const _ in headers) n++;
-  return n;
+/** A header's map: its two field names, each a fixstr. */
+const headerFieldBytes = 1 + 1 + "name".length + 1 + "value".length;
+
+function messageBytes(m: StoredMessage): number {
+  let size = headerBytes(5, mapForms) + keyBytes + numberBytes(m.offset) + numberBytes(m.timestampMs) +
+    binOrNilBytes(m.key) + headerBytes(m.headers.length, arrayForms) + binOrNilBytes(m.payload);
+  for (const h of m.headers) size += headerFieldBytes + strBytes(h.name) + binOrNilBytes(h.value);
+  return size;
 }
 
 /** The five field names of a message, each a fixstr. */
@@ -160,6 +162,11 @@ class Writer {
       assert(written === n, "a string's UTF-8 length was computed before it was written");
     }
     this.position += n;
+  }
+
+  binOrNil(bytes: Uint8Array | null): void {
+    if (bytes === null) this.nil();
+    else this.bin(bytes);
   }
 
   bin(bytes: Uint8Array): void {

@@ -10,10 +10,12 @@ export interface SegmentView {
 }
 
 /** Every message read back is the one written at its offset: its payload is its offset's fill byte. */
-export function readBackIntact(messages: readonly { offset: number; payload: Uint8Array }[]): string | null {
+export function readBackIntact(
+  messages: readonly { offset: number; payload: Uint8Array | null }[],
+): string | null {
   for (const m of messages) {
     const expected = m.offset & 0xff;
-    if (m.payload.length === 0 || !m.payload.every((b) => b === expected)) {
+    if (m.payload === null || m.payload.length === 0 || !m.payload.every((b) => b === expected)) {
       return `message ${m.offset} read back with other bytes than were written`;
     }
   }

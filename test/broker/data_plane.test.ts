@@ -120,7 +120,7 @@ t.test("poll reads what was produced and counts a request on the partition's sha
   const shard = shards.shards[shardIndexOf({ streamId: 1, topicId: 1, partitionId: 0 }, 2)]!;
   const before = shard.requestsServed;
   const read = await plane.poll("s", "t", 0, { offset: 1, count: 10, maxBytes: 1 << 20 });
-  t.same(read.messages.map((m) => new TextDecoder().decode(m.payload)), ["b"]);
+  t.same(read.messages.map((m) => new TextDecoder().decode(m.payload!)), ["b"]);
   t.equal(read.nextOffset, 2);
   read.release();
   t.equal(shard.requestsServed, before + 1);

@@ -69,7 +69,7 @@ t.test("SIGKILL mid-produce loses no acknowledged message: every one reads back 
   const reader = new StrataClient({ baseUrl: second.baseUrl, encoding: "msgpack" });
   const mismatches: string[] = [];
   for (let p = 0; p < partitions; p++) {
-    const stored = new Map<number, { payload: Uint8Array; key: string | null }>();
+    const stored = new Map<number, { payload: Uint8Array | null; key: string | null }>();
     let offset = 0;
     for (let round = 0; round < 10_000; round++) {
       const r = await reader.poll("crash", "t", p, { offset, count: 5000, maxBytes: 8 * 1024 * 1024 });
@@ -82,7 +82,7 @@ t.test("SIGKILL mid-produce loses no acknowledged message: every one reads back 
     for (const batch of acked.filter((a) => a.partition === p)) {
       batch.payloads.forEach((payload, i) => {
         const got = stored.get(batch.baseOffset + i);
-        if (got === undefined || got.key !== batch.keys[i] || Buffer.compare(got.payload, payload) !== 0) {
+        if (got === undefined || got.key !== batch.keys[i] || Buffer.compare(got.payload!, payload) !== 0) {
           mismatches.push(`partition ${p} offset ${batch.baseOffset + i}`);
         }
       });

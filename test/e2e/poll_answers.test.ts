@@ -43,7 +43,7 @@ t.test("under Deno.serve, poll answers freed once written reach every client who
       if (answer.messages.length !== pollCount) wrong++;
       for (const m of answer.messages) {
         const expected = payloadOf(m.offset);
-        if (m.payload.length !== expected.length || !m.payload.every((b, j) => b === expected[j])) wrong++;
+        if (m.payload!.length !== expected.length || !m.payload!.every((b, j) => b === expected[j])) wrong++;
       }
     }
   };

@@ -118,7 +118,7 @@ t.test("a store outage stalls the floor and raises the stalled signal while prod
     const read = await client.poll("outage", "t", 0, { offset: next, count: produced - next });
     if (read.messages.length === 0) break;
     intact += read.messages.filter((m) =>
-      Buffer.compare(Buffer.from(m.payload), Buffer.from(payloadOf(m.offset))) === 0
+      Buffer.compare(Buffer.from(m.payload!), Buffer.from(payloadOf(m.offset))) === 0
     ).length;
     next = read.next_offset;
   }

@@ -163,5 +163,5 @@ export async function evicted(t: Test, options: EvictedOptions = {}) {
 }
 
 /** A 10 kB message of the fixture, each byte its offset's low byte. */
-export const payloadOk = (m: { offset: number; payload: Uint8Array }) =>
-  m.payload.length === 10_000 && m.payload.every((b) => b === (m.offset & 0xff));
+export const payloadOk = (m: { offset: number; payload: Uint8Array | null }) =>
+  m.payload!.length === 10_000 && m.payload!.every((b) => b === (m.offset & 0xff));

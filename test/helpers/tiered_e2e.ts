@@ -101,7 +101,7 @@ export async function produceTierAndVerify(
     for (let at = 0; at < bytes.length;) {
       const header = decodeBatchHeader(bytes, at)!;
       for (const m of decodeMessages(bytes.subarray(at, at + header.lengthBytes))) {
-        if (Buffer.compare(m.payload, payloadOf(m.offset)) !== 0) bad++;
+        if (Buffer.compare(m.payload!, payloadOf(m.offset)) !== 0) bad++;
         checkedMessages++;
       }
       at += header.lengthBytes;
@@ -125,7 +125,7 @@ export async function readAllBack(client: StrataClient): Promise<{ count: number
     if (r.messages.length === 0) break;
     for (const m of r.messages) {
       // Dense from 0: each message is the next offset, with the payload produced for it.
-      if (m.offset !== count || Buffer.compare(m.payload, payloadOf(m.offset)) !== 0) bad++;
+      if (m.offset !== count || Buffer.compare(m.payload!, payloadOf(m.offset)) !== 0) bad++;
       count++;
     }
     offset = r.next_offset;

@@ -3,7 +3,6 @@ import { encodeFetchResponse, readFetchRequest } from "../../src/kafka/fetch.ts"
 import { encodeListOffsetsResponse, readListOffsetsRequest } from "../../src/kafka/list_offsets.ts";
 import { encodeProduceResponse, readProduceRequest } from "../../src/kafka/produce.ts";
 import { KafkaReader } from "../../src/kafka/kafka_reader.ts";
-import { KafkaWriter } from "../../src/kafka/kafka_writer.ts";
 import { apiKey, readRequestHeader } from "../../src/kafka/request_header.ts";
 import { kafkaRequest } from "../helpers/kafka_wire.ts";
 

@@ -138,7 +138,7 @@ t.test("boot: marker-only stems are tiered, marker plus log is uploaded and loca
   t.equal(reopened.nextOffset, next);
   const read = await reopened.read(third.startOffset, 100, 1 << 20);
   t.same(
-    read.messages.map((m) => m.payload[0]),
+    read.messages.map((m) => m.payload![0]),
     Array.from({ length: 30 - third.startOffset }, (_, i) => third.startOffset + i),
   );
 });
@@ -193,7 +193,7 @@ t.test("crash at every durable step of an eviction: each reboot gives a contiguo
     const contiguous = segments.every((s, i) => i === 0 || s.startOffset === segments[i - 1]!.endOffset + 1);
     const localFrom = segments.find((s) => s.location !== "remote")!.startOffset;
     const read = await rebooted.read(localFrom, 1000, 1 << 24);
-    const intact = read.messages.every((m) => m.payload[0] === m.offset) && read.nextOffset === next;
+    const intact = read.messages.every((m) => m.payload![0] === m.offset) && read.nextOffset === next;
     outcomes.push(`${crashAt}:${contiguous && intact && segments[0]!.startOffset === 0 ? "ok" : "BAD"}`);
     await rebooted.close();
   }

@@ -83,7 +83,7 @@ t.test("offsets are dense from 0 and a read spans segments seamlessly", async (t
   }
   const all = await log.read(0, 1000, 10 * 1024 * 1024);
   t.same(all.messages.map((m) => m.offset), Array.from({ length: 80 }, (_, i) => i));
-  t.same(all.messages.map((m) => m.payload[0]), Array.from({ length: 80 }, (_, i) => i % 251));
+  t.same(all.messages.map((m) => m.payload![0]), Array.from({ length: 80 }, (_, i) => i % 251));
   t.equal(all.nextOffset, 80);
   const middle = await log.read(37, 5, 10_000);
   t.same(middle.messages.map((m) => m.offset), [37, 38, 39, 40, 41]);
@@ -169,7 +169,7 @@ t.test("with write buffers, a group's batches are one write from one pooled buff
   t.equal(pool.freeCount, 1, "one buffer served both groups and is back in the pool");
   const read = await log.read(0, 1000, 10 * 1024 * 1024);
   t.same(
-    read.messages.map((m) => [m.offset, m.key, m.payload[0]]),
+    read.messages.map((m) => [m.offset, new TextDecoder().decode(m.key!), m.payload![0]]),
     Array.from({ length: 100 }, (_, i) => [i, `k${i}`, i % 251]),
   );
 });
@@ -184,7 +184,7 @@ t.test("a reused write buffer never changes what earlier writes put on disk", as
   const { reopened } = await reopen(t, log, dir, disk, { segmentSizeBytes: 8 * 1024 });
   const read = await reopened.read(0, 1000, 10 * 1024 * 1024);
   t.same(
-    read.messages.map((m) => [m.offset, m.payload.length, m.payload.every((b) => b === m.offset % 251)]),
+    read.messages.map((m) => [m.offset, m.payload!.length, m.payload!.every((b) => b === m.offset % 251)]),
     Array.from({ length: 60 }, (_, i) => [i, 200 + i, true]),
     "every batch reads back as written, after a restart",
   );
@@ -226,7 +226,7 @@ t.test("logs sharing write buffers never see one lent while its write is in flig
     const read = await log.read(0, 1000, 10 * 1024 * 1024);
     t.equal(read.messages.length, 40);
     t.ok(
-      read.messages.every((m) => m.payload.every((x) => x === fill)),
+      read.messages.every((m) => m.payload!.every((x) => x === fill)),
       `every message of log ${fill} is its own`,
     );
   }
@@ -243,7 +243,7 @@ t.test("a batch larger than a pooled write buffer is written from a buffer of it
   await log.append([message(2)]);
   t.equal(pool.freeCount, 1, "a small batch borrowed and gave back");
   const read = await log.read(0, 10, 1024 * 1024);
-  t.same(read.messages.map((m) => [m.payload.length, m.payload[0]]), [[10_000, 1], [100, 2]]);
+  t.same(read.messages.map((m) => [m.payload!.length, m.payload![0]]), [[10_000, 1], [100, 2]]);
 });
 
 t.test("with fsync = interval, appends are acknowledged without an fsync and synced from the tick", async (t) => {

@@ -87,7 +87,7 @@ t.test("a flipped bit in the last batch drops only that batch", async (t) => {
   t.equal(log.nextOffset, 24, "offsets 0..23 remain");
   t.ok(report.truncatedBytes > 0);
   const read = await log.read(20, 10, 1 << 20);
-  t.same(read.messages.map((m) => m.payload[0]), [20, 21, 22, 23], "the remaining bytes are the originals");
+  t.same(read.messages.map((m) => m.payload![0]), [20, 21, 22, 23], "the remaining bytes are the originals");
   await log.close();
 });
 

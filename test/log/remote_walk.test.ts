@@ -13,7 +13,7 @@ function remoteSegment(count: number, payloadBytes: number) {
   const batches = Array.from(
     { length: count },
     (_, i) =>
-      encodeBatch(i, (1000 + i) * 1000, [{
+      encodeBatch(i, 1000 + i, [{
         key: null,
         headers: {},
         payload: new Uint8Array(payloadBytes).fill(i),

@@ -50,7 +50,7 @@ t.test("a read spans segments, clamps below the first offset, and sees only publ
   const { chain, dir } = await filledChain(t, 10);
   const context = { disk: new NodeDisk(), label: "t", remote: new RemoteWalk("t") };
   const all = await readSegments(context, chain.segments, 0, 100, 1 << 20);
-  t.same(all.messages.map((m) => m.payload[0]), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  t.same(all.messages.map((m) => m.payload![0]), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
   t.equal(all.nextOffset, 10);
   await chain.append(
     { kind: "messages", messages: [{ key: null, headers: {}, payload: new Uint8Array(1) }] },

@@ -49,15 +49,42 @@ for (const encoding of ["json", "msgpack"] as const) {
     const polled = await c.poll("orders", "events", 1, { offset: 0 });
     t.same(polled.messages.map((m) => m.offset), [0, 1, 2]);
     t.equal(polled.next_offset, 3);
-    t.equal(text(polled.messages[0]!.payload), "a");
-    t.same([...polled.messages[1]!.payload], [0, 1, 255], "binary payload intact");
+    t.equal(text(polled.messages[0]!.payload!), "a");
+    t.same([...polled.messages[1]!.payload!], [0, 1, 255], "binary payload intact");
     t.equal(polled.messages[0]!.key, "k");
-    t.same(polled.messages[0]!.headers, { h: "v" });
+    t.same(polled.messages[0]!.headers, [{ name: "h", value: bytes("v") }]);
     t.equal(polled.messages[1]!.key, null);
     t.ok(
-      polled.messages[0]!.timestamp > 1_600_000_000_000_000,
-      "timestamps are microseconds since the epoch",
+      polled.messages[0]!.timestamp > 1_600_000_000_000 && polled.messages[0]!.timestamp < 1e14,
+      "timestamps are milliseconds since the epoch",
     );
+
+    // Kafka's model through HTTP: a binary key, a null value, repeated headers with null and
+    // binary values, and timestamps the producer chose.
+    const binaryKey = new Uint8Array([0xff, 0x00, 0x80]);
+    const full = await c.produce("orders", "events", [
+      {
+        payload: null,
+        key: binaryKey,
+        headers: [{ name: "h", value: null }, { name: "h", value: new Uint8Array([0xc3]) }, {
+          name: "t",
+          value: "é",
+        }],
+        timestamp: 1_650_000_000_000,
+      },
+      { payload: bytes("later"), key: "", timestamp: 1_650_000_000_500 },
+    ], 2);
+    const back = await c.poll("orders", "events", 2, { offset: full.base_offset });
+    t.equal(back.messages[0]!.payload, null, "a null value reads back null");
+    t.same([...back.messages[0]!.keyBytes!], [0xff, 0x00, 0x80], "a binary key, exact");
+    t.equal(back.messages[0]!.key, null, "which is not text");
+    t.same(back.messages[0]!.headers, [
+      { name: "h", value: null },
+      { name: "h", value: new Uint8Array([0xc3]) },
+      { name: "t", value: bytes("é") },
+    ], "repeated names, a null and a binary value, in order");
+    t.same(back.messages.map((m) => m.timestamp), [1_650_000_000_000, 1_650_000_000_500]);
+    t.equal(back.messages[1]!.key, "", "an empty key is not a null one");
 
     const byTime = await c.poll("orders", "events", 1, {
       timestamp: polled.messages[2]!.timestamp,
@@ -236,7 +263,7 @@ t.test("msgpack payloads as raw bytes; a msgpack request gets a msgpack answer",
   t.equal(response.status, 200);
   t.equal(response.headers.get("content-type"), "application/msgpack");
   const polled = await client("msgpack").poll("s", "t", 0);
-  t.same([...polled.messages[0]!.payload], [9, 8, 7]);
+  t.same([...polled.messages[0]!.payload!], [9, 8, 7]);
 });
 
 t.test("with tokens set, every request needs a valid bearer token", async (t) => {
@@ -264,7 +291,7 @@ t.test("consumer offsets survive a restart; the stream, topic and data do too", 
   const d = second.client();
   t.equal(await d.getOffset("s", "t", 1, "reader"), 1);
   const polled = await d.poll("s", "t", 1);
-  t.same(polled.messages.map((m) => text(m.payload)), ["one", "two"]);
+  t.same(polled.messages.map((m) => text(m.payload!)), ["one", "two"]);
   t.equal((await d.produce("s", "t", [{ payload: bytes("three") }], 1)).base_offset, 2);
 });
 
@@ -304,8 +331,11 @@ for (const [kind, stream] of [["bytes", byteStream], ["pieces", pieceStream]] as
     const answers = await Promise.all(pending);
     t.same(answers.map((a) => a.status), Array(rounds).fill(200), "every produce answered 200");
     const polled = await c.poll("s", "t", 0, { offset: 0, count: rounds * 10 });
-    const values = polled.messages.map((m) => m.payload[0]!);
-    t.ok(polled.messages.every((m) => m.payload.every((b) => b === m.payload[0])), "no message mixes bytes");
+    const values = polled.messages.map((m) => m.payload![0]!);
+    t.ok(
+      polled.messages.every((m) => m.payload!.every((b) => b === m.payload![0])),
+      "no message mixes bytes",
+    );
     t.same(
       [...values].sort((a, b) => a - b),
       Array.from({ length: rounds * 10 }, (_, n) => n),

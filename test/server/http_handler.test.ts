@@ -123,5 +123,8 @@ t.test("a large msgpack answer is handed over as a stream with its length, not c
   t.equal(response.headers.get("content-length"), String(bytes.length), "the length is declared");
   const answer = unpackMsgpack(bytes) as { messages: { payload: Uint8Array }[] };
   t.equal(answer.messages.length, 100, "every message");
-  t.ok(answer.messages.every((m) => m.payload.length === 1024 && m.payload.every((b) => b === 5)), "intact");
+  t.ok(
+    answer.messages.every((m) => m.payload!.length === 1024 && m.payload!.every((b) => b === 5)),
+    "intact",
+  );
 });

@@ -1,18 +1,30 @@
 import t from "tap";
 import type { StoredMessage } from "../../src/log/batch_codec.ts";
 import { packMsgpack, unpackMsgpack } from "../../src/server/body_codec.ts";
-import { messageView } from "../../src/server/message_codec.ts";
 import { encodePollAnswer, utf8Length } from "../../src/server/poll_answer_codec.ts";
 
-/** What the route answered before: an object per message, through the generic encoder. */
+/** The same answer as an object per message, through the generic encoder. */
 const generic = (messages: StoredMessage[], nextOffset: number) =>
-  packMsgpack({ messages: messages.map((m) => messageView(m, "msgpack")), next_offset: nextOffset });
+  packMsgpack({
+    messages: messages.map((m) => ({
+      offset: m.offset,
+      timestamp: m.timestampMs,
+      key: m.key,
+      headers: m.headers.map((h) => ({ name: h.name, value: h.value })),
+      payload: m.payload,
+    })),
+    next_offset: nextOffset,
+  });
+
+const utf8 = (s: string) => new TextEncoder().encode(s);
+const headerMap = (h: Record<string, string>) =>
+  Object.entries(h).map(([name, value]) => ({ name, value: utf8(value) }));
 
 const message = (offset: number, over: Partial<StoredMessage> = {}): StoredMessage => ({
   offset,
-  timestampUs: 1_764_000_000_000_000 + (offset % 1000),
+  timestampMs: 1_764_000_000_000 + (offset % 1000),
   key: null,
-  headers: {},
+  headers: [],
   payload: new Uint8Array(3).fill(offset & 0xff),
   ...over,
 });
@@ -33,14 +45,18 @@ t.test("the poll answer's bytes are the generic encoder's, for every size class 
       message(2 ** 53 - 2),
     ], 2 ** 53 - 1],
     "keys and headers, ASCII and not": [[
-      message(7, { key: "k", headers: { a: "1", "größe": "ß→€", emoji: "😀" } }),
-      message(8, { key: "ключ".repeat(20), headers: { ["h".repeat(40)]: "v".repeat(300) } }),
-      message(9, { key: "x".repeat(70_000) }),
+      message(7, { key: utf8("k"), headers: headerMap({ a: "1", "größe": "ß→€", emoji: "😀" }) }),
+      message(8, { key: utf8("ключ".repeat(20)), headers: headerMap({ ["h".repeat(40)]: "v".repeat(300) }) }),
+      message(9, { key: utf8("x".repeat(70_000)) }),
     ], 10],
-    "sixteen headers (map16) and an empty key": [[
+    "sixteen headers (array16), an empty key, null values and a repeated name": [[
       message(3, {
-        key: "",
-        headers: Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`n${i}`, `${i}`])),
+        key: new Uint8Array(0),
+        headers: [
+          ...headerMap(Object.fromEntries(Array.from({ length: 15 }, (_, i) => [`n${i}`, `${i}`]))),
+          { name: "n0", value: null },
+        ],
+        payload: null,
       }),
     ], 4],
     "payloads of each bin width, and empty": [[

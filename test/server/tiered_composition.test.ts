@@ -81,7 +81,9 @@ async function tieredServer(
 }
 
 const intact = (messages: PolledMessage[]) =>
-  messages.every((m) => m.payload.length === messageBytes && m.payload.every((b) => b === (m.offset & 0xff)));
+  messages.every((m) =>
+    m.payload!.length === messageBytes && m.payload!.every((b) => b === (m.offset & 0xff))
+  );
 
 t.test("a poll of evicted data is served while every upload slot is held in a PUT", async (t) => {
   let creates!: HeldDisk;

@@ -84,7 +84,7 @@ t.test("a tiered topic uploads and evicts; stats, metrics and await report the f
   for (let offset = 0; offset < 60;) {
     const polled = await c.poll("s", "t", 0, { offset, count: 100, maxBytes: 4 * 1024 * 1024 });
     for (const m of polled.messages) {
-      if (m.payload.length === 100_000 && m.payload.every((b) => b === (m.offset & 0xff))) {
+      if (m.payload!.length === 100_000 && m.payload!.every((b) => b === (m.offset & 0xff))) {
         read.push(m.offset);
       }
     }
@@ -105,7 +105,7 @@ t.test("a tiered topic uploads and evicts; stats, metrics and await report the f
   t.ok(
     concurrent.every((p, i) =>
       p.messages.length === 3 &&
-      p.messages.every((m, k) => m.offset === i * 3 + k && m.payload.every((b) => b === (m.offset & 0xff)))
+      p.messages.every((m, k) => m.offset === i * 3 + k && m.payload!.every((b) => b === (m.offset & 0xff)))
     ),
     "eight concurrent polls of evicted data, each intact",
   );
@@ -226,7 +226,7 @@ t.test("a byte flipped in an object of the fs store is detected and never served
   const other = p.segments.find((s) => s.location === "remote" && s.start_offset !== victim.start_offset)!;
   const fine = await c.poll("s", "t", 0, { offset: other.start_offset, count: 3 });
   t.ok(
-    fine.messages.every((m) => m.payload.every((b) => b === (m.offset & 0xff))),
+    fine.messages.every((m) => m.payload!.every((b) => b === (m.offset & 0xff))),
     "other segments still serve",
   );
 });
@@ -308,7 +308,7 @@ t.test("a poll whose remote read outlasts fetch_timeout answers 503 transient, c
     [0, 1, 2].map((i) => victim.start_offset + i),
     "the retry is served",
   );
-  t.ok(retry.messages.every((m) => m.payload.every((b) => b === (m.offset & 0xff))), "payloads intact");
+  t.ok(retry.messages.every((m) => m.payload!.every((b) => b === (m.offset & 0xff))), "payloads intact");
   t.equal(store.calls, opens, "without reading the store again");
   t.ok(await metric("strata_cache_hits_total") > hits, "from the cache");
   t.equal(await metric("strata_cache_transient_replies_total"), 1, "and not counted as transient");
@@ -317,10 +317,10 @@ t.test("a poll whose remote read outlasts fetch_timeout answers 503 transient, c
 t.test("a poll from a timestamp whose message is in an evicted segment starts there, read through the store", async (t) => {
   const { c, until, raw, clock } = await tieredServer(t);
   await c.createTopic("s", { name: "t", segment_size: "1 MiB", local_retention_size: "1 MiB" });
-  const stampsUs: number[] = [];
+  const stampsMs: number[] = [];
   for (let i = 0; i < 30; i++) {
     clock.advance(10);
-    stampsUs.push(clock.wallMs() * 1000);
+    stampsMs.push(Math.floor(clock.wallMs()));
     await c.produce("s", "t", [{ payload: payload(100_000, i) }], 0);
   }
   const evicted = await until(async () => {
@@ -340,13 +340,13 @@ t.test("a poll from a timestamp whose message is in an evicted segment starts th
         0,
     );
   const getsBefore = await gets();
-  const polled = await c.poll("s", "t", 0, { timestamp: stampsUs[target]! - 1, count: 5 });
+  const polled = await c.poll("s", "t", 0, { timestamp: stampsMs[target]! - 1, count: 5 });
   t.same(
     polled.messages.map((m) => m.offset),
     [0, 1, 2, 3, 4].map((i) => target + i),
     "from the message at or after it",
   );
-  t.equal(polled.messages[0]!.timestamp, stampsUs[target], "the one stamped at that time");
-  t.ok(polled.messages.every((m) => m.payload.every((b) => b === (m.offset & 0xff))), "payloads intact");
+  t.equal(polled.messages[0]!.timestamp, stampsMs[target], "the one stamped at that time");
+  t.ok(polled.messages.every((m) => m.payload!.every((b) => b === (m.offset & 0xff))), "payloads intact");
   t.ok(await gets() > getsBefore, "read through the store");
 });

@@ -130,7 +130,7 @@ t.test("the real partition log on SimDisk: after any crash every acknowledged me
       t.bailout();
     t.ok(
       r.messages.slice(0, acknowledged).every((m, i) =>
-        m.offset === i && m.payload.every((b) => b === (i & 0xff))
+        m.offset === i && m.payload!.every((b) => b === (i & 0xff))
       ),
       `seed ${seed}: byte for byte`,
     ) || t.bailout();
