@@ -88,7 +88,6 @@ export class DataPlane {
     topicName: string,
     partitionId: number,
     records: Uint8Array,
-    stampAppendTime: boolean,
   ): Promise<ProduceResult> {
     const partition = this.#partition(streamName, topicName, partitionId);
     const shard = this.#shards.shardOf(partition.address);
@@ -96,9 +95,7 @@ export class DataPlane {
     // The batches' checks (CRC32C over every byte, the records' framing) are a piece of CPU work:
     // on the gate's turn, so that a request for many partitions cannot hold the loop for all of them.
     await shard.pieceGate.turn();
-    const result = await translateDataErrors(() =>
-      partition.log.appendRecordBatches(records, stampAppendTime)
-    );
+    const result = await translateDataErrors(() => partition.log.appendRecordBatches(records));
     return { partition: partitionId, baseOffset: result.baseOffset, count: result.count };
   }
 

@@ -101,6 +101,7 @@ export class PartitionOpener {
       fsync: settings.fsync,
       fsyncIntervalMs: settings.fsyncIntervalMs,
       writeQueueMax: settings.writeQueueMax,
+      timestampType: options.timestampType,
     };
   }
 }

@@ -19,7 +19,12 @@ export interface TopicOptions {
    * before (the consumer barrier); false lets retention delete regardless of consumers.
    */
   retentionConsumerBarrier: boolean;
+  /** "create_time": the producer's timestamps; "log_append_time": the server's at the append. */
+  timestampType: TimestampType;
 }
+
+export type TimestampType = "create_time" | "log_append_time";
+export const timestampTypes: readonly TimestampType[] = ["create_time", "log_append_time"];
 
 /** Server defaults for the options a create request leaves out. */
 export interface TopicDefaults {
@@ -48,6 +53,7 @@ export function defaultTopicOptions(defaults: TopicDefaults, partitions: number)
     localRetentionAgeMs: defaults.localRetentionAgeMs,
     localRetentionSizeBytes: defaults.localRetentionSizeBytes,
     retentionConsumerBarrier: true,
+    timestampType: "create_time",
   };
 }
 
@@ -111,5 +117,9 @@ export function topicDefaultsOf(t: TieredStorageConfig): TopicDefaults {
 
 /** Options stored before a field existed read as that field's default. */
 export function withOptionDefaults(stored: TopicOptions): TopicOptions {
-  return { ...stored, retentionConsumerBarrier: stored.retentionConsumerBarrier ?? true };
+  return {
+    ...stored,
+    retentionConsumerBarrier: stored.retentionConsumerBarrier ?? true,
+    timestampType: stored.timestampType ?? "create_time",
+  };
 }

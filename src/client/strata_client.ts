@@ -104,6 +104,7 @@ export interface TopicCreate {
   local_retention_age?: number | string | null;
   local_retention_size?: number | string | null;
   retention_consumer_barrier?: boolean;
+  timestamp_type?: "create_time" | "log_append_time";
 }
 
 export type TopicPatch = Partial<Omit<TopicCreate, "name" | "partitions" | "segment_size">>;

@@ -66,7 +66,7 @@ async function producePartition(
   if (data.records === null) return failed(data.index, kafkaErrorCode.corruptMessage);
   const stream = serving.catalog.streamName;
   try {
-    const result = await serving.data.produceBatches(stream, topic, data.index, data.records, false);
+    const result = await serving.data.produceBatches(stream, topic, data.index, data.records);
     const { start } = serving.data.offsetRange(stream, topic, data.index);
     return {
       index: data.index,

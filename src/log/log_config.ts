@@ -10,7 +10,14 @@ export interface LogConfig {
   fsyncIntervalMs: number;
   /** Bound on queued writes per partition. */
   writeQueueMax: number;
+  /**
+   * The topic's `timestamp_type`: "create_time" keeps the producer's timestamps, "log_append_time"
+   * stamps every batch with the server's time at the append. Absent: "create_time".
+   */
+  timestampType?: TimestampType;
 }
+
+export type TimestampType = "create_time" | "log_append_time";
 
 /** Writes taken from the queue and made durable by one fsync (group commit). */
 export const groupOpsMax = 256;

@@ -118,6 +118,10 @@ export class PartitionLog {
     for (const listener of this.#activityListeners.values()) listener();
   }
 
+  get #logAppendTime(): boolean {
+    return this.#config.timestampType === "log_append_time";
+  }
+
   get nextOffset(): number {
     return this.#chain.visibleNextOffset();
   }
@@ -174,18 +178,19 @@ export class PartitionLog {
 
   append(messages: readonly MessageInput[]): Promise<AppendResult> {
     assert(messages.length > 0, "Cannot append an empty batch");
-    const input: AppendInput = { kind: "messages", messages };
+    const input: AppendInput = { kind: "messages", messages, stampAppendTime: this.#logAppendTime };
     return this.#queue.enqueue<AppendResult>((done) => ({ kind: "append", input, done }));
   }
 
   /**
    * Appends the Kafka record batches of `records` (one or more, back to back, as a producer sends a
    * partition's records) at consecutive offsets, each kept as sent but for its base offset (and,
-   * with `stampAppendTime`, its log append time). Every batch is checked first
+   * when the topic keeps log append time, that time). Every batch is checked first
    * (`checkProducedBatches`): a refusal appends none of them.
    */
-  async appendRecordBatches(records: Uint8Array, stampAppendTime: boolean): Promise<AppendResult> {
-    const input: AppendInput = { kind: "batches", batches: checkProducedBatches(records), stampAppendTime };
+  async appendRecordBatches(records: Uint8Array): Promise<AppendResult> {
+    const batches = checkProducedBatches(records);
+    const input: AppendInput = { kind: "batches", batches, stampAppendTime: this.#logAppendTime };
     return await this.#queue.enqueue<AppendResult>((done) => ({ kind: "append", input, done }));
   }
 

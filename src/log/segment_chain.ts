@@ -12,7 +12,12 @@ import { WriteBuffer } from "./write_buffer.ts";
 
 /** What an append writes: messages the log encodes as one batch, or Kafka record batches as sent. */
 export type AppendInput =
-  | { kind: "messages"; messages: readonly MessageInput[] }
+  | {
+    kind: "messages";
+    messages: readonly MessageInput[];
+    /** The topic keeps log append time: every message takes the server's time, whatever it says. */
+    stampAppendTime: boolean;
+  }
   | {
     kind: "batches";
     /** Validated batches (`validateRecordBatch`), each with its header. */
@@ -142,10 +147,14 @@ export class SegmentChain {
     if (input.kind === "messages") {
       // Server-assigned timestamps never go backwards within a partition, even if the wall clock
       // does; they are whole milliseconds, as a batch holds them.
-      const batch = prepareBatch(input.messages, this.#stampUs() / 1000);
+      const stampMs = this.#stampUs() / 1000;
+      const messages = input.stampAppendTime
+        ? input.messages.map((m) => ({ ...m, timestampMs: stampMs }))
+        : input.messages;
+      const batch = prepareBatch(messages, stampMs);
       const baseUs = batch.baseTimestampMs * 1000;
       const maxUs = batch.maxTimestampMs * 1000;
-      await this.#place(batch.lengthBytes, input.messages.length, baseUs, maxUs, config, (target) => {
+      await this.#place(batch.lengthBytes, messages.length, baseUs, maxUs, config, (target) => {
         writeBatchInto(target, this.#nextOffset, batch);
       });
     } else {

@@ -4,6 +4,8 @@ import {
   defaultTopicOptions,
   fixedAtCreation,
   type RangedTopicOption,
+  type TimestampType,
+  timestampTypes,
   type TopicDefaults,
   type TopicOptions,
 } from "../broker/topic_options.ts";
@@ -23,6 +25,7 @@ export const topicOptionFields: Readonly<Record<keyof TopicOptions, string>> = {
   localRetentionAgeMs: "local_retention_age",
   localRetentionSizeBytes: "local_retention_size",
   retentionConsumerBarrier: "retention_consumer_barrier",
+  timestampType: "timestamp_type",
 };
 
 /** The options by their API names, as answers show them. */
@@ -56,6 +59,7 @@ export function parseTopicOptions(fields: Fields, defaults: TopicDefaults): Topi
     retentionMaxBytes: sizeField(fields, "retentionMaxBytes") ?? base.retentionMaxBytes,
     retentionConsumerBarrier: boolField(fields, "retention_consumer_barrier") ??
       base.retentionConsumerBarrier,
+    timestampType: timestampTypeField(fields) ?? base.timestampType,
   };
 }
 
@@ -90,7 +94,20 @@ export function patchTopicOptions(
     ...(has("retentionConsumerBarrier")
       ? { retentionConsumerBarrier: patchedBool(fields, "retention_consumer_barrier") }
       : {}),
+    ...(has("timestampType") ? { timestampType: timestampTypeField(fields)! } : {}),
   };
+}
+
+/** `timestamp_type`, one of "create_time" and "log_append_time"; absent: null. */
+function timestampTypeField(fields: Fields): TimestampType | null {
+  const value = fields["timestamp_type"];
+  if (value === undefined) return null;
+  if (typeof value !== "string" || !(timestampTypes as readonly string[]).includes(value)) {
+    throw new InvalidTopicOptionError(
+      `Cannot use timestamp_type ${JSON.stringify(value)}: expected "create_time" or "log_append_time"`,
+    );
+  }
+  return value as TimestampType;
 }
 
 /** A boolean a PATCH sets: null is refused, as any other value that is not true or false. */

@@ -45,6 +45,7 @@ const options = (overrides: Partial<TopicOptions>): TopicOptions => ({
   localRetentionAgeMs: null,
   localRetentionSizeBytes: null,
   retentionConsumerBarrier: true,
+  timestampType: "create_time",
   ...overrides,
 });
 

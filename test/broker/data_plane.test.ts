@@ -55,6 +55,7 @@ const twoPartitions: TopicOptions = {
   localRetentionAgeMs: null,
   localRetentionSizeBytes: null,
   retentionConsumerBarrier: true,
+  timestampType: "create_time",
 };
 
 /** A data plane over a catalog and two shards without tiered storage; the pumps are not started. */

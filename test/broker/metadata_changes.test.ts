@@ -25,6 +25,7 @@ const options: TopicOptions = {
   localRetentionAgeMs: null,
   localRetentionSizeBytes: null,
   retentionConsumerBarrier: true,
+  timestampType: "create_time",
 };
 
 /** Stream 4 "s" with topic 2 "t"; the next stream is 5, the next topic of "s" is 3. */

@@ -37,7 +37,7 @@ export async function filledChain(
 /** One batch, as one group of the writer loop: append, write, publish. */
 export async function appendOne(chain: SegmentChain, fillByte: number, config = chainConfig) {
   const messages = [{ key: null, headers: {}, payload: new Uint8Array(500).fill(fillByte) }];
-  const result = await chain.append({ kind: "messages", messages }, config);
+  const result = await chain.append({ kind: "messages", messages, stampAppendTime: false }, config);
   await chain.flushPending();
   chain.publishVisible();
   return result;

@@ -48,14 +48,14 @@ function producerBatch(count: number, baseTimestampMs: number, deltas: number[] 
   });
 }
 
-async function openLog(t: Test) {
+async function openLog(t: Test, overrides: Partial<LogConfig> = {}) {
   const dir = tempDir(t);
   const clock = new VirtualClock(0, 1_800_000_000_000);
   const log = new PartitionLog(
     disk,
     dir,
     clock,
-    config,
+    { ...config, ...overrides },
     [await PartitionLog.createSegment(disk, dir, 0)],
     "t",
   );
@@ -69,8 +69,8 @@ t.test("batches are stored as sent but for their base offsets, at consecutive of
   const { dir, log, logFile } = await openLog(t);
   const first = producerBatch(3, 1_700_000_000_000, [0, 5, 2]);
   const second = producerBatch(2, 1_700_000_000_100);
-  t.same(await log.appendRecordBatches(joined(first, second), false), { baseOffset: 0, count: 5 });
-  t.same(await log.appendRecordBatches(producerBatch(1, 1_700_000_000_200), false), {
+  t.same(await log.appendRecordBatches(joined(first, second)), { baseOffset: 0, count: 5 });
+  t.same(await log.appendRecordBatches(producerBatch(1, 1_700_000_000_200)), {
     baseOffset: 5,
     count: 1,
   });
@@ -116,29 +116,45 @@ t.test("a refused batch appends nothing, even after good ones in the same produc
     [joined(good, new Uint8Array(10)), "corrupt", /not a batch/],
   ] as const;
   for (const [records, refusal, message] of cases) {
-    const error = await log.appendRecordBatches(records, false).catch((e) => e);
+    const error = await log.appendRecordBatches(records).catch((e) => e);
     t.ok(error instanceof RecordBatchError, `${refusal}: a RecordBatchError`);
     t.equal(error.refusal, refusal);
     t.match(error.message, message);
   }
   t.equal(logFile().length, 0, "nothing was written");
   t.same(
-    await log.appendRecordBatches(good, false),
+    await log.appendRecordBatches(good),
     { baseOffset: 0, count: 2 },
     "the next good one is offset 0",
   );
 });
 
 t.test("log append time: the server stamps the max timestamp and the type bit, and the CRC holds", async (t) => {
-  const { clock, log, logFile } = await openLog(t);
+  const { clock, log, logFile } = await openLog(t, { timestampType: "log_append_time" });
   clock.advance(1234.7);
-  await log.appendRecordBatches(producerBatch(2, 1_600_000_000_000), true);
+  await log.appendRecordBatches(producerBatch(2, 1_600_000_000_000));
   const header = validateRecordBatch(logFile());
   t.equal(header.timestampType, "log_append_time");
   t.equal(header.maxTimestampMs, 1_800_000_001_234, "now, in whole milliseconds");
   t.equal(header.baseTimestampMs, 1_600_000_000_000, "the producer's base timestamp stays");
   const read = await log.read(0, 10, 1 << 20);
   t.same(read.messages.map((m) => m.timestampMs), [1_800_000_001_234, 1_800_000_001_234]);
+  clock.advance(10);
+  await log.append([{ key: null, headers: {}, payload: null, timestampMs: 5 }]);
+  const stamped = await log.read(2, 10, 1 << 20);
+  t.same(
+    stamped.messages.map((m) => m.timestampMs),
+    [1_800_000_001_244],
+    "a message's own time gives way too",
+  );
+});
+
+t.test("create time: the producer's timestamps are kept as sent", async (t) => {
+  const { log, logFile } = await openLog(t);
+  await log.appendRecordBatches(producerBatch(1, 1_600_000_000_000));
+  const header = validateRecordBatch(logFile());
+  t.equal(header.timestampType, "create_time");
+  t.equal(header.maxTimestampMs, 1_600_000_000_000);
 });
 
 t.test("producer timestamps out of order: the index never decreases and a lookup finds the first record at the time", async (t) => {
@@ -148,7 +164,6 @@ t.test("producer timestamps out of order: the index never decreases and a lookup
   for (const baseS of [1000, 3000, 2000, 4000]) {
     await log.appendRecordBatches(
       producerBatch(20, baseS * 1000, Array.from({ length: 20 }, (_, i) => i)),
-      false,
     );
   }
   const entries = log.stats().segments.length;

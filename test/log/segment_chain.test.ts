@@ -32,6 +32,7 @@ t.test("what is appended is visible only once published", async (t) => {
   await chain.append({
     kind: "messages",
     messages: [{ key: null, headers: {}, payload: new Uint8Array(10) }],
+    stampAppendTime: false,
   }, chainConfig);
   t.equal(chain.visibleNextOffset(), 1, "appended, not yet published");
   t.ok(chain.dirty);
@@ -115,6 +116,7 @@ t.test("the background fsync runs beside the writer and hands a failure to its c
   await chain.append({
     kind: "messages",
     messages: [{ key: null, headers: {}, payload: new Uint8Array(10) }],
+    stampAppendTime: false,
   }, chainConfig);
   await chain.flushPending();
   let failure: Error | null = null;

@@ -53,7 +53,11 @@ t.test("a read spans segments, clamps below the first offset, and sees only publ
   t.same(all.messages.map((m) => m.payload![0]), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
   t.equal(all.nextOffset, 10);
   await chain.append(
-    { kind: "messages", messages: [{ key: null, headers: {}, payload: new Uint8Array(1) }] },
+    {
+      kind: "messages",
+      messages: [{ key: null, headers: {}, payload: new Uint8Array(1) }],
+      stampAppendTime: false,
+    },
     chainConfig,
   );
   await chain.flushPending();

@@ -123,6 +123,7 @@ t.test("a topic's limits: none without age or size; the barrier only on tiered t
     retentionMaxBytes: null,
     tiered: true,
     retentionConsumerBarrier: true,
+    timestampType: "create_time",
   };
   const rows = [
     { options, minimum: 5, expected: null },

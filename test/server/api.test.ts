@@ -343,3 +343,19 @@ for (const [kind, stream] of [["bytes", byteStream], ["pieces", pieceStream]] as
     );
   });
 }
+
+t.test("timestamp_type log_append_time: the server's time wins over the message's", async (t) => {
+  const { client } = await openServer(t);
+  const c = client();
+  await c.createStream("s");
+  await c.createTopic("s", { name: "appended", timestamp_type: "log_append_time" });
+  await c.createTopic("s", { name: "created" });
+  for (const topic of ["appended", "created"]) {
+    await c.produce("s", topic, [{ payload: bytes("x"), timestamp: 5 }], 0);
+  }
+  const appended = (await c.poll("s", "appended", 0)).messages[0]!.timestamp;
+  const created = (await c.poll("s", "created", 0)).messages[0]!.timestamp;
+  t.ok(appended > 1_600_000_000_000, `stamped at the append (${appended})`);
+  t.equal(created, 5, "kept as the producer set it");
+  t.match(await c.getTopic("s", "appended"), { timestamp_type: "log_append_time" });
+});

@@ -26,6 +26,7 @@ t.test("a create request's fields by their API names, with units; what it leaves
     localRetentionAgeMs: 60_000,
     localRetentionSizeBytes: null,
     retentionConsumerBarrier: true,
+    timestampType: "create_time",
   });
   t.same(
     parseTopicOptions({
@@ -38,6 +39,7 @@ t.test("a create request's fields by their API names, with units; what it leaves
       local_retention_age: "unlimited",
       local_retention_size: "8 MiB",
       retention_consumer_barrier: false,
+      timestamp_type: "log_append_time",
     }, defaults),
     {
       partitions: 3,
@@ -49,6 +51,7 @@ t.test("a create request's fields by their API names, with units; what it leaves
       localRetentionAgeMs: null,
       localRetentionSizeBytes: 8 * MiB,
       retentionConsumerBarrier: false,
+      timestampType: "log_append_time",
     },
   );
   t.end();
@@ -57,6 +60,10 @@ t.test("a create request's fields by their API names, with units; what it leaves
 t.test("each bad field is refused, typed, by its API name and the broker's range", (t) => {
   const cases: [Record<string, unknown>, string][] = [
     [{ partitions: 0 }, "Cannot create topic: partitions must be an integer from 1 to 1024"],
+    [
+      { timestamp_type: "now" },
+      'Cannot use timestamp_type "now": expected "create_time" or "log_append_time"',
+    ],
     [{ partitions: 1.5 }, "Cannot create topic: partitions must be an integer from 1 to 1024"],
     [{ partitions: "2" }, "Cannot create topic: partitions must be an integer from 1 to 1024"],
     [
@@ -143,6 +150,7 @@ t.test("answers show the options by the names requests give them, and read back 
     "local_retention_age",
     "local_retention_size",
     "retention_consumer_barrier",
+    "timestamp_type",
   ]);
   t.same(parseTopicOptions(json, defaults), options, "an answer's options, sent back, are the same options");
   t.end();
