@@ -181,3 +181,67 @@ export function metadataBody(version: number, topics: string[] | null, allowCrea
     if (version >= 8) w.boolean(false).boolean(false);
   };
 }
+
+/** The body of a Produce v3+ request: one topic, one partition, `records` (acks as given). */
+export function produceBody(topic: string, partition: number, records: Uint8Array, acks = 1) {
+  return (w: KafkaWriter) => {
+    w.nullableString(null).int16(acks).int32(10_000);
+    w.array([0], (x) => {
+      x.nullableString(topic);
+      x.array([0], (p) => p.int32(partition).nullableBytes(records));
+    });
+  };
+}
+
+/** A Produce v3 to v7 response of one topic and partition, after the correlation id. */
+export function readProduceAnswer(r: KafkaReader, version: number) {
+  const topics = r.array((t) => ({
+    name: t.string(),
+    partitions: t.array((p) => {
+      const answer = { index: p.int32(), errorCode: p.int16(), baseOffset: p.int64() };
+      if (version >= 2) p.int64();
+      if (version >= 5) p.int64();
+      return answer;
+    }),
+  }));
+  return topics[0]!.partitions[0]!;
+}
+
+/** The body of a Fetch v11 request of one partition from `offset`. */
+export function fetchBody(
+  topic: string,
+  partition: number,
+  offset: number,
+  maxWaitMs = 0,
+  maxBytes = 1 << 20,
+) {
+  return (w: KafkaWriter) => {
+    w.int32(-1).int32(maxWaitMs).int32(1).int32(maxBytes).int8(0).int32(0).int32(-1);
+    w.array([0], (x) => {
+      x.nullableString(topic);
+      x.array([0], (p) => p.int32(partition).int32(-1).int64(offset).int64(-1).int32(maxBytes));
+    });
+    w.int32(0).nullableString("");
+  };
+}
+
+/** A Fetch v11 response of one partition, after the correlation id: its error, watermark and records. */
+export function readFetchAnswer(r: KafkaReader) {
+  r.int32();
+  r.int16();
+  r.int32();
+  const topics = r.array((t) => ({
+    name: t.string(),
+    partitions: t.array((p) => {
+      const partition = p.int32();
+      const errorCode = p.int16();
+      const highWatermark = p.int64();
+      p.int64();
+      p.int64();
+      p.int32();
+      p.int32();
+      return { partition, errorCode, highWatermark, records: p.nullableBytes() ?? new Uint8Array(0) };
+    }),
+  }));
+  return topics[0]!.partitions[0]!;
+}
