@@ -36,17 +36,22 @@ export async function readBatchesFrom(
   const borrowed: RemoteChunk[] = [];
   let sizeBytes = 0;
   let nextOffset = offset;
+  // Set once a batch does not fit: the read ends there, so that no later batch follows a gap.
+  let full = false;
   const visit: BatchVisitor = (batch, header) => {
     const lastOffset = header.baseOffset + header.lastOffsetDelta;
     if (lastOffset < nextOffset) return true;
-    if (batches.length > 0 && sizeBytes + batch.length > maxBytes) return false;
+    if (batches.length > 0 && sizeBytes + batch.length > maxBytes) {
+      full = true;
+      return false;
+    }
     batches.push(batch);
     sizeBytes += batch.length;
     nextOffset = lastOffset + 1;
     return sizeBytes < maxBytes;
   };
   for (const segment of segments) {
-    if (sizeBytes >= maxBytes) break;
+    if (full || sizeBytes >= maxBytes) break;
     if (segment.visibleSizeBytes === 0 || segment.visibleEndOffset < nextOffset) continue;
     if (segment.location === "remote") await context.remote.reader?.ensureIndex(segment);
     const entry = segment.index.floorByOffset(Math.max(0, nextOffset - segment.startOffset));

@@ -76,20 +76,25 @@ export async function readSegments(
   /** The remote windows the messages are views into, given back by `release`. */
   const borrowed: RemoteChunk[] = [];
   let bytes = 0;
+  // Set once a message does not fit: the read ends there, so that no later message follows a gap.
+  let full = false;
   // The same visitor walks local and remote segments: one poll spans both seamlessly.
   const visit: BatchVisitor = (batch, header) => {
     if (header.baseOffset + header.lastOffsetDelta < offset) return true;
     for (const message of decodeMessages(batch)) {
       if (message.offset < offset) continue;
       const size = (message.payload?.length ?? 0) + (message.key?.length ?? 0);
-      if (messages.length >= count || (messages.length > 0 && bytes + size > maxBytes)) return false;
+      if (messages.length >= count || (messages.length > 0 && bytes + size > maxBytes)) {
+        full = true;
+        return false;
+      }
       messages.push(message);
       bytes += size;
     }
     return messages.length < count && bytes < maxBytes;
   };
   let i = findSegmentIndex(segments, offset);
-  for (; i < segments.length && messages.length < count && bytes < maxBytes; i++) {
+  for (; i < segments.length && !full && messages.length < count && bytes < maxBytes; i++) {
     const segment = segments[i]!;
     if (segment.visibleSizeBytes === 0 || segment.visibleEndOffset < offset) continue;
     if (segment.location === "remote") await context.remote.reader?.ensureIndex(segment);

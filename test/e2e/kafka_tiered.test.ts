@@ -2,15 +2,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
-import { Rng } from "../../src/runtime/rng.ts";
 import { configCopy } from "../helpers/config_copy.ts";
-import { kafkaAddressOf, kcat, kcatUnavailable } from "../helpers/kcat.ts";
-import { type RunningServer, spawnServer } from "../helpers/spawn_server.ts";
-import { getsMade } from "../helpers/tiered_e2e.ts";
+import { kafkaTieredRoundTrip } from "../helpers/kafka_tiered.ts";
+import { kcatUnavailable } from "../helpers/kcat.ts";
 
 // A tiered topic through the Kafka listener on the fs backend: produced with kcat, uploaded and
 // evicted below a 1 MiB local envelope, then read back from the beginning with kcat, byte for byte,
-// through the chunk cache, before and after a SIGKILL and restart.
+// through the chunk cache, before and after a SIGKILL and restart. The RGW run is in rgw.test.ts.
 const unavailable = kcatUnavailable();
 
 t.test("kcat reads an evicted tiered topic back byte for byte, across a SIGKILL", {
@@ -18,83 +16,5 @@ t.test("kcat reads an evicted tiered topic back byte for byte, across a SIGKILL"
 }, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), "strata-kafka-tier-"));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const configPath = configCopy(dir);
-  const first = await spawnServer(["--config", configPath]);
-  t.teardown(() => first.stop("SIGKILL"));
-  const rng = new Rng(405);
-  const lines = Array.from(
-    { length: 6000 },
-    (_, i) => `${i}:` + Array.from({ length: 1000 }, () => String.fromCharCode(97 + rng.int(0, 25))).join(""),
-  );
-  await createTiered(first);
-  const produced = await kcat(
-    ["-b", kafkaAddressOf(first.stderr()), "-P", "-t", "tiered", "-z", "lz4", "-X", "acks=-1"],
-    lines.join("\n") + "\n",
-    60_000,
-  );
-  t.equal(produced.code, 0, `produced: ${produced.stderr}`);
-  const stats = await waitForEviction(first);
-  t.ok(stats.remote > 4 * 1024 * 1024, `evicted: ${stats.remote} bytes remote, ${stats.local} local`);
-  t.ok(stats.local < 3 * 1024 * 1024, "the local part is down to about the envelope");
-
-  const readBack = async (server: RunningServer) => {
-    const consumed = await kcat(
-      [
-        "-b",
-        kafkaAddressOf(server.stderr()),
-        "-C",
-        "-t",
-        "tiered",
-        "-o",
-        "beginning",
-        "-e",
-        "-q",
-        "-f",
-        "%s\n",
-      ],
-      "",
-      120_000,
-    );
-    return consumed.stdout.trimEnd().split("\n");
-  };
-  const before = await readBack(first);
-  t.equal(before.length, lines.length, `${before.length} records read back`);
-  t.ok(before.every((line, i) => line === lines[i]), "every record byte for byte, in order");
-  t.ok(await getsMade(first.baseUrl) > 0, "the evicted part came from the object store");
-
-  t.equal(await first.stop("SIGKILL"), null, "killed");
-  const second = await spawnServer(["--config", configPath]);
-  t.teardown(() => second.stop("SIGKILL"));
-  const after = await readBack(second);
-  t.equal(after.length, lines.length, "all read back after the restart");
-  t.ok(after.every((line, i) => line === lines[i]), "byte for byte after the restart");
-  t.equal(await second.stop("SIGTERM"), 0);
+  await kafkaTieredRoundTrip(t, ["--config", configCopy(dir)]);
 });
-
-/** The topic in the kafka stream: tiered, 1 MiB segments, a 1 MiB local envelope. */
-async function createTiered(server: RunningServer): Promise<void> {
-  const post = (path: string, body: unknown) =>
-    fetch(`${server.baseUrl}${path}`, { method: "POST", body: JSON.stringify(body) });
-  await post("/streams", { name: "kafka" });
-  const created = await post("/streams/kafka/topics", {
-    name: "tiered",
-    partitions: 1,
-    segment_size: "1 MiB",
-    tiered: true,
-    local_retention_size: "1 MiB",
-  });
-  if (created.status !== 201) throw new Error(`Cannot create the topic: ${await created.text()}`);
-}
-
-/** Polls the partition's stats until a remote part exists and the local part is small; 60 s at most. */
-async function waitForEviction(server: RunningServer): Promise<{ remote: number; local: number }> {
-  const deadline = Date.now() + 60_000;
-  let stats = { remote: 0, local: Infinity };
-  while (Date.now() < deadline) {
-    const p = await (await fetch(`${server.baseUrl}/streams/kafka/topics/tiered/partitions/0`)).json();
-    stats = { remote: p.remote_size_bytes, local: p.local_size_bytes };
-    if (stats.remote > 4 * 1024 * 1024 && stats.local < 3 * 1024 * 1024) return stats;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return stats;
-}

@@ -12,6 +12,8 @@ import { tempDir } from "../helpers/temp_dir.ts";
 import { measureSteadyState, mib } from "../helpers/measure_put_rss.ts";
 import { getsMade, produceTierAndVerify, readAllBack } from "../helpers/tiered_e2e.ts";
 import { StrataClient } from "../../src/client/strata_client.ts";
+import { kafkaTieredRoundTrip } from "../helpers/kafka_tiered.ts";
+import { kcatUnavailable } from "../helpers/kcat.ts";
 
 // The s3 backend against Ceph's RADOS Gateway, a production S3: strict SigV4, If-None-Match: *
 // honoured with 412, ranged GETs answered with 206 as AWS does.
@@ -58,6 +60,22 @@ if (unavailable !== null) {
       { "end-offset": "1999", "crc32": String(crc32(bytes)), "format-version": "1" },
       "metadata",
     );
+  });
+
+  t.test("a tiered topic through Kafka on RGW: kcat reads it back evicted, across a SIGKILL", {
+    skip: kcatUnavailable() ?? false,
+  }, async (t) => {
+    await createBucket(endpoint, "strata-kafka");
+    const dir = tempDir(t);
+    await kafkaTieredRoundTrip(t, [], {
+      STRATA_SYSTEM_PATH: `${dir}/data`,
+      STRATA_HTTP_ADDRESS: "127.0.0.1:0",
+      STRATA_TIERED_STORAGE_BACKEND: "s3",
+      STRATA_TIERED_STORAGE_S3_BUCKET: "strata-kafka",
+      STRATA_TIERED_STORAGE_S3_ENDPOINT: endpoint.endpoint,
+      AWS_ACCESS_KEY_ID: endpoint.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: endpoint.secretAccessKey,
+    });
   });
 
   t.test("the server boots on RGW, and refuses to start on a wrong secret or bucket, saying which", async (t) => {
