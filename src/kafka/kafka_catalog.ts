@@ -1,5 +1,5 @@
 import type { Catalog } from "../broker/catalog.ts";
-import { defaultTopicOptions } from "../broker/topic_options.ts";
+import { defaultTopicOptions, type TopicDefaults, type TopicOptions } from "../broker/topic_options.ts";
 import { AlreadyExistsError } from "../broker/broker_errors.ts";
 
 /** A Kafka topic as the listener answers for it: its name and whether each partition is served. */
@@ -47,12 +47,31 @@ export class KafkaCatalog {
     return stream?.topics.some((t) => t.name === name) ? this.#info(name) : null;
   }
 
+  /** The server's defaults for what a new topic leaves unsaid. */
+  get topicDefaults(): TopicDefaults {
+    return this.#catalog.topicDefaults;
+  }
+
   /** Creates a topic with the server's defaults; throws the catalog's typed errors. */
-  async createTopic(name: string, partitions: number): Promise<KafkaTopicInfo> {
+  createTopic(name: string, partitions: number): Promise<KafkaTopicInfo> {
+    return this.createTopicWith(name, defaultTopicOptions(this.#catalog.topicDefaults, partitions));
+  }
+
+  /** Creates a topic with `options`; throws the catalog's typed errors. */
+  async createTopicWith(name: string, options: TopicOptions): Promise<KafkaTopicInfo> {
     await this.#ensureStream();
-    const options = defaultTopicOptions(this.#catalog.topicDefaults, partitions);
     await this.#catalog.createTopic(this.streamName, name, options);
     return this.#info(name);
+  }
+
+  /** Deletes a topic; throws the catalog's typed errors (ResourceNotFoundError when absent). */
+  deleteTopic(name: string): Promise<void> {
+    return this.#catalog.deleteTopic(this.streamName, name);
+  }
+
+  /** A topic's options, or null when it does not exist. */
+  options(name: string): TopicOptions | null {
+    return this.topic(name) === null ? null : this.#catalog.topic(this.streamName, name).meta.options;
   }
 
   #info(name: string): KafkaTopicInfo {

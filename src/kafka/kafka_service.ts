@@ -16,6 +16,9 @@ import { apisByKey, KafkaRequestSession, servedRanges } from "./kafka_request_se
 import type { MetadataBroker } from "./metadata.ts";
 import { metadataApi } from "./metadata_api.ts";
 import { findCoordinatorApi } from "./find_coordinator_api.ts";
+import { createTopicsApi } from "./create_topics_api.ts";
+import { deleteTopicsApi } from "./delete_topics_api.ts";
+import { describeConfigsApi } from "./describe_configs_api.ts";
 import { produceApi } from "./produce_api.ts";
 import { fetchApi } from "./fetch_api.ts";
 import { listOffsetsApi } from "./list_offsets_api.ts";
@@ -32,6 +35,9 @@ export const kafkaApis: readonly KafkaApi[] = [
   metadataApi,
   findCoordinatorApi,
   apiVersionsApi,
+  createTopicsApi,
+  deleteTopicsApi,
+  describeConfigsApi,
 ];
 
 export interface KafkaServiceDeps {

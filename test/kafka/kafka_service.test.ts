@@ -55,6 +55,9 @@ t.test("ApiVersions over TCP lists the APIs served; a version past v3 is answere
     [apiKey.metadata, 0, 8],
     [apiKey.findCoordinator, 0, 2],
     [apiKey.apiVersions, 0, 3],
+    [apiKey.createTopics, 2, 4],
+    [apiKey.deleteTopics, 1, 4],
+    [apiKey.describeConfigs, 0, 2],
   ]);
   const v9 = (await client.next())!;
   t.equal(v9.int32(), 12);
