@@ -1,6 +1,7 @@
 import type { LogLevel } from "../runtime/logger.ts";
 import type { Address, ValidatedConfig } from "./key_spec.ts";
 import { parseAddress } from "./validate_config.ts";
+import { ConfigError } from "./config_error.ts";
 
 /**
  * `[system] fsync`: "always" acknowledges a produce after its fsync (group commit), "interval" after
@@ -53,6 +54,8 @@ export interface KafkaConfig {
   autoCreateTopics: boolean;
   defaultPartitions: number;
   stream: string;
+  /** `users`: SASL/PLAIN passwords by user name; empty: no authentication. */
+  users: ReadonlyMap<string, string>;
   allowUnauthenticated: boolean;
 }
 
@@ -198,8 +201,24 @@ function toKafka(v: ValidatedConfig): KafkaConfig {
     autoCreateTopics: k["auto_create_topics"] as boolean,
     defaultPartitions: k["default_partitions"] as number,
     stream: k["stream"] as string,
+    users: kafkaUsers(k["users"] as readonly string[]),
     allowUnauthenticated: k["allow_unauthenticated"] as boolean,
   };
+}
+
+/** "name:password" entries by name; an entry without a name or a colon, or a name twice, is refused (never echoed). */
+function kafkaUsers(entries: readonly string[]): Map<string, string> {
+  const users = new Map<string, string>();
+  entries.forEach((entry, i) => {
+    const colon = entry.indexOf(":");
+    if (colon <= 0) {
+      throw new ConfigError("[kafka] users", `entry ${i + 1} is not "name:password"`);
+    }
+    const name = entry.slice(0, colon);
+    if (users.has(name)) throw new ConfigError("[kafka] users", `user ${name} is listed twice`);
+    users.set(name, entry.slice(colon + 1));
+  });
+  return users;
 }
 
 function toHousekeeping(v: ValidatedConfig): HousekeepingConfig {

@@ -39,7 +39,13 @@ export function loadConfig(
   checkCache(config);
   checkKafka(config);
   const s3 = config.tieredStorage.s3;
-  const secrets = [...secretValues(configSchema, validated), s3.accessKey, s3.secretKey, s3.sessionToken]
+  const secrets = [
+    ...secretValues(configSchema, validated),
+    ...config.kafka.users.values(),
+    s3.accessKey,
+    s3.secretKey,
+    s3.sessionToken,
+  ]
     .filter((x) => x !== "");
   return { config, secrets };
 }
@@ -119,11 +125,11 @@ function checkKafka(config: Config): void {
       `required when the listener's address is the wildcard ${kafka.address.hostname}: clients need a host to reach`,
     );
   }
-  if (!isLoopbackHost(kafka.address.hostname) && !kafka.allowUnauthenticated) {
+  if (!isLoopbackHost(kafka.address.hostname) && kafka.users.size === 0 && !kafka.allowUnauthenticated) {
     throw new ConfigError(
       "[kafka] address",
       `${kafka.address.hostname} is not a loopback address and the listener has no authentication; ` +
-        "set allow_unauthenticated = true to serve it anyway",
+        "set users for SASL/PLAIN, or allow_unauthenticated = true to serve it anyway",
     );
   }
 }

@@ -81,6 +81,11 @@ export const configSchema = {
     default_partitions: { kind: "int", default: 1, min: 1, max: 1024 },
     /** The stream Kafka topics live in; the HTTP API sees them under it. */
     stream: { kind: "string", default: "kafka", nonEmpty: true },
+    /**
+     * SASL/PLAIN users as "name:password" (the name before the first colon); when any is set, every
+     * connection authenticates first. Secret: never printed.
+     */
+    users: { kind: "strings", default: [], secret: true, itemsMax: 1024 },
     /** Serve a non-loopback address without authentication: start-up refuses it otherwise. */
     allow_unauthenticated: { kind: "bool", default: false },
   },

@@ -18,6 +18,8 @@ export interface KafkaServing {
   autoCreateTopics: boolean;
   /** `[kafka] default_partitions`: of a topic created on first use. */
   defaultPartitions: number;
+  /** `[kafka] users`: SASL/PLAIN passwords by name; empty: no authentication. */
+  users: ReadonlyMap<string, string>;
   /** The APIs served, as ApiVersions answers them. */
   ranges: readonly ApiVersionRange[];
   clock: Clock;
@@ -32,6 +34,8 @@ export interface KafkaAnswer {
   pieces: readonly Uint8Array[];
   errorCount: number;
   release?: () => void;
+  /** Close the connection once this is written, for this reason. */
+  closeAfter?: string;
 }
 
 /**

@@ -114,6 +114,9 @@ class AnswerQueue {
         } finally {
           response?.release?.();
         }
+        if (response?.closeAfter !== undefined) {
+          throw new KafkaProtocolError(response.closeAfter, "Closing the connection after its answer");
+        }
         this.#answers.shift();
         this.#notify();
       }

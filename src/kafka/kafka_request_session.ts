@@ -1,9 +1,11 @@
 import { assert } from "../runtime/assert.ts";
 import type { ApiVersionRange } from "./api_versions.ts";
-import type { KafkaApi, KafkaServing } from "./kafka_api.ts";
+import type { KafkaAnswer, KafkaApi, KafkaServing } from "./kafka_api.ts";
 import type { KafkaMetrics } from "./kafka_metrics.ts";
 import { KafkaProtocolError, type KafkaResponse, type KafkaSession } from "./kafka_session.ts";
-import { apiKey, readRequestHeader } from "./request_header.ts";
+import { apiKey, readRequestHeader, type RequestHeader } from "./request_header.ts";
+import { SaslGate } from "./sasl_gate.ts";
+import type { KafkaReader } from "./kafka_reader.ts";
 
 /** The ranges ApiVersions answers with: every API of `apis`, from its lowest to its newest version. */
 export function servedRanges(apis: readonly KafkaApi[]): ApiVersionRange[] {
@@ -20,11 +22,18 @@ export class KafkaRequestSession implements KafkaSession {
   readonly #apis: ReadonlyMap<number, KafkaApi>;
   readonly #serving: KafkaServing;
   readonly #metrics: KafkaMetrics;
+  readonly #sasl: SaslGate;
 
-  constructor(apis: ReadonlyMap<number, KafkaApi>, serving: KafkaServing, metrics: KafkaMetrics) {
+  constructor(
+    apis: ReadonlyMap<number, KafkaApi>,
+    serving: KafkaServing,
+    metrics: KafkaMetrics,
+    remoteAddress: string,
+  ) {
     this.#apis = apis;
     this.#serving = serving;
     this.#metrics = metrics;
+    this.#sasl = new SaslGate(serving.users, serving.logger, remoteAddress);
   }
 
   async handle(frame: Uint8Array): Promise<KafkaResponse | null> {
@@ -47,7 +56,8 @@ export class KafkaRequestSession implements KafkaSession {
           `Cannot serve ${name} v${header.apiVersion}: versions ${api.minVersion} to ${api.maxVersion} are served`,
         );
       }
-      const answer = await api.handle(header, body, this.#serving);
+      this.#sasl.check(api.apiKey);
+      const answer = await this.#answer(api, header, body);
       if (answer !== null && answer.errorCount > 0) this.#metrics.errors.inc({ api: name });
       return answer;
     } catch (error) {
@@ -59,6 +69,13 @@ export class KafkaRequestSession implements KafkaSession {
   }
 
   closed(): void {}
+
+  /** The API's answer; SASL's two APIs also move the connection's authentication along. */
+  #answer(api: KafkaApi, header: RequestHeader, body: KafkaReader): Promise<KafkaAnswer | null> {
+    if (api.apiKey === apiKey.saslAuthenticate) return Promise.resolve(this.#sasl.authenticate(header, body));
+    if (api.apiKey === apiKey.saslHandshake) return Promise.resolve(this.#sasl.handshake(header, body));
+    return api.handle(header, body, this.#serving);
+  }
 }
 
 /** The APIs by key; two with one key is a wiring fault. */

@@ -19,6 +19,7 @@ import { findCoordinatorApi } from "./find_coordinator_api.ts";
 import { createTopicsApi } from "./create_topics_api.ts";
 import { deleteTopicsApi } from "./delete_topics_api.ts";
 import { describeConfigsApi } from "./describe_configs_api.ts";
+import { saslAuthenticateApi, saslHandshakeApi } from "./sasl_apis.ts";
 import { produceApi } from "./produce_api.ts";
 import { fetchApi } from "./fetch_api.ts";
 import { listOffsetsApi } from "./list_offsets_api.ts";
@@ -38,6 +39,8 @@ export const kafkaApis: readonly KafkaApi[] = [
   createTopicsApi,
   deleteTopicsApi,
   describeConfigsApi,
+  saslHandshakeApi,
+  saslAuthenticateApi,
 ];
 
 export interface KafkaServiceDeps {
@@ -73,6 +76,7 @@ export async function openKafkaListener(deps: KafkaServiceDeps): Promise<KafkaLi
     broker: advertisedBroker(config, socket.address),
     autoCreateTopics: config.autoCreateTopics,
     defaultPartitions: config.defaultPartitions,
+    users: config.users,
     ranges: servedRanges(kafkaApis),
     clock: deps.clock,
     logger,
@@ -85,7 +89,7 @@ export async function openKafkaListener(deps: KafkaServiceDeps): Promise<KafkaLi
       requestsInFlightMax: config.requestsInFlightPerConnectionMax,
     },
     connectionsMax: config.connectionsMax,
-    openSession: () => new KafkaRequestSession(apis, serving, metrics),
+    openSession: (remote) => new KafkaRequestSession(apis, serving, metrics, remote),
     metrics,
     logger,
   });

@@ -18,6 +18,8 @@ export interface KafkaSession {
 export interface KafkaResponse {
   pieces: readonly Uint8Array[];
   release?: () => void;
+  /** Close the connection once this is written, for this reason (a refused authentication). */
+  closeAfter?: string;
 }
 
 /** Input that breaks the protocol (malformed, unknown API, refused before authentication). */

@@ -180,7 +180,10 @@ t.test("the chunk cache: chunk_size a multiple of 4096; size at least 2 × chunk
 t.test("[kafka]: loopback only without authentication; an advertised address needs a port", (t) => {
   const open = errorOf(t, `[kafka]\naddress = "10.0.0.5:9092"\n`);
   t.equal(open.key, "[kafka] address");
-  t.match(open.message, /10\.0\.0\.5 is not a loopback address .* set allow_unauthenticated = true/);
+  t.match(
+    open.message,
+    /10\.0\.0\.5 is not a loopback address .* set users for SASL\/PLAIN, or allow_unauthenticated = true/,
+  );
   const allowed = loadConfig(`[kafka]\naddress = "10.0.0.5:9092"\nallow_unauthenticated = true\n`, "t", {});
   t.same(allowed.config.kafka.address, { hostname: "10.0.0.5", port: 9092 });
   t.equal(
@@ -195,5 +198,28 @@ t.test("[kafka]: loopback only without authentication; an advertised address nee
   t.equal(errorOf(t, `[kafka]\nadvertised_address = "h:0"\n`).key, "[kafka] advertised_address");
   t.match(errorOf(t, `[kafka]\nadvertised_address = "nowhere"\n`).message, /expected "host:port"/);
   t.equal(loadConfig("", "t", {}).config.kafka.advertisedAddress, null, "empty: the address listened on");
+  t.end();
+});
+
+t.test("[kafka] users: name:password entries, refused without echoing them; they allow a non-loopback address", (t) => {
+  const loaded = loadConfig(
+    `[kafka]\nusers = ["alice:pa:ss", "bob:x"]\naddress = "10.0.0.5:9092"\n`,
+    "t",
+    {},
+  );
+  t.same(
+    [...loaded.config.kafka.users],
+    [["alice", "pa:ss"], ["bob", "x"]],
+    "the name ends at the first colon",
+  );
+  t.ok(loaded.secrets.includes("pa:ss"), "passwords are scrubbed from logs");
+  const missing = errorOf(t, `[kafka]\nusers = ["nocolonhere"]\n`);
+  t.equal(missing.key, "[kafka] users");
+  t.notMatch(missing.message, /nocolonhere/, "the entry is not echoed");
+  t.match(errorOf(t, `[kafka]\nusers = ["a:1", "a:2"]\n`).message, /user a is listed twice/);
+  t.same([...loadConfig("", "t", { STRATA_KAFKA_USERS: "u1:p1,u2:p2" }).config.kafka.users.keys()], [
+    "u1",
+    "u2",
+  ]);
   t.end();
 });

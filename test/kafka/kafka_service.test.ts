@@ -58,6 +58,8 @@ t.test("ApiVersions over TCP lists the APIs served; a version past v3 is answere
     [apiKey.createTopics, 2, 4],
     [apiKey.deleteTopics, 1, 4],
     [apiKey.describeConfigs, 0, 2],
+    [apiKey.saslHandshake, 0, 1],
+    [apiKey.saslAuthenticate, 0, 2],
   ]);
   const v9 = (await client.next())!;
   t.equal(v9.int32(), 12);
@@ -168,4 +170,61 @@ t.test("FindCoordinator: this broker for a group, none for a transactional id", 
   v2.int32();
   t.equal(v2.int16(), kafkaErrorCode.coordinatorNotAvailable);
   t.equal(v2.nullableString(), "transactions are not served");
+});
+
+t.test("SASL/PLAIN: only ApiVersions and SASL before authentication; a refusal is answered, then closed", async (t) => {
+  const { connect } = await openKafka(t, { STRATA_KAFKA_USERS: "alice:wonderland,bob:builder" });
+  const plain = (authzid: string, user: string, password: string) =>
+    new TextEncoder().encode(`${authzid}\0${user}\0${password}`);
+  const handshake = (version: number, correlation: number, mechanism = "PLAIN") =>
+    kafkaRequest(apiKey.saslHandshake, version, correlation, (w) => w.nullableString(mechanism));
+  const authenticate = (correlation: number, token: Uint8Array) =>
+    kafkaRequest(apiKey.saslAuthenticate, 1, correlation, (w) => w.nullableBytes(token));
+
+  const early = await connect();
+  early.send(kafkaRequest(apiKey.metadata, 1, 1, metadataBody(1, null)));
+  t.equal(await early.next(), null, "Metadata before authentication closes the connection");
+
+  const out = await connect();
+  out.send(authenticate(2, plain("", "alice", "wonderland")));
+  const illegal = await answerBody(out);
+  t.equal(illegal.int16(), kafkaErrorCode.illegalSaslState, "SaslAuthenticate before a handshake");
+  t.equal(await out.next(), null, "then closed");
+
+  const wrong = await connect();
+  wrong.send(handshake(0, 3));
+  t.equal(
+    (await answerBody(wrong)).int16(),
+    kafkaErrorCode.unsupportedVersion,
+    "SaslHandshake v0 is not served",
+  );
+  wrong.send(handshake(1, 4, "SCRAM-SHA-256"));
+  const scram = await answerBody(wrong);
+  t.equal(scram.int16(), kafkaErrorCode.unsupportedSaslMechanism);
+  t.same(scram.array((r) => r.string()), ["PLAIN"]);
+  wrong.send(handshake(1, 5));
+  t.equal((await answerBody(wrong)).int16(), kafkaErrorCode.none);
+  wrong.send(authenticate(6, plain("", "alice", "looking-glass")));
+  const failed = await answerBody(wrong);
+  t.equal(failed.int16(), kafkaErrorCode.saslAuthenticationFailed);
+  t.equal(failed.nullableString(), "Authentication failed: invalid username or password");
+  t.equal(await wrong.next(), null, "closed after a wrong password");
+
+  const right = await connect();
+  right.send(handshake(1, 7));
+  t.equal((await answerBody(right)).int16(), kafkaErrorCode.none);
+  right.send(authenticate(8, plain("bob", "alice", "wonderland")));
+  t.equal(
+    (await answerBody(right)).int16(),
+    kafkaErrorCode.saslAuthenticationFailed,
+    "acting for another user is refused",
+  );
+
+  const alice = await connect();
+  alice.send(handshake(1, 9));
+  await answerBody(alice);
+  alice.send(authenticate(10, plain("", "alice", "wonderland")));
+  t.equal((await answerBody(alice)).int16(), kafkaErrorCode.none, "the right password");
+  alice.send(kafkaRequest(apiKey.metadata, 1, 11, metadataBody(1, null)));
+  t.ok(await alice.next(), "then every API is served");
 });
