@@ -1,0 +1,227 @@
+/**
+ * Produce and consume through the Kafka listener with a librdkafka client (Debian's
+ * python3-confluent-kafka, run by /usr/bin/python3), against a null broker (the same Kafka protocol
+ * code answering without storing: the ceiling of this machine), for fsync "interval" and "always",
+ * and beside the HTTP path (`bench:produce`, run back to back).
+ *
+ *   deno task bench:kafka [--records 50000] [--producers 4] [--seconds 10] [--quick] [--json PATH]
+ *
+ * Each of `--producers` producers writes `--records` records of 1 KiB to its own partition (acks 1,
+ * linger 5 ms, batches up to 1 MiB); then one consumer per partition reads them back from offset 0
+ * by assignment. Throughput is the records' bytes over the slowest process's time. Targets: with
+ * fsync "interval", produce at least 0.5 × and consume at least 0.7 × the null broker, and both at
+ * least 2 × the HTTP path's figures.
+ */
+import { parseArgs } from "node:util";
+import { startServerProcess } from "./lib/server_process.ts";
+
+const { values: args } = parseArgs({
+  args: Deno.args,
+  options: {
+    records: { type: "string" },
+    producers: { type: "string", default: "4" },
+    seconds: { type: "string", default: "10" },
+    quick: { type: "boolean", default: false },
+    json: { type: "string" },
+  },
+});
+const quick = args.quick!;
+const records = Number(args.records ?? (quick ? 3000 : 50_000));
+const producers = Number(args.producers);
+const valueBytes = 1024;
+const python = "/usr/bin/python3";
+const loadScript = new URL("./lib/kafka_load.py", import.meta.url).pathname;
+
+interface Phase {
+  mb_s: number;
+  records_s: number;
+  p50_ms?: number;
+  p99_ms?: number;
+}
+
+interface Run {
+  produce: Phase;
+  consume: Phase;
+}
+
+/** Why the client cannot run here, or null. */
+async function clientUnavailable(): Promise<string | null> {
+  try {
+    const probe = await new Deno.Command(python, { args: ["-c", "import confluent_kafka"], stderr: "null" })
+      .output();
+    return probe.success
+      ? null
+      : "python3-confluent-kafka is not installed (Debian: apt-get install -y python3-confluent-kafka)";
+  } catch {
+    return `${python} is not there`;
+  }
+}
+
+async function load(mode: "produce" | "consume", broker: string, partition: number) {
+  const extra = mode === "produce" ? [String(valueBytes)] : [];
+  const out = await new Deno.Command(python, {
+    args: [loadScript, mode, broker, "bench", String(partition), String(records), ...extra],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(out.stdout);
+  if (!out.success) throw new Error(`Cannot ${mode}: ${new TextDecoder().decode(out.stderr).slice(-2000)}`);
+  return JSON.parse(text) as {
+    records: number;
+    bytes: number;
+    seconds: number;
+    p50_ms?: number;
+    p99_ms?: number;
+  };
+}
+
+/** Every producer, then every consumer, side by side; the slowest sets the time. */
+async function measure(broker: string): Promise<Run> {
+  const phase = async (mode: "produce" | "consume"): Promise<Phase> => {
+    const results = await Promise.all(Array.from({ length: producers }, (_, p) => load(mode, broker, p)));
+    const seconds = Math.max(...results.map((r) => r.seconds));
+    const bytes = results.reduce((n, r) => n + r.bytes, 0);
+    const count = results.reduce((n, r) => n + r.records, 0);
+    const phase: Phase = { mb_s: round(bytes / 1e6 / seconds), records_s: Math.round(count / seconds) };
+    if (mode === "produce") {
+      phase.p50_ms = round(median(results.map((r) => r.p50_ms!)));
+      phase.p99_ms = round(Math.max(...results.map((r) => r.p99_ms!)));
+    }
+    return phase;
+  };
+  const produce = await phase("produce");
+  return { produce, consume: await phase("consume") };
+}
+
+async function nullBroker(): Promise<Run> {
+  const child = new Deno.Command("deno", {
+    args: [
+      "run",
+      "-A",
+      new URL("./lib/null_kafka_broker.ts", import.meta.url).pathname,
+      "--partitions",
+      String(producers),
+    ],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let seen = "";
+  while (!/listening on (\S+)/.test(seen)) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`the null broker exited: ${seen}`);
+    seen += value;
+  }
+  try {
+    return await measure(/listening on (\S+)/.exec(seen)![1]!);
+  } finally {
+    child.kill("SIGTERM");
+    await child.status;
+  }
+}
+
+async function strata(fsync: "always" | "interval"): Promise<Run> {
+  const dir = await Deno.makeTempDir({ prefix: "strata-bench-kafka-" });
+  const config = `${dir}/config.toml`;
+  await Deno.writeTextFile(config, "");
+  const server = await startServerProcess(config, 60_000, {
+    STRATA_SYSTEM_PATH: `${dir}/data`,
+    STRATA_SYSTEM_FSYNC: fsync,
+    STRATA_HTTP_ADDRESS: "127.0.0.1:0",
+  });
+  try {
+    const post = (path: string, body: unknown) =>
+      fetch(`${server.baseUrl}${path}`, { method: "POST", body: JSON.stringify(body) });
+    await (await post("/streams", { name: "kafka" })).body?.cancel();
+    const created = await post("/streams/kafka/topics", {
+      name: "bench",
+      partitions: producers,
+      segment_size: "256 MiB",
+      tiered: false,
+    });
+    if (created.status !== 201) throw new Error(`Cannot create the topic: ${await created.text()}`);
+    const broker = /"msg":"kafka listening","address":"([^"]+)"/.exec(server.stderrTail())?.[1];
+    if (broker === undefined) throw new Error("the server logged no Kafka address");
+    return await measure(broker);
+  } finally {
+    await server.stop("SIGTERM");
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** `bench:produce`'s fsync "interval" figures, run now. */
+async function http(): Promise<{ produce_mb_s: number; consume_mb_s: number }> {
+  const json = await Deno.makeTempFile({ suffix: ".json" });
+  const out = await new Deno.Command("deno", {
+    args: ["task", "bench:produce", "--seconds", quick ? "2" : args.seconds!, "--json", json],
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  if (!out.success) {
+    throw new Error(`Cannot run bench:produce: ${new TextDecoder().decode(out.stderr).slice(-2000)}`);
+  }
+  const result = JSON.parse(await Deno.readTextFile(json));
+  await Deno.remove(json);
+  return {
+    produce_mb_s: result.fsync.interval.produce.mb_s,
+    consume_mb_s: result.fsync.interval.consume.mb_s,
+  };
+}
+
+function round(n: number): number {
+  return Math.round(n * 100) / 100;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? 0;
+}
+
+const unavailable = await clientUnavailable();
+if (unavailable !== null) {
+  console.log(`bench:kafka skipped: ${unavailable}`);
+  Deno.exit(0);
+}
+const ceiling = await nullBroker();
+const interval = await strata("interval");
+const always = await strata("always");
+const httpPath = await http();
+const ratios = {
+  produce_vs_null: round(interval.produce.mb_s / ceiling.produce.mb_s),
+  consume_vs_null: round(interval.consume.mb_s / ceiling.consume.mb_s),
+  produce_vs_http: round(interval.produce.mb_s / httpPath.produce_mb_s),
+  consume_vs_http: round(interval.consume.mb_s / httpPath.consume_mb_s),
+};
+const targets = {
+  produce_vs_null: ratios.produce_vs_null >= 0.5,
+  consume_vs_null: ratios.consume_vs_null >= 0.7,
+  produce_vs_http: ratios.produce_vs_http >= 2,
+  consume_vs_http: ratios.consume_vs_http >= 2,
+};
+const row = (name: string, r: Run) =>
+  `${name.padEnd(24)} produce ${String(r.produce.mb_s).padStart(8)} MB/s ${
+    String(r.produce.records_s).padStart(8)
+  } rec/s` +
+  `  p50 ${r.produce.p50_ms} ms  p99 ${r.produce.p99_ms} ms   consume ${
+    String(r.consume.mb_s).padStart(8)
+  } MB/s`;
+console.log(row("null broker", ceiling));
+console.log(row("strata fsync=interval", interval));
+console.log(row("strata fsync=always", always));
+console.log(
+  `http path (bench:produce, fsync=interval): produce ${httpPath.produce_mb_s} MB/s, consume ${httpPath.consume_mb_s} MB/s`,
+);
+for (const [name, value] of Object.entries(ratios)) {
+  console.log(
+    `${name.padEnd(16)} ${value.toFixed(2)}  ${targets[name as keyof typeof targets] ? "met" : "MISSED"}`,
+  );
+}
+const result = {
+  settings: { records_per_producer: records, producers, value_bytes: valueBytes, quick },
+  null_broker: ceiling,
+  strata: { interval, always },
+  http: httpPath,
+  ratios,
+  targets,
+};
+if (args.json) await Deno.writeTextFile(args.json, JSON.stringify(result, null, 2) + "\n");

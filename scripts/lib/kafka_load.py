@@ -1,0 +1,94 @@
+"""A librdkafka load for bench:kafka (Debian's python3-confluent-kafka).
+
+  kafka_load.py produce BROKER TOPIC PARTITION RECORDS VALUE_BYTES
+  kafka_load.py consume BROKER TOPIC PARTITION RECORDS
+
+Prints one JSON line: records, bytes, seconds, and for produce the acknowledgement latency's p50
+and p99 in milliseconds (from produce() to the delivery report). Consuming reads the partition by
+assignment from offset 0, without a group, and checks every record's length.
+"""
+import json
+import os
+import sys
+import time
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+
+def percentile(values, p):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * p))] if ordered else 0.0
+
+
+def produce(broker, topic, partition, records, value_bytes):
+    producer = Producer({
+        "bootstrap.servers": broker,
+        "acks": "1",
+        "linger.ms": 5,
+        "batch.size": 1048576,
+        "enable.idempotence": False,
+        "queue.buffering.max.messages": 100000,
+        "queue.buffering.max.kbytes": 262144,
+    })
+    value = os.urandom(value_bytes)
+    latencies = []
+    failures = []
+
+    def delivered(error, _message, started=None):
+        if error is not None:
+            failures.append(str(error))
+        else:
+            latencies.append((time.perf_counter() - started) * 1000)
+
+    start = time.perf_counter()
+    for i in range(records):
+        sent_at = time.perf_counter()
+        while True:
+            try:
+                producer.produce(topic, value, partition=partition,
+                                 on_delivery=lambda e, m, s=sent_at: delivered(e, m, s))
+                break
+            except BufferError:
+                producer.poll(0.01)
+        if i % 1000 == 0:
+            producer.poll(0)
+    producer.flush(60)
+    seconds = time.perf_counter() - start
+    if failures or len(latencies) != records:
+        sys.exit(f"Cannot produce: {len(latencies)} of {records} acknowledged; {failures[:3]}")
+    print(json.dumps({"records": records, "bytes": records * value_bytes, "seconds": seconds,
+                      "p50_ms": percentile(latencies, 0.50), "p99_ms": percentile(latencies, 0.99)}))
+
+
+def consume(broker, topic, partition, records):
+    consumer = Consumer({
+        "bootstrap.servers": broker,
+        "group.id": "bench-kafka-unused",
+        "enable.auto.commit": False,
+        "fetch.max.bytes": 52428800,
+        "max.partition.fetch.bytes": 10485760,
+    })
+    consumer.assign([TopicPartition(topic, partition, 0)])
+    count = 0
+    size = 0
+    start = time.perf_counter()
+    deadline = start + 120
+    while count < records and time.perf_counter() < deadline:
+        for message in consumer.consume(10000, 1.0):
+            if message.error() is not None:
+                continue
+            count += 1
+            size += len(message.value())
+    seconds = time.perf_counter() - start
+    consumer.close()
+    if count < records:
+        sys.exit(f"Cannot consume: {count} of {records} records within 120 s")
+    print(json.dumps({"records": count, "bytes": size, "seconds": seconds}))
+
+
+if __name__ == "__main__":
+    mode, broker, topic, partition, records = sys.argv[1:6]
+    if mode == "produce":
+        produce(broker, topic, int(partition), int(records), int(sys.argv[6]))
+    else:
+        consume(broker, topic, int(partition), int(records))
