@@ -1,0 +1,109 @@
+import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import t from "tap";
+import { kafkaErrorCode } from "../../src/kafka/kafka_error_code.ts";
+import { openKafkaListener } from "../../src/kafka/kafka_service.ts";
+import { apiKey } from "../../src/kafka/request_header.ts";
+import { loadConfig } from "../../src/config/load_config.ts";
+import { Logger } from "../../src/runtime/logger.ts";
+import { NodeDisk } from "../../src/runtime/node_disk.ts";
+import { NodeNetwork } from "../../src/runtime/node_network.ts";
+import { InFlightDisk } from "../helpers/in_flight_disk.ts";
+import { fetchBody, kafkaRequest, KafkaWireClient, readFetchAnswer } from "../helpers/kafka_wire.ts";
+import type { KafkaReader } from "../../src/kafka/kafka_reader.ts";
+import { openServer } from "../helpers/open_server.ts";
+import { tempDir } from "../helpers/temp_dir.ts";
+
+// A Kafka fetch of an evicted range, in process on the virtual clock: served through the chunk
+// cache, and answered KAFKA_STORAGE_ERROR, never with wrong records, when the object is corrupt.
+t.test("a fetch of evicted data: through the cache, and a storage error when the object is damaged", async (t) => {
+  const disk = new InFlightDisk(new NodeDisk());
+  const dir = tempDir(t);
+  const s = await openServer(t, {}, dir, disk);
+  const c = s.client();
+  const until = async (done: () => Promise<boolean> | boolean, ticksMax = 3000) => {
+    const deadline = Date.now() + 120_000;
+    for (let i = 0; i < ticksMax; i++) {
+      if (await done()) return true;
+      s.clock.advance(20);
+      await new Promise((r) => setTimeout(r, 2));
+      await disk.quiet(deadline);
+    }
+    return await done();
+  };
+  await c.createStream("kafka");
+  await c.createTopic("kafka", { name: "t", segment_size: "1 MiB", local_retention_size: "1 MiB" });
+  for (let i = 0; i < 40; i++) {
+    await c.produce("kafka", "t", [{ payload: new Uint8Array(100_000).fill(i) }], 0);
+  }
+  let remote: { start_offset: number; location: string }[] = [];
+  const evicted = await until(async () => {
+    const p = await c.partition("kafka", "t", 0) as {
+      segments: { start_offset: number; location: string }[];
+    };
+    remote = p.segments.filter((x) => x.location === "remote");
+    return remote.length >= 2;
+  });
+  t.ok(evicted, "segments were evicted");
+
+  const logged: string[] = [];
+  const { config } = loadConfig("", "test", { STRATA_KAFKA_ADDRESS: "127.0.0.1:0" });
+  const listener = await openKafkaListener({
+    config: config.kafka,
+    catalog: s.server.catalog,
+    data: s.server.dataPlane,
+    network: new NodeNetwork(),
+    registry: s.server.registry,
+    clock: s.clock,
+    logger: new Logger({ level: "error", sink: (line) => logged.push(line) }),
+  });
+  t.teardown(() => listener.close());
+  const client = await KafkaWireClient.connect(listener.address.port);
+  t.teardown(() => client.close());
+  const fetchAt = async (correlation: number, offset: number) => {
+    client.send(kafkaRequest(apiKey.fetch, 11, correlation, fetchBody("t", 0, offset)));
+    let answer: KafkaReader | null = null;
+    const pending = client.next(120_000).then((r) => (answer = r));
+    t.ok(await until(() => answer !== null), "answered");
+    await pending;
+    answer!.int32();
+    return readFetchAnswer(answer!);
+  };
+  const healthy = await fetchAt(1, 0);
+  t.equal(healthy.errorCode, kafkaErrorCode.none);
+  const first = healthy.records.subarray(61);
+  t.ok(healthy.records.length > 100_000 && first.includes(0), "offset 0's batch");
+  const gets = await s.server.registry.getSingleMetricAsString("strata_objectstore_requests_total");
+  t.match(gets, /op="get"\} [1-9]/, "read from the store through the cache");
+
+  // Damage every evicted .log object; the second segment's is not in the cache yet.
+  const objects = join(dir, "data", "objects");
+  const logs = walk(objects).filter((f) => f.endsWith(".log"));
+  t.ok(logs.length >= 2, `${logs.length} .log objects`);
+  for (const file of logs) {
+    const bytes = readFileSync(file);
+    bytes[bytes.length - 500]! ^= 0xff;
+    writeFileSync(file, bytes);
+  }
+  const damaged = await fetchAt(2, remote[1]!.start_offset);
+  t.equal(
+    damaged.errorCode,
+    kafkaErrorCode.kafkaStorageError,
+    "the damaged range answers KAFKA_STORAGE_ERROR",
+  );
+  t.equal(damaged.records.length, 0, "no records, never wrong ones");
+  t.same(logged, [], "a refusal the broker knows, not an unexpected failure");
+});
+
+function walk(dir: string): string[] {
+  let entries: string[] = [];
+  try {
+    entries = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  return entries.flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? walk(path) : [path];
+  });
+}
