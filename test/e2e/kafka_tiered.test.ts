@@ -7,7 +7,8 @@ import { kafkaTieredRoundTrip } from "../helpers/kafka_tiered.ts";
 import { kcatUnavailable } from "../helpers/kcat.ts";
 
 // A tiered topic through the Kafka listener on the fs backend: produced with kcat, uploaded and
-// evicted below a 1 MiB local envelope, then read back from the beginning with kcat, byte for byte,
+// evicted below a 1 MiB local envelope (the topic made by CreateTopics with KIP-405 configs), then read
+// back from the beginning with kcat, byte for byte,
 // through the chunk cache, before and after a SIGKILL and restart. The RGW run is in rgw.test.ts.
 const unavailable = kcatUnavailable();
 

@@ -1,4 +1,5 @@
 import type { Test } from "tap";
+import { Kafka, logLevel } from "kafkajs";
 import { Rng } from "../../src/runtime/rng.ts";
 import { kafkaAddressOf, kcat } from "./kcat.ts";
 import { type RunningServer, spawnServer } from "./spawn_server.ts";
@@ -69,19 +70,32 @@ export async function kafkaTieredRoundTrip(
   t.equal(await second.stop("SIGTERM"), 0);
 }
 
-/** The topic in the kafka stream: tiered, 1 MiB segments, a 1 MiB local envelope. */
+/** The topic, through CreateTopics: remote.storage.enable, 1 MiB segment.bytes and local.retention.bytes. */
 async function createTiered(server: RunningServer): Promise<void> {
-  const post = (path: string, body: unknown) =>
-    fetch(`${server.baseUrl}${path}`, { method: "POST", body: JSON.stringify(body) });
-  await post("/streams", { name: "kafka" });
-  const created = await post("/streams/kafka/topics", {
-    name: "tiered",
-    partitions: 1,
-    segment_size: "1 MiB",
-    tiered: true,
-    local_retention_size: "1 MiB",
+  // Through CreateTopics, with KIP-405's names, as a Kafka user would.
+  const kafka = new Kafka({
+    clientId: "tiered",
+    brokers: [kafkaAddressOf(server.stderr())],
+    logLevel: logLevel.NOTHING,
   });
-  if (created.status !== 201) throw new Error(`Cannot create the topic: ${await created.text()}`);
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const created = await admin.createTopics({
+      topics: [{
+        topic: "tiered",
+        numPartitions: 1,
+        configEntries: [
+          { name: "remote.storage.enable", value: "true" },
+          { name: "segment.bytes", value: String(1024 * 1024) },
+          { name: "local.retention.bytes", value: String(1024 * 1024) },
+        ],
+      }],
+    });
+    if (!created) throw new Error("Cannot create the topic: CreateTopics created nothing");
+  } finally {
+    await admin.disconnect();
+  }
 }
 
 /** Polls the partition's stats until a remote part exists and the local part is small; 60 s at most. */
