@@ -1,7 +1,7 @@
 /**
  * Produce and consume through the Kafka listener with a librdkafka client (Debian's
  * python3-confluent-kafka, run by /usr/bin/python3), against a null broker (the same Kafka protocol
- * code answering without storing: the ceiling of this machine), for fsync "interval" and "always",
+ * code answering without storing: the ceiling of the machine it runs on), for fsync "interval" and "always",
  * and beside the HTTP path (`bench:produce`, run back to back).
  *
  *   deno task bench:kafka [--records 50000] [--producers 4] [--seconds 10] [--quick] [--json PATH]

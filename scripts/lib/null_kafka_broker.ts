@@ -1,7 +1,7 @@
 /**
  * The null broker of bench:kafka: a Kafka listener that answers without storing, on the same frame,
- * connection and codec code as Strata's, so that it measures the protocol's ceiling on this
- * machine. It serves ApiVersions, Metadata (one topic), Produce (offsets counted, bytes dropped after
+ * connection and codec code as Strata's, so that it measures the protocol's ceiling on the
+ * machine it runs on. It serves ApiVersions, Metadata (one topic), Produce (offsets counted, bytes dropped after
  * the first batch of each partition, kept as a template) and Fetch (copies of the template batch
  * with their base offsets set, up to what was produced).
  *

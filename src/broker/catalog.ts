@@ -114,6 +114,11 @@ export class Catalog {
     return this.#entry(streamName, topicName);
   }
 
+  /** The topic, or null when the stream or the topic does not exist: one map lookup, no throw. */
+  findTopic(streamName: string, topicName: string): CatalogTopic | null {
+    return this.#topics.get(topicKey(streamName, topicName)) ?? null;
+  }
+
   describeTopic(streamName: string, topicName: string): TopicDescription {
     const topic = this.#entry(streamName, topicName);
     const sizeBytes = topic.slots.reduce(

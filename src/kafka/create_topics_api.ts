@@ -80,7 +80,7 @@ async function createOne(
       `partitions must be 1 to ${partitionsPerTopicMax}, got ${topic.partitions}`,
     );
   }
-  if (serving.catalog.topic(topic.name) !== null) {
+  if (serving.catalog.has(topic.name)) {
     return refuse(kafkaErrorCode.topicAlreadyExists, `topic ${topic.name} exists`);
   }
   try {

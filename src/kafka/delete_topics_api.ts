@@ -41,7 +41,7 @@ export const deleteTopicsApi: KafkaApi = {
 };
 
 async function deleteOne(name: string, serving: KafkaServing): Promise<number> {
-  if (serving.catalog.topic(name) === null) return kafkaErrorCode.unknownTopicOrPartition;
+  if (!serving.catalog.has(name)) return kafkaErrorCode.unknownTopicOrPartition;
   try {
     await serving.catalog.deleteTopic(name);
     return kafkaErrorCode.none;

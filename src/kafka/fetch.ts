@@ -3,13 +3,13 @@ import { KafkaWriter } from "./kafka_writer.ts";
 import { apiKey, type RequestHeader, writeResponseHeader } from "./request_header.ts";
 
 /**
- * Fetch (key 1), versions 4 to 11, sessionless: the request's session id and epoch are read and
- * answered with session 0, so a client sends its whole fetch each time. The request is the wait
- * (`max_wait_ms`, `min_bytes`), the response's byte limit, and per partition an offset and a byte
- * limit; from v7 the session fields and forgotten topics, from v9 the leader epoch, from v11 the
- * rack. The response holds, per partition, an error code, the high watermark, the last stable
- * offset and (from v5) the log start offset, no aborted transactions, (from v11) no preferred
- * replica, and the record batches as the log holds them.
+ * Fetch (key 1), versions 4 to 11, without incremental fetches (KIP-227): the request's fetch-context
+ * id and epoch are read and answered with id 0, so a client sends its whole fetch each time. The
+ * request is the wait (`max_wait_ms`, `min_bytes`), the response's byte limit, and per partition an
+ * offset and a byte limit; from v7 the fetch-context fields and forgotten topics, from v9 the leader
+ * epoch, from v11 the rack. The response holds, per partition, an error code, the high watermark, the
+ * last stable offset and (from v5) the log start offset, no aborted transactions, (from v11) no
+ * preferred replica, and the record batches as the log holds them.
  */
 
 export const fetchVersionMin = 4;

@@ -107,7 +107,7 @@ async function readPartition(
     logStartOffset: start,
     records,
   });
-  if (serving.catalog.topic(topic) === null) {
+  if (!serving.catalog.has(topic)) {
     return { response: answer(kafkaErrorCode.unknownTopicOrPartition), read: null };
   }
   const stream = serving.catalog.streamName;
@@ -153,7 +153,7 @@ async function waitForAnyAppend(request: FetchRequest, waitMs: number, serving: 
   const stream = serving.catalog.streamName;
   const waits: Promise<void>[] = [];
   for (const topic of request.topics) {
-    if (serving.catalog.topic(topic.name) === null) continue;
+    if (!serving.catalog.has(topic.name)) continue;
     for (const p of topic.partitions) {
       try {
         // Past what the partition holds now: what it holds already was too little.

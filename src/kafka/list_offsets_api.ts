@@ -48,7 +48,7 @@ async function lookUp(
     timestampMs: -1,
     offset,
   });
-  if (serving.catalog.topic(topic) === null) return found(-1, kafkaErrorCode.unknownTopicOrPartition);
+  if (!serving.catalog.has(topic)) return found(-1, kafkaErrorCode.unknownTopicOrPartition);
   const stream = serving.catalog.streamName;
   try {
     const { start, next } = serving.data.offsetRange(stream, topic, partition);

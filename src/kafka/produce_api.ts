@@ -60,7 +60,7 @@ async function producePartition(
   data: ProducePartitionData,
   serving: KafkaServing,
 ): Promise<ProducePartitionResponse> {
-  if (serving.catalog.topic(topic) === null) {
+  if (!serving.catalog.has(topic)) {
     return failed(data.index, kafkaErrorCode.unknownTopicOrPartition);
   }
   if (data.records === null) return failed(data.index, kafkaErrorCode.corruptMessage);

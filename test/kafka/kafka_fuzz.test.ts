@@ -2,11 +2,8 @@ import t from "tap";
 import { encodeRecordBatch } from "../../src/log/batch_records.ts";
 import { decodeBatchHeader, decodeMessages } from "../../src/log/batch_codec.ts";
 import { kafkaErrorCode } from "../../src/kafka/kafka_error_code.ts";
-import { openKafkaListener } from "../../src/kafka/kafka_service.ts";
 import { apiKey } from "../../src/kafka/request_header.ts";
-import { loadConfig } from "../../src/config/load_config.ts";
-import { silentLogger } from "../../src/runtime/logger.ts";
-import { NodeNetwork } from "../../src/runtime/node_network.ts";
+import { openTestListener } from "../helpers/kafka_listener.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { openServer } from "../helpers/open_server.ts";
 import {
@@ -53,20 +50,9 @@ function hostileFrame(rng: Rng, correlationId: number): Uint8Array {
 
 t.test("thousands of hostile frames close their connections; the server keeps every acknowledged record", async (t) => {
   const opened = await openServer(t);
-  const { config } = loadConfig("", "test", {
-    STRATA_KAFKA_ADDRESS: "127.0.0.1:0",
+  const listener = await openTestListener(t, opened.server, opened.clock, {
     STRATA_KAFKA_MAX_FRAME_BYTES: String(maxFrameBytes),
   });
-  const listener = await openKafkaListener({
-    config: config.kafka,
-    catalog: opened.server.catalog,
-    data: opened.server.dataPlane,
-    network: new NodeNetwork(),
-    registry: opened.server.registry,
-    clock: opened.clock,
-    logger: silentLogger(),
-  });
-  t.teardown(() => listener.close());
   const port = listener.address.port;
   const rng = new Rng(seed);
 

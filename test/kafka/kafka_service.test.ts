@@ -1,28 +1,16 @@
 import t, { type Test } from "tap";
 import type { KafkaReader } from "../../src/kafka/kafka_reader.ts";
 import { kafkaErrorCode } from "../../src/kafka/kafka_error_code.ts";
-import { openKafkaListener, standaloneNodeId } from "../../src/kafka/kafka_service.ts";
+import { standaloneNodeId } from "../../src/kafka/kafka_service.ts";
 import { apiKey } from "../../src/kafka/request_header.ts";
 import { ConfigError } from "../../src/config/config_error.ts";
-import { loadConfig } from "../../src/config/load_config.ts";
-import { silentLogger } from "../../src/runtime/logger.ts";
-import { NodeNetwork } from "../../src/runtime/node_network.ts";
+import { openTestListener } from "../helpers/kafka_listener.ts";
 import { openServer } from "../helpers/open_server.ts";
 import { kafkaRequest, KafkaWireClient, metadataBody, readMetadataAnswer } from "../helpers/kafka_wire.ts";
 
 async function openKafka(t: Test, env: Record<string, string> = {}) {
   const opened = await openServer(t);
-  const { config } = loadConfig("", "test", { STRATA_KAFKA_ADDRESS: "127.0.0.1:0", ...env });
-  const listener = await openKafkaListener({
-    config: config.kafka,
-    catalog: opened.server.catalog,
-    data: opened.server.dataPlane,
-    network: new NodeNetwork(),
-    registry: opened.server.registry,
-    clock: opened.clock,
-    logger: silentLogger(),
-  });
-  t.teardown(() => listener.close());
+  const listener = await openTestListener(t, opened.server, opened.clock, env);
   const connect = async () => {
     const client = await KafkaWireClient.connect(listener.address.port);
     t.teardown(() => client.close());

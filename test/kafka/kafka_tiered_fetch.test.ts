@@ -2,13 +2,11 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import { kafkaErrorCode } from "../../src/kafka/kafka_error_code.ts";
-import { openKafkaListener } from "../../src/kafka/kafka_service.ts";
 import { apiKey } from "../../src/kafka/request_header.ts";
-import { loadConfig } from "../../src/config/load_config.ts";
 import { Logger } from "../../src/runtime/logger.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
-import { NodeNetwork } from "../../src/runtime/node_network.ts";
 import { InFlightDisk } from "../helpers/in_flight_disk.ts";
+import { openTestListener } from "../helpers/kafka_listener.ts";
 import { fetchBody, kafkaRequest, KafkaWireClient, readFetchAnswer } from "../helpers/kafka_wire.ts";
 import type { KafkaReader } from "../../src/kafka/kafka_reader.ts";
 import { openServer } from "../helpers/open_server.ts";
@@ -47,17 +45,16 @@ t.test("a fetch of evicted data: through the cache, and a storage error when the
   t.ok(evicted, "segments were evicted");
 
   const logged: string[] = [];
-  const { config } = loadConfig("", "test", { STRATA_KAFKA_ADDRESS: "127.0.0.1:0" });
-  const listener = await openKafkaListener({
-    config: config.kafka,
-    catalog: s.server.catalog,
-    data: s.server.dataPlane,
-    network: new NodeNetwork(),
-    registry: s.server.registry,
-    clock: s.clock,
-    logger: new Logger({ level: "error", sink: (line) => logged.push(line) }),
-  });
-  t.teardown(() => listener.close());
+  const listener = await openTestListener(
+    t,
+    s.server,
+    s.clock,
+    {},
+    new Logger({
+      level: "error",
+      sink: (line) => logged.push(line),
+    }),
+  );
   const client = await KafkaWireClient.connect(listener.address.port);
   t.teardown(() => client.close());
   const fetchAt = async (correlation: number, offset: number) => {

@@ -1,9 +1,9 @@
-import { spawn, spawnSync } from "node:child_process";
-import { once } from "node:events";
+import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import { tempDir } from "../helpers/temp_dir.ts";
+import { runDenoTask } from "../helpers/run_task.ts";
 
 // `deno task bench:kafka --quick`: every phase runs and reports what the full run reports.
 const clientMissing = spawnSync("/usr/bin/python3", ["-c", "import confluent_kafka"]).status !== 0;
@@ -12,15 +12,7 @@ t.test("bench:kafka --quick reports every server and the ratios", {
   skip: clientMissing ? "python3-confluent-kafka is not installed (.ci/run installs it)" : false,
 }, async (t) => {
   const json = join(tempDir(t), "kafka.json");
-  const child = spawn("deno", ["task", "--quiet", "bench:kafka", "--quick", "--json", json], {
-    cwd: new URL("../..", import.meta.url).pathname,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  let err = "";
-  child.stdout!.on("data", (d) => (out += d));
-  child.stderr!.on("data", (d) => (err += d));
-  const [code] = await once(child, "exit");
+  const { code, out, err } = await runDenoTask("bench:kafka", ["--quick", "--json", json]);
   t.equal(code, 0, `exit 0: ${err.slice(-2000)}`);
   t.match(out, /null broker\s+produce/);
   t.match(out, /strata fsync=interval\s+produce/);

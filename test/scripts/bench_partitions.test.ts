@@ -1,27 +1,10 @@
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t, { type Test } from "tap";
 import { StrataClient } from "../../src/client/strata_client.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
-
-/** Runs `deno task bench:partitions` with the given options, as a user would; its exit code and output. */
-async function runBenchPartitions(
-  args: string[],
-): Promise<{ code: number | null; out: string; err: string }> {
-  const child = spawn("deno", ["task", "--quiet", "bench:partitions", ...args], {
-    cwd: new URL("../..", import.meta.url).pathname,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  let err = "";
-  child.stdout!.on("data", (d) => (out += d));
-  child.stderr!.on("data", (d) => (err += d));
-  const [code] = await once(child, "exit");
-  return { code: code as number | null, out, err };
-}
+import { runDenoTask } from "../helpers/run_task.ts";
 
 const positive = (x: unknown) => typeof x === "number" && x > 0;
 const lateness = {
@@ -68,7 +51,7 @@ t.test("bench:partitions --quick measures every figure of a server hosting the a
 }, async (t) => {
   const dir = tempDir(t, "strata-bench-partitions-test-");
   const json = join(dir, "partitions.json");
-  const { code, out, err } = await runBenchPartitions([
+  const { code, out, err } = await runDenoTask("bench:partitions", [
     "--quick",
     "--partitions",
     "100",
@@ -135,7 +118,7 @@ t.test("bench:partitions --quick measures every figure of a server hosting the a
 
 // Arguments out of range are refused by name before any server starts.
 t.test("bench:partitions refuses a partition count it cannot lay out", async (t) => {
-  const { code, err } = await runBenchPartitions(["--quick", "--partitions", "0"]);
+  const { code, err } = await runDenoTask("bench:partitions", ["--quick", "--partitions", "0"]);
   t.not(code, 0);
   t.match(err, /Cannot run the benchmark: --partitions must be an integer from 1 to 1048576, got 0/);
 });

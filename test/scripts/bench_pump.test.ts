@@ -10,24 +10,7 @@ import { configSchema } from "../../src/config/schema.ts";
 import { sdk } from "../helpers/s3_harness.ts";
 import { startS3rver } from "../helpers/s3rver_harness.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
-
-/** Runs `deno task bench:pump` with the given options, as a user would; its exit code and output. */
-async function runBenchPump(
-  args: string[],
-  env: Record<string, string> = {},
-): Promise<{ code: number | null; out: string; err: string }> {
-  const child = spawn("deno", ["task", "--quiet", "bench:pump", ...args], {
-    cwd: new URL("../..", import.meta.url).pathname,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, ...env },
-  });
-  let out = "";
-  let err = "";
-  child.stdout!.on("data", (d) => (out += d));
-  child.stderr!.on("data", (d) => (err += d));
-  const [code] = await once(child, "exit");
-  return { code: code as number | null, out, err };
-}
+import { runDenoTask } from "../helpers/run_task.ts";
 
 // The pump benchmark's smoke run: the script works end to end under Deno and its JSON report has
 // every field docs/BENCHMARKS.md, "What the report holds", names. The targets are the benchmark's own business, never asserted here.
@@ -37,7 +20,15 @@ t.test("bench:pump --quick runs every phase and writes the JSON report and the S
   const dir = tempDir(t);
   const json = join(dir, "pump.json");
   const svg = join(dir, "pump.svg");
-  const { code, out, err } = await runBenchPump(["--quick", "--json", json, "--svg", svg, "--dir", dir]);
+  const { code, out, err } = await runDenoTask("bench:pump", [
+    "--quick",
+    "--json",
+    json,
+    "--svg",
+    svg,
+    "--dir",
+    dir,
+  ]);
   t.equal(code, 0, err.slice(-2000));
   t.match(out, /tick lateness in ms; piece_ms/, "the table is printed");
   const report = JSON.parse(readFileSync(json, "utf8"));
@@ -164,7 +155,7 @@ t.test("bench:pump --backend s3 runs every phase against a fresh bucket and clea
   const dir = tempDir(t);
   const json = join(dir, "pump-s3.json");
   const bucket = "bench-pump-smoke";
-  const { code, err } = await runBenchPump([
+  const { code, err } = await runDenoTask("bench:pump", [
     "--quick",
     "--backlog",
     "256 MiB",
