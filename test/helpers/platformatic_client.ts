@@ -80,8 +80,8 @@ while (read.length < sent.length && Date.now() < deadline) {
         offset: String(offset),
         key: b64(record.key),
         value: b64(record.value),
-        headers: record.headers.map(([name, value]: [Uint8Array, Uint8Array]) => [
-          new TextDecoder().decode(name),
+        headers: record.headers.map(([name, value]) => [
+          new TextDecoder().decode(name ?? new Uint8Array()),
           b64(value)!,
         ]),
       });
