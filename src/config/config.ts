@@ -51,6 +51,8 @@ export interface KafkaConfig {
   connectionsMax: number;
   /** `max_in_flight_requests`: requests of one connection read and not yet answered, at most. */
   requestsInFlightPerConnectionMax: number;
+  /** `connection_idle_timeout`: a connection idle this long is closed. */
+  connectionIdleTimeoutMs: number;
   autoCreateTopics: boolean;
   defaultPartitions: number;
   stream: string;
@@ -198,6 +200,7 @@ function toKafka(v: ValidatedConfig): KafkaConfig {
     maxFrameBytes: k["max_frame_bytes"] as number,
     connectionsMax: k["max_connections"] as number,
     requestsInFlightPerConnectionMax: k["max_in_flight_requests"] as number,
+    connectionIdleTimeoutMs: k["connection_idle_timeout"] as number,
     autoCreateTopics: k["auto_create_topics"] as boolean,
     defaultPartitions: k["default_partitions"] as number,
     stream: k["stream"] as string,

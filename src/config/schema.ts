@@ -75,6 +75,8 @@ export const configSchema = {
     max_connections: { kind: "int", default: 1024, min: 1, max: 65_536 },
     /** Requests of one connection read and not yet answered; past it the connection is not read. */
     max_in_flight_requests: { kind: "int", default: 32, min: 1, max: 1024 },
+    /** A connection with no request read and no answer owed or written this long is closed. */
+    connection_idle_timeout: { kind: "duration", default: 600_000, min: 1000, max: 86_400_000 },
     /** A Metadata request for a topic that does not exist creates it. */
     auto_create_topics: { kind: "bool", default: true },
     /** Partitions of a topic created on first use (a topic has at most 1024). */

@@ -1,3 +1,4 @@
+import type { Clock } from "../runtime/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { StreamConnection } from "../runtime/network.ts";
 import { assert } from "../runtime/assert.ts";
@@ -10,6 +11,8 @@ export interface ConnectionLimits {
   maxFrameBytes: number;
   /** `max_in_flight_requests`: requests read and not yet answered, at most. */
   requestsInFlightMax: number;
+  /** `connection_idle_timeout`: a connection with no request and no answer owed this long is closed. */
+  idleTimeoutMs: number;
 }
 
 /** Why a connection was closed by the server, for the metric; null: the peer closed it. */
@@ -25,20 +28,27 @@ const joinedWriteBytesMax = 64 * 1024;
  * session as soon as it is whole (so pipelined requests are handled together), and writes the
  * answers in request order. At most `requestsInFlightMax` requests are between read and answered;
  * at the bound the connection is not read until an answer is written. A malformed frame, a request
- * the session refuses and a connection error close it, with one log line; resolves with the reason.
+ * the session refuses and a connection error close it, with one log line, and so does
+ * `idleTimeoutMs` without a byte read or an answer written while none is owed (a long-polling fetch
+ * is owed its answer, so it keeps the connection); resolves with the reason.
  */
 export async function serveConnection(
   connection: StreamConnection,
   session: KafkaSession,
   limits: ConnectionLimits,
+  clock: Clock,
   logger: Logger,
 ): Promise<CloseReason> {
   assert(limits.requestsInFlightMax >= 1, "at least one request in flight");
+  assert(limits.idleTimeoutMs > 0, "an idle timeout");
   const splitter = new FrameSplitter(limits.maxFrameBytes);
-  const answers = new AnswerQueue(connection, limits.requestsInFlightMax);
+  const idle = new IdleWatch(clock, limits.idleTimeoutMs, () => connection.close());
+  const answers = new AnswerQueue(connection, limits.requestsInFlightMax, () => idle.active());
+  idle.isIdle = () => answers.owed === 0;
   let reason: CloseReason = null;
   try {
     for (let chunk = await connection.read(); chunk !== null; chunk = await connection.read()) {
+      idle.active();
       for (const frame of splitter.push(chunk)) {
         await answers.room();
         answers.add(session.handle(frame));
@@ -47,16 +57,71 @@ export async function serveConnection(
     await answers.drained();
   } catch (error) {
     reason = closeReason(error);
-    logger.warn("closing Kafka connection", {
-      remote: connection.remoteAddress,
-      reason,
-      error: error instanceof Error ? error.message : String(error),
-    });
+    if (!idle.fired) {
+      logger.warn("closing Kafka connection", {
+        remote: connection.remoteAddress,
+        reason,
+        error: error instanceof Error ? error.message : String(error),
+      });
+    }
   } finally {
+    idle.stop();
     connection.close();
     session.closed();
   }
-  return reason;
+  if (!idle.fired) return reason;
+  logger.info("closed an idle Kafka connection", { remote: connection.remoteAddress });
+  return "idle";
+}
+
+/**
+ * Closes a connection once it has been idle `idleTimeoutMs`: no byte read and no answer written
+ * since, and nothing owed.
+ * One timer at a time, re-armed for what is left when it fires early.
+ */
+class IdleWatch {
+  fired = false;
+  /** Whether nothing is owed; a connection owed an answer is never idle. */
+  isIdle: () => boolean = () => true;
+  readonly #clock: Clock;
+  readonly #idleTimeoutMs: number;
+  readonly #close: () => void;
+  #lastActiveMs: number;
+  #cancel: (() => void) | null = null;
+
+  constructor(clock: Clock, idleTimeoutMs: number, close: () => void) {
+    this.#clock = clock;
+    this.#idleTimeoutMs = idleTimeoutMs;
+    this.#close = close;
+    this.#lastActiveMs = clock.nowMs();
+    this.#arm(idleTimeoutMs);
+  }
+
+  active(): void {
+    this.#lastActiveMs = this.#clock.nowMs();
+  }
+
+  stop(): void {
+    this.#cancel?.();
+    this.#cancel = null;
+  }
+
+  #arm(delayMs: number): void {
+    this.#cancel = this.#clock.schedule(delayMs, () => this.#check());
+  }
+
+  #check(): void {
+    const idleMs = this.#clock.nowMs() - this.#lastActiveMs;
+    if (!this.isIdle()) {
+      this.#arm(this.#idleTimeoutMs);
+    } else if (idleMs < this.#idleTimeoutMs) {
+      this.#arm(this.#idleTimeoutMs - idleMs);
+    } else {
+      this.fired = true;
+      this.#cancel = null;
+      this.#close();
+    }
+  }
 }
 
 function closeReason(error: unknown): string {
@@ -74,14 +139,16 @@ function closeReason(error: unknown): string {
 class AnswerQueue {
   readonly #connection: StreamConnection;
   readonly #inFlightMax: number;
+  readonly #onWritten: () => void;
   readonly #answers: Promise<KafkaResponse | null>[] = [];
   #writing = false;
   #failure: { error: unknown } | null = null;
   #wake: (() => void) | null = null;
 
-  constructor(connection: StreamConnection, inFlightMax: number) {
+  constructor(connection: StreamConnection, inFlightMax: number, onWritten: () => void) {
     this.#connection = connection;
     this.#inFlightMax = inFlightMax;
+    this.#onWritten = onWritten;
   }
 
   /** Resolves once one more request may be handled; rejects once the connection failed. */
@@ -94,6 +161,11 @@ class AnswerQueue {
   async drained(): Promise<void> {
     while (this.#failure === null && this.#answers.length > 0) await this.#changed();
     if (this.#failure !== null) throw this.#failure.error;
+  }
+
+  /** Answers not yet written. */
+  get owed(): number {
+    return this.#answers.length;
   }
 
   add(answer: Promise<KafkaResponse | null>): void {
@@ -118,6 +190,7 @@ class AnswerQueue {
           throw new KafkaProtocolError(response.closeAfter, "Closing the connection after its answer");
         }
         this.#answers.shift();
+        this.#onWritten();
         this.#notify();
       }
     } catch (error) {

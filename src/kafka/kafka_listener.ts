@@ -1,3 +1,4 @@
+import type { Clock } from "../runtime/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { ListenAddress, StreamConnection, StreamListener } from "../runtime/network.ts";
 import { assert } from "../runtime/assert.ts";
@@ -12,6 +13,7 @@ export interface KafkaListenerDeps {
   /** A new session for each connection accepted. */
   openSession(remoteAddress: string): KafkaSession;
   metrics: KafkaMetrics;
+  clock: Clock;
   logger: Logger;
 }
 
@@ -73,10 +75,10 @@ export class KafkaListener {
   }
 
   async #serve(connection: StreamConnection): Promise<void> {
-    const { limits, logger, metrics } = this.#deps;
+    const { limits, clock, logger, metrics } = this.#deps;
     try {
       const session = this.#deps.openSession(connection.remoteAddress);
-      const reason = await serveConnection(connection, session, limits, logger);
+      const reason = await serveConnection(connection, session, limits, clock, logger);
       if (reason !== null) metrics.connectionsClosed.inc({ reason });
     } catch (error) {
       // serveConnection handles its own failures; this is a session that could not be opened.

@@ -87,10 +87,12 @@ export async function openKafkaListener(deps: KafkaServiceDeps): Promise<KafkaLi
     limits: {
       maxFrameBytes: config.maxFrameBytes,
       requestsInFlightMax: config.requestsInFlightPerConnectionMax,
+      idleTimeoutMs: config.connectionIdleTimeoutMs,
     },
     connectionsMax: config.connectionsMax,
     openSession: (remote) => new KafkaRequestSession(apis, serving, metrics, remote),
     metrics,
+    clock: deps.clock,
     logger,
   });
 }

@@ -3,6 +3,7 @@ import { serveConnection } from "../../src/kafka/kafka_connection.ts";
 import { KafkaDecodeError } from "../../src/kafka/kafka_reader.ts";
 import type { KafkaResponse, KafkaSession } from "../../src/kafka/kafka_session.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
+import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
 import { MemoryConnection } from "../helpers/kafka_wire.ts";
 
 /** A request frame whose body is its number: 12 bytes after the size field. */
@@ -51,7 +52,8 @@ function echo(n: number): Uint8Array {
 
 const answered = (c: MemoryConnection) =>
   c.frames().map((f) => new DataView(f.buffer, f.byteOffset).getInt32(0));
-const limits = { maxFrameBytes: 1024, requestsInFlightMax: 3 };
+const idleTimeoutMs = 60_000;
+const limits = { maxFrameBytes: 1024, requestsInFlightMax: 3, idleTimeoutMs };
 
 async function until(condition: () => boolean): Promise<void> {
   for (let i = 0; i < 1000 && !condition(); i++) await new Promise((r) => setImmediate(r));
@@ -61,7 +63,7 @@ async function until(condition: () => boolean): Promise<void> {
 t.test("pipelined requests are handled together and answered in request order", async (t) => {
   const connection = new MemoryConnection();
   const session = new HeldSession();
-  const served = serveConnection(connection, session, limits, silentLogger());
+  const served = serveConnection(connection, session, limits, new VirtualClock(), silentLogger());
   const joined = new Uint8Array([...frame(1), ...frame(2), ...frame(3)]);
   connection.deliver(joined);
   await until(() => session.handled.length === 3);
@@ -81,7 +83,7 @@ t.test("pipelined requests are handled together and answered in request order", 
 t.test("past max_in_flight_requests a request waits for an answer before it is handled", async (t) => {
   const connection = new MemoryConnection();
   const session = new HeldSession();
-  const served = serveConnection(connection, session, limits, silentLogger());
+  const served = serveConnection(connection, session, limits, new VirtualClock(), silentLogger());
   for (let n = 1; n <= 5; n++) connection.deliver(frame(n));
   await until(() => session.handled.length === 3);
   for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
@@ -102,7 +104,7 @@ t.test("past max_in_flight_requests a request waits for an answer before it is h
 t.test("a frame split across reads is whole before it is handled", async (t) => {
   const connection = new MemoryConnection();
   const session = new HeldSession();
-  const served = serveConnection(connection, session, limits, silentLogger());
+  const served = serveConnection(connection, session, limits, new VirtualClock(), silentLogger());
   const bytes = frame(7);
   for (const b of bytes) connection.deliver(new Uint8Array([b]));
   await until(() => session.handled.length === 1);
@@ -121,7 +123,7 @@ t.test("a malformed or oversized frame closes the connection", async (t) => {
   ) {
     const connection = new MemoryConnection();
     const session = new HeldSession();
-    const served = serveConnection(connection, session, limits, silentLogger());
+    const served = serveConnection(connection, session, limits, new VirtualClock(), silentLogger());
     const bytes = new Uint8Array(8);
     new DataView(bytes.buffer).setInt32(0, size);
     connection.deliver(bytes);
@@ -134,7 +136,7 @@ t.test("a malformed or oversized frame closes the connection", async (t) => {
 t.test("a request the session rejects closes the connection after the answers before it", async (t) => {
   const connection = new MemoryConnection();
   const session = new HeldSession();
-  const served = serveConnection(connection, session, limits, silentLogger());
+  const served = serveConnection(connection, session, limits, new VirtualClock(), silentLogger());
   connection.deliver(new Uint8Array([...frame(1), ...frame(2), ...frame(3)]));
   await until(() => session.handled.length === 3);
   session.answer(2, new KafkaDecodeError("a truncated body"));
@@ -145,4 +147,39 @@ t.test("a request the session rejects closes the connection after the answers be
   session.answer(3);
   await until(() => session.released.includes(3));
   t.same(session.released, [1, 3], "an answer that is never written still gives back what it holds");
+});
+
+t.test("connection_idle_timeout closes a connection with nothing read or owed, and no sooner", async (t) => {
+  const clock = new VirtualClock();
+  const connection = new MemoryConnection();
+  const session = new HeldSession();
+  let result: string | null | undefined;
+  const served = serveConnection(connection, session, limits, clock, silentLogger());
+  served.then((r) => (result = r));
+  clock.advance(idleTimeoutMs - 1);
+  connection.deliver(frame(1));
+  await until(() => session.handled.length === 1);
+  clock.advance(idleTimeoutMs * 3);
+  await new Promise((r) => setImmediate(r));
+  t.notOk(connection.closed, "a connection owed an answer (a long poll) is kept");
+  session.answer(1);
+  await until(() => answered(connection).length === 1);
+  clock.advance(idleTimeoutMs - 1);
+  await new Promise((r) => setImmediate(r));
+  t.notOk(connection.closed, "the idle time counts from the last answer written");
+  t.equal(result, undefined);
+  clock.advance(1);
+  t.equal(await served, "idle", "closed once idle for the whole timeout");
+  t.ok(connection.closed);
+  t.equal(session.closedCount, 1);
+  t.equal(clock.pendingTimers(), 0, "no timer is left behind");
+});
+
+t.test("a connection the peer closes leaves no idle timer behind", async (t) => {
+  const clock = new VirtualClock();
+  const connection = new MemoryConnection();
+  const served = serveConnection(connection, new HeldSession(), limits, clock, silentLogger());
+  connection.deliver(null);
+  t.equal(await served, null);
+  t.equal(clock.pendingTimers(), 0);
 });
