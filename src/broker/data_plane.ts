@@ -89,13 +89,16 @@ export class DataPlane {
     partitionId: number,
     records: Uint8Array,
   ): Promise<ProduceResult> {
-    const partition = this.#partition(streamName, topicName, partitionId);
+    const topic = this.#catalog.topic(streamName, topicName);
+    const partition = this.#catalog.openPartition(topic, partitionId);
     const shard = this.#shards.shardOf(partition.address);
     shard.countRequest();
-    // The batches' checks (CRC32C over every byte, the records' framing) are a piece of CPU work:
-    // on the gate's turn, so that a request for many partitions cannot hold the loop for all of them.
+    // The batches' checks (CRC32C over every byte, the records' framing) are CPU work: a piece of
+    // about 1 MiB on each of the gate's turns, so that neither a large produce nor a request for many
+    // partitions holds the loop for more than one piece.
     await shard.pieceGate.turn();
-    const result = await translateDataErrors(() => partition.log.appendRecordBatches(records));
+    const checks = { batchBytesMax: topic.meta.options.maxMessageBytes, turn: () => shard.pieceGate.turn() };
+    const result = await translateDataErrors(() => partition.log.appendRecordBatches(records, checks));
     return { partition: partitionId, baseOffset: result.baseOffset, count: result.count };
   }
 

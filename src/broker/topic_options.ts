@@ -21,6 +21,8 @@ export interface TopicOptions {
   retentionConsumerBarrier: boolean;
   /** "create_time": the producer's timestamps; "log_append_time": the server's at the append. */
   timestampType: TimestampType;
+  /** The largest record batch a Kafka producer may send (Kafka's `max.message.bytes`). */
+  maxMessageBytes: number;
 }
 
 export type TimestampType = "create_time" | "log_append_time";
@@ -40,6 +42,11 @@ export const segmentSizeBytesDefault = 1024 * 1024 * 1024;
 export const segmentMaxAgeMsMin = 1000;
 export const localRetentionAgeMsMin = 1000;
 export const localRetentionSizeBytesMin = 1024 * 1024;
+/** Kafka's default `max.message.bytes`: 1 MiB and a batch's 12-byte log overhead. */
+export const maxMessageBytesDefault = 1024 * 1024 + 12;
+export const maxMessageBytesMin = 1024;
+/** At most what a Kafka frame may carry (`[kafka] max_frame_bytes` at its largest). */
+export const maxMessageBytesMax = 1024 * 1024 * 1024;
 
 /** The options of a new topic of `partitions` partitions that sets nothing else: the server's defaults. */
 export function defaultTopicOptions(defaults: TopicDefaults, partitions: number): TopicOptions {
@@ -54,6 +61,7 @@ export function defaultTopicOptions(defaults: TopicDefaults, partitions: number)
     localRetentionSizeBytes: defaults.localRetentionSizeBytes,
     retentionConsumerBarrier: true,
     timestampType: "create_time",
+    maxMessageBytes: maxMessageBytesDefault,
   };
 }
 
@@ -68,7 +76,8 @@ export type RangedTopicOption =
   | "retentionMaxAgeMs"
   | "retentionMaxBytes"
   | "localRetentionAgeMs"
-  | "localRetentionSizeBytes";
+  | "localRetentionSizeBytes"
+  | "maxMessageBytes";
 
 /** A ranged option's kind (an integer count, a size in bytes, a duration in ms) and its bounds. */
 export interface OptionRange {
@@ -86,6 +95,7 @@ export const topicOptionRanges: Readonly<Record<RangedTopicOption, OptionRange>>
   retentionMaxBytes: { kind: "size", min: 1, max: Number.MAX_SAFE_INTEGER },
   localRetentionAgeMs: { kind: "duration", min: localRetentionAgeMsMin, max: Infinity },
   localRetentionSizeBytes: { kind: "size", min: localRetentionSizeBytesMin, max: Number.MAX_SAFE_INTEGER },
+  maxMessageBytes: { kind: "size", min: maxMessageBytesMin, max: maxMessageBytesMax },
 };
 
 /**
@@ -121,5 +131,6 @@ export function withOptionDefaults(stored: TopicOptions): TopicOptions {
     ...stored,
     retentionConsumerBarrier: stored.retentionConsumerBarrier ?? true,
     timestampType: stored.timestampType ?? "create_time",
+    maxMessageBytes: stored.maxMessageBytes ?? maxMessageBytesDefault,
   };
 }

@@ -105,6 +105,8 @@ export interface TopicCreate {
   local_retention_size?: number | string | null;
   retention_consumer_barrier?: boolean;
   timestamp_type?: "create_time" | "log_append_time";
+  /** The largest record batch a Kafka producer may send. */
+  max_message_bytes?: number | string;
 }
 
 export type TopicPatch = Partial<Omit<TopicCreate, "name" | "partitions" | "segment_size">>;

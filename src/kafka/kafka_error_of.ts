@@ -12,6 +12,7 @@ export function kafkaErrorOf(error: unknown, logger: Logger, what: string): numb
   if (error instanceof RecordBatchError) {
     if (error.refusal === "unsupported") return kafkaErrorCode.unsupportedForMessageFormat;
     if (error.refusal === "timestamp") return kafkaErrorCode.invalidTimestamp;
+    if (error.refusal === "too_large") return kafkaErrorCode.messageTooLarge;
     return kafkaErrorCode.corruptMessage;
   }
   if (error instanceof ResourceNotFoundError) return kafkaErrorCode.unknownTopicOrPartition;

@@ -26,6 +26,7 @@ export const kafkaTopicConfigs: Readonly<Record<string, Mapped>> = {
   "local.retention.ms": "localRetentionAgeMs",
   "local.retention.bytes": "localRetentionSizeBytes",
   "cleanup.policy": "cleanupPolicy",
+  "max.message.bytes": "maxMessageBytes",
 };
 
 /** A config Kafka names that cannot be applied: INVALID_CONFIG. */
@@ -97,7 +98,7 @@ function applyOne(
     return;
   }
   const ranged = options as unknown as Record<RangedTopicOption, number | null>;
-  const nullable = mapped !== "segmentSizeBytes" && mapped !== "partitions";
+  const nullable = mapped !== "segmentSizeBytes" && mapped !== "partitions" && mapped !== "maxMessageBytes";
   ranged[mapped] = number === -1 && nullable ? null : checkTopicOption(mapped, name, number);
 }
 
@@ -117,5 +118,6 @@ export function describeKafkaConfigs(options: TopicOptions): { name: string; val
     { name: "remote.storage.enable", value: String(options.tiered) },
     { name: "local.retention.ms", value: n(options.localRetentionAgeMs) },
     { name: "local.retention.bytes", value: n(options.localRetentionSizeBytes) },
+    { name: "max.message.bytes", value: n(options.maxMessageBytes) },
   ];
 }

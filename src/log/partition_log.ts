@@ -12,7 +12,7 @@ import type { RemoteReader } from "./remote_reader.ts";
 import { RemoteWalk } from "./remote_walk.ts";
 import type { Segment } from "./segment.ts";
 import { type AppendInput, type AppendResult, type LogStats, SegmentChain } from "./segment_chain.ts";
-import { checkProducedBatches } from "./produced_batches.ts";
+import { checkProducedBatches, noProduceLimits, type ProduceChecks } from "./produced_batches.ts";
 import { deleteFront, purgeSegments } from "./segment_deletion.ts";
 import { evictSegments, hashLog } from "./segment_eviction.ts";
 import { type ReadContext, type ReadResult, readRetrying, readSegments } from "./segment_reads.ts";
@@ -186,10 +186,13 @@ export class PartitionLog {
    * Appends the Kafka record batches of `records` (one or more, back to back, as a producer sends a
    * partition's records) at consecutive offsets, each kept as sent but for its base offset (and,
    * when the topic keeps log append time, that time). Every batch is checked first
-   * (`checkProducedBatches`): a refusal appends none of them.
+   * (`checkProducedBatches`, in pieces with `checks.turn` between them): a refusal appends none.
    */
-  async appendRecordBatches(records: Uint8Array): Promise<AppendResult> {
-    const batches = checkProducedBatches(records);
+  async appendRecordBatches(
+    records: Uint8Array,
+    checks: ProduceChecks = noProduceLimits,
+  ): Promise<AppendResult> {
+    const batches = await checkProducedBatches(records, checks);
     const input: AppendInput = { kind: "batches", batches, stampAppendTime: this.#logAppendTime };
     return await this.#queue.enqueue<AppendResult>((done) => ({ kind: "append", input, done }));
   }

@@ -69,10 +69,11 @@ export interface RecordBatchHeader {
 }
 
 /**
- * Why a batch was refused: Kafka's CORRUPT_MESSAGE, a feature not served (UNSUPPORTED_...), or
- * timestamps that are no times (INVALID_TIMESTAMP).
+ * Why a batch was refused: Kafka's CORRUPT_MESSAGE, a feature not served (UNSUPPORTED_...),
+ * timestamps that are no times (INVALID_TIMESTAMP), or a batch over the topic's size limit
+ * (MESSAGE_TOO_LARGE).
  */
-export type BatchRefusal = "corrupt" | "unsupported" | "timestamp";
+export type BatchRefusal = "corrupt" | "unsupported" | "timestamp" | "too_large";
 
 /** A batch the log refuses, with the reason a Kafka answer or an HTTP 400 names. */
 export class RecordBatchError extends Error {

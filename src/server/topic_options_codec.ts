@@ -26,6 +26,7 @@ export const topicOptionFields: Readonly<Record<keyof TopicOptions, string>> = {
   localRetentionSizeBytes: "local_retention_size",
   retentionConsumerBarrier: "retention_consumer_barrier",
   timestampType: "timestamp_type",
+  maxMessageBytes: "max_message_bytes",
 };
 
 /** The options by their API names, as answers show them. */
@@ -60,6 +61,7 @@ export function parseTopicOptions(fields: Fields, defaults: TopicDefaults): Topi
     retentionConsumerBarrier: boolField(fields, "retention_consumer_barrier") ??
       base.retentionConsumerBarrier,
     timestampType: timestampTypeField(fields) ?? base.timestampType,
+    maxMessageBytes: sizeField(fields, "maxMessageBytes") ?? base.maxMessageBytes,
   };
 }
 
@@ -95,6 +97,9 @@ export function patchTopicOptions(
       ? { retentionConsumerBarrier: patchedBool(fields, "retention_consumer_barrier") }
       : {}),
     ...(has("timestampType") ? { timestampType: timestampTypeField(fields)! } : {}),
+    ...(has("maxMessageBytes")
+      ? { maxMessageBytes: sizeField(fields, "maxMessageBytes") ?? defaultTopicOptions(defaults, 1).maxMessageBytes }
+      : {}),
   };
 }
 

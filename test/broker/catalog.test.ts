@@ -16,6 +16,7 @@ import {
 import type { Metadata } from "../../src/broker/metadata.ts";
 import { PartitionOpener } from "../../src/broker/partition_opener.ts";
 import {
+  maxMessageBytesDefault,
   segmentSizeBytesMin,
   type TopicDefaults,
   type TopicOptions,
@@ -46,6 +47,7 @@ const options = (overrides: Partial<TopicOptions>): TopicOptions => ({
   localRetentionSizeBytes: null,
   retentionConsumerBarrier: true,
   timestampType: "create_time",
+  maxMessageBytes: maxMessageBytesDefault,
   ...overrides,
 });
 

@@ -13,7 +13,11 @@ import { PartitionOpener } from "../../src/broker/partition_opener.ts";
 import { partitionOfKey, shardIndexOf } from "../../src/broker/partition_placement.ts";
 import { ShardRuntime } from "../../src/broker/shard_runtime.ts";
 import { ShardSet } from "../../src/broker/shard_set.ts";
-import { segmentSizeBytesMin, type TopicOptions } from "../../src/broker/topic_options.ts";
+import {
+  maxMessageBytesDefault,
+  segmentSizeBytesMin,
+  type TopicOptions,
+} from "../../src/broker/topic_options.ts";
 import { loadConfig } from "../../src/config/load_config.ts";
 import { TooManyConsumersError } from "../../src/log/consumer_offsets.ts";
 import {
@@ -56,6 +60,7 @@ const twoPartitions: TopicOptions = {
   localRetentionSizeBytes: null,
   retentionConsumerBarrier: true,
   timestampType: "create_time",
+  maxMessageBytes: maxMessageBytesDefault,
 };
 
 /** A data plane over a catalog and two shards without tiered storage; the pumps are not started. */

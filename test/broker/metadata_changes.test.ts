@@ -13,7 +13,11 @@ import {
   removeStream,
   removeTopic,
 } from "../../src/broker/metadata_changes.ts";
-import { segmentSizeBytesMin, type TopicOptions } from "../../src/broker/topic_options.ts";
+import {
+  maxMessageBytesDefault,
+  segmentSizeBytesMin,
+  type TopicOptions,
+} from "../../src/broker/topic_options.ts";
 
 const options: TopicOptions = {
   partitions: 1,
@@ -26,6 +30,7 @@ const options: TopicOptions = {
   localRetentionSizeBytes: null,
   retentionConsumerBarrier: true,
   timestampType: "create_time",
+  maxMessageBytes: maxMessageBytesDefault,
 };
 
 /** Stream 4 "s" with topic 2 "t"; the next stream is 5, the next topic of "s" is 3. */

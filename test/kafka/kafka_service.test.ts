@@ -6,7 +6,15 @@ import { apiKey } from "../../src/kafka/request_header.ts";
 import { ConfigError } from "../../src/config/config_error.ts";
 import { openTestListener } from "../helpers/kafka_listener.ts";
 import { openServer } from "../helpers/open_server.ts";
-import { kafkaRequest, KafkaWireClient, metadataBody, readMetadataAnswer } from "../helpers/kafka_wire.ts";
+import { encodeRecordBatch } from "../../src/log/batch_records.ts";
+import {
+  kafkaRequest,
+  KafkaWireClient,
+  metadataBody,
+  produceBody,
+  readMetadataAnswer,
+  readProduceAnswer,
+} from "../helpers/kafka_wire.ts";
 
 async function openKafka(t: Test, env: Record<string, string> = {}) {
   const opened = await openServer(t);
@@ -215,4 +223,40 @@ t.test("SASL/PLAIN: only ApiVersions and SASL before authentication; a refusal i
   t.equal((await answerBody(alice)).int16(), kafkaErrorCode.none, "the right password");
   alice.send(kafkaRequest(apiKey.metadata, 1, 11, metadataBody(1, null)));
   t.ok(await alice.next(), "then every API is served");
+});
+
+t.test("a batch over the topic's max_message_bytes is answered MESSAGE_TOO_LARGE; nothing is appended", async (t) => {
+  const kafka = await openKafka(t);
+  const c = kafka.client();
+  await c.createStream("kafka");
+  await c.createTopic("kafka", { name: "small", max_message_bytes: "4 KiB" });
+  const batchOf = (valueBytes: number) =>
+    encodeRecordBatch([{
+      offsetDelta: 0,
+      timestampDelta: 0,
+      key: null,
+      value: new Uint8Array(valueBytes).fill(7),
+      headers: [],
+    }], {
+      baseOffset: 0,
+      baseTimestampMs: 1_700_000_000_000,
+      maxTimestampMs: 1_700_000_000_000,
+      timestampType: "create_time",
+    });
+  const client = await kafka.connect();
+  const fits = batchOf(3000);
+  const tooLarge = batchOf(5000);
+  const both = new Uint8Array([...fits, ...tooLarge]);
+  client.send(kafkaRequest(apiKey.produce, 7, 1, produceBody("small", 0, both)));
+  t.equal(readProduceAnswer(await answerBody(client), 7).errorCode, kafkaErrorCode.messageTooLarge);
+  client.send(kafkaRequest(apiKey.produce, 7, 2, produceBody("small", 0, fits)));
+  const answer = readProduceAnswer(await answerBody(client), 7);
+  t.same(
+    [answer.errorCode, answer.baseOffset],
+    [kafkaErrorCode.none, 0],
+    "the refused request appended none",
+  );
+  t.same(await c.partition("kafka", "small", 0).then((p) => (p as { next_offset: number }).next_offset), 1);
+  const topic = await c.getTopic("kafka", "small") as { max_message_bytes: number };
+  t.equal(topic.max_message_bytes, 4096, "the option reads back through HTTP");
 });

@@ -179,3 +179,55 @@ t.test("producer timestamps out of order: the index never decreases and a lookup
     "an earlier time found in the first batch that reaches it, in log order",
   );
 });
+
+/** A batch of one record whose value is `valueBytes` long. */
+function sizedBatch(valueBytes: number, fill: number): Uint8Array {
+  return encodeRecordBatch([{
+    offsetDelta: 0,
+    timestampDelta: 0,
+    key: null,
+    value: new Uint8Array(valueBytes).fill(fill),
+    headers: [],
+  }], {
+    baseOffset: 0,
+    baseTimestampMs: 1_700_000_000_000,
+    maxTimestampMs: 1_700_000_000_000,
+    timestampType: "create_time",
+  });
+}
+
+t.test("a produce's checks run in pieces of about 1 MiB, a turn between them", async (t) => {
+  const { log } = await openLog(t, { segmentSizeBytes: 64 << 20 });
+  const batches = Array.from({ length: 8 }, (_, i) => sizedBatch(300 * 1024, i));
+  let turns = 0;
+  const result = await log.appendRecordBatches(new Uint8Array(batches.flatMap((b) => [...b])), {
+    batchBytesMax: 1 << 20,
+    turn: () => {
+      turns++;
+      return Promise.resolve();
+    },
+  });
+  t.same(result, { baseOffset: 0, count: 8 });
+  // Three batches of 300 KiB fit in a piece of 1 MiB, a fourth does not: pieces of 3, 3 and 2.
+  t.equal(turns, 2, "two turns for eight batches of 300 KiB");
+  const one = await log.appendRecordBatches(sizedBatch(300 * 1024, 9), {
+    batchBytesMax: 1 << 20,
+    turn: () => Promise.reject(new Error("a single piece takes no turn")),
+  });
+  t.same(one, { baseOffset: 8, count: 1 });
+});
+
+t.test("a batch over batchBytesMax is refused as too large, and none of the produce is appended", async (t) => {
+  const { log } = await openLog(t);
+  const records = new Uint8Array([...sizedBatch(1000, 1), ...sizedBatch(5000, 2)]);
+  let turns = 0;
+  const error = await log.appendRecordBatches(records, {
+    batchBytesMax: 4096,
+    turn: () => Promise.resolve(void turns++),
+  }).catch((e) => e);
+  t.ok(error instanceof RecordBatchError);
+  t.equal(error.refusal, "too_large");
+  t.match(error.message, /larger than the topic's max_message_bytes, 4096/);
+  t.equal(turns, 0, "refused before any batch is checked");
+  t.equal(log.nextOffset, 0, "nothing appended");
+});

@@ -27,6 +27,7 @@ t.test("a create request's fields by their API names, with units; what it leaves
     localRetentionSizeBytes: null,
     retentionConsumerBarrier: true,
     timestampType: "create_time",
+    maxMessageBytes: 1024 * 1024 + 12,
   });
   t.same(
     parseTopicOptions({
@@ -40,6 +41,7 @@ t.test("a create request's fields by their API names, with units; what it leaves
       local_retention_size: "8 MiB",
       retention_consumer_barrier: false,
       timestamp_type: "log_append_time",
+      max_message_bytes: "2 MiB",
     }, defaults),
     {
       partitions: 3,
@@ -52,6 +54,7 @@ t.test("a create request's fields by their API names, with units; what it leaves
       localRetentionSizeBytes: 8 * MiB,
       retentionConsumerBarrier: false,
       timestampType: "log_append_time",
+      maxMessageBytes: 2 * MiB,
     },
   );
   t.end();
@@ -69,6 +72,10 @@ t.test("each bad field is refused, typed, by its API name and the broker's range
     [
       { segment_size: "1 KiB" },
       `Cannot create topic: segment_size must be a size from ${MiB} to ${2048 * MiB} bytes`,
+    ],
+    [
+      { max_message_bytes: "1000 B" },
+      `Cannot create topic: max_message_bytes must be a size from 1024 to ${1024 * MiB} bytes`,
     ],
     [
       { segment_max_age: "999 ms" },
