@@ -26,6 +26,7 @@ t.test("Kafka's config names set the topic options they name; -1 is unlimited, -
     "local.retention.ms": "-2",
     "local.retention.bytes": String(16 * 1024 * 1024),
     "cleanup.policy": "delete",
+    "max.message.bytes": "2097152",
   });
   t.same(options, {
     ...base,
@@ -37,6 +38,7 @@ t.test("Kafka's config names set the topic options they name; -1 is unlimited, -
     tiered: false,
     localRetentionAgeMs: 86_400_000,
     localRetentionSizeBytes: 16 * 1024 * 1024,
+    maxMessageBytes: 2 * 1024 * 1024,
   });
   const described = Object.fromEntries(describeKafkaConfigs(options).map((c) => [c.name, c.value]));
   t.same(described["retention.bytes"], "-1");
@@ -55,6 +57,7 @@ t.test("what cannot be applied is refused as INVALID_CONFIG, naming the config",
     [{ "retention.ms": "soon" }, /expected an integer/],
     [{ "segment.bytes": "1000" }, /segment\.bytes must be a size from 1048576/],
     [{ "segment.bytes": "-1" }, /segment\.bytes must be/],
+    [{ "max.message.bytes": "-1" }, /max\.message\.bytes must be a size from 1024/],
     [{ "remote.storage.enable": "yes" }, /expected true or false/],
     [{ "message.timestamp.type": "Now" }, /expected CreateTime or LogAppendTime/],
   ];
