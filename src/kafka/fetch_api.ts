@@ -111,8 +111,10 @@ async function readPartition(
     return { response: answer(kafkaErrorCode.unknownTopicOrPartition), read: null };
   }
   const stream = serving.catalog.streamName;
+  let range = { start: -1, next: -1 };
   try {
-    const { start, next } = serving.data.offsetRange(stream, topic, p.partition);
+    range = serving.data.offsetRange(stream, topic, p.partition);
+    const { start, next } = range;
     if (p.fetchOffset < start || p.fetchOffset > next) {
       return { response: answer(kafkaErrorCode.offsetOutOfRange, start, next), read: null };
     }
@@ -138,7 +140,7 @@ async function readPartition(
     if (
       error instanceof UnavailableError && (error.reason === "transient" || error.reason === "overloaded")
     ) {
-      return { response: answer(kafkaErrorCode.none), read: null };
+      return { response: answer(kafkaErrorCode.none, range.start, range.next), read: null };
     }
     return {
       response: answer(kafkaErrorOf(error, serving.logger, `fetch ${topic}/${p.partition}`)),

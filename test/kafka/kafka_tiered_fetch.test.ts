@@ -1,10 +1,12 @@
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import t from "tap";
+import t, { type Test } from "tap";
 import { kafkaErrorCode } from "../../src/kafka/kafka_error_code.ts";
 import { apiKey } from "../../src/kafka/request_header.ts";
 import { Logger } from "../../src/runtime/logger.ts";
+import type { Disk } from "../../src/runtime/disk.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
+import { HeldDisk } from "../helpers/held_disk.ts";
 import { InFlightDisk } from "../helpers/in_flight_disk.ts";
 import { openTestListener } from "../helpers/kafka_listener.ts";
 import { fetchBody, kafkaRequest, KafkaWireClient, readFetchAnswer } from "../helpers/kafka_wire.ts";
@@ -12,12 +14,14 @@ import type { KafkaReader } from "../../src/kafka/kafka_reader.ts";
 import { openServer } from "../helpers/open_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 
-// A Kafka fetch of an evicted range, in process on the virtual clock: served through the chunk
-// cache, and answered KAFKA_STORAGE_ERROR, never with wrong records, when the object is corrupt.
-t.test("a fetch of evicted data: through the cache, and a storage error when the object is damaged", async (t) => {
-  const disk = new InFlightDisk(new NodeDisk());
+/**
+ * An in-process server on the virtual clock with a tiered Kafka topic "t" whose first segments are
+ * evicted; `wrap` may put a disk around the harness's (the fs store reads its objects through it).
+ */
+async function evictedTopic(t: Test, wrap: (disk: Disk, dir: string) => Disk = (d) => d) {
+  const inFlight = new InFlightDisk(new NodeDisk());
   const dir = tempDir(t);
-  const s = await openServer(t, {}, dir, disk);
+  const s = await openServer(t, {}, dir, wrap(inFlight, dir));
   const c = s.client();
   const until = async (done: () => Promise<boolean> | boolean, ticksMax = 3000) => {
     const deadline = Date.now() + 120_000;
@@ -25,7 +29,7 @@ t.test("a fetch of evicted data: through the cache, and a storage error when the
       if (await done()) return true;
       s.clock.advance(20);
       await new Promise((r) => setTimeout(r, 2));
-      await disk.quiet(deadline);
+      await inFlight.quiet(deadline);
     }
     return await done();
   };
@@ -43,7 +47,13 @@ t.test("a fetch of evicted data: through the cache, and a storage error when the
     return remote.length >= 2;
   });
   t.ok(evicted, "segments were evicted");
+  return { s, dir, until, remote };
+}
 
+// A Kafka fetch of an evicted range, in process on the virtual clock: served through the chunk
+// cache, and answered KAFKA_STORAGE_ERROR, never with wrong records, when the object is corrupt.
+t.test("a fetch of evicted data: through the cache, and a storage error when the object is damaged", async (t) => {
+  const { s, dir, until, remote } = await evictedTopic(t);
   const logged: string[] = [];
   const listener = await openTestListener(
     t,
@@ -90,6 +100,56 @@ t.test("a fetch of evicted data: through the cache, and a storage error when the
   );
   t.equal(damaged.records.length, 0, "no records, never wrong ones");
   t.same(logged, [], "a refusal the broker knows, not an unexpected failure");
+});
+
+// A fetch whose remote read outlasts fetch_timeout answers the partition with no records and no
+// error, so the client fetches again; the fill goes on, and the next fetch is served warm.
+t.test("a fetch of evicted data that outlasts fetch_timeout answers no records and no error", async (t) => {
+  let store!: HeldDisk;
+  const { s, until, remote } = await evictedTopic(t, (disk, dir) => {
+    store = new HeldDisk(disk, `${dir}/data/objects/objects`, "open");
+    return store;
+  });
+  const listener = await openTestListener(t, s.server, s.clock);
+  const client = await KafkaWireClient.connect(listener.address.port);
+  t.teardown(() => client.close());
+  const victim = remote[1]!.start_offset;
+  const fetchTimeoutMs = 5000;
+
+  store.hold();
+  t.teardown(() => store.release());
+  const fetchedAtMs = s.clock.nowMs();
+  client.send(kafkaRequest(apiKey.fetch, 11, 1, fetchBody("t", 0, victim)));
+  let answer: KafkaReader | null = null;
+  const pending = client.next(120_000).then((r) => (answer = r));
+  t.ok(await until(() => answer !== null), "answered while the store held the read");
+  await pending;
+  t.ok(store.waiting >= 1, "its read of the object was held");
+  t.ok(s.clock.nowMs() - fetchedAtMs >= fetchTimeoutMs, "after fetch_timeout, not before");
+  answer!.int32();
+  const timedOut = readFetchAnswer(answer!);
+  t.equal(timedOut.errorCode, kafkaErrorCode.none, "no error");
+  t.equal(timedOut.records.length, 0, "no records");
+  t.ok(timedOut.highWatermark > victim, "the high watermark is answered");
+
+  store.release();
+  const chunks = async () =>
+    Number(
+      /strata_cache_chunks (\d+)/.exec(await s.server.registry.getSingleMetricAsString("strata_cache_chunks"))
+        ?.[1],
+    );
+  t.ok(await until(async () => store.waiting === 0 && await chunks() >= 1), "the fill went on");
+  const opens = store.calls;
+  client.send(kafkaRequest(apiKey.fetch, 11, 2, fetchBody("t", 0, victim)));
+  answer = null;
+  const again = client.next(120_000).then((r) => (answer = r));
+  t.ok(await until(() => answer !== null), "answered");
+  await again;
+  answer!.int32();
+  const warm = readFetchAnswer(answer!);
+  t.equal(warm.errorCode, kafkaErrorCode.none);
+  t.ok(warm.records.length > 100_000, "the records, from the cache the first fetch filled");
+  t.equal(store.calls, opens, "served warm: no new read of the object");
 });
 
 function walk(dir: string): string[] {
