@@ -6,7 +6,12 @@ import {
   type RecordHeader,
   writeRecordBatch,
 } from "./batch_records.ts";
-import { decompressRecords } from "./batch_compression.ts";
+import {
+  decompressionPieceBytes,
+  decompressRecords,
+  decompressRecordsWhole,
+  type Pause,
+} from "./batch_compression.ts";
 import {
   batchField,
   batchLengthOverheadBytes,
@@ -177,36 +182,109 @@ export function verifyBatch(batch: Uint8Array): boolean {
 /** The headers of every message that has none: one frozen list instead of an empty one per message. */
 const noHeaders: readonly RecordHeader[] = Object.freeze([]);
 
-/** Decodes the messages of one whole, verified batch; a compressed one is decompressed first. */
+/**
+ * Records decoded in one step at most, and bytes of records walked (each record is a view, but its
+ * header names are decoded): a batch of many small records is decoded in steps too.
+ */
+export const decodedRecordsPerStepMax = 4096;
+
+/**
+ * True when a batch's messages decode in one step: uncompressed, and within one step's records and
+ * piece of bytes. Its messages are then `decodeMessages`'s at once; any other's are
+ * `decodeMessagesInPieces`'s.
+ */
+export function decodesInOneStep(header: BatchHeader): boolean {
+  return header.compressionCode === 0 && header.messageCount <= decodedRecordsPerStepMax &&
+    header.lengthBytes - batchHeaderBytes <= decompressionPieceBytes;
+}
+
+/**
+ * Decodes the messages of one whole, verified batch in one synchronous run (a compressed one is
+ * decompressed first): for a batch that `decodesInOneStep`, and for tests and tools.
+ */
 export function decodeMessages(batch: Uint8Array): StoredMessage[] {
-  const header = decodeBatchHeader(batch);
-  assert(header !== null && header.lengthBytes === batch.length, "decodeMessages needs one whole batch");
+  const header = wholeBatchHeader(batch);
   const records = header.compressionCode === 0
     ? batch.subarray(batchHeaderBytes)
-    : decompressRecords(header.compressionCode, batch.subarray(batchHeaderBytes));
-  const baseTimestampMs = header.baseTimestampUs / 1000;
-  const messages: StoredMessage[] = [];
-  let at = 0;
-  for (let i = 0; i < header.messageCount; i++) {
-    const { record, next } = decodeRecord(records, at);
-    messages.push({
-      offset: header.baseOffset + record.offsetDelta,
-      // With log append time, every record's timestamp is the batch's max timestamp.
-      timestampMs: header.logAppendTime
-        ? header.maxTimestampUs / 1000
-        : baseTimestampMs + record.timestampDelta,
-      // Views, not copies: every read allocates a fresh window, so nothing else writes under them.
-      key: record.key,
-      headers: record.headers.length === 0 ? noHeaders : record.headers,
-      payload: record.value,
-    });
-    at = next;
+    : decompressRecordsWhole(header.compressionCode, batch.subarray(batchHeaderBytes));
+  const decoding = new RecordsDecoding(header, records);
+  while (!decoding.done) decoding.step();
+  return decoding.messages;
+}
+
+/**
+ * Decodes the messages of one whole, verified batch in steps, awaiting `pause` between two: the
+ * decompression of a compressed one (`decompressRecords`), then the records, at most
+ * `decodedRecordsPerStepMax` records and one piece of bytes per step. Throws RecordBatchError.
+ */
+export async function decodeMessagesInPieces(batch: Uint8Array, pause: Pause): Promise<StoredMessage[]> {
+  const header = wholeBatchHeader(batch);
+  const records = header.compressionCode === 0
+    ? batch.subarray(batchHeaderBytes)
+    : await decompressRecords(header.compressionCode, batch.subarray(batchHeaderBytes), pause);
+  const decoding = new RecordsDecoding(header, records);
+  if (header.compressionCode !== 0) await pause();
+  decoding.step();
+  while (!decoding.done) {
+    await pause();
+    decoding.step();
   }
-  if (at !== records.length) {
-    throw new RecordBatchError(
-      "corrupt",
-      `${records.length - at} bytes follow the batch's ${header.messageCount} records`,
-    );
+  return decoding.messages;
+}
+
+function wholeBatchHeader(batch: Uint8Array): BatchHeader {
+  const header = decodeBatchHeader(batch);
+  assert(header !== null && header.lengthBytes === batch.length, "decoding messages needs one whole batch");
+  return header;
+}
+
+/** A batch's records turned into messages, a step at a time. */
+class RecordsDecoding {
+  readonly messages: StoredMessage[] = [];
+  readonly #header: BatchHeader;
+  readonly #records: Uint8Array;
+  readonly #baseTimestampMs: number;
+  #at = 0;
+  #done = false;
+
+  constructor(header: BatchHeader, records: Uint8Array) {
+    this.#header = header;
+    this.#records = records;
+    this.#baseTimestampMs = header.baseTimestampUs / 1000;
   }
-  return messages;
+
+  get done(): boolean {
+    return this.#done;
+  }
+
+  /** Decodes up to `decodedRecordsPerStepMax` records, or about one piece of their bytes. */
+  step(): void {
+    const header = this.#header;
+    const records = this.#records;
+    const stepEnd = Math.min(header.messageCount, this.messages.length + decodedRecordsPerStepMax);
+    const stepStartAt = this.#at;
+    while (this.messages.length < stepEnd && this.#at - stepStartAt < decompressionPieceBytes) {
+      const { record, next } = decodeRecord(records, this.#at);
+      this.messages.push({
+        offset: header.baseOffset + record.offsetDelta,
+        // With log append time, every record's timestamp is the batch's max timestamp.
+        timestampMs: header.logAppendTime
+          ? header.maxTimestampUs / 1000
+          : this.#baseTimestampMs + record.timestampDelta,
+        // Views, not copies: every read allocates a fresh window, so nothing else writes under them.
+        key: record.key,
+        headers: record.headers.length === 0 ? noHeaders : record.headers,
+        payload: record.value,
+      });
+      this.#at = next;
+    }
+    if (this.messages.length < header.messageCount) return;
+    if (this.#at !== records.length) {
+      throw new RecordBatchError(
+        "corrupt",
+        `${records.length - this.#at} bytes follow the batch's ${header.messageCount} records`,
+      );
+    }
+    this.#done = true;
+  }
 }

@@ -1,100 +1,185 @@
-import { gunzipSync } from "node:zlib";
-import { decompress as zstdDecompress } from "fzstd";
-// @ts-types="./types/lz4js.d.ts"
-import { decompress as lz4Decompress, decompressBound as lz4DecompressBound } from "lz4js";
-// @ts-types="./types/snappyjs.d.ts"
-import { uncompress as snappyUncompress } from "snappyjs";
+import type { DecompressionSteps, StepLimits } from "./decompression_steps.ts";
+import { GzipSteps } from "./gzip_steps.ts";
+import { Lz4Steps } from "./lz4_steps.ts";
 import { RecordBatchError } from "./record_batch.ts";
+import { snappySteps } from "./snappy_steps.ts";
+import { ZstdSteps } from "./zstd_steps.ts";
 
 /**
  * The records of a compressed batch, decompressed, for the one reader that must open them: the HTTP
  * API's reads (a Kafka fetch serves the batch as stored). Codes as Kafka's attributes have them:
  * 1 gzip, 2 snappy (raw, or in the xerial framing Java clients write), 3 lz4 (the LZ4 frame
- * format), 4 zstd. One batch is one piece of work; what it may grow to is bounded.
+ * format), 4 zstd. The work is cut into steps of at most one piece of output and of input, with a
+ * pause (a yield to the event loop) between two steps, and what the records may grow to is bounded
+ * (docs/FORMAT.md, "Compressed batches").
  */
 
 /** Bytes a batch's records may decompress to at most; more is refused as corrupt. */
 export const decompressedRecordsBytesMax = 64 * 1024 * 1024;
 
-const xerialMagic = [0x82, 0x53, 0x4e, 0x41, 0x50, 0x50, 0x59, 0x00];
-const xerialHeaderBytes = 16;
+/** Output bytes (and input bytes, about) one synchronous step of decompression handles at most. */
+export const decompressionPieceBytes = 1024 * 1024;
 
-export function decompressRecords(compressionCode: number, compressed: Uint8Array): Uint8Array {
-  let records: Uint8Array;
-  try {
-    records = decompress(compressionCode, compressed);
-  } catch (error) {
-    if (error instanceof RecordBatchError) throw error;
-    throw new RecordBatchError("corrupt", `its ${codecName(compressionCode)} records do not decompress`, {
-      cause: error,
-    });
-  }
-  if (records.length > decompressedRecordsBytesMax) {
-    throw new RecordBatchError("corrupt", `its records decompress past ${decompressedRecordsBytesMax} bytes`);
-  }
-  return records;
-}
+/** Waits between two steps: a yield to the event loop (`yieldToReactor`), or a test's counter. */
+export type Pause = () => Promise<void>;
 
-function decompress(code: number, compressed: Uint8Array): Uint8Array {
+const defaultLimits: StepLimits = {
+  pieceBytes: decompressionPieceBytes,
+  outputBytesMax: decompressedRecordsBytesMax,
+};
+
+/** The steps of one batch's records; an unknown compression code is corrupt. */
+export function decompressionSteps(
+  code: number,
+  compressed: Uint8Array,
+  limits: StepLimits = defaultLimits,
+): DecompressionSteps {
   switch (code) {
-    case 1: {
-      const out = gunzipSync(compressed, { maxOutputLength: decompressedRecordsBytesMax + 1 });
-      return new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
-    }
+    case 1:
+      return new GzipSteps(compressed, limits);
     case 2:
-      return isXerial(compressed)
-        ? xerialUncompress(compressed)
-        : snappyUncompress(compressed, decompressedRecordsBytesMax + 1);
-    case 3: {
-      const bound = lz4DecompressBound(compressed);
-      if (bound > decompressedRecordsBytesMax) {
-        throw new RecordBatchError(
-          "corrupt",
-          `its records decompress past ${decompressedRecordsBytesMax} bytes`,
-        );
-      }
-      return lz4Decompress(compressed, bound);
-    }
+      return snappySteps(compressed, limits);
+    case 3:
+      return new Lz4Steps(compressed, limits);
     case 4:
-      return zstdDecompress(compressed);
+      return new ZstdSteps(compressed, limits);
     default:
       throw new RecordBatchError("corrupt", `compression code ${code} is not one Kafka defines`);
   }
 }
 
-function isXerial(bytes: Uint8Array): boolean {
-  return bytes.length >= xerialHeaderBytes && xerialMagic.every((b, i) => bytes[i] === b);
+/**
+ * Decompresses a batch's records step by step, awaiting `pause` between two steps and between two
+ * pieces of the copy that joins the steps' output. Throws RecordBatchError "corrupt" when the
+ * records do not decompress or decompress past `limits.outputBytesMax`.
+ */
+export async function decompressRecords(
+  code: number,
+  compressed: Uint8Array,
+  pause: Pause,
+  limits: StepLimits = defaultLimits,
+): Promise<Uint8Array> {
+  const output = new StepOutput(code, limits);
+  const steps = output.open(compressed);
+  try {
+    output.take(steps);
+    while (!steps.done) {
+      await pause();
+      output.take(steps);
+    }
+  } finally {
+    steps.close();
+  }
+  return await output.join(pause);
 }
 
-/** Xerial framing: a 16-byte header, then blocks of a big-endian int32 length and raw Snappy. */
-function xerialUncompress(bytes: Uint8Array): Uint8Array {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const blocks: Uint8Array[] = [];
-  let total = 0;
-  for (let at = xerialHeaderBytes; at < bytes.length;) {
-    if (at + 4 > bytes.length) throw new RecordBatchError("corrupt", "its snappy framing is truncated");
-    const length = view.getInt32(at);
-    if (length < 0 || at + 4 + length > bytes.length) {
-      throw new RecordBatchError("corrupt", "its snappy block runs past the batch");
-    }
-    const block = snappyUncompress(bytes.subarray(at + 4, at + 4 + length), decompressedRecordsBytesMax + 1);
-    total += block.length;
-    if (total > decompressedRecordsBytesMax) {
-      throw new RecordBatchError(
-        "corrupt",
-        `its records decompress past ${decompressedRecordsBytesMax} bytes`,
-      );
-    }
-    blocks.push(block);
-    at += 4 + length;
+/** The same, in one synchronous run: for tests and tools, never the server's reads. */
+export function decompressRecordsWhole(
+  code: number,
+  compressed: Uint8Array,
+  limits: StepLimits = defaultLimits,
+): Uint8Array {
+  const output = new StepOutput(code, limits);
+  const steps = output.open(compressed);
+  try {
+    output.take(steps);
+    while (!steps.done) output.take(steps);
+  } finally {
+    steps.close();
   }
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const block of blocks) {
-    out.set(block, at);
-    at += block.length;
+  return output.joinWhole();
+}
+
+/** What the steps produced so far, bounded, and its joining into one buffer. */
+class StepOutput {
+  readonly #code: number;
+  readonly #limits: StepLimits;
+  readonly #chunks: Uint8Array[] = [];
+  #bytes = 0;
+
+  constructor(code: number, limits: StepLimits) {
+    this.#code = code;
+    this.#limits = limits;
   }
-  return out;
+
+  open(compressed: Uint8Array): DecompressionSteps {
+    return this.#refusing(() => decompressionSteps(this.#code, compressed, this.#limits));
+  }
+
+  /** Runs one step and keeps its output; past the bound, corrupt. */
+  take(steps: DecompressionSteps): void {
+    const chunks = this.#refusing(() => steps.next());
+    for (const chunk of chunks) {
+      this.#bytes += chunk.length;
+      if (this.#bytes > this.#limits.outputBytesMax) {
+        throw new RecordBatchError(
+          "corrupt",
+          `its records decompress past ${this.#limits.outputBytesMax} bytes`,
+        );
+      }
+      this.#chunks.push(chunk);
+    }
+  }
+
+  /** Runs `work`, turning a codec's own failure into a refusal of the batch as corrupt. */
+  #refusing<T>(work: () => T): T {
+    try {
+      return work();
+    } catch (error) {
+      if (error instanceof RecordBatchError) throw error;
+      throw new RecordBatchError("corrupt", `its ${codecName(this.#code)} records do not decompress`, {
+        cause: error,
+      });
+    }
+  }
+
+  /** One buffer of all the output: a view when the steps wrote one buffer in order, else a copy. */
+  async join(pause: Pause): Promise<Uint8Array> {
+    const whole = this.#contiguous();
+    if (whole !== null) return whole;
+    const out = new Uint8Array(this.#bytes);
+    const piece = this.#limits.pieceBytes;
+    let at = 0;
+    let copied = 0;
+    for (const chunk of this.#chunks) {
+      for (let from = 0; from < chunk.length;) {
+        if (copied === piece) {
+          await pause();
+          copied = 0;
+        }
+        const n = Math.min(chunk.length - from, piece - copied);
+        out.set(chunk.subarray(from, from + n), at);
+        from += n;
+        at += n;
+        copied += n;
+      }
+    }
+    return out;
+  }
+
+  joinWhole(): Uint8Array {
+    const whole = this.#contiguous();
+    if (whole !== null) return whole;
+    const out = new Uint8Array(this.#bytes);
+    let at = 0;
+    for (const chunk of this.#chunks) {
+      out.set(chunk, at);
+      at += chunk.length;
+    }
+    return out;
+  }
+
+  /** The output as one view when every chunk follows the one before in the same buffer; else null. */
+  #contiguous(): Uint8Array | null {
+    const first = this.#chunks[0];
+    if (first === undefined) return new Uint8Array(0);
+    let end = first.byteOffset + first.length;
+    for (const chunk of this.#chunks.slice(1)) {
+      if (chunk.buffer !== first.buffer || chunk.byteOffset !== end) return null;
+      end += chunk.length;
+    }
+    return new Uint8Array(first.buffer, first.byteOffset, this.#bytes);
+  }
 }
 
 function codecName(code: number): string {

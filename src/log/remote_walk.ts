@@ -9,8 +9,18 @@ import type { IndexEntry } from "./sparse_index.ts";
 /** The bytes a remote walk asks for first (the remote reader adds room to finish a batch). */
 export const remoteWindowFirstBytes = 64 * 1024;
 
-/** Sees each batch a walk passes; false stops the walk. */
-export type BatchVisitor = (batch: Uint8Array, header: BatchHeader) => boolean;
+/**
+ * Sees each batch a walk passes; false stops the walk. A visitor that works on a batch in pieces
+ * (decoding a compressed one) answers with a promise; the walk awaits only such an answer.
+ */
+export type BatchVisitor = (batch: Uint8Array, header: BatchHeader) => boolean | Promise<boolean>;
+
+/** Where a walk of one window ended, and the offset expected next. */
+interface Walked {
+  kind: "end" | "stopped" | "short" | "corrupt";
+  next: number;
+  nextOffset: number;
+}
 
 /**
  * Walks evicted segments window by window through the remote reader (the tier service's chunk
@@ -66,7 +76,8 @@ export class RemoteWalk {
       const chunk = await remote.chunkAt(segment, pos, windowBytes);
       // Checking and decoding a window is this read's piece: it runs on a turn of the piece gate.
       if (this.#gate !== null) await this.#gate.turn();
-      const walked = walkChunk(chunk, pos, expectedOffset, visit);
+      const walking = walkWindow(chunk, pos, expectedOffset, visit);
+      const walked = walking instanceof Promise ? await walking : walking;
       // A window the visitor may have kept views into is the read's until it is released; one that
       // did not hold a whole batch was not visited and goes back at once.
       if (walked.kind === "short" || borrowed === null) remote.recycle?.(chunk);
@@ -98,23 +109,62 @@ export class RemoteWalk {
 }
 
 /**
+ * Walks one window as `walkChunk` does, at once when every visit answers at once; when one answers
+ * with a promise, the walk waits for it and goes on after that batch.
+ */
+function walkWindow(
+  chunk: RemoteChunk,
+  position: number,
+  expectedOffset: number,
+  visit: BatchVisitor,
+): Walked | Promise<Walked> {
+  const walked = walkChunk(chunk, position, expectedOffset, visit, position);
+  return walked.kind === "pending" ? resumeWindow(chunk, position, walked, visit) : walked;
+}
+
+async function resumeWindow(
+  chunk: RemoteChunk,
+  position: number,
+  pending: Walked | PendingVisit,
+  visit: BatchVisitor,
+): Promise<Walked> {
+  let walked = pending;
+  // Each pass visits at least one batch of the window, so the window's batches bound the loop.
+  while (walked.kind === "pending") {
+    if (!(await walked.more)) return { kind: "stopped", next: walked.next, nextOffset: walked.nextOffset };
+    walked = walkChunk(chunk, walked.next, walked.nextOffset, visit, position);
+  }
+  return walked;
+}
+
+/** A visit that answered with a promise: the walk goes on from `next` once it says true. */
+interface PendingVisit {
+  kind: "pending";
+  more: Promise<boolean>;
+  next: number;
+  nextOffset: number;
+}
+
+/**
  * Walks whole batches of one chunk from `position`, checking each one's CRC32C and that its base
  * offset is `expectedOffset`, then the one after the batch before. Chunks start and end on batch
- * boundaries, so a batch running past the chunk's end is corruption too.
+ * boundaries, so a batch running past the chunk's end is corruption too. `windowPosition` is where
+ * the window's walk began (before the batches an earlier call visited).
  */
 function walkChunk(
   chunk: RemoteChunk,
   position: number,
   expectedOffset: number,
   visit: BatchVisitor,
-): { kind: "end" | "stopped" | "short" | "corrupt"; next: number; nextOffset: number } {
+  windowPosition: number,
+): Walked | PendingVisit {
   let at = position - chunk.start;
   let nextOffset = expectedOffset;
   const windowEnd = chunk.start + chunk.bytes.length;
   // A header cut by the window's end, or a batch running past it, is read again in a larger window
   // ("short" when not even one batch fit); past the chunk's own end (a batch boundary) it is corrupt.
   const cut = () => ({
-    kind: at === position - chunk.start ? "short" as const : "end" as const,
+    kind: at === windowPosition - chunk.start ? "short" as const : "end" as const,
     next: chunk.start + at,
     nextOffset,
   });
@@ -130,9 +180,11 @@ function walkChunk(
     const batch = chunk.bytes.subarray(at, at + header.lengthBytes);
     if (header.baseOffset !== nextOffset || !verifyBatch(batch)) return corrupt;
     nextOffset = header.baseOffset + header.lastOffsetDelta + 1;
-    if (!visit(batch, header)) {
-      return { kind: "stopped", next: chunk.start + at + header.lengthBytes, nextOffset };
+    const more = visit(batch, header);
+    if (typeof more !== "boolean") {
+      return { kind: "pending", more, next: chunk.start + at + header.lengthBytes, nextOffset };
     }
+    if (!more) return { kind: "stopped", next: chunk.start + at + header.lengthBytes, nextOffset };
     at += header.lengthBytes;
   }
   return { kind: "end", next: chunk.start + at, nextOffset };

@@ -31,14 +31,15 @@ export interface ScanOptions {
 /**
  * Walks whole batches of a log file from `position` to `endPosition`, reading 64 KiB to 1 MiB at a
  * time and yielding to the event loop after each verified window, so a scan of a 1 GiB segment
- * never holds the loop for more than one piece. `onBatch` returns false to stop early.
+ * never holds the loop for more than one piece. `onBatch` returns false to stop early, or a promise
+ * of that when it works on a batch in pieces (the window stays the scan's meanwhile).
  */
 export async function scanBatches(
   file: DiskFile,
   position: number,
   endPosition: number,
   options: ScanOptions,
-  onBatch: (batch: Uint8Array, header: BatchHeader, position: number) => boolean,
+  onBatch: (batch: Uint8Array, header: BatchHeader, position: number) => boolean | Promise<boolean>,
 ): Promise<ScanEnd> {
   let windowBytes = Math.max(
     readWindowBytesMin,
@@ -74,7 +75,10 @@ export async function scanBatches(
     }
     const batch = window.subarray(pos - windowStart, pos - windowStart + header.lengthBytes);
     if (options.verify && !verifyBatch(batch)) return { kind: "corrupt", position: pos, header };
-    if (!onBatch(batch, header, pos)) return { kind: "stopped", position: pos };
+    // A visitor that decodes in pieces answers later; one that answers at once is not awaited, so
+    // a scan of such batches keeps its turns of the loop as they were.
+    const more = onBatch(batch, header, pos);
+    if (!(typeof more === "boolean" ? more : await more)) return { kind: "stopped", position: pos };
     pos += header.lengthBytes;
   }
   return { kind: "end", position: pos };

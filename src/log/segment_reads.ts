@@ -1,6 +1,14 @@
 import { assert } from "../runtime/assert.ts";
 import { type Disk, DiskError } from "../runtime/disk.ts";
-import { decodeMessages, type StoredMessage } from "./batch_codec.ts";
+import { yieldToReactor } from "../runtime/yield_to_reactor.ts";
+import {
+  type BatchHeader,
+  decodeMessages,
+  decodeMessagesInPieces,
+  decodesInOneStep,
+  type StoredMessage,
+} from "./batch_codec.ts";
+import type { Pause } from "./batch_compression.ts";
 import { PartitionUnavailableError } from "./log_errors.ts";
 import { type RemoteChunk, RemoteSegmentRetiredError } from "./remote_reader.ts";
 import type { BatchVisitor, RemoteWalk } from "./remote_walk.ts";
@@ -23,6 +31,22 @@ export interface ReadContext {
   disk: Disk;
   label: string;
   remote: RemoteWalk;
+  /** Awaited between two pieces of a batch's decoding (`yieldToReactor` when absent). */
+  pause?: Pause;
+}
+
+/**
+ * Hands a batch's messages to `take` and answers what `take` does: at once when they decode in one
+ * step (`decodesInOneStep`), else once they are decoded in pieces, a pause between two.
+ */
+export function visitMessages(
+  context: ReadContext,
+  batch: Uint8Array,
+  header: BatchHeader,
+  take: (messages: StoredMessage[]) => boolean,
+): boolean | Promise<boolean> {
+  if (decodesInOneStep(header)) return take(decodeMessages(batch));
+  return decodeMessagesInPieces(batch, context.pause ?? yieldToReactor).then(take);
 }
 
 /**
@@ -79,9 +103,8 @@ export async function readSegments(
   // Set once a message does not fit: the read ends there, so that no later message follows a gap.
   let full = false;
   // The same visitor walks local and remote segments: one poll spans both seamlessly.
-  const visit: BatchVisitor = (batch, header) => {
-    if (header.baseOffset + header.lastOffsetDelta < offset) return true;
-    for (const message of decodeMessages(batch)) {
+  const take = (decoded: StoredMessage[]): boolean => {
+    for (const message of decoded) {
       if (message.offset < offset) continue;
       const size = (message.payload?.length ?? 0) + (message.key?.length ?? 0);
       if (messages.length >= count || (messages.length > 0 && bytes + size > maxBytes)) {
@@ -92,6 +115,10 @@ export async function readSegments(
       bytes += size;
     }
     return messages.length < count && bytes < maxBytes;
+  };
+  const visit: BatchVisitor = (batch, header) => {
+    if (header.baseOffset + header.lastOffsetDelta < offset) return true;
+    return visitMessages(context, batch, header, take);
   };
   let i = findSegmentIndex(segments, offset);
   for (; i < segments.length && !full && messages.length < count && bytes < maxBytes; i++) {

@@ -1,14 +1,14 @@
-import { decodeMessages } from "./batch_codec.ts";
+import type { StoredMessage } from "./batch_codec.ts";
 import type { BatchVisitor } from "./remote_walk.ts";
 import { scanBatches } from "./scan_batches.ts";
-import type { ReadContext } from "./segment_reads.ts";
+import { type ReadContext, visitMessages } from "./segment_reads.ts";
 import type { Segment } from "./segment.ts";
 
 /**
  * The offset of the first visible message stamped at or after `timestampUs`, from a snapshot of the
  * chain: the first segment whose newest message is that late is searched from its index entry for
- * the timestamp, local or remote (a compressed batch is decompressed). Past every message, the next
- * offset.
+ * the timestamp, local or remote (a compressed batch is decompressed, in pieces). Past every
+ * message, the next offset.
  */
 export async function offsetForTimestamp(
   context: ReadContext,
@@ -19,11 +19,14 @@ export async function offsetForTimestamp(
   const segment = segments.find((s) => s.visibleSizeBytes > 0 && s.maxTimestampUs >= timestampUs);
   if (segment === undefined) return segments.at(-1)!.visibleEndOffset + 1;
   let found = segment.visibleEndOffset + 1;
-  const visit: BatchVisitor = (batch, header) => {
-    if (header.maxTimestampUs < timestampUs) return true;
-    const first = decodeMessages(batch).find((m) => m.timestampMs * 1000 >= timestampUs);
+  const take = (messages: StoredMessage[]): boolean => {
+    const first = messages.find((m) => m.timestampMs * 1000 >= timestampUs);
     if (first !== undefined) found = first.offset;
     return first === undefined;
+  };
+  const visit: BatchVisitor = (batch, header) => {
+    if (header.maxTimestampUs < timestampUs) return true;
+    return visitMessages(context, batch, header, take);
   };
   if (segment.location === "remote") {
     await context.remote.reader?.ensureIndex(segment);
