@@ -35,7 +35,7 @@ export function compress(codec: Codec, bytes: Uint8Array): Uint8Array {
 
 /** The xerial framing of Java's snappy: a 16-byte header, then [int32 length][raw Snappy] blocks. */
 export function xerialFrame(bytes: Uint8Array, blockBytes = xerialBlockBytes): Uint8Array {
-  const parts = [new Uint8Array(xerialHeader)];
+  const parts: Uint8Array[] = [new Uint8Array(xerialHeader)];
   for (let at = 0; at < bytes.length; at += blockBytes) {
     const block = snappyCompress(bytes.subarray(at, at + blockBytes));
     const length = new Uint8Array(4);

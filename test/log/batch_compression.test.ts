@@ -58,7 +58,7 @@ function lz4IndependentFrame(bytes: Uint8Array): Uint8Array {
   header[4] = 0x40 | 0x20 | 0x10 | 0x08 | 0x04; // version 1, independent, block and content checksums, size
   header[5] = 4 << 4; // 64 KiB blocks
   view.setUint32(6, bytes.length, true);
-  const parts = [new Uint8Array([0x50, 0x2a, 0x4d, 0x18, 3, 0, 0, 0, 9, 9, 9]), header];
+  const parts: Uint8Array[] = [new Uint8Array([0x50, 0x2a, 0x4d, 0x18, 3, 0, 0, 0, 9, 9, 9]), header];
   for (let at = 0; at < bytes.length; at += 64 * 1024) {
     const frame = lz4Compress(bytes.subarray(at, at + 64 * 1024));
     // lz4js's frame: magic, descriptor (3 bytes), the one block (size word and data), the end mark.

@@ -146,3 +146,52 @@ t.test("each window waits for a turn of the piece gate", async (t) => {
   await walk.walk(segment, first, () => 1 << 30, () => true, null);
   t.equal(turns, asked.length);
 });
+
+/** A visitor that answers later (as one decoding in pieces does) for every batch `later` picks. */
+function collectLater(later: (offset: number) => boolean, stopAt = Infinity) {
+  const offsets: number[] = [];
+  const visit = (batch: Uint8Array, header: BatchHeader) => {
+    for (const m of decodeMessages(batch)) offsets.push(m.offset);
+    const more = header.baseOffset < stopAt;
+    return later(header.baseOffset) ? Promise.resolve(more) : more;
+  };
+  return { offsets, visit };
+}
+
+t.test("a visitor that answers later sees every batch once, in order, through the same windows", async (t) => {
+  const { segment, bytes } = remoteSegment(40, 4000);
+  const atOnce = reader(bytes);
+  const walk = new RemoteWalk("t");
+  walk.attach(atOnce.remote);
+  await walk.walk(segment, first, () => 1 << 30, collect().visit, []);
+  const later = reader(bytes);
+  walk.attach(later.remote);
+  const { offsets, visit } = collectLater((offset) => offset % 3 === 0);
+  await walk.walk(segment, first, () => 1 << 30, visit, []);
+  t.same(offsets, Array.from({ length: 40 }, (_, i) => i));
+  t.same(later.asked, atOnce.asked, "the windows asked for do not change");
+});
+
+t.test("a later false stops the walk after that batch", async (t) => {
+  const { segment, bytes } = remoteSegment(10, 1000);
+  const { remote } = reader(bytes);
+  const walk = new RemoteWalk("t");
+  walk.attach(remote);
+  const { offsets, visit } = collectLater(() => true, 5);
+  await walk.walk(segment, first, () => 1 << 30, visit, null);
+  t.same(offsets, [0, 1, 2, 3, 4, 5]);
+});
+
+t.test("a window cut after a later answer goes on from the next batch, keeping the window", async (t) => {
+  const { segment, bytes, batchBytes } = remoteSegment(3, 40_000);
+  const { remote, asked, recycled } = reader(bytes);
+  const walk = new RemoteWalk("t");
+  walk.attach(remote);
+  const { offsets, visit } = collectLater(() => true);
+  const borrowed: RemoteChunk[] = [];
+  await walk.walk(segment, first, () => 1 << 30, visit, borrowed);
+  t.same(offsets, [0, 1, 2], "no batch twice");
+  t.equal(asked[1]!.position, batchBytes, "the next window starts at the batch the first one cut");
+  t.same(recycled, [], "the first window holds a visited batch: it is the read's, not given back");
+  t.equal(borrowed[0]!.start, 0);
+});
