@@ -121,6 +121,7 @@ async function main(): Promise<number> {
       network: new DenoNetwork(),
       registry: server.registry,
       clock,
+      turn: () => server.pieceGate.turn(),
       logger,
     });
     const { hostname, port } = kafka.address;

@@ -15,6 +15,21 @@ export interface ConnectionLimits {
   idleTimeoutMs: number;
 }
 
+/** What a connection's loop shares with the rest of the process: time, the piece gate's turns, logs. */
+export interface ConnectionRuntime {
+  clock: Clock;
+  /** Awaited after each `connectionPieceBytes` read or written: the process's piece gate. */
+  turn: () => Promise<void>;
+  logger: Logger;
+}
+
+/**
+ * Bytes a connection reads, or writes, between two turns at most (a read or write is at most one
+ * socket chunk more). Socket reads and writes on loopback often complete at once, so without turns a
+ * large frame would be read, or a large answer written, without the loop ever reaching its timers.
+ */
+export const connectionPieceBytes = 1024 * 1024;
+
 /** Why a connection was closed by the server, for the metric; null: the peer closed it. */
 export type CloseReason = string | null;
 
@@ -36,19 +51,25 @@ export async function serveConnection(
   connection: StreamConnection,
   session: KafkaSession,
   limits: ConnectionLimits,
-  clock: Clock,
-  logger: Logger,
+  runtime: ConnectionRuntime,
 ): Promise<CloseReason> {
+  const { clock, turn, logger } = runtime;
   assert(limits.requestsInFlightMax >= 1, "at least one request in flight");
   assert(limits.idleTimeoutMs > 0, "an idle timeout");
   const splitter = new FrameSplitter(limits.maxFrameBytes);
   const idle = new IdleWatch(clock, limits.idleTimeoutMs, () => connection.close());
-  const answers = new AnswerQueue(connection, limits.requestsInFlightMax, () => idle.active());
+  const answers = new AnswerQueue(connection, limits.requestsInFlightMax, turn, () => idle.active());
   idle.isIdle = () => answers.owed === 0;
   let reason: CloseReason = null;
+  let readSinceTurnBytes = 0;
   try {
     for (let chunk = await connection.read(); chunk !== null; chunk = await connection.read()) {
       idle.active();
+      readSinceTurnBytes += chunk.length;
+      if (readSinceTurnBytes >= connectionPieceBytes) {
+        await turn();
+        readSinceTurnBytes = 0;
+      }
       for (const frame of splitter.push(chunk)) {
         await answers.room();
         answers.add(session.handle(frame));
@@ -139,15 +160,22 @@ function closeReason(error: unknown): string {
 class AnswerQueue {
   readonly #connection: StreamConnection;
   readonly #inFlightMax: number;
+  readonly #turn: () => Promise<void>;
   readonly #onWritten: () => void;
   readonly #answers: Promise<KafkaResponse | null>[] = [];
   #writing = false;
   #failure: { error: unknown } | null = null;
   #wake: (() => void) | null = null;
 
-  constructor(connection: StreamConnection, inFlightMax: number, onWritten: () => void) {
+  constructor(
+    connection: StreamConnection,
+    inFlightMax: number,
+    turn: () => Promise<void>,
+    onWritten: () => void,
+  ) {
     this.#connection = connection;
     this.#inFlightMax = inFlightMax;
+    this.#turn = turn;
     this.#onWritten = onWritten;
   }
 
@@ -205,7 +233,10 @@ class AnswerQueue {
     }
   }
 
-  /** One frame: the size field, then the pieces; small answers go out in one write. */
+  /**
+   * One frame: the size field, then the pieces; small answers go out in one write, large ones with a
+   * turn before each `connectionPieceBytes` after the first (a piece larger than that is one write).
+   */
   async #write(pieces: readonly Uint8Array[]): Promise<void> {
     const size = pieces.reduce((sum, piece) => sum + piece.length, 0);
     if (size <= joinedWriteBytesMax) {
@@ -222,7 +253,15 @@ class AnswerQueue {
     const field = new Uint8Array(sizeFieldBytes);
     new DataView(field.buffer).setInt32(0, size);
     await this.#connection.write(field);
-    for (const piece of pieces) await this.#connection.write(piece);
+    let writtenSinceTurnBytes = 0;
+    for (const piece of pieces) {
+      if (writtenSinceTurnBytes > 0 && writtenSinceTurnBytes + piece.length > connectionPieceBytes) {
+        await this.#turn();
+        writtenSinceTurnBytes = 0;
+      }
+      await this.#connection.write(piece);
+      writtenSinceTurnBytes += piece.length;
+    }
   }
 
   #changed(): Promise<void> {

@@ -14,6 +14,8 @@ export interface KafkaListenerDeps {
   openSession(remoteAddress: string): KafkaSession;
   metrics: KafkaMetrics;
   clock: Clock;
+  /** The process's piece gate: a connection takes a turn per piece it reads or writes. */
+  turn: () => Promise<void>;
   logger: Logger;
 }
 
@@ -75,10 +77,10 @@ export class KafkaListener {
   }
 
   async #serve(connection: StreamConnection): Promise<void> {
-    const { limits, clock, logger, metrics } = this.#deps;
+    const { limits, clock, turn, logger, metrics } = this.#deps;
     try {
       const session = this.#deps.openSession(connection.remoteAddress);
-      const reason = await serveConnection(connection, session, limits, clock, logger);
+      const reason = await serveConnection(connection, session, limits, { clock, turn, logger });
       if (reason !== null) metrics.connectionsClosed.inc({ reason });
     } catch (error) {
       // serveConnection handles its own failures; this is a session that could not be opened.

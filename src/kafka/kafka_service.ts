@@ -50,6 +50,8 @@ export interface KafkaServiceDeps {
   network: Network;
   registry: Registry;
   clock: Clock;
+  /** The process's piece gate (`PieceGate.turn`): reads and writes of large frames take turns. */
+  turn: () => Promise<void>;
   logger: Logger;
 }
 
@@ -93,6 +95,7 @@ export async function openKafkaListener(deps: KafkaServiceDeps): Promise<KafkaLi
     openSession: (remote) => new KafkaRequestSession(apis, serving, metrics, remote),
     metrics,
     clock: deps.clock,
+    turn: deps.turn,
     logger,
   });
 }

@@ -67,6 +67,8 @@ export class StrataServer {
   readonly dataPlane: DataPlane;
   /** The object store, when tiered storage is enabled. */
   readonly objectStore: OpenedObjectStore | null;
+  /** One piece of work at a time in the process; other listeners (Kafka) take its turns too. */
+  readonly pieceGate: PieceGate;
   readonly #broker: OpenedBroker;
   readonly #logger: Logger;
   readonly #reserve: ExternalMemoryReserve;
@@ -79,6 +81,7 @@ export class StrataServer {
     this.catalog = broker.catalog;
     this.dataPlane = broker.dataPlane;
     this.objectStore = objectStore;
+    this.pieceGate = pieceGate;
     this.#logger = logger;
     this.#reserve = reserve;
     this.handler = createHttpHandler({

@@ -26,6 +26,7 @@ export async function openTestListener(
     network: new NodeNetwork(),
     registry: server.registry,
     clock,
+    turn: () => server.pieceGate.turn(),
     logger,
   });
   t.teardown(() => listener.close());

@@ -13,7 +13,7 @@ export function kafkaRequest(
   body: (w: KafkaWriter) => void = () => {},
   clientId: string | null = "strata-test",
 ): Uint8Array {
-  const w = new KafkaWriter(16 * 1024 * 1024);
+  const w = new KafkaWriter(64 * 1024 * 1024);
   w.int32(0).int16(api).int16(version).int32(correlationId).nullableString(clientId);
   if (isFlexible(api, version)) w.emptyTaggedFields();
   body(w);

@@ -55,6 +55,12 @@ const answered = (c: MemoryConnection) =>
 const idleTimeoutMs = 60_000;
 const limits = { maxFrameBytes: 1024, requestsInFlightMax: 3, idleTimeoutMs };
 
+const runtimeOf = (clock: VirtualClock, turn = () => Promise.resolve()) => ({
+  clock,
+  turn,
+  logger: silentLogger(),
+});
+
 async function until(condition: () => boolean): Promise<void> {
   for (let i = 0; i < 1000 && !condition(); i++) await new Promise((r) => setImmediate(r));
   if (!condition()) throw new Error("condition not met within 1000 turns");
@@ -63,7 +69,7 @@ async function until(condition: () => boolean): Promise<void> {
 t.test("pipelined requests are handled together and answered in request order", async (t) => {
   const connection = new MemoryConnection();
   const session = new HeldSession();
-  const served = serveConnection(connection, session, limits, new VirtualClock(), silentLogger());
+  const served = serveConnection(connection, session, limits, runtimeOf(new VirtualClock()));
   const joined = new Uint8Array([...frame(1), ...frame(2), ...frame(3)]);
   connection.deliver(joined);
   await until(() => session.handled.length === 3);
@@ -83,7 +89,7 @@ t.test("pipelined requests are handled together and answered in request order", 
 t.test("past max_in_flight_requests a request waits for an answer before it is handled", async (t) => {
   const connection = new MemoryConnection();
   const session = new HeldSession();
-  const served = serveConnection(connection, session, limits, new VirtualClock(), silentLogger());
+  const served = serveConnection(connection, session, limits, runtimeOf(new VirtualClock()));
   for (let n = 1; n <= 5; n++) connection.deliver(frame(n));
   await until(() => session.handled.length === 3);
   for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
@@ -104,7 +110,7 @@ t.test("past max_in_flight_requests a request waits for an answer before it is h
 t.test("a frame split across reads is whole before it is handled", async (t) => {
   const connection = new MemoryConnection();
   const session = new HeldSession();
-  const served = serveConnection(connection, session, limits, new VirtualClock(), silentLogger());
+  const served = serveConnection(connection, session, limits, runtimeOf(new VirtualClock()));
   const bytes = frame(7);
   for (const b of bytes) connection.deliver(new Uint8Array([b]));
   await until(() => session.handled.length === 1);
@@ -123,7 +129,7 @@ t.test("a malformed or oversized frame closes the connection", async (t) => {
   ) {
     const connection = new MemoryConnection();
     const session = new HeldSession();
-    const served = serveConnection(connection, session, limits, new VirtualClock(), silentLogger());
+    const served = serveConnection(connection, session, limits, runtimeOf(new VirtualClock()));
     const bytes = new Uint8Array(8);
     new DataView(bytes.buffer).setInt32(0, size);
     connection.deliver(bytes);
@@ -136,7 +142,7 @@ t.test("a malformed or oversized frame closes the connection", async (t) => {
 t.test("a request the session rejects closes the connection after the answers before it", async (t) => {
   const connection = new MemoryConnection();
   const session = new HeldSession();
-  const served = serveConnection(connection, session, limits, new VirtualClock(), silentLogger());
+  const served = serveConnection(connection, session, limits, runtimeOf(new VirtualClock()));
   connection.deliver(new Uint8Array([...frame(1), ...frame(2), ...frame(3)]));
   await until(() => session.handled.length === 3);
   session.answer(2, new KafkaDecodeError("a truncated body"));
@@ -154,7 +160,7 @@ t.test("connection_idle_timeout closes a connection with nothing read or owed, a
   const connection = new MemoryConnection();
   const session = new HeldSession();
   let result: string | null | undefined;
-  const served = serveConnection(connection, session, limits, clock, silentLogger());
+  const served = serveConnection(connection, session, limits, runtimeOf(clock));
   served.then((r) => (result = r));
   clock.advance(idleTimeoutMs - 1);
   connection.deliver(frame(1));
@@ -178,8 +184,46 @@ t.test("connection_idle_timeout closes a connection with nothing read or owed, a
 t.test("a connection the peer closes leaves no idle timer behind", async (t) => {
   const clock = new VirtualClock();
   const connection = new MemoryConnection();
-  const served = serveConnection(connection, new HeldSession(), limits, clock, silentLogger());
+  const served = serveConnection(connection, new HeldSession(), limits, runtimeOf(clock));
   connection.deliver(null);
   t.equal(await served, null);
   t.equal(clock.pendingTimers(), 0);
+});
+
+t.test("a large frame is read, and a large answer written, with a turn per piece of 1 MiB", async (t) => {
+  const bigLimits = { ...limits, maxFrameBytes: 8 << 20 };
+  const connection = new MemoryConnection();
+  const session = new HeldSession();
+  const turns: string[] = [];
+  const served = serveConnection(
+    connection,
+    session,
+    bigLimits,
+    runtimeOf(
+      new VirtualClock(),
+      () => Promise.resolve(void turns.push(`after ${connection.written.length} writes`)),
+    ),
+  );
+  // A 3 MiB request arriving in 64 KiB chunks: a turn after each 1 MiB read.
+  const request = new Uint8Array(4 + (3 << 20));
+  new DataView(request.buffer).setInt32(0, 3 << 20);
+  new DataView(request.buffer).setInt32(12, 9);
+  for (let at = 0; at < request.length; at += 64 * 1024) {
+    connection.deliver(request.subarray(at, at + 64 * 1024));
+  }
+  await until(() => session.handled.length === 1);
+  t.equal(turns.length, 3, "three turns for 3 MiB read");
+  // A 3 MiB answer of twelve 256 KiB pieces: a turn before each 1 MiB after the first.
+  const pieces = Array.from({ length: 12 }, () => new Uint8Array(256 * 1024));
+  turns.length = 0;
+  session.answer(9, pieces);
+  await until(() => session.released.includes(9));
+  t.same(
+    turns,
+    ["after 5 writes", "after 9 writes"],
+    "the size field and four pieces, then a turn, and so on",
+  );
+  t.equal(connection.written.reduce((n, w) => n + w.length, 0), 4 + (3 << 20), "the whole answer");
+  connection.deliver(null);
+  t.equal(await served, null);
 });
