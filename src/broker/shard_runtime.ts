@@ -1,4 +1,5 @@
 import { labelOf, type Partition } from "../log/partition.ts";
+import { readWindowBytesMax } from "../log/scan_batches.ts";
 import { assert } from "../runtime/assert.ts";
 import { BufferPool } from "../runtime/buffer_pool.ts";
 import type { Clock } from "../runtime/clock.ts";
@@ -42,6 +43,12 @@ export const writeBufferBytes = 1024 * 1024;
  */
 export const writeBuffersMax = 8;
 
+/**
+ * Read windows (1 MiB each) a shard's Kafka fetches borrow at once at most, from its pool: a fetch of
+ * 10 MiB takes ten; past the bound a window is a buffer of its own. Bounds what the pool keeps.
+ */
+export const batchWindowsMax = 32;
+
 /** A shard's part in tiered storage, when it is enabled. */
 export interface ShardTiering {
   readonly tier: TierService;
@@ -83,6 +90,8 @@ export class ShardRuntime implements RequestCounter {
    * collector by the tens of megabytes).
    */
   readonly writeBuffers = new BufferPool({ bufferBytes: writeBufferBytes, buffersMax: writeBuffersMax });
+  /** The read windows of its partitions' Kafka fetches, lent until each answer is written. */
+  readonly batchWindows = new BufferPool({ bufferBytes: readWindowBytesMax, buffersMax: batchWindowsMax });
   readonly #partitions = new Map<Partition, HostedTopic>();
   /** Each hosted log by when its tick duty is next due; a log with nothing due is not held. */
   readonly #logDuties = new DueHeap<Partition>();
@@ -158,6 +167,7 @@ export class ShardRuntime implements RequestCounter {
     this.#activityStops.set(partition, partition.log.onActivity("shard", due));
     due();
     partition.log.useWriteBuffers(this.writeBuffers);
+    partition.log.useBatchWindows(this.batchWindows);
     if (this.tiering === null) return;
     const { tier, cache, remoteReads } = this.tiering;
     partition.log.attachRemoteReader(new TierRemoteReader(partition, cache, remoteReads), this.pieceGate);

@@ -1,4 +1,5 @@
 import { assert } from "../runtime/assert.ts";
+import type { BufferPool } from "../runtime/buffer_pool.ts";
 import type { RemoteChunk } from "./remote_reader.ts";
 import type { BatchVisitor } from "./remote_walk.ts";
 import { type ReadContext, scanLocal } from "./segment_reads.ts";
@@ -34,6 +35,7 @@ export async function readBatchesFrom(
   const segments = [...chain];
   const batches: Uint8Array[] = [];
   const borrowed: RemoteChunk[] = [];
+  const windows = new LentWindows(context.batchWindows);
   let sizeBytes = 0;
   let nextOffset = offset;
   // Set once a batch does not fit: the read ends there, so that no later batch follows a gap.
@@ -50,20 +52,25 @@ export async function readBatchesFrom(
     nextOffset = lastOffset + 1;
     return sizeBytes < maxBytes;
   };
-  for (const segment of segments) {
-    if (full || sizeBytes >= maxBytes) break;
-    if (segment.visibleSizeBytes === 0 || segment.visibleEndOffset < nextOffset) continue;
-    if (segment.location === "remote") await context.remote.reader?.ensureIndex(segment);
-    const entry = segment.index.floorByOffset(Math.max(0, nextOffset - segment.startOffset));
-    const before = batches.length;
-    if (segment.location === "remote") {
-      await context.remote.walk(segment, entry, () => maxBytes - sizeBytes, visit, borrowed);
-    } else {
-      const windowBytes = Math.min(maxBytes - sizeBytes + 16 * 1024, localWindowBytesMax);
-      await scanLocal(context, segment, entry.position, windowBytes, visit);
+  try {
+    for (const segment of segments) {
+      if (full || sizeBytes >= maxBytes) break;
+      if (segment.visibleSizeBytes === 0 || segment.visibleEndOffset < nextOffset) continue;
+      if (segment.location === "remote") await context.remote.reader?.ensureIndex(segment);
+      const entry = segment.index.floorByOffset(Math.max(0, nextOffset - segment.startOffset));
+      const before = batches.length;
+      if (segment.location === "remote") {
+        await context.remote.walk(segment, entry, () => maxBytes - sizeBytes, visit, borrowed);
+      } else {
+        const windowBytes = Math.min(maxBytes - sizeBytes + 16 * 1024, localWindowBytesMax);
+        await scanLocal(context, segment, entry.position, windowBytes, visit, windows.take);
+      }
+      // A segment that gave nothing more although it holds the offset stopped on the budget.
+      if (batches.length === before && sizeBytes > 0) break;
     }
-    // A segment that gave nothing more although it holds the offset stopped on the budget.
-    if (batches.length === before && sizeBytes > 0) break;
+  } catch (error) {
+    windows.giveBack();
+    throw error;
   }
   return {
     batches,
@@ -71,6 +78,29 @@ export async function readBatchesFrom(
     nextOffset,
     release: () => {
       for (const chunk of borrowed.splice(0)) context.remote.reader?.recycle?.(chunk);
+      windows.giveBack();
     },
   };
+}
+
+/** Windows lent by the pool for one read, given back together once its batches are written. */
+class LentWindows {
+  readonly #pool: BufferPool | undefined;
+  readonly #lent: Uint8Array[] = [];
+
+  constructor(pool: BufferPool | undefined) {
+    this.#pool = pool;
+  }
+
+  /** A window of `lengthBytes`: the pool's while it has room, else a buffer of its own. */
+  readonly take = (lengthBytes: number): Uint8Array => {
+    const pooled = this.#pool?.takeBounded(lengthBytes) ?? null;
+    if (pooled === null) return new Uint8Array(lengthBytes);
+    this.#lent.push(pooled);
+    return pooled;
+  };
+
+  giveBack(): void {
+    for (const window of this.#lent.splice(0)) this.#pool!.give(window);
+  }
 }

@@ -152,6 +152,15 @@ export class PartitionLog {
     this.#chain.useWriteBuffers(pool);
   }
 
+  /**
+   * Lends batch reads (a Kafka fetch's) their read windows, taken back when the read is released:
+   * without a pool each window is a fresh buffer, and a busy consumer's fetches hand the garbage
+   * collector a megabyte per window, each touched for the first time as it is read into.
+   */
+  useBatchWindows(pool: BufferPool): void {
+    this.#reads.batchWindows = pool;
+  }
+
   /** Reads of evicted segments go through this once the tier service attaches its cache. */
   attachRemoteReader(reader: RemoteReader, gate?: PieceGate): void {
     this.#reads.remote.attach(reader, gate);

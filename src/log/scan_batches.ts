@@ -1,6 +1,6 @@
 import { yieldToReactor } from "../runtime/yield_to_reactor.ts";
 import type { DiskFile } from "../runtime/disk.ts";
-import { readUpTo } from "../runtime/read_up_to.ts";
+import { readUpToInto } from "../runtime/read_up_to.ts";
 import {
   type BatchHeader,
   batchHeaderBytes,
@@ -26,6 +26,11 @@ export interface ScanOptions {
   verify: boolean;
   /** First read size; grows to the window maximum as batches are consumed. */
   windowBytes?: number;
+  /**
+   * Where each read window comes from (a pool's buffer, given back by the caller once nothing reads
+   * the batches in it); a fresh buffer each when absent.
+   */
+  takeWindow?: (lengthBytes: number) => Uint8Array;
 }
 
 /**
@@ -53,7 +58,7 @@ export async function scanBatches(
     if (pos + batchHeaderBytes > endPosition) return { kind: "torn", position: pos };
     if (windowStart + window.length < pos + batchHeaderBytes) {
       if (options.verify && window.length > 0) await yieldToReactor();
-      window = await readUpTo(file, pos, Math.min(windowBytes, endPosition - pos));
+      window = await readWindow(file, pos, Math.min(windowBytes, endPosition - pos), options);
       windowStart = pos;
       windowBytes = Math.min(windowBytes * 2, readWindowBytesMax);
     }
@@ -66,10 +71,11 @@ export async function scanBatches(
     if (pos + header.lengthBytes > endPosition) return { kind: "torn", position: pos };
     if (windowStart + window.length < pos + header.lengthBytes) {
       if (options.verify) await yieldToReactor();
-      window = await readUpTo(
+      window = await readWindow(
         file,
         pos,
         Math.min(Math.max(windowBytes, header.lengthBytes), endPosition - pos),
+        options,
       );
       windowStart = pos;
     }
@@ -82,4 +88,15 @@ export async function scanBatches(
     pos += header.lengthBytes;
   }
   return { kind: "end", position: pos };
+}
+
+/** `lengthBytes` at `position` (fewer only at the file's end), into a window from `takeWindow`. */
+async function readWindow(
+  file: DiskFile,
+  position: number,
+  lengthBytes: number,
+  options: ScanOptions,
+): Promise<Uint8Array> {
+  const buffer = options.takeWindow?.(lengthBytes) ?? new Uint8Array(lengthBytes);
+  return buffer.subarray(0, await readUpToInto(file, buffer, position));
 }

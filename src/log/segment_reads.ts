@@ -1,4 +1,5 @@
 import { assert } from "../runtime/assert.ts";
+import type { BufferPool } from "../runtime/buffer_pool.ts";
 import { type Disk, DiskError } from "../runtime/disk.ts";
 import { yieldToReactor } from "../runtime/yield_to_reactor.ts";
 import {
@@ -33,6 +34,11 @@ export interface ReadContext {
   remote: RemoteWalk;
   /** Awaited between two pieces of a batch's decoding (`yieldToReactor` when absent). */
   pause?: Pause;
+  /**
+   * Read windows of batch reads (a Kafka fetch's), lent until the answer is written; fresh buffers
+   * when absent. Message reads never use them: their messages are views that outlive the read.
+   */
+  batchWindows?: BufferPool;
 }
 
 /**
@@ -151,6 +157,7 @@ export async function scanLocal(
   position: number,
   windowBytes: number,
   visit: BatchVisitor,
+  takeWindow?: (lengthBytes: number) => Uint8Array,
 ): Promise<void> {
   // Reads use their own handle: a roll may close the writer's while this read is under way.
   const file = await context.disk.open(segment.logPath, { readOnly: true });
@@ -159,7 +166,7 @@ export async function scanLocal(
       file,
       position,
       segment.visibleSizeBytes,
-      { verify: false, windowBytes },
+      { verify: false, windowBytes, ...(takeWindow === undefined ? {} : { takeWindow }) },
       visit,
     );
     if (end.kind === "torn" || end.kind === "corrupt") {
