@@ -121,7 +121,7 @@ class SnappyBlock {
   readonly #output: Uint8Array;
   #inputAt: number;
   #outputAt = 0;
-  /** Literal bytes still to copy, or copy bytes still to make and their distance. */
+  /** Literal bytes a step's end cut off, still to copy; or copy bytes, and their distance. */
   #literal = 0;
   #copy = 0;
   #distance = 0;
@@ -141,80 +141,95 @@ class SnappyBlock {
 
   /**
    * Decodes up to `budget` more bytes, reading about `budget` of input at most (a copy of one byte
-   * may take five); returns them (a view of the block's buffer).
+   * may take five); returns them (a view of the block's buffer). Whole elements are decoded in a
+   * loop over locals; the one the step's end cuts is kept to finish first in the next step.
    */
   run(budget: number): Uint8Array {
     const from = this.#outputAt;
     const stop = Math.min(this.#output.length, from + budget);
-    const inputStop = this.#inputAt + budget;
-    while (this.#outputAt < stop && this.#inputAt < inputStop) {
-      if (this.#literal > 0) this.#copyLiterals(Math.min(this.#literal, stop - this.#outputAt));
-      else if (this.#copy > 0) {
-        const n = Math.min(this.#copy, stop - this.#outputAt);
-        copyBack(this.#output, this.#outputAt, this.#distance, n);
-        this.#outputAt += n;
-        this.#copy -= n;
-      } else if (this.#inputAt === this.end) {
-        throw corrupt(`its snappy block ends at ${this.#outputAt} of its ${this.#output.length} bytes`);
-      } else this.#readElement();
+    const inputStop = Math.min(this.end, this.#inputAt + budget);
+    this.#finishCut(stop);
+    const input = this.#input;
+    const output = this.#output;
+    const end = this.end;
+    let inAt = this.#inputAt;
+    let outAt = this.#outputAt;
+    while (outAt < stop && inAt < inputStop) {
+      const tag = input[inAt++]!;
+      let length = (tag >> 2) + 1;
+      if ((tag & 3) === 0) {
+        if (length > 60) {
+          const bytes = length - 60;
+          if (end - inAt < bytes) throw truncated();
+          length = readUintLe(input, inAt, bytes) + 1;
+          inAt += bytes;
+        }
+        if (length > end - inAt) throw corrupt("a snappy literal runs past its block");
+        if (length > output.length - outAt) throw this.#overflow();
+        const n = Math.min(length, stop - outAt);
+        if (n <= byteCopyBytesMax) { for (let i = 0; i < n; i++) output[outAt + i] = input[inAt + i]!; }
+        else output.set(input.subarray(inAt, inAt + n), outAt);
+        inAt += n;
+        outAt += n;
+        this.#literal = length - n;
+        continue;
+      }
+      let distance: number;
+      if ((tag & 3) === 1) {
+        if (inAt === end) throw truncated();
+        length = ((tag >> 2) & 7) + 4;
+        distance = ((tag >> 5) << 8) | input[inAt++]!;
+      } else {
+        const bytes = (tag & 3) === 2 ? 2 : 4;
+        if (end - inAt < bytes) throw truncated();
+        distance = readUintLe(input, inAt, bytes);
+        inAt += bytes;
+      }
+      if (distance === 0 || distance > outAt) throw corrupt("a snappy copy reaches before its block");
+      if (length > output.length - outAt) throw this.#overflow();
+      const n = Math.min(length, stop - outAt);
+      for (let i = 0; i < n; i++) output[outAt + i] = output[outAt - distance + i]!;
+      outAt += n;
+      this.#copy = length - n;
+      this.#distance = distance;
     }
-    if (this.#outputAt === this.#output.length && this.#inputAt !== this.end) {
+    this.#inputAt = inAt;
+    this.#outputAt = outAt;
+    this.#checkEnd();
+    return output.subarray(from, outAt);
+  }
+
+  /** Copies what the last step's end cut off of a literal or a copy, up to `stop`. */
+  #finishCut(stop: number): void {
+    const n = Math.min(this.#literal + this.#copy, stop - this.#outputAt);
+    if (this.#literal > 0) {
+      this.#output.set(this.#input.subarray(this.#inputAt, this.#inputAt + n), this.#outputAt);
+      this.#inputAt += n;
+      this.#literal -= n;
+    } else if (this.#copy > 0) {
+      copyBack(this.#output, this.#outputAt, this.#distance, n);
+      this.#copy -= n;
+    }
+    this.#outputAt += n;
+  }
+
+  #checkEnd(): void {
+    const full = this.#outputAt === this.#output.length;
+    if (full && this.#inputAt !== this.end) {
       throw corrupt("its snappy block goes on past its declared length");
     }
-    return this.#output.subarray(from, this.#outputAt);
-  }
-
-  #copyLiterals(n: number): void {
-    if (n <= byteCopyBytesMax) {
-      for (let i = 0; i < n; i++) this.#output[this.#outputAt + i] = this.#input[this.#inputAt + i]!;
-    } else {
-      this.#output.set(this.#input.subarray(this.#inputAt, this.#inputAt + n), this.#outputAt);
+    if (!full && this.#inputAt === this.end && this.#literal + this.#copy === 0) {
+      throw corrupt(`its snappy block ends at ${this.#outputAt} of its ${this.#output.length} bytes`);
     }
-    this.#inputAt += n;
-    this.#outputAt += n;
-    this.#literal -= n;
-  }
-
-  /** Reads one element's tag (and lengths, offset) and sets what it copies. */
-  #readElement(): void {
-    const input = this.#input;
-    const tag = input[this.#inputAt++]!;
-    const kind = tag & 3;
-    if (kind === 0) {
-      let length = (tag >> 2) + 1;
-      if (length > 60) {
-        const bytes = length - 60;
-        this.#need(bytes);
-        length = readUintLe(input, this.#inputAt, bytes) + 1;
-        this.#inputAt += bytes;
-      }
-      if (length > this.end - this.#inputAt) throw corrupt("a snappy literal runs past its block");
-      if (length > this.#output.length - this.#outputAt) throw this.#overflow();
-      this.#literal = length;
-      return;
-    }
-    const offsetBytes = kind === 1 ? 1 : kind === 2 ? 2 : 4;
-    this.#need(offsetBytes);
-    let distance = readUintLe(input, this.#inputAt, offsetBytes);
-    this.#inputAt += offsetBytes;
-    let length = (tag >> 2) + 1;
-    if (kind === 1) {
-      length = ((tag >> 2) & 7) + 4;
-      distance += (tag >> 5) << 8;
-    }
-    if (distance === 0 || distance > this.#outputAt) throw corrupt("a snappy copy reaches before its block");
-    if (length > this.#output.length - this.#outputAt) throw this.#overflow();
-    this.#copy = length;
-    this.#distance = distance;
-  }
-
-  #need(bytes: number): void {
-    if (this.end - this.#inputAt < bytes) throw corrupt("a snappy element runs past its block");
   }
 
   #overflow(): Error {
     return corrupt(`its snappy block decodes past its declared ${this.#output.length} bytes`);
   }
+}
+
+function truncated(): Error {
+  return corrupt("a snappy element runs past its block");
 }
 
 /** The varint (at most five bytes, 32 bits) a raw Snappy block starts with. */

@@ -188,3 +188,29 @@ t.test("empty output and the smallest inputs", (t) => {
   }
   t.end();
 });
+
+t.test("a step may end anywhere: tiny pieces cut literals, matches and copies, and still decode exactly", (t) => {
+  const sample = records.subarray(0, 300_000);
+  for (const codec of codecs) {
+    const compressed = compress(codec, sample);
+    for (const pieceBytes of [1, 7, 4099]) {
+      const steps = decompressionSteps(codecCodes[codec], compressed, {
+        pieceBytes,
+        outputBytesMax: 1 << 20,
+      });
+      const chunks: Uint8Array[] = [];
+      let largest = 0;
+      while (!steps.done) {
+        const out = steps.next();
+        chunks.push(...out);
+        largest = Math.max(largest, out.reduce((n, c) => n + c.length, 0));
+      }
+      steps.close();
+      sameBytes(t, concat(chunks), sample, `${codec} in pieces of ${pieceBytes}: exact`);
+      // A zstd step takes one block at least: fzstd cannot stop within one.
+      const bound = codec === "zstd" ? Math.max(pieceBytes, 128 * 1024) : pieceBytes;
+      t.ok(largest <= bound, `${codec} in pieces of ${pieceBytes}: at most ${bound} a step (${largest})`);
+    }
+  }
+  t.end();
+});
