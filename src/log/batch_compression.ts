@@ -20,6 +20,19 @@ export const decompressedRecordsBytesMax = 64 * 1024 * 1024;
 /** Output bytes (and input bytes, about) one synchronous step of decompression handles at most. */
 export const decompressionPieceBytes = 1024 * 1024;
 
+/**
+ * Output bytes one step of each codec produces at most, by compression code: the whole piece for
+ * zlib's native inflate, less for the decoders written in JavaScript (snappy and lz4 here, zstd in
+ * fzstd, which also shifts its window after each block), so that a step of any codec takes about
+ * as long: a millisecond or so (docs/FORMAT.md, "Compressed batches"). A zstd step is one block.
+ */
+export const stepOutputBytesMaxByCode: Readonly<Record<number, number>> = {
+  1: decompressionPieceBytes,
+  2: 256 * 1024,
+  3: 256 * 1024,
+  4: 128 * 1024,
+};
+
 /** Waits between two steps: a yield to the event loop (`yieldToReactor`), or a test's counter. */
 export type Pause = () => Promise<void>;
 
@@ -28,21 +41,26 @@ const defaultLimits: StepLimits = {
   outputBytesMax: decompressedRecordsBytesMax,
 };
 
-/** The steps of one batch's records; an unknown compression code is corrupt. */
+/**
+ * The steps of one batch's records, each within `limits.pieceBytes` and the codec's own step
+ * (`stepOutputBytesMaxByCode`); an unknown compression code is corrupt.
+ */
 export function decompressionSteps(
   code: number,
   compressed: Uint8Array,
   limits: StepLimits = defaultLimits,
 ): DecompressionSteps {
+  const stepBytes = stepOutputBytesMaxByCode[code];
+  const codecLimits = { ...limits, pieceBytes: Math.min(limits.pieceBytes, stepBytes ?? limits.pieceBytes) };
   switch (code) {
     case 1:
-      return new GzipSteps(compressed, limits);
+      return new GzipSteps(compressed, codecLimits);
     case 2:
-      return snappySteps(compressed, limits);
+      return snappySteps(compressed, codecLimits);
     case 3:
-      return new Lz4Steps(compressed, limits);
+      return new Lz4Steps(compressed, codecLimits);
     case 4:
-      return new ZstdSteps(compressed, limits);
+      return new ZstdSteps(compressed, codecLimits);
     default:
       throw new RecordBatchError("corrupt", `compression code ${code} is not one Kafka defines`);
   }
