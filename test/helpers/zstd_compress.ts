@@ -4,7 +4,10 @@ import { execFileSync } from "node:child_process";
 export interface ZstdOptions {
   level?: number;
   windowLog?: number;
-  /** Write the frame content size (a one-shot compression knows it); false: a streaming frame's header. */
+  /**
+   * Declare the content size (a single-segment frame, whose window is its size); by default the
+   * header of a streaming compression, as Kafka's clients write it: no size, a window by level.
+   */
   contentSize?: boolean;
   /** End the frame with its content checksum. */
   checksum?: boolean;
@@ -16,14 +19,11 @@ const script = `
 import { constants, zstdCompressSync } from "node:zlib";
 const [level, windowLog, contentSize, checksum] = Deno.args.map(Number);
 const input = new Uint8Array(await new Response(Deno.stdin.readable).arrayBuffer());
-const params = {
-  [constants.ZSTD_c_compressionLevel]: level,
-  [constants.ZSTD_c_contentSizeFlag]: contentSize,
-  [constants.ZSTD_c_checksumFlag]: checksum,
-};
+const params = { [constants.ZSTD_c_compressionLevel]: level, [constants.ZSTD_c_checksumFlag]: checksum };
 if (windowLog > 0) params[constants.ZSTD_c_windowLog] = windowLog;
+const pledged = contentSize === 1 ? { pledgedSrcSize: input.length } : {};
 const writer = Deno.stdout.writable.getWriter();
-await writer.write(zstdCompressSync(input, { params }));
+await writer.write(zstdCompressSync(input, { params, ...pledged }));
 await writer.close();
 `;
 
@@ -32,7 +32,7 @@ export function zstdCompress(bytes: Uint8Array, options: ZstdOptions = {}): Uint
   const args = [
     options.level ?? 3,
     options.windowLog ?? 0,
-    options.contentSize === false ? 0 : 1,
+    options.contentSize === true ? 1 : 0,
     options.checksum === true ? 1 : 0,
   ];
   const out = execFileSync("deno", ["eval", script, ...args.map(String)], {
