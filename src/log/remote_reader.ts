@@ -36,15 +36,19 @@ export interface RemoteReader {
   recycle?(chunk: RemoteChunk): void;
 }
 
-/** A remote chunk failed its checksum twice: never served. */
+/** A remote chunk failed its checksum twice, or its object is shorter than its segment: never served. */
 export class RemoteCorruptError extends Error {
   override name = "RemoteCorruptError";
-  /** The start offset of the segment whose bytes fail their checksum. */
+  /** The start offset of the segment whose remote bytes are damaged. */
   readonly segment: number;
-  constructor(label: string, segment: number, position: number) {
-    super(
-      `Cannot read partition ${label} at segment ${segment}, byte ${position}: the remote data fails its checksum`,
-    );
+  constructor(
+    label: string,
+    segment: number,
+    position: number,
+    reason = "the remote data fails its checksum",
+    options?: ErrorOptions,
+  ) {
+    super(`Cannot read partition ${label} at segment ${segment}, byte ${position}: ${reason}`, options);
     this.segment = segment;
   }
 }

@@ -14,6 +14,7 @@ export class CacheMetrics {
   readonly fetchedBytes: Counter;
   readonly evictions: Counter;
   readonly checksumFailures: Counter;
+  readonly corruptChunkFiles: Counter;
   readonly transientReplies: Counter;
   readonly hydrations: Counter<"kind">;
   readonly reservationRefusals: Counter;
@@ -46,6 +47,11 @@ export class CacheMetrics {
     this.checksumFailures = new Counter({
       name: "strata_cache_checksum_failures_total",
       help: "Remote chunks whose batches failed their CRC32C (dropped and fetched again).",
+      registers,
+    });
+    this.corruptChunkFiles = new Counter({
+      name: "strata_cache_corrupt_chunk_files_total",
+      help: "Cached chunk files shorter than their chunk (truncated on disk): dropped and fetched again.",
       registers,
     });
     this.transientReplies = new Counter({

@@ -13,7 +13,7 @@ import { CacheAccessTable, isAccessTableFile } from "./cache_access_table.ts";
 import * as cacheCore from "./cache_core.ts";
 import type { ChunkRead, ChunkRef } from "./cache_core.ts";
 import type { CacheMetrics } from "./cache_metrics.ts";
-import { ChunkFiles } from "./chunk_files.ts";
+import { ChunkFiles, ChunkFileShortError, ChunkObjectShortError } from "./chunk_files.ts";
 import { RangeFetcher } from "./range_fetcher.ts";
 
 export type { ChunkRead, ChunkRef } from "./cache_core.ts";
@@ -142,13 +142,24 @@ export class ChunkCache {
   /**
    * A window of one chunk for a poll, warm or cold: from the chunk's file when it is cached;
    * otherwise as the core decides, from the chunk's fetch in flight or a new one, or from a cold
-   * poll's first range. A cached chunk whose file is gone is fetched again, whole.
+   * poll's first range. A cached chunk whose file is gone is fetched again, whole; so is one whose
+   * file is shorter than the chunk (truncated on disk), counted and deleted first, at most once a read.
    */
   async read(r: ChunkRead): Promise<RemoteChunk> {
     assert(
       r.position >= r.span.start && r.position < r.span.end && r.windowBytes > 0,
       "window inside the chunk",
     );
+    try {
+      return await this.#readOnce(r);
+    } catch (error) {
+      if (!(error instanceof ChunkFileShortError)) throw error;
+      await this.#dropShortFile(r.cacheKey, error);
+      return await this.#readOnce({ ...r, firstRangeEnd: null });
+    }
+  }
+
+  async #readOnce(r: ChunkRead): Promise<RemoteChunk> {
     if (cacheCore.isCached(this.#state, r.cacheKey)) {
       try {
         const bytes = await this.#files.readWindow(r.cacheKey, r.span, r.position, r.windowBytes);
@@ -163,6 +174,24 @@ export class ChunkCache {
       }
     }
     return await this.#readMissed(r);
+  }
+
+  /**
+   * A chunk file shorter than its chunk is corrupt: it leaves the accounting and the disk, so the
+   * next read fetches it again. A reader that finds it gone already (another reader of the same
+   * file dropped it) leaves the work to that one.
+   */
+  async #dropShortFile(cacheKey: string, error: ChunkFileShortError): Promise<void> {
+    if (!cacheCore.isCached(this.#state, cacheKey)) return;
+    this.#deps.metrics?.corruptChunkFiles.inc();
+    this.#deps.logger.warn("cache dropped a chunk file shorter than its chunk", { key: cacheKey, error });
+    this.#state = cacheCore.chunkForgotten(this.#state, { key: cacheKey });
+    await this.#files.delete(cacheKey).catch((failure) =>
+      this.#deps.logger.warn("cache could not delete a chunk file shorter than its chunk", {
+        key: cacheKey,
+        error: failure,
+      })
+    );
   }
 
   async #readMissed(r: ChunkRead): Promise<RemoteChunk> {
@@ -295,6 +324,7 @@ export class ChunkCache {
       using admission = await this.#fetcher.admit(chunk.span.end - chunk.span.start);
       const sizeBytes = await this.#files.fill(
         key,
+        chunk.span.end - chunk.span.start,
         admission.naive,
         (write) => this.#fetcher.streamChunk(chunk.objectKey, chunk.span, admission, write),
       );
@@ -310,7 +340,13 @@ export class ChunkCache {
   }
 
   #startFirstRange(chunk: ChunkRef, cold: boolean, start: number, end: number): void {
-    const bytes = this.#fetcher.fetchRange(chunk.objectKey, start, end, "first").finally(() => {
+    const bytes = this.#fetcher.fetchRange(chunk.objectKey, start, end, "first").then((range) => {
+      // A short answer is a short object: never walked as if a batch ran past a window.
+      if (range.length !== end - start) {
+        throw new ChunkObjectShortError(chunk.cacheKey, range.length, end - start);
+      }
+      return range;
+    }).finally(() => {
       this.#firstRanges.delete(chunk.cacheKey);
       this.#run(cacheCore.firstRangeSettled(this.#state, { chunk, cold }, this.#deps.clock.nowMs()));
     });

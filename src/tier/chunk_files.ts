@@ -19,6 +19,27 @@ export interface ChunkFilesDeps {
 }
 
 /**
+ * A cached chunk's file holds fewer bytes than the chunk spans (truncated on disk): the cache drops
+ * it and fetches the chunk again.
+ */
+export class ChunkFileShortError extends Error {
+  override name = "ChunkFileShortError";
+  constructor(key: string, at: number, read: number, wanted: number) {
+    super(`Cannot read chunk file ${key} at byte ${at}: it holds ${read} of the ${wanted} bytes there`);
+  }
+}
+
+/** The store answered a chunk's range with fewer bytes than the chunk spans: the object is short. */
+export class ChunkObjectShortError extends Error {
+  override name = "ChunkObjectShortError";
+  constructor(key: string, got: number, wanted: number) {
+    super(
+      `Cannot fill chunk ${key}: the object gave ${got} of its ${wanted} bytes; it is shorter than its segment`,
+    );
+  }
+}
+
+/**
  * A shard's chunk files, one per cached chunk under the cache directory by cache key: the walk
  * that finds them at open, the fill that writes one (a `.part` file piece by piece, fsynced and
  * renamed into place), window reads through handles kept open while a chunk is cached, and
@@ -73,18 +94,30 @@ export class ChunkFiles {
    * is given, each piece at its position, and returns how many there were: into `key.part`,
    * truncated to that length (a retried attempt writes from position 0 again), fsynced, renamed into
    * place, the directory fsynced. Each piece takes a turn of the piece gate (else a yield after
-   * it); `naive` (the benchmark's switch) writes without either and takes the chunk whole.
+   * it); `naive` (the benchmark's switch) writes without either and takes the chunk whole. Fewer
+   * bytes than `spanBytes` (a short object) fail with `ChunkObjectShortError`, and nothing is
+   * renamed into place.
    */
-  fill(key: string, naive: boolean, source: (write: PieceSink) => Promise<number>): Promise<number> {
+  fill(
+    key: string,
+    spanBytes: number,
+    naive: boolean,
+    source: (write: PieceSink) => Promise<number>,
+  ): Promise<number> {
     // Around the page cache: filling fresh page-cache pages cost the write worker a third of a core in a
     // storm, and the chunk cache is itself the cache of these bytes (docs/TUNING.md, "Direct I/O").
     const path = `${this.#dir}/${key}`;
     const options = { tempPath: `${path}.part`, makeDirectory: true, bypassCache: true };
+    const whole = async (write: PieceSink) => {
+      const sizeBytes = await source(write);
+      if (sizeBytes !== spanBytes) throw new ChunkObjectShortError(key, sizeBytes, spanBytes);
+      return sizeBytes;
+    };
     if (naive) {
       return replaceFileWith(
         this.#disk,
         path,
-        (part) => source((piece, at) => part.writeAt(piece, at)),
+        (part) => whole((piece, at) => part.writeAt(piece, at)),
         options,
       );
     }
@@ -93,7 +126,7 @@ export class ChunkFiles {
     return replaceFileWith(
       this.#disk,
       path,
-      (part) => source((piece, at) => this.#writePiece(part, piece, at)),
+      (part) => whole((piece, at) => this.#writePiece(part, piece, at)),
       { ...options, trimTo: (sizeBytes) => sizeBytes },
     );
   }
@@ -111,14 +144,20 @@ export class ChunkFiles {
   }
 
   /**
-   * At most `lengthBytes` of the chunk file of `key` from `from` (a position in the object, inside
-   * `span`), never past the chunk's end, into a buffer of the window pool when one fits.
+   * `lengthBytes` of the chunk file of `key` from `from` (a position in the object, inside `span`),
+   * fewer only at the chunk's end, into a buffer of the window pool when one fits. A file that ends
+   * before that (truncated on disk) fails with `ChunkFileShortError`.
    */
   readWindow(key: string, span: ChunkSpan, from: number, lengthBytes: number): Promise<Uint8Array> {
     return this.#handles.read(`${this.#dir}/${key}`, async (file) => {
       const length = Math.min(lengthBytes, span.end - from);
       const buffer = this.#windowPool?.take(length) ?? new Uint8Array(length);
-      return buffer.subarray(0, await readUpToInto(file, buffer, from - span.start));
+      const read = await readUpToInto(file, buffer, from - span.start);
+      if (read < length) {
+        this.recycleWindow(buffer);
+        throw new ChunkFileShortError(key, from - span.start, read, length);
+      }
+      return buffer;
     });
   }
 

@@ -1,6 +1,7 @@
 import type { Partition } from "../log/partition.ts";
 import {
   type RemoteChunk,
+  RemoteCorruptError,
   RemoteDataLossError,
   type RemoteReader,
   RemoteSegmentRetiredError,
@@ -10,6 +11,7 @@ import { remoteWindowFirstBytes } from "../log/remote_walk.ts";
 import { NotFoundError } from "../objectstore/object_store_errors.ts";
 import type { CacheMetrics } from "./cache_metrics.ts";
 import type { ChunkCache, ChunkRead, ChunkRef } from "./chunk_cache.ts";
+import { ChunkObjectShortError } from "./chunk_files.ts";
 import { chunkAt, type ChunkSpan, chunkStarts } from "./chunk_layout.ts";
 import { incarnationOf, incarnationPath, type PartitionIncarnation, segmentKeys } from "./object_keys.ts";
 
@@ -71,6 +73,12 @@ export class TierRemoteReader implements RemoteReader {
       this.#readahead(segment, span, starts);
       return chunk;
     } catch (error) {
+      if (error instanceof ChunkObjectShortError) {
+        const reason = `its object ${read.objectKey} is shorter than the segment`;
+        throw new RemoteCorruptError(this.#partition.log.label, segment.startOffset, position, reason, {
+          cause: error,
+        });
+      }
       throw this.#missing(error, segment, read.objectKey);
     }
   }

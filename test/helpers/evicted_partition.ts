@@ -106,6 +106,7 @@ export async function evicted(t: Test, options: EvictedOptions = {}) {
     () => false,
   );
   const cacheDir = `${data}/cache/shard-0`;
+  const metrics = new CacheMetrics(createMetricsRegistry());
   const openCache = (gate?: PieceGate) =>
     ChunkCache.open({
       ...(gate !== undefined ? { gate } : {}),
@@ -114,6 +115,7 @@ export async function evicted(t: Test, options: EvictedOptions = {}) {
       store,
       clock,
       logger: silentLogger(),
+      metrics,
       dir: cacheDir,
       config: {
         budgetBytes,
@@ -130,7 +132,6 @@ export async function evicted(t: Test, options: EvictedOptions = {}) {
         name: "fetch bandwidth",
       }),
     });
-  const metrics = new CacheMetrics(createMetricsRegistry());
   const attach = async (to: Partition = partition, gate?: PieceGate) => {
     const cache = await openCache(gate);
     to.log.attachRemoteReader(

@@ -1,0 +1,96 @@
+import { readdirSync, statSync, truncateSync } from "node:fs";
+import { join } from "node:path";
+import t from "tap";
+import { kafkaErrorCode } from "../../src/kafka/kafka_error_code.ts";
+import type { KafkaReader } from "../../src/kafka/kafka_reader.ts";
+import { apiKey } from "../../src/kafka/request_header.ts";
+import { Logger } from "../../src/runtime/logger.ts";
+import { NodeDisk } from "../../src/runtime/node_disk.ts";
+import { yieldToReactor } from "../../src/runtime/yield_to_reactor.ts";
+import { InFlightDisk } from "../helpers/in_flight_disk.ts";
+import { openTestListener } from "../helpers/kafka_listener.ts";
+import { fetchBody, kafkaRequest, KafkaWireClient, readFetchAnswer } from "../helpers/kafka_wire.ts";
+import { openServer } from "../helpers/open_server.ts";
+import { tempDir } from "../helpers/temp_dir.ts";
+
+// A Kafka fetch of evicted data whose chunk file was truncated on disk after the cache filled it, in
+// process on the virtual clock: the cache drops the file, counts it and fetches the chunk again, and
+// the fetch answers the same records, never an error.
+t.test("a fetch of evicted data whose cached chunk file was truncated on disk answers its records", async (t) => {
+  const disk = new InFlightDisk(new NodeDisk());
+  const dir = tempDir(t);
+  const s = await openServer(t, {}, dir, disk);
+  const c = s.client();
+  const until = async (done: () => Promise<boolean> | boolean, ticksMax = 3000) => {
+    const deadline = Date.now() + 120_000;
+    for (let i = 0; i < ticksMax; i++) {
+      if (await done()) return true;
+      s.clock.advance(20);
+      await yieldToReactor();
+      await disk.quiet(deadline);
+    }
+    return await done();
+  };
+  await c.createStream("kafka");
+  await c.createTopic("kafka", { name: "t", segment_size: "1 MiB", local_retention_size: "1 MiB" });
+  for (let i = 0; i < 40; i++) {
+    await c.produce("kafka", "t", [{ payload: new Uint8Array(100_000).fill(i) }], 0);
+  }
+  const evicted = await until(async () => {
+    const p = await c.partition("kafka", "t", 0) as { segments: { location: string }[] };
+    return p.segments.filter((x) => x.location === "remote").length >= 2;
+  });
+  t.ok(evicted, "segments were evicted");
+
+  const logged: string[] = [];
+  const logger = new Logger({ level: "error", sink: (line) => logged.push(line) });
+  const listener = await openTestListener(t, s.server, s.clock, {}, logger);
+  const client = await KafkaWireClient.connect(listener.address.port);
+  t.teardown(() => client.close());
+  const fetchAt = async (correlation: number, offset: number) => {
+    client.send(kafkaRequest(apiKey.fetch, 11, correlation, fetchBody("t", 0, offset)));
+    let answer: KafkaReader | null = null;
+    const pending = client.next(120_000).then((r) => (answer = r));
+    t.ok(await until(() => answer !== null), "answered");
+    await pending;
+    answer!.int32();
+    return readFetchAnswer(answer!);
+  };
+  const metric = async (name: string, pattern = new RegExp(`^${name} (\\d+)$`, "m")) =>
+    Number(pattern.exec(await s.server.registry.getSingleMetricAsString(name))?.[1] ?? 0);
+  const gets = () => metric("strata_objectstore_requests_total", /op="get"\} (\d+)/);
+
+  const healthy = await fetchAt(1, 0);
+  t.equal(healthy.errorCode, kafkaErrorCode.none);
+  t.ok(healthy.records.length > 100_000, `${healthy.records.length} bytes of records`);
+  t.ok(await until(async () => await metric("strata_cache_chunks") >= 1), "the chunk is cached");
+  const files = walk(join(dir, "data", "cache")).filter((f) => f.includes(".log_chunks/"));
+  t.ok(files.length >= 1, `${files.length} chunk files`);
+  const getsBefore = await gets();
+  const corruptBefore = await metric("strata_cache_corrupt_chunk_files_total");
+  for (const file of files) truncateSync(file, 0);
+
+  const healed = await fetchAt(2, 0);
+  t.equal(healed.errorCode, kafkaErrorCode.none, "no error");
+  t.same(healed.records, healthy.records, "the same records, byte for byte");
+  t.equal(
+    await metric("strata_cache_corrupt_chunk_files_total"),
+    corruptBefore + 1,
+    "strata_cache_corrupt_chunk_files_total rose by one",
+  );
+  t.ok(await gets() > getsBefore, "the chunk was fetched again from the store");
+  t.same(logged, [], "no unexpected failure");
+});
+
+function walk(dir: string): string[] {
+  let entries: string[] = [];
+  try {
+    entries = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  return entries.flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? walk(path) : [path];
+  });
+}
