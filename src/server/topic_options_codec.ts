@@ -98,7 +98,10 @@ export function patchTopicOptions(
       : {}),
     ...(has("timestampType") ? { timestampType: timestampTypeField(fields)! } : {}),
     ...(has("maxMessageBytes")
-      ? { maxMessageBytes: sizeField(fields, "maxMessageBytes") ?? defaultTopicOptions(defaults, 1).maxMessageBytes }
+      ? {
+        maxMessageBytes: sizeField(fields, "maxMessageBytes") ??
+          defaultTopicOptions(defaults, 1).maxMessageBytes,
+      }
       : {}),
   };
 }
