@@ -10,7 +10,12 @@ import type { LogStats } from "../log/segment_chain.ts";
 import type { ReadResult } from "../log/segment_reads.ts";
 import type { BatchReadResult } from "../log/batch_reads.ts";
 import { RemoteCorruptError, RemoteDataLossError } from "../log/remote_reader.ts";
-import { NotFoundError, ThrottledError, TransportError } from "../objectstore/object_store_errors.ts";
+import {
+  CorruptError,
+  NotFoundError,
+  ThrottledError,
+  TransportError,
+} from "../objectstore/object_store_errors.ts";
 import { QueueFullError } from "../runtime/wait_errors.ts";
 import { CacheFullError, FetchTimeoutError } from "../tier/chunk_cache.ts";
 import {
@@ -265,7 +270,11 @@ export async function translateDataErrors<T>(run: () => Promise<T>): Promise<T> 
     if (error instanceof NotFoundError || error instanceof RemoteDataLossError) {
       throw new RemoteDataError("missing", error.message, cause);
     }
-    if (error instanceof RemoteCorruptError) throw new RemoteDataError("corrupt", error.message, cause);
+    // The store's own integrity checks (an object shorter than its header says, a checksum that does
+    // not match) are corrupt remote data too.
+    if (error instanceof RemoteCorruptError || error instanceof CorruptError) {
+      throw new RemoteDataError("corrupt", error.message, cause);
+    }
     throw error;
   }
 }

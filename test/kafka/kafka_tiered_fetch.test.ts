@@ -152,6 +152,51 @@ t.test("a fetch of evicted data that outlasts fetch_timeout answers no records a
   t.equal(store.calls, opens, "served warm: no new read of the object");
 });
 
+// An object file cut short (shorter than the fs store's header says) is corrupt remote data. The
+// store's reads retry it under the non-transient profile until request_timeout, so the first
+// fetches answer no records and no error (the fill goes on); then the partition answers
+// KAFKA_STORAGE_ERROR, and never a record.
+t.test("a fetch of evicted data whose object file was cut short ends in KAFKA_STORAGE_ERROR", async (t) => {
+  const { s, dir, until, remote } = await evictedTopic(t);
+  const logged: string[] = [];
+  const listener = await openTestListener(
+    t,
+    s.server,
+    s.clock,
+    {},
+    new Logger({ level: "error", sink: (line) => logged.push(line) }),
+  );
+  const client = await KafkaWireClient.connect(listener.address.port);
+  t.teardown(() => client.close());
+  for (const file of walk(join(dir, "data", "objects")).filter((f) => f.endsWith(".log"))) {
+    const bytes = readFileSync(file);
+    writeFileSync(file, bytes.subarray(0, bytes.length >> 1));
+  }
+  const answers: { errorCode: number; records: number }[] = [];
+  const fetchedAtMs = s.clock.nowMs();
+  // Each fetch waits at most fetch_timeout (5 s); request_timeout is 30 s: 20 fetches are ample.
+  for (let correlation = 1; correlation <= 20; correlation++) {
+    client.send(kafkaRequest(apiKey.fetch, 11, correlation, fetchBody("t", 0, remote[1]!.start_offset)));
+    let answer: KafkaReader | null = null;
+    const pending = client.next(120_000).then((r) => (answer = r));
+    t.ok(await until(() => answer !== null), `fetch ${correlation} answered`);
+    await pending;
+    answer!.int32();
+    const cut = readFetchAnswer(answer!);
+    answers.push({ errorCode: cut.errorCode, records: cut.records.length });
+    if (cut.errorCode !== kafkaErrorCode.none) break;
+  }
+  t.equal(
+    answers.at(-1)!.errorCode,
+    kafkaErrorCode.kafkaStorageError,
+    "the last answer: KAFKA_STORAGE_ERROR",
+  );
+  t.ok(answers.every((a) => a.records === 0), "no records, ever");
+  t.ok(answers.slice(0, -1).every((a) => a.errorCode === kafkaErrorCode.none), "before it, no error");
+  t.comment(`${answers.length} fetches, ${Math.round(s.clock.nowMs() - fetchedAtMs)} ms of virtual time`);
+  t.same(logged, [], "a refusal the broker knows, not an unexpected failure");
+});
+
 function walk(dir: string): string[] {
   let entries: string[] = [];
   try {
