@@ -1,20 +1,29 @@
 /**
  * How long the synchronous steps of an HTTP read's decoding of a compressed batch take, per codec:
  * a batch of 16 MiB of text-like records (words of a small vocabulary), compressed as Kafka's
- * producers do, decoded as the log's reads decode it (`decodeMessagesInPieces`) with a pause that
- * notes the time, after two warm-up runs. Prints, per codec, the steps of decompression alone (one
- * piece, 1 MiB, of output each) and every stretch between two pauses of the whole decode (the
- * decompression's steps, the copy that joins them, the records' steps).
+ * producers do, after two warm-up runs. Prints, per codec, the steps of decompression alone, of a
+ * whole piece (1 MiB of output) each and of the codec's own step (`stepOutputBytesMaxByCode`), and
+ * every stretch between two pauses of the whole decode as the log's reads run it
+ * (`decodeMessagesInPieces`: the decompression's steps, the copy that joins them, the records').
  *
  *   deno task bench:decompression [--runs 5]
  */
-import { constants, gzipSync, zstdCompressSync } from "node:zlib";
+import * as zlib from "node:zlib";
 import { parseArgs } from "node:util";
 // @ts-types="../test/helpers/types/lz4js.d.ts"
 import { compress as lz4Compress } from "lz4js";
 // @ts-types="../test/helpers/types/snappyjs.d.ts"
 import { compress as snappyCompress } from "snappyjs";
-import { decompressionSteps } from "../src/log/batch_compression.ts";
+import {
+  decompressedRecordsBytesMax,
+  decompressionPieceBytes,
+  decompressionSteps,
+} from "../src/log/batch_compression.ts";
+import type { DecompressionSteps, StepLimits } from "../src/log/decompression_steps.ts";
+import { GzipSteps } from "../src/log/gzip_steps.ts";
+import { Lz4Steps } from "../src/log/lz4_steps.ts";
+import { snappySteps } from "../src/log/snappy_steps.ts";
+import { ZstdSteps } from "../src/log/zstd_steps.ts";
 import {
   batchHeaderBytes,
   decodeMessagesInPieces,
@@ -31,6 +40,13 @@ const warmups = 2;
 const recordsBytes = 16 * 1024 * 1024;
 
 await initCrc32c();
+
+/** Deno's node:zlib has libzstd's compressor, which Node 20's types do not declare. */
+const { gzipSync } = zlib;
+const { constants, zstdCompressSync } = zlib as unknown as {
+  constants: Record<string, number>;
+  zstdCompressSync(input: Uint8Array, options: { params: Record<number, number> }): Uint8Array;
+};
 
 function messages(totalBytes: number, payloadBytes: number): MessageInput[] {
   const rng = new Rng(7);
@@ -71,11 +87,10 @@ function joined(parts: readonly Uint8Array[]): Uint8Array {
 
 function zstd(bytes: Uint8Array, level: number, windowLog: number): Uint8Array {
   const params = {
-    [constants.ZSTD_c_compressionLevel]: level,
-    [constants.ZSTD_c_windowLog]: windowLog,
-    // As librdkafka's and Java's streaming compressors: no content size in the header.
-    [constants.ZSTD_c_contentSizeFlag]: 0,
+    [constants.ZSTD_c_compressionLevel!]: level,
+    [constants.ZSTD_c_windowLog!]: windowLog,
   };
+  // No pledged size: a streaming frame's header, as librdkafka's and Java's, without the content size.
   return new Uint8Array(zstdCompressSync(bytes, { params }));
 }
 
@@ -90,18 +105,39 @@ function withRecords(plain: Uint8Array, code: number, records: Uint8Array): Uint
   return batch;
 }
 
-/** Milliseconds of each decompression step of `compressed`, and of each stretch of the whole decode. */
-async function measure(code: number, compressed: Uint8Array, batch: Uint8Array) {
-  const steps: number[] = [];
-  const stretches: number[] = [];
+/** A codec's steps of a whole piece each, whatever step `stepOutputBytesMaxByCode` gives it. */
+function wholePieceSteps(code: number, compressed: Uint8Array): DecompressionSteps {
+  const limits: StepLimits = {
+    pieceBytes: decompressionPieceBytes,
+    outputBytesMax: decompressedRecordsBytesMax,
+  };
+  if (code === 1) return new GzipSteps(compressed, limits);
+  if (code === 2) return snappySteps(compressed, limits);
+  if (code === 3) return new Lz4Steps(compressed, limits);
+  return new ZstdSteps(compressed, limits);
+}
+
+/** Milliseconds of each step `open` gives. */
+function stepTimes(open: () => DecompressionSteps): number[] {
+  const times: number[] = [];
   for (let run = 0; run < warmups + runs; run++) {
-    const decoder = decompressionSteps(code, compressed);
+    const decoder = open();
     while (!decoder.done) {
       const started = performance.now();
       decoder.next();
-      if (run >= warmups) steps.push(performance.now() - started);
+      if (run >= warmups) times.push(performance.now() - started);
     }
     decoder.close();
+  }
+  return times;
+}
+
+/** Milliseconds of each step, of each 1 MiB step, and of each stretch of the whole decode. */
+async function measure(code: number, compressed: Uint8Array, batch: Uint8Array) {
+  const steps = stepTimes(() => decompressionSteps(code, compressed));
+  const pieces = stepTimes(() => wholePieceSteps(code, compressed));
+  const stretches: number[] = [];
+  for (let run = 0; run < warmups + runs; run++) {
     let resumed = performance.now();
     await decodeMessagesInPieces(batch, async () => {
       if (run >= warmups) stretches.push(performance.now() - resumed);
@@ -110,7 +146,7 @@ async function measure(code: number, compressed: Uint8Array, batch: Uint8Array) 
     });
     if (run >= warmups) stretches.push(performance.now() - resumed);
   }
-  return { steps, stretches };
+  return { steps, pieces, stretches };
 }
 
 function summary(ms: number[]): string {
@@ -134,11 +170,12 @@ console.log(
   `${Deno.build.os} ${Deno.build.arch}, Deno ${Deno.version.deno}: ${records.length} bytes of records`,
 );
 for (const [name, code, compressed] of codecs) {
-  const { steps, stretches } = await measure(code, compressed, withRecords(plain, code, compressed));
+  const { steps, pieces, stretches } = await measure(code, compressed, withRecords(plain, code, compressed));
   console.log(`${name}: ${compressed.length} bytes`);
-  console.log(`  decompression step: ${summary(steps)}`);
+  console.log(`  a step of 1 MiB of output: ${summary(pieces)}`);
+  console.log(`  the codec's step: ${summary(steps)}`);
   console.log(`  whole decode, between pauses: ${summary(stretches)}`);
 }
 const small = encodeBatch(0, 1_700_000_000_000, messages(1024 * 1024, 100));
-const { stretches } = await measure(1, gzipSync(small.subarray(batchHeaderBytes)), small);
+const { stretches } = await measure(1, new Uint8Array(gzipSync(small.subarray(batchHeaderBytes))), small);
 console.log(`1 MiB of 100-byte records (uncompressed), between pauses: ${summary(stretches)}`);
