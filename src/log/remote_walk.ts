@@ -70,8 +70,11 @@ export class RemoteWalk {
     let windowBytes = Math.min(wantBytes(), remoteWindowFirstBytes);
     /** Where the last corrupt batch was found: a second failure there is never served. */
     let droppedAt: number | null = null;
-    // Each pass consumes at least one batch, or doubles the window (bounded by the segment's size),
-    // or drops a corrupt chunk once per position, and positions only grow: the loop ends.
+    /** The last window that held no whole batch: a larger one at the same place must bring more. */
+    let lastShort: { position: number; bytes: number } | null = null;
+    // Each pass consumes at least one batch, or doubles the window and gets more bytes than the last
+    // at that position (bounded by the segment's size; no more bytes is corrupt), or drops a corrupt
+    // chunk once per position, and positions only grow: the loop ends.
     while (pos < segment.sizeBytes) {
       const chunk = await remote.chunkAt(segment, pos, windowBytes);
       // Checking and decoding a window is this read's piece: it runs on a turn of the piece gate.
@@ -84,6 +87,17 @@ export class RemoteWalk {
       else borrowed.push(chunk);
       if (walked.kind === "stopped") return;
       if (walked.kind === "short") {
+        // A larger window that brought no more bytes than the last one here never will: the
+        // reader's bytes end inside a batch (an object or cache file shorter than it should be).
+        if (lastShort !== null && lastShort.position === pos && chunk.bytes.length <= lastShort.bytes) {
+          throw new RemoteCorruptError(
+            this.#label,
+            segment.startOffset,
+            pos,
+            "no whole batch before its end",
+          );
+        }
+        lastShort = { position: pos, bytes: chunk.bytes.length };
         // A batch runs past the window: the same position again, with a larger window.
         windowBytes = Math.max(windowBytes * 2, chunk.bytes.length * 2);
         continue;

@@ -195,3 +195,26 @@ t.test("a window cut after a later answer goes on from the next batch, keeping t
   t.same(recycled, [], "the first window holds a visited batch: it is the read's, not given back");
   t.equal(borrowed[0]!.start, 0);
 });
+
+t.test("a reader whose windows stay short of a batch ends in corrupt data, not endless doubling", async (t) => {
+  const { segment, bytes, batchBytes } = remoteSegment(4, 1000);
+  // A reader that claims its chunks reach the segment's end but hands out 100 bytes less (as a cache
+  // file cut short once did): no window ever holds the last batch whole.
+  const { remote, asked } = reader(bytes);
+  const chunkAt = remote.chunkAt;
+  remote.chunkAt = async (s, position, wantBytes) => {
+    const chunk = await chunkAt(s, position, wantBytes);
+    const cut = Math.min(chunk.bytes.length, bytes.length - 100 - position);
+    return { ...chunk, bytes: chunk.bytes.subarray(0, cut), end: segment.sizeBytes + 1 };
+  };
+  const walk = new RemoteWalk("t");
+  walk.attach(remote);
+  const { offsets, visit } = collect();
+  await t.rejects(
+    walk.walk(segment, first, () => 1 << 30, visit, null),
+    { name: "RemoteCorruptError", message: /no whole batch before its end/ },
+  );
+  t.same(offsets, [0, 1, 2], "the whole batches before it");
+  t.ok(asked.length <= 8, `${asked.length} windows asked`);
+  t.ok(batchBytes > 100);
+});
