@@ -19,6 +19,8 @@ import { encodeProduceResponse, readProduceRequest } from "../../src/kafka/produ
 import { apiKey, readRequestHeader, type RequestHeader } from "../../src/kafka/request_header.ts";
 import { batchField, setBaseOffset } from "../../src/log/record_batch.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
+import { PieceGate } from "../../src/runtime/piece_gate.ts";
+import { RealClock } from "../../src/runtime/real_clock.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,
@@ -132,6 +134,8 @@ class NullSession implements KafkaSession {
   closed(): void {}
 }
 
+const clock = new RealClock();
+const gate = new PieceGate();
 for await (const conn of listener) {
   conn.setNoDelay(true);
   void serveConnection(
@@ -156,7 +160,8 @@ for await (const conn of listener) {
       },
     },
     new NullSession(),
-    { maxFrameBytes: 100 * 1024 * 1024, requestsInFlightMax: 32 },
-    silentLogger(),
+    // The listener's own defaults, and the same piece-gate turns as the server's connections take.
+    { maxFrameBytes: 100 * 1024 * 1024, requestsInFlightMax: 32, idleTimeoutMs: 600_000 },
+    { clock, turn: () => gate.turn(), logger: silentLogger() },
   );
 }
