@@ -1,4 +1,5 @@
-import type { DecompressionSteps, StepLimits } from "./decompression_steps.ts";
+import { assert } from "../runtime/assert.ts";
+import { type DecompressionSteps, type StepLimits, tooLarge } from "./decompression_steps.ts";
 import { GzipSteps } from "./gzip_steps.ts";
 import { Lz4Steps } from "./lz4_steps.ts";
 import { RecordBatchError } from "./record_batch.ts";
@@ -129,12 +130,7 @@ class StepOutput {
     const chunks = this.#refusing(() => steps.next());
     for (const chunk of chunks) {
       this.#bytes += chunk.length;
-      if (this.#bytes > this.#limits.outputBytesMax) {
-        throw new RecordBatchError(
-          "corrupt",
-          `its records decompress past ${this.#limits.outputBytesMax} bytes`,
-        );
-      }
+      if (this.#bytes > this.#limits.outputBytesMax) throw tooLarge(this.#limits);
       this.#chunks.push(chunk);
     }
   }
@@ -172,6 +168,7 @@ class StepOutput {
         copied += n;
       }
     }
+    assert(at === out.length, "the joined output holds every step's bytes");
     return out;
   }
 
