@@ -127,6 +127,13 @@ t.test("a PATCH changes only the fields present and refuses those fixed at creat
   }, defaults);
   t.same(patched, { ...current, retentionMaxBytes: null, localRetentionSizeBytes: 8 * MiB });
   t.same(patchTopicOptions(current, {}, defaults), current, "an empty patch changes nothing");
+  const larger = patchTopicOptions(current, { max_message_bytes: "8 MiB" }, defaults);
+  t.equal(larger.maxMessageBytes, 8 * MiB, "max_message_bytes may change");
+  t.equal(
+    patchTopicOptions(larger, { max_message_bytes: null }, defaults).maxMessageBytes,
+    1024 * 1024 + 12,
+    "null takes the default back",
+  );
   for (const name of ["partitions", "segment_size", "name"]) {
     t.throws(
       () => patchTopicOptions(current, { [name]: 1 }, defaults),
@@ -158,6 +165,7 @@ t.test("answers show the options by the names requests give them, and read back 
     "local_retention_size",
     "retention_consumer_barrier",
     "timestamp_type",
+    "max_message_bytes",
   ]);
   t.same(parseTopicOptions(json, defaults), options, "an answer's options, sent back, are the same options");
   t.end();
