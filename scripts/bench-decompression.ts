@@ -23,6 +23,7 @@ import type { DecompressionSteps, StepLimits } from "../src/log/decompression_st
 import { GzipSteps } from "../src/log/gzip_steps.ts";
 import { Lz4Steps } from "../src/log/lz4_steps.ts";
 import { snappySteps } from "../src/log/snappy_steps.ts";
+import { nativeZstd, ZstdNativeSteps } from "../src/log/zstd_native_steps.ts";
 import { ZstdSteps } from "../src/log/zstd_steps.ts";
 import {
   batchHeaderBytes,
@@ -114,7 +115,7 @@ function wholePieceSteps(code: number, compressed: Uint8Array): DecompressionSte
   if (code === 1) return new GzipSteps(compressed, limits);
   if (code === 2) return snappySteps(compressed, limits);
   if (code === 3) return new Lz4Steps(compressed, limits);
-  return new ZstdSteps(compressed, limits);
+  return nativeZstd ? new ZstdNativeSteps(compressed, limits) : new ZstdSteps(compressed, limits);
 }
 
 /** Milliseconds of each step `open` gives. */
