@@ -165,7 +165,7 @@ const codecs: [string, number, Uint8Array][] = [
   ["lz4 (lz4js: 4 MiB linked blocks)", 3, lz4Compress(records)],
   ["zstd level 3, 2 MiB window (librdkafka)", 4, zstd(records, 3, 21)],
   ["zstd level 19, 8 MiB window", 4, zstd(records, 19, 23)],
-  ["zstd level 19, 128 MiB window (read as 64 MiB)", 4, zstd(records, 19, 27)],
+  ["zstd level 19, 128 MiB window (fzstd reads it as 64 MiB)", 4, zstd(records, 19, 27)],
 ];
 console.log(
   `${Deno.build.os} ${Deno.build.arch}, Deno ${Deno.version.deno}: ${records.length} bytes of records`,
