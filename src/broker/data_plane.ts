@@ -18,6 +18,7 @@ import {
 } from "../objectstore/object_store_errors.ts";
 import { QueueFullError } from "../runtime/wait_errors.ts";
 import { CacheFullError, FetchTimeoutError } from "../tier/chunk_cache.ts";
+import { ChunkFileShortError } from "../tier/chunk_files.ts";
 import {
   ConsumerLimitError,
   RemoteDataError,
@@ -262,6 +263,8 @@ export async function translateDataErrors<T>(run: () => Promise<T>): Promise<T> 
     // missing or corrupt remote data is a fault of its own, never an empty or wrong answer.
     if (
       error instanceof CacheFullError || error instanceof FetchTimeoutError ||
+      // A cache file cut short twice in a row: dropped, so the retry fetches it afresh.
+      error instanceof ChunkFileShortError ||
       error instanceof TransportError ||
       error instanceof ThrottledError
     ) {

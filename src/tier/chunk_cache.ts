@@ -155,7 +155,14 @@ export class ChunkCache {
     } catch (error) {
       if (!(error instanceof ChunkFileShortError)) throw error;
       await this.#dropShortFile(r.cacheKey, error);
+    }
+    // Once only: a file short again right after its fetch is a disk that loses what it is given.
+    // It is dropped again, so that a later read fetches it afresh, and the read fails typed.
+    try {
       return await this.#readOnce({ ...r, firstRangeEnd: null });
+    } catch (error) {
+      if (error instanceof ChunkFileShortError) await this.#dropShortFile(r.cacheKey, error);
+      throw error;
     }
   }
 

@@ -8,6 +8,7 @@ import type { BufferPool } from "../../src/runtime/buffer_pool.ts";
 import { initCrc32c } from "../../src/runtime/crc32c.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
 import { createMetricsRegistry } from "../../src/runtime/metrics.ts";
+import type { Disk } from "../../src/runtime/disk.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import type { PieceGate } from "../../src/runtime/piece_gate.ts";
 import { Rng } from "../../src/runtime/rng.ts";
@@ -42,6 +43,8 @@ export interface EvictedOptions {
   windowPool?: BufferPool;
   /** Virtual time before each append, so each message has a timestamp of its own; none by default. */
   msBetweenMessages?: number;
+  /** The disk the chunk cache works on, around the partition's; the partition's by default. */
+  cacheDisk?: (disk: Disk) => Disk;
 }
 
 /** A partition with sealed segments (4 by default) uploaded to the sim store and evicted. */
@@ -111,7 +114,7 @@ export async function evicted(t: Test, options: EvictedOptions = {}) {
     ChunkCache.open({
       ...(gate !== undefined ? { gate } : {}),
       ...(options.windowPool !== undefined ? { windowPool: options.windowPool } : {}),
-      disk,
+      disk: options.cacheDisk?.(disk) ?? disk,
       store,
       clock,
       logger: silentLogger(),

@@ -1,6 +1,9 @@
 import { readdirSync, statSync, truncateSync } from "node:fs";
 import t, { type Test } from "tap";
 import { RemoteCorruptError } from "../../src/log/remote_reader.ts";
+import { AroundDisk } from "../../src/runtime/around_disk.ts";
+import type { Disk, DiskFile, OpenOptions } from "../../src/runtime/disk.ts";
+import { ChunkFileShortError } from "../../src/tier/chunk_files.ts";
 import { evicted, payloadOk } from "../helpers/evicted_partition.ts";
 import { runVirtual } from "../helpers/run_virtual.ts";
 import { settlesWithin } from "../helpers/settles_within.ts";
@@ -131,4 +134,52 @@ t.test("a cold poll's first range cut short by a short object is the same typed 
     `${sim.count("get", key)} GETs: the first range and its hydration at most`,
   );
   t.equal(cache.chunkCount, 0, "nothing cached");
+});
+
+/** A disk that, while armed, cuts every chunk file under `dir` to nothing just before each read of it. */
+class CuttingDisk extends AroundDisk {
+  armed = false;
+  #dir = "";
+  constructor(inner: Disk) {
+    super(inner, (run) => run());
+  }
+  setDir(dir: string): void {
+    this.#dir = dir;
+  }
+  override async open(path: string, options?: OpenOptions): Promise<DiskFile> {
+    const file = await super.open(path, options);
+    if (this.#dir === "" || !path.startsWith(this.#dir) || path.includes("access-table")) return file;
+    const cutBeforeRead = async (buffer: Uint8Array, position: number) => {
+      if (this.armed) truncateSync(path, 0);
+      return await file.readAt(buffer, position);
+    };
+    return new Proxy(file, {
+      get: (target, property) => {
+        if (property === "readAt") return cutBeforeRead;
+        const value = Reflect.get(target, property, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+  }
+}
+
+t.test("a chunk file cut short again right after its fetch fails the read typed, and is dropped", async (t) => {
+  let cutting!: CuttingDisk;
+  const { partition, attach, metrics, cacheDir } = await evicted(t, {
+    cacheDisk: (disk) => (cutting = new CuttingDisk(disk)),
+  });
+  const cache = await attach();
+  cutting.setDir(cacheDir);
+  readIsExact(t, await partition.log.read(0, 6, 1 << 20), 6);
+  const corruptBefore = await corruptCount(metrics);
+  cutting.armed = true;
+  const failed = await settlesWithin(
+    partition.log.read(0, 6, 1 << 20).then(() => null, (e: unknown) => e),
+    "the read of a file cut twice",
+  );
+  t.ok(failed instanceof ChunkFileShortError, `a typed refusal (${String(failed)}), not an assertion`);
+  t.equal(await corruptCount(metrics), corruptBefore + 2, "both cuts counted");
+  t.equal(cache.chunkCount, 0, "the file is not kept");
+  cutting.armed = false;
+  readIsExact(t, await partition.log.read(0, 6, 1 << 20), 6);
 });
