@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t, { type Test } from "tap";
 import { kafkaErrorCode } from "../../src/kafka/kafka_error_code.ts";
@@ -12,6 +12,7 @@ import { openTestListener } from "../helpers/kafka_listener.ts";
 import { fetchBody, kafkaRequest, KafkaWireClient, readFetchAnswer } from "../helpers/kafka_wire.ts";
 import type { KafkaReader } from "../../src/kafka/kafka_reader.ts";
 import { openServer } from "../helpers/open_server.ts";
+import { filesUnder } from "../helpers/files_under.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 
 /**
@@ -85,7 +86,7 @@ t.test("a fetch of evicted data: through the cache, and a storage error when the
 
   // Damage every evicted .log object; the second segment's is not in the cache yet.
   const objects = join(dir, "data", "objects");
-  const logs = walk(objects).filter((f) => f.endsWith(".log"));
+  const logs = filesUnder(objects).filter((f) => f.endsWith(".log"));
   t.ok(logs.length >= 2, `${logs.length} .log objects`);
   for (const file of logs) {
     const bytes = readFileSync(file);
@@ -168,7 +169,7 @@ t.test("a fetch of evicted data whose object file was cut short ends in KAFKA_ST
   );
   const client = await KafkaWireClient.connect(listener.address.port);
   t.teardown(() => client.close());
-  for (const file of walk(join(dir, "data", "objects")).filter((f) => f.endsWith(".log"))) {
+  for (const file of filesUnder(join(dir, "data", "objects")).filter((f) => f.endsWith(".log"))) {
     const bytes = readFileSync(file);
     writeFileSync(file, bytes.subarray(0, bytes.length >> 1));
   }
@@ -196,16 +197,3 @@ t.test("a fetch of evicted data whose object file was cut short ends in KAFKA_ST
   t.comment(`${answers.length} fetches, ${Math.round(s.clock.nowMs() - fetchedAtMs)} ms of virtual time`);
   t.same(logged, [], "a refusal the broker knows, not an unexpected failure");
 });
-
-function walk(dir: string): string[] {
-  let entries: string[] = [];
-  try {
-    entries = readdirSync(dir);
-  } catch {
-    return [];
-  }
-  return entries.flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? walk(path) : [path];
-  });
-}

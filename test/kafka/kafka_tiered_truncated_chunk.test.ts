@@ -1,4 +1,4 @@
-import { readdirSync, statSync, truncateSync } from "node:fs";
+import { truncateSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import { kafkaErrorCode } from "../../src/kafka/kafka_error_code.ts";
@@ -11,6 +11,7 @@ import { InFlightDisk } from "../helpers/in_flight_disk.ts";
 import { openTestListener } from "../helpers/kafka_listener.ts";
 import { fetchBody, kafkaRequest, KafkaWireClient, readFetchAnswer } from "../helpers/kafka_wire.ts";
 import { openServer } from "../helpers/open_server.ts";
+import { filesUnder } from "../helpers/files_under.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 
 // A Kafka fetch of evicted data whose chunk file was truncated on disk after the cache filled it, in
@@ -64,7 +65,7 @@ t.test("a fetch of evicted data whose cached chunk file was truncated on disk an
   t.equal(healthy.errorCode, kafkaErrorCode.none);
   t.ok(healthy.records.length > 100_000, `${healthy.records.length} bytes of records`);
   t.ok(await until(async () => await metric("strata_cache_chunks") >= 1), "the chunk is cached");
-  const files = walk(join(dir, "data", "cache")).filter((f) => f.includes(".log_chunks/"));
+  const files = filesUnder(join(dir, "data", "cache")).filter((f) => f.includes(".log_chunks/"));
   t.ok(files.length >= 1, `${files.length} chunk files`);
   const getsBefore = await gets();
   const corruptBefore = await metric("strata_cache_corrupt_chunk_files_total");
@@ -81,16 +82,3 @@ t.test("a fetch of evicted data whose cached chunk file was truncated on disk an
   t.ok(await gets() > getsBefore, "the chunk was fetched again from the store");
   t.same(logged, [], "no unexpected failure");
 });
-
-function walk(dir: string): string[] {
-  let entries: string[] = [];
-  try {
-    entries = readdirSync(dir);
-  } catch {
-    return [];
-  }
-  return entries.flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? walk(path) : [path];
-  });
-}
