@@ -12,6 +12,7 @@ const layerRanks: Record<string, number> = {
   config: 1,
   log: 2,
   objectstore: 2,
+  coordinator: 2,
   tier: 3,
   broker: 4,
   server: 5,
