@@ -32,12 +32,29 @@ export interface Config {
     address: Address;
     maxRequestBytes: number;
     tokens: readonly string[];
+    /** `advertised_address`; null (the key empty): the address listened on. */
+    advertisedAddress: Address | null;
   };
   kafka: KafkaConfig;
+  cluster: ClusterConfig;
   log: {
     level: LogLevel;
   };
   tieredStorage: TieredStorageConfig;
+}
+
+/** `[cluster]`: this node's part in a cluster coordinated by etcd (docs/CLUSTER.md). */
+export interface ClusterConfig {
+  enabled: boolean;
+  nodeId: number;
+  etcdEndpoints: readonly string[];
+  etcdPrefix: string;
+  etcdRequestTimeoutMs: number;
+  leaseTtlMs: number;
+  replicationFactor: number;
+  minInsyncReplicas: number;
+  replicaLagMaxMs: number;
+  secret: string;
 }
 
 /** `[kafka]`: the Kafka listener (docs/KAFKA.md). */
@@ -154,8 +171,12 @@ export function toConfig(v: ValidatedConfig): Config {
       address: http["address"] as Address,
       maxRequestBytes: http["max_request_bytes"] as number,
       tokens: http["tokens"] as readonly string[],
+      advertisedAddress: http["advertised_address"] === ""
+        ? null
+        : parseAddress("[http] advertised_address", http["advertised_address"]),
     },
     kafka: toKafka(v),
+    cluster: toCluster(v),
     log: { level: log["level"] as LogLevel },
     tieredStorage: toTieredStorage(v, system["path"] as string),
   };
@@ -186,6 +207,22 @@ function toTieredStorage(v: ValidatedConfig, dataPath: string): TieredStorageCon
     s3: toS3(v),
     fs: { path: (fs["path"] as string) === "" ? `${dataPath}/objects` : (fs["path"] as string) },
     cache: toCache(v, dataPath),
+  };
+}
+
+function toCluster(v: ValidatedConfig): ClusterConfig {
+  const c = v["cluster"]!;
+  return {
+    enabled: c["enabled"] as boolean,
+    nodeId: c["node_id"] as number,
+    etcdEndpoints: c["etcd_endpoints"] as readonly string[],
+    etcdPrefix: c["etcd_prefix"] as string,
+    etcdRequestTimeoutMs: c["etcd_request_timeout"] as number,
+    leaseTtlMs: c["lease_ttl"] as number,
+    replicationFactor: c["replication_factor"] as number,
+    minInsyncReplicas: c["min_insync_replicas"] as number,
+    replicaLagMaxMs: c["replica_lag_max"] as number,
+    secret: c["secret"] as string,
   };
 }
 

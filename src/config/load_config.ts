@@ -38,6 +38,7 @@ export function loadConfig(
   checkTieredStorage(config);
   checkCache(config);
   checkKafka(config);
+  checkCluster(config);
   const s3 = config.tieredStorage.s3;
   const secrets = [
     ...secretValues(configSchema, validated),
@@ -131,6 +132,56 @@ function checkKafka(config: Config): void {
       `${kafka.address.hostname} is not a loopback address and the listener has no authentication; ` +
         "set users for SASL/PLAIN, or allow_unauthenticated = true to serve it anyway",
     );
+  }
+}
+
+/** The shortest cluster secret accepted. */
+export const clusterSecretCharsMin = 16;
+
+/**
+ * Cross-key rules of cluster mode: etcd URLs, a lease in whole seconds, a secret, at most as many
+ * in-sync replicas required as replicas, and the Kafka listener (replicas fetch through it).
+ */
+function checkCluster(config: Config): void {
+  const cluster = config.cluster;
+  if (!cluster.enabled) return;
+  if (cluster.etcdEndpoints.length === 0) {
+    throw new ConfigError("[cluster] etcd_endpoints", "needs at least one etcd member's URL");
+  }
+  for (const endpoint of cluster.etcdEndpoints) {
+    if (!/^https?:\/\/[^/\s]+:\d+\/?$/.test(endpoint)) {
+      throw new ConfigError(
+        "[cluster] etcd_endpoints",
+        `expected http(s)://host:port, got ${JSON.stringify(endpoint)}`,
+      );
+    }
+  }
+  if (cluster.leaseTtlMs % 1000 !== 0) {
+    throw new ConfigError(
+      "[cluster] lease_ttl",
+      `etcd leases last whole seconds, got ${cluster.leaseTtlMs} ms`,
+    );
+  }
+  if (cluster.secret.length < clusterSecretCharsMin) {
+    throw new ConfigError(
+      "[cluster] secret",
+      `required in cluster mode, at least ${clusterSecretCharsMin} characters (STRATA_CLUSTER_SECRET from the environment)`,
+    );
+  }
+  if (cluster.minInsyncReplicas > cluster.replicationFactor) {
+    throw new ConfigError(
+      "[cluster] min_insync_replicas",
+      `${cluster.minInsyncReplicas} exceeds replication_factor ${cluster.replicationFactor}`,
+    );
+  }
+  if (!config.kafka.enabled) {
+    throw new ConfigError(
+      "[kafka] enabled",
+      "cluster mode needs the Kafka listener: replicas fetch through it",
+    );
+  }
+  if (config.kafka.advertisedAddress?.port === 0 || config.http.advertisedAddress?.port === 0) {
+    throw new ConfigError("[http] advertised_address", "needs the port other nodes connect to, got port 0");
   }
 }
 

@@ -61,6 +61,8 @@ export const configSchema = {
     max_request_bytes: { kind: "bytes", default: 16 * 1024 * 1024, min: 1024, max: 1024 * 1024 * 1024 },
     /** Bearer tokens; when any is set, every request needs one. Secret: never printed. */
     tokens: { kind: "strings", default: [], secret: true, itemsMax: 64 },
+    /** "host:port" other nodes and clients reach the HTTP API at (redirects); empty: the address listened on. */
+    advertised_address: { kind: "string", default: "" },
   },
   kafka: {
     /** Serves the Kafka wire protocol on `address`. */
@@ -90,6 +92,31 @@ export const configSchema = {
     users: { kind: "strings", default: [], secret: true, itemsMax: 1024 },
     /** Serve a non-loopback address without authentication: start-up refuses it otherwise. */
     allow_unauthenticated: { kind: "bool", default: false },
+  },
+  cluster: {
+    /** Runs as one node of a cluster coordinated by etcd; false: a single node, as without a cluster. */
+    enabled: { kind: "bool", default: false },
+    /** This node's id, unique in the cluster: its Kafka broker id. */
+    node_id: { kind: "int", default: 1, min: 1, max: 2_147_483_647 },
+    /** Client URLs of the etcd members, such as "http://127.0.0.1:2379". */
+    etcd_endpoints: { kind: "strings", default: ["http://127.0.0.1:2379"], itemsMax: 16 },
+    /** The first part of every key the cluster keeps in etcd; clusters sharing an etcd need their own. */
+    etcd_prefix: { kind: "string", default: "/strata", nonEmpty: true },
+    /** Deadline of one request to one etcd member. */
+    etcd_request_timeout: { kind: "duration", default: 1000, min: 100, max: 60_000 },
+    /**
+     * This node's etcd lease, in whole seconds: a node whose keepalives stop is declared gone this
+     * long after its last one, and a leader whose last keepalive is older stops acknowledging.
+     */
+    lease_ttl: { kind: "duration", default: 2000, min: 1000, max: 60_000 },
+    /** Replicas of a new topic's partitions, unless the topic says otherwise (at most the live nodes). */
+    replication_factor: { kind: "int", default: 3, min: 1, max: 16 },
+    /** In-sync replicas, the leader among them, an acks=all produce needs; fewer: NOT_ENOUGH_REPLICAS. */
+    min_insync_replicas: { kind: "int", default: 2, min: 1, max: 16 },
+    /** A follower that has not caught up with the leader's log end for this long leaves the in-sync set. */
+    replica_lag_max: { kind: "duration", default: 10_000, min: 100, max: 600_000 },
+    /** Shared by the cluster's nodes: the credentials of replica fetches and node-to-node calls. Secret. */
+    secret: { kind: "string", default: "", secret: true },
   },
   log: {
     level: { kind: "enum", default: "info", values: logLevels },

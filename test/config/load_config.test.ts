@@ -223,3 +223,44 @@ t.test("[kafka] users: name:password entries, refused without echoing them; they
   ]);
   t.end();
 });
+
+t.test("[cluster]: off by default; on, it needs a secret, etcd URLs, whole-second leases and the Kafka listener", (t) => {
+  const single = loadConfig("", "t", {}).config.cluster;
+  t.equal(single.enabled, false);
+  t.same(single.etcdEndpoints, ["http://127.0.0.1:2379"]);
+  t.equal(single.leaseTtlMs, 2000);
+  t.equal(single.replicationFactor, 3);
+  t.equal(single.minInsyncReplicas, 2);
+  t.equal(single.replicaLagMaxMs, 10_000);
+  const secret = "s3cret-of-sixteen-chars";
+  const on = (extra: string) => `[cluster]\nenabled = true\nsecret = "${secret}"\n${extra}`;
+  const loaded = loadConfig(
+    on(`node_id = 2\netcd_endpoints = ["http://127.0.0.1:2379", "http://10.0.0.2:2379"]\n`),
+    "t",
+    {},
+  );
+  t.equal(loaded.config.cluster.nodeId, 2);
+  t.same(loaded.config.cluster.etcdEndpoints, ["http://127.0.0.1:2379", "http://10.0.0.2:2379"]);
+  t.ok(loaded.secrets.includes(secret), "the secret is never logged");
+  const fromEnv = loadConfig(`[cluster]\nenabled = true\n`, "t", { STRATA_CLUSTER_SECRET: secret });
+  t.equal(fromEnv.config.cluster.secret, secret);
+
+  const missing = errorOf(t, `[cluster]\nenabled = true\n`);
+  t.equal(missing.key, "[cluster] secret");
+  t.match(missing.message, /at least 16 characters/);
+  const short = errorOf(t, `[cluster]\nenabled = true\nsecret = "short"\n`);
+  t.notMatch(short.message, /short"/, "the secret is not echoed");
+  t.equal(errorOf(t, on(`etcd_endpoints = ["127.0.0.1:2379"]\n`)).key, "[cluster] etcd_endpoints");
+  t.equal(errorOf(t, on(`etcd_endpoints = []\n`)).key, "[cluster] etcd_endpoints");
+  t.equal(errorOf(t, on(`lease_ttl = "1500 ms"\n`)).key, "[cluster] lease_ttl");
+  t.equal(
+    errorOf(t, on(`replication_factor = 2\nmin_insync_replicas = 3\n`)).key,
+    "[cluster] min_insync_replicas",
+  );
+  t.equal(errorOf(t, on(`node_id = 0\n`)).key, "[cluster] node_id");
+  t.equal(errorOf(t, `${on("")}[kafka]\nenabled = false\n`).key, "[kafka] enabled");
+  t.equal(errorOf(t, `${on("")}[http]\nadvertised_address = "h:0"\n`).key, "[http] advertised_address");
+  const http = loadConfig(`[http]\nadvertised_address = "node1.example:8080"\n`, "t", {}).config.http;
+  t.same(http.advertisedAddress, { hostname: "node1.example", port: 8080 });
+  t.end();
+});
