@@ -15,10 +15,11 @@ const layerRanks: Record<string, number> = {
   coordinator: 2,
   tier: 3,
   broker: 4,
-  server: 5,
-  kafka: 5,
-  client: 5,
-  sim: 6,
+  cluster: 5,
+  server: 6,
+  kafka: 6,
+  client: 6,
+  sim: 7,
 };
 
 /** Entry points: they wire everything and may import any layer. */

@@ -1,0 +1,162 @@
+import t, { type Test } from "tap";
+import { SimCoordinatorStore } from "../../src/coordinator/sim_coordinator.ts";
+import { ClusterKeys } from "../../src/cluster/cluster_keys.ts";
+import { encodePartitionState, noLeader } from "../../src/cluster/partition_state.ts";
+import { assignReplicas } from "../../src/cluster/replica_assignment.ts";
+import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import { type ControlPlaneNode, openControlPlaneNode } from "../helpers/control_plane_node.ts";
+
+const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
+const prefix = "/sim";
+const keys = new ClusterKeys(prefix);
+const leaseTtlMs = 2000;
+
+/** Moves virtual time in 10 ms steps, letting promises settle, until the condition holds. */
+async function until(clock: VirtualClock, what: string, condition: () => boolean, deadlineMs: number) {
+  const endMs = clock.nowMs() + deadlineMs;
+  for (;;) {
+    for (let i = 0; i < 5; i++) await flush();
+    if (condition()) return clock.nowMs();
+    if (clock.nowMs() >= endMs) {
+      throw new Error(`Timed out after ${deadlineMs} virtual ms waiting for ${what}`);
+    }
+    clock.advance(10);
+  }
+}
+
+async function cluster(t: Test) {
+  const clock = new VirtualClock();
+  const store = new SimCoordinatorStore({ clock, watchLagMs: 2 });
+  const nodes: ControlPlaneNode[] = [];
+  for (const id of [1, 2, 3]) {
+    nodes.push(await openControlPlaneNode(store.client(`node-${id}`), clock, id, prefix, leaseTtlMs));
+  }
+  t.teardown(async () => {
+    for (const node of nodes) await node.close();
+  });
+  // Six partitions over the three nodes, two led by each, written as the controller would.
+  const states = assignReplicas(6, [1, 2, 3], 3, 0);
+  const admin = store.client("admin");
+  await admin.txn({
+    compare: [],
+    success: states.map((state, p) => ({
+      kind: "put" as const,
+      key: keys.partition({ streamId: 1, topicId: 1, partitionId: p }),
+      value: encodePartitionState(state),
+    })),
+  });
+  await until(
+    clock,
+    "every view to see the partitions",
+    () => nodes.every((n) => n.view.partitions().size === 6),
+    1000,
+  );
+  return { clock, store, nodes };
+}
+
+const controllers = (nodes: ControlPlaneNode[]) => nodes.filter((n) => n.controller.epoch() !== null);
+
+t.test("exactly one node holds the controller seat; its epoch is the seat's create revision", async (t) => {
+  const { clock, store, nodes } = await cluster(t);
+  await until(clock, "a controller", () => controllers(nodes).length === 1, 1000);
+  const seat = (await store.client("admin").range({ key: keys.controller })).kvs[0]!;
+  const [held] = controllers(nodes);
+  t.equal(held!.controller.epoch(), seat.createRevision);
+  t.equal(Number(seat.value), held!.nodeId);
+  t.same(nodes.map((n) => n.view.liveNodes()), [[1, 2, 3], [1, 2, 3], [1, 2, 3]]);
+  t.same(nodes.map((n) => n.view.controller()?.nodeId), [held!.nodeId, held!.nodeId, held!.nodeId]);
+});
+
+t.test("a paused node loses its lease after lease_ttl: its partitions move to in-sync replicas", async (t) => {
+  const { clock, nodes } = await cluster(t);
+  await until(clock, "a controller", () => controllers(nodes).length === 1, 1000);
+  const victim = controllers(nodes)[0]!;
+  const others = nodes.filter((n) => n !== victim);
+  const pausedAtMs = clock.nowMs();
+  victim.pause();
+  // By its own clock the paused node stops holding its lease within lease_ttl.
+  await until(
+    clock,
+    "the victim to see its lease lapse",
+    () => !victim.session.leaseHeld(),
+    leaseTtlMs + 100,
+  );
+  t.ok(clock.nowMs() - pausedAtMs <= leaseTtlMs, "it fences itself no later than the lease ends in etcd");
+  t.equal(victim.controller.epoch(), null, "and stops acting as controller");
+  const movedAtMs = await until(
+    clock,
+    "every partition led by a live node",
+    () =>
+      others.every((n) =>
+        [...n.view.partitions().values()].every((p) =>
+          p.state.leader !== victim.nodeId && p.state.leader !== noLeader
+        )
+      ),
+    3 * leaseTtlMs,
+  );
+  t.ok(movedAtMs - pausedAtMs <= leaseTtlMs + 1000, `moved ${movedAtMs - pausedAtMs} ms after the pause`);
+  const view = others[0]!.view;
+  for (const p of view.partitions().values()) {
+    t.notOk(p.state.isr.includes(victim.nodeId), "the gone node left every in-sync set");
+    t.equal(p.state.replicas.length, 3, "replicas stay assigned");
+  }
+  const moved = [...view.partitions().values()].filter((p) => p.state.leaderEpoch === 1);
+  t.equal(moved.length, 2, "only the victim's two partitions changed leader, one epoch on");
+  t.equal(controllers(others).length, 1, "another node controls the cluster");
+  t.same(view.liveNodes(), others.map((n) => n.nodeId));
+
+  // Resumed, it registers under a new lease and rejoins; it leads nothing until reassigned.
+  victim.resume();
+  await until(clock, "the victim to rejoin", () => others[0]!.view.liveNodes().length === 3, 3 * leaseTtlMs);
+  t.ok(victim.session.leaseHeld());
+  t.equal(controllers(nodes).length, 1, "still one controller");
+  t.ok(victim.logs.some((l) => l.includes("registering again")));
+});
+
+t.test("with every in-sync replica gone a partition has no leader, and gets one back when one returns", async (t) => {
+  const { clock, nodes } = await cluster(t);
+  await until(clock, "a controller", () => controllers(nodes).length === 1, 1000);
+  const survivor = controllers(nodes)[0]!;
+  const [other, third] = nodes.filter((n) => n !== survivor) as [ControlPlaneNode, ControlPlaneNode];
+  other.pause();
+  third.pause();
+  const states = () => [...other.view.partitions().values()].map((p) => p.state);
+  await until(
+    clock,
+    "the survivor to lead everything alone",
+    () =>
+      [...survivor.view.partitions().values()].every((p) =>
+        p.state.leader === survivor.nodeId && p.state.isr.join() === String(survivor.nodeId)
+      ),
+    3 * leaseTtlMs,
+  );
+  // A node that was not in sync returns; then the only in-sync one goes.
+  other.resume();
+  await until(
+    clock,
+    "the other node to rejoin",
+    () => survivor.view.liveNodes().includes(other.nodeId),
+    3 * leaseTtlMs,
+  );
+  survivor.pause();
+  await until(
+    clock,
+    "every partition to be without a leader",
+    () => states().every((s) => s.leader === noLeader),
+    3 * leaseTtlMs,
+  );
+  t.ok(
+    states().every((s) => s.isr.join() === String(survivor.nodeId)),
+    "the in-sync set keeps the last leader",
+  );
+  t.equal(other.controller.epoch() !== null, true, "the returned node controls the cluster");
+  const epochs = states().map((s) => s.leaderEpoch);
+  survivor.resume();
+  await until(
+    clock,
+    "the last in-sync replica to lead again",
+    () => states().every((s) => s.leader === survivor.nodeId),
+    3 * leaseTtlMs,
+  );
+  t.same(states().map((s) => s.leaderEpoch), epochs.map((e) => e + 1), "under the next epoch");
+});

@@ -1,0 +1,119 @@
+import t from "tap";
+import {
+  type ControllerEvent,
+  type ControllerState,
+  controllerStep,
+  decidePartition,
+  initialControllerState,
+} from "../../src/cluster/controller_core.ts";
+import { noLeader, type PartitionState } from "../../src/cluster/partition_state.ts";
+
+const p = (leader: number, leaderEpoch: number, isr: number[], replicas = [1, 2, 3]): PartitionState => ({
+  leader,
+  leaderEpoch,
+  isr,
+  replicas,
+});
+
+function run(state: ControllerState, ...events: ControllerEvent[]) {
+  const effects = [];
+  for (const event of events) {
+    const step = controllerStep(state, event);
+    state = step.state;
+    effects.push(...step.effects);
+  }
+  return { state, effects };
+}
+
+t.test("a gone leader is replaced by the first live in-sync replica in replica order, one epoch on", (t) => {
+  const decided = decidePartition(p(1, 4, [1, 3, 2]), new Set([2, 3]));
+  t.same(decided?.state, p(2, 5, [3, 2]));
+  t.match(decided?.reason, /leader 1 replaced by in-sync 2/);
+  t.end();
+});
+
+t.test("a live leader keeps its epoch; only gone followers leave the in-sync set", (t) => {
+  t.same(decidePartition(p(1, 4, [1, 2, 3]), new Set([1, 3]))?.state, p(1, 4, [1, 3]));
+  t.equal(decidePartition(p(1, 4, [1, 3]), new Set([1, 3])), null, "nothing to change");
+  t.equal(
+    decidePartition(p(1, 4, [1]), new Set([1, 2, 3])),
+    null,
+    "the leader re-admits followers, not the controller",
+  );
+  t.end();
+});
+
+t.test("no unclean election: with every in-sync replica gone the partition waits, keeping its last leader", (t) => {
+  const offline = decidePartition(p(1, 4, [1, 2]), new Set([3]));
+  t.same(offline?.state, p(noLeader, 5, [1]), "replica 3 was not in sync, so it never leads");
+  t.equal(decidePartition(p(noLeader, 5, [1]), new Set([3])), null, "it stays offline");
+  t.same(decidePartition(p(noLeader, 5, [1]), new Set([1, 3]))?.state, p(1, 6, [1]), "its return elects it");
+  t.end();
+});
+
+t.test("the controller writes once per partition, comparing the revision it decided on", (t) => {
+  const key = "/s/partitions/1/1/0";
+  const { state, effects } = run(
+    initialControllerState(),
+    { kind: "nodes", live: [1, 2, 3] },
+    { kind: "partition", key, stored: { state: p(1, 0, [1, 2, 3]), modRevision: 10 } },
+    { kind: "nodes", live: [2, 3] },
+    { kind: "nodes", live: [3] },
+  );
+  t.equal(effects.length, 1, "the second change waits for the first write to be heard");
+  t.same(effects[0], {
+    kind: "writePartition",
+    key,
+    state: p(2, 1, [2, 3]),
+    expectedModRevision: 10,
+    reason: "leader 1 replaced by in-sync 2",
+  });
+  const heard = run(state, { kind: "partition", key, stored: { state: p(2, 1, [2, 3]), modRevision: 11 } });
+  t.same(heard.effects.map((e) => [e.state, e.expectedModRevision]), [[p(3, 2, [3]), 11]]);
+  const failed = run(heard.state, { kind: "writeFailed", key });
+  t.same(failed.effects.map((e) => e.expectedModRevision), [11], "a failed write is decided again");
+  t.end();
+});
+
+t.test("a partition deleted with its topic is forgotten; an unchanged event writes nothing", (t) => {
+  const key = "/s/partitions/1/1/0";
+  const { state, effects } = run(
+    initialControllerState(),
+    { kind: "nodes", live: [1, 2] },
+    { kind: "partition", key, stored: { state: p(1, 0, [1, 2], [1, 2]), modRevision: 3 } },
+    { kind: "partition", key, stored: null },
+    { kind: "nodes", live: [2] },
+  );
+  t.same(effects, []);
+  t.equal(state.partitions.size, 0);
+  t.end();
+});
+
+t.test("over many seeded node changes every decided state keeps the invariants and epochs only grow", (t) => {
+  let seed = 7;
+  const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  let state = controllerStep(initialControllerState(), { kind: "nodes", live: [1, 2, 3] }).state;
+  const keys = ["a", "b", "c"];
+  const stored = new Map(keys.map((k, i) => [k, { state: p(i + 1, 0, [1, 2, 3]), modRevision: i + 1 }]));
+  for (const [key, s] of stored) state = controllerStep(state, { kind: "partition", key, stored: s }).state;
+  let revision = 10;
+  for (let round = 0; round < 500; round++) {
+    const live = [1, 2, 3].filter(() => random() < 0.6);
+    const step = controllerStep(state, { kind: "nodes", live });
+    state = step.state;
+    // Each write applies (the store would check the compare) and is heard back.
+    while (step.effects.length > 0) {
+      const effect = step.effects.shift()!;
+      const before = stored.get(effect.key)!;
+      t.equal(effect.expectedModRevision, before.modRevision);
+      t.ok(effect.state.leaderEpoch >= before.state.leaderEpoch);
+      if (effect.state.leader !== noLeader) t.ok(live.includes(effect.state.leader), "a leader is live");
+      const written = { state: effect.state, modRevision: ++revision };
+      stored.set(effect.key, written);
+      const heard = controllerStep(state, { kind: "partition", key: effect.key, stored: written });
+      state = heard.state;
+      step.effects.push(...heard.effects);
+    }
+  }
+  t.end();
+});
