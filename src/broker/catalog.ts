@@ -76,6 +76,8 @@ export class Catalog {
   readonly #store: MetadataStore;
   readonly #topics = new Map<string, TopicEntry>();
   readonly #adminLock = new Semaphore({ permits: 1, waitersMax: adminWaitersMax, name: "metadata lock" });
+  /** The remote changes being followed, one after the other. */
+  #following: Promise<void> = Promise.resolve();
 
   private constructor(deps: CatalogDeps) {
     this.#deps = deps;
@@ -91,6 +93,7 @@ export class Catalog {
     for (const stream of store.doc.streams) {
       for (const topic of stream.topics) await catalog.#openTopic(stream, topic);
     }
+    store.onRemoteChange(() => catalog.#followRemote());
     return catalog;
   }
 
@@ -286,6 +289,65 @@ export class Catalog {
 
   // ---- internals -------------------------------------------------------------------------------
 
+  /**
+   * Brings the open topics in line with a document another server committed (a store shared by a
+   * cluster): opens the topics it adds (creating their partitions here), closes and removes the
+   * ones it drops, and applies changed options. Under the admin lock, so it never interleaves with
+   * a local change; the changes it hears of queue one behind the other.
+   */
+  #followRemote(): void {
+    this.#following = this.#following.then(() => this.#syncWithStore()).catch((error) => {
+      this.#deps.logger.error("Cannot follow the cluster's metadata", { error: String(error) });
+    });
+  }
+
+  async #syncWithStore(): Promise<void> {
+    using _lock = await this.#adminLock.acquire();
+    const doc = this.#store.doc;
+    const named = new Set<string>();
+    for (const stream of doc.streams) {
+      for (const meta of stream.topics) {
+        named.add(topicKey(stream.name, meta.name));
+        const open = this.#topics.get(topicKey(stream.name, meta.name));
+        if (open !== undefined && open.meta.id === meta.id) {
+          this.#applyOptions(open, meta);
+          continue;
+        }
+        // Deleted and created again under the same name elsewhere: the old one goes first.
+        if (open !== undefined) await this.#removeTopic(open);
+        await this.#openTopic(stream, meta, "create missing");
+      }
+    }
+    for (const [key, topic] of [...this.#topics]) {
+      if (!named.has(key)) await this.#removeTopic(topic);
+    }
+    for (const dirStream of await this.#streamIdsOnDisk()) {
+      if (!doc.streams.some((s) => s.id === dirStream)) {
+        await this.#deps.disk.removeTree(this.#deps.partitions.streamDir(dirStream));
+      }
+    }
+  }
+
+  async #removeTopic(topic: TopicEntry): Promise<void> {
+    await this.#closeTopic(topic.streamName, topic.meta.name);
+    await this.#deps.disk.removeTree(this.#deps.partitions.topicDir(topic.streamId, topic.meta.id));
+  }
+
+  #applyOptions(topic: TopicEntry, meta: TopicMeta): void {
+    if (JSON.stringify(topic.meta.options) === JSON.stringify(meta.options)) return;
+    topic.meta = { ...topic.meta, options: meta.options };
+    for (const slot of topic.slots) {
+      if (slot.kind === "open") {
+        slot.partition.log.updateConfig(this.#deps.partitions.logConfig(meta.options));
+      }
+    }
+  }
+
+  async #streamIdsOnDisk(): Promise<number[]> {
+    const names = await this.#deps.disk.list(this.#deps.partitions.streamsDir).catch(() => [] as string[]);
+    return names.map(Number).filter((id) => Number.isInteger(id) && id > 0);
+  }
+
   /** The admin lock; a full queue of waiters is an overload, not a fault. */
   async #lockAdmin(): Promise<Permit> {
     try {
@@ -307,11 +369,13 @@ export class Catalog {
     return topic;
   }
 
-  async #openTopic(stream: StreamMeta, meta: TopicMeta): Promise<void> {
+  async #openTopic(stream: StreamMeta, meta: TopicMeta, missing: "refuse" | "create missing" = "refuse") {
     const names = { stream: stream.name, topic: meta.name };
     const slots = await concurrently(meta.options.partitions, partitionOpensInFlightMax, (p) => {
       const address = { streamId: stream.id, topicId: meta.id, partitionId: p };
-      return this.#deps.partitions.open(address, meta.options, names);
+      return missing === "refuse"
+        ? this.#deps.partitions.open(address, meta.options, names)
+        : this.#deps.partitions.openOrCreate(address, meta.options, names);
     });
     await this.#register({ streamId: stream.id, streamName: stream.name, meta, slots });
   }

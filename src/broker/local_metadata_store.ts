@@ -62,6 +62,9 @@ export class LocalMetadataStore implements MetadataStore {
     return this.#doc;
   }
 
+  /** One store per data directory: no other writer, so no remote change to hear. */
+  onRemoteChange(_listener: (doc: Readonly<Metadata>) => void): void {}
+
   commit<T>(change: (doc: Metadata) => T): Promise<T> {
     // The change is applied inside the chain, to the latest document, so no commit is lost; one
     // store per data directory means no other writer, so each change runs once.

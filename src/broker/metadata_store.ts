@@ -22,4 +22,9 @@ export interface MetadataStore {
    * stores nothing.
    */
   commit<T>(change: (doc: Metadata) => T): Promise<T>;
+  /**
+   * Calls `listener` whenever the document changes by another writer's commit (a store shared by
+   * several servers), after `doc` is the new one. A store with one writer never calls it.
+   */
+  onRemoteChange(listener: (doc: Readonly<Metadata>) => void): void;
 }

@@ -1,6 +1,7 @@
 import type { Config } from "../config/config.ts";
 import type { LogConfig } from "../log/log_config.ts";
 import { Partition, type PartitionAddress, partitionDir } from "../log/partition.ts";
+import { superblockFileName } from "../log/superblock.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Disk } from "../runtime/disk.ts";
 import type { Logger } from "../runtime/logger.ts";
@@ -89,6 +90,33 @@ export class PartitionOpener {
       });
       return { kind: "refused", reason, error };
     }
+  }
+
+  /**
+   * The partition, created first when its directory has no superblock yet: a topic another node
+   * of the cluster created, which this node opens when it hears of it.
+   */
+  async openOrCreate(
+    address: PartitionAddress,
+    options: TopicOptions,
+    names: { stream: string; topic: string },
+  ): Promise<PartitionSlot> {
+    const dir = partitionDir(this.#deps.settings.path, address);
+    if (await this.#deps.disk.stat(`${dir}/${superblockFileName}`) === null) {
+      try {
+        return { kind: "open", partition: await this.create(address, options) };
+      } catch (error) {
+        const reason = error instanceof Error ? error.message : String(error);
+        this.#deps.logger.error("partition refused", {
+          ...names,
+          partition: address.partitionId,
+          dir,
+          reason,
+        });
+        return { kind: "refused", reason, error };
+      }
+    }
+    return await this.open(address, options, names);
   }
 
   /** How a partition of a topic with these options writes its log. */

@@ -39,6 +39,8 @@ export class MemoryMetadataStore implements MetadataStore {
     return this.#doc;
   }
 
+  onRemoteChange(_listener: (doc: Readonly<Metadata>) => void): void {}
+
   async commit<T>(change: (doc: Metadata) => T): Promise<T> {
     if (this.held !== null) await this.held;
     const failure = this.failNextCommit;
