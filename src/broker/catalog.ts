@@ -16,6 +16,7 @@ import type { MetadataStore } from "./metadata_store.ts";
 import { checkName, checkTopicName } from "./names.ts";
 import type { PartitionOpener, PartitionSlot } from "./partition_opener.ts";
 import { sweepOrphanDirectories } from "./orphan_directories.ts";
+import { planFollow } from "./metadata_follow.ts";
 import { runEach, throwFailures } from "./run_each.ts";
 import type { HostedTopic } from "./hosted_topic.ts";
 import { partitionsPerTopicMax, type TopicDefaults, type TopicOptions } from "./topic_options.ts";
@@ -303,43 +304,23 @@ export class Catalog {
 
   async #syncWithStore(): Promise<void> {
     using _lock = await this.#adminLock.acquire();
-    const doc = this.#store.doc;
-    const named = new Set<string>();
-    for (const stream of doc.streams) {
-      for (const meta of stream.topics) {
-        named.add(topicKey(stream.name, meta.name));
-        const open = this.#topics.get(topicKey(stream.name, meta.name));
-        if (open !== undefined && open.meta.id === meta.id) {
-          this.#applyOptions(open, meta);
-          continue;
+    const plan = planFollow(this.#store.doc, [...this.#topics.values()], await this.#streamIdsOnDisk());
+    // Removals first: a topic created again under its old name must not find the old one open.
+    for (const topic of plan.remove) {
+      await this.#closeTopic(topic.streamName, topic.meta.name);
+      await this.#deps.disk.removeTree(this.#deps.partitions.topicDir(topic.streamId, topic.meta.id));
+    }
+    for (const { stream, meta } of plan.open) await this.#openTopic(stream, meta, "create missing");
+    for (const { topic, meta } of plan.changeOptions) {
+      topic.meta = { ...topic.meta, options: meta.options };
+      for (const slot of topic.slots) {
+        if (slot.kind === "open") {
+          slot.partition.log.updateConfig(this.#deps.partitions.logConfig(meta.options));
         }
-        // Deleted and created again under the same name elsewhere: the old one goes first.
-        if (open !== undefined) await this.#removeTopic(open);
-        await this.#openTopic(stream, meta, "create missing");
       }
     }
-    for (const [key, topic] of [...this.#topics]) {
-      if (!named.has(key)) await this.#removeTopic(topic);
-    }
-    for (const dirStream of await this.#streamIdsOnDisk()) {
-      if (!doc.streams.some((s) => s.id === dirStream)) {
-        await this.#deps.disk.removeTree(this.#deps.partitions.streamDir(dirStream));
-      }
-    }
-  }
-
-  async #removeTopic(topic: TopicEntry): Promise<void> {
-    await this.#closeTopic(topic.streamName, topic.meta.name);
-    await this.#deps.disk.removeTree(this.#deps.partitions.topicDir(topic.streamId, topic.meta.id));
-  }
-
-  #applyOptions(topic: TopicEntry, meta: TopicMeta): void {
-    if (JSON.stringify(topic.meta.options) === JSON.stringify(meta.options)) return;
-    topic.meta = { ...topic.meta, options: meta.options };
-    for (const slot of topic.slots) {
-      if (slot.kind === "open") {
-        slot.partition.log.updateConfig(this.#deps.partitions.logConfig(meta.options));
-      }
+    for (const id of plan.removeStreamIds) {
+      await this.#deps.disk.removeTree(this.#deps.partitions.streamDir(id));
     }
   }
 
