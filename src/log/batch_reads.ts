@@ -23,13 +23,15 @@ const localWindowBytesMax = 1024 * 1024;
  * Whole batches from the one that holds `offset` on, across a snapshot of the chain (local and
  * remote segments alike), as long as they fit `maxBytes`, but always the first: a batch larger
  * than the budget still goes (as Kafka's KIP-74 says), so a consumer always makes progress. The
- * caller checks that `offset` is within the log; only visible (acknowledged) bytes are read.
+ * caller checks that `offset` is within the log; only visible (acknowledged) bytes are read, and
+ * only batches that end below `endOffset` (a replicated log's high watermark).
  */
 export async function readBatchesFrom(
   context: ReadContext,
   chain: readonly Segment[],
   offset: number,
   maxBytes: number,
+  endOffset = Infinity,
 ): Promise<BatchReadResult> {
   assert(maxBytes >= 1, "a batch read needs a byte budget");
   const segments = [...chain];
@@ -43,6 +45,12 @@ export async function readBatchesFrom(
   const visit: BatchVisitor = (batch, header) => {
     const lastOffset = header.baseOffset + header.lastOffsetDelta;
     if (lastOffset < nextOffset) return true;
+    // At the high watermark: what lies above is not held by every in-sync replica yet (a
+    // replicated watermark lies between batches; a batch that reaches past it waits whole).
+    if (lastOffset >= endOffset) {
+      full = true;
+      return false;
+    }
     if (batches.length > 0 && sizeBytes + batch.length > maxBytes) {
       full = true;
       return false;

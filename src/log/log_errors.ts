@@ -40,3 +40,8 @@ export class RemoteReadUnavailableError extends Error {
     );
   }
 }
+
+/** A follower was handed batches that do not continue its log: the leader and it disagree. */
+export class ReplicaAppendError extends Error {
+  override name = "ReplicaAppendError";
+}

@@ -13,31 +13,18 @@ import { RemoteWalk } from "./remote_walk.ts";
 import type { Segment } from "./segment.ts";
 import { type AppendInput, type AppendResult, type LogStats, SegmentChain } from "./segment_chain.ts";
 import { checkProducedBatches, noProduceLimits, type ProduceChecks } from "./produced_batches.ts";
-import { deleteFront, purgeSegments } from "./segment_deletion.ts";
-import { evictSegments, hashLog } from "./segment_eviction.ts";
+import { hashLog } from "./segment_eviction.ts";
 import { type ReadContext, type ReadResult, readRetrying, readSegments } from "./segment_reads.ts";
 import { offsetForTimestamp } from "./timestamp_lookup.ts";
 import { AppendWaiters } from "./append_waiters.ts";
 import { type BatchReadResult, readBatchesFrom } from "./batch_reads.ts";
 import type { RetentionDecision } from "./total_retention.ts";
-import { type Deferred, WriteQueue } from "./write_queue.ts";
+import { WriteQueue } from "./write_queue.ts";
+import { applyWriteOp, type WriteContext, type WriteOp } from "./write_ops.ts";
+import { ReplicaAppendError } from "./log_errors.ts";
 
 /** Bound on `onActivity` listeners of one log (the shard's tick and its tier service use one each). */
 const activityListenersMax = 4;
-
-type WriteOp =
-  | { kind: "append"; input: AppendInput; done: Deferred<AppendResult> }
-  | { kind: "roll"; done: Deferred<void> }
-  | { kind: "sync"; done: Deferred<void> }
-  | { kind: "retention"; decide: RetentionDecision; done: Deferred<number> }
-  | { kind: "purge"; commit: () => Promise<void>; done: Deferred<void> }
-  | {
-    kind: "evict";
-    victims: Map<number, number>;
-    floor: number;
-    identity: MarkerIdentity;
-    done: Deferred<number>;
-  };
 
 /**
  * A partition's segmented log. Every change goes through one writer loop (`WriteQueue`): appends,
@@ -54,9 +41,16 @@ export class PartitionLog {
   #config: LogConfig;
   readonly #chain: SegmentChain;
   readonly #queue: WriteQueue<WriteOp>;
+  readonly #writeContext: WriteContext;
   readonly #reads: ReadContext;
   readonly #activityListeners = new Map<string, () => void>();
   readonly #appendWaiters: AppendWaiters;
+  /** Waiters on the log's end (replica fetches), where `#appendWaiters` wait on the high watermark. */
+  readonly #logEndWaiters: AppendWaiters;
+  /** Replicated: the offset below which every in-sync replica holds the log; null: a single node. */
+  #highWatermark: number | null = null;
+  /** A follower's segments roll where the leader's did, never by its own size or age. */
+  #following = false;
 
   constructor(disk: Disk, dir: string, clock: Clock, config: LogConfig, segments: Segment[], label: string) {
     this.#disk = disk;
@@ -65,19 +59,28 @@ export class PartitionLog {
     this.#config = config;
     this.#chain = new SegmentChain(disk, dir, clock, segments);
     this.#appendWaiters = new AppendWaiters(clock);
+    this.#logEndWaiters = new AppendWaiters(clock);
     this.label = label;
     this.#queue = new WriteQueue<WriteOp>(label, () => this.#config.writeQueueMax, {
-      apply: (op) => this.#apply(op),
+      apply: (op) => applyWriteOp(this.#writeContext, op),
       flush: () => this.#chain.flushPending(),
       syncDue: () => this.#config.fsync === "always" && this.#chain.dirty,
       sync: () => this.#chain.syncActive(),
       publish: () => {
         this.#chain.publishVisible();
-        this.#appendWaiters.published(this.#chain.visibleNextOffset());
+        this.#logEndWaiters.published(this.#chain.visibleNextOffset());
+        this.#appendWaiters.published(this.highWatermark);
         this.#noteActivity();
       },
     });
     this.#reads = { disk, label, remote: new RemoteWalk(label) };
+    this.#writeContext = {
+      disk,
+      dir,
+      chain: this.#chain,
+      config: () => this.#config,
+      fail: (error) => this.#queue.fail(error),
+    };
   }
 
   /** Creates the files of an empty active segment at `startOffset` and makes them durable. */
@@ -131,17 +134,63 @@ export class PartitionLog {
     return this.#chain.segments[0]!.startOffset;
   }
 
-  /** Resolves once an append makes the log's end pass `afterOffset`, or after `timeoutMs` (bounded). */
-  waitForAppend(afterOffset: number, timeoutMs: number): Promise<void> {
-    return this.#appendWaiters.wait(afterOffset, timeoutMs, () => this.nextOffset);
+  /**
+   * The end of what consumers may read: the high watermark when replicated (every in-sync replica
+   * holds what is below it), else the log's end.
+   */
+  get highWatermark(): number {
+    const end = this.nextOffset;
+    return this.#highWatermark === null ? end : Math.min(this.#highWatermark, end);
   }
 
-  /** Whole batches from the one holding `offset` (within the log) for about `maxBytes`, at least one. */
-  readBatches(offset: number, maxBytes: number): Promise<BatchReadResult> {
+  /**
+   * Replication's view of this log: the epoch its batches are stamped with while it leads (-1: not
+   * stamped), whether it follows (rolls only where the leader's segments start), and the high
+   * watermark (null: a single node, everything acknowledged is readable). The watermark never
+   * goes back but by a truncation.
+   */
+  setReplication(
+    replication: { leaderEpoch: number; following: boolean; highWatermark: number | null },
+  ): void {
+    this.#chain.leaderEpoch = replication.leaderEpoch;
+    this.#following = replication.following;
+    this.setHighWatermark(replication.highWatermark);
+  }
+
+  /** Moves the high watermark (null: none); consumers waiting below it wake. */
+  setHighWatermark(highWatermark: number | null): void {
+    assert(
+      highWatermark === null || (Number.isSafeInteger(highWatermark) && highWatermark >= 0),
+      `Cannot set the high watermark of ${this.label} to ${highWatermark}`,
+    );
+    this.#highWatermark = highWatermark;
+    this.#appendWaiters.published(this.highWatermark);
+  }
+
+  /** Resolves once the readable end (`highWatermark`) passes `afterOffset`, or after `timeoutMs`. */
+  waitForAppend(afterOffset: number, timeoutMs: number): Promise<void> {
+    return this.#appendWaiters.wait(afterOffset, timeoutMs, () => this.highWatermark);
+  }
+
+  /** Resolves once the log's own end passes `afterOffset`, or after `timeoutMs`: a replica fetch's wait. */
+  waitForLogEnd(afterOffset: number, timeoutMs: number): Promise<void> {
+    return this.#logEndWaiters.wait(afterOffset, timeoutMs, () => this.nextOffset);
+  }
+
+  /**
+   * Whole batches from the one holding `offset` (within the log) for about `maxBytes`, at least
+   * one, below `endOffset` (the high watermark unless a replica reads up to the log's end).
+   */
+  readBatches(offset: number, maxBytes: number, endOffset = this.highWatermark): Promise<BatchReadResult> {
     return readRetrying(
-      () => readBatchesFrom(this.#reads, this.#chain.segments, offset, maxBytes),
+      () => readBatchesFrom(this.#reads, this.#chain.segments, offset, maxBytes, endOffset),
       (watermark) => this.enforceRetention((s) => s.location === "remote" && s.endOffset < watermark),
     );
+  }
+
+  /** Start offsets of the segments that start in [`fromOffset`, `toOffset`): a follower rolls there. */
+  segmentStartsIn(fromOffset: number, toOffset: number): number[] {
+    return this.#chain.segments.map((s) => s.startOffset).filter((o) => o >= fromOffset && o < toOffset);
   }
 
   /**
@@ -207,6 +256,31 @@ export class PartitionLog {
   }
 
   /**
+   * A follower's append of its leader's batches, byte for byte (`SegmentChain`'s "replicated"
+   * append), rolling where `segmentStarts` says the leader's segments start. The batches are
+   * checked as a produce's are, and must continue this log exactly: otherwise nothing is appended
+   * and the call throws `ReplicaAppendError`.
+   */
+  async appendReplicated(
+    records: Uint8Array,
+    segmentStarts: ReadonlySet<number>,
+    checks: ProduceChecks = noProduceLimits,
+  ): Promise<AppendResult> {
+    const batches = await checkProducedBatches(records, checks);
+    let expected = this.#chain.pendingNextOffset;
+    for (const { header } of batches) {
+      if (header.baseOffset !== expected) {
+        throw new ReplicaAppendError(
+          `Cannot append the leader's batches to ${this.label}: a batch starts at ${header.baseOffset}, not ${expected}`,
+        );
+      }
+      expected = header.baseOffset + header.lastOffsetDelta + 1;
+    }
+    const input: AppendInput = { kind: "replicated", batches, segmentStarts };
+    return await this.#queue.enqueue<AppendResult>((done) => ({ kind: "append", input, done }));
+  }
+
+  /**
    * Called from the shard's tick: rolls an aged active segment and runs the interval fsync. Returns
    * when (clock ms) it next has something to do if nothing is written meanwhile; `Infinity` when only
    * a write can give it work. A write, roll or sync calls the activity listeners, so the shard calls
@@ -218,6 +292,7 @@ export class PartitionLog {
   }
 
   #rollDueMs(nowMs: number): number {
+    if (this.#following) return Infinity;
     const active = this.#chain.active;
     const maxAgeMs = this.#config.segmentMaxAgeMs;
     if (maxAgeMs === null || active.firstTimestampUs === null || this.#queue.has("roll")) return Infinity;
@@ -272,11 +347,20 @@ export class PartitionLog {
   }
 
   /** Messages from `offset` on (clamped to the first retained offset), across segments. */
-  read(offset: number, count: number, maxBytes: number): Promise<ReadResult> {
-    return readRetrying(
+  async read(offset: number, count: number, maxBytes: number): Promise<ReadResult> {
+    const endOffset = this.highWatermark;
+    const result = await readRetrying(
       () => readSegments(this.#reads, this.#chain.segments, offset, count, maxBytes),
       (watermark) => this.enforceRetention((s) => s.location === "remote" && s.endOffset < watermark),
     );
+    const above = result.messages.findIndex((m) => m.offset >= endOffset);
+    if (above < 0) return result;
+    // Above the high watermark: not yet held by every in-sync replica, so not served.
+    return {
+      ...result,
+      messages: result.messages.slice(0, above),
+      nextOffset: result.messages[above]!.offset,
+    };
   }
 
   /** The offset of the first message stamped at or after `timestampUs`; past every one, the next offset. */
@@ -303,46 +387,8 @@ export class PartitionLog {
   close(): Promise<void> {
     if (this.#queue.closed) return Promise.resolve();
     this.#appendWaiters.wakeAll();
+    this.#logEndWaiters.wakeAll();
     const writing = this.#queue.close();
     return this.#chain.close(writing, () => this.#queue.failure !== null);
-  }
-
-  /** Runs one operation in the writer loop; returns its acknowledgement. */
-  async #apply(op: WriteOp): Promise<() => void> {
-    if (op.kind !== "append") await this.#chain.flushPending();
-    switch (op.kind) {
-      case "append": {
-        const result = await this.#chain.append(op.input, this.#config);
-        return () => op.done.resolve(result);
-      }
-      case "roll": {
-        if (!this.#chain.active.isEmpty) await this.#chain.roll();
-        return () => op.done.resolve();
-      }
-      case "sync": {
-        this.#chain.startBackgroundSync((error) => this.#queue.fail(error));
-        return () => op.done.resolve();
-      }
-      case "retention": {
-        const deleted = await deleteFront(this.#disk, this.#dir, this.#chain, op.decide);
-        return () => op.done.resolve(deleted);
-      }
-      case "evict": {
-        const evicted = await evictSegments(
-          this.#disk,
-          this.#dir,
-          this.#chain.segments,
-          op.victims,
-          op.floor,
-          op.identity,
-        );
-        return () => op.done.resolve(evicted);
-      }
-      case "purge": {
-        await purgeSegments(this.#disk, this.#dir, this.#chain);
-        await op.commit();
-        return () => op.done.resolve();
-      }
-    }
   }
 }

@@ -137,6 +137,17 @@ export function computeBatchCrc(batch: Uint8Array): number {
 }
 
 /** Writes `baseOffset` into the batch (outside the CRC, so the CRC stands). */
+/** Stamps the epoch of the leader that appended the batch (outside the CRC, like the base offset). */
+export function setLeaderEpoch(batch: Uint8Array, leaderEpoch: number): void {
+  if (!Number.isInteger(leaderEpoch) || leaderEpoch < 0 || leaderEpoch > 0x7fffffff) {
+    throw new RangeError(`Cannot set leader epoch ${leaderEpoch}: not an epoch`);
+  }
+  new DataView(batch.buffer, batch.byteOffset, recordBatchHeaderBytes).setInt32(
+    batchField.partitionLeaderEpoch,
+    leaderEpoch,
+  );
+}
+
 export function setBaseOffset(batch: Uint8Array, baseOffset: number): void {
   if (!Number.isSafeInteger(baseOffset) || baseOffset < 0) {
     throw new RangeError(`Cannot set base offset ${baseOffset}: not an offset`);

@@ -3,7 +3,7 @@ import type { BufferPool } from "../runtime/buffer_pool.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Disk } from "../runtime/disk.ts";
 import { type MessageInput, prepareBatch, writeBatchInto } from "./batch_codec.ts";
-import { type RecordBatchHeader, setBaseOffset, stampLogAppendTime } from "./record_batch.ts";
+import { type RecordBatchHeader, setBaseOffset, setLeaderEpoch, stampLogAppendTime } from "./record_batch.ts";
 import { writeIndexFile } from "./index_file.ts";
 import type { LogConfig } from "./log_config.ts";
 import { localBytesOf } from "./local_retention.ts";
@@ -24,6 +24,16 @@ export type AppendInput =
     batches: readonly { bytes: Uint8Array; header: RecordBatchHeader }[];
     /** The topic's `timestamp_type` is `log_append_time`: the server stamps each batch. */
     stampAppendTime: boolean;
+  }
+  | {
+    kind: "replicated";
+    /**
+     * A leader's batches, validated, kept byte for byte (base offsets, epochs, timestamps): each
+     * must start at the log's next offset.
+     */
+    batches: readonly { bytes: Uint8Array; header: RecordBatchHeader }[];
+    /** Offsets at which the leader's segments start: the log rolls before a batch there. */
+    segmentStarts: ReadonlySet<number>;
   };
 
 export interface AppendResult {
@@ -58,6 +68,11 @@ export class SegmentChain {
   readonly #clock: Clock;
   #segments: Segment[];
   #nextOffset: number;
+  /**
+   * The epoch of this replica's leadership, stamped on every batch it appends as leader; -1 (a
+   * single node) leaves the batches' own.
+   */
+  leaderEpoch = -1;
   /** The last timestamp the server assigned (whole milliseconds, in µs); server stamps never decrease. */
   #lastStampUs: number;
   #sealedCount = 0;
@@ -156,8 +171,9 @@ export class SegmentChain {
       const maxUs = batch.maxTimestampMs * 1000;
       await this.#place(batch.lengthBytes, messages.length, baseUs, maxUs, config, (target) => {
         writeBatchInto(target, this.#nextOffset, batch);
+        if (this.leaderEpoch >= 0) setLeaderEpoch(target, this.leaderEpoch);
       });
-    } else {
+    } else if (input.kind === "batches") {
       for (const { bytes, header } of input.batches) {
         const appendTimeUs = input.stampAppendTime ? this.#stampUs() : null;
         const baseUs = appendTimeUs ?? header.baseTimestampMs * 1000;
@@ -166,10 +182,44 @@ export class SegmentChain {
           target.set(bytes);
           setBaseOffset(target, this.#nextOffset);
           if (appendTimeUs !== null) stampLogAppendTime(target, appendTimeUs / 1000);
+          if (this.leaderEpoch >= 0) setLeaderEpoch(target, this.leaderEpoch);
         });
       }
+    } else {
+      await this.#appendReplicated(input.batches, input.segmentStarts, config);
     }
     return { baseOffset, count: this.#nextOffset - baseOffset };
+  }
+
+  /**
+   * A follower's append: the leader's batches as they are, each at the offset the leader gave it,
+   * with a roll wherever the leader's segments start, so that sealed segments match the leader's
+   * byte for byte. The follower never rolls by size on its own.
+   */
+  async #appendReplicated(
+    batches: readonly { bytes: Uint8Array; header: RecordBatchHeader }[],
+    segmentStarts: ReadonlySet<number>,
+    config: LogConfig,
+  ): Promise<void> {
+    const unbounded = { ...config, segmentSizeBytes: Infinity };
+    for (const { bytes, header } of batches) {
+      assert(
+        header.baseOffset === this.#nextOffset,
+        `a replicated batch starts at the next offset ${this.#nextOffset}, not ${header.baseOffset}`,
+      );
+      if (segmentStarts.has(header.baseOffset) && !this.active.isEmpty) {
+        await this.flushPending();
+        await this.roll();
+      }
+      const baseUs = header.baseTimestampMs * 1000;
+      const maxUs = header.maxTimestampMs * 1000;
+      await this.#place(bytes.length, header.recordCount, baseUs, maxUs, unbounded, (t) => t.set(bytes));
+    }
+  }
+
+  /** The offset the next append starts at, counting writes not yet visible. */
+  get pendingNextOffset(): number {
+    return this.#nextOffset;
   }
 
   /** The next server-assigned timestamp: now in whole milliseconds, never before the last one. */

@@ -1,0 +1,110 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import t, { type Test } from "tap";
+import type { LogConfig } from "../../src/log/log_config.ts";
+import { ReplicaAppendError } from "../../src/log/log_errors.ts";
+import { PartitionLog } from "../../src/log/partition_log.ts";
+import { readRecordBatchHeader } from "../../src/log/record_batch.ts";
+import { initCrc32c } from "../../src/runtime/crc32c.ts";
+import { NodeDisk } from "../../src/runtime/node_disk.ts";
+import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import { tempDir } from "../helpers/temp_dir.ts";
+
+await initCrc32c();
+
+const config: LogConfig = {
+  segmentSizeBytes: 64 * 1024,
+  segmentMaxAgeMs: null,
+  indexIntervalBytes: 4096,
+  fsync: "always",
+  fsyncIntervalMs: 1000,
+  writeQueueMax: 1000,
+};
+
+async function newLog(t: Test, label: string) {
+  const disk = new NodeDisk();
+  const dir = tempDir(t);
+  const log = new PartitionLog(disk, dir, new VirtualClock(), config, [
+    await PartitionLog.createSegment(disk, dir, 0),
+  ], label);
+  t.teardown(() => log.close());
+  return { log, dir };
+}
+
+const concat = (pieces: Uint8Array[]) => new Uint8Array(Buffer.concat(pieces));
+
+/** Copies the leader's log to the follower as replication would: fetches up to the log end, appends them. */
+async function replicate(leader: PartitionLog, follower: PartitionLog, maxBytes: number) {
+  for (let rounds = 0; follower.nextOffset < leader.nextOffset; rounds++) {
+    if (rounds > 10_000) throw new Error("replication made no progress");
+    const from = follower.nextOffset;
+    const read = await leader.readBatches(from, maxBytes, leader.nextOffset);
+    const starts = new Set(leader.segmentStartsIn(from, read.nextOffset));
+    await follower.appendReplicated(concat(read.batches), starts);
+    read.release();
+  }
+}
+
+const message = (i: number) => ({
+  key: `k${i}`,
+  headers: {},
+  payload: new Uint8Array(300 + (i % 7) * 50).fill(i),
+});
+
+t.test("a follower's segments are the leader's, byte for byte, with the leader's epochs", async (t) => {
+  const leader = await newLog(t, "leader");
+  const follower = await newLog(t, "follower");
+  leader.log.setReplication({ leaderEpoch: 3, following: false, highWatermark: 0 });
+  follower.log.setReplication({ leaderEpoch: -1, following: true, highWatermark: 0 });
+  for (let i = 0; i < 600; i++) await leader.log.append([message(i), message(i + 1)]);
+  // Budgets of different sizes cut the leader's log at different places than its segments.
+  await replicate(leader.log, follower.log, 7000);
+  t.equal(follower.log.nextOffset, 1200);
+  const files = (dir: string) => readdirSync(dir).filter((f) => f.endsWith(".log")).sort();
+  t.ok(files(leader.dir).length >= 5, `the leader rolled ${files(leader.dir).length} segments`);
+  t.same(files(follower.dir), files(leader.dir), "the same segment boundaries");
+  for (const name of files(leader.dir)) {
+    t.ok(
+      readFileSync(join(follower.dir, name)).equals(readFileSync(join(leader.dir, name))),
+      `${name} is identical`,
+    );
+  }
+  const read = await follower.log.readBatches(0, 1 << 20, Infinity);
+  t.ok(
+    read.batches.every((b) => readRecordBatchHeader(b).partitionLeaderEpoch === 3),
+    "every batch carries epoch 3",
+  );
+  read.release();
+});
+
+t.test("consumers read only below the high watermark; waiting ones wake when it moves", async (t) => {
+  const { log } = await newLog(t, "leader");
+  log.setReplication({ leaderEpoch: 0, following: false, highWatermark: 0 });
+  await log.append([message(1), message(2), message(3)]);
+  t.equal(log.nextOffset, 3);
+  t.equal(log.highWatermark, 0);
+  t.equal((await log.read(0, 10, 1 << 20)).messages.length, 0, "nothing below the watermark yet");
+  const waiting = log.waitForAppend(0, 10_000);
+  log.setHighWatermark(2);
+  await waiting;
+  t.same((await log.read(0, 10, 1 << 20)).messages.map((m) => m.offset), [0, 1]);
+  const batches = await log.readBatches(0, 1 << 20);
+  t.equal(batches.batches.length, 0, "the one batch ends above the watermark");
+  batches.release();
+  log.setHighWatermark(3);
+  const all = await log.readBatches(0, 1 << 20);
+  t.equal(all.nextOffset, 3);
+  all.release();
+  log.setHighWatermark(null);
+  t.equal(log.highWatermark, 3, "a single node reads to the end");
+});
+
+t.test("batches that do not continue the follower's log are refused and append nothing", async (t) => {
+  const leader = await newLog(t, "leader");
+  const follower = await newLog(t, "follower");
+  for (let i = 0; i < 3; i++) await leader.log.append([message(i)]);
+  const read = await leader.log.readBatches(1, 1 << 20, Infinity);
+  await t.rejects(follower.log.appendReplicated(concat(read.batches), new Set()), ReplicaAppendError);
+  t.equal(follower.log.nextOffset, 0);
+  read.release();
+});
