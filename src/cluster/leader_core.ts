@@ -1,0 +1,154 @@
+import { assert } from "../runtime/assert.ts";
+import type { PartitionState } from "./partition_state.ts";
+
+/** What a leader knows of one follower, from its fetches. */
+export interface FollowerProgress {
+  /** The offset of its last fetch: everything below it is in its log. -1 before its first fetch. */
+  fetchOffset: number;
+  /** When it last fetched from at or past the leader's log end (ms, the leader's clock). */
+  caughtUpAtMs: number;
+}
+
+/** A leader's replication state for one partition. */
+export interface LeaderState {
+  leaderId: number;
+  leaderEpoch: number;
+  /** The partition's state as stored, with the revision an in-sync change compares. */
+  stored: PartitionState;
+  storedModRevision: number;
+  logEndOffset: number;
+  highWatermark: number;
+  followers: ReadonlyMap<number, FollowerProgress>;
+  /** An in-sync change is being written: no other until it is heard back. */
+  isrWriting: boolean;
+}
+
+export type LeaderEvent =
+  | { kind: "fetched"; replicaId: number; fetchOffset: number }
+  | { kind: "appended"; logEndOffset: number }
+  | { kind: "tick" }
+  | { kind: "stored"; state: PartitionState; modRevision: number }
+  | { kind: "isrWriteFailed" };
+
+export type LeaderEffect =
+  | { kind: "setHighWatermark"; highWatermark: number }
+  | { kind: "writeIsr"; isr: number[]; expectedModRevision: number; reason: string };
+
+export interface LeaderSettings {
+  replicaLagMaxMs: number;
+}
+
+/** A leader's state when it starts to lead under `stored`'s epoch, its log at `logEndOffset`. */
+export function startLeading(
+  stored: PartitionState,
+  storedModRevision: number,
+  logEndOffset: number,
+  highWatermark: number,
+  nowMs: number,
+): LeaderState {
+  assert(highWatermark <= logEndOffset, `a high watermark ${highWatermark} past the log end ${logEndOffset}`);
+  const followers = new Map<number, FollowerProgress>();
+  // A new leader gives every follower the lag allowance from now: none has fetched from it yet.
+  for (const id of stored.replicas) {
+    if (id !== stored.leader) followers.set(id, { fetchOffset: -1, caughtUpAtMs: nowMs });
+  }
+  return {
+    leaderId: stored.leader,
+    leaderEpoch: stored.leaderEpoch,
+    stored,
+    storedModRevision,
+    logEndOffset,
+    highWatermark,
+    followers,
+    isrWriting: false,
+  };
+}
+
+/**
+ * The leader's replication decisions for one partition, one event at a time (Kafka's rules):
+ * - the high watermark is the smallest log end over the in-sync set (a follower's log end is the
+ *   offset it last fetched from); it never goes back;
+ * - a follower is caught up when it fetches from at or past the leader's log end; one that has
+ *   not been caught up for `replicaLagMaxMs` leaves the in-sync set;
+ * - a follower outside the set that has caught up to the high watermark rejoins it;
+ * - in-sync changes are written to etcd one at a time, each comparing the stored revision, and
+ *   take effect only once heard back (`stored`); the leader never removes itself.
+ */
+export function leaderStep(
+  state: LeaderState,
+  event: LeaderEvent,
+  nowMs: number,
+  settings: LeaderSettings,
+): { state: LeaderState; effects: LeaderEffect[] } {
+  let next = state;
+  switch (event.kind) {
+    case "fetched": {
+      const progress = state.followers.get(event.replicaId);
+      if (progress === undefined) return { state, effects: [] };
+      const fetchOffset = Math.min(event.fetchOffset, state.logEndOffset);
+      const caughtUpAtMs = event.fetchOffset >= state.logEndOffset ? nowMs : progress.caughtUpAtMs;
+      const followers = new Map(state.followers).set(event.replicaId, { fetchOffset, caughtUpAtMs });
+      next = { ...state, followers };
+      break;
+    }
+    case "appended":
+      next = { ...state, logEndOffset: Math.max(state.logEndOffset, event.logEndOffset) };
+      break;
+    case "stored":
+      if (event.modRevision <= state.storedModRevision) return { state, effects: [] };
+      next = { ...state, stored: event.state, storedModRevision: event.modRevision, isrWriting: false };
+      break;
+    case "isrWriteFailed":
+      next = { ...state, isrWriting: false };
+      break;
+    case "tick":
+      break;
+  }
+  const effects: LeaderEffect[] = [];
+  const highWatermark = Math.max(next.highWatermark, highWatermarkOf(next));
+  if (highWatermark !== next.highWatermark) {
+    next = { ...next, highWatermark };
+    effects.push({ kind: "setHighWatermark", highWatermark });
+  }
+  const change = next.isrWriting ? null : isrChange(next, nowMs, settings);
+  if (change !== null) {
+    next = { ...next, isrWriting: true };
+    effects.push({ kind: "writeIsr", ...change, expectedModRevision: next.storedModRevision });
+  }
+  return { state: next, effects };
+}
+
+/** The smallest log end over the in-sync replicas (the leader's own is its log end). */
+export function highWatermarkOf(state: LeaderState): number {
+  let low = state.logEndOffset;
+  for (const id of state.stored.isr) {
+    if (id === state.leaderId) continue;
+    const progress = state.followers.get(id);
+    low = Math.min(low, progress === undefined ? -1 : progress.fetchOffset);
+  }
+  return Math.max(low, 0);
+}
+
+/** The in-sync set the leader wants now, or null when it is right. */
+function isrChange(state: LeaderState, nowMs: number, settings: LeaderSettings) {
+  const isr = state.stored.isr;
+  const lagging = isr.filter((id) => {
+    if (id === state.leaderId) return false;
+    const progress = state.followers.get(id);
+    return progress === undefined || nowMs - progress.caughtUpAtMs > settings.replicaLagMaxMs;
+  });
+  if (lagging.length > 0) {
+    return {
+      isr: isr.filter((id) => !lagging.includes(id)),
+      reason: `${lagging} not caught up for over ${settings.replicaLagMaxMs} ms`,
+    };
+  }
+  const returning = [...state.followers].filter(([id, p]) =>
+    !isr.includes(id) && p.fetchOffset >= 0 && p.fetchOffset >= state.highWatermark &&
+    nowMs - p.caughtUpAtMs <= settings.replicaLagMaxMs
+  ).map(([id]) => id);
+  if (returning.length > 0) {
+    return { isr: [...isr, ...returning], reason: `${returning} caught up to the high watermark` };
+  }
+  return null;
+}
