@@ -75,3 +75,33 @@ export class RemoteDataError extends Error {
     this.kind = kind;
   }
 }
+
+/** This node does not lead the partition; `leaderId` does (null: none does now). */
+export class NotLeaderError extends Error {
+  override name = "NotLeaderError";
+  readonly leaderId: number | null;
+
+  constructor(message: string, leaderId: number | null) {
+    super(message);
+    this.leaderId = leaderId;
+  }
+}
+
+/**
+ * An acks=all produce found fewer in-sync replicas than `min_insync_replicas`: before its append
+ * (`afterAppend` false: nothing was written) or while it waited (written, but not acknowledged).
+ */
+export class NotEnoughReplicasError extends Error {
+  override name = "NotEnoughReplicasError";
+  readonly afterAppend: boolean;
+
+  constructor(message: string, afterAppend: boolean) {
+    super(message);
+    this.afterAppend = afterAppend;
+  }
+}
+
+/** An acks=all produce was written but its replicas did not acknowledge it within its timeout. */
+export class ReplicationTimeoutError extends Error {
+  override name = "ReplicationTimeoutError";
+}

@@ -21,7 +21,10 @@ import { CacheFullError, FetchTimeoutError } from "../tier/chunk_cache.ts";
 import { ChunkFileShortError } from "../tier/chunk_files.ts";
 import {
   ConsumerLimitError,
+  NotEnoughReplicasError,
+  NotLeaderError,
   RemoteDataError,
+  ReplicationTimeoutError,
   ResourceNotFoundError,
   TieringDisabledError,
   UnavailableError,
@@ -29,6 +32,7 @@ import {
 import type { Catalog, CatalogTopic } from "./catalog.ts";
 import { partitionOfKey } from "./partition_placement.ts";
 import type { ShardSet } from "./shard_set.ts";
+import { type Replication, singleNode } from "./replication.ts";
 
 /** A partition's log statistics with its shard, floors and where its bytes are. */
 export interface PartitionStats extends LogStats {
@@ -47,6 +51,18 @@ export interface PollRequest {
   maxBytes: number;
 }
 
+/** A partition's offsets: its log start, what consumers may read up to, and its log's end. */
+export interface OffsetRange {
+  start: number;
+  /** The high watermark: consumers read below it (a single node: the log's end). */
+  next: number;
+  /** The log's end: above `next` on a leader whose followers have not fetched everything yet. */
+  end: number;
+}
+
+/** How an acks=all produce waits for its replicas, longest. */
+export const replicationWaitMsMax = 60_000;
+
 /** Where a produce's messages went: their partition, the first one's offset, and how many. */
 export interface ProduceResult {
   partition: number;
@@ -62,12 +78,14 @@ export interface ProduceResult {
 export class DataPlane {
   readonly #catalog: Catalog;
   readonly #shards: ShardSet;
+  readonly #replication: Replication;
   /** The last partition a keyless produce went to, per topic. */
   readonly #roundRobin = new WeakMap<CatalogTopic, number>();
 
-  constructor(catalog: Catalog, shards: ShardSet) {
+  constructor(catalog: Catalog, shards: ShardSet, replication: Replication = singleNode) {
     this.#catalog = catalog;
     this.#shards = shards;
+    this.#replication = replication;
   }
 
   /** Appends to `partitionId`, or to the key's partition, or round robin when the first message has no key. */
@@ -79,9 +97,11 @@ export class DataPlane {
   ): Promise<ProduceResult> {
     const topic = this.#catalog.topic(streamName, topicName);
     const id = partitionId ?? this.#choosePartition(topic, messages[0]!.key);
-    const partition = this.#catalog.openPartition(topic, id);
+    const partition = this.#led(this.#catalog.openPartition(topic, id), -1);
     this.#shards.shardOf(partition.address).countRequest();
     const result = await translateDataErrors(() => partition.log.append(messages));
+    // Over HTTP a produce is acknowledged once every in-sync replica holds it.
+    await this.#awaitReplicated(partition, result.baseOffset + result.count, replicationWaitMsMax);
     return { partition: id, baseOffset: result.baseOffset, count: result.count };
   }
 
@@ -94,9 +114,11 @@ export class DataPlane {
     topicName: string,
     partitionId: number,
     records: Uint8Array,
+    acks: 0 | 1 | -1 = 1,
+    timeoutMs = replicationWaitMsMax,
   ): Promise<ProduceResult> {
     const topic = this.#catalog.topic(streamName, topicName);
-    const partition = this.#catalog.openPartition(topic, partitionId);
+    const partition = this.#led(this.#catalog.openPartition(topic, partitionId), acks);
     const shard = this.#shards.shardOf(partition.address);
     shard.countRequest();
     // The batches' checks (CRC32C over every byte, the records' framing) are CPU work: a piece of
@@ -105,13 +127,20 @@ export class DataPlane {
     await shard.pieceGate.turn();
     const checks = { batchBytesMax: topic.meta.options.maxMessageBytes, turn: () => shard.pieceGate.turn() };
     const result = await translateDataErrors(() => partition.log.appendRecordBatches(records, checks));
+    if (acks === -1) {
+      await this.#awaitReplicated(
+        partition,
+        result.baseOffset + result.count,
+        Math.min(timeoutMs, replicationWaitMsMax),
+      );
+    }
     return { partition: partitionId, baseOffset: result.baseOffset, count: result.count };
   }
 
-  /** The first offset a partition holds and the next it will write (Kafka's log start and high watermark). */
-  offsetRange(streamName: string, topicName: string, partitionId: number): { start: number; next: number } {
+  /** A partition's log start, high watermark and log end (Kafka's log start offset and high watermark). */
+  offsetRange(streamName: string, topicName: string, partitionId: number): OffsetRange {
     const log = this.#partition(streamName, topicName, partitionId).log;
-    return { start: log.firstOffset, next: log.nextOffset };
+    return { start: log.firstOffset, next: log.highWatermark, end: log.nextOffset };
   }
 
   /** Whole batches from the one holding `offset`, as stored, for a Kafka fetch (`PartitionLog.readBatches`). */
@@ -226,8 +255,54 @@ export class DataPlane {
     return offset;
   }
 
+  /** The partition, led here: served to producers and consumers. */
   #partition(streamName: string, topicName: string, partitionId: number): Partition {
-    return this.#catalog.openPartition(this.#catalog.topic(streamName, topicName), partitionId);
+    return this.#led(this.#catalog.openPartition(this.#catalog.topic(streamName, topicName), partitionId), 1);
+  }
+
+  /**
+   * The partition if this node leads it, else `NotLeaderError`; for an acks=all produce, also
+   * `NotEnoughReplicasError` when fewer than `min_insync_replicas` are in sync (nothing written).
+   */
+  #led(partition: Partition, acks: 0 | 1 | -1): Partition {
+    const leadership = this.#replication.leadership(partition.address);
+    const label = labelOf(partition.address);
+    if (leadership.kind === "notLeader") {
+      const who = leadership.leaderId === null
+        ? "no node leads it now"
+        : `node ${leadership.leaderId} leads it`;
+      throw new NotLeaderError(`Cannot serve partition ${label} here: ${who}`, leadership.leaderId);
+    }
+    if (acks === -1 && leadership.isrSize < leadership.minInsyncReplicas) {
+      throw new NotEnoughReplicasError(
+        `Cannot produce to ${label} with acks=all: ${leadership.isrSize} in sync, ${leadership.minInsyncReplicas} needed`,
+        false,
+      );
+    }
+    return partition;
+  }
+
+  async #awaitReplicated(partition: Partition, endOffset: number, timeoutMs: number): Promise<void> {
+    const label = labelOf(partition.address);
+    const outcome = await this.#replication.awaitReplicated(partition.address, endOffset, timeoutMs);
+    switch (outcome) {
+      case "replicated":
+        return;
+      case "notLeader":
+        throw new NotLeaderError(
+          `Cannot acknowledge the produce to ${label}: this node stopped leading it`,
+          null,
+        );
+      case "notEnoughReplicas":
+        throw new NotEnoughReplicasError(
+          `Cannot acknowledge the produce to ${label}: the in-sync set shrank below min_insync_replicas`,
+          true,
+        );
+      case "timeout":
+        throw new ReplicationTimeoutError(
+          `Cannot acknowledge the produce to ${label}: its replicas did not hold it within ${timeoutMs} ms`,
+        );
+    }
   }
 
   #choosePartition(topic: CatalogTopic, key: string | Uint8Array | null): number {

@@ -111,13 +111,16 @@ async function readPartition(
     return { response: answer(kafkaErrorCode.unknownTopicOrPartition), read: null };
   }
   const stream = serving.catalog.streamName;
-  let range = { start: -1, next: -1 };
+  let range = { start: -1, next: -1, end: -1 };
   try {
     range = serving.data.offsetRange(stream, topic, p.partition);
-    const { start, next } = range;
-    if (p.fetchOffset < start || p.fetchOffset > next) {
+    const { start, next, end } = range;
+    // Past the high watermark but within the log (a new leader whose followers have not fetched
+    // yet): no records yet, not out of range.
+    if (p.fetchOffset < start || p.fetchOffset > end) {
       return { response: answer(kafkaErrorCode.offsetOutOfRange, start, next), read: null };
     }
+    if (p.fetchOffset > next) return { response: answer(kafkaErrorCode.none, start, next), read: null };
     // Past the response's budget only the first partition with data still gets its first batch.
     if (p.fetchOffset === next || (budgetBytes <= 0 && !first)) {
       return { response: answer(kafkaErrorCode.none, start, next), read: null };

@@ -10,12 +10,16 @@ export const kafkaErrorCode = {
   corruptMessage: 2,
   unknownTopicOrPartition: 3,
   leaderNotAvailable: 5,
+  notLeaderOrFollower: 6,
   requestTimedOut: 7,
   messageTooLarge: 10,
   coordinatorNotAvailable: 15,
   invalidTopicException: 17,
   recordListTooLarge: 18,
+  notEnoughReplicas: 19,
+  notEnoughReplicasAfterAppend: 20,
   invalidRequiredAcks: 21,
+  clusterAuthorizationFailed: 31,
   invalidTimestamp: 32,
   unsupportedSaslMechanism: 33,
   illegalSaslState: 34,
@@ -28,6 +32,8 @@ export const kafkaErrorCode = {
   unsupportedForMessageFormat: 43,
   kafkaStorageError: 56,
   saslAuthenticationFailed: 58,
+  fencedLeaderEpoch: 74,
+  unknownLeaderEpoch: 75,
 } as const;
 
 export type KafkaErrorCode = (typeof kafkaErrorCode)[keyof typeof kafkaErrorCode];

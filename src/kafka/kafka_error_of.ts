@@ -1,4 +1,11 @@
-import { RemoteDataError, ResourceNotFoundError, UnavailableError } from "../broker/broker_errors.ts";
+import {
+  NotEnoughReplicasError,
+  NotLeaderError,
+  RemoteDataError,
+  ReplicationTimeoutError,
+  ResourceNotFoundError,
+  UnavailableError,
+} from "../broker/broker_errors.ts";
 import { RecordBatchError } from "../log/record_batch.ts";
 import type { Logger } from "../runtime/logger.ts";
 import { kafkaErrorCode } from "./kafka_error_code.ts";
@@ -16,6 +23,14 @@ export function kafkaErrorOf(error: unknown, logger: Logger, what: string): numb
     return kafkaErrorCode.corruptMessage;
   }
   if (error instanceof ResourceNotFoundError) return kafkaErrorCode.unknownTopicOrPartition;
+  // Another node leads, or none does now: the client refreshes its metadata and moves on.
+  if (error instanceof NotLeaderError) {
+    return error.leaderId === null ? kafkaErrorCode.leaderNotAvailable : kafkaErrorCode.notLeaderOrFollower;
+  }
+  if (error instanceof NotEnoughReplicasError) {
+    return error.afterAppend ? kafkaErrorCode.notEnoughReplicasAfterAppend : kafkaErrorCode.notEnoughReplicas;
+  }
+  if (error instanceof ReplicationTimeoutError) return kafkaErrorCode.requestTimedOut;
   if (error instanceof UnavailableError) {
     // A full queue sheds the request: a retriable timeout. A refused partition, or an evicted range
     // that cannot be read remotely, is a storage error; the client retries or moves on.

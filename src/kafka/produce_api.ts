@@ -16,8 +16,10 @@ import { apiKey } from "./request_header.ts";
 
 /**
  * Produce 0 to 7 (3 to 7 served): every partition's batches go to its log as sent, the partitions
- * of a request side by side, and the answer waits for all of them (acks 1 and -1, the same on one
- * node: the write is durable as `[system] fsync` says); acks 0 answers nothing. Versions 0 to 2,
+ * of a request side by side, and the answer waits for all of them: with acks 1 until the leader's
+ * write is durable as `[system] fsync` says, with -1 until every in-sync replica holds it (the
+ * high watermark passed it, within the request's timeout; on one node the same as 1); acks 0
+ * answers nothing. A partition another node leads answers NOT_LEADER_OR_FOLLOWER. Versions 0 to 2,
  * an acks value Kafka does not define and a transactional id are answered per partition with
  * UNSUPPORTED_VERSION, INVALID_REQUIRED_ACKS and UNSUPPORTED_FOR_MESSAGE_FORMAT.
  */
@@ -34,7 +36,7 @@ export const produceApi: KafkaApi = {
       partitions: await Promise.all(
         topic.partitions.map((p) =>
           refusal === null
-            ? producePartition(topic.name, p, serving)
+            ? producePartition(topic.name, p, request, serving)
             : Promise.resolve(failed(p.index, refusal))
         ),
       ),
@@ -58,6 +60,7 @@ function requestRefusal(version: number, request: ProduceRequest): number | null
 async function producePartition(
   topic: string,
   data: ProducePartitionData,
+  request: ProduceRequest,
   serving: KafkaServing,
 ): Promise<ProducePartitionResponse> {
   if (!serving.catalog.has(topic)) {
@@ -66,7 +69,9 @@ async function producePartition(
   if (data.records === null) return failed(data.index, kafkaErrorCode.corruptMessage);
   const stream = serving.catalog.streamName;
   try {
-    const result = await serving.data.produceBatches(stream, topic, data.index, data.records);
+    const acks = request.acks as 0 | 1 | -1;
+    const waitMs = Math.max(request.timeoutMs, 0);
+    const result = await serving.data.produceBatches(stream, topic, data.index, data.records, acks, waitMs);
     const { start } = serving.data.offsetRange(stream, topic, data.index);
     return {
       index: data.index,

@@ -3,8 +3,10 @@ import {
   ConsumerLimitError,
   InvalidNameError,
   InvalidTopicOptionError,
+  NotEnoughReplicasError,
   RemoteDataError,
   RemoteSegmentsExistError,
+  ReplicationTimeoutError,
   ResourceNotFoundError,
   TieringDisabledError,
   UnavailableError,
@@ -39,6 +41,17 @@ export function apiErrorOf(error: unknown): ApiError | null {
   if (error instanceof ConsumerLimitError) return conflict("limit_exceeded", error.message, cause);
   if (error instanceof UnavailableError) {
     return unavailable(error.reason, error.message, retryAfterSeconds[error.reason], cause);
+  }
+  if (error instanceof NotEnoughReplicasError) {
+    return unavailable(
+      error.afterAppend ? "not_enough_replicas_after_append" : "not_enough_replicas",
+      error.message,
+      1,
+      cause,
+    );
+  }
+  if (error instanceof ReplicationTimeoutError) {
+    return unavailable("replication_timeout", error.message, 1, cause);
   }
   if (error instanceof RemoteDataError) {
     return new ApiError(502, `remote_data_${error.kind}`, error.message, {}, cause);

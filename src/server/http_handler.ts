@@ -8,6 +8,7 @@ import type { Catalog } from "../broker/catalog.ts";
 import type { DataPlane } from "../broker/data_plane.ts";
 import { matchRoute } from "./api_routes.ts";
 import { apiErrorOf } from "./broker_error_status.ts";
+import { NotLeaderError } from "../broker/broker_errors.ts";
 import { errorResponse, jsonResponse } from "./json_response.ts";
 
 export type FetchHandler = (request: Request) => Promise<Response>;
@@ -25,6 +26,8 @@ export interface HttpHandlerDeps {
   tokens: readonly string[];
   /** The process's piece gate: each request starts, and decodes its body, on a turn of its own. */
   pieceGate: PieceGate;
+  /** In a cluster: the "host:port" of a node's HTTP API, for redirects to a partition's leader. */
+  httpAddressOf?: (nodeId: number) => string | null;
 }
 
 /**
@@ -74,6 +77,7 @@ export function createHttpHandler(deps: HttpHandlerDeps): FetchHandler {
         pieceGate: deps.pieceGate,
       });
     } catch (error) {
+      if (error instanceof NotLeaderError) return notLeaderResponse(error, url, deps.httpAddressOf);
       const refusal = apiErrorOf(error);
       if (refusal !== null) {
         return errorResponse(refusal.status, refusal.code, refusal.message, refusal.headers);
@@ -82,6 +86,23 @@ export function createHttpHandler(deps: HttpHandlerDeps): FetchHandler {
       return errorResponse(500, "internal_error", `Cannot ${request.method} ${url.pathname}: internal error`);
     }
   };
+}
+
+/**
+ * A request for a partition another node leads: a 307 to the same path on the leader's HTTP
+ * address (the method and body go along), or, with no leader known now, a 503 to retry.
+ */
+function notLeaderResponse(
+  error: NotLeaderError,
+  url: URL,
+  httpAddressOf: ((nodeId: number) => string | null) | undefined,
+): Response {
+  const address = error.leaderId === null ? null : httpAddressOf?.(error.leaderId) ?? null;
+  if (address === null) {
+    return errorResponse(503, "not_leader", error.message, { "retry-after": "1" });
+  }
+  const location = `${url.protocol}//${address}${url.pathname}${url.search}`;
+  return errorResponse(307, "not_leader", error.message, { location });
 }
 
 const builtins: Record<string, (deps: HttpHandlerDeps) => Promise<Response>> = {
