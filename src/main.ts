@@ -41,6 +41,16 @@ class DenoNetwork implements Network {
       close: () => closeQuietly(listener),
     });
   }
+
+  async connect(address: ListenAddress, timeoutMs: number): Promise<StreamConnection> {
+    const signal = AbortSignal.timeout(timeoutMs);
+    try {
+      return denoConnection(await Deno.connect({ hostname: address.hostname, port: address.port, signal }));
+    } catch (error) {
+      const reason = signal.aborted ? `no answer within ${timeoutMs} ms` : String(error);
+      throw new Error(`Cannot connect to ${address.hostname}:${address.port}: ${reason}`, { cause: error });
+    }
+  }
 }
 
 function denoConnection(conn: Deno.TcpConn): StreamConnection {

@@ -14,6 +14,11 @@ export class InvalidTopicOptionError extends Error {
   override name = "InvalidTopicOptionError";
 }
 
+/** A topic's replication factor the cluster cannot place: more than its live nodes, or above the most. */
+export class InvalidReplicationFactorError extends InvalidTopicOptionError {
+  override name = "InvalidReplicationFactorError";
+}
+
 /** A stream or topic that exists already. */
 export class AlreadyExistsError extends Error {
   override name = "AlreadyExistsError";

@@ -54,6 +54,11 @@ export interface CatalogDeps {
   host: PartitionHost;
   /** What a create request's options default to. */
   topicDefaults: TopicDefaults;
+  /**
+   * Refuses (throws) a new topic's options this server cannot serve, before anything is created:
+   * in a cluster, tiering and a replication factor beyond the live nodes.
+   */
+  admitTopic?: (options: TopicOptions) => void;
 }
 
 /** Bound on admin operations waiting for the metadata lock; one more is refused as overloaded. */
@@ -197,6 +202,7 @@ export class Catalog {
         options.partitions <= partitionsPerTopicMax,
       `Cannot create topic ${topicName}: ${options.partitions} partitions`,
     );
+    this.#deps.admitTopic?.(options);
     using _lock = await this.#lockAdmin();
     const stream = this.stream(streamName);
     if (stream.topics.some((t) => t.name === topicName)) {

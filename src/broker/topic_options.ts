@@ -23,6 +23,8 @@ export interface TopicOptions {
   timestampType: TimestampType;
   /** The largest record batch a Kafka producer may send (Kafka's `max.message.bytes`). */
   maxMessageBytes: number;
+  /** Replicas of each partition in a cluster; null: `[cluster] replication_factor`. Fixed at creation. */
+  replicationFactor: number | null;
 }
 
 export type TimestampType = "create_time" | "log_append_time";
@@ -62,11 +64,19 @@ export function defaultTopicOptions(defaults: TopicDefaults, partitions: number)
     retentionConsumerBarrier: true,
     timestampType: "create_time",
     maxMessageBytes: maxMessageBytesDefault,
+    replicationFactor: null,
   };
 }
 
 /** The options a topic keeps from its creation on: a change to them is refused. */
-export const fixedAtCreation: readonly (keyof TopicOptions)[] = ["partitions", "segmentSizeBytes"];
+export const fixedAtCreation: readonly (keyof TopicOptions)[] = [
+  "partitions",
+  "segmentSizeBytes",
+  "replicationFactor",
+];
+
+/** The most replicas a partition may have. */
+export const replicationFactorMax = 16;
 
 /** The options whose values are numbers within a range. */
 export type RangedTopicOption =
@@ -77,7 +87,8 @@ export type RangedTopicOption =
   | "retentionMaxBytes"
   | "localRetentionAgeMs"
   | "localRetentionSizeBytes"
-  | "maxMessageBytes";
+  | "maxMessageBytes"
+  | "replicationFactor";
 
 /** A ranged option's kind (an integer count, a size in bytes, a duration in ms) and its bounds. */
 export interface OptionRange {
@@ -96,6 +107,7 @@ export const topicOptionRanges: Readonly<Record<RangedTopicOption, OptionRange>>
   localRetentionAgeMs: { kind: "duration", min: localRetentionAgeMsMin, max: Infinity },
   localRetentionSizeBytes: { kind: "size", min: localRetentionSizeBytesMin, max: Number.MAX_SAFE_INTEGER },
   maxMessageBytes: { kind: "size", min: maxMessageBytesMin, max: maxMessageBytesMax },
+  replicationFactor: { kind: "count", min: 1, max: replicationFactorMax },
 };
 
 /**
@@ -132,5 +144,6 @@ export function withOptionDefaults(stored: TopicOptions): TopicOptions {
     retentionConsumerBarrier: stored.retentionConsumerBarrier ?? true,
     timestampType: stored.timestampType ?? "create_time",
     maxMessageBytes: stored.maxMessageBytes ?? maxMessageBytesDefault,
+    replicationFactor: stored.replicationFactor ?? null,
   };
 }

@@ -1,4 +1,9 @@
-import { AlreadyExistsError, InvalidNameError, InvalidTopicOptionError } from "../broker/broker_errors.ts";
+import {
+  AlreadyExistsError,
+  InvalidNameError,
+  InvalidReplicationFactorError,
+  InvalidTopicOptionError,
+} from "../broker/broker_errors.ts";
 import { defaultTopicOptions, partitionsPerTopicMax } from "../broker/topic_options.ts";
 import type { KafkaApi, KafkaServing } from "./kafka_api.ts";
 import { kafkaErrorCode } from "./kafka_error_code.ts";
@@ -64,11 +69,14 @@ async function createOne(
   serving: KafkaServing,
 ): Promise<{ errorCode: number; message: string | null }> {
   const refuse = (errorCode: number, message: string) => ({ errorCode, message });
-  if (topic.replicationFactor !== -1 && topic.replicationFactor !== 1) {
+  if (serving.cluster === null && topic.replicationFactor !== -1 && topic.replicationFactor !== 1) {
     return refuse(
       kafkaErrorCode.invalidReplicationFactor,
       "one node holds one replica: replication factor 1 or -1",
     );
+  }
+  if (topic.replicationFactor === 0 || topic.replicationFactor < -1) {
+    return refuse(kafkaErrorCode.invalidReplicationFactor, `replication factor ${topic.replicationFactor}`);
   }
   if (topic.assignments > 0) {
     return refuse(kafkaErrorCode.invalidRequest, "manual replica assignments are not served");
@@ -85,10 +93,17 @@ async function createOne(
   }
   try {
     const defaults = serving.catalog.topicDefaults;
-    const options = applyKafkaConfigs(defaultTopicOptions(defaults, partitions), topic.configs, defaults);
+    const replicationFactor = serving.cluster === null || topic.replicationFactor === -1
+      ? null
+      : topic.replicationFactor;
+    const base = { ...defaultTopicOptions(defaults, partitions), replicationFactor };
+    const options = applyKafkaConfigs(base, topic.configs, defaults);
     if (!validateOnly) await serving.catalog.createTopicWith(topic.name, options);
     return { errorCode: kafkaErrorCode.none, message: null };
   } catch (error) {
+    if (error instanceof InvalidReplicationFactorError) {
+      return refuse(kafkaErrorCode.invalidReplicationFactor, error.message);
+    }
     if (error instanceof InvalidConfigError || error instanceof InvalidTopicOptionError) {
       return refuse(kafkaErrorCode.invalidConfig, error.message);
     }

@@ -1,4 +1,7 @@
 import type { DataPlane } from "../broker/data_plane.ts";
+import type { PartitionState } from "../cluster/partition_state.ts";
+import type { ReplicaManager } from "../cluster/replica_manager.ts";
+import type { PartitionAddress } from "../log/partition.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { ApiVersionRange } from "./api_versions.ts";
@@ -22,8 +25,23 @@ export interface KafkaServing {
   users: ReadonlyMap<string, string>;
   /** The APIs served, as ApiVersions answers them. */
   ranges: readonly ApiVersionRange[];
+  /** In a cluster: the other nodes, the partitions' leaders, and replication; null on a single node. */
+  cluster: KafkaClusterServing | null;
   clock: Clock;
   logger: Logger;
+}
+
+/** What the listener of a cluster's node answers from: the cluster's nodes and partition states. */
+export interface KafkaClusterServing {
+  nodeId: number;
+  replicas: ReplicaManager;
+  /** Whether `token` is node `nodeId`'s credential (`[cluster] secret`). */
+  verifyNode(nodeId: number, token: string): boolean;
+  /** The live nodes at their advertised Kafka addresses. */
+  brokers(): MetadataBroker[];
+  /** The controller's node id, or -1 when none holds the seat. */
+  controllerId(): number;
+  partitionState(address: PartitionAddress): PartitionState | null;
 }
 
 /**

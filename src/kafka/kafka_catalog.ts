@@ -1,6 +1,7 @@
 import type { Catalog } from "../broker/catalog.ts";
 import { defaultTopicOptions, type TopicDefaults, type TopicOptions } from "../broker/topic_options.ts";
 import { AlreadyExistsError } from "../broker/broker_errors.ts";
+import type { PartitionAddress } from "../log/partition.ts";
 
 /** A Kafka topic as the listener answers for it: its name and whether each partition is served. */
 export interface KafkaTopicInfo {
@@ -71,6 +72,12 @@ export class KafkaCatalog {
   /** Deletes a topic; throws the catalog's typed errors (ResourceNotFoundError when absent). */
   deleteTopic(name: string): Promise<void> {
     return this.#catalog.deleteTopic(this.streamName, name);
+  }
+
+  /** Where a topic's partition lives (its stream and topic ids), or null when the topic does not exist. */
+  partitionAddress(name: string, partitionId: number): PartitionAddress | null {
+    const topic = this.#catalog.findTopic(this.streamName, name);
+    return topic === null ? null : { streamId: topic.streamId, topicId: topic.meta.id, partitionId };
   }
 
   /** A topic's options, or null when it does not exist. */

@@ -8,7 +8,8 @@ import type { Logger } from "../runtime/logger.ts";
 import type { Registry } from "../runtime/metrics.ts";
 import type { ListenAddress, Network } from "../runtime/network.ts";
 import { apiVersionsApi } from "./api_versions_api.ts";
-import type { KafkaApi, KafkaServing } from "./kafka_api.ts";
+import type { KafkaApi, KafkaClusterServing, KafkaServing } from "./kafka_api.ts";
+import { replicaFetchApi } from "./replica_fetch_api.ts";
 import { KafkaCatalog } from "./kafka_catalog.ts";
 import { KafkaListener } from "./kafka_listener.ts";
 import { KafkaMetrics } from "./kafka_metrics.ts";
@@ -53,7 +54,12 @@ export interface KafkaServiceDeps {
   /** The process's piece gate (`PieceGate.turn`): reads and writes of large frames take turns. */
   turn: () => Promise<void>;
   logger: Logger;
+  /** In a cluster, what the listener answers for the cluster and serves replica fetches from. */
+  cluster?: KafkaClusterServing | null;
 }
+
+/** APIs served to the cluster's own nodes only, never advertised by ApiVersions. */
+const internalApis: readonly KafkaApi[] = [replicaFetchApi];
 
 /**
  * Opens the Kafka listener of `[kafka]`: checks its stream's name, listens, and serves every
@@ -75,16 +81,17 @@ export async function openKafkaListener(deps: KafkaServiceDeps): Promise<KafkaLi
   const serving: KafkaServing = {
     catalog,
     data: deps.data,
-    broker: advertisedBroker(config, socket.address),
+    broker: advertisedBroker(config, socket.address, deps.cluster ?? null),
     autoCreateTopics: config.autoCreateTopics,
     defaultPartitions: config.defaultPartitions,
     users: config.users,
     ranges: servedRanges(kafkaApis),
+    cluster: deps.cluster ?? null,
     clock: deps.clock,
     logger,
   };
   const metrics = new KafkaMetrics(deps.registry);
-  const apis = apisByKey(kafkaApis);
+  const apis = apisByKey(deps.cluster ? [...kafkaApis, ...internalApis] : kafkaApis);
   return new KafkaListener(socket, {
     limits: {
       maxFrameBytes: config.maxFrameBytes,
@@ -100,7 +107,11 @@ export async function openKafkaListener(deps: KafkaServiceDeps): Promise<KafkaLi
   });
 }
 
-function advertisedBroker(config: KafkaConfig, bound: ListenAddress): MetadataBroker {
+function advertisedBroker(
+  config: KafkaConfig,
+  bound: ListenAddress,
+  cluster: KafkaClusterServing | null,
+): MetadataBroker {
   const { hostname, port } = config.advertisedAddress ?? bound;
-  return { nodeId: standaloneNodeId, host: hostname, port, rack: null };
+  return { nodeId: cluster?.nodeId ?? standaloneNodeId, host: hostname, port, rack: null };
 }

@@ -1,6 +1,7 @@
 import { AlreadyExistsError, InvalidNameError, UnavailableError } from "../broker/broker_errors.ts";
 import { topicNamePattern } from "../broker/names.ts";
-import type { KafkaApi, KafkaServing } from "./kafka_api.ts";
+import type { KafkaApi, KafkaClusterServing, KafkaServing } from "./kafka_api.ts";
+import { noLeader } from "../cluster/partition_state.ts";
 import type { KafkaTopicInfo } from "./kafka_catalog.ts";
 import { kafkaErrorCode } from "./kafka_error_code.ts";
 import {
@@ -38,11 +39,11 @@ export const metadataApi: KafkaApi = {
         topics.push(await namedTopic(name, request.allowAutoTopicCreation, serving));
       }
     }
-    const { broker } = serving;
+    const { broker, cluster } = serving;
     const bytes = encodeMetadataResponse(header, {
-      brokers: [broker],
+      brokers: cluster === null ? [broker] : cluster.brokers(),
       clusterId: serving.catalog.clusterId,
-      controllerId: broker.nodeId,
+      controllerId: cluster === null ? broker.nodeId : cluster.controllerId(),
       topics,
     }, metadataResponseBytesMax);
     const errorCount = topics.filter((t) => t.errorCode !== kafkaErrorCode.none).length;
@@ -76,6 +77,7 @@ async function namedTopic(name: string, allowCreate: boolean, serving: KafkaServ
 }
 
 function topicAnswer(info: KafkaTopicInfo, serving: KafkaServing): MetadataTopic {
+  if (serving.cluster !== null) return clusterTopicAnswer(info, serving.cluster, serving);
   const nodeId = serving.broker.nodeId;
   const partitions = info.partitionsOnline.map((online, partitionIndex): MetadataPartition => ({
     errorCode: online ? kafkaErrorCode.none : kafkaErrorCode.leaderNotAvailable,
@@ -86,6 +88,45 @@ function topicAnswer(info: KafkaTopicInfo, serving: KafkaServing): MetadataTopic
     isrNodes: online ? [nodeId] : [],
     offlineReplicas: online ? [] : [nodeId],
   }));
+  return { errorCode: kafkaErrorCode.none, name: info.name, isInternal: false, partitions };
+}
+
+/**
+ * A topic's partitions as the cluster's state has them: each one's leader and epoch, replicas and
+ * in-sync set, replicas on nodes that are not live as offline; a partition with no leader (or no
+ * state yet: its topic was just created) is LEADER_NOT_AVAILABLE.
+ */
+function clusterTopicAnswer(
+  info: KafkaTopicInfo,
+  cluster: KafkaClusterServing,
+  serving: KafkaServing,
+): MetadataTopic {
+  const live = new Set(cluster.brokers().map((b) => b.nodeId));
+  const partitions = info.partitionsOnline.map((_, partitionIndex): MetadataPartition => {
+    const address = serving.catalog.partitionAddress(info.name, partitionIndex);
+    const state = address === null ? null : cluster.partitionState(address);
+    if (state === null) {
+      return {
+        errorCode: kafkaErrorCode.leaderNotAvailable,
+        partitionIndex,
+        leaderId: -1,
+        leaderEpoch: -1,
+        replicaNodes: [],
+        isrNodes: [],
+        offlineReplicas: [],
+      };
+    }
+    const led = state.leader !== noLeader && live.has(state.leader);
+    return {
+      errorCode: led ? kafkaErrorCode.none : kafkaErrorCode.leaderNotAvailable,
+      partitionIndex,
+      leaderId: led ? state.leader : -1,
+      leaderEpoch: state.leaderEpoch,
+      replicaNodes: state.replicas,
+      isrNodes: state.isr,
+      offlineReplicas: state.replicas.filter((id) => !live.has(id)),
+    };
+  });
   return { errorCode: kafkaErrorCode.none, name: info.name, isInternal: false, partitions };
 }
 

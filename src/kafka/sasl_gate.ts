@@ -11,6 +11,7 @@ import {
   readSaslAuthenticate,
 } from "./sasl_apis.ts";
 import { apiKey, type RequestHeader } from "./request_header.ts";
+import { replicaFetchApiKey } from "./replica_fetch_wire.ts";
 
 /**
  * One connection's SASL/PLAIN state (`[kafka] users`): before it has authenticated, only
@@ -37,6 +38,8 @@ export class SaslGate {
   check(api: number): void {
     if (this.#users.size === 0 || this.#user !== null) return;
     if (api === apiKey.apiVersions || api === apiKey.saslHandshake || api === apiKey.saslAuthenticate) return;
+    // A cluster's nodes present their own credentials in each replica fetch.
+    if (api === replicaFetchApiKey) return;
     throw new KafkaProtocolError(
       "unauthenticated",
       `Cannot serve API key ${api}: the connection has not authenticated`,

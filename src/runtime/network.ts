@@ -34,4 +34,6 @@ export interface StreamListener {
 
 export interface Network {
   listen(address: ListenAddress): Promise<StreamListener>;
+  /** Opens a connection to `address`; rejects when it cannot be made within `timeoutMs`. */
+  connect(address: ListenAddress, timeoutMs: number): Promise<StreamConnection>;
 }

@@ -1,4 +1,4 @@
-import { createServer, type Server, type Socket } from "node:net";
+import { connect, createServer, type Server, type Socket } from "node:net";
 import { assert } from "./assert.ts";
 import type { ListenAddress, Network, StreamConnection, StreamListener } from "./network.ts";
 
@@ -20,6 +20,33 @@ export class NodeNetwork implements Network {
       });
     });
     return new NodeListener(server);
+  }
+
+  connect(address: ListenAddress, timeoutMs: number): Promise<StreamConnection> {
+    return new Promise((resolve, reject) => {
+      const socket = connect({ host: address.hostname, port: address.port, noDelay: true });
+      const timer = setTimeout(() => {
+        socket.destroy();
+        reject(
+          new Error(
+            `Cannot connect to ${address.hostname}:${address.port}: no answer within ${timeoutMs} ms`,
+          ),
+        );
+      }, timeoutMs);
+      socket.once("connect", () => {
+        clearTimeout(timer);
+        socket.removeAllListeners("error");
+        resolve(new NodeConnection(socket));
+      });
+      socket.once("error", (error) => {
+        clearTimeout(timer);
+        reject(
+          new Error(`Cannot connect to ${address.hostname}:${address.port}: ${error.message}`, {
+            cause: error,
+          }),
+        );
+      });
+    });
   }
 }
 

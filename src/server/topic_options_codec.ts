@@ -27,6 +27,7 @@ export const topicOptionFields: Readonly<Record<keyof TopicOptions, string>> = {
   retentionConsumerBarrier: "retention_consumer_barrier",
   timestampType: "timestamp_type",
   maxMessageBytes: "max_message_bytes",
+  replicationFactor: "replication_factor",
 };
 
 /** The options by their API names, as answers show them. */
@@ -62,6 +63,9 @@ export function parseTopicOptions(fields: Fields, defaults: TopicDefaults): Topi
       base.retentionConsumerBarrier,
     timestampType: timestampTypeField(fields) ?? base.timestampType,
     maxMessageBytes: sizeField(fields, "maxMessageBytes") ?? base.maxMessageBytes,
+    replicationFactor: fields["replication_factor"] === undefined || fields["replication_factor"] === null
+      ? base.replicationFactor
+      : countField(fields, "replicationFactor", 1),
   };
 }
 

@@ -48,6 +48,7 @@ const options = (overrides: Partial<TopicOptions>): TopicOptions => ({
   retentionConsumerBarrier: true,
   timestampType: "create_time",
   maxMessageBytes: maxMessageBytesDefault,
+  replicationFactor: null,
   ...overrides,
 });
 

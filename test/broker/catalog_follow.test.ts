@@ -31,6 +31,7 @@ const options: TopicOptions = {
   retentionConsumerBarrier: true,
   timestampType: "create_time",
   maxMessageBytes: maxMessageBytesDefault,
+  replicationFactor: null,
 };
 
 class Host implements PartitionHost {

@@ -61,6 +61,7 @@ const twoPartitions: TopicOptions = {
   retentionConsumerBarrier: true,
   timestampType: "create_time",
   maxMessageBytes: maxMessageBytesDefault,
+  replicationFactor: null,
 };
 
 /** A data plane over a catalog and two shards without tiered storage; the pumps are not started. */

@@ -31,6 +31,7 @@ const options: TopicOptions = {
   retentionConsumerBarrier: true,
   timestampType: "create_time",
   maxMessageBytes: maxMessageBytesDefault,
+  replicationFactor: null,
 };
 
 /** Stream 4 "s" with topic 2 "t"; the next stream is 5, the next topic of "s" is 3. */

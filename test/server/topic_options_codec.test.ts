@@ -28,6 +28,7 @@ t.test("a create request's fields by their API names, with units; what it leaves
     retentionConsumerBarrier: true,
     timestampType: "create_time",
     maxMessageBytes: 1024 * 1024 + 12,
+    replicationFactor: null,
   });
   t.same(
     parseTopicOptions({
@@ -42,6 +43,7 @@ t.test("a create request's fields by their API names, with units; what it leaves
       retention_consumer_barrier: false,
       timestamp_type: "log_append_time",
       max_message_bytes: "2 MiB",
+      replication_factor: 3,
     }, defaults),
     {
       partitions: 3,
@@ -55,8 +57,10 @@ t.test("a create request's fields by their API names, with units; what it leaves
       retentionConsumerBarrier: false,
       timestampType: "log_append_time",
       maxMessageBytes: 2 * MiB,
+      replicationFactor: 3,
     },
   );
+  t.throws(() => parseTopicOptions({ replication_factor: 17 }, defaults), /replication_factor must be an integer from 1 to 16/);
   t.end();
 });
 
@@ -166,6 +170,7 @@ t.test("answers show the options by the names requests give them, and read back 
     "retention_consumer_barrier",
     "timestamp_type",
     "max_message_bytes",
+    "replication_factor",
   ]);
   t.same(parseTopicOptions(json, defaults), options, "an answer's options, sent back, are the same options");
   t.end();
