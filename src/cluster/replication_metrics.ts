@@ -30,14 +30,19 @@ export class ReplicationMetrics {
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers,
     });
-    const self = this;
+    const read = {
+      keepAliveAgeMs: () => this.#sinceKeepAliveMs(),
+      leaders: () => this.#leaders(),
+      sources: () => this.#sources,
+      nowMs: () => this.#nowMs,
+    };
     new Gauge({
       name: "strata_cluster_lease_keepalive_age_seconds",
       help:
         "Time since the send time of the last keepalive etcd answered; a leader stops acting past lease_ttl.",
       registers,
       collect() {
-        this.set(self.#sinceKeepAliveMs() / 1000);
+        this.set(read.keepAliveAgeMs() / 1000);
       },
     });
     new Gauge({
@@ -45,7 +50,7 @@ export class ReplicationMetrics {
       help: "Partitions this node leads.",
       registers,
       collect() {
-        this.set(self.#leaders().length);
+        this.set(read.leaders().length);
       },
     });
     new Gauge({
@@ -53,13 +58,13 @@ export class ReplicationMetrics {
       help: "Partitions this node leads whose in-sync set is smaller than their replicas.",
       registers,
       collect() {
-        this.set(self.#leaders().filter((c) => c.stored.isr.length < c.stored.replicas.length).length);
+        this.set(read.leaders().filter((c) => c.stored.isr.length < c.stored.replicas.length).length);
       },
     });
     const gauges = labelledGaugesOf(registry);
     const perLeader = (value: (core: LeaderState) => number) =>
       function* (): Iterable<[string, number]> {
-        for (const s of self.#sources) {
+        for (const s of read.sources()) {
           if (s.role.kind === "leader") yield [labelOf(s.partition.address), value(s.role.core)];
         }
       };
@@ -87,7 +92,7 @@ export class ReplicationMetrics {
       labelName: "partition",
       entries: perLeader((c) => {
         const { caughtUpAtMs } = worstLag(c);
-        return caughtUpAtMs === Infinity ? 0 : Math.max(0, self.#nowMs - caughtUpAtMs) / 1000;
+        return caughtUpAtMs === Infinity ? 0 : Math.max(0, read.nowMs() - caughtUpAtMs) / 1000;
       }),
     });
   }
