@@ -60,7 +60,10 @@ t.test("a create request's fields by their API names, with units; what it leaves
       replicationFactor: 3,
     },
   );
-  t.throws(() => parseTopicOptions({ replication_factor: 17 }, defaults), /replication_factor must be an integer from 1 to 16/);
+  t.throws(
+    () => parseTopicOptions({ replication_factor: 17 }, defaults),
+    /replication_factor must be an integer from 1 to 16/,
+  );
   t.end();
 });
 
