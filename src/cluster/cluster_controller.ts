@@ -1,4 +1,4 @@
-import type { Coordinator } from "../coordinator/coordinator.ts";
+import { type Coordinator, txnOpsMax } from "../coordinator/coordinator.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { ClusterKeys } from "./cluster_keys.ts";
@@ -7,6 +7,8 @@ import {
   type ControllerEvent,
   type ControllerState,
   controllerStep,
+  type CreatePartitions,
+  type DeletePartitions,
   initialControllerState,
   type WritePartition,
 } from "./controller_core.ts";
@@ -20,6 +22,8 @@ export interface ClusterControllerDeps {
   logger: Logger;
   session: NodeSession;
   view: ClusterView;
+  /** `[cluster] replication_factor`. */
+  defaultReplicationFactor: number;
 }
 
 /** Pause before a write that failed (etcd unreachable) is decided again. */
@@ -99,9 +103,11 @@ export class ClusterController {
     const { view, logger, session } = this.#deps;
     this.#epoch = epoch;
     logger.info("controller elected", { node_id: session.record.nodeId, epoch });
-    this.#core = initialControllerState();
+    this.#core = initialControllerState(this.#deps.defaultReplicationFactor);
     this.#feed({ kind: "nodes", live: view.liveNodes() });
     for (const [key, stored] of view.partitions()) this.#feed({ kind: "partition", key, stored });
+    const topics = view.topics();
+    if (topics !== null) this.#feed({ kind: "topics", topics });
   }
 
   #changed(change: ClusterChange): void {
@@ -112,6 +118,7 @@ export class ClusterController {
     }
     if (this.#epoch === null) return;
     if (change.kind === "nodes") this.#feed({ kind: "nodes", live: change.live });
+    else if (change.kind === "topics") this.#feed({ kind: "topics", topics: change.topics });
     else this.#feed({ kind: "partition", key: change.key, stored: change.stored });
   }
 
@@ -123,7 +130,68 @@ export class ClusterController {
   #feed(event: ControllerEvent): void {
     const step = controllerStep(this.#core, event);
     this.#core = step.state;
-    for (const effect of step.effects) this.#write(effect);
+    for (const effect of step.effects) {
+      if (effect.kind === "writePartition") this.#write(effect);
+      else this.#place(effect);
+    }
+  }
+
+  /**
+   * Creates a new topic's partition states (each compared absent) or deletes a dropped topic's,
+   * comparing the seat's epoch, in transactions of at most `txnOpsMax` - 1 operations.
+   */
+  #place(effect: CreatePartitions | DeletePartitions): void {
+    const epoch = this.epoch();
+    if (epoch === null) return;
+    const { coordinator, keys, logger, clock } = this.#deps;
+    const seat = {
+      key: keys.controller,
+      target: "createRevision" as const,
+      result: "equal" as const,
+      value: epoch,
+    };
+    const txns = effect.kind === "deletePartitions"
+      ? [{ compare: [seat], success: [{ kind: "delete" as const, key: effect.topicKey, prefix: true }] }]
+      : chunks(effect.states, txnOpsMax / 2 - 1).map((part) => ({
+        compare: [
+          seat,
+          ...part.map((p) => ({
+            key: `${effect.topicKey}${p.partitionId}`,
+            target: "createRevision" as const,
+            result: "equal" as const,
+            value: 0,
+          })),
+        ],
+        success: part.map((p) => ({
+          kind: "put" as const,
+          key: `${effect.topicKey}${p.partitionId}`,
+          value: encodePartitionState(p.state),
+        })),
+      }));
+    logger.info(
+      effect.kind === "deletePartitions" ? "partition states deleted" : "partition states created",
+      {
+        topic: effect.topicKey,
+        partitions: effect.kind === "createPartitions" ? effect.states.length : undefined,
+      },
+    );
+    Promise.all(txns.map((txn) => coordinator.txn(txn))).then((results) => {
+      // Applied: the view brings the states (or their absence) back and the placement ends then.
+      if (results.every((r) => r.succeeded)) return;
+      clock.schedule(
+        writeRetryMs,
+        () => this.#epoch !== null && this.#feed({ kind: "placementFailed", topicKey: effect.topicKey }),
+      );
+    }, (error) => {
+      logger.warn("Cannot place a topic's partitions; deciding again", {
+        topic: effect.topicKey,
+        error: String(error),
+      });
+      clock.schedule(
+        writeRetryMs,
+        () => this.#epoch !== null && this.#feed({ kind: "placementFailed", topicKey: effect.topicKey }),
+      );
+    });
   }
 
   #write(effect: WritePartition): void {
@@ -163,4 +231,10 @@ export class ClusterController {
       },
     );
   }
+}
+
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let at = 0; at < items.length; at += size) out.push(items.slice(at, at + size));
+  return out;
 }

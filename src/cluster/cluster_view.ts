@@ -4,7 +4,8 @@ import type { PartitionAddress } from "../log/partition.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { ClusterKeys } from "./cluster_keys.ts";
-import type { StoredPartition } from "./controller_core.ts";
+import type { StoredPartition, TopicPlacement } from "./controller_core.ts";
+import type { Metadata } from "../broker/metadata.ts";
 import type { NodeRecord } from "./node_session.ts";
 import { decodePartitionState } from "./partition_state.ts";
 
@@ -12,7 +13,8 @@ import { decodePartitionState } from "./partition_state.ts";
 export type ClusterChange =
   | { kind: "nodes"; live: readonly number[] }
   | { kind: "partition"; key: string; address: PartitionAddress; stored: StoredPartition | null }
-  | { kind: "controller"; nodeId: number | null; epoch: number };
+  | { kind: "controller"; nodeId: number | null; epoch: number }
+  | { kind: "topics"; topics: readonly TopicPlacement[] };
 
 /** Pause before the view reads everything again after its watch ended. */
 const reloadRetryMs = 200;
@@ -31,6 +33,7 @@ export class ClusterView {
   readonly #nodes = new Map<number, NodeRecord>();
   readonly #partitions = new Map<string, StoredPartition>();
   #controller: { nodeId: number; epoch: number } | null = null;
+  #topics: TopicPlacement[] | null = null;
   #watch: Watch | null = null;
   #closed = false;
   readonly #listeners: Array<(change: ClusterChange) => void> = [];
@@ -64,6 +67,11 @@ export class ClusterView {
 
   controller(): { nodeId: number; epoch: number } | null {
     return this.#controller;
+  }
+
+  /** The topics the metadata names, as the controller places them; null before the metadata exists. */
+  topics(): readonly TopicPlacement[] | null {
+    return this.#topics;
   }
 
   onChange(listener: (change: ClusterChange) => void): void {
@@ -112,6 +120,10 @@ export class ClusterView {
       else this.#setController(Number(event.kv.value), event.kv.createRevision);
       return false;
     }
+    if (key === this.#keys.metadata) {
+      if (event.kind === "put") this.#setTopics(event.kv.value);
+      return false;
+    }
     const address = this.#keys.addressOf(key);
     if (address === null) return false;
     const stored = event.kind === "delete" ? null : this.#storedOf(event.kv);
@@ -142,6 +154,24 @@ export class ClusterView {
       this.#logger.error("Cannot read a partition's state", { key: kv.key, error: String(error) });
       return null;
     }
+  }
+
+  #setTopics(value: string): void {
+    try {
+      const doc = JSON.parse(value) as Metadata;
+      this.#topics = doc.streams.flatMap((stream) =>
+        stream.topics.map((topic) => ({
+          keyPrefix: this.#keys.topicPartitions(stream.id, topic.id),
+          topicId: topic.id,
+          partitions: topic.options.partitions,
+          replicationFactor: topic.options.replicationFactor ?? null,
+        }))
+      );
+    } catch (error) {
+      this.#logger.error("Cannot read the cluster's metadata", { error: String(error) });
+      return;
+    }
+    this.#emit({ kind: "topics", topics: this.#topics });
   }
 
   #setController(nodeId: number | null, epoch: number): void {

@@ -1,4 +1,16 @@
 import { checkPartitionState, noLeader, type PartitionState } from "./partition_state.ts";
+import { assignReplicas } from "./replica_assignment.ts";
+
+/**
+ * A topic as the controller places it: the prefix of its partitions' keys (the partition id
+ * follows it), its id, partitions and replication factor (null: the default).
+ */
+export interface TopicPlacement {
+  keyPrefix: string;
+  topicId: number;
+  partitions: number;
+  replicationFactor: number | null;
+}
 
 /** A partition's state as last read from etcd, with the revision that wrote it. */
 export interface StoredPartition {
@@ -12,6 +24,12 @@ export interface ControllerState {
   partitions: ReadonlyMap<string, StoredPartition>;
   /** Keys written and not yet heard back, with the revision each write compares. */
   writing: ReadonlyMap<string, number>;
+  /** The topics the metadata names, by key prefix; null until the metadata is first heard. */
+  topics: ReadonlyMap<string, TopicPlacement> | null;
+  /** Topics whose partition states are being created or deleted. */
+  placing: ReadonlySet<string>;
+  /** `[cluster] replication_factor`: a topic's replicas when it names none (at most the live nodes). */
+  defaultReplicationFactor: number;
 }
 
 export type ControllerEvent =
@@ -20,7 +38,11 @@ export type ControllerEvent =
   /** A partition's key changed (null: deleted, with its topic). */
   | { kind: "partition"; key: string; stored: StoredPartition | null }
   /** A write did not apply (its compare failed, or it failed): the watch brings the truth. */
-  | { kind: "writeFailed"; key: string };
+  | { kind: "writeFailed"; key: string }
+  /** The metadata's topics now. */
+  | { kind: "topics"; topics: readonly TopicPlacement[] }
+  /** A topic's states were not created or deleted: decided again at the next event. */
+  | { kind: "placementFailed"; topicKey: string };
 
 /** Write `state` at `key` if the key is still at `expectedModRevision`. */
 export interface WritePartition {
@@ -31,13 +53,40 @@ export interface WritePartition {
   reason: string;
 }
 
-export interface ControllerStep {
-  state: ControllerState;
-  effects: WritePartition[];
+/** Create every partition state of a new topic (each key, `topicKey` and its id, compared absent). */
+export interface CreatePartitions {
+  kind: "createPartitions";
+  topicKey: string;
+  states: Array<{ partitionId: number; state: PartitionState }>;
 }
 
-export function initialControllerState(): ControllerState {
-  return { liveNodes: new Set(), partitions: new Map(), writing: new Map() };
+/** Delete every partition state of a topic the metadata no longer names. */
+export interface DeletePartitions {
+  kind: "deletePartitions";
+  topicKey: string;
+}
+
+export type ControllerEffect = WritePartition | CreatePartitions | DeletePartitions;
+
+export interface ControllerStep {
+  state: ControllerState;
+  effects: ControllerEffect[];
+}
+
+export function initialControllerState(defaultReplicationFactor = 3): ControllerState {
+  return {
+    liveNodes: new Set(),
+    partitions: new Map(),
+    writing: new Map(),
+    topics: null,
+    placing: new Set(),
+    defaultReplicationFactor,
+  };
+}
+
+/** The prefix of a partition key that names its topic: everything up to the partition id. */
+export function topicKeyOf(partitionKey: string): string {
+  return partitionKey.slice(0, partitionKey.lastIndexOf("/") + 1);
 }
 
 /**
@@ -48,8 +97,9 @@ export function initialControllerState(): ControllerState {
  * One write per partition is in flight at a time; each compares the revision it was decided on.
  */
 export function controllerStep(state: ControllerState, event: ControllerEvent): ControllerStep {
+  if (event.kind === "topics" || event.kind === "placementFailed") return placementStep(state, event);
   const next: ControllerState = {
-    liveNodes: state.liveNodes,
+    ...state,
     partitions: new Map(state.partitions),
     writing: new Map(state.writing),
   };
@@ -75,7 +125,7 @@ export function controllerStep(state: ControllerState, event: ControllerEvent): 
       keys = [event.key];
       break;
   }
-  const effects: WritePartition[] = [];
+  const effects: ControllerEffect[] = [];
   for (const key of keys) {
     const stored = partitions.get(key);
     if (stored === undefined || writing.has(key)) continue;
@@ -90,7 +140,51 @@ export function controllerStep(state: ControllerState, event: ControllerEvent): 
       reason: decided.reason,
     });
   }
-  return { state: next, effects };
+  // New live nodes may let a topic waiting for replicas be placed; heard states end a placement.
+  const placed = placementStep(next, { kind: "placementFailed", topicKey: "" });
+  return { state: placed.state, effects: [...effects, ...placed.effects] };
+}
+
+/**
+ * Topics the metadata names without partition states get them (replicas over the live nodes,
+ * `assignReplicas`, starting at the topic id to spread leaders); partition states of topics it
+ * no longer names are deleted. One placement per topic in flight; a placement ends once the
+ * states it wrote (or their absence) are heard.
+ */
+function placementStep(
+  state: ControllerState,
+  event: Extract<ControllerEvent, { kind: "topics" | "placementFailed" }>,
+): ControllerStep {
+  const topics = event.kind === "topics" ? new Map(event.topics.map((t) => [t.keyPrefix, t])) : state.topics;
+  if (topics === null) return { state, effects: [] };
+  const placing = new Set(state.placing);
+  if (event.kind === "placementFailed") placing.delete(event.topicKey);
+  const statesOf = new Map<string, number>();
+  for (const key of state.partitions.keys()) {
+    const topicKey = topicKeyOf(key);
+    statesOf.set(topicKey, (statesOf.get(topicKey) ?? 0) + 1);
+  }
+  const effects: ControllerEffect[] = [];
+  for (const [topicKey, topic] of topics) {
+    const stored = statesOf.get(topicKey) ?? 0;
+    if (stored >= topic.partitions) placing.delete(topicKey);
+    if (stored > 0 || placing.has(topicKey) || state.liveNodes.size === 0) continue;
+    const live = [...state.liveNodes];
+    const factor = Math.min(topic.replicationFactor ?? state.defaultReplicationFactor, live.length);
+    const states = assignReplicas(topic.partitions, live, factor, topic.topicId)
+      .map((s, partitionId) => ({ partitionId, state: s }));
+    placing.add(topicKey);
+    effects.push({ kind: "createPartitions", topicKey, states });
+  }
+  for (const topicKey of statesOf.keys()) {
+    if (topics.has(topicKey) || placing.has(topicKey)) continue;
+    placing.add(topicKey);
+    effects.push({ kind: "deletePartitions", topicKey });
+  }
+  for (const topicKey of [...placing]) {
+    if (!topics.has(topicKey) && !statesOf.has(topicKey)) placing.delete(topicKey);
+  }
+  return { state: { ...state, topics, placing }, effects };
 }
 
 /** The state a partition should move to given the live nodes, or null when it is right as it is. */

@@ -5,6 +5,7 @@ import {
   controllerStep,
   decidePartition,
   initialControllerState,
+  type WritePartition,
 } from "../../src/cluster/controller_core.ts";
 import { noLeader, type PartitionState } from "../../src/cluster/partition_state.ts";
 
@@ -16,11 +17,11 @@ const p = (leader: number, leaderEpoch: number, isr: number[], replicas = [1, 2,
 });
 
 function run(state: ControllerState, ...events: ControllerEvent[]) {
-  const effects = [];
+  const effects: WritePartition[] = [];
   for (const event of events) {
     const step = controllerStep(state, event);
     state = step.state;
-    effects.push(...step.effects);
+    effects.push(...step.effects.filter((e): e is WritePartition => e.kind === "writePartition"));
   }
   return { state, effects };
 }
@@ -104,6 +105,7 @@ t.test("over many seeded node changes every decided state keeps the invariants a
     // Each write applies (the store would check the compare) and is heard back.
     while (step.effects.length > 0) {
       const effect = step.effects.shift()!;
+      if (effect.kind !== "writePartition") throw new Error(`only state writes, got ${effect.kind}`);
       const before = stored.get(effect.key)!;
       t.equal(effect.expectedModRevision, before.modRevision);
       t.ok(effect.state.leaderEpoch >= before.state.leaderEpoch);
@@ -115,5 +117,50 @@ t.test("over many seeded node changes every decided state keeps the invariants a
       step.effects.push(...heard.effects);
     }
   }
+  t.end();
+});
+
+t.test("topics the metadata names get partition states over the live nodes; dropped ones lose theirs", (t) => {
+  const prefix = "/s/partitions/1/7/";
+  let step = controllerStep(initialControllerState(3), { kind: "nodes", live: [1, 2] });
+  step = controllerStep(step.state, {
+    kind: "topics",
+    topics: [{ keyPrefix: prefix, topicId: 7, partitions: 3, replicationFactor: null }],
+  });
+  t.equal(step.effects.length, 1);
+  const create = step.effects[0]!;
+  if (create.kind !== "createPartitions") throw new Error("expected a creation");
+  t.equal(create.topicKey, prefix);
+  t.same(create.states.map((s) => s.state.replicas), [[2, 1], [1, 2], [2, 1]], "3 asked, 2 live: 2 replicas");
+  t.same(create.states.map((s) => s.state.leaderEpoch), [0, 0, 0]);
+  // While its states are being written nothing more is decided for it; once heard, the placement ends.
+  let state = controllerStep(step.state, { kind: "nodes", live: [1, 2, 3] }).state;
+  t.ok(state.placing.has(prefix));
+  for (const { partitionId, state: s } of create.states) {
+    const heard = controllerStep(state, {
+      kind: "partition",
+      key: `${prefix}${partitionId}`,
+      stored: { state: s, modRevision: 5 },
+    });
+    t.same(heard.effects, [], "a heard state of a live leader needs nothing");
+    state = heard.state;
+  }
+  t.notOk(state.placing.has(prefix));
+  const dropped = controllerStep(state, { kind: "topics", topics: [] });
+  t.same(dropped.effects, [{ kind: "deletePartitions", topicKey: prefix }]);
+  const again = controllerStep(dropped.state, { kind: "placementFailed", topicKey: prefix });
+  t.same(again.effects, [{ kind: "deletePartitions", topicKey: prefix }], "a failed deletion is tried again");
+  t.end();
+});
+
+t.test("a topic waits for live nodes before it is placed", (t) => {
+  const prefix = "/s/partitions/1/1/";
+  const step = controllerStep(initialControllerState(3), {
+    kind: "topics",
+    topics: [{ keyPrefix: prefix, topicId: 1, partitions: 1, replicationFactor: 1 }],
+  });
+  t.same(step.effects, []);
+  const live = controllerStep(step.state, { kind: "nodes", live: [4] });
+  t.same(live.effects.map((e) => e.kind), ["createPartitions"]);
   t.end();
 });

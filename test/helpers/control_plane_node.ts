@@ -35,7 +35,15 @@ export async function openControlPlaneNode(
   const session = await NodeSession.open({ coordinator, keys, clock, logger, record, leaseTtlMs });
   const view = new ClusterView(coordinator, keys, clock, logger);
   await view.open();
-  const controller = new ClusterController({ coordinator, keys, clock, logger, session, view });
+  const controller = new ClusterController({
+    coordinator,
+    keys,
+    clock,
+    logger,
+    session,
+    view,
+    defaultReplicationFactor: 3,
+  });
   controller.start();
   let paused = false;
   let closed = false;
