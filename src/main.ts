@@ -16,10 +16,30 @@ import { CliArgsError, parseServerArgs, serverUsage } from "./config/cli_args.ts
 import { StrataServer } from "./server/server.ts";
 import { openKafkaListener } from "./kafka/kafka_service.ts";
 import type { KafkaListener } from "./kafka/kafka_listener.ts";
+import type { KafkaClusterServing } from "./kafka/kafka_api.ts";
+import { ReplicaLink } from "./kafka/replica_link.ts";
+import type { ClusterNode } from "./cluster/cluster_node.ts";
 import type { ListenAddress, Network, StreamConnection, StreamListener } from "./runtime/network.ts";
 
 /** Bytes one read of a Kafka connection takes at most. */
 const connectionReadBytes = 64 * 1024;
+/** How long a follower waits for its leader's listener to accept a connection. */
+const replicaConnectTimeoutMs = 2000;
+/** How long past its own wait a replica fetch's answer may take before the follower gives up on it. */
+const replicaAnswerTimeoutMs = 5000;
+
+/** What the Kafka listener answers for the cluster, from this node's part in it. */
+function kafkaClusterServing(cluster: ClusterNode | null): KafkaClusterServing | null {
+  if (cluster === null) return null;
+  return {
+    nodeId: cluster.nodeId,
+    replicas: cluster.replicas,
+    verifyNode: (nodeId, token) => cluster.verifyNode(nodeId, token),
+    brokers: () => cluster.brokers().map((b) => ({ ...b, rack: null })),
+    controllerId: () => cluster.controllerId(),
+    partitionState: (address) => cluster.partitionState(address),
+  };
+}
 
 /** `Network` over `Deno.listen`: the Kafka listener's sockets. */
 class DenoNetwork implements Network {
@@ -99,6 +119,7 @@ async function main(): Promise<number> {
   const { config, secrets } = loadConfig(text, args.configPath, Deno.env.toObject());
   const logger = new Logger({ level: config.log.level, secrets });
   const clock = new RealClock();
+  const network = new DenoNetwork();
   const server = await StrataServer.open({
     config,
     logger,
@@ -106,6 +127,19 @@ async function main(): Promise<number> {
     disk: new NodeDisk(),
     rng: Rng.fromEntropy(),
     threads: new OsThreadControl(),
+    clusterIo: {
+      fetch: (url, init) => fetch(url, init),
+      leaderLinks: (token) => (_nodeId, address) =>
+        new ReplicaLink({
+          network,
+          clock,
+          address,
+          token,
+          connectTimeoutMs: replicaConnectTimeoutMs,
+          answerTimeoutMs: replicaAnswerTimeoutMs,
+          maxFrameBytes: config.kafka.maxFrameBytes,
+        }),
+    },
   });
   const { hostname, port } = config.http.address;
   // Signals are handled from before the socket opens: a SIGTERM right after "listening" must
@@ -128,8 +162,9 @@ async function main(): Promise<number> {
       config: config.kafka,
       catalog: server.catalog,
       data: server.dataPlane,
-      network: new DenoNetwork(),
+      network,
       registry: server.registry,
+      cluster: kafkaClusterServing(server.cluster),
       clock,
       turn: () => server.pieceGate.turn(),
       logger,

@@ -76,6 +76,13 @@ export class ReplicaManager implements Replication, PartitionHost {
     this.#roleListeners.push(listener);
   }
 
+  /** Tells the role listeners every hosted partition's role again (a listener added late). */
+  retellRoles(): void {
+    for (const hosted of this.#hosted.values()) {
+      for (const listener of this.#roleListeners) listener(hosted.partition.address, hosted.role);
+    }
+  }
+
   role(address: PartitionAddress): ReplicaRole | null {
     return this.#hosted.get(labelOf(address))?.role ?? null;
   }

@@ -183,6 +183,19 @@ function checkCluster(config: Config): void {
   if (config.kafka.advertisedAddress?.port === 0 || config.http.advertisedAddress?.port === 0) {
     throw new ConfigError("[http] advertised_address", "needs the port other nodes connect to, got port 0");
   }
+  // Each node registers its addresses before it listens: they must be known from the config.
+  if (config.http.address.port === 0 && config.http.advertisedAddress === null) {
+    throw new ConfigError(
+      "[http] address",
+      "cluster mode needs a fixed port (or advertised_address), got port 0",
+    );
+  }
+  if (config.kafka.address.port === 0 && config.kafka.advertisedAddress === null) {
+    throw new ConfigError(
+      "[kafka] address",
+      "cluster mode needs a fixed port (or advertised_address), got port 0",
+    );
+  }
 }
 
 /** Cross-key rules: an enabled s3 backend needs its bucket and credentials. */

@@ -17,6 +17,11 @@ import { Pump } from "../runtime/pump.ts";
 import { PumpMetrics } from "../runtime/pump_metrics.ts";
 import type { Rng } from "../runtime/rng.ts";
 import { TieredComposition } from "./tiered_composition.ts";
+import type { ClusterNode } from "../cluster/cluster_node.ts";
+import type { PartitionHost } from "../broker/catalog.ts";
+import { singleNode } from "../broker/replication.ts";
+import type { HostedTopic } from "../broker/hosted_topic.ts";
+import type { Partition } from "../log/partition.ts";
 
 export interface BrokerDeps {
   config: Config;
@@ -34,6 +39,8 @@ export interface BrokerDeps {
    * whichever shard does it. The disk's callers resume on the same gate (`GatedDisk`).
    */
   pieceGate: PieceGate;
+  /** This node's part in a cluster, opened; null on a single node. */
+  cluster: ClusterNode | null;
 }
 
 /** The broker layer as the server runs it: the catalog, the data plane over it, and the shards. */
@@ -56,27 +63,37 @@ export async function openBroker(deps: BrokerDeps): Promise<OpenedBroker> {
   const { config, disk, clock, logger } = deps;
   const dataPath = config.system.path;
   await disk.mkdirp(`${dataPath}/streams`);
-  const metadata = new LocalMetadataStore(disk, dataPath, deps.rng, config.system.clusterId);
-  await metadata.load();
+  const cluster = deps.cluster;
+  // In a cluster the metadata is the one document in etcd every node shares (loaded already).
+  const metadata = cluster?.metadata ??
+    new LocalMetadataStore(disk, dataPath, deps.rng, config.system.clusterId);
+  if (cluster === null) await metadata.load();
   const pumpMetrics = new PumpMetrics(deps.registry);
   const tiered = deps.objectStore === null
     ? null
     : await TieredComposition.open(deps, deps.objectStore, metadata.doc.clusterId);
   const shards = await openShards(deps, pumpMetrics, tiered);
+  const defaults = topicDefaultsOf(config.tieredStorage);
   const catalog = await Catalog.open({
     store: metadata,
     disk,
     clock,
     logger,
     partitions: new PartitionOpener({ disk, clock, rng: deps.rng, logger, settings: config.system }),
-    host: shards,
-    topicDefaults: topicDefaultsOf(config.tieredStorage),
+    host: cluster === null ? shards : new HostPair(shards, cluster.replicas),
+    // Tiering is not served across a cluster's replicas yet: new topics are not tiered there.
+    topicDefaults: cluster === null ? defaults : { ...defaults, tiered: false },
+    admitTopic: cluster === null ? undefined : (options) => cluster.admitTopic(options),
   });
   // Opened after the partitions: the replay applies committed floors to them.
   for (const shard of shards.shards) {
     if (shard.tier !== null && tiered !== null) await tiered.attachControlLog(shard, shard.tier, catalog);
   }
   shards.startPumps();
+  if (cluster !== null) {
+    shards.shards[0]!.pump.onTick("cluster", (nowMs) => cluster.tick(nowMs));
+    cluster.startFetching({ batchBytesMax: Infinity, turn: () => deps.pieceGate.turn() });
+  }
   logger.info("broker opened", {
     cluster_id: metadata.doc.clusterId,
     streams: metadata.doc.streams.length,
@@ -84,11 +101,13 @@ export async function openBroker(deps: BrokerDeps): Promise<OpenedBroker> {
   });
   return {
     catalog,
-    dataPlane: new DataPlane(catalog, shards),
+    dataPlane: new DataPlane(catalog, shards, cluster?.replicas ?? singleNode),
     shards,
     close: async () => {
-      // The partitions are synced and closed even when a shard fails to close.
+      // The node leaves the cluster first (its lease revoked: its partitions move at once), then
+      // the partitions are synced and closed, even when a shard fails to close.
       try {
+        await cluster?.close();
         await shards.close();
       } finally {
         await catalog.close();
@@ -120,4 +139,30 @@ async function openShards(
     );
   }
   return new ShardSet(shards);
+}
+
+/** Two hosts for the catalog's partitions: the shards, and the cluster's replica manager. */
+class HostPair implements PartitionHost {
+  readonly #first: PartitionHost;
+  readonly #second: PartitionHost;
+
+  constructor(first: PartitionHost, second: PartitionHost) {
+    this.#first = first;
+    this.#second = second;
+  }
+
+  host(partition: Partition, topic: HostedTopic): void {
+    this.#first.host(partition, topic);
+    this.#second.host(partition, topic);
+  }
+
+  release(partition: Partition): void {
+    this.#second.release(partition);
+    this.#first.release(partition);
+  }
+
+  purged(partition: Partition): void {
+    this.#first.purged(partition);
+    this.#second.purged(partition);
+  }
 }

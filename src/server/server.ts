@@ -26,6 +26,12 @@ import type { DataPlane } from "../broker/data_plane.ts";
 import type { ShardRuntime } from "../broker/shard_runtime.ts";
 import { requestBodyBufferBytes, requestBodyBuffersMax } from "./request_body.ts";
 import { BufferPool } from "../runtime/buffer_pool.ts";
+import { ClusterNode } from "../cluster/cluster_node.ts";
+import type { LeaderLinkFactory } from "../cluster/replica_fetch.ts";
+import { EtcdCoordinator } from "../coordinator/etcd_coordinator.ts";
+import { CoordinatorUnavailableError } from "../coordinator/coordinator_errors.ts";
+import type { HttpFetch } from "../coordinator/http_post.ts";
+import type { Address } from "../config/key_spec.ts";
 
 export interface ServerDeps {
   config: Config;
@@ -41,10 +47,19 @@ export interface ServerDeps {
    * `OsThreadControl`; without one (tests sharing a process) no thread's priority is touched.
    */
   threads?: ThreadControl;
+  /** With `[cluster] enabled`: how the node reaches etcd and its peers. */
+  clusterIo?: ClusterIo;
+}
+
+/** The I/O a cluster node needs beyond the disk: HTTP to etcd, and replica fetch links to peers. */
+export interface ClusterIo {
+  fetch: HttpFetch;
+  leaderLinks: (token: string) => LeaderLinkFactory;
 }
 
 /** What the server is made of, once `StrataServer.open` has opened it. */
 interface OpenedParts {
+  cluster: ClusterNode | null;
   config: Config;
   logger: Logger;
   registry: Registry;
@@ -72,10 +87,13 @@ export class StrataServer {
   readonly #broker: OpenedBroker;
   readonly #logger: Logger;
   readonly #reserve: ExternalMemoryReserve;
+  /** This node's part in a cluster; null on a single node. */
+  readonly cluster: ClusterNode | null;
   #closed = false;
 
   private constructor(parts: OpenedParts) {
-    const { config, logger, registry, broker, objectStore, pieceGate, reserve } = parts;
+    const { config, logger, registry, broker, objectStore, pieceGate, reserve, cluster } = parts;
+    this.cluster = cluster;
     this.registry = registry;
     this.#broker = broker;
     this.catalog = broker.catalog;
@@ -97,6 +115,7 @@ export class StrataServer {
       }),
       tokens: config.http.tokens,
       pieceGate,
+      httpAddressOf: cluster === null ? undefined : (nodeId) => cluster.httpAddressOf(nodeId),
     });
   }
 
@@ -131,7 +150,9 @@ export class StrataServer {
     const objectStore = config.tieredStorage.enabled
       ? await openObjectStore(config.tieredStorage, { disk, clock, rng, registry, logger })
       : null;
+    const cluster = config.cluster.enabled ? await openClusterNode(deps, registry) : null;
     const broker = await openBroker({
+      cluster,
       config,
       disk,
       clock,
@@ -149,7 +170,7 @@ export class StrataServer {
       data_path: config.system.path,
       tick_interval_ms: config.system.tickIntervalMs,
     });
-    return new StrataServer({ config, logger, registry, broker, objectStore, pieceGate, reserve });
+    return new StrataServer({ config, logger, registry, broker, objectStore, pieceGate, reserve, cluster });
   }
 
   /** Stops the pumps and syncs and closes every partition. Idempotent. */
@@ -160,6 +181,49 @@ export class StrataServer {
     await this.objectStore?.close();
     this.#reserve.release();
     this.#logger.info("server closed");
+  }
+}
+
+/** Joins the cluster of `[cluster]`: etcd through its JSON gateway, peers through `clusterIo`. */
+async function openClusterNode(deps: ServerDeps, registry: Registry): Promise<ClusterNode> {
+  const { config, clock, rng, logger } = deps;
+  if (deps.clusterIo === undefined) {
+    throw new ConfigError(
+      "[cluster] enabled",
+      "this entry point cannot run a cluster node (no network for it)",
+    );
+  }
+  const address = (advertised: Address | null, bound: Address) => {
+    const { hostname, port } = advertised ?? bound;
+    return `${hostname}:${port}`;
+  };
+  const coordinator = new EtcdCoordinator({
+    endpoints: config.cluster.etcdEndpoints,
+    fetch: deps.clusterIo.fetch,
+    clock,
+    requestTimeoutMs: config.cluster.etcdRequestTimeoutMs,
+  });
+  try {
+    return await ClusterNode.open({
+      config: config.cluster,
+      coordinator,
+      clock,
+      rng,
+      logger,
+      registry,
+      configuredClusterId: config.system.clusterId,
+      kafkaAddress: address(config.kafka.advertisedAddress, config.kafka.address),
+      httpAddress: address(config.http.advertisedAddress, config.http.address),
+      leaderLinks: deps.clusterIo.leaderLinks,
+    });
+  } catch (error) {
+    await coordinator.close();
+    if (error instanceof CoordinatorUnavailableError) {
+      throw new ConfigError("[cluster] etcd_endpoints", `no etcd member could be reached: ${error.message}`, {
+        cause: error,
+      });
+    }
+    throw error;
   }
 }
 
