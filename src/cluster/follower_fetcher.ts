@@ -82,6 +82,7 @@ class LeaderLoop {
       address: f.partition.address,
       leaderEpoch: f.leaderEpoch,
       fetchOffset: f.partition.log.nextOffset,
+      lastFetchedEpoch: f.partition.log.leaderEpochs.latestEpoch,
     }));
     const response = await link.fetch({
       replicaId: this.deps.nodeId,
@@ -105,6 +106,10 @@ class LeaderLoop {
   /** Appends one partition's answer; true when the answer says the states disagree. */
   async #take(followed: FollowedPartition, answer: ReplicaFetchPartitionResponse): Promise<boolean> {
     const log = followed.partition.log;
+    if (answer.divergingEpoch !== null) {
+      await this.#truncate(followed, answer.divergingEpoch);
+      return false;
+    }
     if (answer.error !== "none") {
       if (answer.error === "offsetOutOfRange") {
         this.deps.logger.warn("the follower's log is past its leader's end", {
@@ -130,6 +135,37 @@ class LeaderLoop {
     }
     log.setHighWatermark(Math.min(answer.highWatermark, log.nextOffset));
     return false;
+  }
+
+  /**
+   * Cuts the follower's log where it diverged from the leader's: at the leader's end of the epoch
+   * it named, or lower where the follower's own records of that epoch end (KIP-279).
+   */
+  async #truncate(
+    followed: FollowedPartition,
+    diverging: { epoch: number; endOffset: number },
+  ): Promise<void> {
+    const log = followed.partition.log;
+    const own = log.leaderEpochs.endOffsetFor(diverging.epoch, log.nextOffset);
+    const target = Math.max(log.firstOffset, Math.min(diverging.endOffset, own.endOffset, log.nextOffset));
+    const label = labelOf(followed.partition.address);
+    if (target < log.highWatermark) {
+      this.deps.logger.error(
+        "truncating below the high watermark: the leader lacks records this replica had as committed",
+        {
+          partition: label,
+          to: target,
+          high_watermark: log.highWatermark,
+        },
+      );
+    }
+    this.deps.logger.info("truncating a diverged log", {
+      partition: label,
+      from: log.nextOffset,
+      to: target,
+      leader_epoch: diverging.epoch,
+    });
+    await log.truncateTo(target);
   }
 
   #linkNow(): LeaderLink {

@@ -18,6 +18,8 @@ export interface ReplicaFetchPartitionRequest {
   address: PartitionAddress;
   leaderEpoch: number;
   fetchOffset: number;
+  /** The epoch of the follower's last batch (-1: none), checked against the leader's log. */
+  lastFetchedEpoch: number;
 }
 
 export type ReplicaFetchError =
@@ -41,6 +43,13 @@ export interface ReplicaFetchPartitionResponse {
   logEndOffset: number;
   /** Offsets, within the batches returned, at which the leader's segments start. */
   segmentStarts: number[];
+  /**
+   * Set when the follower's log diverges from the leader's: the leader's largest epoch at or below
+   * the follower's last one, and where the leader's records of it end. The follower truncates
+   * there (or lower, by its own epochs) and fetches again (KIP-101, KIP-279; the check rides in the
+   * fetch, as KIP-595 has it).
+   */
+  divergingEpoch: { epoch: number; endOffset: number } | null;
   /** Whole batches, as the leader stores them. */
   records: Uint8Array[];
 }

@@ -102,6 +102,7 @@ async function readPartition(
     logEndOffset: end,
     segmentStarts: [],
     records: [],
+    divergingEpoch: null,
   });
   const taken = cluster.replicas.replicaFetched(p.address, replicaId, p.fetchOffset, p.leaderEpoch);
   if (!taken.ok) return { response: empty(taken.reason), read: null };

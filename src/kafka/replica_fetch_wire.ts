@@ -13,15 +13,20 @@ import { type RequestHeader, writeResponseHeader } from "./request_header.ts";
  * nodes of a cluster and never advertised to clients. Non-flexible encoding, Kafka's primitives:
  *
  *   request:  replica_id int32, token string, max_wait_ms int32, max_bytes int32,
- *             [stream_id int32, topic_id int32, partition int32, leader_epoch int32, fetch_offset int64]
+ *             [stream_id int32, topic_id int32, partition int32, leader_epoch int32, fetch_offset int64,
+ *              last_fetched_epoch int32]
  *   response: error int16 (0, or 1: credentials refused),
  *             [stream_id int32, topic_id int32, partition int32, error int16, high_watermark int64,
- *              log_start_offset int64, log_end_offset int64, [segment_start int64], records bytes]
+ *              log_start_offset int64, log_end_offset int64, diverging_epoch int32, diverging_end_offset int64,
+ *              [segment_start int64], records bytes]   (diverging_epoch -2: none)
  *
  * `token` is the node's credential derived from `[cluster] secret` (`nodeToken`).
  */
 export const replicaFetchApiKey = 10001;
 export const replicaFetchVersion = 0;
+
+/** `diverging_epoch` when the follower's log agrees with the leader's. */
+const noDivergence = -2;
 
 const errorCodes: readonly ReplicaFetchError[] = [
   "none",
@@ -50,7 +55,7 @@ export function encodeReplicaFetchRequest(
   );
   writer.array(request.partitions, (w, p) => {
     w.int32(p.address.streamId).int32(p.address.topicId).int32(p.address.partitionId);
-    w.int32(p.leaderEpoch).int64(p.fetchOffset);
+    w.int32(p.leaderEpoch).int64(p.fetchOffset).int32(p.lastFetchedEpoch);
   });
   writer.int32At(0, writer.length - 4);
   return writer.bytes();
@@ -63,8 +68,8 @@ export function readReplicaFetchRequest(body: KafkaReader): ReplicaFetchWireRequ
   const maxBytes = body.int32();
   const partitions = body.array((p) => {
     const address = { streamId: p.int32(), topicId: p.int32(), partitionId: p.int32() };
-    return { address, leaderEpoch: p.int32(), fetchOffset: p.int64() };
-  }, 24);
+    return { address, leaderEpoch: p.int32(), fetchOffset: p.int64(), lastFetchedEpoch: p.int32() };
+  }, 28);
   if (replicaId < 1 || maxWaitMs < 0 || maxBytes < 1) {
     throw new KafkaDecodeError(
       `a replica fetch of replica ${replicaId}, wait ${maxWaitMs} ms, ${maxBytes} bytes`,
@@ -113,6 +118,8 @@ export function readReplicaFetchResponse(
     const highWatermark = p.int64();
     const logStartOffset = p.int64();
     const logEndOffset = p.int64();
+    const divergedEpoch = p.int32();
+    const divergedEnd = p.int64();
     const segmentStarts = p.array((s) => s.int64(), 8);
     const records = p.nullableBytes();
     return {
@@ -121,9 +128,12 @@ export function readReplicaFetchResponse(
       highWatermark,
       logStartOffset,
       logEndOffset,
+      divergingEpoch: divergedEpoch === noDivergence
+        ? null
+        : { epoch: divergedEpoch, endOffset: divergedEnd },
       segmentStarts,
       records: records === null || records.length === 0 ? [] : [records],
     };
-  }, 42);
+  }, 54);
   return { correlationId, response: { error, partitions } };
 }

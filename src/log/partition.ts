@@ -5,6 +5,7 @@ import type { Rng } from "../runtime/rng.ts";
 import { ConsumerOffsets, consumerOffsetsFileName } from "./consumer_offsets.ts";
 import type { LogConfig } from "./log_config.ts";
 import { PartitionRefusedError } from "./log_errors.ts";
+import { LeaderEpochs } from "./leader_epochs.ts";
 import { PartitionLog } from "./partition_log.ts";
 import { recoverSegments } from "./recover_segments.ts";
 import type { Segment } from "./segment.ts";
@@ -107,7 +108,15 @@ export class Partition {
     };
     await writeSuperblock(disk, dir, superblock);
     const segment = await PartitionLog.createSegment(disk, dir, 0);
-    const log = new PartitionLog(disk, dir, clock, config, [segment], labelOf(address));
+    const log = new PartitionLog(
+      disk,
+      dir,
+      clock,
+      config,
+      [segment],
+      labelOf(address),
+      LeaderEpochs.empty(disk, dir),
+    );
     const offsets = await ConsumerOffsets.load(disk, dir, consumersPerPartitionMax);
     return new Partition(disk, address, dir, log, offsets, superblock);
   }
@@ -150,7 +159,9 @@ export class Partition {
         rebuilt_indexes: report.rebuiltIndexes,
       });
     }
-    const log = new PartitionLog(disk, dir, clock, config, report.segments, label);
+    const logEnd = report.segments.at(-1)!.endOffset + 1;
+    const epochs = await LeaderEpochs.load(disk, dir, logEnd);
+    const log = new PartitionLog(disk, dir, clock, config, report.segments, label, epochs);
     const stored = report.names.includes(consumerOffsetsFileName);
     const offsets = await ConsumerOffsets.load(disk, dir, consumersPerPartitionMax, stored);
     if (booted !== superblock) await offsets.clear();

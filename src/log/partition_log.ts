@@ -22,6 +22,7 @@ import type { RetentionDecision } from "./total_retention.ts";
 import { WriteQueue } from "./write_queue.ts";
 import { applyWriteOp, type WriteContext, type WriteOp } from "./write_ops.ts";
 import { ReplicaAppendError } from "./log_errors.ts";
+import type { LeaderEpochs } from "./leader_epochs.ts";
 
 /** Bound on `onActivity` listeners of one log (the shard's tick and its tier service use one each). */
 const activityListenersMax = 4;
@@ -52,12 +53,20 @@ export class PartitionLog {
   /** A follower's segments roll where the leader's did, never by its own size or age. */
   #following = false;
 
-  constructor(disk: Disk, dir: string, clock: Clock, config: LogConfig, segments: Segment[], label: string) {
+  constructor(
+    disk: Disk,
+    dir: string,
+    clock: Clock,
+    config: LogConfig,
+    segments: Segment[],
+    label: string,
+    epochs?: LeaderEpochs,
+  ) {
     this.#disk = disk;
     this.#dir = dir;
     this.#clock = clock;
     this.#config = config;
-    this.#chain = new SegmentChain(disk, dir, clock, segments);
+    this.#chain = new SegmentChain(disk, dir, clock, segments, epochs);
     this.#appendWaiters = new AppendWaiters(clock);
     this.#logEndWaiters = new AppendWaiters(clock);
     this.label = label;
@@ -186,6 +195,21 @@ export class PartitionLog {
       () => readBatchesFrom(this.#reads, this.#chain.segments, offset, maxBytes, endOffset),
       (watermark) => this.enforceRetention((s) => s.location === "remote" && s.endOffset < watermark),
     );
+  }
+
+  /** The leader epochs this log's batches were written under (Kafka's leader epoch cache). */
+  get leaderEpochs(): LeaderEpochs {
+    return this.#chain.epochs;
+  }
+
+  /**
+   * Cuts the log at `offset` (a batch boundary at or above the log start): everything from it on
+   * is deleted, and the high watermark comes down to it if it was above. A follower does this where
+   * its log diverged from its leader's.
+   */
+  async truncateTo(offset: number): Promise<void> {
+    await this.#queue.enqueue<void>((done) => ({ kind: "truncate", offset, done }));
+    if (this.#highWatermark !== null && this.#highWatermark > offset) this.#highWatermark = offset;
   }
 
   /** Start offsets of the segments that start in [`fromOffset`, `toOffset`): a follower rolls there. */

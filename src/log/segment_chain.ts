@@ -4,6 +4,7 @@ import type { Clock } from "../runtime/clock.ts";
 import type { Disk } from "../runtime/disk.ts";
 import { type MessageInput, prepareBatch, writeBatchInto } from "./batch_codec.ts";
 import { type RecordBatchHeader, setBaseOffset, setLeaderEpoch, stampLogAppendTime } from "./record_batch.ts";
+import { LeaderEpochs } from "./leader_epochs.ts";
 import { writeIndexFile } from "./index_file.ts";
 import type { LogConfig } from "./log_config.ts";
 import { localBytesOf } from "./local_retention.ts";
@@ -73,6 +74,8 @@ export class SegmentChain {
    * single node) leaves the batches' own.
    */
   leaderEpoch = -1;
+  /** The epochs this log's batches were written under, and where each began. */
+  epochs: LeaderEpochs;
   /** The last timestamp the server assigned (whole milliseconds, in µs); server stamps never decrease. */
   #lastStampUs: number;
   #sealedCount = 0;
@@ -83,8 +86,9 @@ export class SegmentChain {
   /** The interval policy's fsync, run beside the writer loop; files are not closed under it. */
   #backgroundSync: Promise<void> | null = null;
 
-  constructor(disk: Disk, dir: string, clock: Clock, segments: Segment[]) {
+  constructor(disk: Disk, dir: string, clock: Clock, segments: Segment[], epochs?: LeaderEpochs) {
     assert(segments.length > 0, "a partition log needs at least its active segment");
+    this.epochs = epochs ?? LeaderEpochs.empty(disk, dir);
     const active = segments.at(-1)!;
     assert(!active.sealed && active.logFile !== null, "the last segment must be open and active");
     this.#disk = disk;
@@ -171,7 +175,7 @@ export class SegmentChain {
       const maxUs = batch.maxTimestampMs * 1000;
       await this.#place(batch.lengthBytes, messages.length, baseUs, maxUs, config, (target) => {
         writeBatchInto(target, this.#nextOffset, batch);
-        if (this.leaderEpoch >= 0) setLeaderEpoch(target, this.leaderEpoch);
+        if (this.leaderEpoch >= 0) this.#stampEpoch(target);
       });
     } else if (input.kind === "batches") {
       for (const { bytes, header } of input.batches) {
@@ -182,7 +186,7 @@ export class SegmentChain {
           target.set(bytes);
           setBaseOffset(target, this.#nextOffset);
           if (appendTimeUs !== null) stampLogAppendTime(target, appendTimeUs / 1000);
-          if (this.leaderEpoch >= 0) setLeaderEpoch(target, this.leaderEpoch);
+          if (this.leaderEpoch >= 0) this.#stampEpoch(target);
         });
       }
     } else {
@@ -213,8 +217,34 @@ export class SegmentChain {
       }
       const baseUs = header.baseTimestampMs * 1000;
       const maxUs = header.maxTimestampMs * 1000;
+      this.epochs.assign(header.partitionLeaderEpoch, header.baseOffset);
       await this.#place(bytes.length, header.recordCount, baseUs, maxUs, unbounded, (t) => t.set(bytes));
     }
+  }
+
+  /** Stamps this leader's epoch on a batch about to be placed at the next offset. */
+  #stampEpoch(batch: Uint8Array): void {
+    setLeaderEpoch(batch, this.leaderEpoch);
+    this.epochs.assign(this.leaderEpoch, this.#nextOffset);
+  }
+
+  /**
+   * After a truncation (`truncateSegments`): the chain ends at `offset`, in segment `keep`,
+   * `positionBytes` into it, which is the active segment again.
+   */
+  cutTo(keep: number, offset: number, positionBytes: number, maxTimestampUs: number): void {
+    assert(keep >= 0 && keep < this.#segments.length, `Cannot cut the chain at segment ${keep}`);
+    this.#segments.length = keep + 1;
+    const segment = this.active;
+    segment.endOffset = offset - 1;
+    segment.sizeBytes = positionBytes;
+    segment.visibleSizeBytes = positionBytes;
+    segment.visibleEndOffset = offset - 1;
+    segment.maxTimestampUs = maxTimestampUs;
+    if (segment.isEmpty) segment.firstTimestampUs = null;
+    segment.lastIndexedPosition = segment.index.last?.position ?? -1;
+    this.#nextOffset = offset;
+    this.#dirty = false;
   }
 
   /** The offset the next append starts at, counting writes not yet visible. */

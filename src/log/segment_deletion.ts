@@ -47,6 +47,9 @@ export async function purgeSegments(disk: Disk, dir: string, chain: SegmentChain
   }
   await disk.fsyncDir(dir);
   chain.restart(await SegmentChain.createSegment(disk, dir, 0));
+  // The new log starts with no epoch of its own.
+  chain.epochs.truncateFrom(0);
+  await chain.epochs.persist();
 }
 
 /**

@@ -40,6 +40,13 @@ export class SparseIndex {
     this.#entries.push(entry);
   }
 
+  /** Drops the entries at or past `relativeOffset` (the segment is cut there). */
+  truncateFrom(relativeOffset: number): void {
+    while (this.#entries.length > 0 && this.#entries.at(-1)!.relativeOffset >= relativeOffset) {
+      this.#entries.pop();
+    }
+  }
+
   /** The last entry at or before `relativeOffset`, or the start of the segment. */
   floorByOffset(relativeOffset: number): IndexEntry {
     return this.#floor((e) => e.relativeOffset <= relativeOffset);

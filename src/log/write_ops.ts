@@ -4,6 +4,7 @@ import type { MarkerIdentity } from "./remote_marker.ts";
 import type { AppendInput, AppendResult, SegmentChain } from "./segment_chain.ts";
 import { deleteFront, purgeSegments } from "./segment_deletion.ts";
 import { evictSegments } from "./segment_eviction.ts";
+import { truncateSegments } from "./segment_truncation.ts";
 import type { RetentionDecision } from "./total_retention.ts";
 import type { Deferred } from "./write_queue.ts";
 
@@ -14,6 +15,7 @@ export type WriteOp =
   | { kind: "sync"; done: Deferred<void> }
   | { kind: "retention"; decide: RetentionDecision; done: Deferred<number> }
   | { kind: "purge"; commit: () => Promise<void>; done: Deferred<void> }
+  | { kind: "truncate"; offset: number; done: Deferred<void> }
   | {
     kind: "evict";
     victims: Map<number, number>;
@@ -39,7 +41,13 @@ export async function applyWriteOp(context: WriteContext, op: WriteOp): Promise<
   switch (op.kind) {
     case "append": {
       const result = await chain.append(op.input, context.config());
+      // A new leader epoch's start is durable before anything written under it is acknowledged.
+      await chain.epochs.persist();
       return () => op.done.resolve(result);
+    }
+    case "truncate": {
+      await truncateSegments(disk, dir, chain, op.offset);
+      return () => op.done.resolve();
     }
     case "roll": {
       if (!chain.active.isEmpty) await chain.roll();

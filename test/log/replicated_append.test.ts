@@ -108,3 +108,61 @@ t.test("batches that do not continue the follower's log are refused and append n
   t.equal(follower.log.nextOffset, 0);
   read.release();
 });
+
+t.test("a truncation cuts the log at a batch, deep into a sealed segment, and it grows again from there", async (t) => {
+  const leader = await newLog(t, "leader");
+  const follower = await newLog(t, "follower");
+  leader.log.setReplication({ leaderEpoch: 1, following: false, highWatermark: 0 });
+  follower.log.setReplication({ leaderEpoch: -1, following: true, highWatermark: 0 });
+  for (let i = 0; i < 300; i++) await leader.log.append([message(i)]);
+  await replicate(leader.log, follower.log, 50_000);
+  const sealedBefore = follower.log.segments.filter((s) => s.sealed).length;
+  t.ok(sealedBefore >= 2, `${sealedBefore} sealed segments`);
+  // A cut in the middle of the first sealed segment takes every later one with it.
+  const cut = 40;
+  await follower.log.truncateTo(cut);
+  t.equal(follower.log.nextOffset, cut);
+  t.equal(follower.log.segments.length, 1, "the segment holding the cut is the active one again");
+  follower.log.setHighWatermark(null);
+  const reread = await follower.log.read(0, 1000, 1 << 24);
+  t.same(reread.messages.map((m) => m.offset), Array.from({ length: cut }, (_, i) => i));
+  t.same(follower.log.leaderEpochs.starts(), [{ epoch: 1, startOffset: 0 }]);
+  await replicate(leader.log, follower.log, 30_000);
+  const files = (dir: string) => readdirSync(dir).filter((f) => f.endsWith(".log")).sort();
+  t.same(files(follower.dir), files(leader.dir));
+  for (const name of files(leader.dir)) {
+    t.ok(
+      readFileSync(join(follower.dir, name)).equals(readFileSync(join(leader.dir, name))),
+      `${name} is identical again`,
+    );
+  }
+});
+
+t.test("leader epochs say where each epoch's records end, and survive a reopen without a lost tail", async (t) => {
+  const { LeaderEpochs } = await import("../../src/log/leader_epochs.ts");
+  const disk = new NodeDisk();
+  const dir = tempDir(t);
+  const epochs = LeaderEpochs.empty(disk, dir);
+  t.same(epochs.endOffsetFor(3, 50), { epoch: -1, endOffset: 50 }, "no epochs: the log's end");
+  epochs.assign(1, 0);
+  epochs.assign(1, 5);
+  epochs.assign(3, 20);
+  epochs.assign(4, 30);
+  t.same(epochs.starts(), [{ epoch: 1, startOffset: 0 }, { epoch: 3, startOffset: 20 }, {
+    epoch: 4,
+    startOffset: 30,
+  }]);
+  t.same(epochs.endOffsetFor(1, 50), { epoch: 1, endOffset: 20 });
+  t.same(
+    epochs.endOffsetFor(2, 50),
+    { epoch: 1, endOffset: 20 },
+    "an epoch this log never had: the one below it",
+  );
+  t.same(epochs.endOffsetFor(4, 50), { epoch: 4, endOffset: 50 }, "the latest: the log's end");
+  t.same(epochs.endOffsetFor(0, 50), { epoch: -1, endOffset: 0 });
+  await epochs.persist();
+  const reloaded = await LeaderEpochs.load(disk, dir, 25);
+  t.same(reloaded.starts().map((s) => s.epoch), [1, 3], "an epoch past the log's end is dropped");
+  reloaded.truncateFrom(20);
+  t.equal(reloaded.latestEpoch, 1);
+});
