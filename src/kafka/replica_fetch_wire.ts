@@ -89,9 +89,9 @@ export function encodeReplicaFetchResponse(
   writer.int16(response.error === "none" ? 0 : 1).int32(response.partitions.length);
   for (const p of response.partitions) {
     writer.int32(p.address.streamId).int32(p.address.topicId).int32(p.address.partitionId);
-    writer.int16(errorCodes.indexOf(p.error)).int64(p.highWatermark).int64(p.logStartOffset).int64(
-      p.logEndOffset,
-    );
+    writer.int16(errorCodes.indexOf(p.error)).int64(p.highWatermark).int64(p.logStartOffset);
+    writer.int64(p.logEndOffset);
+    writer.int32(p.divergingEpoch?.epoch ?? noDivergence).int64(p.divergingEpoch?.endOffset ?? -1);
     writer.array(p.segmentStarts, (w, offset) => w.int64(offset));
     const recordBytes = p.records.reduce((n, r) => n + r.length, 0);
     writer.int32(recordBytes);
@@ -134,6 +134,6 @@ export function readReplicaFetchResponse(
       segmentStarts,
       records: records === null || records.length === 0 ? [] : [records],
     };
-  }, 54);
+  }, 58);
   return { correlationId, response: { error, partitions } };
 }

@@ -1,0 +1,134 @@
+import t from "tap";
+import { Kafka, logLevel } from "kafkajs";
+import { etcdUnavailableReason } from "../helpers/etcd_harness.ts";
+import { kcat, kcatUnavailable } from "../helpers/kcat.ts";
+import { describePartition, startStrataCluster, until } from "../helpers/strata_cluster.ts";
+
+const skip = etcdUnavailableReason() ?? kcatUnavailable() ?? false;
+const leaseTtlMs = 2000;
+
+/** Every record of the partition, read through kcat from whichever node leads: offset to value. */
+async function readAll(bootstrap: string, topic: string): Promise<Map<number, string>> {
+  const read = await kcat([
+    "-C",
+    "-b",
+    bootstrap,
+    "-t",
+    topic,
+    "-p",
+    "0",
+    "-o",
+    "beginning",
+    "-e",
+    "-q",
+    "-f",
+    "%o %s\\n",
+  ]);
+  if (read.code !== 0) throw new Error(`kcat could not read ${topic}: ${read.stderr}`);
+  const records = new Map<number, string>();
+  for (const line of read.stdout.split("\n").filter((l) => l !== "")) {
+    const space = line.indexOf(" ");
+    records.set(Number(line.slice(0, space)), line.slice(space + 1));
+  }
+  return records;
+}
+
+t.test(
+  "a 3-node cluster on etcd: acks=all through a leader's SIGKILL",
+  { skip, timeout: 240_000 },
+  async (t) => {
+    const cluster = await startStrataCluster(t, { portBase: 30_000 });
+    const kafka = new Kafka({
+      clientId: "strata-failover",
+      brokers: cluster.bootstrap.split(","),
+      logLevel: logLevel.NOTHING,
+      requestTimeout: 5000,
+      retry: { retries: 12, initialRetryTime: 100, maxRetryTime: 1000 },
+    });
+    const admin = kafka.admin();
+    await admin.connect();
+    t.teardown(() => admin.disconnect());
+    t.equal(
+      await admin.createTopics({ topics: [{ topic: "orders", numPartitions: 1, replicationFactor: 3 }] }),
+      true,
+    );
+    const placed = await until("the partition to be led with three in sync", async () => {
+      const p = await describePartition(cluster.bootstrap, "orders", 0);
+      return p !== null && p.leader > 0 && p.isr.length === 3;
+    }, 10_000);
+    t.ok(placed < 10_000, `placed ${placed} ms after creation`);
+
+    const producer = kafka.producer({ allowAutoTopicCreation: false });
+    await producer.connect();
+    t.teardown(() => producer.disconnect());
+    const acked: string[] = [];
+    let failed = 0;
+    const send = async (value: string) => {
+      try {
+        await producer.send({
+          topic: "orders",
+          acks: -1,
+          timeout: 5000,
+          messages: [{ partition: 0, value }],
+        });
+        acked.push(value);
+        return true;
+      } catch {
+        failed++;
+        return false;
+      }
+    };
+    for (let i = 0; i < 100; i++) await send(`before-${i}`);
+    t.equal(acked.length, 100, "every record before the kill acknowledged");
+
+    const before = (await describePartition(cluster.bootstrap, "orders", 0))!;
+    const killedAtMs = Date.now();
+    await cluster.node(before.leader).signal("SIGKILL");
+    const others = cluster.nodes.filter((n) => n.id !== before.leader).map((n) => n.kafka).join(",");
+    let firstAckMs = -1;
+    for (let i = 0; i < 200; i++) {
+      if (await send(`after-${i}`) && firstAckMs < 0) firstAckMs = Date.now() - killedAtMs;
+    }
+    const after = (await describePartition(others, "orders", 0))!;
+    t.not(after.leader, before.leader, `node ${after.leader} leads now`);
+    t.ok(
+      firstAckMs > 0 && firstAckMs <= leaseTtlMs + 2000,
+      `the new leader acknowledged ${firstAckMs} ms after the kill`,
+    );
+    t.notOk(after.isr.includes(before.leader), "the killed node left the in-sync set");
+
+    const records = await readAll(others, "orders");
+    const offsets = [...records.keys()].sort((a, b) => a - b);
+    t.same(offsets, offsets.map((_, i) => i), "offsets dense from 0");
+    const values = new Set(records.values());
+    t.same(acked.filter((v) => !values.has(v)), [], "every acknowledged record is read back");
+    t.comment(
+      `${acked.length} acknowledged, ${failed} failed, ${records.size} read; failover ${firstAckMs} ms`,
+    );
+
+    // kcat (librdkafka) produces with acks=all to the new leader too.
+    const lines = Array.from({ length: 50 }, (_, i) => `kcat-${i}`).join("\n") + "\n";
+    const produced = await kcat([
+      "-P",
+      "-b",
+      others,
+      "-t",
+      "orders",
+      "-p",
+      "0",
+      "-X",
+      "request.required.acks=-1",
+    ], lines);
+    t.equal(produced.code, 0, produced.stderr);
+    const withKcat = await readAll(others, "orders");
+    t.equal([...withKcat.values()].filter((v) => v.startsWith("kcat-")).length, 50);
+
+    // The killed node comes back, catches up and rejoins the in-sync set.
+    await cluster.node(before.leader).restart();
+    const rejoined = await until("the restarted node to rejoin the in-sync set", async () => {
+      const p = await describePartition(cluster.bootstrap, "orders", 0);
+      return p !== null && p.isr.includes(before.leader);
+    }, 20_000);
+    t.ok(rejoined < 20_000, `rejoined ${rejoined} ms after its restart`);
+  },
+);

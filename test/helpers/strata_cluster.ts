@@ -1,0 +1,182 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Test } from "tap";
+import { type EtcdCluster, startEtcd } from "./etcd_harness.ts";
+import { kcat } from "./kcat.ts";
+import { type RunningServer, spawnServer } from "./spawn_server.ts";
+import { tempDir } from "./temp_dir.ts";
+
+/** The secret every node of a test cluster shares. */
+export const testClusterSecret = "strata-test-cluster-secret";
+
+/** One Strata node of a test cluster: a real `deno run` process. */
+export interface ClusterNodeProcess {
+  id: number;
+  httpUrl: string;
+  kafka: string;
+  configPath: string;
+  server: RunningServer | null;
+  /** Sends `signal` (SIGKILL by default) and waits for the exit, or, for SIGSTOP and SIGCONT, only sends it. */
+  signal(signal?: NodeJS.Signals): Promise<void>;
+  /** Starts the node again on its data directory. */
+  restart(): Promise<void>;
+}
+
+export interface StrataCluster {
+  etcd: EtcdCluster;
+  nodes: ClusterNodeProcess[];
+  /** "host:port,host:port,host:port": every node's Kafka listener. */
+  bootstrap: string;
+  node(id: number): ClusterNodeProcess;
+}
+
+export interface ClusterOptions {
+  /** etcd's ports are `portBase + 1..3` and `+ 11..13`; node n's HTTP `+ 20 + n`, Kafka `+ 30 + n`. */
+  portBase: number;
+  nodes?: number;
+  leaseTtl?: string;
+  replicaLagMax?: string;
+  minInsyncReplicas?: number;
+}
+
+/**
+ * Starts a throw-away 3-member etcd and `nodes` Strata nodes on loopback, each with its own data
+ * directory and config, and stops them all when the test ends.
+ */
+export async function startStrataCluster(t: Test, options: ClusterOptions): Promise<StrataCluster> {
+  const etcd = startEtcd(t, options.portBase);
+  const dir = tempDir(t, "strata-cluster-");
+  const count = options.nodes ?? 3;
+  const nodes: ClusterNodeProcess[] = [];
+  for (let id = 1; id <= count; id++) {
+    const http = `127.0.0.1:${options.portBase + 20 + id}`;
+    const kafka = `127.0.0.1:${options.portBase + 30 + id}`;
+    const configPath = join(dir, `node${id}.toml`);
+    writeFileSync(configPath, nodeConfig(join(dir, `data${id}`), http, kafka, id, etcd.endpoints, options));
+    const node: ClusterNodeProcess = {
+      id,
+      httpUrl: `http://${http}`,
+      kafka,
+      configPath,
+      server: null,
+      signal: async (signal = "SIGKILL") => {
+        const server = node.server;
+        if (server === null) return;
+        if (signal === "SIGSTOP" || signal === "SIGCONT") {
+          server.child.kill(signal);
+          return;
+        }
+        node.server = null;
+        await server.stop(signal);
+      },
+      restart: async () => {
+        node.server = await spawnServer(["--config", configPath], { STRATA_KAFKA_ADDRESS: kafka });
+      },
+    };
+    nodes.push(node);
+  }
+  t.teardown(async () => {
+    for (const node of nodes) {
+      node.server?.child.kill("SIGCONT");
+      await node.signal("SIGKILL");
+    }
+  });
+  await Promise.all(nodes.map((n) => n.restart()));
+  return {
+    etcd,
+    nodes,
+    bootstrap: nodes.map((n) => n.kafka).join(","),
+    node: (id) => nodes.find((n) => n.id === id)!,
+  };
+}
+
+function nodeConfig(
+  dataPath: string,
+  http: string,
+  kafka: string,
+  id: number,
+  endpoints: string[],
+  options: ClusterOptions,
+): string {
+  return [
+    "[system]",
+    `path = "${dataPath}"`,
+    `fsync = "interval"`,
+    "[http]",
+    `address = "${http}"`,
+    "[kafka]",
+    `address = "${kafka}"`,
+    "[tiered_storage]",
+    "enabled = false",
+    "[cluster]",
+    "enabled = true",
+    `node_id = ${id}`,
+    `etcd_endpoints = [${endpoints.map((e) => `"${e}"`).join(", ")}]`,
+    `lease_ttl = "${options.leaseTtl ?? "2 s"}"`,
+    `replica_lag_max = "${options.replicaLagMax ?? "10 s"}"`,
+    `min_insync_replicas = ${options.minInsyncReplicas ?? 2}`,
+    `secret = "${testClusterSecret}"`,
+    "",
+  ].join("\n");
+}
+
+/** A partition as Metadata (through kcat -L -J) describes it. */
+export interface PartitionView {
+  leader: number;
+  replicas: number[];
+  isr: number[];
+}
+
+/** The partition's leader, replicas and in-sync set as the node at `broker` answers; null when unknown. */
+export async function describePartition(
+  broker: string,
+  topic: string,
+  partition: number,
+): Promise<PartitionView | null> {
+  const listed = await kcat(["-L", "-J", "-b", broker, "-t", topic, "-m", "3"], "", 10_000);
+  if (listed.code !== 0) return null;
+  try {
+    const json = JSON.parse(listed.stdout) as {
+      topics: Array<
+        {
+          topic: string;
+          partitions: Array<
+            {
+              partition: number;
+              leader: number;
+              replicas: Array<{ id: number }>;
+              isrs: Array<{ id: number }>;
+            }
+          >;
+        }
+      >;
+    };
+    const found = json.topics.find((x) => x.topic === topic)?.partitions.find((p) =>
+      p.partition === partition
+    );
+    if (found === undefined) return null;
+    return {
+      leader: found.leader,
+      replicas: found.replicas.map((r) => r.id),
+      isr: found.isrs.map((r) => r.id),
+    };
+  } catch {
+    return null;
+  }
+}
+
+/** Waits, checking every 50 ms, until `condition` resolves true; fails naming `what` after `deadlineMs`. */
+export async function until(
+  what: string,
+  condition: () => Promise<boolean> | boolean,
+  deadlineMs: number,
+): Promise<number> {
+  const startedMs = Date.now();
+  for (;;) {
+    if (await condition()) return Date.now() - startedMs;
+    if (Date.now() - startedMs > deadlineMs) {
+      throw new Error(`Timed out after ${deadlineMs} ms waiting for ${what}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
