@@ -70,7 +70,7 @@ export function startLeading(
  *   offset it last fetched from); it never goes back;
  * - a follower is caught up when it fetches from at or past the leader's log end; one that has
  *   not been caught up for `replicaLagMaxMs` leaves the in-sync set;
- * - a follower outside the set that has caught up to the high watermark rejoins it;
+ * - a follower outside the set that fetches from at or past the high watermark rejoins it;
  * - in-sync changes are written to etcd one at a time, each comparing the stored revision, and
  *   take effect only once heard back (`stored`); the leader never removes itself.
  */
@@ -110,7 +110,8 @@ export function leaderStep(
     next = { ...next, highWatermark };
     effects.push({ kind: "setHighWatermark", highWatermark });
   }
-  const change = next.isrWriting ? null : isrChange(next, nowMs, settings);
+  const fetchedBy = event.kind === "fetched" ? event.replicaId : null;
+  const change = next.isrWriting ? null : isrChange(next, nowMs, settings, fetchedBy);
   if (change !== null) {
     next = { ...next, isrWriting: true };
     effects.push({ kind: "writeIsr", ...change, expectedModRevision: next.storedModRevision });
@@ -129,8 +130,12 @@ export function highWatermarkOf(state: LeaderState): number {
   return Math.max(low, 0);
 }
 
-/** The in-sync set the leader wants now, or null when it is right. */
-function isrChange(state: LeaderState, nowMs: number, settings: LeaderSettings) {
+/**
+ * The in-sync set the leader wants now, or null when it is right. A follower rejoins only on a
+ * fetch of its own (`fetchedBy`): a node that stopped fetching is never let back in on what it
+ * did before.
+ */
+function isrChange(state: LeaderState, nowMs: number, settings: LeaderSettings, fetchedBy: number | null) {
   const isr = state.stored.isr;
   const lagging = isr.filter((id) => {
     if (id === state.leaderId) return false;
@@ -143,10 +148,11 @@ function isrChange(state: LeaderState, nowMs: number, settings: LeaderSettings) 
       reason: `${lagging} not caught up for over ${settings.replicaLagMaxMs} ms`,
     };
   }
-  const returning = [...state.followers].filter(([id, p]) =>
-    !isr.includes(id) && p.fetchOffset >= 0 && p.fetchOffset >= state.highWatermark &&
-    nowMs - p.caughtUpAtMs <= settings.replicaLagMaxMs
-  ).map(([id]) => id);
+  const progress = fetchedBy === null ? undefined : state.followers.get(fetchedBy);
+  const returning = progress !== undefined && fetchedBy !== null && !isr.includes(fetchedBy) &&
+      progress.fetchOffset >= 0 && progress.fetchOffset >= state.highWatermark
+    ? [fetchedBy]
+    : [];
   if (returning.length > 0) {
     return { isr: [...isr, ...returning], reason: `${returning} caught up to the high watermark` };
   }

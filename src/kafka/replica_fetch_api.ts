@@ -108,6 +108,17 @@ async function readPartition(
   if (!taken.ok) return { response: empty(taken.reason), read: null };
   const log = taken.partition.log;
   const [hw, start, end] = [log.highWatermark, log.firstOffset, log.nextOffset];
+  // The follower's last batch must be of an epoch this log holds at least up to where the
+  // follower is; otherwise it learns where this log's records of that epoch end, and cuts there.
+  if (p.fetchOffset > start) {
+    const { epoch, endOffset } = log.leaderEpochs.endOffsetFor(p.lastFetchedEpoch, end);
+    if (epoch !== p.lastFetchedEpoch || endOffset < p.fetchOffset) {
+      return {
+        response: { ...empty("none", hw, start, end), divergingEpoch: { epoch, endOffset } },
+        read: null,
+      };
+    }
+  }
   if (p.fetchOffset > end || p.fetchOffset < start) {
     return { response: empty("offsetOutOfRange", hw, start, end), read: null };
   }

@@ -68,7 +68,9 @@ t.test("a follower not caught up for replica_lag_max leaves the in-sync set; one
     reason: "3 caught up to the high watermark",
   }]);
   const failed = run(rejoin.state, [[{ kind: "isrWriteFailed" }, 10_011]]);
-  t.equal(failed.effects.length, 1, "a failed write is decided again");
+  t.same(failed.effects, [], "a failed rejoin waits for the follower's next fetch");
+  const retried = run(failed.state, [[{ kind: "fetched", replicaId: 3, fetchOffset: 50 }, 10_012]]);
+  t.equal(retried.effects.length, 1, "which decides it again");
   t.end();
 });
 
@@ -89,5 +91,20 @@ t.test("fetches of a replica that is not assigned are ignored; a stale stored st
     settings,
   );
   t.same(stale.state.stored.isr, [1, 2, 3]);
+  t.end();
+});
+
+t.test("a follower the controller removed is not let back in on its old progress, only on a new fetch", (t) => {
+  let { state } = run(startLeading(stored, 10, 0, 0, 0), [
+    [{ kind: "fetched", replicaId: 2, fetchOffset: 0 }, 1],
+    [{ kind: "fetched", replicaId: 3, fetchOffset: 0 }, 1],
+  ]);
+  // Node 3 died; the controller took it out of the in-sync set.
+  const removed = run(state, [[{ kind: "stored", state: { ...stored, isr: [1, 2] }, modRevision: 11 }, 2]]);
+  t.same(removed.effects, [], "no write puts it back");
+  state = run(removed.state, [[{ kind: "tick" }, 3], [{ kind: "appended", logEndOffset: 5 }, 4]]).state;
+  t.same(state.stored.isr, [1, 2]);
+  const back = run(state, [[{ kind: "fetched", replicaId: 3, fetchOffset: 5 }, 5]]);
+  t.same(back.effects.map((e) => e.kind), ["writeIsr"], "its own fetch brings it back");
   t.end();
 });

@@ -31,7 +31,10 @@ export interface StrataCluster {
 }
 
 export interface ClusterOptions {
-  /** etcd's ports are `portBase + 1..3` and `+ 11..13`; node n's HTTP `+ 20 + n`, Kafka `+ 30 + n`. */
+  /**
+   * etcd's ports are `portBase + 1..3` and `+ 11..13`; node n's HTTP `+ 20 + n`, Kafka `+ 30 + n`.
+   * Below 32768, where the system's ephemeral ports (other tests' port 0) start.
+   */
   portBase: number;
   nodes?: number;
   leaseTtl?: string;
