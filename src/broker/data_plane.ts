@@ -305,11 +305,22 @@ export class DataPlane {
     }
   }
 
+  /**
+   * The key's partition; without a key the next in round robin among the partitions this node
+   * leads (all of them on a single node), so that a keyless produce is never sent elsewhere.
+   */
   #choosePartition(topic: CatalogTopic, key: string | Uint8Array | null): number {
     if (key !== null) return partitionOfKey(key, topic.slots.length);
-    const next = ((this.#roundRobin.get(topic) ?? -1) + 1) % topic.slots.length;
-    this.#roundRobin.set(topic, next);
-    return next;
+    const count = topic.slots.length;
+    const last = this.#roundRobin.get(topic) ?? -1;
+    for (let step = 1; step <= count; step++) {
+      const candidate = (last + step) % count;
+      const address = { streamId: topic.streamId, topicId: topic.meta.id, partitionId: candidate };
+      if (step < count && this.#replication.leadership(address).kind !== "leader") continue;
+      this.#roundRobin.set(topic, candidate);
+      return candidate;
+    }
+    return (last + 1) % count;
   }
 }
 

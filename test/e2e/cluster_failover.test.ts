@@ -3,6 +3,7 @@ import { Kafka, logLevel } from "kafkajs";
 import { etcdUnavailableReason } from "../helpers/etcd_harness.ts";
 import { kcat, kcatUnavailable } from "../helpers/kcat.ts";
 import { describePartition, startStrataCluster, until } from "../helpers/strata_cluster.ts";
+import { StrataClient } from "../../src/client/strata_client.ts";
 
 const skip = etcdUnavailableReason() ?? kcatUnavailable() ?? false;
 const leaseTtlMs = 2000;
@@ -57,6 +58,19 @@ t.test(
       return p !== null && p.leader > 0 && p.isr.length === 3;
     }, 10_000);
     t.ok(placed < 10_000, `placed ${placed} ms after creation`);
+
+    // What the cluster cannot serve is refused at creation, by the error its API has for it.
+    const tooMany = await admin.createTopics({
+      topics: [{ topic: "wide", numPartitions: 1, replicationFactor: 5 }],
+    })
+      .catch((e) => e);
+    t.match(String(tooMany?.errors?.[0]?.type ?? tooMany), /INVALID_REPLICATION_FACTOR/);
+    const tiered = await fetch(`${cluster.nodes[0]!.httpUrl}/streams/kafka/topics`, {
+      method: "POST",
+      body: JSON.stringify({ name: "tiered", tiered: true }),
+    });
+    t.equal(tiered.status, 400);
+    t.match(await tiered.json(), { error: "invalid_option", message: /tiered topic in cluster mode/ });
 
     const producer = kafka.producer({ allowAutoTopicCreation: false });
     await producer.connect();
@@ -138,5 +152,33 @@ t.test(
       return p !== null && p.isr.includes(before.leader);
     }, 20_000);
     t.ok(rejoined < 20_000, `rejoined ${rejoined} ms after its restart`);
+
+    // Over HTTP a node that does not lead the partition redirects to the one that does, and the
+    // TypeScript client follows (the method and body go along).
+    const leaderNow = (await describePartition(cluster.bootstrap, "orders", 0))!.leader;
+    const elsewhere = cluster.nodes.find((n) => n.id !== leaderNow)!;
+    const path = "/streams/kafka/topics/orders/messages";
+    const body = JSON.stringify({ partition: 0, messages: [{ payload: btoa("over http") }] });
+    const redirected = await fetch(`${elsewhere.httpUrl}${path}`, {
+      method: "POST",
+      body,
+      redirect: "manual",
+    });
+    t.equal(redirected.status, 307);
+    t.equal(redirected.headers.get("location"), `${cluster.node(leaderNow).httpUrl}${path}`);
+    t.match(await redirected.json(), { error: "not_leader" });
+    const client = new StrataClient({ baseUrl: elsewhere.httpUrl });
+    const viaHttp = await client.produce("kafka", "orders", [{
+      key: null,
+      payload: new TextEncoder().encode("client"),
+    }], 0);
+    t.equal(viaHttp.partition, 0);
+    const polled = await client.poll("kafka", "orders", 0, { offset: viaHttp.base_offset, count: 1 });
+    t.equal(
+      new TextDecoder().decode(polled.messages[0]!.payload!),
+      "client",
+      "read back through a redirect too",
+    );
+    t.equal((await readAll(others, "orders")).size, 351, "300 from kafkajs, 50 from kcat, 1 over HTTP");
   },
 );
