@@ -13,7 +13,8 @@ import { OsThreadControl } from "./runtime/os_thread_control.ts";
 import { RealClock } from "./runtime/real_clock.ts";
 import { Rng } from "./runtime/rng.ts";
 import { CliArgsError, parseServerArgs, serverUsage } from "./config/cli_args.ts";
-import { StrataServer } from "./server/server.ts";
+import { type ClusterIo, StrataServer } from "./server/server.ts";
+import type { Clock } from "./runtime/clock.ts";
 import { openKafkaListener } from "./kafka/kafka_service.ts";
 import type { KafkaListener } from "./kafka/kafka_listener.ts";
 import type { KafkaClusterServing } from "./kafka/kafka_api.ts";
@@ -27,6 +28,23 @@ const connectionReadBytes = 64 * 1024;
 const replicaConnectTimeoutMs = 2000;
 /** How long past its own wait a replica fetch's answer may take before the follower gives up on it. */
 const replicaAnswerTimeoutMs = 5000;
+
+/** How a cluster node reaches etcd (the runtime's `fetch`) and its peers (replica links over `network`). */
+function clusterIo(network: Network, clock: Clock, maxFrameBytes: number): ClusterIo {
+  return {
+    fetch: (url, init) => fetch(url, init),
+    leaderLinks: (token) => (_nodeId, address) =>
+      new ReplicaLink({
+        network,
+        clock,
+        address,
+        token,
+        connectTimeoutMs: replicaConnectTimeoutMs,
+        answerTimeoutMs: replicaAnswerTimeoutMs,
+        maxFrameBytes,
+      }),
+  };
+}
 
 /** What the Kafka listener answers for the cluster, from this node's part in it. */
 function kafkaClusterServing(cluster: ClusterNode | null): KafkaClusterServing | null {
@@ -127,19 +145,7 @@ async function main(): Promise<number> {
     disk: new NodeDisk(),
     rng: Rng.fromEntropy(),
     threads: new OsThreadControl(),
-    clusterIo: {
-      fetch: (url, init) => fetch(url, init),
-      leaderLinks: (token) => (_nodeId, address) =>
-        new ReplicaLink({
-          network,
-          clock,
-          address,
-          token,
-          connectTimeoutMs: replicaConnectTimeoutMs,
-          answerTimeoutMs: replicaAnswerTimeoutMs,
-          maxFrameBytes: config.kafka.maxFrameBytes,
-        }),
-    },
+    clusterIo: clusterIo(network, clock, config.kafka.maxFrameBytes),
   });
   const { hostname, port } = config.http.address;
   // Signals are handled from before the socket opens: a SIGTERM right after "listening" must

@@ -54,10 +54,7 @@ export interface CatalogDeps {
   host: PartitionHost;
   /** What a create request's options default to. */
   topicDefaults: TopicDefaults;
-  /**
-   * Refuses (throws) a new topic's options this server cannot serve, before anything is created:
-   * in a cluster, tiering and a replication factor beyond the live nodes.
-   */
+  /** Refuses (throws) a new topic's options this server cannot serve, before anything is created. */
   admitTopic?: (options: TopicOptions) => void;
 }
 
@@ -255,11 +252,7 @@ export class Catalog {
         hasRemoteSegments,
       })
     );
-    topic.meta = { ...topic.meta, options };
-    for (const slot of topic.slots) {
-      if (slot.kind !== "open") continue;
-      slot.partition.log.updateConfig(this.#deps.partitions.logConfig(options));
-    }
+    this.#applyOptions(topic, options);
     return this.describeTopic(streamName, topicName);
   }
 
@@ -317,17 +310,17 @@ export class Catalog {
       await this.#deps.disk.removeTree(this.#deps.partitions.topicDir(topic.streamId, topic.meta.id));
     }
     for (const { stream, meta } of plan.open) await this.#openTopic(stream, meta, "create missing");
-    for (const { topic, meta } of plan.changeOptions) {
-      topic.meta = { ...topic.meta, options: meta.options };
-      for (const slot of topic.slots) {
-        if (slot.kind === "open") {
-          slot.partition.log.updateConfig(this.#deps.partitions.logConfig(meta.options));
-        }
-      }
-    }
+    for (const { topic, meta } of plan.changeOptions) this.#applyOptions(topic, meta.options);
     for (const id of plan.removeStreamIds) {
       await this.#deps.disk.removeTree(this.#deps.partitions.streamDir(id));
     }
+  }
+
+  /** The topic's options now, and its open partitions' logs written by them from the next write. */
+  #applyOptions(topic: TopicEntry, options: TopicOptions): void {
+    topic.meta = { ...topic.meta, options };
+    const config = this.#deps.partitions.logConfig(options);
+    for (const slot of topic.slots) if (slot.kind === "open") slot.partition.log.updateConfig(config);
   }
 
   async #streamIdsOnDisk(): Promise<number[]> {

@@ -61,40 +61,7 @@ export class ReplicationMetrics {
         this.set(read.leaders().filter((c) => c.stored.isr.length < c.stored.replicas.length).length);
       },
     });
-    const gauges = labelledGaugesOf(registry);
-    const perLeader = (value: (core: LeaderState) => number) =>
-      function* (): Iterable<[string, number]> {
-        for (const s of read.sources()) {
-          if (s.role.kind === "leader") yield [labelOf(s.partition.address), value(s.role.core)];
-        }
-      };
-    gauges.add({
-      name: "strata_cluster_isr_size",
-      help: "In-sync replicas of each partition this node leads, itself among them.",
-      labelName: "partition",
-      entries: perLeader((c) => c.stored.isr.length),
-    });
-    gauges.add({
-      name: "strata_cluster_leader_epoch",
-      help: "The leader epoch of each partition this node leads.",
-      labelName: "partition",
-      entries: perLeader((c) => c.leaderEpoch),
-    });
-    gauges.add({
-      name: "strata_cluster_follower_lag_records",
-      help: "Records the furthest-behind follower lacks, per partition this node leads.",
-      labelName: "partition",
-      entries: perLeader((c) => worstLag(c).records),
-    });
-    gauges.add({
-      name: "strata_cluster_follower_lag_seconds",
-      help: "Time since the furthest-behind follower was last caught up, per partition this node leads.",
-      labelName: "partition",
-      entries: perLeader((c) => {
-        const { caughtUpAtMs } = worstLag(c);
-        return caughtUpAtMs === Infinity ? 0 : Math.max(0, read.nowMs() - caughtUpAtMs) / 1000;
-      }),
-    });
+    registerPartitionGauges(registry, read);
   }
 
   /** Where the keepalive age is read from: the node's session. */
@@ -121,4 +88,45 @@ function worstLag(core: LeaderState): { records: number; caughtUpAtMs: number } 
     caughtUpAtMs = Math.min(caughtUpAtMs, progress.caughtUpAtMs);
   }
   return { records, caughtUpAtMs };
+}
+
+/** The gauges labelled by partition, one series per partition this node leads, written a piece at a time. */
+function registerPartitionGauges(
+  registry: Registry,
+  read: { sources(): ReplicaGaugeSource[]; nowMs(): number },
+): void {
+  const gauges = labelledGaugesOf(registry);
+  const perLeader = (value: (core: LeaderState) => number) =>
+    function* (): Iterable<[string, number]> {
+      for (const s of read.sources()) {
+        if (s.role.kind === "leader") yield [labelOf(s.partition.address), value(s.role.core)];
+      }
+    };
+  gauges.add({
+    name: "strata_cluster_isr_size",
+    help: "In-sync replicas of each partition this node leads, itread among them.",
+    labelName: "partition",
+    entries: perLeader((c) => c.stored.isr.length),
+  });
+  gauges.add({
+    name: "strata_cluster_leader_epoch",
+    help: "The leader epoch of each partition this node leads.",
+    labelName: "partition",
+    entries: perLeader((c) => c.leaderEpoch),
+  });
+  gauges.add({
+    name: "strata_cluster_follower_lag_records",
+    help: "Records the furthest-behind follower lacks, per partition this node leads.",
+    labelName: "partition",
+    entries: perLeader((c) => worstLag(c).records),
+  });
+  gauges.add({
+    name: "strata_cluster_follower_lag_seconds",
+    help: "Time since the furthest-behind follower was last caught up, per partition this node leads.",
+    labelName: "partition",
+    entries: perLeader((c) => {
+      const { caughtUpAtMs } = worstLag(c);
+      return caughtUpAtMs === Infinity ? 0 : Math.max(0, read.nowMs() - caughtUpAtMs) / 1000;
+    }),
+  });
 }

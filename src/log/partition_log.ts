@@ -21,7 +21,7 @@ import { type BatchReadResult, readBatchesFrom } from "./batch_reads.ts";
 import type { RetentionDecision } from "./total_retention.ts";
 import { WriteQueue } from "./write_queue.ts";
 import { applyWriteOp, type WriteContext, type WriteOp } from "./write_ops.ts";
-import { ReplicaAppendError } from "./log_errors.ts";
+import { belowWatermark, checkReplicatedBatches } from "./replicated_batches.ts";
 import type { LeaderEpochs } from "./leader_epochs.ts";
 
 /** Bound on `onActivity` listeners of one log (the shard's tick and its tier service use one each). */
@@ -143,10 +143,7 @@ export class PartitionLog {
     return this.#chain.segments[0]!.startOffset;
   }
 
-  /**
-   * The end of what consumers may read: the high watermark when replicated (every in-sync replica
-   * holds what is below it), else the log's end.
-   */
+  /** The end of what consumers read: the high watermark when replicated, else the log's end. */
   get highWatermark(): number {
     const end = this.nextOffset;
     return this.#highWatermark === null ? end : Math.min(this.#highWatermark, end);
@@ -290,16 +287,7 @@ export class PartitionLog {
     segmentStarts: ReadonlySet<number>,
     checks: ProduceChecks = noProduceLimits,
   ): Promise<AppendResult> {
-    const batches = await checkProducedBatches(records, checks);
-    let expected = this.#chain.pendingNextOffset;
-    for (const { header } of batches) {
-      if (header.baseOffset !== expected) {
-        throw new ReplicaAppendError(
-          `Cannot append the leader's batches to ${this.label}: a batch starts at ${header.baseOffset}, not ${expected}`,
-        );
-      }
-      expected = header.baseOffset + header.lastOffsetDelta + 1;
-    }
+    const batches = await checkReplicatedBatches(records, checks, this.#chain.pendingNextOffset, this.label);
     const input: AppendInput = { kind: "replicated", batches, segmentStarts };
     return await this.#queue.enqueue<AppendResult>((done) => ({ kind: "append", input, done }));
   }
@@ -377,14 +365,7 @@ export class PartitionLog {
       () => readSegments(this.#reads, this.#chain.segments, offset, count, maxBytes),
       (watermark) => this.enforceRetention((s) => s.location === "remote" && s.endOffset < watermark),
     );
-    const above = result.messages.findIndex((m) => m.offset >= endOffset);
-    if (above < 0) return result;
-    // Above the high watermark: not yet held by every in-sync replica, so not served.
-    return {
-      ...result,
-      messages: result.messages.slice(0, above),
-      nextOffset: result.messages[above]!.offset,
-    };
+    return belowWatermark(result, endOffset);
   }
 
   /** The offset of the first message stamped at or after `timestampUs`; past every one, the next offset. */

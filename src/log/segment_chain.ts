@@ -209,7 +209,7 @@ export class SegmentChain {
     for (const { bytes, header } of batches) {
       assert(
         header.baseOffset === this.#nextOffset,
-        `a replicated batch starts at the next offset ${this.#nextOffset}, not ${header.baseOffset}`,
+        `a replicated batch at ${header.baseOffset}, not ${this.#nextOffset}`,
       );
       if (segmentStarts.has(header.baseOffset) && !this.active.isEmpty) {
         await this.flushPending();
@@ -228,21 +228,10 @@ export class SegmentChain {
     this.epochs.assign(this.leaderEpoch, this.#nextOffset);
   }
 
-  /**
-   * After a truncation (`truncateSegments`): the chain ends at `offset`, in segment `keep`,
-   * `positionBytes` into it, which is the active segment again.
-   */
-  cutTo(keep: number, offset: number, positionBytes: number, maxTimestampUs: number): void {
+  /** After a truncation (`truncateSegments`): the chain ends at `offset`, in segment `keep`, active again. */
+  cutTo(keep: number, offset: number): void {
     assert(keep >= 0 && keep < this.#segments.length, `Cannot cut the chain at segment ${keep}`);
     this.#segments.length = keep + 1;
-    const segment = this.active;
-    segment.endOffset = offset - 1;
-    segment.sizeBytes = positionBytes;
-    segment.visibleSizeBytes = positionBytes;
-    segment.visibleEndOffset = offset - 1;
-    segment.maxTimestampUs = maxTimestampUs;
-    if (segment.isEmpty) segment.firstTimestampUs = null;
-    segment.lastIndexedPosition = segment.index.last?.position ?? -1;
     this.#nextOffset = offset;
     this.#dirty = false;
   }

@@ -51,7 +51,14 @@ export async function truncateSegments(
   await kept.logFile.sync();
   await disk.fsyncDir(dir);
   kept.index.truncateFrom(offset - kept.startOffset);
-  chain.cutTo(keep, offset, positionBytes, maxTimestampUs);
+  kept.endOffset = offset - 1;
+  kept.sizeBytes = positionBytes;
+  kept.visibleSizeBytes = positionBytes;
+  kept.visibleEndOffset = offset - 1;
+  kept.maxTimestampUs = maxTimestampUs;
+  if (kept.isEmpty) kept.firstTimestampUs = null;
+  kept.lastIndexedPosition = kept.index.last?.position ?? -1;
+  chain.cutTo(keep, offset);
   chain.epochs.truncateFrom(offset);
   await chain.epochs.persist();
 }

@@ -29,6 +29,7 @@ t.test("etcd through its JSON gateway", { skip: unavailable ?? false, timeout: 1
     const c = coordinatorOf(etcd.endpoints);
     t.teardown(() => c.close());
     coordinatorContract(t, { coordinator: c, until }, `/contract-${process.pid}`);
+    t.end();
   });
 
   t.test("a watch from a compacted revision ends with CompactedError", async (t) => {
@@ -97,4 +98,5 @@ t.test("etcd through its JSON gateway", { skip: unavailable ?? false, timeout: 1
     );
     t.equal((txn as CoordinatorUnavailableError).ambiguous, false);
   });
+  t.end();
 });

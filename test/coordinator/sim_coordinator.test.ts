@@ -26,6 +26,7 @@ t.test("the simulated coordinator keeps the contract", (t) => {
   const clock = new VirtualClock();
   const store = new SimCoordinatorStore({ clock });
   coordinatorContract(t, { coordinator: store.client("node-1"), until: virtualUntil(clock) }, "/contract");
+  t.end();
 });
 
 t.test("a lease expires exactly when the virtual clock passes its TTL, and not before", async (t) => {
