@@ -56,6 +56,8 @@ export interface CatalogDeps {
   topicDefaults: TopicDefaults;
   /** Refuses (throws) a new topic's options this server cannot serve, before anything is created. */
   admitTopic?: (options: TopicOptions) => void;
+  /** The metadata is shared (a cluster's): a topic created while this server was down is created here at boot. */
+  sharedMetadata?: boolean;
 }
 
 /** Bound on admin operations waiting for the metadata lock; one more is refused as overloaded. */
@@ -92,9 +94,10 @@ export class Catalog {
   static async open(deps: CatalogDeps): Promise<Catalog> {
     const catalog = new Catalog(deps);
     const { disk, partitions, store, logger } = deps;
+    const missing = deps.sharedMetadata ? "create missing" : "refuse";
     await sweepOrphanDirectories(disk, partitions.streamsDir, store.doc, logger);
     for (const stream of store.doc.streams) {
-      for (const topic of stream.topics) await catalog.#openTopic(stream, topic);
+      for (const topic of stream.topics) await catalog.#openTopic(stream, topic, missing);
     }
     store.onRemoteChange(() => catalog.#followRemote());
     return catalog;
@@ -290,10 +293,8 @@ export class Catalog {
   // ---- internals -------------------------------------------------------------------------------
 
   /**
-   * Brings the open topics in line with a document another server committed (a store shared by a
-   * cluster): opens the topics it adds (creating their partitions here), closes and removes the
-   * ones it drops, and applies changed options. Under the admin lock, so it never interleaves with
-   * a local change; the changes it hears of queue one behind the other.
+   * Brings the open topics in line with another server's commit (`planFollow`), under the admin
+   * lock, so it never interleaves with a local change; the changes heard queue one behind the other.
    */
   #followRemote(): void {
     this.#following = this.#following.then(() => this.#syncWithStore()).catch((error) => {

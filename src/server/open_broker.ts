@@ -84,6 +84,7 @@ export async function openBroker(deps: BrokerDeps): Promise<OpenedBroker> {
     // Tiering is not served across a cluster's replicas yet: new topics are not tiered there.
     topicDefaults: cluster === null ? defaults : { ...defaults, tiered: false },
     admitTopic: cluster === null ? undefined : (options) => cluster.admitTopic(options),
+    sharedMetadata: cluster !== null,
   });
   // Opened after the partitions: the replay applies committed floors to them.
   for (const shard of shards.shards) {

@@ -47,8 +47,17 @@ class Host implements PartitionHost {
 
 /** One server's catalog over the metadata shared through the simulated coordinator. */
 async function node(t: Test, sim: SimCoordinatorStore, clock: VirtualClock, name: string) {
+  return await nodeAt(t, sim, clock, name, join(tempDir(t), "data"));
+}
+
+async function nodeAt(
+  t: Test,
+  sim: SimCoordinatorStore,
+  clock: VirtualClock,
+  name: string,
+  dataPath: string,
+) {
   await initCrc32c();
-  const dataPath = join(tempDir(t), "data");
   mkdirSync(join(dataPath, "streams"), { recursive: true });
   const { config } = loadConfig("", "test", { STRATA_SYSTEM_PATH: dataPath });
   const disk = new NodeDisk();
@@ -71,6 +80,7 @@ async function node(t: Test, sim: SimCoordinatorStore, clock: VirtualClock, name
     partitions: new PartitionOpener({ disk, clock, rng: new Rng(3), logger, settings: config.system }),
     host,
     topicDefaults: { tiered: false, localRetentionAgeMs: null, localRetentionSizeBytes: null },
+    sharedMetadata: true,
   });
   t.teardown(async () => {
     store.close();
@@ -149,4 +159,15 @@ t.test("topics created on both servers at once both exist on both, each under it
   const ids = (c: Catalog) => ["x", "y"].map((n) => c.topic("s", n).meta.id);
   t.same(ids(a.catalog), ids(b.catalog));
   t.not(ids(a.catalog)[0], ids(a.catalog)[1]);
+});
+
+t.test("a server that was down while a topic was created creates its partitions when it boots", async (t) => {
+  const clock = new VirtualClock();
+  const sim = new SimCoordinatorStore({ clock });
+  const a = await node(t, sim, clock, "a");
+  await a.catalog.createStream("s");
+  await a.catalog.createTopic("s", "late", options);
+  const b = await nodeAt(t, sim, clock, "b", join(tempDir(t), "fresh"));
+  t.same([...b.host.hosted].sort(), ["1/1/0", "1/1/1"], "opened, not refused");
+  t.equal(b.catalog.topic("s", "late").slots.every((s) => s.kind === "open"), true);
 });

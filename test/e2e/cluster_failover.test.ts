@@ -156,6 +156,21 @@ t.test(
     // Over HTTP a node that does not lead the partition redirects to the one that does, and the
     // TypeScript client follows (the method and body go along).
     const leaderNow = (await describePartition(cluster.bootstrap, "orders", 0))!.leader;
+    // The cluster's gauges, on the leader's /metrics.
+    const metrics = await (await fetch(`${cluster.node(leaderNow).httpUrl}/metrics`)).text();
+    for (
+      const name of [
+        "strata_cluster_partitions_led 1",
+        "strata_cluster_under_replicated_partitions 0",
+        'strata_cluster_isr_size{partition="1/1/0"} 3',
+        'strata_cluster_leader_epoch{partition="1/1/0"} 1',
+        'strata_cluster_follower_lag_records{partition="1/1/0"}',
+        'strata_cluster_follower_lag_seconds{partition="1/1/0"}',
+        "strata_cluster_lease_keepalive_age_seconds",
+        'strata_cluster_etcd_request_duration_seconds_count{op="lease_keepalive"}',
+      ]
+    ) t.ok(metrics.includes(name), name);
+
     const elsewhere = cluster.nodes.find((n) => n.id !== leaderNow)!;
     const path = "/streams/kafka/topics/orders/messages";
     const body = JSON.stringify({ partition: 0, messages: [{ payload: btoa("over http") }] });
