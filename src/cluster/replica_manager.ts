@@ -96,6 +96,9 @@ export class ReplicaManager implements Replication, PartitionHost {
   host(partition: Partition): void {
     const label = labelOf(partition.address);
     const stopActivity = partition.log.onActivity("replication", () => this.#appended(label));
+    // Opened, a log knows nothing of what its replicas hold: consumers read nothing above its start
+    // until a leader's followers (or, following, its leader) say how far the in-sync set has it.
+    partition.log.setHighWatermark(partition.log.firstOffset);
     this.#hosted.set(label, { partition, role: { kind: "none", leaderId: null }, stopActivity });
     this.#reconcile(label);
   }
