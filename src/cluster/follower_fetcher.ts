@@ -1,6 +1,7 @@
 import { labelOf, type Partition, type PartitionAddress } from "../log/partition.ts";
 import { ReplicaAppendError } from "../log/log_errors.ts";
 import type { ProduceChecks } from "../log/produced_batches.ts";
+import { concatBytes } from "../runtime/bytes.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { ClusterView } from "./cluster_view.ts";
@@ -121,7 +122,7 @@ class LeaderLoop {
       return true;
     }
     if (answer.records.length > 0) {
-      const bytes = concat(answer.records);
+      const bytes = answer.records.length === 1 ? answer.records[0]! : concatBytes(answer.records);
       try {
         await log.appendReplicated(bytes, new Set(answer.segmentStarts), this.deps.checks);
       } catch (error) {
@@ -175,17 +176,6 @@ class LeaderLoop {
     this.#link = this.deps.links(this.leaderId, record.kafka);
     return this.#link;
   }
-}
-
-function concat(pieces: readonly Uint8Array[]): Uint8Array {
-  if (pieces.length === 1) return pieces[0]!;
-  const bytes = new Uint8Array(pieces.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const piece of pieces) {
-    bytes.set(piece, at);
-    at += piece.length;
-  }
-  return bytes;
 }
 
 /**

@@ -5,20 +5,12 @@ import type { WatchEvent } from "../../src/coordinator/coordinator.ts";
 import { RealClock } from "../../src/runtime/real_clock.ts";
 import { coordinatorContract } from "../helpers/coordinator_contract.ts";
 import { etcdUnavailableReason, startEtcd } from "../helpers/etcd_harness.ts";
+import { until } from "../helpers/strata_cluster.ts";
 
 const unavailable = etcdUnavailableReason();
 const clock = new RealClock();
 
 /** Waits in real time, checking every 20 ms, until the condition holds or the deadline passes. */
-async function until(what: string, condition: () => boolean | Promise<boolean>, deadlineMs: number) {
-  const endMs = clock.nowMs() + deadlineMs;
-  for (;;) {
-    if (await condition()) return;
-    if (clock.nowMs() >= endMs) throw new Error(`Timed out after ${deadlineMs} ms waiting for ${what}`);
-    await clock.sleep(20);
-  }
-}
-
 const coordinatorOf = (endpoints: string[], requestTimeoutMs = 2000) =>
   new EtcdCoordinator({ endpoints, fetch: (url, init) => fetch(url, init), clock, requestTimeoutMs });
 

@@ -2,37 +2,11 @@ import t from "tap";
 import { Kafka, logLevel } from "kafkajs";
 import { etcdUnavailableReason } from "../helpers/etcd_harness.ts";
 import { kcat, kcatUnavailable } from "../helpers/kcat.ts";
-import { describePartition, startStrataCluster, until } from "../helpers/strata_cluster.ts";
+import { describePartition, readPartition, startStrataCluster, until } from "../helpers/strata_cluster.ts";
 import { StrataClient } from "../../src/client/strata_client.ts";
 
 const skip = etcdUnavailableReason() ?? kcatUnavailable() ?? false;
 const leaseTtlMs = 2000;
-
-/** Every record of the partition, read through kcat from whichever node leads: offset to value. */
-async function readAll(bootstrap: string, topic: string): Promise<Map<number, string>> {
-  const read = await kcat([
-    "-C",
-    "-b",
-    bootstrap,
-    "-t",
-    topic,
-    "-p",
-    "0",
-    "-o",
-    "beginning",
-    "-e",
-    "-q",
-    "-f",
-    "%o %s\\n",
-  ]);
-  if (read.code !== 0) throw new Error(`kcat could not read ${topic}: ${read.stderr}`);
-  const records = new Map<number, string>();
-  for (const line of read.stdout.split("\n").filter((l) => l !== "")) {
-    const space = line.indexOf(" ");
-    records.set(Number(line.slice(0, space)), line.slice(space + 1));
-  }
-  return records;
-}
 
 t.test(
   "a 3-node cluster on etcd: acks=all through a leader's SIGKILL",
@@ -119,7 +93,7 @@ t.test(
     t.ok(firstAckMs > 0, `kafkajs's first acknowledgement from it came ${firstAckMs} ms after the kill`);
     t.notOk(after.isr.includes(before.leader), "the killed node left the in-sync set");
 
-    const records = await readAll(others, "orders");
+    const records = await readPartition(others, "orders");
     const offsets = [...records.keys()].sort((a, b) => a - b);
     t.same(offsets, offsets.map((_, i) => i), "offsets dense from 0");
     const values = new Set(records.values());
@@ -142,7 +116,7 @@ t.test(
       "request.required.acks=-1",
     ], lines);
     t.equal(produced.code, 0, produced.stderr);
-    const withKcat = await readAll(others, "orders");
+    const withKcat = await readPartition(others, "orders");
     t.equal([...withKcat.values()].filter((v) => v.startsWith("kcat-")).length, 50);
 
     // The killed node comes back, catches up and rejoins the in-sync set.
@@ -194,6 +168,6 @@ t.test(
       "client",
       "read back through a redirect too",
     );
-    t.equal((await readAll(others, "orders")).size, 351, "300 from kafkajs, 50 from kcat, 1 over HTTP");
+    t.equal((await readPartition(others, "orders")).size, 351, "300 from kafkajs, 50 from kcat, 1 over HTTP");
   },
 );

@@ -1,10 +1,10 @@
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import t from "tap";
 import { etcdUnavailableReason } from "../helpers/etcd_harness.ts";
 import { kcat, kcatUnavailable } from "../helpers/kcat.ts";
 import {
   describePartition,
+  readPartition,
+  sameSegmentsEverywhere,
   startStrataCluster,
   type StrataCluster,
   until,
@@ -36,22 +36,7 @@ function produce(brokers: string, topic: string, values: string[], timeoutMs = 2
 }
 
 async function readValues(brokers: string, topic: string): Promise<string[]> {
-  const read = await kcat([
-    "-C",
-    "-b",
-    brokers,
-    "-t",
-    topic,
-    "-p",
-    "0",
-    "-o",
-    "beginning",
-    "-e",
-    "-q",
-    "-f",
-    "%s\\n",
-  ]);
-  return read.stdout.split("\n").filter((l) => l !== "");
+  return [...(await readPartition(brokers, topic)).values()];
 }
 
 async function createTopic(cluster: StrataCluster, topic: string): Promise<void> {
@@ -70,14 +55,6 @@ async function createTopic(cluster: StrataCluster, topic: string): Promise<void>
     "three in sync",
     async () => (await describePartition(cluster.bootstrap, topic, 0))?.isr.length === 3,
     10_000,
-  );
-}
-
-/** The segment files of partition 0 of the first topic in a node's data directory, by name. */
-function segmentFiles(configPath: string, id: number): Map<string, Buffer> {
-  const dir = join(configPath, "..", `data${id}`, "streams/1/topics/1/partitions/0");
-  return new Map(
-    readdirSync(dir).filter((f) => f.endsWith(".log")).map((f) => [f, readFileSync(join(dir, f))]),
   );
 }
 
@@ -123,13 +100,11 @@ t.test(
     );
     t.equal((await produce(cluster.bootstrap, "f", ["five"])).code, 0);
     t.same(await readValues(cluster.bootstrap, "f"), ["one", "two", "three", "five"]);
-    await until("every replica to hold the same segment bytes", () => {
-      const files = cluster.nodes.map((n) => segmentFiles(n.configPath, n.id));
-      const [first, ...rest] = files;
-      return rest.every((f) =>
-        f.size === first!.size && [...first!].every(([name, bytes]) => f.get(name)?.equals(bytes))
-      );
-    }, 10_000);
+    await until(
+      "every replica to hold the same segment bytes",
+      () => sameSegmentsEverywhere(cluster),
+      10_000,
+    );
   },
 );
 
@@ -176,13 +151,11 @@ t.test("a leader paused past its lease is fenced, rejoins as a follower and trun
     await readValues(others, "z"),
     stale.code === 0 ? ["a", "b", "c", "d", "stale"] : ["a", "b", "c", "d"],
   );
-  await until("the old leader's segments equal the new leader's", () => {
-    const files = cluster.nodes.map((n) => segmentFiles(n.configPath, n.id));
-    const [first, ...rest] = files;
-    return rest.every((f) =>
-      f.size === first!.size && [...first!].every(([name, bytes]) => f.get(name)?.equals(bytes))
-    );
-  }, 10_000);
+  await until(
+    "the old leader's segments equal the new leader's",
+    () => sameSegmentsEverywhere(cluster),
+    10_000,
+  );
 });
 
 t.test("etcd: one member lost changes nothing; its majority lost stops acknowledgements until it returns", {

@@ -6,7 +6,7 @@ import { CoordinatorRequestError, LeaseNotFoundError } from "../../src/coordinat
 export interface ContractEnv {
   coordinator: Coordinator;
   /** Resolves once `condition` holds; rejects naming `what` when `deadlineMs` passes first. */
-  until(what: string, condition: () => boolean | Promise<boolean>, deadlineMs: number): Promise<void>;
+  until(what: string, condition: () => boolean | Promise<boolean>, deadlineMs: number): Promise<unknown>;
 }
 
 async function errorOf(call: Promise<unknown>): Promise<unknown> {

@@ -1,4 +1,4 @@
-import { writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Test } from "tap";
 import { type EtcdCluster, startEtcd } from "./etcd_harness.ts";
@@ -182,4 +182,33 @@ export async function until(
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/** Partition 0 of `topic` read whole through kcat from whichever node leads: offset to value. */
+export async function readPartition(brokers: string, topic: string): Promise<Map<number, string>> {
+  const args = ["-C", "-b", brokers, "-t", topic, "-p", "0", "-o", "beginning", "-e", "-q", "-f", "%o %s\\n"];
+  const read = await kcat(args);
+  if (read.code !== 0) throw new Error(`kcat could not read ${topic}: ${read.stderr}`);
+  const records = new Map<number, string>();
+  for (const line of read.stdout.split("\n").filter((l) => l !== "")) {
+    const space = line.indexOf(" ");
+    records.set(Number(line.slice(0, space)), line.slice(space + 1));
+  }
+  return records;
+}
+
+/** The `.log` files of partition 0 of the cluster's first topic on node `node`, by name. */
+function segmentFiles(node: ClusterNodeProcess): Map<string, Buffer> {
+  const dir = join(node.configPath, "..", `data${node.id}`, "streams/1/topics/1/partitions/0");
+  return new Map(
+    readdirSync(dir).filter((f) => f.endsWith(".log")).map((f) => [f, readFileSync(join(dir, f))]),
+  );
+}
+
+/** Whether every node holds the same segment files, byte for byte, for that partition. */
+export function sameSegmentsEverywhere(cluster: StrataCluster): boolean {
+  const [first, ...rest] = cluster.nodes.map(segmentFiles);
+  return rest.every((f) =>
+    f.size === first!.size && [...first!].every(([name, bytes]) => f.get(name)?.equals(bytes))
+  );
 }
