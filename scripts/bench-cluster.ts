@@ -14,7 +14,7 @@
  */
 import { parseArgs } from "node:util";
 import { Kafka, logLevel } from "kafkajs";
-import { type ServerProcess, startServerProcess } from "./lib/server_process.ts";
+import { etcdInstalled, type LocalCluster, startLocalCluster, waitFor } from "./lib/local_cluster.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,
@@ -39,46 +39,6 @@ function percentile(values: number[], p: number): number {
 
 const round = (ms: number) => Math.round(ms * 100) / 100;
 
-async function run(command: string, argv: string[]) {
-  const output = await new Deno.Command(command, { args: argv, stdout: "piped", stderr: "piped" }).output();
-  return { code: output.code, stdout: new TextDecoder().decode(output.stdout) };
-}
-
-interface Node {
-  id: number;
-  configPath: string;
-  kafka: string;
-  http: string;
-  process: ServerProcess | null;
-}
-
-async function startNodes(dir: string, endpoints: string): Promise<Node[]> {
-  const nodes: Node[] = [];
-  for (let id = 1; id <= 3; id++) {
-    const node: Node = {
-      id,
-      configPath: `${dir}/node${id}.toml`,
-      kafka: `127.0.0.1:${portBase + 30 + id}`,
-      http: `127.0.0.1:${portBase + 20 + id}`,
-      process: null,
-    };
-    await Deno.writeTextFile(
-      node.configPath,
-      `[system]\npath = "${dir}/data${id}"\nfsync = "interval"\n[http]\naddress = "${node.http}"\n` +
-        `[kafka]\naddress = "${node.kafka}"\n[tiered_storage]\nenabled = false\n[cluster]\nenabled = true\n` +
-        `node_id = ${id}\netcd_endpoints = [${endpoints.split(",").map((e) => `"${e}"`).join(", ")}]\n` +
-        `lease_ttl = "${leaseTtlMs / 1000} s"\nsecret = "bench-cluster-secret-value"\n`,
-    );
-    nodes.push(node);
-  }
-  await Promise.all(nodes.map((n) => restart(n)));
-  return nodes;
-}
-
-async function restart(node: Node): Promise<void> {
-  node.process = await startServerProcess(node.configPath, 60_000, { STRATA_KAFKA_ADDRESS: node.kafka });
-}
-
 async function describe(kafka: Kafka) {
   const admin = kafka.admin();
   await admin.connect();
@@ -88,16 +48,6 @@ async function describe(kafka: Kafka) {
     return { leader: p.leader, isr: p.isr };
   } finally {
     await admin.disconnect();
-  }
-}
-
-async function until(what: string, condition: () => Promise<boolean>, deadlineMs: number): Promise<void> {
-  const endMs = performance.now() + deadlineMs;
-  while (!(await condition().catch(() => false))) {
-    if (performance.now() > endMs) {
-      throw new Error(`Cannot bench: ${what} did not happen within ${deadlineMs} ms`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
 
@@ -122,10 +72,10 @@ async function latencies(kafka: Kafka): Promise<{ acks1: number[]; acksAll: numb
   return result;
 }
 
-async function failover(nodes: Node[], kafka: Kafka): Promise<number> {
+async function failover(cluster: LocalCluster, kafka: Kafka): Promise<number> {
   const before = await describe(kafka);
-  const victim = nodes.find((n) => n.id === before.leader)!;
-  const others = nodes.filter((n) => n !== victim);
+  const victim = cluster.node(before.leader);
+  const others = cluster.nodes.filter((n) => n !== victim);
   const client = new Kafka({
     clientId: "bench-failover",
     brokers: others.map((n) => n.kafka),
@@ -135,9 +85,8 @@ async function failover(nodes: Node[], kafka: Kafka): Promise<number> {
   const producer = client.producer({ allowAutoTopicCreation: false, retry: { retries: 0 } });
   await producer.connect();
   const killedAtMs = performance.now();
-  await victim.process!.stop("SIGKILL");
-  victim.process = null;
-  await until("a new leader's acknowledgement", async () => {
+  await cluster.kill(victim);
+  await waitFor("a new leader's acknowledgement", async () => {
     const now = await describe(client);
     if (now.leader === before.leader || now.leader < 0) return false;
     await producer.send({ topic, acks: -1, timeout: 2000, messages: [{ partition: 0, value: "failover" }] });
@@ -145,8 +94,8 @@ async function failover(nodes: Node[], kafka: Kafka): Promise<number> {
   }, 6 * leaseTtlMs);
   const elapsedMs = performance.now() - killedAtMs;
   await producer.disconnect();
-  await restart(victim);
-  await until(
+  await cluster.restart(victim);
+  await waitFor(
     "the restarted node back in sync",
     async () => (await describe(kafka)).isr.length === 3,
     30_000,
@@ -155,21 +104,22 @@ async function failover(nodes: Node[], kafka: Kafka): Promise<number> {
 }
 
 async function main(): Promise<number> {
-  if ((await run("sh", ["-c", "command -v etcd"])).code !== 0) {
+  if (!(await etcdInstalled())) {
     console.error("bench:cluster needs etcd: apt-get install etcd-server");
     return 2;
   }
   const dir = await Deno.makeTempDir({ prefix: "strata-bench-cluster-" });
-  const script = new URL("./etcd-cluster.sh", import.meta.url).pathname;
-  const etcd = await run("bash", [script, "start", `${dir}/etcd`, String(portBase)]);
-  if (etcd.code !== 0) throw new Error("Cannot bench: etcd did not start");
-  const endpoints = /endpoints=(\S+)/.exec(etcd.stdout)![1]!;
-  let nodes: Node[] = [];
+  const cluster = await startLocalCluster({
+    portBase,
+    dir,
+    nodes: 3,
+    leaseTtlMs,
+    secret: "bench-cluster-secret-value",
+  });
   try {
-    nodes = await startNodes(dir, endpoints);
     const kafka = new Kafka({
       clientId: "bench-cluster",
-      brokers: nodes.map((n) => n.kafka),
+      brokers: cluster.bootstrap.split(","),
       logLevel: logLevel.NOTHING,
       retry: { retries: 10, initialRetryTime: 50, maxRetryTime: 500 },
     });
@@ -177,13 +127,13 @@ async function main(): Promise<number> {
     await admin.connect();
     await admin.createTopics({ topics: [{ topic, numPartitions: 1, replicationFactor: 3 }] });
     await admin.disconnect();
-    await until("three replicas in sync", async () => (await describe(kafka)).isr.length === 3, 20_000);
+    await waitFor("three replicas in sync", async () => (await describe(kafka)).isr.length === 3, 20_000);
     const { acks1, acksAll } = await latencies(kafka);
     const leaderId = (await describe(kafka)).leader;
-    const leader = nodes.find((n) => n.id === leaderId)!;
+    const leader = cluster.node(leaderId);
     const health = await (await fetch(`http://${leader.http}/health`)).json();
     const failovers: number[] = [];
-    for (let k = 0; k < kills; k++) failovers.push(await failover(nodes, kafka));
+    for (let k = 0; k < kills; k++) failovers.push(await failover(cluster, kafka));
     const report = {
       records,
       lease_ttl_ms: leaseTtlMs,
@@ -207,8 +157,7 @@ async function main(): Promise<number> {
     }
     return 0;
   } finally {
-    for (const node of nodes) await node.process?.stop("SIGKILL");
-    await run("bash", [script, "stop", `${dir}/etcd`]);
+    await cluster.stop();
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
 }

@@ -1,7 +1,7 @@
 import t from "tap";
 import { Kafka, logLevel } from "kafkajs";
 import { etcdUnavailableReason } from "../helpers/etcd_harness.ts";
-import { kcat, kcatUnavailable } from "../helpers/kcat.ts";
+import { kcat, kcatUnavailable, spawnKcatProducer } from "../helpers/kcat.ts";
 import { describePartition, readPartition, startStrataCluster, until } from "../helpers/strata_cluster.ts";
 import { StrataClient } from "../../src/client/strata_client.ts";
 
@@ -69,20 +69,62 @@ t.test(
     for (let i = 0; i < 100; i++) await send(`before-${i}`);
     t.equal(acked.length, 100, "every record before the kill acknowledged");
 
+    // kcat (librdkafka) produces with acks=all all along, through the kill: a line every 20 ms.
+    const kcatProducer = spawnKcatProducer([
+      "-b",
+      cluster.bootstrap,
+      "-t",
+      "orders",
+      "-p",
+      "0",
+      "-X",
+      "request.required.acks=-1",
+      "-X",
+      "message.timeout.ms=30000",
+    ]);
+    const kcatLines: string[] = [];
+    let kcatWriting = true;
+    const kcatWriter = (async () => {
+      while (kcatWriting) {
+        kcatLines.push(`kcat-live-${kcatLines.length}`);
+        kcatProducer.write(kcatLines.at(-1)!);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    })();
+    await until("kcat to write 20 lines", () => kcatLines.length >= 20, 10_000);
+
     const before = (await describePartition(cluster.bootstrap, "orders", 0))!;
     const killedAtMs = Date.now();
+    const kcatLinesAtKill = kcatLines.length;
     await cluster.node(before.leader).signal("SIGKILL");
     const others = cluster.nodes.filter((n) => n.id !== before.leader).map((n) => n.kafka).join(",");
     // Beside the producer: when another node's metadata names a live new leader, it serves.
+    let kcatLinesAtServed = -1;
     const servedAfterMs = until("a new leader in the metadata", async () => {
       const p = await describePartition(others, "orders", 0);
       return p !== null && p.leader > 0 && p.leader !== before.leader;
-    }, 4 * leaseTtlMs).then(() => Date.now() - killedAtMs);
+    }, 4 * leaseTtlMs).then(() => {
+      kcatLinesAtServed = kcatLines.length;
+      return Date.now() - killedAtMs;
+    });
     let firstAckMs = -1;
     for (let i = 0; i < 200; i++) {
       if (await send(`after-${i}`) && firstAckMs < 0) firstAckMs = Date.now() - killedAtMs;
     }
     const servedMs = await servedAfterMs;
+    const kcatLinesAfterSends = kcatLines.length;
+    await until("kcat to write 20 lines more", () => kcatLines.length >= kcatLinesAfterSends + 20, 10_000);
+    kcatWriting = false;
+    await kcatWriter;
+    const kcatEnded = await kcatProducer.end();
+    t.equal(kcatEnded.code, 0, `kcat delivered every line with acks=all: ${kcatEnded.stderr.slice(-2000)}`);
+    const duringOutage = kcatLinesAtServed - kcatLinesAtKill;
+    t.ok(duringOutage > 0, `kcat wrote ${duringOutage} lines while no new leader served`);
+    t.comment(
+      `kcat wrote ${kcatLinesAtKill} lines before the kill, ${duringOutage} during the failover, ${
+        kcatLines.length - kcatLinesAtServed
+      } after`,
+    );
     const after = (await describePartition(others, "orders", 0))!;
     t.not(after.leader, before.leader, `node ${after.leader} leads now`);
     t.ok(
@@ -98,12 +140,13 @@ t.test(
     t.same(offsets, offsets.map((_, i) => i), "offsets dense from 0");
     const values = new Set(records.values());
     t.same(acked.filter((v) => !values.has(v)), [], "every acknowledged record is read back");
+    t.same(kcatLines.filter((v) => !values.has(v)), [], "every line kcat delivered is read back");
     t.comment(
       `${acked.length} acknowledged, ${failed} failed, ${records.size} read; failover ${firstAckMs} ms`,
     );
 
     // kcat (librdkafka) produces with acks=all to the new leader too.
-    const lines = Array.from({ length: 50 }, (_, i) => `kcat-${i}`).join("\n") + "\n";
+    const lines = Array.from({ length: 50 }, (_, i) => `kcat-batch-${i}`).join("\n") + "\n";
     const produced = await kcat([
       "-P",
       "-b",
@@ -117,7 +160,7 @@ t.test(
     ], lines);
     t.equal(produced.code, 0, produced.stderr);
     const withKcat = await readPartition(others, "orders");
-    t.equal([...withKcat.values()].filter((v) => v.startsWith("kcat-")).length, 50);
+    t.equal([...withKcat.values()].filter((v) => v.startsWith("kcat-batch-")).length, 50);
 
     // The killed node comes back, catches up and rejoins the in-sync set.
     await cluster.node(before.leader).restart();
@@ -168,6 +211,14 @@ t.test(
       "client",
       "read back through a redirect too",
     );
-    t.equal((await readPartition(others, "orders")).size, 351, "300 from kafkajs, 50 from kcat, 1 over HTTP");
+    // librdkafka retries a produce whose answer it lost, so a kcat line may be there twice.
+    const everything = [...(await readPartition(others, "orders")).values()];
+    const fromKcatLive = new Set(everything.filter((v) => v.startsWith("kcat-live-"))).size;
+    t.equal(fromKcatLive, kcatLines.length);
+    t.equal(
+      everything.filter((v) => !v.startsWith("kcat-live-")).length,
+      351,
+      "300 from kafkajs, 50 from kcat after the kill, 1 over HTTP",
+    );
   },
 );

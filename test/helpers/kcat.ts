@@ -1,4 +1,5 @@
-import { execFile, execFileSync } from "node:child_process";
+import { execFile, execFileSync, spawn } from "node:child_process";
+import { once } from "node:events";
 
 /** Why kcat cannot run here, or null when it can. */
 export function kcatUnavailable(): string | null {
@@ -50,4 +51,30 @@ export function kafkaAddressOf(stderr: string): string {
   const match = /"msg":"kafka listening","address":"([^"]+)"/.exec(stderr);
   if (match === null) throw new Error(`the server logged no Kafka address: ${stderr.slice(-2000)}`);
   return match[1]!;
+}
+
+/** A kcat producer that runs while lines are written to it, one record per line. */
+export interface KcatProducer {
+  write(line: string): void;
+  /** Closes its input and waits: kcat exits 0 once every record is delivered, 1 when any was not. */
+  end(timeoutMs?: number): Promise<{ code: number; stderr: string }>;
+}
+
+/** Starts `kcat -P` with `args`; its standard input stays open until `end`. */
+export function spawnKcatProducer(args: string[]): KcatProducer {
+  const child = spawn("kcat", ["-P", ...args], { stdio: ["pipe", "ignore", "pipe"] });
+  let stderr = "";
+  child.stderr!.on("data", (chunk) => (stderr += chunk));
+  child.stdin!.on("error", () => {});
+  const exited = once(child, "exit");
+  return {
+    write: (line) => child.stdin!.write(`${line}\n`),
+    end: async (timeoutMs = 60_000) => {
+      child.stdin!.end();
+      const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+      const [code] = await exited;
+      clearTimeout(timer);
+      return { code: typeof code === "number" ? code : 1, stderr };
+    },
+  };
 }

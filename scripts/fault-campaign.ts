@@ -1,0 +1,229 @@
+/**
+ * A fault campaign in the manner of Jepsen's Maelstrom "kafka" workload, on real processes: a
+ * 3-member etcd and three Strata nodes on loopback, one partition of replication factor 3.
+ *
+ *   deno task faults [--seed N] [--duration-s 60] [--quick] [--port-base 28000] [--json PATH]
+ *
+ * Two kafkajs producers send unique values with acks=all, one at a time and never retried, and
+ * record how each send ended (acknowledged at an offset, refused, or unknown). Two consumers poll
+ * from where they left off, one through kcat, one through the TypeScript client over HTTP, and
+ * record every record served. Meanwhile a seeded schedule (scripts/lib/fault_schedule.ts) kills,
+ * pauses and restarts leaders and followers, and kills etcd members, until the duration is over.
+ * Then every fault is healed, the partition is read whole, and the history is judged
+ * (scripts/lib/log_history.ts): no acknowledged record lost or misplaced, none at two offsets, a
+ * consumer's offsets only grow, nothing served that was later truncated; and the replicas' segment
+ * files are the same bytes. The seed is printed first; `--seed` replays the same schedule.
+ * Exit 0 when the history is valid, 1 when it is not, 2 when the campaign could not run.
+ */
+import { parseArgs } from "node:util";
+import { Kafka, logLevel } from "kafkajs";
+import { faultSchedule } from "./lib/fault_schedule.ts";
+import {
+  type CampaignTarget,
+  readWholePartition,
+  runHttpConsumer,
+  runKcatConsumer,
+  runProducer,
+} from "./lib/campaign_clients.ts";
+import { describePartition, type FaultRecord, runNemesis } from "./lib/campaign_nemesis.ts";
+import { etcdInstalled, type LocalCluster, startLocalCluster, waitFor } from "./lib/local_cluster.ts";
+import { checkHistory, type ConsumerHistory, type SendRecord } from "./lib/log_history.ts";
+import { Rng } from "../src/runtime/rng.ts";
+
+const usage = "usage: deno task faults [--seed N] [--duration-s S] [--quick] [--port-base N] [--json PATH]";
+const topic = "campaign";
+const leaseTtlMs = 2000;
+/** Milliseconds the cluster has, once healed, to bring all three replicas back in sync. */
+const healDeadlineMs = 90_000;
+/** Milliseconds of load after the heal, before the clients stop. */
+const afterHealLoadMs = 2000;
+
+interface Options {
+  seed: number;
+  durationMs: number;
+  portBase: number;
+  json: string | null;
+}
+
+function options(): Options {
+  const { values } = parseArgs({
+    args: Deno.args,
+    options: {
+      seed: { type: "string" },
+      "duration-s": { type: "string" },
+      quick: { type: "boolean", default: false },
+      "port-base": { type: "string" },
+      json: { type: "string" },
+    },
+  });
+  const seed = values.seed === undefined ? Rng.fromEntropy().nextU32() : Number(values.seed);
+  const durationS = Number(values["duration-s"] ?? (values.quick ? 20 : 60));
+  const portBase = Number(values["port-base"] ?? 28_000);
+  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffff_ffff) {
+    throw new Error(`--seed must be a 32-bit unsigned integer`);
+  }
+  if (!(durationS >= 5 && durationS <= 3600)) throw new Error(`--duration-s must be from 5 to 3600`);
+  if (!Number.isInteger(portBase) || portBase < 20_000 || portBase > 32_000) {
+    throw new Error(`--port-base must be an integer from 20000 to 32000`);
+  }
+  return { seed, durationMs: durationS * 1000, portBase, json: values.json ?? null };
+}
+
+async function createTopic(cluster: LocalCluster): Promise<void> {
+  const kafka = new Kafka({
+    clientId: "campaign-admin",
+    brokers: cluster.bootstrap.split(","),
+    logLevel: logLevel.NOTHING,
+  });
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await admin.createTopics({ topics: [{ topic, numPartitions: 1, replicationFactor: 3 }] });
+  } finally {
+    await admin.disconnect();
+  }
+  await waitFor(
+    "three replicas in sync",
+    async () => (await describePartition(cluster.bootstrap, topic))?.isr.length === 3,
+    30_000,
+  );
+}
+
+/** Restarts what is down, resumes what is paused, and waits for three replicas in sync. */
+async function heal(cluster: LocalCluster): Promise<number> {
+  for (const node of cluster.nodes) {
+    if (node.paused) cluster.resume(node);
+    if (node.process === null) await cluster.restart(node);
+  }
+  return await waitFor("three replicas in sync after the heal", async () => {
+    const view = await describePartition(cluster.bootstrap, topic);
+    return view !== null && view.isr.length === 3;
+  }, healDeadlineMs);
+}
+
+/** The partition's `.log` files on every node, compared: the names of those that differ. */
+async function divergentSegments(dir: string, cluster: LocalCluster): Promise<string[]> {
+  const files = await Promise.all(cluster.nodes.map(async (node) => {
+    const path = `${dir}/data${node.id}/streams/1/topics/1/partitions/0`;
+    const map = new Map<string, string>();
+    for await (const entry of Deno.readDir(path)) {
+      if (!entry.name.endsWith(".log")) continue;
+      const digest = await crypto.subtle.digest("SHA-256", await Deno.readFile(`${path}/${entry.name}`));
+      map.set(entry.name, btoa(String.fromCharCode(...new Uint8Array(digest))));
+    }
+    return map;
+  }));
+  const names = new Set(files.flatMap((f) => [...f.keys()]));
+  return [...names].filter((name) => new Set(files.map((f) => f.get(name) ?? "missing")).size > 1).sort();
+}
+
+interface Workload {
+  sends: SendRecord[][];
+  consumers: ConsumerHistory[];
+  stop(): Promise<void>;
+}
+
+function startWorkload(cluster: LocalCluster): Workload {
+  let done = false;
+  const target: CampaignTarget = {
+    bootstrap: cluster.bootstrap,
+    httpUrls: cluster.nodes.map((n) => `http://${n.http}`),
+    topic,
+    done: () => done,
+  };
+  const sends: SendRecord[][] = [[], []];
+  const consumers: ConsumerHistory[] = [{ consumer: "kcat", polls: [] }, { consumer: "http", polls: [] }];
+  const loops = [
+    runProducer("p0", target, sends[0]!),
+    runProducer("p1", target, sends[1]!),
+    runKcatConsumer(target, consumers[0]!),
+    runHttpConsumer(target, consumers[1]!),
+  ];
+  return {
+    sends,
+    consumers,
+    stop: async () => {
+      done = true;
+      await Promise.all(loops);
+    },
+  };
+}
+
+async function campaign(cluster: LocalCluster, dir: string, opts: Options) {
+  await createTopic(cluster);
+  const schedule = faultSchedule({ seed: opts.seed, durationMs: opts.durationMs, leaseTtlMs });
+  const workload = startWorkload(cluster);
+  const startMs = performance.now();
+  const faults: FaultRecord[] = await runNemesis(cluster, topic, schedule, startMs, (l) => console.error(l));
+  const healMs = await heal(cluster);
+  await new Promise((resolve) => setTimeout(resolve, afterHealLoadMs));
+  await workload.stop();
+  const final = await readWholePartition(cluster.bootstrap, topic);
+  let divergent: string[] = [];
+  await waitFor("the replicas' segments to be the same bytes", async () => {
+    divergent = await divergentSegments(dir, cluster);
+    return divergent.length === 0;
+  }, 30_000).catch(() => {});
+  const verdict = checkHistory({ sends: workload.sends.flat(), consumers: workload.consumers, final });
+  return { faults, healMs: Math.round(healMs), verdict, divergent };
+}
+
+async function main(): Promise<number> {
+  let opts: Options;
+  try {
+    opts = options();
+  } catch (error) {
+    console.error(`${(error as Error).message}\n${usage}`);
+    return 2;
+  }
+  if (!(await etcdInstalled())) {
+    console.error("deno task faults needs etcd: apt-get install etcd-server");
+    return 2;
+  }
+  console.log(`seed ${opts.seed}`);
+  const replay = `deno task faults --seed ${opts.seed} --duration-s ${opts.durationMs / 1000}`;
+  const dir = await Deno.makeTempDir({ prefix: "strata-faults-" });
+  const cluster = await startLocalCluster({
+    portBase: opts.portBase,
+    dir,
+    nodes: 3,
+    leaseTtlMs,
+    secret: "fault-campaign-secret",
+  });
+  let valid = false;
+  try {
+    const { faults, healMs, verdict, divergent } = await campaign(cluster, dir, opts);
+    valid = verdict.valid && divergent.length === 0;
+    const report = {
+      seed: opts.seed,
+      duration_ms: opts.durationMs,
+      lease_ttl_ms: leaseTtlMs,
+      faults,
+      heal_ms: healMs,
+      counts: verdict.counts,
+      anomalies: verdict.anomalies,
+      divergent_segments: divergent,
+      valid,
+      replay,
+    };
+    console.log(JSON.stringify(report, null, 2));
+    if (opts.json !== null) await Deno.writeTextFile(opts.json, JSON.stringify(report, null, 2) + "\n");
+    return valid ? 0 : 1;
+  } finally {
+    if (!valid) {
+      for (const node of cluster.nodes) {
+        await Deno.writeTextFile(`${dir}/node${node.id}.stderr`, node.process?.stderrTail() ?? "");
+      }
+    }
+    await cluster.stop();
+    if (valid) await Deno.remove(dir, { recursive: true }).catch(() => {});
+    else console.error(`the cluster's data is kept in ${dir}; replay: ${replay}`);
+  }
+}
+
+Deno.exit(
+  await main().catch((error) => {
+    console.error(`Cannot run the fault campaign: ${error instanceof Error ? error.stack : error}`);
+    return 2;
+  }),
+);

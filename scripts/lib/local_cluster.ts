@@ -1,0 +1,180 @@
+/**
+ * A Strata cluster on loopback for benchmarks and fault campaigns: a 3-member etcd started by
+ * scripts/etcd-cluster.sh and `nodes` Strata nodes, each a real `deno task server` process with its
+ * own data directory and config. etcd's client ports are `portBase + 1..3` (peer ports `+ 11..13`),
+ * node n's HTTP port `portBase + 20 + n` and its Kafka port `portBase + 30 + n`.
+ */
+import { type ServerProcess, startServerProcess } from "./server_process.ts";
+
+export interface LocalClusterOptions {
+  /** From 20000 to 32000: below the system's ephemeral ports. */
+  portBase: number;
+  dir: string;
+  nodes: number;
+  leaseTtlMs: number;
+  secret: string;
+  minInsyncReplicas?: number;
+  replicaLagMaxMs?: number;
+}
+
+/** One node: its addresses, and its process while it runs. */
+export interface LocalNode {
+  readonly id: number;
+  readonly kafka: string;
+  readonly http: string;
+  process: ServerProcess | null;
+  /** Whether the process is stopped by SIGSTOP. */
+  paused: boolean;
+}
+
+export interface LocalCluster {
+  readonly endpoints: string[];
+  readonly nodes: LocalNode[];
+  /** Every node's Kafka listener, comma-separated. */
+  readonly bootstrap: string;
+  node(id: number): LocalNode;
+  /** SIGKILLs the node and waits for its exit. */
+  kill(node: LocalNode): Promise<void>;
+  /** Starts the node again on its data directory and waits until it listens. */
+  restart(node: LocalNode): Promise<void>;
+  /** SIGSTOP, or SIGCONT. */
+  pause(node: LocalNode): void;
+  resume(node: LocalNode): void;
+  /** SIGKILLs etcd member `member` (1 to 3), or starts it again on its data directory. */
+  killEtcdMember(member: number): Promise<void>;
+  restartEtcdMember(member: number): Promise<void>;
+  /** Kills every node and stops etcd. */
+  stop(): Promise<void>;
+}
+
+/** Milliseconds a starting node may take to listen. */
+const nodeListenTimeoutMs = 60_000;
+
+function nodeConfig(options: LocalClusterOptions, node: LocalNode, endpoints: string[]): string {
+  return [
+    "[system]",
+    `path = "${options.dir}/data${node.id}"`,
+    `fsync = "interval"`,
+    "[http]",
+    `address = "${node.http}"`,
+    "[kafka]",
+    `address = "${node.kafka}"`,
+    "[tiered_storage]",
+    "enabled = false",
+    "[cluster]",
+    "enabled = true",
+    `node_id = ${node.id}`,
+    `etcd_endpoints = [${endpoints.map((e) => `"${e}"`).join(", ")}]`,
+    `lease_ttl = "${options.leaseTtlMs} ms"`,
+    `min_insync_replicas = ${options.minInsyncReplicas ?? 2}`,
+    `replica_lag_max = "${options.replicaLagMaxMs ?? 10_000} ms"`,
+    `secret = "${options.secret}"`,
+    "",
+  ].join("\n");
+}
+
+async function run(
+  command: string,
+  args: string[],
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const output = await new Deno.Command(command, { args, stdout: "piped", stderr: "piped" }).output();
+  const text = new TextDecoder();
+  return { code: output.code, stdout: text.decode(output.stdout), stderr: text.decode(output.stderr) };
+}
+
+/** Whether Debian's etcd is installed. */
+export async function etcdInstalled(): Promise<boolean> {
+  return (await run("sh", ["-c", "command -v etcd"])).code === 0;
+}
+
+/** Starts etcd and the nodes; on a failure, stops what it started and rethrows. */
+export async function startLocalCluster(options: LocalClusterOptions): Promise<LocalCluster> {
+  const script = new URL("../etcd-cluster.sh", import.meta.url).pathname;
+  const etcdDir = `${options.dir}/etcd`;
+  const started = await run("bash", [script, "start", etcdDir, String(options.portBase)]);
+  if (started.code !== 0) throw new Error(`Cannot start etcd: ${started.stderr.trim()}`);
+  const endpoints = /endpoints=(\S+)/.exec(started.stdout)![1]!.split(",");
+  const nodes: LocalNode[] = Array.from({ length: options.nodes }, (_, i) => ({
+    id: i + 1,
+    kafka: `127.0.0.1:${options.portBase + 31 + i}`,
+    http: `127.0.0.1:${options.portBase + 21 + i}`,
+    process: null,
+    paused: false,
+  }));
+  const configPath = (node: LocalNode) => `${options.dir}/node${node.id}.toml`;
+  const cluster: LocalCluster = {
+    endpoints,
+    nodes,
+    bootstrap: nodes.map((n) => n.kafka).join(","),
+    node: (id) => nodes.find((n) => n.id === id)!,
+    kill: async (node) => {
+      const process = node.process;
+      node.process = null;
+      node.paused = false;
+      await process?.stop("SIGKILL");
+    },
+    restart: async (node) => {
+      if (node.process !== null) throw new Error(`Cannot restart node ${node.id}: it runs`);
+      node.process = await startServerProcess(configPath(node), nodeListenTimeoutMs, {
+        STRATA_KAFKA_ADDRESS: node.kafka,
+      });
+    },
+    killEtcdMember: async (member) => {
+      const killed = await run("bash", [script, "kill1", String(member), etcdDir]);
+      if (killed.code !== 0) throw new Error(`Cannot kill etcd member ${member}: ${killed.stderr.trim()}`);
+    },
+    restartEtcdMember: async (member) => {
+      const started = await run("bash", [
+        script,
+        "start1",
+        String(member),
+        etcdDir,
+        String(options.portBase),
+      ]);
+      if (started.code !== 0) {
+        throw new Error(`Cannot restart etcd member ${member}: ${started.stderr.trim()}`);
+      }
+    },
+    pause: (node) => signal(node, "SIGSTOP"),
+    resume: (node) => signal(node, "SIGCONT"),
+    stop: async () => {
+      for (const node of nodes) {
+        if (node.paused) cluster.resume(node);
+        await cluster.kill(node);
+      }
+      await run("bash", [script, "stop", etcdDir]);
+    },
+  };
+  try {
+    for (const node of nodes) {
+      await Deno.writeTextFile(configPath(node), nodeConfig(options, node, endpoints));
+    }
+    await Promise.all(nodes.map((n) => cluster.restart(n)));
+  } catch (error) {
+    await cluster.stop();
+    throw error;
+  }
+  return cluster;
+}
+
+function signal(node: LocalNode, name: "SIGSTOP" | "SIGCONT"): void {
+  if (node.process === null) return;
+  Deno.kill(node.process.pid, name);
+  node.paused = name === "SIGSTOP";
+}
+
+/** Waits, checking every 20 ms, until `condition` holds (a throw counts as not yet); throws naming `what` after `deadlineMs`. */
+export async function waitFor(
+  what: string,
+  condition: () => Promise<boolean>,
+  deadlineMs: number,
+): Promise<number> {
+  const startedMs = performance.now();
+  while (!(await condition().catch(() => false))) {
+    if (performance.now() - startedMs > deadlineMs) {
+      throw new Error(`Cannot go on: ${what} did not happen within ${deadlineMs} ms`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return performance.now() - startedMs;
+}
