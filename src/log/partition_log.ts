@@ -21,7 +21,7 @@ import { type BatchReadResult, readBatchesFrom } from "./batch_reads.ts";
 import type { RetentionDecision } from "./total_retention.ts";
 import { WriteQueue } from "./write_queue.ts";
 import { applyWriteOp, type WriteContext, type WriteOp } from "./write_ops.ts";
-import { belowWatermark, checkReplicatedBatches } from "./replicated_batches.ts";
+import { belowWatermark, checkReplicatedBatches, replicatedRuns } from "./replicated_batches.ts";
 import type { LeaderEpochs } from "./leader_epochs.ts";
 
 /** Bound on `onActivity` listeners of one log (the shard's tick and its tier service use one each). */
@@ -278,18 +278,18 @@ export class PartitionLog {
 
   /**
    * A follower's append of its leader's batches, byte for byte (`SegmentChain`'s "replicated"
-   * append), rolling where `segmentStarts` says the leader's segments start. The batches are
-   * checked as a produce's are, and must continue this log exactly: otherwise nothing is appended
-   * and the call throws `ReplicaAppendError`.
+   * append) in runs as large as a produce, rolling where `segmentStarts` says the leader's segments
+   * start. Each run is checked as a produce is and must continue this log exactly, else it and the
+   * rest are not appended and the call throws `ReplicaAppendError`. Resolves with the last run's result.
    */
-  async appendReplicated(
-    records: Uint8Array,
-    segmentStarts: ReadonlySet<number>,
-    checks: ProduceChecks = noProduceLimits,
-  ): Promise<AppendResult> {
-    const batches = await checkReplicatedBatches(records, checks, this.#chain.pendingNextOffset, this.label);
-    const input: AppendInput = { kind: "replicated", batches, segmentStarts };
-    return await this.#queue.enqueue<AppendResult>((done) => ({ kind: "append", input, done }));
+  async appendReplicated(records: Uint8Array, segmentStarts: ReadonlySet<number>, checks = noProduceLimits) {
+    let result: AppendResult = { baseOffset: this.#chain.pendingNextOffset, count: 0 };
+    for (const run of replicatedRuns(records)) {
+      const batches = await checkReplicatedBatches(run, checks, this.#chain.pendingNextOffset, this.label);
+      const input: AppendInput = { kind: "replicated", batches, segmentStarts };
+      result = await this.#queue.enqueue<AppendResult>((done) => ({ kind: "append", input, done }));
+    }
+    return result;
   }
 
   /**

@@ -4,7 +4,9 @@ import t, { type Test } from "tap";
 import type { LogConfig } from "../../src/log/log_config.ts";
 import { ReplicaAppendError } from "../../src/log/log_errors.ts";
 import { PartitionLog } from "../../src/log/partition_log.ts";
+import { producedBatchesMax } from "../../src/log/produced_batches.ts";
 import { readRecordBatchHeader } from "../../src/log/record_batch.ts";
+import { replicatedRuns } from "../../src/log/replicated_batches.ts";
 import { initCrc32c } from "../../src/runtime/crc32c.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
@@ -75,6 +77,31 @@ t.test("a follower's segments are the leader's, byte for byte, with the leader's
     "every batch carries epoch 3",
   );
   read.release();
+});
+
+t.test("a follower far behind takes an answer of more batches than one produce may hold", async (t) => {
+  const leader = await newLog(t, "leader");
+  const follower = await newLog(t, "follower");
+  leader.log.setReplication({ leaderEpoch: 1, following: false, highWatermark: 0 });
+  follower.log.setReplication({ leaderEpoch: -1, following: true, highWatermark: 0 });
+  const small = (i: number) => ({ key: null, headers: {}, payload: new TextEncoder().encode(`v${i}`) });
+  for (let i = 0; i < producedBatchesMax * 2 + 500; i++) await leader.log.append([small(i)]);
+  // One answer of every batch (about 2,500 of them), as a leader gives a follower that was paused.
+  const read = await leader.log.readBatches(0, 1 << 30, leader.log.nextOffset);
+  const bytes = concat(read.batches);
+  read.release();
+  t.ok(read.batches.length > producedBatchesMax * 2, `${read.batches.length} batches in one answer`);
+  const runs = replicatedRuns(bytes);
+  t.same(runs.map((r) => r.length > 0), [true, true, true], "three runs");
+  t.equal(runs.reduce((n, r) => n + r.length, 0), bytes.length, "the runs cover the answer");
+  const starts = new Set(leader.log.segmentStartsIn(0, leader.log.nextOffset));
+  const result = await follower.log.appendReplicated(bytes, starts);
+  t.equal(follower.log.nextOffset, leader.log.nextOffset, "all of it appended");
+  t.equal(result.baseOffset + result.count, leader.log.nextOffset, "the last run's result");
+  // A bad length field leaves the rest in one run, which the check refuses.
+  const broken = bytes.slice();
+  new DataView(broken.buffer).setInt32(8, 1 << 30);
+  t.equal(replicatedRuns(broken).length, 1);
 });
 
 t.test("consumers read only below the high watermark; waiting ones wake when it moves", async (t) => {
