@@ -94,8 +94,13 @@ export class SealedScan {
       this.#delayMs.delete(key);
       return;
     }
-    // Sealed segments wait: soon again while the core takes them, backing off while it does not.
-    const delayMs = offer(p, segments)
+    // Only what every in-sync replica holds is offered (below the high watermark; on a single node
+    // the log's end), so that no floor covers records a new leader might lack. Sealed segments
+    // wait: soon again while the core takes them, backing off while it does not (or while the
+    // watermark has not passed them).
+    const highWatermark = p.partition.log.highWatermark;
+    const committed = segments.filter((s) => s.endOffset < highWatermark);
+    const delayMs = committed.length > 0 && offer(p, committed)
       ? scanBackoffMinMs
       : Math.min((this.#delayMs.get(key) ?? scanBackoffMinMs / 2) * 2, this.#backoffMaxMs());
     this.#delayMs.set(key, delayMs);

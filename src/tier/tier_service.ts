@@ -17,6 +17,8 @@ import type { TieredPartition } from "./tiered_partition.ts";
 import * as core from "./upload_core.ts";
 import { type UploadReport, UploadRuns } from "./upload_runs.ts";
 import type { TierGaugeSource, TierMetrics } from "./tier_metrics.ts";
+import { type TierLeadership, uploadTermChange } from "./tier_leadership.ts";
+import { reportUploadEffect } from "./upload_effect_report.ts";
 
 export type { TieredPartition } from "./tiered_partition.ts";
 
@@ -45,6 +47,8 @@ export interface TierServiceDeps {
   cooperation?: Cooperation;
   /** The shard's piece gate, shared with the chunk cache. */
   pieceGate?: PieceGate;
+  /** In a cluster, the partitions this node leads: only those upload. Absent: it leads every one. */
+  leadership?: TierLeadership;
 }
 
 /** Bound on `await` waiters per shard. */
@@ -73,6 +77,10 @@ export class TierService implements TierGaugeSource {
   readonly #uploads: UploadRuns;
   /** The control log and the epoch this service submits under, once attached. */
   #control: { log: ControlLog; epoch: number } | null = null;
+  /** The leader epoch each partition's uploads run under, for those this node uploads for. */
+  readonly #terms = new Map<string, number>();
+  /** In a cluster, the latest floor each follower could not apply yet (beyond its log's end). */
+  readonly #deferredFloors = new Map<string, ControlCommand>();
 
   constructor(deps: TierServiceDeps) {
     this.#deps = deps;
@@ -95,6 +103,7 @@ export class TierService implements TierGaugeSource {
       uploaded: (key, startOffset, logCrc32) => this.#evictions.noteUploaded(key, startOffset, logCrc32),
       report: (report) => this.#uploadReported(report),
     });
+    deps.leadership?.onChange((key) => this.#leadershipChanged(key));
   }
 
   /**
@@ -181,15 +190,29 @@ export class TierService implements TierGaugeSource {
         this.#evictionLooks.touch(p.key);
       }),
     );
-    const sb = p.partition.superblock;
-    this.#step(
-      core.partitionOpened(this.#state, {
-        partition: p.key,
-        generation: sb.purgeGeneration,
-        floor: sb.tieredUpToOffset,
-      }, this.#now()),
-    );
     this.#scan.add(p.key, this.#now());
+    this.#leadershipChanged(p.key);
+  }
+
+  /** Starts or ends the partition's upload term as its leadership here changed (always led alone). */
+  #leadershipChanged(key: string): void {
+    const p = this.#partitions.get(key);
+    if (p === undefined) return;
+    const leadership = this.#deps.leadership;
+    const change = uploadTermChange(
+      this.#terms.get(key),
+      leadership === undefined ? 0 : leadership.epochOf(key),
+    );
+    if (change.close) {
+      this.#terms.delete(key);
+      this.#step(core.partitionClosed(this.#state, { partition: key }, this.#now()));
+    }
+    if (change.open === null) return;
+    this.#terms.set(key, change.open);
+    const { purgeGeneration, tieredUpToOffset } = p.partition.superblock;
+    const opened = { partition: key, generation: purgeGeneration, floor: tieredUpToOffset };
+    this.#step(core.partitionOpened(this.#state, opened, this.#now()));
+    this.#scan.due(key, this.#now());
   }
 
   removePartition(key: string): void {
@@ -199,6 +222,8 @@ export class TierService implements TierGaugeSource {
     this.#activityStops.delete(key);
     this.#scan.forget(key);
     this.#evictions.forget(key);
+    this.#terms.delete(key);
+    this.#deferredFloors.delete(key);
     this.#step(core.partitionClosed(this.#state, { partition: key }, this.#now()));
   }
 
@@ -242,6 +267,17 @@ export class TierService implements TierGaugeSource {
     this.#evictionLooks.onTick(this.#partitions, nowMs, this.#deps.clock.wallMs(), (p) => {
       return this.#evictions.look(p, (underPressure) => this.#pressure(p.key, underPressure)) !== null;
     });
+    this.#applyDeferredFloors();
+  }
+
+  /** Applies each deferred floor once its follower's log has reached it. */
+  #applyDeferredFloors(): void {
+    for (const [key, command] of this.#deferredFloors) {
+      const log = this.#partitions.get(key)?.partition.log;
+      if (log === undefined || log.nextOffset < command.upToOffset) continue;
+      this.#deferredFloors.delete(key);
+      this.#applyFloor(command).catch((error) => this.#deps.logger.error("floor not applied", { error }));
+    }
   }
 
   /** The control log committed a floor command: apply it to the partition and tell the core. */
@@ -249,6 +285,14 @@ export class TierService implements TierGaugeSource {
     const p = this.#partitions.get(command.partition);
     if (p === undefined) return;
     const outcome = await p.partition.applyFloor(command);
+    if (outcome === "rejected_beyond_end" && this.#deps.leadership !== undefined) {
+      // A follower behind its leader: the floor applies once its log reaches it; a later one wins.
+      const deferred = this.#deferredFloors.get(p.key);
+      if (deferred === undefined || deferred.upToOffset < command.upToOffset) {
+        this.#deferredFloors.set(p.key, command);
+      }
+      return;
+    }
     if (outcome === "rejected_generation" || outcome === "rejected_beyond_end") {
       this.#deps.logger.warn("floor command rejected", {
         partition: command.partition,
@@ -288,43 +332,9 @@ export class TierService implements TierGaugeSource {
   }
 
   #run(effect: core.UploadEffect): void {
-    const log = this.#deps.logger;
-    switch (effect.kind) {
-      case "start_upload":
-        this.#uploads.start(effect);
-        return;
-      case "submit_floor":
-        this.#submitFloor(effect);
-        return;
-      case "gave_up_deleted":
-        this.#deps.metrics?.segmentsGivenUp.inc();
-        log.warn("segment deleted by retention before upload; the floor moves past it", {
-          partition: effect.partition,
-          start_offset: effect.segment.startOffset,
-          end_offset: effect.segment.endOffset,
-        });
-        return;
-      case "duplicate_discarded":
-        log.debug("duplicate upload result discarded", {
-          partition: effect.partition,
-          identity: effect.identity,
-        });
-        return;
-      case "anomaly":
-        this.#deps.metrics?.anomalies.inc();
-        log.error("upload anomaly: an object exists with other bytes; the floor is stalled", {
-          partition: effect.partition,
-          start_offset: effect.segment.startOffset,
-          detail: effect.detail,
-        });
-        return;
-      case "floor_fenced":
-        log.error("floor command refused: the control log's epoch moved; not submitted again", {
-          partition: effect.partition,
-          up_to_offset: effect.upToOffset,
-        });
-        return;
-    }
+    if (effect.kind === "start_upload") this.#uploads.start(effect);
+    else if (effect.kind === "submit_floor") this.#submitFloor(effect);
+    else reportUploadEffect(effect, this.#deps.logger, this.#deps.metrics);
   }
 
   /** Submits a floor command; its failure is an event for the core, which decides what follows. */
@@ -343,7 +353,15 @@ export class TierService implements TierGaugeSource {
       purgeGeneration: effect.generation,
       upToOffset: effect.upToOffset,
     };
-    control.log.submit(command, { expectedEpoch: control.epoch }).catch((error) => {
+    // On a single node the log's own epoch; in a cluster the epoch this node leads the partition under.
+    const expectedEpoch = this.#deps.leadership === undefined
+      ? control.epoch
+      : this.#terms.get(effect.partition);
+    if (expectedEpoch === undefined) {
+      this.#floorSubmissionFailed(effect, true);
+      return;
+    }
+    control.log.submit(command, { expectedEpoch }).catch((error) => {
       this.#deps.logger.error("floor command failed", { partition: effect.partition, error });
       this.#floorSubmissionFailed(effect, error instanceof ControlEpochMismatchError);
     });

@@ -23,6 +23,7 @@ import type { IncarnationTable } from "../../src/tier/object_class.ts";
 import type { LocalEnvelope } from "../../src/log/local_retention.ts";
 import { TierMetrics } from "../../src/tier/tier_metrics.ts";
 import { TierService } from "../../src/tier/tier_service.ts";
+import type { TierLeadership } from "../../src/tier/tier_leadership.ts";
 import { InFlightDisk } from "./in_flight_disk.ts";
 import { tempDir } from "./temp_dir.ts";
 
@@ -69,6 +70,8 @@ export interface TierHarnessOptions {
   controlLog?: (local: LocalControlLog) => ControlLog;
   /** The tier service's `upload_stall_after`; 120 s by default. */
   uploadStallAfterMs?: number;
+  /** Which partitions the service leads, as in a cluster; absent: all of them, as on a single node. */
+  leadership?: TierLeadership;
 }
 
 export async function tierHarness(t: Test, envelope: LocalEnvelope, options: TierHarnessOptions = {}) {
@@ -112,6 +115,7 @@ export async function tierHarness(t: Test, envelope: LocalEnvelope, options: Tie
     metrics: new TierMetrics(registry),
     ...(options.pieceGate !== undefined ? { pieceGate: options.pieceGate } : {}),
     ...(options.cooperation !== undefined ? { cooperation: options.cooperation } : {}),
+    ...(options.leadership !== undefined ? { leadership: options.leadership } : {}),
   });
   tier.addPartition({ key: "1/1/0", partition, tiered: () => true, envelope: () => envelope });
   const control = await LocalControlLog.open(disk, `${data}/control/shard-0.log`);
