@@ -8,7 +8,9 @@ import { assert } from "../runtime/assert.ts";
  *   is the controller's epoch;
  * - `{prefix}/metadata`: the metadata document (streams, topics, options);
  * - `{prefix}/partitions/{stream}/{topic}/{partition}`: a partition's leader, epoch, in-sync set and
- *   replicas.
+ *   replicas;
+ * - `{prefix}/floors/{stream}/{topic}/{partition}`: a tiered partition's committed floor, written
+ *   by its leader under a compare on the partition's state.
  */
 export class ClusterKeys {
   readonly prefix: string;
@@ -47,6 +49,15 @@ export class ClusterKeys {
 
   partition(address: PartitionAddress): string {
     return `${this.partitions}${labelOf(address)}`;
+  }
+
+  get floors(): string {
+    return `${this.prefix}/floors/`;
+  }
+
+  /** The key of the committed floor of the partition labelled `label` ("{stream}/{topic}/{partition}"). */
+  floor(label: string): string {
+    return `${this.floors}${label}`;
   }
 
   /** Every partition key of one topic. */

@@ -1,0 +1,158 @@
+import t, { type Test } from "tap";
+import type { Coordinator, Txn, TxnResult } from "../../src/coordinator/coordinator.ts";
+import { SimCoordinatorStore } from "../../src/coordinator/sim_coordinator.ts";
+import { ClusterKeys } from "../../src/cluster/cluster_keys.ts";
+import { decodeFloorRecord } from "../../src/cluster/floor_record.ts";
+import { encodePartitionState, type PartitionState } from "../../src/cluster/partition_state.ts";
+import { floorSubmitAttemptsMax, ReplicatedControlLog } from "../../src/cluster/replicated_control_log.ts";
+import { silentLogger } from "../../src/runtime/logger.ts";
+import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import { type ControlCommand, ControlEpochMismatchError } from "../../src/tier/control_log.ts";
+
+const keys = new ClusterKeys("/sim");
+const address = { streamId: 1, topicId: 2, partitionId: 0 };
+const label = "1/2/0";
+const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+const floor = (upToOffset: number, purgeGeneration = 0): ControlCommand => ({
+  kind: "advance_tiered_floor",
+  partition: label,
+  purgeGeneration,
+  upToOffset,
+});
+
+const led = (leaderEpoch: number, isr = [1, 2, 3]): PartitionState => ({
+  leader: 1,
+  leaderEpoch,
+  isr,
+  replicas: [1, 2, 3],
+});
+
+async function setup(t: Test) {
+  const clock = new VirtualClock();
+  const store = new SimCoordinatorStore({ clock, watchLagMs: 2 });
+  const admin = store.client("admin");
+  const writeState = (state: PartitionState) =>
+    admin.txn({
+      compare: [],
+      success: [{ kind: "put", key: keys.partition(address), value: encodePartitionState(state) }],
+    });
+  await writeState(led(4));
+  const open = async (coordinator: Coordinator) => {
+    const applied: Array<{ index: number; command: ControlCommand }> = [];
+    const log = new ReplicatedControlLog({ coordinator, keys, clock, logger: silentLogger() });
+    await log.replay((index, command) => {
+      applied.push({ index, command });
+      return Promise.resolve();
+    });
+    t.teardown(() => log.close());
+    return { log, applied };
+  };
+  /** Lets the watches deliver: virtual time past their lag, and the promises settled. */
+  const settle = async () => {
+    for (let i = 0; i < 5; i++) {
+      clock.advance(5);
+      await flush();
+    }
+  };
+  return { clock, store, admin, writeState, open, settle };
+}
+
+t.test("a leader's floor commits under its epoch, and every replica applies it", async (t) => {
+  const { store, open, settle, admin } = await setup(t);
+  const leader = await open(store.client("node-1"));
+  const follower = await open(store.client("node-2"));
+  const index = await leader.log.submit(floor(100), { expectedEpoch: 4 });
+  t.same(leader.applied, [{ index, command: floor(100) }], "the submitter applies it at once");
+  await settle();
+  t.same(follower.applied, [{ index, command: floor(100) }], "a replica hears it through its watch");
+  const stored = (await admin.range({ key: keys.floor(label) })).kvs[0]!;
+  t.same(decodeFloorRecord(stored.key, stored.value), {
+    purgeGeneration: 0,
+    upToOffset: 100,
+    leaderEpoch: 4,
+  });
+  t.equal(follower.log.committed(), index);
+  // A replica that starts later replays what is committed.
+  const late = await open(store.client("node-3"));
+  t.same(late.applied, [{ index, command: floor(100) }]);
+});
+
+t.test("a deposed leader's floor is refused and written nowhere", async (t) => {
+  const { store, open, writeState, admin } = await setup(t);
+  const old = await open(store.client("node-1"));
+  await old.log.submit(floor(50), { expectedEpoch: 4 });
+  await writeState({ leader: 2, leaderEpoch: 5, isr: [2, 3], replicas: [1, 2, 3] });
+  const refused = await old.log.submit(floor(200), { expectedEpoch: 4 }).catch((e) => e);
+  t.ok(refused instanceof ControlEpochMismatchError, String(refused));
+  t.match(refused.message, /epoch 5, not 4/);
+  const stored = (await admin.range({ key: keys.floor(label) })).kvs[0]!;
+  t.equal(decodeFloorRecord(stored.key, stored.value).upToOffset, 50, "the floor stays where it was");
+  // A partition whose state is gone (its topic deleted) refuses as a moved epoch does.
+  await admin.txn({ compare: [], success: [{ kind: "delete", key: keys.partition(address) }] });
+  t.ok(
+    await old.log.submit(floor(300), { expectedEpoch: 4 }).catch((e) => e) instanceof
+      ControlEpochMismatchError,
+  );
+});
+
+t.test("floors only rise: a lower or equal one writes nothing; a new purge generation starts again", async (t) => {
+  const { store, open, admin } = await setup(t);
+  const { log } = await open(store.client("node-1"));
+  const first = await log.submit(floor(100), { expectedEpoch: 4 });
+  t.equal(await log.submit(floor(80), { expectedEpoch: 4 }), first, "lower: the committed one's index");
+  t.equal(await log.submit(floor(100), { expectedEpoch: 4 }), first, "equal: the same");
+  const purged = await log.submit(floor(10, 1), { expectedEpoch: 4 });
+  t.ok(purged > first, "a later generation commits, even lower");
+  const stored = (await admin.range({ key: keys.floor(label) })).kvs[0]!;
+  t.same(decodeFloorRecord(stored.key, stored.value), { purgeGeneration: 1, upToOffset: 10, leaderEpoch: 4 });
+  t.equal(
+    await log.submit(floor(500, 0), { expectedEpoch: 4 }),
+    purged,
+    "an older generation writes nothing",
+  );
+});
+
+/** A coordinator that runs `beforeCompare` just before each transaction that compares. */
+function racing(inner: Coordinator, beforeCompare: () => Promise<unknown>): Coordinator {
+  return {
+    ...inner,
+    txn: async (txn: Txn): Promise<TxnResult> => {
+      if (txn.compare.length > 0) await beforeCompare();
+      return inner.txn(txn);
+    },
+    range: (r) => inner.range(r),
+    watch: (r, from, listener) => inner.watch(r, from, listener),
+    close: () => inner.close(),
+  };
+}
+
+t.test("an in-sync change between the read and the write is raced again; endless races give up", async (t) => {
+  const { store, open, writeState, admin } = await setup(t);
+  let races = 1;
+  const raced = racing(store.client("node-1"), async () => {
+    if (races-- > 0) await writeState(led(4, [1, 2]));
+  });
+  const { log } = await open(raced);
+  await log.submit(floor(100), { expectedEpoch: 4 });
+  const stored = (await admin.range({ key: keys.floor(label) })).kvs[0]!;
+  t.equal(decodeFloorRecord(stored.key, stored.value).upToOffset, 100, "committed on the second attempt");
+  races = Infinity;
+  const gaveUp = await log.submit(floor(200), { expectedEpoch: 4 }).catch((e) => e);
+  t.match(gaveUp.message, new RegExp(`changed during each of ${floorSubmitAttemptsMax} attempts`));
+  t.notOk(gaveUp instanceof ControlEpochMismatchError, "not fenced: the tier core tries it again later");
+});
+
+t.test("a replica cut off from etcd catches up on what it missed when it is back", async (t) => {
+  const { store, open, settle } = await setup(t);
+  const leader = await open(store.client("node-1"));
+  const follower = await open(store.client("node-2"));
+  store.setReachable("node-2", false);
+  await leader.log.submit(floor(100), { expectedEpoch: 4 });
+  await leader.log.submit(floor(150), { expectedEpoch: 4 });
+  await settle();
+  t.same(follower.applied, [], "nothing heard while cut off");
+  store.setReachable("node-2", true);
+  for (let i = 0; i < 200 && follower.log.committed() < leader.log.committed(); i++) await settle();
+  t.equal(follower.applied.at(-1)?.command.upToOffset, 150, "the latest floor, once back");
+});
