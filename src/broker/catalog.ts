@@ -218,7 +218,7 @@ export class Catalog {
     try {
       await concurrently(options.partitions, partitionOpensInFlightMax, async (p) => {
         const address = { streamId: stream.id, topicId: meta.id, partitionId: p };
-        slots[p] = { kind: "open", partition: await this.#deps.partitions.create(address, options) };
+        slots[p] = { kind: "open", partition: await this.#deps.partitions.create(address, meta) };
       });
       await this.#store.commit((doc) => addTopic(doc, stream.id, streamName, meta));
     } catch (error) {
@@ -356,7 +356,7 @@ export class Catalog {
       const address = { streamId: stream.id, topicId: meta.id, partitionId: p };
       return missing === "refuse"
         ? this.#deps.partitions.open(address, meta.options, names)
-        : this.#deps.partitions.openOrCreate(address, meta.options, names);
+        : this.#deps.partitions.openOrCreate(address, meta, names);
     });
     await this.#register({ streamId: stream.id, streamName: stream.name, meta, slots });
   }

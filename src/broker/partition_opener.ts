@@ -6,6 +6,8 @@ import type { Clock } from "../runtime/clock.ts";
 import type { Disk } from "../runtime/disk.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { Rng } from "../runtime/rng.ts";
+import type { TopicMeta } from "./metadata.ts";
+import { fnv1a32 } from "./stable_hash.ts";
 import type { TopicOptions } from "./topic_options.ts";
 
 /**
@@ -28,6 +30,12 @@ export interface PartitionOpenerDeps {
   rng: Rng;
   logger: Logger;
   settings: LogSettings;
+  /**
+   * In a cluster: every replica of a partition takes the same created revision, derived from its
+   * topic's record in the shared metadata, so that its objects in the bucket have the same keys
+   * whichever replica uploads or reads them. On a single node (absent, false): a random one.
+   */
+  sharedRevisions?: boolean;
 }
 
 /**
@@ -55,10 +63,11 @@ export class PartitionOpener {
     return `${this.streamDir(streamId)}/topics/${topicId}`;
   }
 
-  /** A new, empty partition. */
-  create(address: PartitionAddress, options: TopicOptions): Promise<Partition> {
+  /** A new, empty partition of the topic `meta`. */
+  create(address: PartitionAddress, meta: TopicMeta): Promise<Partition> {
     const { disk, clock, rng, settings } = this.#deps;
-    return Partition.create(disk, clock, rng, settings.path, address, this.logConfig(options));
+    const revision = this.#deps.sharedRevisions ? sharedCreatedRevision(address, meta) : rng.hex64();
+    return Partition.create(disk, clock, revision, settings.path, address, this.logConfig(meta.options));
   }
 
   /** An existing partition, or why it cannot serve (logged with its directory and error). */
@@ -98,13 +107,13 @@ export class PartitionOpener {
    */
   async openOrCreate(
     address: PartitionAddress,
-    options: TopicOptions,
+    meta: TopicMeta,
     names: { stream: string; topic: string },
   ): Promise<PartitionSlot> {
     const dir = partitionDir(this.#deps.settings.path, address);
     if (await this.#deps.disk.stat(`${dir}/${superblockFileName}`) === null) {
       try {
-        return { kind: "open", partition: await this.create(address, options) };
+        return { kind: "open", partition: await this.create(address, meta) };
       } catch (error) {
         const reason = error instanceof Error ? error.message : String(error);
         this.#deps.logger.error("partition refused", {
@@ -116,7 +125,7 @@ export class PartitionOpener {
         return { kind: "refused", reason, error };
       }
     }
-    return await this.open(address, options, names);
+    return await this.open(address, meta.options, names);
   }
 
   /** How a partition of a topic with these options writes its log. */
@@ -132,4 +141,16 @@ export class PartitionOpener {
       timestampType: options.timestampType,
     };
   }
+}
+
+/**
+ * A partition's created revision as every replica derives it: 64 bits hashed from the partition's
+ * address and its topic's id, name and creation time in the shared metadata. A topic deleted and
+ * created again (even under the same ids, after etcd was wiped) has another creation time.
+ */
+export function sharedCreatedRevision(address: PartitionAddress, meta: TopicMeta): string {
+  const text =
+    `${address.streamId}/${address.topicId}/${address.partitionId}/${meta.name}/${meta.createdAtMs}`;
+  const halves = [fnv1a32(text), fnv1a32(`strata:${text}`)];
+  return halves.map((h) => h.toString(16).padStart(8, "0")).join("");
 }

@@ -1,8 +1,10 @@
-import { InvalidReplicationFactorError, InvalidTopicOptionError } from "../broker/broker_errors.ts";
+import { InvalidReplicationFactorError } from "../broker/broker_errors.ts";
 import type { TopicOptions } from "../broker/topic_options.ts";
 import type { ClusterConfig } from "../config/config.ts";
 import type { Coordinator } from "../coordinator/coordinator.ts";
-import type { PartitionAddress } from "../log/partition.ts";
+import { labelOf, type PartitionAddress } from "../log/partition.ts";
+import type { ControlLog } from "../tier/control_log.ts";
+import type { TierLeadership } from "../tier/tier_leadership.ts";
 import type { ProduceChecks } from "../log/produced_batches.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
@@ -18,6 +20,7 @@ import { nodeToken, verifyNodeToken } from "./node_token.ts";
 import { noLeader, type PartitionState } from "./partition_state.ts";
 import type { LeaderLinkFactory } from "./replica_fetch.ts";
 import { ReplicaManager } from "./replica_manager.ts";
+import { ReplicatedControlLog } from "./replicated_control_log.ts";
 import { ReplicationMetrics } from "./replication_metrics.ts";
 import { TimedCoordinator } from "../coordinator/timed_coordinator.ts";
 
@@ -161,14 +164,26 @@ export class ClusterNode {
     this.replicas.tick(nowMs);
   }
 
-  /** Refuses a new topic the cluster cannot serve: tiered ones, and more replicas than live nodes. */
+  /** A shard's control log: the committed floors in etcd, applied on this node through a watch. */
+  controlLog(): ControlLog {
+    const { coordinator, clock, logger } = this.#deps;
+    return new ReplicatedControlLog({ coordinator, keys: this.keys, clock, logger });
+  }
+
+  /** Which partitions this node uploads for: those it leads, under their leader epoch. */
+  tierLeadership(): TierLeadership {
+    return {
+      epochOf: (key) => {
+        const address = this.keys.addressOf(`${this.keys.partitions}${key}`);
+        const role = address === null ? null : this.replicas.role(address);
+        return role?.kind === "leader" ? role.core.leaderEpoch : null;
+      },
+      onChange: (listener) => this.replicas.onRoleChange((address) => listener(labelOf(address))),
+    };
+  }
+
+  /** Refuses a new topic the cluster cannot serve: more replicas than live nodes. */
   admitTopic(options: TopicOptions): void {
-    if (options.tiered) {
-      throw new InvalidTopicOptionError(
-        "Cannot create a tiered topic in cluster mode: tiering across a cluster's replicas is not served yet; " +
-          "create it with tiered = false (remote.storage.enable=false)",
-      );
-    }
     const live = this.view.liveNodes().length;
     if (options.replicationFactor !== null && options.replicationFactor > live) {
       throw new InvalidReplicationFactorError(

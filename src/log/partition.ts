@@ -1,3 +1,4 @@
+import { assert } from "../runtime/assert.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Disk } from "../runtime/disk.ts";
 import type { Logger } from "../runtime/logger.ts";
@@ -87,21 +88,29 @@ export class Partition {
     return this.#superblock;
   }
 
-  /** Creates a new partition's directory, superblock and first segment, durably. */
+  /**
+   * Creates a new partition's directory, superblock and first segment, durably; `revision` is its
+   * created revision (16 hex digits), or the generator a random one is drawn from.
+   */
   static async create(
     disk: Disk,
     clock: Clock,
-    rng: Rng,
+    revision: Rng | string,
     dataPath: string,
     address: PartitionAddress,
     config: LogConfig,
   ): Promise<Partition> {
+    assert(
+      typeof revision !== "string" || /^[0-9a-f]{16}$/.test(revision),
+      `Bad created revision ${revision}`,
+    );
     const dir = partitionDir(dataPath, address);
     await disk.mkdirp(dir);
     const superblock: Superblock = {
       version: storageFormatVersion,
-      // Random, not a counter: unique even if a wiped data directory reuses the same ids.
-      createdRevision: rng.hex64(),
+      // Given (a cluster's replicas share one), or random, not a counter: unique even if a wiped
+      // data directory reuses the same ids.
+      createdRevision: typeof revision === "string" ? revision : revision.hex64(),
       purgeGeneration: 0,
       tieredUpToOffset: 0,
       deletedUpToOffset: 0,

@@ -79,10 +79,16 @@ export async function openBroker(deps: BrokerDeps): Promise<OpenedBroker> {
     disk,
     clock,
     logger,
-    partitions: new PartitionOpener({ disk, clock, rng: deps.rng, logger, settings: config.system }),
+    partitions: new PartitionOpener({
+      disk,
+      clock,
+      rng: deps.rng,
+      logger,
+      settings: config.system,
+      sharedRevisions: cluster !== null,
+    }),
     host: cluster === null ? shards : new HostPair(shards, cluster.replicas),
-    // Tiering is not served across a cluster's replicas yet: new topics are not tiered there.
-    topicDefaults: cluster === null ? defaults : { ...defaults, tiered: false },
+    topicDefaults: defaults,
     admitTopic: cluster === null ? undefined : (options) => cluster.admitTopic(options),
     sharedMetadata: cluster !== null,
   });

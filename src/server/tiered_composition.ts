@@ -104,7 +104,8 @@ export class TieredComposition {
    */
   async attachControlLog(shard: ShardRuntime, tier: TierService, catalog: Catalog): Promise<void> {
     const path = `${this.#deps.config.system.path}/control/shard-${shard.id}.log`;
-    const log = await LocalControlLog.open(this.#deps.disk, path);
+    // In a cluster the floors are committed to etcd, which every replica watches.
+    const log = this.#deps.cluster?.controlLog() ?? await LocalControlLog.open(this.#deps.disk, path);
     await tier.attachControlLog(log);
     shard.attachControlLog(log, this.#housekeeping(shard, tier, catalog));
   }
@@ -126,6 +127,7 @@ export class TieredComposition {
       metrics: this.#metrics.tier,
       cooperation: this.#deps.cooperation,
       pieceGate: this.#deps.pieceGate,
+      ...(this.#deps.cluster !== null ? { leadership: this.#deps.cluster.tierLeadership() } : {}),
       config: {
         prefix: t.s3.prefix,
         clusterId: this.#clusterId,
@@ -199,7 +201,8 @@ export class TieredComposition {
         clusterId: this.#clusterId,
         segmentUploadTimeoutMs: t.segmentUploadTimeoutMs,
       },
-      sweepsOrphans: shard.id === 0,
+      // In a cluster no node sweeps orphans yet: the sweep is the controller's alone to run.
+      sweepsOrphans: shard.id === 0 && this.#deps.cluster === null,
       tier,
       requests: shard,
       incarnations: catalog,

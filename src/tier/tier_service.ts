@@ -153,9 +153,9 @@ export class TierService implements TierGaugeSource {
     for (const [key, p] of this.#partitions) yield [key, p.partition.superblock.tieredUpToOffset];
   }
 
-  /** The partitions this shard tiers, for housekeeping. */
-  partitions(): Iterable<TieredPartition> {
-    return this.#partitions.values();
+  /** The partitions this shard tiers and leads (on a single node, all), for housekeeping. */
+  *partitions(): Iterable<TieredPartition> {
+    for (const [key, p] of this.#partitions) if (this.#terms.has(key)) yield p;
   }
 
   /** What an upload needs, shared with the verify pass's re-uploads (same pacing). */

@@ -77,7 +77,14 @@ async function nodeAt(
     disk,
     clock,
     logger,
-    partitions: new PartitionOpener({ disk, clock, rng: new Rng(3), logger, settings: config.system }),
+    partitions: new PartitionOpener({
+      disk,
+      clock,
+      rng: new Rng(name.length),
+      logger,
+      settings: config.system,
+      sharedRevisions: true,
+    }),
     host,
     topicDefaults: { tiered: false, localRetentionAgeMs: null, localRetentionSizeBytes: null },
     sharedMetadata: true,
@@ -170,4 +177,28 @@ t.test("a server that was down while a topic was created creates its partitions 
   const b = await nodeAt(t, sim, clock, "b", join(tempDir(t), "fresh"));
   t.same([...b.host.hosted].sort(), ["1/1/0", "1/1/1"], "opened, not refused");
   t.equal(b.catalog.topic("s", "late").slots.every((s) => s.kind === "open"), true);
+});
+
+t.test("every node derives the same created revision for a partition, so its objects have one set of keys", async (t) => {
+  const clock = new VirtualClock();
+  const sim = new SimCoordinatorStore({ clock });
+  // Different random generators: a revision drawn from them would differ.
+  const a = await node(t, sim, clock, "a");
+  const b = await node(t, sim, clock, "bb");
+  await a.catalog.createStream("s");
+  await a.catalog.createTopic("s", "orders", options);
+  await until(clock, () => b.catalog.findTopic("s", "orders") !== null);
+  const revisions = (n: typeof a) =>
+    [0, 1].map((p) => n.catalog.openPartition(n.catalog.topic("s", "orders"), p).superblock.createdRevision);
+  t.same(revisions(b), revisions(a), "the same on both nodes");
+  t.not(revisions(a)[0], revisions(a)[1], "and another for each partition");
+  t.match(revisions(a)[0], /^[0-9a-f]{16}$/);
+  // Deleted and created again: a new incarnation, with new keys.
+  const before = revisions(a);
+  await a.catalog.deleteTopic("s", "orders");
+  clock.advance(5);
+  await a.catalog.createTopic("s", "orders", options);
+  await until(clock, () => b.catalog.findTopic("s", "orders")?.meta.id === 2);
+  t.not(revisions(a)[0], before[0], "recreated: another revision");
+  t.same(revisions(b), revisions(a), "the same on both nodes again");
 });
