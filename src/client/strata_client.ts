@@ -107,6 +107,8 @@ export interface TopicCreate {
   timestamp_type?: "create_time" | "log_append_time";
   /** The largest record batch a Kafka producer may send. */
   max_message_bytes?: number | string;
+  /** In a cluster: the nodes that hold each partition; absent or null, the cluster's default. */
+  replication_factor?: number | null;
 }
 
 export type TopicPatch = Partial<Omit<TopicCreate, "name" | "partitions" | "segment_size">>;
@@ -306,8 +308,9 @@ export class StrataClient {
     if (body !== undefined) {
       headers["content-type"] = this.#encoding === "msgpack" ? msgpack : "application/json";
       if (this.#encoding === "msgpack") {
-        const packed = packr.pack(body);
-        payload = new Uint8Array(packed.buffer as ArrayBuffer, packed.byteOffset, packed.byteLength);
+        // A Blob holds its own copy and can be read again: a 307 to the leader sends the body once
+        // more (a view of packr's reused buffer would be detached by the first send).
+        payload = new Blob([packr.pack(body) as Uint8Array<ArrayBuffer>]);
       } else {
         payload = JSON.stringify(body);
       }

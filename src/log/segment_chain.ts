@@ -42,20 +42,8 @@ export interface AppendResult {
   count: number;
 }
 
-export interface SegmentStats {
-  startOffset: number;
-  endOffset: number;
-  sizeBytes: number;
-  sealed: boolean;
-  location: "local" | "uploaded" | "remote";
-}
-
-export interface LogStats {
-  firstOffset: number;
-  nextOffset: number;
-  sizeBytes: number;
-  segments: SegmentStats[];
-}
+import type { LogStats } from "./log_stats.ts";
+export type { LogStats, SegmentStats } from "./log_stats.ts";
 
 /**
  * A partition's segments, oldest first, the last one active (open, growing): appends encode into
@@ -157,11 +145,17 @@ export class SegmentChain {
   }
 
   /**
-   * Appends at the end of the active segment, rolling it when it reaches its size: messages the log
-   * encodes as one batch, or Kafka record batches (validated by the caller) kept as sent but for
-   * their base offset and, stamped with log append time, their max timestamp and CRC.
+   * Appends at the end of the active segment, rolling it when it reaches its size: messages encoded
+   * as one batch, or Kafka record batches (validated by the caller) kept as sent but for their base
+   * offset and, stamped with log append time, their max timestamp and CRC.
    */
   async append(input: AppendInput, config: LogConfig): Promise<AppendResult> {
+    // A new leader's first batch starts a segment: the one it filled as a follower ends where the old
+    // leader's did, so that sealed segments (and their objects) are the same bytes on every replica.
+    if (input.kind !== "replicated" && this.leaderEpoch > this.epochs.latestEpoch && !this.active.isEmpty) {
+      await this.flushPending();
+      await this.roll();
+    }
     const baseOffset = this.#nextOffset;
     if (input.kind === "messages") {
       // Server-assigned timestamps never go backwards within a partition, even if the wall clock

@@ -104,6 +104,38 @@ t.test("a follower far behind takes an answer of more batches than one produce m
   t.equal(replicatedRuns(broken).length, 1);
 });
 
+t.test("a follower that starts to lead seals what it holds first: its segments end where the old leader's did", async (t) => {
+  const leader = await newLog(t, "leader");
+  const follower = await newLog(t, "follower");
+  leader.log.setReplication({ leaderEpoch: 1, following: false, highWatermark: 0 });
+  follower.log.setReplication({ leaderEpoch: -1, following: true, highWatermark: 0 });
+  for (let i = 0; i < 150; i++) await leader.log.append([message(i)]);
+  await replicate(leader.log, follower.log, 1 << 20);
+  const oldActiveStart = leader.log.segments.at(-1)!.startOffset;
+  t.ok(
+    oldActiveStart > 0 && !leader.log.segments.at(-1)!.sealed,
+    `the old leader's active segment at ${oldActiveStart}`,
+  );
+  // The old leader is gone (its active segment stays as it was); the follower leads under epoch 2.
+  const end = follower.log.nextOffset;
+  follower.log.setReplication({ leaderEpoch: 2, following: false, highWatermark: end });
+  await follower.log.append([message(1000)]);
+  const starts = follower.log.segments.map((s) => s.startOffset);
+  t.same(
+    starts.slice(-2),
+    [oldActiveStart, end],
+    "the held segment sealed at the old end; a new one from there",
+  );
+  const name = `${String(oldActiveStart).padStart(20, "0")}.log`;
+  t.ok(
+    readFileSync(join(follower.dir, name)).equals(readFileSync(join(leader.dir, name))),
+    "the sealed segment is the old leader's bytes",
+  );
+  // Leading on under the same epoch, it rolls by size as any leader does, not at every append.
+  await follower.log.append([message(1001)]);
+  t.equal(follower.log.segments.length, starts.length, "no roll at the second append");
+});
+
 t.test("consumers read only below the high watermark; waiting ones wake when it moves", async (t) => {
   const { log } = await newLog(t, "leader");
   log.setReplication({ leaderEpoch: 0, following: false, highWatermark: 0 });

@@ -1,0 +1,166 @@
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import t from "tap";
+import { StrataClient } from "../../src/client/strata_client.ts";
+import { decodeRemoteMarker } from "../../src/log/remote_marker.ts";
+import { initCrc32c } from "../../src/runtime/crc32c.ts";
+import { etcdUnavailableReason } from "../helpers/etcd_harness.ts";
+import { kcatUnavailable } from "../helpers/kcat.ts";
+import { createBucket, ourStore } from "../helpers/s3_harness.ts";
+import { startS3rver } from "../helpers/s3rver_harness.ts";
+import {
+  type ClusterNodeProcess,
+  describePartition,
+  partitionDirOf,
+  startStrataCluster,
+  until,
+} from "../helpers/strata_cluster.ts";
+import { payloadOf } from "../helpers/tiered_e2e.ts";
+
+await initCrc32c();
+const skip = etcdUnavailableReason() ?? kcatUnavailable() ?? false;
+const mib = 1024 * 1024;
+const segmentBytes = 1 * mib;
+const envelopeBytes = 4 * mib;
+/** 64 KiB messages (`payloadOf`), 16 to a request. */
+const perRequest = 16;
+
+/** Local `.log` bytes and `.remote` markers of the tiered topic's partition on `node`. */
+function localState(node: ClusterNodeProcess) {
+  const dir = partitionDirOf(node);
+  const names = readdirSync(dir);
+  const logBytes = names.filter((n) => n.endsWith(".log"))
+    .reduce((n, f) => n + (statSync(`${dir}/${f}`, { throwIfNoEntry: false })?.size ?? 0), 0);
+  const markers = names.filter((n) => n.endsWith(".remote")).sort();
+  return { dir, logBytes, markers };
+}
+
+async function produce(client: StrataClient, from: number, count: number): Promise<void> {
+  for (let offset = from; offset < from + count; offset += perRequest) {
+    const batch = Array.from({ length: perRequest }, (_, i) => ({ payload: payloadOf(offset + i) }));
+    const r = await client.produce("kafka", "tiered", batch, 0);
+    if (r.base_offset !== offset) throw new Error(`produced at ${r.base_offset}, expected ${offset}`);
+  }
+}
+
+t.test(
+  "tiering across a 3-node cluster: the leader uploads, every replica evicts, a new leader carries on",
+  { skip, timeout: 280_000 },
+  async (t) => {
+    const s3 = await startS3rver(t);
+    await createBucket(s3, "strata-cluster");
+    const store = ourStore(s3, "strata-cluster", { conditionalWrites: false });
+    t.teardown(() => store.close());
+    const cluster = await startStrataCluster(t, {
+      portBase: 25_500,
+      tiered: { store: s3, bucket: "strata-cluster" },
+    });
+    const client = new StrataClient({ baseUrl: cluster.nodes[0]!.httpUrl, encoding: "msgpack" });
+    await client.createStream("kafka");
+    await client.createTopic("kafka", {
+      name: "tiered",
+      partitions: 1,
+      tiered: true,
+      replication_factor: 3,
+      segment_size: segmentBytes,
+      local_retention_size: envelopeBytes,
+    });
+    await until("three replicas in sync", async () => {
+      const p = await describePartition(cluster.bootstrap, "tiered", 0);
+      return p !== null && p.leader > 0 && p.isr.length === 3;
+    }, 20_000);
+
+    // 16 MiB: 16 sealed segments or so; the leader uploads them, every replica evicts below the floor.
+    await produce(client, 0, 256);
+    const first = (await describePartition(cluster.bootstrap, "tiered", 0))!;
+    const stats = await client.partition("kafka", "tiered", 0) as {
+      segments: { end_offset: number; sealed: boolean }[];
+    };
+    const sealedEnd = stats.segments.filter((s) => s.sealed).at(-1)!.end_offset;
+    t.ok(
+      await client.awaitTiered("kafka", "tiered", 0, sealedEnd + 1, 60_000),
+      `the floor passed ${sealedEnd}`,
+    );
+    const spent = await until(
+      "every replica to evict down to its envelope",
+      () =>
+        cluster.nodes.every((n) => {
+          const local = localState(n);
+          return local.markers.length > 0 && local.logBytes <= envelopeBytes + 2 * segmentBytes;
+        }),
+      30_000,
+    );
+    t.comment(`every replica evicted within ${spent} ms of the floor`);
+    for (const node of cluster.nodes) {
+      const local = localState(node);
+      t.ok(
+        local.markers.length >= 8,
+        `node ${node.id}: ${local.markers.length} segments evicted, ${local.logBytes} bytes local`,
+      );
+    }
+    // Followers never upload: every object's key names the partition's one revision, written once.
+    const marker = localState(cluster.node(first.leader)).markers[0]!;
+    const revision =
+      decodeRemoteMarker(readFileSync(`${localState(cluster.node(first.leader)).dir}/${marker}`))
+        .createdRevision;
+    for (const node of cluster.nodes) {
+      const own = localState(node);
+      const theirs = decodeRemoteMarker(readFileSync(`${own.dir}/${own.markers[0]}`)).createdRevision;
+      t.equal(theirs, revision, `node ${node.id}'s markers name the same incarnation`);
+    }
+
+    // The leader killed: another replica leads, produces go on, and the floor goes on rising under it.
+    await cluster.node(first.leader).signal("SIGKILL");
+    const others = cluster.nodes.filter((n) => n.id !== first.leader);
+    const elsewhere = new StrataClient({ baseUrl: others[0]!.httpUrl, encoding: "msgpack" });
+    await until("a new leader", async () => {
+      const p = await describePartition(others.map((n) => n.kafka).join(","), "tiered", 0);
+      return p !== null && p.leader > 0 && p.leader !== first.leader;
+    }, 15_000);
+    await produce(elsewhere, 256, 128);
+    const after = await elsewhere.partition("kafka", "tiered", 0) as {
+      segments: { end_offset: number; sealed: boolean }[];
+    };
+    const sealedAfter = after.segments.filter((s) => s.sealed).at(-1)!.end_offset;
+    t.ok(sealedAfter > sealedEnd, "more sealed segments under the new leader");
+    t.ok(
+      await elsewhere.awaitTiered("kafka", "tiered", 0, sealedAfter + 1, 60_000),
+      `the new leader's floor passed ${sealedAfter}`,
+    );
+
+    // One .log object per sealed segment below the floor, whichever leader uploaded it.
+    const clusterId = /"cluster_id":"([0-9a-f]+)"/.exec(others[0]!.server!.stderr())![1]!;
+    const listed = [];
+    let next: string | null = null;
+    do {
+      const page = await store.list(
+        `strata/${clusterId}/1/1/0/${revision}-0/`,
+        next === null ? {} : { startAfter: next },
+      );
+      listed.push(...page.objects);
+      next = page.nextStartAfter;
+    } while (next !== null);
+    const logs = listed.filter((o) => o.key.endsWith(".log")).length;
+    t.equal(
+      logs,
+      after.segments.filter((s) => s.sealed).length,
+      `${logs} .log objects, one per sealed segment`,
+    );
+
+    // Everything reads back from offset 0 on the new leader, the evicted part through its cache.
+    let offset = 0;
+    let bad = 0;
+    while (offset < 384) {
+      const polled = await elsewhere.poll("kafka", "tiered", 0, { offset, count: 32 });
+      for (const m of polled.messages) {
+        if (
+          m.offset !== offset || Buffer.compare(Buffer.from(m.payload!), Buffer.from(payloadOf(offset))) !== 0
+        ) {
+          bad++;
+        }
+        offset++;
+      }
+      if (polled.messages.length === 0) break;
+    }
+    t.same({ read: offset, bad }, { read: 384, bad: 0 }, "all 384 messages read back, byte for byte");
+  },
+);
