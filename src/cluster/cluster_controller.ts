@@ -151,7 +151,15 @@ export class ClusterController {
       value: epoch,
     };
     const txns = effect.kind === "deletePartitions"
-      ? [{ compare: [seat], success: [{ kind: "delete" as const, key: effect.topicKey, prefix: true }] }]
+      ? [{
+        compare: [seat],
+        // The topic's committed floors go with its partition states.
+        success: [effect.topicKey, this.#floorsOf(effect.topicKey)].map((key) => ({
+          kind: "delete" as const,
+          key,
+          prefix: true,
+        })),
+      }]
       : chunks(effect.states, txnOpsMax / 2 - 1).map((part) => ({
         compare: [
           seat,
@@ -192,6 +200,12 @@ export class ClusterController {
         () => this.#epoch !== null && this.#feed({ kind: "placementFailed", topicKey: effect.topicKey }),
       );
     });
+  }
+
+  /** The floors prefix of the topic whose partition states are under `topicKey`. */
+  #floorsOf(topicKey: string): string {
+    const keys = this.#deps.keys;
+    return keys.floor(topicKey.slice(keys.partitions.length));
   }
 
   #write(effect: WritePartition): void {

@@ -160,3 +160,51 @@ t.test("with every in-sync replica gone a partition has no leader, and gets one 
   );
   t.same(states().map((s) => s.leaderEpoch), epochs.map((e) => e + 1), "under the next epoch");
 });
+
+t.test("a topic gone from the metadata takes its partition states and its committed floors with it", async (t) => {
+  const { clock, store, nodes } = await cluster(t);
+  await until(clock, "a controller", () => controllers(nodes).length === 1, 1000);
+  const admin = store.client("admin");
+  const doc = (topics: unknown[]) =>
+    JSON.stringify({
+      version: 2,
+      clusterId: "c",
+      nextStreamId: 2,
+      streams: [{ id: 1, name: "s", createdAtMs: 0, nextTopicId: 3, topics }],
+    });
+  const topic = (id: number) => ({
+    id,
+    name: `t${id}`,
+    createdAtMs: 0,
+    options: { partitions: 2, replicationFactor: 3 },
+  });
+  await admin.txn({ compare: [], success: [{ kind: "put", key: keys.metadata, value: doc([topic(2)]) }] });
+  const states = () => admin.range({ key: keys.topicPartitions(1, 2), prefix: true });
+  await until(
+    clock,
+    "the controller to place topic 2",
+    () => nodes[0]!.view.partition({ streamId: 1, topicId: 2, partitionId: 1 }) !== null,
+    2000,
+  );
+  t.equal((await states()).kvs.length, 2);
+  // Its leader committed floors; another topic's floor is not this one's.
+  const floor = JSON.stringify({ purge_generation: 0, up_to_offset: 10, leader_epoch: 0 });
+  await admin.txn({
+    compare: [],
+    success: ["1/2/0", "1/2/1", "1/20/0"].map((label) => ({
+      kind: "put" as const,
+      key: keys.floor(label),
+      value: floor,
+    })),
+  });
+  await admin.txn({ compare: [], success: [{ kind: "put", key: keys.metadata, value: doc([]) }] });
+  await until(
+    clock,
+    "the partition states to go",
+    () => nodes[0]!.view.partition({ streamId: 1, topicId: 2, partitionId: 0 }) === null,
+    2000,
+  );
+  t.equal((await states()).kvs.length, 0, "no partition state left");
+  const floors = (await admin.range({ key: keys.floors, prefix: true })).kvs.map((kv) => kv.key);
+  t.same(floors, [keys.floor("1/20/0")], "its floors deleted, not another topic's");
+});
