@@ -110,3 +110,8 @@ export class NotEnoughReplicasError extends Error {
 export class ReplicationTimeoutError extends Error {
   override name = "ReplicationTimeoutError";
 }
+
+/** A change the cluster does not replicate yet (a purge): made on one node, its replicas would differ. */
+export class NotReplicatedError extends Error {
+  override name = "NotReplicatedError";
+}

@@ -23,6 +23,7 @@ import {
   ConsumerLimitError,
   NotEnoughReplicasError,
   NotLeaderError,
+  NotReplicatedError,
   RemoteDataError,
   ReplicationTimeoutError,
   ResourceNotFoundError,
@@ -253,6 +254,19 @@ export class DataPlane {
       throw new ResourceNotFoundError(`Cannot get offset of consumer ${consumer}: none is stored`);
     }
     return offset;
+  }
+
+  /**
+   * Deletes every message of the topic. Refused in a cluster (`NotReplicatedError`): a purge is not
+   * replicated yet, and one made on the leader alone would leave its followers' copies behind.
+   */
+  async purgeTopic(streamName: string, topicName: string): Promise<void> {
+    if (this.#replication.clustered) {
+      throw new NotReplicatedError(
+        `Cannot purge ${streamName}/${topicName} in cluster mode: a purge is not replicated to the partitions' followers yet`,
+      );
+    }
+    await this.#catalog.purgeTopic(streamName, topicName);
   }
 
   /** The partition, led here: served to producers and consumers. */

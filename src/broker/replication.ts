@@ -22,6 +22,8 @@ export type ReplicatedOutcome = "replicated" | "notEnoughReplicas" | "notLeader"
  * written (`singleNode`); a cluster node answers from its replica manager.
  */
 export interface Replication {
+  /** True on a cluster node: the partitions have replicas on other nodes. */
+  readonly clustered: boolean;
   leadership(address: PartitionAddress): Leadership;
   /**
    * Resolves once the partition's high watermark reaches `endOffset` with at least
@@ -37,6 +39,7 @@ export interface Replication {
 
 /** One node: it leads every partition, and a written append is as replicated as it gets. */
 export const singleNode: Replication = {
+  clustered: false,
   leadership: () => ({ kind: "leader", leaderEpoch: 0, isrSize: 1, minInsyncReplicas: 1 }),
   awaitReplicated: () => Promise.resolve("replicated"),
 };

@@ -61,6 +61,7 @@ interface Hosted {
  * The data plane asks it who leads and when an acks=all produce is replicated.
  */
 export class ReplicaManager implements Replication, PartitionHost {
+  readonly clustered = true;
   readonly #deps: ReplicaManagerDeps;
   readonly #hosted = new Map<string, Hosted>();
   readonly #roleListeners: Array<(address: PartitionAddress, role: ReplicaRole) => void> = [];

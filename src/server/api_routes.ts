@@ -118,7 +118,7 @@ export const apiRoutes: Route[] = [
     }
   }),
   route("DELETE", `${T}/messages`, async (c) => {
-    await c.catalog.purgeTopic(stream(c), topic(c));
+    await c.dataPlane.purgeTopic(stream(c), topic(c));
     return new Response(null, { status: 204 });
   }),
   route(

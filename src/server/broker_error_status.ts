@@ -4,6 +4,7 @@ import {
   InvalidNameError,
   InvalidTopicOptionError,
   NotEnoughReplicasError,
+  NotReplicatedError,
   RemoteDataError,
   RemoteSegmentsExistError,
   ReplicationTimeoutError,
@@ -39,6 +40,7 @@ export function apiErrorOf(error: unknown): ApiError | null {
     return conflict("remote_segments_exist", error.message, cause);
   }
   if (error instanceof ConsumerLimitError) return conflict("limit_exceeded", error.message, cause);
+  if (error instanceof NotReplicatedError) return conflict("not_replicated", error.message, cause);
   if (error instanceof UnavailableError) {
     return unavailable(error.reason, error.message, retryAfterSeconds[error.reason], cause);
   }

@@ -211,6 +211,15 @@ t.test(
       "client",
       "read back through a redirect too",
     );
+    // A purge is not replicated yet: refused, and nothing is deleted on any replica.
+    const purge = await fetch(`${cluster.node(leaderNow).httpUrl}/streams/kafka/topics/orders/messages`, {
+      method: "DELETE",
+    });
+    t.equal(purge.status, 409);
+    t.match(await purge.json(), {
+      error: "not_replicated",
+      message: /Cannot purge kafka\/orders in cluster mode/,
+    });
     // librdkafka retries a produce whose answer it lost, so a kcat line may be there twice.
     const everything = [...(await readPartition(others, "orders")).values()];
     const fromKcatLive = new Set(everything.filter((v) => v.startsWith("kcat-live-"))).size;
