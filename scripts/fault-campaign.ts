@@ -2,7 +2,7 @@
  * A fault campaign in the manner of Jepsen's Maelstrom "kafka" workload, on real processes: a
  * 3-member etcd and three Strata nodes on loopback, one partition of replication factor 3.
  *
- *   deno task faults [--seed N] [--duration-s 60] [--quick] [--port-base 28000] [--json PATH]
+ *   deno task faults [--seed N] [--duration-s 60] [--quick] [--tiered] [--port-base 28000] [--json PATH]
  *
  * Two kafkajs producers send unique values with acks=all, one at a time and never retried, and
  * record how each send ended (acknowledged at an offset, refused, or unknown). Two consumers poll
@@ -12,11 +12,15 @@
  * Then every fault is healed, the partition is read whole, and the history is judged
  * (scripts/lib/log_history.ts): no acknowledged record lost or misplaced, none at two offsets, a
  * consumer's offsets only grow, nothing served that was later truncated; and the replicas' segment
- * files are the same bytes. The seed is printed first; `--seed` replays the same schedule.
+ * files are the same bytes. With `--tiered` the topic is tiered to an s3rver (1 MiB segments and
+ * local envelope, 2 KiB values), and at the end no replica may have evicted above the committed
+ * floor and the bucket must hold one `.log` object per sealed segment below it. The seed is
+ * printed first; `--seed` replays the same schedule.
  * Exit 0 when the history is valid, 1 when it is not, 2 when the campaign could not run.
  */
 import { parseArgs } from "node:util";
-import { Kafka, logLevel } from "kafkajs";
+import { StrataApiError, StrataClient } from "../src/client/strata_client.ts";
+import { checkTiering, startLocalS3rver } from "./lib/campaign_tiering.ts";
 import { faultSchedule } from "./lib/fault_schedule.ts";
 import {
   type CampaignTarget,
@@ -26,15 +30,24 @@ import {
   runProducer,
 } from "./lib/campaign_clients.ts";
 import { describePartition, type FaultRecord, runNemesis } from "./lib/campaign_nemesis.ts";
-import { etcdInstalled, type LocalCluster, startLocalCluster, waitFor } from "./lib/local_cluster.ts";
+import {
+  etcdInstalled,
+  type LocalBucket,
+  type LocalCluster,
+  startLocalCluster,
+  waitFor,
+} from "./lib/local_cluster.ts";
 import { checkHistory, type ConsumerHistory, type SendRecord } from "./lib/log_history.ts";
 import { Rng } from "../src/runtime/rng.ts";
 
-const usage = "usage: deno task faults [--seed N] [--duration-s S] [--quick] [--port-base N] [--json PATH]";
+const usage =
+  "usage: deno task faults [--seed N] [--duration-s S] [--quick] [--tiered] [--port-base N] [--json PATH]";
 const topic = "campaign";
 const leaseTtlMs = 2000;
 /** Milliseconds the cluster has, once healed, to bring all three replicas back in sync. */
 const healDeadlineMs = 90_000;
+/** Bytes of padding on each value of a tiered campaign: 1 MiB segments fill in about 500 values. */
+const tieredValuePaddingBytes = 2048;
 /** Milliseconds of load after the heal, before the clients stop. */
 const afterHealLoadMs = 2000;
 
@@ -43,6 +56,7 @@ interface Options {
   durationMs: number;
   portBase: number;
   json: string | null;
+  tiered: boolean;
 }
 
 function options(): Options {
@@ -52,6 +66,7 @@ function options(): Options {
       seed: { type: "string" },
       "duration-s": { type: "string" },
       quick: { type: "boolean", default: false },
+      tiered: { type: "boolean", default: false },
       "port-base": { type: "string" },
       json: { type: "string" },
     },
@@ -66,22 +81,21 @@ function options(): Options {
   if (!Number.isInteger(portBase) || portBase < 20_000 || portBase > 32_000) {
     throw new Error(`--port-base must be an integer from 20000 to 32000`);
   }
-  return { seed, durationMs: durationS * 1000, portBase, json: values.json ?? null };
+  return { seed, durationMs: durationS * 1000, portBase, json: values.json ?? null, tiered: values.tiered! };
 }
 
-async function createTopic(cluster: LocalCluster): Promise<void> {
-  const kafka = new Kafka({
-    clientId: "campaign-admin",
-    brokers: cluster.bootstrap.split(","),
-    logLevel: logLevel.NOTHING,
+/** The campaign's topic, through the HTTP API: one partition on all three nodes, tiered or not. */
+async function createTopic(cluster: LocalCluster, tiered: boolean): Promise<void> {
+  const client = new StrataClient({ baseUrl: `http://${cluster.nodes[0]!.http}` });
+  await client.createStream("kafka").catch((error) => {
+    if (!(error instanceof StrataApiError && error.status === 409)) throw error;
   });
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    await admin.createTopics({ topics: [{ topic, numPartitions: 1, replicationFactor: 3 }] });
-  } finally {
-    await admin.disconnect();
-  }
+  await client.createTopic("kafka", {
+    name: topic,
+    partitions: 1,
+    replication_factor: 3,
+    ...(tiered ? { tiered: true, segment_size: "1 MiB", local_retention_size: "1 MiB" } : {}),
+  });
   await waitFor(
     "three replicas in sync",
     async () => (await describePartition(cluster.bootstrap, topic))?.isr.length === 3,
@@ -123,12 +137,13 @@ interface Workload {
   stop(): Promise<void>;
 }
 
-function startWorkload(cluster: LocalCluster): Workload {
+function startWorkload(cluster: LocalCluster, tiered: boolean): Workload {
   let done = false;
   const target: CampaignTarget = {
     bootstrap: cluster.bootstrap,
     httpUrls: cluster.nodes.map((n) => `http://${n.http}`),
     topic,
+    valuePaddingBytes: tiered ? tieredValuePaddingBytes : 0,
     done: () => done,
   };
   const sends: SendRecord[][] = [[], []];
@@ -149,16 +164,17 @@ function startWorkload(cluster: LocalCluster): Workload {
   };
 }
 
-async function campaign(cluster: LocalCluster, dir: string, opts: Options) {
-  await createTopic(cluster);
+async function campaign(cluster: LocalCluster, dir: string, opts: Options, bucket: LocalBucket | null) {
+  await createTopic(cluster, bucket !== null);
   const schedule = faultSchedule({ seed: opts.seed, durationMs: opts.durationMs, leaseTtlMs });
-  const workload = startWorkload(cluster);
+  const workload = startWorkload(cluster, bucket !== null);
   const startMs = performance.now();
   const faults: FaultRecord[] = await runNemesis(cluster, topic, schedule, startMs, (l) => console.error(l));
   // Not back in sync within the deadline is a finding too: the history is judged all the same.
   const healMs = await heal(cluster).catch(() => null);
   await new Promise((resolve) => setTimeout(resolve, afterHealLoadMs));
   await workload.stop();
+  const tiering = bucket === null ? null : await checkTiering(cluster, dir, topic, bucket);
   const final = await readWholePartition(cluster.bootstrap, topic);
   let divergent: string[] = [];
   await waitFor("the replicas' segments to be the same bytes", async () => {
@@ -166,46 +182,56 @@ async function campaign(cluster: LocalCluster, dir: string, opts: Options) {
     return divergent.length === 0;
   }, 30_000).catch(() => {});
   const verdict = checkHistory({ sends: workload.sends.flat(), consumers: workload.consumers, final });
-  return { faults, healMs: healMs === null ? null : Math.round(healMs), verdict, divergent };
+  const valid = verdict.valid && divergent.length === 0 && healMs !== null && (tiering?.valid ?? true);
+  return {
+    faults,
+    /** Milliseconds from the heal to three replicas in sync; null: not within the deadline. */
+    heal_ms: healMs === null ? null : Math.round(healMs),
+    counts: verdict.counts,
+    anomalies: verdict.anomalies,
+    divergent_segments: divergent,
+    tiering: tiering?.findings ?? null,
+    valid,
+  };
+}
+
+/** The options, or null (after saying why) when the campaign cannot run. */
+async function startable(): Promise<Options | null> {
+  try {
+    const opts = options();
+    if (await etcdInstalled()) return opts;
+    console.error("deno task faults needs etcd: apt-get install etcd-server");
+  } catch (error) {
+    console.error(`${(error as Error).message}\n${usage}`);
+  }
+  return null;
 }
 
 async function main(): Promise<number> {
-  let opts: Options;
-  try {
-    opts = options();
-  } catch (error) {
-    console.error(`${(error as Error).message}\n${usage}`);
-    return 2;
-  }
-  if (!(await etcdInstalled())) {
-    console.error("deno task faults needs etcd: apt-get install etcd-server");
-    return 2;
-  }
+  const opts = await startable();
+  if (opts === null) return 2;
   console.log(`seed ${opts.seed}`);
-  const replay = `deno task faults --seed ${opts.seed} --duration-s ${opts.durationMs / 1000}`;
+  const tieredFlag = opts.tiered ? " --tiered" : "";
+  const replay = `deno task faults --seed ${opts.seed} --duration-s ${opts.durationMs / 1000}${tieredFlag}`;
   const dir = await Deno.makeTempDir({ prefix: "strata-faults-" });
+  const s3 = opts.tiered ? await startLocalS3rver(`${dir}/s3`, "strata-faults") : null;
   const cluster = await startLocalCluster({
     portBase: opts.portBase,
     dir,
     nodes: 3,
     leaseTtlMs,
     secret: "fault-campaign-secret",
+    ...(s3 !== null ? { tiered: s3.bucket } : {}),
   });
   let valid = false;
   try {
-    const { faults, healMs, verdict, divergent } = await campaign(cluster, dir, opts);
-    valid = verdict.valid && divergent.length === 0 && healMs !== null;
+    const result = await campaign(cluster, dir, opts, s3?.bucket ?? null);
+    valid = result.valid;
     const report = {
       seed: opts.seed,
       duration_ms: opts.durationMs,
       lease_ttl_ms: leaseTtlMs,
-      faults,
-      /** Milliseconds from the heal to three replicas in sync; null: not within the deadline. */
-      heal_ms: healMs,
-      counts: verdict.counts,
-      anomalies: verdict.anomalies,
-      divergent_segments: divergent,
-      valid,
+      ...result,
       replay,
     };
     console.log(JSON.stringify(report, null, 2));
@@ -218,6 +244,7 @@ async function main(): Promise<number> {
       }
     }
     await cluster.stop();
+    await s3?.stop();
     if (valid) await Deno.remove(dir, { recursive: true }).catch(() => {});
     else console.error(`the cluster's data is kept in ${dir}; replay: ${replay}`);
   }

@@ -61,6 +61,8 @@ export interface CampaignTarget {
   bootstrap: string;
   httpUrls: string[];
   topic: string;
+  /** Bytes of padding after each value's name, so that segments fill (a tiered topic); 0: none. */
+  valuePaddingBytes: number;
   /** Stops the loops when it returns true. */
   done: () => boolean;
 }
@@ -106,8 +108,9 @@ export async function runProducer(name: string, target: CampaignTarget, sends: S
   let producer = newProducer(name, target.bootstrap);
   await producer.connect().catch(() => {});
   let unacked = 0;
+  const padding = ".".repeat(target.valuePaddingBytes);
   for (let n = 0; !target.done(); n++) {
-    const value = `${name}-${n}`;
+    const value = `${name}-${n}${padding}`;
     const outcome = await sendOnce(producer, target.topic, value);
     sends.push({ value, outcome });
     unacked = outcome.kind === "acked" ? 0 : unacked + 1;

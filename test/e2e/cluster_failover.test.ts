@@ -39,13 +39,6 @@ t.test(
     })
       .catch((e) => e);
     t.match(String(tooMany?.errors?.[0]?.type ?? tooMany), /INVALID_REPLICATION_FACTOR/);
-    const tiered = await fetch(`${cluster.nodes[0]!.httpUrl}/streams/kafka/topics`, {
-      method: "POST",
-      body: JSON.stringify({ name: "tiered", tiered: true }),
-    });
-    t.equal(tiered.status, 400);
-    t.match(await tiered.json(), { error: "invalid_option", message: /tiered topic in cluster mode/ });
-
     const producer = kafka.producer({ allowAutoTopicCreation: false });
     await producer.connect();
     t.teardown(() => producer.disconnect());

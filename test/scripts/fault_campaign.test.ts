@@ -32,6 +32,28 @@ t.test("faults --quick: a seeded campaign finds a valid history, and names its s
   t.ok(polled > 0, `${polled} polled`);
 });
 
+t.test("faults --quick --tiered: the same over a tiered topic, and what tiering left is checked too", {
+  skip: etcdUnavailableReason() ?? kcatUnavailable() ?? false,
+  timeout: 300_000,
+}, async (t) => {
+  const seed = Math.floor(Math.random() * 0x1_0000_0000);
+  const json = join(tempDir(t), "faults.json");
+  const args = ["--quick", "--tiered", "--seed", String(seed), "--port-base", "28100", "--json", json];
+  const { code, err } = await runDenoTask("faults", args);
+  t.equal(code, 0, `seed ${seed}: exit 0: ${err.slice(-3000)}`);
+  const report = JSON.parse(readFileSync(json, "utf8"));
+  t.equal(report.replay, `deno task faults --seed ${seed} --duration-s 20 --tiered`);
+  t.same(report.anomalies, [], "no anomaly");
+  const tiering = report.tiering;
+  t.equal(tiering.floorCaughtUp, true, "the floor reached the last sealed segment");
+  t.ok(
+    tiering.floor > 0 && tiering.segmentsBelowFloor >= 1,
+    `floor ${tiering.floor}, ${tiering.segmentsBelowFloor} segments below`,
+  );
+  t.same([tiering.markersAboveFloor, tiering.missingObjects, tiering.extraObjects], [[], [], []]);
+  t.equal(tiering.logObjects >= tiering.segmentsBelowFloor, true, `${tiering.logObjects} .log objects`);
+});
+
 t.test("faults refuses a bad option, with the usage", async (t) => {
   const { code, err } = await runDenoTask("faults", ["--duration-s", "1"]);
   t.equal(code, 2);

@@ -1,0 +1,152 @@
+/**
+ * The tiered part of a fault campaign: an s3rver for the nodes to tier to, and the checks of what
+ * tiering left once every fault is healed: no replica evicted above the committed floor, and the
+ * bucket holds one `.log` object per sealed segment below it, none missing, none extra.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
+import { StrataClient } from "../../src/client/strata_client.ts";
+import { decodeRemoteMarker } from "../../src/log/remote_marker.ts";
+import { initCrc32c } from "../../src/runtime/crc32c.ts";
+import { ensureBucket } from "./ensure_bucket.ts";
+import type { LocalBucket, LocalCluster } from "./local_cluster.ts";
+
+/** s3rver in its own Node process (scripts/s3rver.mjs), with a bucket. */
+export interface LocalS3rver {
+  bucket: LocalBucket;
+  stop(): Promise<void>;
+}
+
+const credentials = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" };
+/** Keys one listing page asks for; a campaign's partition has far fewer objects than pages × this. */
+const listPageKeys = 1000;
+const listPagesMax = 100;
+
+export async function startLocalS3rver(dir: string, bucket: string): Promise<LocalS3rver> {
+  const script = new URL("../s3rver.mjs", import.meta.url).pathname;
+  const child: ChildProcess = spawn("node", ["--openssl-legacy-provider", script, dir], {
+    stdio: ["ignore", "pipe", "ignore"],
+  });
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = "";
+    child.stdout!.on("data", (chunk) => {
+      out += chunk;
+      const match = /port (\d+)/.exec(out);
+      if (match !== null) resolve(Number(match[1]));
+    });
+    child.once("exit", (code) => reject(new Error(`Cannot start s3rver: it exited with ${code}`)));
+  });
+  const local: LocalBucket = { endpoint: `http://127.0.0.1:${port}`, bucket, ...credentials };
+  await ensureBucket({ ...local, region: "us-east-1" });
+  return {
+    bucket: local,
+    stop: async () => {
+      child.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
+
+/** Every `.log` key in the bucket for partition 0 of the campaign's topic (stream 1, topic 1). */
+async function logObjects(bucket: LocalBucket): Promise<string[]> {
+  const sdk = new S3Client({
+    endpoint: bucket.endpoint,
+    region: "us-east-1",
+    forcePathStyle: true,
+    credentials,
+  });
+  const keys: string[] = [];
+  try {
+    let token: string | undefined;
+    for (let page = 0; page < listPagesMax; page++) {
+      const listed = await sdk.send(
+        new ListObjectsV2Command({ Bucket: bucket.bucket, MaxKeys: listPageKeys, ContinuationToken: token }),
+      );
+      keys.push(
+        ...(listed.Contents ?? []).map((o) => o.Key!).filter((k) =>
+          /\/1\/1\/0\/[0-9a-f]{16}-0\/\d{20}\.log$/.test(k)
+        ),
+      );
+      token = listed.NextContinuationToken;
+      if (token === undefined) break;
+    }
+  } finally {
+    sdk.destroy();
+  }
+  return keys.sort();
+}
+
+export interface TieringFindings {
+  /** Whether the floor reached the last sealed segment within 60 s of the load's end. */
+  floorCaughtUp: boolean;
+  /** The leader's committed floor: every offset below it is in the bucket. */
+  floor: number;
+  segmentsBelowFloor: number;
+  logObjects: number;
+  /** Markers (node id and segment start) whose segment ends at or above the floor. */
+  markersAboveFloor: string[];
+  /** Sealed segments below the floor without their object, and objects that start no segment of the leader's. */
+  missingObjects: number[];
+  extraObjects: string[];
+}
+
+interface PartitionStats {
+  tiered_up_to_offset: number;
+  segments: { start_offset: number; end_offset: number; sealed: boolean }[];
+}
+
+/** Milliseconds the floor has, once the load stops, to reach the last sealed segment. */
+const floorCatchUpMs = 60_000;
+
+/** The leader's partition stats once its floor has passed its last sealed segment (or the deadline). */
+async function settledStats(
+  client: StrataClient,
+  topic: string,
+): Promise<{ stats: PartitionStats; caughtUp: boolean }> {
+  const startedMs = performance.now();
+  for (;;) {
+    const stats = await client.partition("kafka", topic, 0) as unknown as PartitionStats;
+    const lastSealedEnd = stats.segments.filter((s) => s.sealed).at(-1)?.end_offset ?? -1;
+    const caughtUp = stats.tiered_up_to_offset === lastSealedEnd + 1;
+    if (caughtUp || performance.now() - startedMs > floorCatchUpMs) return { stats, caughtUp };
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/**
+ * Waits for the leader's floor to pass its last sealed segment, then reads its segments, every
+ * node's markers and the bucket's objects, and compares them.
+ */
+export async function checkTiering(cluster: LocalCluster, dir: string, topic: string, bucket: LocalBucket) {
+  await initCrc32c();
+  const client = new StrataClient({ baseUrl: `http://${cluster.nodes[0]!.http}` });
+  const { stats, caughtUp } = await settledStats(client, topic);
+  const floor = stats.tiered_up_to_offset;
+  const below = stats.segments.filter((s) => s.sealed && s.end_offset < floor).map((s) => s.start_offset);
+  const markersAboveFloor: string[] = [];
+  for (const node of cluster.nodes) {
+    const path = `${dir}/data${node.id}/streams/1/topics/1/partitions/0`;
+    for await (const entry of Deno.readDir(path)) {
+      if (!entry.name.endsWith(".remote")) continue;
+      const marker = decodeRemoteMarker(await Deno.readFile(`${path}/${entry.name}`));
+      if (marker.endOffset >= floor) markersAboveFloor.push(`node ${node.id}: ${marker.startOffset}`);
+    }
+  }
+  const objects = await logObjects(bucket);
+  const startOf = (key: string) => Number(key.slice(key.lastIndexOf("/") + 1, -".log".length));
+  const objectStarts = new Set(objects.map(startOf));
+  const segmentStarts = new Set(stats.segments.map((s) => s.start_offset));
+  const findings: TieringFindings = {
+    floorCaughtUp: caughtUp,
+    floor,
+    segmentsBelowFloor: below.length,
+    logObjects: objects.length,
+    markersAboveFloor,
+    missingObjects: below.filter((start) => !objectStarts.has(start)),
+    extraObjects: objects.filter((key) => !segmentStarts.has(startOf(key))),
+  };
+  const valid = caughtUp && markersAboveFloor.length === 0 && findings.missingObjects.length === 0 &&
+    findings.extraObjects.length === 0;
+  return { findings, valid };
+}
