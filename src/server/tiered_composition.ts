@@ -189,6 +189,13 @@ export class TieredComposition {
     };
   }
 
+  /** Shard 0 sweeps for orphans: on a single node always, in a cluster while its node is the controller. */
+  #sweepsOrphans(shard: ShardRuntime): boolean | (() => boolean) {
+    const cluster = this.#deps.cluster;
+    if (shard.id !== 0) return false;
+    return cluster === null ? true : () => cluster.controller.epoch() !== null;
+  }
+
   #housekeeping(shard: ShardRuntime, tier: TierService, catalog: Catalog): Housekeeping {
     const t = this.#deps.config.tieredStorage;
     return new Housekeeping({
@@ -201,8 +208,7 @@ export class TieredComposition {
         clusterId: this.#clusterId,
         segmentUploadTimeoutMs: t.segmentUploadTimeoutMs,
       },
-      // In a cluster no node sweeps orphans yet: the sweep is the controller's alone to run.
-      sweepsOrphans: shard.id === 0 && this.#deps.cluster === null,
+      sweepsOrphans: this.#sweepsOrphans(shard),
       tier,
       requests: shard,
       incarnations: catalog,

@@ -42,8 +42,11 @@ export interface HousekeepingDeps {
   logger: Logger;
   store: DeadlineObjectStore;
   config: HousekeepingConfig & { prefix: string; clusterId: string; segmentUploadTimeoutMs: number };
-  /** Shard 0 sweeps the cluster's prefix for orphans; the others do not. */
-  sweepsOrphans: boolean;
+  /**
+   * Whether this shard sweeps the cluster's prefix for orphans: shard 0 of a single node; in a
+   * cluster, shard 0 of the controller's node (a function, read at each tick).
+   */
+  sweepsOrphans: boolean | (() => boolean);
   /** The shard's tier service: its tiered partitions and what a re-upload needs. */
   tier: HousekeptTier;
   /** The shard's served requests. */
@@ -120,9 +123,14 @@ export class Housekeeping implements HousekeepingGaugeSource {
       orphanSweepIntervalMs: c.orphanSweepIntervalMs,
       manifestUploadIntervalMs: c.manifestUploadIntervalMs,
       verifyIntervalMs: c.verifyIntervalMs,
-      sweepsOrphans: deps.sweepsOrphans,
+      sweepsOrphans: this.#sweepsOrphans(),
     }, deps.clock.nowMs());
     deps.metrics?.addSource(this);
+  }
+
+  #sweepsOrphans(): boolean {
+    const sweeps = this.#deps.sweepsOrphans;
+    return typeof sweeps === "function" ? sweeps() : sweeps;
   }
 
   /** Keys listed for deletion and queued for later runs, over the shard's partitions. */
@@ -154,6 +162,11 @@ export class Housekeeping implements HousekeepingGaugeSource {
    */
   onTick(nowMs: number): void {
     if (this.#stopped) return;
+    const sweepsOrphans = this.#sweepsOrphans();
+    if (sweepsOrphans !== this.#state.config.sweepsOrphans) {
+      // The controller's seat moved: the plan looks again now, under the new assignment.
+      this.#state = { ...this.#state, config: { ...this.#state.config, sweepsOrphans }, planAtMs: nowMs };
+    }
     this.#lookAtShare(nowMs);
     if (nowMs - this.#lastObservedMs < observeIntervalMs) return;
     this.#lastObservedMs = nowMs;

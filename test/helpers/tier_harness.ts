@@ -70,6 +70,8 @@ export interface TierHarnessOptions {
   controlLog?: (local: LocalControlLog) => ControlLog;
   /** The tier service's `upload_stall_after`; 120 s by default. */
   uploadStallAfterMs?: number;
+  /** Whether housekeeping sweeps for orphans (read at each tick when a function); true by default. */
+  sweepsOrphans?: boolean | (() => boolean);
   /** Which partitions the service leads, as in a cluster; absent: all of them, as on a single node. */
   leadership?: TierLeadership;
 }
@@ -132,7 +134,7 @@ export async function tierHarness(t: Test, envelope: LocalEnvelope, options: Tie
       clusterId: "c1",
       segmentUploadTimeoutMs: 90_000,
     },
-    sweepsOrphans: true,
+    sweepsOrphans: options.sweepsOrphans ?? true,
     tier,
     requests: { requestsServed: 0 },
     incarnations: {

@@ -227,3 +227,37 @@ t.test("the orphan sweep goes by its own clock, not the store's: an hour of skew
     t.ok(h.clock.nowMs() - deletedAtMs < 120_000, `within two graces (${h.clock.nowMs() - deletedAtMs} ms)`);
   }
 });
+
+t.test("in a cluster only the controller's node sweeps: no sweep while it is not, one soon after it becomes it", async (t) => {
+  let controller = false;
+  let exists = true;
+  const h = await tierHarness(t, { ageMs: null, sizeBytes: null }, {
+    housekeeping: { idleTimeoutMs: 1000, orphanSweepIntervalMs: 2000 },
+    sweepsOrphans: () => controller,
+    liveTable: () => {
+      const sb = h.partition.superblock;
+      const known = {
+        createdRevision: sb.createdRevision,
+        purgeGeneration: sb.purgeGeneration,
+        deletedUpToOffset: 0,
+      };
+      return new Map(exists ? [["1/1/0", known]] : []);
+    },
+  });
+  await h.produce(20);
+  t.ok(await h.runUntil(() => h.partition.superblock.tieredUpToOffset === h.lastSealedEnd() + 1));
+  const objects = h.sim.keys().filter((k) => k.startsWith(root));
+  exists = false;
+  h.tier.removePartition("1/1/0");
+  const sweptBefore = h.housekeeping!.state.sweptAtMs;
+  await h.runUntil(() => false, 15_000); // 150 s: past the grace, many sweep intervals
+  t.equal(h.housekeeping!.state.sweptAtMs, sweptBefore, "no sweep while another node controls");
+  t.ok(objects.every((k) => h.sim.peek(k) !== undefined), "nothing deleted");
+  controller = true;
+  const becameMs = h.clock.nowMs();
+  t.ok(
+    await h.runUntil(() => objects.every((k) => h.sim.peek(k) === undefined), 30_000),
+    "swept once it controls",
+  );
+  t.ok(h.housekeeping!.state.sweptAtMs >= becameMs, "by a sweep of its own");
+});
