@@ -1,0 +1,135 @@
+import type {
+  LeaderLink,
+  LeaderLinkFactory,
+  ReplicaFetchRequest,
+  ReplicaFetchResponse,
+} from "../cluster/replica_fetch.ts";
+import { assert } from "../runtime/assert.ts";
+import type { Clock } from "../runtime/clock.ts";
+import type { Rng } from "../runtime/rng.ts";
+
+/** How the simulated network treats each message, drawn from its seed. */
+export interface SimNetworkFaults {
+  /** One-way delay of a message, milliseconds: from, to. */
+  delayMs: readonly [number, number];
+  /** Chance that a request or its answer is lost: the link breaks, as a reset connection does. */
+  lossRate: number;
+  /** Chance that a request is delivered twice; the second answer is dropped. */
+  duplicateRate: number;
+}
+
+export const reliableNetwork: SimNetworkFaults = { delayMs: [0, 0], lossRate: 0, duplicateRate: 0 };
+
+/** What a node serves to the replica fetches of others. */
+export type ReplicaFetchHandler = (request: ReplicaFetchRequest) => Promise<ReplicaFetchResponse>;
+
+/** A fetch that could not be carried: the node is down, cut off, or the link broke. */
+export class SimNetworkError extends Error {
+  override name = "SimNetworkError";
+}
+
+/** Milliseconds a fetch to an unreachable node takes to fail, as a connect timeout would. */
+export const unreachableFailMs = 1000;
+/** Requests in flight at most on the whole network; one more fails at once. */
+export const inFlightMax = 10_000;
+
+/**
+ * The network between the simulator's nodes, for replica fetches: on the virtual clock, each
+ * message takes a seeded delay and may be lost (the link breaks) or a request delivered twice;
+ * any two nodes can be cut apart, and a node with no handler (down) refuses. Deterministic for a
+ * given seed and call order.
+ */
+export class SimNetwork {
+  readonly #clock: Clock;
+  readonly #rng: Rng;
+  faults: SimNetworkFaults;
+  readonly #handlers = new Map<number, ReplicaFetchHandler>();
+  readonly #cuts = new Set<string>();
+  #inFlight = 0;
+
+  constructor(clock: Clock, rng: Rng, faults: SimNetworkFaults = reliableNetwork) {
+    this.#clock = clock;
+    this.#rng = rng;
+    this.faults = faults;
+  }
+
+  /** The node starts serving replica fetches (`handler`), or stops (null: down). */
+  serve(nodeId: number, handler: ReplicaFetchHandler | null): void {
+    if (handler === null) this.#handlers.delete(nodeId);
+    else this.#handlers.set(nodeId, handler);
+  }
+
+  /** Cuts the two nodes apart (both ways), or heals the cut. */
+  setCut(a: number, b: number, cut: boolean): void {
+    assert(a !== b, "Cannot cut a node from itself");
+    const key = cutKey(a, b);
+    if (cut) this.#cuts.add(key);
+    else this.#cuts.delete(key);
+  }
+
+  isCut(a: number, b: number): boolean {
+    return this.#cuts.has(cutKey(a, b));
+  }
+
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  /** The links node `from` opens to leaders, as the real node's factory opens TCP connections. */
+  linkFactory(from: number): LeaderLinkFactory {
+    return (to: number) => this.#link(from, to);
+  }
+
+  #link(from: number, to: number): LeaderLink {
+    let broken = false;
+    return {
+      fetch: async (request) => {
+        if (broken) throw new SimNetworkError(`Cannot fetch from node ${to}: the link is closed`);
+        try {
+          return await this.#carry(from, to, request);
+        } catch (error) {
+          broken = true;
+          throw error;
+        }
+      },
+      close: () => {
+        broken = true;
+      },
+    };
+  }
+
+  /** One request there and its answer back, each delayed, either lost, the request maybe twice. */
+  async #carry(from: number, to: number, request: ReplicaFetchRequest): Promise<ReplicaFetchResponse> {
+    if (this.#inFlight >= inFlightMax) throw new SimNetworkError("Cannot fetch: the network is saturated");
+    this.#inFlight++;
+    try {
+      await this.#clock.sleep(this.#delayMs());
+      const handler = this.#handlers.get(to);
+      if (handler === undefined || this.isCut(from, to)) {
+        await this.#clock.sleep(unreachableFailMs);
+        throw new SimNetworkError(`Cannot fetch from node ${to}: unreachable from node ${from}`);
+      }
+      if (this.#rng.chance(this.faults.lossRate)) {
+        throw new SimNetworkError(`Cannot fetch from node ${to}: the request was lost`);
+      }
+      if (this.#rng.chance(this.faults.duplicateRate)) handler(request).catch(() => {});
+      const response = await handler(request);
+      await this.#clock.sleep(this.#delayMs());
+      if (this.isCut(from, to) || this.#rng.chance(this.faults.lossRate)) {
+        throw new SimNetworkError(`Cannot fetch from node ${to}: the answer was lost`);
+      }
+      return response;
+    } finally {
+      this.#inFlight--;
+    }
+  }
+
+  #delayMs(): number {
+    const [fromMs, toMs] = this.faults.delayMs;
+    return fromMs >= toMs ? fromMs : fromMs + this.#rng.nextFloat() * (toMs - fromMs);
+  }
+}
+
+function cutKey(a: number, b: number): string {
+  return a < b ? `${a}-${b}` : `${b}-${a}`;
+}
