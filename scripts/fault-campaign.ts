@@ -169,12 +169,21 @@ async function campaign(cluster: LocalCluster, dir: string, opts: Options, bucke
   const schedule = faultSchedule({ seed: opts.seed, durationMs: opts.durationMs, leaseTtlMs });
   const workload = startWorkload(cluster, bucket !== null);
   const startMs = performance.now();
-  const faults: FaultRecord[] = await runNemesis(cluster, topic, schedule, startMs, (l) => console.error(l));
+  let faults: FaultRecord[];
+  try {
+    faults = await runNemesis(cluster, topic, schedule, startMs, (l) => console.error(l));
+  } catch (error) {
+    await workload.stop();
+    throw error;
+  }
   // Not back in sync within the deadline is a finding too: the history is judged all the same.
   const healMs = await heal(cluster).catch(() => null);
   await new Promise((resolve) => setTimeout(resolve, afterHealLoadMs));
   await workload.stop();
-  const tiering = bucket === null ? null : await checkTiering(cluster, dir, topic, bucket);
+  const tiering = bucket === null ? null : await checkTiering(cluster, dir, topic, bucket).catch((error) => {
+    console.error(`Cannot check what tiering left: ${error}`);
+    return { findings: null, valid: false };
+  });
   const final = await readWholePartition(cluster.bootstrap, topic);
   let divergent: string[] = [];
   await waitFor("the replicas' segments to be the same bytes", async () => {
@@ -222,6 +231,9 @@ async function main(): Promise<number> {
     leaseTtlMs,
     secret: "fault-campaign-secret",
     ...(s3 !== null ? { tiered: s3.bucket } : {}),
+  }).catch(async (error) => {
+    await s3?.stop();
+    throw error;
   });
   let valid = false;
   try {
@@ -240,7 +252,9 @@ async function main(): Promise<number> {
   } finally {
     if (!valid) {
       for (const node of cluster.nodes) {
-        await Deno.writeTextFile(`${dir}/node${node.id}.stderr`, node.process?.stderrTail() ?? "");
+        await Deno.writeTextFile(`${dir}/node${node.id}.stderr`, node.process?.stderrTail() ?? "").catch(
+          () => {},
+        );
       }
     }
     await cluster.stop();

@@ -18,6 +18,8 @@ export interface LocalS3rver {
 }
 
 const credentials = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" };
+/** Milliseconds s3rver may take to listen. */
+const s3rverStartMs = 30_000;
 /** Keys one listing page asks for; a campaign's partition has far fewer objects than pages × this. */
 const listPageKeys = 1000;
 const listPagesMax = 100;
@@ -36,9 +38,19 @@ export async function startLocalS3rver(dir: string, bucket: string): Promise<Loc
       if (match !== null) resolve(Number(match[1]));
     });
     child.once("exit", (code) => reject(new Error(`Cannot start s3rver: it exited with ${code}`)));
+    setTimeout(
+      () => reject(new Error(`Cannot start s3rver: no port within ${s3rverStartMs} ms`)),
+      s3rverStartMs,
+    );
+  }).catch((error) => {
+    child.kill("SIGKILL");
+    throw error;
   });
   const local: LocalBucket = { endpoint: `http://127.0.0.1:${port}`, bucket, ...credentials };
-  await ensureBucket({ ...local, region: "us-east-1" });
+  await ensureBucket({ ...local, region: "us-east-1" }).catch((error) => {
+    child.kill("SIGKILL");
+    throw error;
+  });
   return {
     bucket: local,
     stop: async () => {

@@ -183,7 +183,12 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
 
 function signal(node: LocalNode, name: "SIGSTOP" | "SIGCONT"): void {
   if (node.process === null) return;
-  Deno.kill(node.process.pid, name);
+  try {
+    Deno.kill(node.process.pid, name);
+  } catch {
+    // The process is gone already (it died by itself): the heal finds it out of sync.
+    return;
+  }
   node.paused = name === "SIGSTOP";
 }
 

@@ -125,7 +125,30 @@ export class PartitionOpener {
         return { kind: "refused", reason, error };
       }
     }
-    return await this.open(address, meta.options, names);
+    const slot = await this.open(address, meta.options, names);
+    if (slot.kind === "open" && this.#deps.sharedRevisions) {
+      await this.#adoptSharedRevision(slot.partition, meta, names);
+    }
+    return slot;
+  }
+
+  /**
+   * A partition created before its replicas shared one created revision takes the shared one, so
+   * that the topic can be tiered later; one already tiered under its own keeps it, and says so.
+   */
+  async #adoptSharedRevision(
+    partition: Partition,
+    meta: TopicMeta,
+    names: { stream: string; topic: string },
+  ) {
+    const shared = sharedCreatedRevision(partition.address, meta);
+    if (await partition.adoptCreatedRevision(shared)) return;
+    this.#deps.logger.error("partition keeps a created revision of its own: its replicas' objects differ", {
+      ...names,
+      partition: partition.address.partitionId,
+      created_revision: partition.superblock.createdRevision,
+      shared_revision: shared,
+    });
   }
 
   /** How a partition of a topic with these options writes its log. */

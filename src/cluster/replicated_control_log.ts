@@ -134,7 +134,7 @@ export class ReplicatedControlLog implements ControlLog {
     this.#pendingEvents += puts.length;
     this.#applying = this.#applying.then(() => this.#applyKvs(puts)).finally(() => {
       this.#pendingEvents -= puts.length;
-    });
+    }).catch((error) => this.#deps.logger.error("Cannot apply the floors' events", { error }));
   }
 
   #ended(error: Error | null): void {
@@ -174,7 +174,13 @@ export class ReplicatedControlLog implements ControlLog {
         purgeGeneration: record.purgeGeneration,
         upToOffset: record.upToOffset,
       };
-      await this.#applyOne(kv.modRevision, command);
+      try {
+        await this.#applyOne(kv.modRevision, command);
+      } catch (error) {
+        // Not applied here (a superblock write failed): this replica evicts less until a later
+        // floor of the partition, or a reread, applies; the others go on.
+        this.#deps.logger.error("Cannot apply a committed floor", { partition: label, error });
+      }
     }
   }
 

@@ -189,12 +189,31 @@ export class Partition {
   }
 
   /**
+   * Takes `revision` as the partition's created revision, provided nothing of it was ever tiered (no
+   * floor, no segment in the store): the objects' keys are built from it, so it can change only
+   * while no object has one. Resolves true when the partition has that revision now.
+   */
+  adoptCreatedRevision(revision: string): Promise<boolean> {
+    assert(/^[0-9a-f]{16}$/.test(revision), `Bad created revision ${revision}`);
+    return this.#changeSuperblock((current) => {
+      if (current.createdRevision === revision) return { next: null, result: true };
+      const tiered = current.tieredUpToOffset > 0 || this.log.segments.some((s) => s.location !== "local");
+      return tiered
+        ? { next: null, result: false }
+        : { next: { ...current, createdRevision: revision }, result: true };
+    });
+  }
+
+  /**
    * Applies a control-log command to this partition's floor state machine, checked against the
-   * committed end of its log, and persists the floor in the superblock when it advances.
+   * committed end of its log (its high watermark: a replica's records above it may yet be cut, and
+   * must never be evicted in favour of another leader's objects), and persists the floor in the
+   * superblock when it advances.
    */
   applyFloor(command: AdvanceTieredFloor): Promise<FloorOutcome> {
     return this.#changeSuperblock((current) => {
-      const { state, outcome } = applyAdvanceTieredFloor(floorStateOf(current), command, this.log.nextOffset);
+      const committedEnd = this.log.highWatermark;
+      const { state, outcome } = applyAdvanceTieredFloor(floorStateOf(current), command, committedEnd);
       const next = outcome === "advanced" ? { ...current, tieredUpToOffset: state.tieredUpToOffset } : null;
       return { next, result: outcome };
     });

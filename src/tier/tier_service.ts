@@ -19,6 +19,7 @@ import { type UploadReport, UploadRuns } from "./upload_runs.ts";
 import type { TierGaugeSource, TierMetrics } from "./tier_metrics.ts";
 import { type TierLeadership, uploadTermChange } from "./tier_leadership.ts";
 import { reportUploadEffect } from "./upload_effect_report.ts";
+import { DeferredFloors } from "./deferred_floors.ts";
 
 export type { TieredPartition } from "./tiered_partition.ts";
 
@@ -79,8 +80,8 @@ export class TierService implements TierGaugeSource {
   #control: { log: ControlLog; epoch: number } | null = null;
   /** The leader epoch each partition's uploads run under, for those this node uploads for. */
   readonly #terms = new Map<string, number>();
-  /** In a cluster, the latest floor each follower could not apply yet (beyond its log's end). */
-  readonly #deferredFloors = new Map<string, ControlCommand>();
+  /** In a cluster, the floors a follower could not apply yet (above its high watermark). */
+  readonly #deferredFloors = new DeferredFloors();
 
   constructor(deps: TierServiceDeps) {
     this.#deps = deps;
@@ -223,7 +224,7 @@ export class TierService implements TierGaugeSource {
     this.#scan.forget(key);
     this.#evictions.forget(key);
     this.#terms.delete(key);
-    this.#deferredFloors.delete(key);
+    this.#deferredFloors.forget(key);
     this.#step(core.partitionClosed(this.#state, { partition: key }, this.#now()));
   }
 
@@ -267,16 +268,11 @@ export class TierService implements TierGaugeSource {
     this.#evictionLooks.onTick(this.#partitions, nowMs, this.#deps.clock.wallMs(), (p) => {
       return this.#evictions.look(p, (underPressure) => this.#pressure(p.key, underPressure)) !== null;
     });
-    this.#applyDeferredFloors();
-  }
-
-  /** Applies each deferred floor once its follower's log has reached it. */
-  #applyDeferredFloors(): void {
-    for (const [key, command] of this.#deferredFloors) {
-      const log = this.#partitions.get(key)?.partition.log;
-      if (log === undefined || log.nextOffset < command.upToOffset) continue;
-      this.#deferredFloors.delete(key);
-      this.#applyFloor(command).catch((error) => this.#deps.logger.error("floor not applied", { error }));
+    for (const command of this.#deferredFloors.takeDue(this.#partitions)) {
+      this.#applyFloor(command).catch((error) => {
+        this.#deps.logger.error("floor not applied; trying again", { partition: command.partition, error });
+        this.#deferredFloors.defer(command);
+      });
     }
   }
 
@@ -286,11 +282,8 @@ export class TierService implements TierGaugeSource {
     if (p === undefined) return;
     const outcome = await p.partition.applyFloor(command);
     if (outcome === "rejected_beyond_end" && this.#deps.leadership !== undefined) {
-      // A follower behind its leader: the floor applies once its log reaches it; a later one wins.
-      const deferred = this.#deferredFloors.get(p.key);
-      if (deferred === undefined || deferred.upToOffset < command.upToOffset) {
-        this.#deferredFloors.set(p.key, command);
-      }
+      // A follower behind its leader: the floor applies once its high watermark reaches it.
+      this.#deferredFloors.defer(command);
       return;
     }
     if (outcome === "rejected_generation" || outcome === "rejected_beyond_end") {

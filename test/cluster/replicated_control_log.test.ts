@@ -156,3 +156,27 @@ t.test("a replica cut off from etcd catches up on what it missed when it is back
   for (let i = 0; i < 200 && follower.log.committed() < leader.log.committed(); i++) await settle();
   t.equal(follower.applied.at(-1)?.command.upToOffset, 150, "the latest floor, once back");
 });
+
+t.test("a floor that fails to apply on a replica is logged, and the later ones still apply", async (t) => {
+  const { store, open, settle, clock } = await setup(t);
+  const leader = await open(store.client("node-1"));
+  const applied: number[] = [];
+  let failures = 1;
+  const log = new ReplicatedControlLog({
+    coordinator: store.client("node-2"),
+    keys,
+    clock,
+    logger: silentLogger(),
+  });
+  t.teardown(() => log.close());
+  await log.replay((_index, command) => {
+    if (failures-- > 0) return Promise.reject(new Error("Cannot write the superblock: injected"));
+    applied.push(command.upToOffset);
+    return Promise.resolve();
+  });
+  await leader.log.submit(floor(100), { expectedEpoch: 4 });
+  await settle();
+  await leader.log.submit(floor(150), { expectedEpoch: 4 });
+  await settle();
+  t.same(applied, [150], "the failed one is skipped, the next applies");
+});

@@ -144,3 +144,26 @@ t.test("a follower applies a committed floor beyond its log's end once its log r
   await produce(5);
   t.ok(await runUntil(() => partition.superblock.tieredUpToOffset === 12), "applied once the log reached it");
 });
+
+t.test("a follower applies a floor only below its high watermark: records above it may yet be cut", async (t) => {
+  const leadership = new SetLeadership();
+  let log: PartitionEpochLog | null = null;
+  const { partition, produce, runUntil } = await setup(
+    t,
+    { ageMs: null, sizeBytes: null },
+    { leadership, controlLog: (local) => (log = new PartitionEpochLog(local)) },
+  );
+  await produce(12);
+  // Twelve records, but only four held by the leader this follower now follows.
+  partition.log.setReplication({ leaderEpoch: -1, following: true, highWatermark: 4 });
+  await log!.submit({ kind: "advance_tiered_floor", partition: "1/1/0", purgeGeneration: 0, upToOffset: 8 }, {
+    expectedEpoch: 0,
+  });
+  await runUntil(() => false, 100);
+  t.equal(partition.superblock.tieredUpToOffset, 0, "not applied above the high watermark");
+  partition.log.setHighWatermark(8);
+  t.ok(
+    await runUntil(() => partition.superblock.tieredUpToOffset === 8),
+    "applied once the watermark reached it",
+  );
+});

@@ -1,0 +1,34 @@
+import type { ControlCommand } from "./control_log.ts";
+import type { TieredPartition } from "./tiered_partition.ts";
+
+/**
+ * The committed floors a replica could not apply yet because its high watermark is below them (a
+ * follower behind its leader), the latest one per partition: bounded by the partitions hosted.
+ */
+export class DeferredFloors {
+  readonly #floors = new Map<string, ControlCommand>();
+
+  /** Keeps `command` for later, unless a higher floor waits already. */
+  defer(command: ControlCommand): void {
+    const waiting = this.#floors.get(command.partition);
+    if (waiting === undefined || waiting.upToOffset < command.upToOffset) {
+      this.#floors.set(command.partition, command);
+    }
+  }
+
+  forget(key: string): void {
+    this.#floors.delete(key);
+  }
+
+  /** The floors whose partition's high watermark has reached them, taken out; those of partitions gone dropped. */
+  takeDue(partitions: ReadonlyMap<string, TieredPartition>): ControlCommand[] {
+    const due: ControlCommand[] = [];
+    for (const [key, command] of this.#floors) {
+      const log = partitions.get(key)?.partition.log;
+      if (log !== undefined && log.highWatermark < command.upToOffset) continue;
+      this.#floors.delete(key);
+      if (log !== undefined) due.push(command);
+    }
+    return due;
+  }
+}
