@@ -211,7 +211,12 @@ export class TierService implements TierGaugeSource {
     if (change.open === null) return;
     this.#terms.set(key, change.open);
     const { purgeGeneration, tieredUpToOffset } = p.partition.superblock;
-    const opened = { partition: key, generation: purgeGeneration, floor: tieredUpToOffset };
+    const opened = {
+      partition: key,
+      generation: purgeGeneration,
+      floor: tieredUpToOffset,
+      term: change.open,
+    };
     this.#step(core.partitionOpened(this.#state, opened, this.#now()));
     this.#scan.due(key, this.#now());
   }

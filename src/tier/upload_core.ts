@@ -51,11 +51,12 @@ export {
 /** A partition joins (at boot or creation) with its floor and generation as last applied. */
 export function partitionOpened(
   state: UploadState,
-  e: { partition: string; generation: number; floor: number },
+  /** `term`: the leader epoch the uploads run under (absent: 0, a single node). */
+  e: { partition: string; generation: number; floor: number; term?: number },
   nowMs: number,
 ): Step {
   return dispatch(
-    withPartition(state, e.partition, openedPartition(e.generation, e.floor), nowMs),
+    withPartition(state, e.partition, openedPartition(e.generation, e.floor, e.term ?? 0), nowMs),
     nowMs,
     [],
   );
@@ -260,7 +261,10 @@ export function purged(
   const orphans = new Set(state.orphans);
   if (p.inFlight !== null) orphans.add(p.inFlight.identity);
   // As a partition that joins at floor 0, but the pressure it is under stays.
-  const next: PartitionUploads = { ...openedPartition(e.generation, 0), underPressure: p.underPressure };
+  const next: PartitionUploads = {
+    ...openedPartition(e.generation, 0, p.term),
+    underPressure: p.underPressure,
+  };
   return dispatch({ ...withPartition(state, e.partition, next, nowMs), orphans }, nowMs, []);
 }
 
@@ -343,7 +347,7 @@ function dispatch(state: UploadState, nowMs: number, effects: UploadEffect[]): S
     if (free <= 0) break;
     const segment = p.pending[0]!;
     const inFlight: InFlight = {
-      identity: `${key}:${p.generation}:${segment.startOffset}`,
+      identity: `${key}:${p.generation}:${p.term}:${segment.startOffset}`,
       segment,
       generation: p.generation,
       deadlineAtMs: nowMs + state.config.transferDeadlineMs,

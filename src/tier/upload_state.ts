@@ -40,6 +40,12 @@ export interface FloorRetry {
 
 export interface PartitionUploads {
   generation: number;
+  /**
+   * The leader epoch this node's uploads of the partition run under (0 on a single node). Part of
+   * every upload's identity: an upload of an earlier term that reports late is never taken for one
+   * of this term's.
+   */
+  term: number;
   /** Exclusive: offsets below it are in the store (as the control log last applied it). */
   floor: number;
   /** Sealed segments at or above the floor, not yet uploaded, by start offset. */
@@ -118,9 +124,10 @@ export function initialState(config: UploadConfig): UploadState {
 }
 
 /** A partition's record as it joins: nothing queued, nothing in flight. */
-export function openedPartition(generation: number, floor: number): PartitionUploads {
+export function openedPartition(generation: number, floor: number, term = 0): PartitionUploads {
   return {
     generation,
+    term,
     floor,
     pending: [],
     inFlight: null,

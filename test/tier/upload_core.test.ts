@@ -427,3 +427,30 @@ t.test("uploads go on while a floor retry waits", (t) => {
   t.same(submitted(next.effects), ["a<20#1"], "the next floor command is submitted as usual");
   t.end();
 });
+
+t.test("a node that leads again under a new epoch: the old term's late result is an orphan's, the new term's counts", (t) => {
+  const underFive = run(
+    initialState(config),
+    (s) => partitionOpened(s, { partition: "a", generation: 0, floor: 0, term: 5 }, 0),
+    (s) => segmentsSealed(s, { partition: "a", generation: 0, segments: [seg(0, 9)] }, 0),
+  );
+  const oldIdentity = identityOf(underFive.state, "a");
+  // Leadership moved away and came back: term 5 closes, term 6 uploads the same segment again.
+  const underSix = run(
+    underFive.state,
+    (s) => partitionClosed(s, { partition: "a" }, 1),
+    (s) => partitionOpened(s, { partition: "a", generation: 0, floor: 0, term: 6 }, 2),
+    (s) => segmentsSealed(s, { partition: "a", generation: 0, segments: [seg(0, 9)] }, 2),
+  );
+  const newIdentity = identityOf(underSix.state, "a");
+  t.not(newIdentity, oldIdentity, "the terms' uploads have different identities");
+  t.same(starts(underSix.effects), ["a@0"], "the new term uploads the segment again");
+  // The new term's upload reports first: it is taken, and the floor is submitted.
+  const done = uploadSucceeded(underSix.state, { partition: "a", identity: newIdentity }, 3);
+  t.same(floors(done.effects), ["a<10"]);
+  // The old term's upload reports late: released as an orphan, nothing else.
+  const late = uploadSucceeded(done.state, { partition: "a", identity: oldIdentity }, 4);
+  t.same(floors(late.effects), [], "no floor from the old term");
+  t.equal(late.state.orphans.size, 0, "its orphan released");
+  t.end();
+});

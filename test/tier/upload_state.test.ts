@@ -65,6 +65,7 @@ t.test("gauges read from the state", (t) => {
 t.test("a partition joins with nothing queued or in flight; the state is never changed in place", (t) => {
   t.same(openedPartition(3, 40), {
     generation: 3,
+    term: 0,
     floor: 40,
     pending: [],
     inFlight: null,
