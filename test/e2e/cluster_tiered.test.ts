@@ -53,7 +53,8 @@ t.test(
     t.teardown(() => store.close());
     const cluster = await startStrataCluster(t, {
       portBase: 25_500,
-      tiered: { store: s3, bucket: "strata-cluster" },
+      // Paced, so that the leader can be killed while an upload is under way.
+      tiered: { store: s3, bucket: "strata-cluster", uploadBandwidth: "4 MiB" },
     });
     const client = new StrataClient({ baseUrl: cluster.nodes[0]!.httpUrl, encoding: "msgpack" });
     await client.createStream("kafka");
@@ -109,15 +110,26 @@ t.test(
       t.equal(theirs, revision, `node ${node.id}'s markers name the same incarnation`);
     }
 
-    // The leader killed: another replica leads, produces go on, and the floor goes on rising under it.
+    // 8 MiB more to the leader, which is killed while it uploads them: another replica leads,
+    // produces go on, and the floor goes on rising under it.
+    await produce(client, 256, 128);
+    const leaderUrl = cluster.node(first.leader).httpUrl;
+    const uploading = () =>
+      fetch(`${leaderUrl}/metrics`).then((r) => r.text()).then((m) =>
+        /^strata_tier_uploads_in_flight [1-9]/m.test(m)
+      );
+    await until("the leader to be uploading", uploading, 20_000);
+    const floorAtKill = (await client.partition("kafka", "tiered", 0) as { tiered_up_to_offset: number })
+      .tiered_up_to_offset;
     await cluster.node(first.leader).signal("SIGKILL");
+    t.comment(`killed with an upload in flight, its floor at ${floorAtKill}`);
     const others = cluster.nodes.filter((n) => n.id !== first.leader);
     const elsewhere = new StrataClient({ baseUrl: others[0]!.httpUrl, encoding: "msgpack" });
     await until("a new leader", async () => {
       const p = await describePartition(others.map((n) => n.kafka).join(","), "tiered", 0);
       return p !== null && p.leader > 0 && p.leader !== first.leader;
     }, 15_000);
-    await produce(elsewhere, 256, 128);
+    await produce(elsewhere, 384, 64);
     const after = await elsewhere.partition("kafka", "tiered", 0) as {
       segments: { end_offset: number; sealed: boolean }[];
     };
@@ -150,7 +162,7 @@ t.test(
     // Everything reads back from offset 0 on the new leader, the evicted part through its cache.
     let offset = 0;
     let bad = 0;
-    while (offset < 384) {
+    while (offset < 448) {
       const polled = await elsewhere.poll("kafka", "tiered", 0, { offset, count: 32 });
       for (const m of polled.messages) {
         if (
@@ -162,7 +174,7 @@ t.test(
       }
       if (polled.messages.length === 0) break;
     }
-    t.same({ read: offset, bad }, { read: 384, bad: 0 }, "all 384 messages read back, byte for byte");
+    t.same({ read: offset, bad }, { read: 448, bad: 0 }, "all 448 messages read back, byte for byte");
 
     // A follower wiped and started again rebuilds its copy from its leader (the tiered part read
     // through the leader's chunk cache), rejoins the in-sync set and evicts to its envelope again;
@@ -189,7 +201,7 @@ t.test(
     const rebuilt = new StrataClient({ baseUrl: wiped.httpUrl, encoding: "msgpack" });
     let read = 0;
     let wrong = 0;
-    while (read < 384) {
+    while (read < 448) {
       const polled = await rebuilt.poll("kafka", "tiered", 0, { offset: read, count: 32 });
       if (polled.messages.length === 0) break;
       for (const m of polled.messages) {
@@ -199,6 +211,6 @@ t.test(
         read++;
       }
     }
-    t.same({ read, wrong }, { read: 384, wrong: 0 }, "the rebuilt node serves all 384 as leader");
+    t.same({ read, wrong }, { read: 448, wrong: 0 }, "the rebuilt node serves all 448 as leader");
   },
 );

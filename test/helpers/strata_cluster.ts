@@ -41,8 +41,8 @@ export interface ClusterOptions {
   leaseTtl?: string;
   replicaLagMax?: string;
   minInsyncReplicas?: number;
-  /** Tiered storage on this S3 bucket for every node; absent: none. */
-  tiered?: { store: S3Endpoint; bucket: string };
+  /** Tiered storage on this S3 bucket for every node, uploads paced at `uploadBandwidth`; absent: none. */
+  tiered?: { store: S3Endpoint; bucket: string; uploadBandwidth?: string };
 }
 
 /**
@@ -141,6 +141,7 @@ function tieredSection(tiered: ClusterOptions["tiered"]): string[] {
     "[tiered_storage]",
     "enabled = true",
     `backend = "s3"`,
+    `upload_bandwidth = "${tiered.uploadBandwidth ?? "unlimited"}"`,
     "[tiered_storage.s3]",
     `bucket = "${tiered.bucket}"`,
     `endpoint = "${tiered.store.endpoint}"`,
