@@ -125,6 +125,12 @@ async function main(): Promise<number> {
     });
     const admin = kafka.admin();
     await admin.connect();
+    // A node that listens may not be registered yet: the replication factor counts live nodes.
+    await waitFor(
+      "every node registered",
+      async () => (await admin.describeCluster()).brokers.length === 3,
+      20_000,
+    );
     await admin.createTopics({ topics: [{ topic, numPartitions: 1, replicationFactor: 3 }] });
     await admin.disconnect();
     await waitFor("three replicas in sync", async () => (await describe(kafka)).isr.length === 3, 20_000);

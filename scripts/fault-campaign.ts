@@ -29,7 +29,7 @@ import {
   runKcatConsumer,
   runProducer,
 } from "./lib/campaign_clients.ts";
-import { describePartition, type FaultRecord, runNemesis } from "./lib/campaign_nemesis.ts";
+import { brokersListed, describePartition, type FaultRecord, runNemesis } from "./lib/campaign_nemesis.ts";
 import {
   etcdInstalled,
   type LocalBucket,
@@ -86,6 +86,12 @@ function options(): Options {
 
 /** The campaign's topic, through the HTTP API: one partition on all three nodes, tiered or not. */
 async function createTopic(cluster: LocalCluster, tiered: boolean): Promise<void> {
+  // A node that listens may not be registered yet: the replication factor counts live nodes.
+  await waitFor(
+    "the first node to see all three",
+    async () => (await brokersListed(cluster.nodes[0]!.kafka)) === 3,
+    20_000,
+  );
   const client = new StrataClient({ baseUrl: `http://${cluster.nodes[0]!.http}` });
   await client.createStream("kafka").catch((error) => {
     if (!(error instanceof StrataApiError && error.status === 409)) throw error;

@@ -47,6 +47,16 @@ export async function describePartition(bootstrap: string, topic: string): Promi
   }
 }
 
+/** How many brokers the node at `broker` lists in its Metadata; 0 when it does not answer. */
+export async function brokersListed(broker: string): Promise<number> {
+  const listed = await runKcat(["-L", "-J", "-b", broker, "-m", "3"], describeTimeoutMs);
+  try {
+    return listed.ok ? (JSON.parse(listed.stdout).brokers?.length ?? 0) : 0;
+  } catch {
+    return 0;
+  }
+}
+
 /** The Kafka addresses of the nodes that run and are not paused. */
 export function liveBootstrap(cluster: LocalCluster): string {
   return cluster.nodes.filter((n) => n.process !== null && !n.paused).map((n) => n.kafka).join(",");

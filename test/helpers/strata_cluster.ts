@@ -98,6 +98,11 @@ export async function startStrataCluster(t: Test, options: ClusterOptions): Prom
   // under one prefix at once (it crashes on ENOENT).
   if (options.tiered === undefined) await Promise.all(nodes.map((n) => n.restart()));
   else for (const node of nodes) await node.restart();
+  // Every node listening is not every node registered: wait until each one's Metadata lists them all.
+  await until("every node to see the whole cluster", async () => {
+    const counts = await Promise.all(nodes.map((n) => brokersListed(n.kafka)));
+    return counts.every((c) => c === count);
+  }, 20_000);
   return {
     etcd,
     nodes,
@@ -146,6 +151,16 @@ function tieredSection(tiered: ClusterOptions["tiered"]): string[] {
     `bucket = "${tiered.bucket}"`,
     `endpoint = "${tiered.store.endpoint}"`,
   ];
+}
+
+/** How many brokers the node at `broker` lists in its Metadata (through kcat -L -J); 0 when it does not answer. */
+async function brokersListed(broker: string): Promise<number> {
+  const listed = await kcat(["-L", "-J", "-b", broker, "-m", "3"], "", 10_000);
+  try {
+    return listed.code === 0 ? (JSON.parse(listed.stdout).brokers?.length ?? 0) : 0;
+  } catch {
+    return 0;
+  }
 }
 
 /** A partition as Metadata (through kcat -L -J) describes it. */
