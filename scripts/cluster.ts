@@ -7,6 +7,7 @@
  * + 11..13), node n's HTTP port PORT_BASE + 20 + n and its Kafka port PORT_BASE + 30 + n.
  */
 import { serverTask } from "./lib/server_task.ts";
+import { etcdInstalled, runCommand } from "./lib/local_cluster.ts";
 
 const usage = "usage: deno task cluster [--dir DIR] [--port-base N] [--nodes N]   (port base 20000 to 60000)";
 
@@ -47,15 +48,6 @@ secret = "local-development-cluster-secret"
 `;
 }
 
-async function run(
-  command: string,
-  args: string[],
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const output = await new Deno.Command(command, { args, stdout: "piped", stderr: "piped" }).output();
-  const text = new TextDecoder();
-  return { code: output.code, stdout: text.decode(output.stdout), stderr: text.decode(output.stderr) };
-}
-
 async function main(): Promise<number> {
   let options;
   try {
@@ -64,14 +56,14 @@ async function main(): Promise<number> {
     console.error(`${(error as Error).message}\n${usage}`);
     return 2;
   }
-  if ((await run("sh", ["-c", "command -v etcd"])).code !== 0) {
+  if (!(await etcdInstalled())) {
     console.error("etcd is not installed: apt-get install etcd-server (Debian's etcd 3.4)");
     return 2;
   }
   const dir = options.dir ?? await Deno.makeTempDir({ prefix: "strata-cluster-" });
   const etcdDir = `${dir}/etcd`;
   const script = new URL("./etcd-cluster.sh", import.meta.url).pathname;
-  const started = await run("bash", [script, "start", etcdDir, String(options.portBase)]);
+  const started = await runCommand("bash", [script, "start", etcdDir, String(options.portBase)]);
   if (started.code !== 0) {
     console.error(`etcd did not start: ${started.stderr}`);
     return 1;
@@ -115,7 +107,7 @@ async function main(): Promise<number> {
     }
   }
   await Promise.all(nodes.map((n) => n.status));
-  await run("bash", [script, "stop", etcdDir]);
+  await runCommand("bash", [script, "stop", etcdDir]);
   console.log("stopped");
   return 0;
 }

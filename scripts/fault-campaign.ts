@@ -29,7 +29,8 @@ import {
   runKcatConsumer,
   runProducer,
 } from "./lib/campaign_clients.ts";
-import { brokersListed, describePartition, type FaultRecord, runNemesis } from "./lib/campaign_nemesis.ts";
+import { type FaultRecord, runNemesis } from "./lib/campaign_nemesis.ts";
+import { brokersListed, describePartition } from "./lib/kafka_metadata.ts";
 import {
   etcdInstalled,
   type LocalBucket,

@@ -3,7 +3,7 @@
  * another, each on the node its kind names at the moment it starts, and heals each when it ends.
  */
 import { type FaultStep } from "./fault_schedule.ts";
-import { runKcat } from "./campaign_clients.ts";
+import { describePartition } from "./kafka_metadata.ts";
 import type { LocalCluster, LocalNode } from "./local_cluster.ts";
 
 /** A fault as it ran: the nodes (or the etcd member) it struck, and when, in ms since the start. */
@@ -17,45 +17,8 @@ export interface FaultRecord {
   skipped: string | null;
 }
 
-export interface PartitionView {
-  leader: number;
-  replicas: number[];
-  isr: number[];
-}
-
-/** Milliseconds a Metadata request through kcat may take. */
-const describeTimeoutMs = 5000;
 /** Milliseconds a fault waits for a known leader before it is skipped. */
 const leaderWaitMs = 15_000;
-
-/** Partition 0 of `topic` as the nodes at `bootstrap` describe it; null when none answers. */
-export async function describePartition(bootstrap: string, topic: string): Promise<PartitionView | null> {
-  if (bootstrap === "") return null;
-  const listed = await runKcat(["-L", "-J", "-b", bootstrap, "-t", topic, "-m", "3"], describeTimeoutMs);
-  if (!listed.ok) return null;
-  try {
-    const json = JSON.parse(listed.stdout);
-    const found = json.topics?.find((x: { topic: string }) => x.topic === topic)?.partitions?.[0];
-    if (found === undefined || found.leader === undefined) return null;
-    return {
-      leader: found.leader,
-      replicas: found.replicas.map((r: { id: number }) => r.id),
-      isr: found.isrs.map((r: { id: number }) => r.id),
-    };
-  } catch {
-    return null;
-  }
-}
-
-/** How many brokers the node at `broker` lists in its Metadata; 0 when it does not answer. */
-export async function brokersListed(broker: string): Promise<number> {
-  const listed = await runKcat(["-L", "-J", "-b", broker, "-m", "3"], describeTimeoutMs);
-  try {
-    return listed.ok ? (JSON.parse(listed.stdout).brokers?.length ?? 0) : 0;
-  } catch {
-    return 0;
-  }
-}
 
 /** The Kafka addresses of the nodes that run and are not paused. */
 export function liveBootstrap(cluster: LocalCluster): string {

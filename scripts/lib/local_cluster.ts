@@ -89,7 +89,8 @@ function nodeConfig(options: LocalClusterOptions, node: LocalNode, endpoints: st
   ].join("\n");
 }
 
-async function run(
+/** Runs `command` to its end; its exit code and output. */
+export async function runCommand(
   command: string,
   args: string[],
 ): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -100,14 +101,14 @@ async function run(
 
 /** Whether Debian's etcd is installed. */
 export async function etcdInstalled(): Promise<boolean> {
-  return (await run("sh", ["-c", "command -v etcd"])).code === 0;
+  return (await runCommand("sh", ["-c", "command -v etcd"])).code === 0;
 }
 
 /** Starts etcd and the nodes; on a failure, stops what it started and rethrows. */
 export async function startLocalCluster(options: LocalClusterOptions): Promise<LocalCluster> {
   const script = new URL("../etcd-cluster.sh", import.meta.url).pathname;
   const etcdDir = `${options.dir}/etcd`;
-  const started = await run("bash", [script, "start", etcdDir, String(options.portBase)]);
+  const started = await runCommand("bash", [script, "start", etcdDir, String(options.portBase)]);
   if (started.code !== 0) throw new Error(`Cannot start etcd: ${started.stderr.trim()}`);
   const endpoints = /endpoints=(\S+)/.exec(started.stdout)![1]!.split(",");
   const nodes: LocalNode[] = Array.from({ length: options.nodes }, (_, i) => ({
@@ -141,11 +142,11 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       });
     },
     killEtcdMember: async (member) => {
-      const killed = await run("bash", [script, "kill1", String(member), etcdDir]);
+      const killed = await runCommand("bash", [script, "kill1", String(member), etcdDir]);
       if (killed.code !== 0) throw new Error(`Cannot kill etcd member ${member}: ${killed.stderr.trim()}`);
     },
     restartEtcdMember: async (member) => {
-      const started = await run("bash", [
+      const started = await runCommand("bash", [
         script,
         "start1",
         String(member),
@@ -163,7 +164,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
         if (node.paused) cluster.resume(node);
         await cluster.kill(node);
       }
-      await run("bash", [script, "stop", etcdDir]);
+      await runCommand("bash", [script, "stop", etcdDir]);
     },
   };
   try {

@@ -1,12 +1,17 @@
 import type { ControlCommand } from "./control_log.ts";
 import type { TieredPartition } from "./tiered_partition.ts";
 
+/** Milliseconds between two looks at the deferred floors. */
+export const deferredFloorsLookIntervalMs = 100;
+
 /**
  * The committed floors a replica could not apply yet because its high watermark is below them (a
  * follower behind its leader), the latest one per partition: bounded by the partitions hosted.
  */
 export class DeferredFloors {
   readonly #floors = new Map<string, ControlCommand>();
+  /** No look before this (clock ms): the looks stay off most of the pump's ticks. */
+  #lookAtMs = -Infinity;
 
   /** Keeps `command` for later, unless a higher floor waits already. */
   defer(command: ControlCommand): void {
@@ -20,8 +25,13 @@ export class DeferredFloors {
     this.#floors.delete(key);
   }
 
-  /** The floors whose partition's high watermark has reached them, taken out; those of partitions gone dropped. */
-  takeDue(partitions: ReadonlyMap<string, TieredPartition>): ControlCommand[] {
+  /**
+   * The floors whose partition's high watermark has reached them, taken out (those of partitions
+   * gone dropped); looked for at most once per `deferredFloorsLookIntervalMs`, else none.
+   */
+  takeDue(partitions: ReadonlyMap<string, TieredPartition>, nowMs: number): ControlCommand[] {
+    if (this.#floors.size === 0 || nowMs < this.#lookAtMs) return [];
+    this.#lookAtMs = nowMs + deferredFloorsLookIntervalMs;
     const due: ControlCommand[] = [];
     for (const [key, command] of this.#floors) {
       const log = partitions.get(key)?.partition.log;

@@ -273,7 +273,7 @@ export class TierService implements TierGaugeSource {
     this.#evictionLooks.onTick(this.#partitions, nowMs, this.#deps.clock.wallMs(), (p) => {
       return this.#evictions.look(p, (underPressure) => this.#pressure(p.key, underPressure)) !== null;
     });
-    for (const command of this.#deferredFloors.takeDue(this.#partitions)) {
+    for (const command of this.#deferredFloors.takeDue(this.#partitions, nowMs)) {
       this.#applyFloor(command).catch((error) => {
         this.#deps.logger.error("floor not applied; trying again", { partition: command.partition, error });
         this.#deferredFloors.defer(command);

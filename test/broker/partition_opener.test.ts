@@ -1,7 +1,7 @@
 import t from "tap";
 import { PartitionOpener, sharedCreatedRevision } from "../../src/broker/partition_opener.ts";
 import {
-  maxMessageBytesDefault,
+  defaultTopicOptions,
   segmentSizeBytesMin,
   type TopicOptions,
 } from "../../src/broker/topic_options.ts";
@@ -17,18 +17,8 @@ import { tempDir } from "../helpers/temp_dir.ts";
 await initCrc32c();
 
 const options: TopicOptions = {
-  partitions: 1,
+  ...defaultTopicOptions({ tiered: false, localRetentionAgeMs: null, localRetentionSizeBytes: null }, 1),
   segmentSizeBytes: segmentSizeBytesMin,
-  segmentMaxAgeMs: null,
-  retentionMaxAgeMs: null,
-  retentionMaxBytes: null,
-  tiered: false,
-  localRetentionAgeMs: null,
-  localRetentionSizeBytes: null,
-  retentionConsumerBarrier: true,
-  timestampType: "create_time",
-  maxMessageBytes: maxMessageBytesDefault,
-  replicationFactor: null,
 };
 const meta: TopicMeta = { id: 1, name: "orders", createdAtMs: 1_700_000_000_123, options };
 const names = { stream: "s", topic: "orders" };

@@ -3,6 +3,8 @@ import { join } from "node:path";
 import type { Test } from "tap";
 import { type EtcdCluster, startEtcd } from "./etcd_harness.ts";
 import { kcat } from "./kcat.ts";
+import { brokersListed } from "../../scripts/lib/kafka_metadata.ts";
+export { describePartition, type PartitionView } from "../../scripts/lib/kafka_metadata.ts";
 import type { S3Endpoint } from "./s3_harness.ts";
 import { type RunningServer, spawnServer } from "./spawn_server.ts";
 import { tempDir } from "./temp_dir.ts";
@@ -151,61 +153,6 @@ function tieredSection(tiered: ClusterOptions["tiered"]): string[] {
     `bucket = "${tiered.bucket}"`,
     `endpoint = "${tiered.store.endpoint}"`,
   ];
-}
-
-/** How many brokers the node at `broker` lists in its Metadata (through kcat -L -J); 0 when it does not answer. */
-async function brokersListed(broker: string): Promise<number> {
-  const listed = await kcat(["-L", "-J", "-b", broker, "-m", "3"], "", 10_000);
-  try {
-    return listed.code === 0 ? (JSON.parse(listed.stdout).brokers?.length ?? 0) : 0;
-  } catch {
-    return 0;
-  }
-}
-
-/** A partition as Metadata (through kcat -L -J) describes it. */
-export interface PartitionView {
-  leader: number;
-  replicas: number[];
-  isr: number[];
-}
-
-/** The partition's leader, replicas and in-sync set as the node at `broker` answers; null when unknown. */
-export async function describePartition(
-  broker: string,
-  topic: string,
-  partition: number,
-): Promise<PartitionView | null> {
-  const listed = await kcat(["-L", "-J", "-b", broker, "-t", topic, "-m", "3"], "", 10_000);
-  if (listed.code !== 0) return null;
-  try {
-    const json = JSON.parse(listed.stdout) as {
-      topics: Array<
-        {
-          topic: string;
-          partitions: Array<
-            {
-              partition: number;
-              leader: number;
-              replicas: Array<{ id: number }>;
-              isrs: Array<{ id: number }>;
-            }
-          >;
-        }
-      >;
-    };
-    const found = json.topics.find((x) => x.topic === topic)?.partitions.find((p) =>
-      p.partition === partition
-    );
-    if (found === undefined) return null;
-    return {
-      leader: found.leader,
-      replicas: found.replicas.map((r) => r.id),
-      isr: found.isrs.map((r) => r.id),
-    };
-  } catch {
-    return null;
-  }
 }
 
 /** Waits, checking every 50 ms, until `condition` resolves true; fails naming `what` after `deadlineMs`. */
