@@ -2,6 +2,7 @@ import type { Config } from "../config/config.ts";
 import type { LogConfig } from "../log/log_config.ts";
 import { Partition, type PartitionAddress, partitionDir } from "../log/partition.ts";
 import { superblockFileName } from "../log/superblock.ts";
+import { type PartitionSeeder, writeSeededPartition } from "../log/seeded_partition.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Disk } from "../runtime/disk.ts";
 import type { Logger } from "../runtime/logger.ts";
@@ -36,6 +37,11 @@ export interface PartitionOpenerDeps {
    * whichever replica uploads or reads them. On a single node (absent, false): a random one.
    */
   sharedRevisions?: boolean;
+  /**
+   * In a cluster with tiered storage: where a new replica of a tiered partition takes the tiered
+   * part of its log from (the bucket), so that it fetches only the rest from its leader.
+   */
+  seeder?: PartitionSeeder;
 }
 
 /**
@@ -112,6 +118,8 @@ export class PartitionOpener {
   ): Promise<PartitionSlot> {
     const dir = partitionDir(this.#deps.settings.path, address);
     if (await this.#deps.disk.stat(`${dir}/${superblockFileName}`) === null) {
+      const seeded = await this.#seeded(address, meta, names);
+      if (seeded !== null) return seeded;
       try {
         return { kind: "open", partition: await this.create(address, meta) };
       } catch (error) {
@@ -130,6 +138,35 @@ export class PartitionOpener {
       await this.#adoptSharedRevision(slot.partition, meta, names);
     }
     return slot;
+  }
+
+  /**
+   * A new replica of a tiered partition with a committed floor, seeded from the bucket and opened;
+   * null when there is nothing to seed from. A transfer that fails is logged and leaves no file:
+   * the replica is created empty and copies everything from its leader instead.
+   */
+  async #seeded(
+    address: PartitionAddress,
+    meta: TopicMeta,
+    names: { stream: string; topic: string },
+  ): Promise<PartitionSlot | null> {
+    const { seeder, disk, settings, logger } = this.#deps;
+    if (seeder === undefined || !meta.options.tiered || !this.#deps.sharedRevisions) return null;
+    const dir = partitionDir(settings.path, address);
+    try {
+      const seed = await seeder.seedFor(address, sharedCreatedRevision(address, meta));
+      if (seed === null) return null;
+      await writeSeededPartition(disk, dir, seed);
+    } catch (error) {
+      logger.warn("Cannot seed the partition from the bucket; copying it from its leader instead", {
+        ...names,
+        partition: address.partitionId,
+        error,
+      });
+      await disk.removeTree(dir);
+      return null;
+    }
+    return await this.open(address, meta.options, names);
   }
 
   /**

@@ -20,7 +20,8 @@ import { nodeToken, verifyNodeToken } from "./node_token.ts";
 import { noLeader, type PartitionState } from "./partition_state.ts";
 import type { LeaderLinkFactory } from "./replica_fetch.ts";
 import { ReplicaManager } from "./replica_manager.ts";
-import { ReplicatedControlLog } from "./replicated_control_log.ts";
+import { readCommittedFloor, ReplicatedControlLog } from "./replicated_control_log.ts";
+import type { FloorRecord } from "./floor_record.ts";
 import { ReplicationMetrics } from "./replication_metrics.ts";
 import { TimedCoordinator } from "../coordinator/timed_coordinator.ts";
 
@@ -153,6 +154,7 @@ export class ClusterNode {
       clock,
       logger,
       checks,
+      fetched: (bytes) => this.metrics.replicaFetchedBytes.inc(bytes),
     });
     // Partitions hosted before the fetcher existed: their roles are told again.
     this.replicas.retellRoles();
@@ -168,6 +170,11 @@ export class ClusterNode {
   controlLog(): ControlLog {
     const { coordinator, clock, logger } = this.#deps;
     return new ReplicatedControlLog({ coordinator, keys: this.keys, clock, logger });
+  }
+
+  /** The committed floor of the partition labelled `label`, read from etcd now. */
+  committedFloor(label: string): Promise<FloorRecord | null> {
+    return readCommittedFloor(this.#deps.coordinator, this.keys, label);
   }
 
   /** Which partitions this node uploads for: those it leads, under their leader epoch. */

@@ -17,6 +17,8 @@ export interface FollowerFetcherDeps {
   logger: Logger;
   /** The turn each replicated append's checks take between pieces (the piece gate's). */
   checks: ProduceChecks;
+  /** Hears the bytes of each answer appended: what this node copied from its leaders. */
+  fetched?(bytes: number): void;
 }
 
 /** How long a leader may hold a replica fetch that finds nothing new. */
@@ -125,6 +127,7 @@ class LeaderLoop {
       const bytes = answer.records.length === 1 ? answer.records[0]! : concatBytes(answer.records);
       try {
         await log.appendReplicated(bytes, new Set(answer.segmentStarts), this.deps.checks);
+        this.deps.fetched?.(bytes.length);
       } catch (error) {
         if (!(error instanceof ReplicaAppendError)) throw error;
         this.deps.logger.warn("Cannot append the leader's batches", {

@@ -9,7 +9,7 @@ import {
   type SubmitPrecondition,
 } from "../tier/control_log.ts";
 import type { ClusterKeys } from "./cluster_keys.ts";
-import { decodeFloorRecord, encodeFloorRecord } from "./floor_record.ts";
+import { decodeFloorRecord, encodeFloorRecord, type FloorRecord } from "./floor_record.ts";
 import { decodePartitionState } from "./partition_state.ts";
 
 /** Reads and compares one submission makes at most before it gives up (another write raced each). */
@@ -188,6 +188,17 @@ export class ReplicatedControlLog implements ControlLog {
     await this.#apply?.(index, command);
     this.#committed = Math.max(this.#committed, index);
   }
+}
+
+/** The partition's committed floor as etcd holds it now, or null when none was committed. */
+export async function readCommittedFloor(
+  coordinator: Coordinator,
+  keys: ClusterKeys,
+  label: string,
+): Promise<FloorRecord | null> {
+  const key = keys.floor(label);
+  const { kvs } = await coordinator.range({ key });
+  return kvs[0] === undefined ? null : decodeFloorRecord(key, kvs[0].value);
 }
 
 /** Whether `command` moves the committed floor: a later purge generation, or a higher offset in the same. */

@@ -1,4 +1,4 @@
-import { Gauge, Histogram, type Registry } from "prom-client";
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import { labelOf, type Partition } from "../log/partition.ts";
 import { labelledGaugesOf } from "../runtime/labelled_series.ts";
 import type { LeaderState } from "./leader_core.ts";
@@ -17,12 +17,18 @@ export interface ReplicaGaugeSource {
  */
 export class ReplicationMetrics {
   readonly etcdLatency: Histogram<"op">;
+  readonly replicaFetchedBytes: Counter;
   #sources: ReplicaGaugeSource[] = [];
   #nowMs = 0;
   #sinceKeepAliveMs: () => number = () => 0;
 
   constructor(registry: Registry) {
     const registers = [registry];
+    this.replicaFetchedBytes = new Counter({
+      name: "strata_cluster_replica_fetched_bytes_total",
+      help: "Record bytes this node appended as a follower, copied from its partitions' leaders.",
+      registers,
+    });
     this.etcdLatency = new Histogram({
       name: "strata_cluster_etcd_request_duration_seconds",
       help: "Time an etcd request took, by operation (txn, range, lease_grant, lease_keepalive).",

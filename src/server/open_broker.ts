@@ -86,6 +86,9 @@ export async function openBroker(deps: BrokerDeps): Promise<OpenedBroker> {
       logger,
       settings: config.system,
       sharedRevisions: cluster !== null,
+      seeder: cluster === null || tiered === null
+        ? undefined
+        : tiered.stateTransfer((label) => cluster.committedFloor(label)),
     }),
     host: cluster === null ? shards : new HostPair(shards, cluster.replicas),
     topicDefaults: defaults,

@@ -20,6 +20,8 @@ import {
   type TierRemoteReaderOptions,
 } from "../tier/tier_remote_reader.ts";
 import { TierService } from "../tier/tier_service.ts";
+import { BucketStateTransfer, type StateTransferDeps } from "../tier/state_transfer.ts";
+import type { PartitionSeeder } from "../log/seeded_partition.ts";
 import type { BrokerDeps } from "./open_broker.ts";
 
 /** Bound on a shard's uploads waiting for `upload_bandwidth` tokens. */
@@ -108,6 +110,21 @@ export class TieredComposition {
     const log = this.#deps.cluster?.controlLog() ?? await LocalControlLog.open(this.#deps.disk, path);
     await tier.attachControlLog(log);
     shard.attachControlLog(log, this.#housekeeping(shard, tier, catalog));
+  }
+
+  /** How a new replica of a tiered partition takes its tiered part from the bucket. */
+  stateTransfer(committedFloor: StateTransferDeps["committedFloor"]): PartitionSeeder {
+    return new BucketStateTransfer({
+      store: this.#store,
+      prefix: this.#deps.config.tieredStorage.s3.prefix,
+      clusterId: this.#clusterId,
+      committedFloor,
+      logger: this.#deps.logger,
+      transferred: (segments, bytes) => {
+        this.#metrics.tier.transferredSegments.inc(segments);
+        this.#metrics.tier.transferredBytes.inc(bytes);
+      },
+    });
   }
 
   #tierService(logger: Logger): TierService {

@@ -25,6 +25,8 @@ export class TierMetrics {
   readonly segmentsGivenUp: Counter;
   readonly anomalies: Counter;
   readonly floorSubmissionsFailed: Counter;
+  readonly transferredSegments: Counter;
+  readonly transferredBytes: Counter;
   readonly #sources = new Set<TierGaugeSource>();
 
   constructor(registry: Registry) {
@@ -66,6 +68,16 @@ export class TierMetrics {
     this.anomalies = new Counter({
       name: "strata_tier_upload_anomalies_total",
       help: "Objects found with other bytes; never overwritten.",
+      registers,
+    });
+    this.transferredSegments = new Counter({
+      name: "strata_tier_state_transfer_segments_total",
+      help: "Tiered segments new replicas took from the bucket's metadata instead of copying them.",
+      registers,
+    });
+    this.transferredBytes = new Counter({
+      name: "strata_tier_state_transfer_bytes_total",
+      help: "Bytes of the tiered segments new replicas took from the bucket's metadata, none copied.",
       registers,
     });
     this.floorSubmissionsFailed = new Counter({

@@ -13,6 +13,7 @@ import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+import type { PartitionSeed, PartitionSeeder } from "../../src/log/seeded_partition.ts";
 
 await initCrc32c();
 
@@ -24,7 +25,7 @@ const meta: TopicMeta = { id: 1, name: "orders", createdAtMs: 1_700_000_000_123,
 const names = { stream: "s", topic: "orders" };
 const address = { streamId: 1, topicId: 1, partitionId: 0 };
 
-function opener(path: string, sharedRevisions: boolean) {
+function opener(path: string, sharedRevisions: boolean, seeder?: PartitionSeeder) {
   const { config } = loadConfig("", "test", { STRATA_SYSTEM_PATH: path });
   return new PartitionOpener({
     disk: new NodeDisk(),
@@ -33,7 +34,31 @@ function opener(path: string, sharedRevisions: boolean) {
     logger: silentLogger(),
     settings: config.system,
     sharedRevisions,
+    seeder,
   });
+}
+
+/** A seed of two tiered segments, [0, 99] and [100, 149], under the floor 150. */
+function seedOf(createdRevision: string): PartitionSeed {
+  const marker = (startOffset: number, endOffset: number) => ({
+    startOffset,
+    endOffset,
+    sizeBytes: 1000,
+    indexSizeBytes: 12,
+    startTimestampUs: 1000,
+    endTimestampUs: 2000,
+    maxTimestampUs: 2000,
+    createdRevision,
+    purgeGeneration: 0,
+    logCrc32: 7,
+  });
+  return {
+    createdRevision,
+    purgeGeneration: 0,
+    tieredUpToOffset: 150,
+    markers: [marker(0, 99), marker(100, 149)],
+    epochs: [{ epoch: 2, startOffset: 0 }, { epoch: 4, startOffset: 100 }],
+  };
 }
 
 t.test("the shared revision: 16 hex digits, the same for the same record, another for another", (t) => {
@@ -81,4 +106,40 @@ t.test("a partition created before revisions were shared takes the shared one, u
     sharedCreatedRevision(address, meta),
   );
   if (again.kind === "open") await again.partition.close();
+});
+
+t.test("a new replica of a tiered topic starts from its seed; a failed seeding leaves an empty partition", async (t) => {
+  const tieredMeta: TopicMeta = { ...meta, options: { ...options, tiered: true } };
+  const asked: string[] = [];
+  const seeder: PartitionSeeder = {
+    seedFor: (
+      _address,
+      createdRevision,
+    ) => (asked.push(createdRevision), Promise.resolve(seedOf(createdRevision))),
+  };
+  const seeded = await opener(tempDir(t), true, seeder).openOrCreate(address, tieredMeta, names);
+  t.equal(seeded.kind, "open");
+  if (seeded.kind !== "open") return;
+  t.teardown(() => seeded.partition.close());
+  t.same(asked, [sharedCreatedRevision(address, tieredMeta)], "asked under the shared revision");
+  t.equal(seeded.partition.log.firstOffset, 0);
+  t.equal(seeded.partition.log.nextOffset, 150, "fetches from the floor");
+  t.equal(seeded.partition.superblock.tieredUpToOffset, 150);
+  t.same(seeded.partition.log.leaderEpochs.starts(), seedOf("").epochs);
+
+  // Not tiered: the seeder is not asked.
+  const plain = await opener(tempDir(t), true, seeder).openOrCreate(address, meta, names);
+  t.teardown(() => plain.kind === "open" ? plain.partition.close() : undefined);
+  t.equal(asked.length, 1, "a topic that is not tiered is never seeded");
+  t.equal(plain.kind === "open" ? plain.partition.log.nextOffset : -1, 0);
+
+  // A seeder that fails: the partition is created empty, and copies from its leader.
+  const failing: PartitionSeeder = { seedFor: () => Promise.reject(new Error("the bucket is down")) };
+  const path = tempDir(t);
+  const fallback = await opener(path, true, failing).openOrCreate(address, tieredMeta, names);
+  t.equal(fallback.kind, "open");
+  if (fallback.kind !== "open") return;
+  t.teardown(() => fallback.partition.close());
+  t.equal(fallback.partition.log.nextOffset, 0, "empty: it copies everything from its leader");
+  t.equal(fallback.partition.superblock.tieredUpToOffset, 0);
 });

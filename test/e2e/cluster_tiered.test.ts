@@ -176,9 +176,10 @@ t.test(
     }
     t.same({ read: offset, bad }, { read: 448, bad: 0 }, "all 448 messages read back, byte for byte");
 
-    // A follower wiped and started again rebuilds its copy from its leader (the tiered part read
-    // through the leader's chunk cache), rejoins the in-sync set and evicts to its envelope again;
-    // alone, it then leads and serves everything, cold reads included.
+    // A follower wiped and started again takes the tiered part of its log from the bucket's
+    // metadata (state transfer) and copies only the rest from its leader; it rejoins the in-sync
+    // set and keeps within its envelope; alone, it then leads and serves everything, cold reads
+    // included.
     const leaderNow = (await describePartition(others.map((n) => n.kafka).join(","), "tiered", 0))!.leader;
     const wiped = others.find((n) => n.id !== leaderNow)!;
     await wiped.signal("SIGKILL");
@@ -193,6 +194,18 @@ t.test(
       return local.markers.length >= 8 && local.logBytes <= envelopeBytes + 2 * segmentBytes;
     }, 30_000);
     t.comment(`the wiped follower was back in sync ${rejoinedMs} ms after its restart`);
+    const metrics = await fetch(`${wiped.httpUrl}/metrics`).then((r) => r.text());
+    const counter = (name: string) => Number(new RegExp(`^${name} (\\d+)`, "m").exec(metrics)?.[1] ?? NaN);
+    const transferred = counter("strata_tier_state_transfer_bytes_total");
+    const copied = counter("strata_cluster_replica_fetched_bytes_total");
+    const totalBytes =
+      (await elsewhere.partition("kafka", "tiered", 0) as { segments: { size_bytes: number }[] })
+        .segments.reduce((n, s) => n + s.size_bytes, 0);
+    t.comment(
+      `rebuilt: ${transferred} bytes taken from the bucket's metadata, ${copied} copied, of ${totalBytes}`,
+    );
+    t.ok(transferred >= totalBytes / 2, "most of the log came by state transfer, not from a peer");
+    t.ok(copied <= totalBytes - transferred + segmentBytes, "only the part above the floor was copied");
     await cluster.node(leaderNow).signal("SIGKILL");
     await until("the rebuilt node to lead", async () => {
       const p = await describePartition(wiped.kafka, "tiered", 0);

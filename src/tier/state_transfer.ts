@@ -1,0 +1,161 @@
+import type { EpochStart } from "../log/leader_epochs.ts";
+import { labelOf, type PartitionAddress } from "../log/partition.ts";
+import type { PartitionSeed, PartitionSeeder } from "../log/seeded_partition.ts";
+import { concatBytes } from "../runtime/bytes.ts";
+import { concurrently } from "../runtime/concurrently.ts";
+import type { Logger } from "../runtime/logger.ts";
+import type { DeadlineObjectStore } from "../objectstore/deadline_object_store.ts";
+import { incarnationPrefix, parseObjectKey, type PartitionIncarnation } from "./object_keys.ts";
+import {
+  chainBelowFloor,
+  markerOfObject,
+  StateTransferError,
+  type TieredObject,
+  tieredObjectOf,
+} from "./transfer_chain.ts";
+
+/** Tiered segments one transfer takes at most; a longer chain refuses (the replica copies instead). */
+export const transferSegmentsMax = 65_536;
+/** HEADs and epoch reads in flight at once during one transfer. */
+export const transferRequestsInFlightMax = 8;
+/** Bytes of a record batch's header up to and including its magic byte. */
+const batchHeaderPrefixBytes = 17;
+
+/** A partition's committed floor, as the cluster's control log holds it. */
+export interface CommittedFloor {
+  purgeGeneration: number;
+  upToOffset: number;
+}
+
+export interface StateTransferDeps {
+  store: DeadlineObjectStore;
+  prefix: string;
+  clusterId: string;
+  /** The partition's committed floor, read now; null when none was ever committed. */
+  committedFloor(label: string): Promise<CommittedFloor | null>;
+  logger: Logger;
+  /** Hears each transfer's size: segments planted and their bytes, none of them copied. */
+  transferred?(segments: number, bytes: number): void;
+}
+
+/**
+ * State transfer from the bucket (docs/DESIGN.md, "State transfer"): a replica about to create a
+ * tiered partition that already has a committed floor takes the tiered part of the chain from the
+ * bucket's object metadata (bounds, sizes, timestamps, checksums), and the leader epochs from the
+ * headers of the segments' first batches, instead of copying those bytes from a peer. Each segment
+ * holds batches of one leader epoch (the log rolls before a new epoch's first batch), and epochs
+ * only rise along the log, so a bisection finds where they change with a few small reads.
+ */
+export class BucketStateTransfer implements PartitionSeeder {
+  readonly #deps: StateTransferDeps;
+
+  constructor(deps: StateTransferDeps) {
+    this.#deps = deps;
+  }
+
+  async seedFor(address: PartitionAddress, createdRevision: string): Promise<PartitionSeed | null> {
+    const label = labelOf(address);
+    const floor = await this.#deps.committedFloor(label);
+    if (floor === null || floor.upToOffset === 0) return null;
+    const incarnation: PartitionIncarnation = {
+      prefix: this.#deps.prefix,
+      clusterId: this.#deps.clusterId,
+      ...address,
+      createdRevision,
+      purgeGeneration: floor.purgeGeneration,
+    };
+    const starts = await this.#logObjectsBelow(incarnation, floor.upToOffset);
+    const objects = await concurrently(starts.length, transferRequestsInFlightMax, async (i) => {
+      const { key, startOffset } = starts[i]!;
+      return tieredObjectOf(key, startOffset, await this.#deps.store.head(key));
+    });
+    const chain = chainBelowFloor(objects, floor.upToOffset);
+    const epochs = await this.#epochsOf(chain);
+    const identity = { createdRevision, purgeGeneration: floor.purgeGeneration };
+    const bytes = chain.reduce((n, o) => n + o.sizeBytes, 0);
+    this.#deps.transferred?.(chain.length, bytes);
+    this.#deps.logger.info("partition state transferred from the bucket", {
+      partition: label,
+      tiered_up_to_offset: floor.upToOffset,
+      first_offset: chain[0]!.startOffset,
+      segments: chain.length,
+      tiered_bytes: bytes,
+      epochs: epochs.length,
+    });
+    return {
+      ...identity,
+      tieredUpToOffset: floor.upToOffset,
+      markers: chain.map((o) => markerOfObject(o, identity)),
+      epochs,
+    };
+  }
+
+  /** The `.log` objects of the incarnation that start below the floor, by start offset. */
+  async #logObjectsBelow(
+    incarnation: PartitionIncarnation,
+    floor: number,
+  ): Promise<{ key: string; startOffset: number }[]> {
+    const prefix = incarnationPrefix(incarnation);
+    const root = `${incarnation.prefix}/${incarnation.clusterId}/`;
+    const found: { key: string; startOffset: number }[] = [];
+    let after: string | undefined = undefined;
+    // Each segment lists two keys (.log and .index), a page holds up to 1000.
+    const pagesMax = Math.ceil((2 * transferSegmentsMax) / 1000) + 1;
+    for (let page = 0; page < pagesMax; page++) {
+      const listed = await this.#deps.store.list(prefix, after === undefined ? {} : { startAfter: after });
+      for (const o of listed.objects) {
+        const parsed = parseObjectKey(root, o.key);
+        if (parsed.kind !== "segment" || parsed.file !== "log") continue;
+        if (parsed.startOffset >= floor) return found;
+        found.push({ key: o.key, startOffset: parsed.startOffset });
+        if (found.length > transferSegmentsMax) {
+          throw new StateTransferError(`more than ${transferSegmentsMax} tiered segments`);
+        }
+      }
+      if (listed.nextStartAfter === null) return found;
+      after = listed.nextStartAfter;
+    }
+    throw new StateTransferError(`the listing of ${prefix} did not end within ${pagesMax} pages`);
+  }
+
+  /** Where each leader epoch of the chain begins, oldest first, by bisection over the segments. */
+  async #epochsOf(chain: readonly TieredObject[]): Promise<EpochStart[]> {
+    const known = new Map<number, number>();
+    const epochAt = async (i: number): Promise<number> => {
+      const cached = known.get(i);
+      if (cached !== undefined) return cached;
+      const epoch = await this.#firstBatchEpoch(chain[i]!);
+      known.set(i, epoch);
+      return epoch;
+    };
+    const starts: EpochStart[] = [{ epoch: await epochAt(0), startOffset: chain[0]!.startOffset }];
+    // The epochs at `lo` and `hi` are read; pushes where they change between, in order.
+    const between = async (lo: number, hi: number): Promise<void> => {
+      const [low, high] = [await epochAt(lo), await epochAt(hi)];
+      if (low === high) return;
+      if (low > high) {
+        throw new StateTransferError(
+          `segment ${chain[hi]!.startOffset} is of leader epoch ${high}, below ${low} before it`,
+        );
+      }
+      if (hi === lo + 1) {
+        starts.push({ epoch: high, startOffset: chain[hi]!.startOffset });
+        return;
+      }
+      const mid = Math.floor((lo + hi) / 2);
+      await between(lo, mid);
+      await between(mid, hi);
+    };
+    await between(0, chain.length - 1);
+    return starts.filter((s) => s.epoch >= 0);
+  }
+
+  /** The partition leader epoch of a segment's first batch: 17 bytes of its object. */
+  async #firstBatchEpoch(o: TieredObject): Promise<number> {
+    const bytes = concatBytes(await this.#deps.store.getRange(o.key, 0, batchHeaderPrefixBytes));
+    if (bytes.length !== batchHeaderPrefixBytes || bytes[16] !== 2) {
+      throw new StateTransferError(`object ${o.key} does not begin with a record batch of magic 2`);
+    }
+    return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getInt32(12, false);
+  }
+}
