@@ -244,6 +244,10 @@ export class ShardRuntime implements RequestCounter {
 
   #runRetention(partition: Partition, topic: HostedTopic, wallMs: number): void {
     if (this.#retentionInFlight.has(partition)) return;
+    // In a cluster the leader decides, and its replicas delete what it committed.
+    const retention = this.tiering?.tier.retention;
+    const key = labelOf(partition.address);
+    if (retention !== undefined && !retention.decidesHere(key)) return;
     const pass = totalRetentionPass(partition, topic.meta.options, wallMs);
     if (pass === null) return;
     const running = pass
@@ -253,6 +257,7 @@ export class ShardRuntime implements RequestCounter {
             partition: partition.log.label,
             segments: deleted,
           });
+          retention?.deleted(key, this.#clock.nowMs());
         }
         return deleted;
       })

@@ -9,7 +9,13 @@ import {
   type SubmitPrecondition,
 } from "../tier/control_log.ts";
 import type { ClusterKeys } from "./cluster_keys.ts";
-import { decodeFloorRecord, encodeFloorRecord, type FloorRecord } from "./floor_record.ts";
+import {
+  commandsOf,
+  decodeFloorRecord,
+  encodeFloorRecord,
+  type FloorRecord,
+  recordAfter,
+} from "./floor_record.ts";
 import { decodePartitionState } from "./partition_state.ts";
 
 /** Reads and compares one submission makes at most before it gives up (another write raced each). */
@@ -84,7 +90,8 @@ export class ReplicatedControlLog implements ControlLog {
         throw new ControlEpochMismatchError(precondition.expectedEpoch, epoch);
       }
       const current = floor === undefined ? null : decodeFloorRecord(floorKey, floor.value);
-      if (current !== null && !rises(current, command)) {
+      const next = recordAfter(current, command, epoch);
+      if (next === null) {
         // Committed already, or overtaken: applying is max(current, up_to), so this is a no-op.
         await this.#applyOne(floor!.modRevision, command);
         return floor!.modRevision;
@@ -94,7 +101,7 @@ export class ReplicatedControlLog implements ControlLog {
           { key: stateKey, target: "modRevision", result: "equal", value: state!.modRevision },
           { key: floorKey, target: "modRevision", result: "equal", value: floor?.modRevision ?? 0 },
         ],
-        success: [{ kind: "put", key: floorKey, value: encodeFloorRecord(command, epoch) }],
+        success: [{ kind: "put", key: floorKey, value: encodeFloorRecord(next) }],
       });
       if (!written.succeeded) continue;
       await this.#applyOne(written.revision, command);
@@ -168,14 +175,8 @@ export class ReplicatedControlLog implements ControlLog {
         this.#deps.logger.error("a floor record that is not one is ignored", { key: kv.key, error });
         continue;
       }
-      const command: ControlCommand = {
-        kind: "advance_tiered_floor",
-        partition: label,
-        purgeGeneration: record.purgeGeneration,
-        upToOffset: record.upToOffset,
-      };
       try {
-        await this.#applyOne(kv.modRevision, command);
+        for (const command of commandsOf(label, record)) await this.#applyOne(kv.modRevision, command);
       } catch (error) {
         // Not applied here (a superblock write failed): this replica evicts less until a later
         // floor of the partition, or a reread, applies; the others go on.
@@ -199,12 +200,4 @@ export async function readCommittedFloor(
   const key = keys.floor(label);
   const { kvs } = await coordinator.range({ key });
   return kvs[0] === undefined ? null : decodeFloorRecord(key, kvs[0].value);
-}
-
-/** Whether `command` moves the committed floor: a later purge generation, or a higher offset in the same. */
-function rises(current: { purgeGeneration: number; upToOffset: number }, command: ControlCommand): boolean {
-  if (command.purgeGeneration !== current.purgeGeneration) {
-    return command.purgeGeneration > current.purgeGeneration;
-  }
-  return command.upToOffset > current.upToOffset;
 }

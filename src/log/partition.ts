@@ -13,6 +13,8 @@ import type { Segment } from "./segment.ts";
 import { storageFormatVersion } from "../runtime/format_version_error.ts";
 import { readSuperblock, type Superblock, writeSuperblock } from "./superblock.ts";
 import type { RetentionDecision } from "./total_retention.ts";
+import type { AdvanceDeletedUpTo, DeletedUpToOutcome } from "./deleted_up_to.ts";
+import { retentionSegmentsPerPassMax } from "./total_retention.ts";
 import {
   type AdvanceTieredFloor,
   applyAdvanceTieredFloor,
@@ -217,6 +219,21 @@ export class Partition {
       const next = outcome === "advanced" ? { ...current, tieredUpToOffset: state.tieredUpToOffset } : null;
       return { next, result: outcome };
     });
+  }
+
+  /**
+   * Deletes every segment that ends below the committed watermark `command.upToOffset` (at most
+   * a pass of segments at a time, as many passes as the chain needs; the active segment never).
+   */
+  async applyDeletedUpTo(command: AdvanceDeletedUpTo): Promise<DeletedUpToOutcome> {
+    const sb = this.#superblock;
+    if (command.purgeGeneration !== sb.purgeGeneration) return "rejected_generation";
+    if (command.upToOffset <= sb.deletedUpToOffset) return "unchanged";
+    const passesMax = Math.ceil(this.log.segments.length / retentionSegmentsPerPassMax) + 1;
+    for (let pass = 0; pass < passesMax; pass++) {
+      if (await this.enforceRetention((s) => s.endOffset < command.upToOffset) === 0) break;
+    }
+    return this.#superblock.deletedUpToOffset > sb.deletedUpToOffset ? "advanced" : "unchanged";
   }
 
   /**

@@ -1,7 +1,11 @@
+import type { AdvanceDeletedUpTo } from "../log/deleted_up_to.ts";
 import type { AdvanceTieredFloor } from "../log/floor_state.ts";
 
-/** Commands of the partition state machines a shard owns; the floor is the first. */
-export type ControlCommand = AdvanceTieredFloor;
+/**
+ * Commands of the partition state machines a shard owns: the tiered floor and, in a cluster, the
+ * watermark total retention deleted below.
+ */
+export type ControlCommand = AdvanceTieredFloor | AdvanceDeletedUpTo;
 
 /** Hears every committed command once per replay or commit, in index order. */
 export type ApplyHook = (index: number, command: ControlCommand) => Promise<void>;

@@ -1,4 +1,4 @@
-import type { ControlCommand } from "./control_log.ts";
+import type { AdvanceTieredFloor } from "../log/floor_state.ts";
 import type { TieredPartition } from "./tiered_partition.ts";
 
 /** Milliseconds between two looks at the deferred floors. */
@@ -9,12 +9,12 @@ export const deferredFloorsLookIntervalMs = 100;
  * follower behind its leader), the latest one per partition: bounded by the partitions hosted.
  */
 export class DeferredFloors {
-  readonly #floors = new Map<string, ControlCommand>();
+  readonly #floors = new Map<string, AdvanceTieredFloor>();
   /** No look before this (clock ms): the looks stay off most of the pump's ticks. */
   #lookAtMs = -Infinity;
 
   /** Keeps `command` for later, unless a higher floor waits already. */
-  defer(command: ControlCommand): void {
+  defer(command: AdvanceTieredFloor): void {
     const waiting = this.#floors.get(command.partition);
     if (waiting === undefined || waiting.upToOffset < command.upToOffset) {
       this.#floors.set(command.partition, command);
@@ -29,10 +29,10 @@ export class DeferredFloors {
    * The floors whose partition's high watermark has reached them, taken out (those of partitions
    * gone dropped); looked for at most once per `deferredFloorsLookIntervalMs`, else none.
    */
-  takeDue(partitions: ReadonlyMap<string, TieredPartition>, nowMs: number): ControlCommand[] {
+  takeDue(partitions: ReadonlyMap<string, TieredPartition>, nowMs: number): AdvanceTieredFloor[] {
     if (this.#floors.size === 0 || nowMs < this.#lookAtMs) return [];
     this.#lookAtMs = nowMs + deferredFloorsLookIntervalMs;
-    const due: ControlCommand[] = [];
+    const due: AdvanceTieredFloor[] = [];
     for (const [key, command] of this.#floors) {
       const log = partitions.get(key)?.partition.log;
       if (log !== undefined && log.highWatermark < command.upToOffset) continue;

@@ -25,6 +25,8 @@ const batchHeaderPrefixBytes = 17;
 export interface CommittedFloor {
   purgeGeneration: number;
   upToOffset: number;
+  /** Exclusive: total retention deleted every offset below it. */
+  deletedUpToOffset: number;
 }
 
 export interface StateTransferDeps {
@@ -64,7 +66,9 @@ export class BucketStateTransfer implements PartitionSeeder {
       createdRevision,
       purgeGeneration: floor.purgeGeneration,
     };
-    const starts = await this.#logObjectsBelow(incarnation, floor.upToOffset);
+    // Objects below the deleted watermark wait for the leader's housekeeping to delete them.
+    const starts = (await this.#logObjectsBelow(incarnation, floor.upToOffset))
+      .filter((o) => o.startOffset >= floor.deletedUpToOffset);
     const objects = await concurrently(starts.length, transferRequestsInFlightMax, async (i) => {
       const { key, startOffset } = starts[i]!;
       return tieredObjectOf(key, startOffset, await this.#deps.store.head(key));

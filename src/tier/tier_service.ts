@@ -7,7 +7,7 @@ import type { PieceGate } from "../runtime/piece_gate.ts";
 import { type Cooperation, cooperative, naiveConcurrencyMax } from "../runtime/cooperation.ts";
 import type { DeadlineObjectStore } from "../objectstore/deadline_object_store.ts";
 import type { RetryProfiles } from "../objectstore/retry_policy.ts";
-import { type ControlCommand, ControlEpochMismatchError, type ControlLog } from "./control_log.ts";
+import type { ControlLog } from "./control_log.ts";
 import { FloorWaiters } from "./floor_waiters.ts";
 import { LocalEvictions } from "./local_evictions.ts";
 import { SealedScan } from "./sealed_scan.ts";
@@ -20,6 +20,9 @@ import type { TierGaugeSource, TierMetrics } from "./tier_metrics.ts";
 import { type TierLeadership, uploadTermChange } from "./tier_leadership.ts";
 import { reportUploadEffect } from "./upload_effect_report.ts";
 import { DeferredFloors } from "./deferred_floors.ts";
+import { ReplicatedRetention } from "./replicated_retention.ts";
+import { type SubmitFloor, submitFloorCommand } from "./floor_submission.ts";
+import type { AdvanceTieredFloor } from "../log/floor_state.ts";
 
 export type { TieredPartition } from "./tiered_partition.ts";
 
@@ -55,8 +58,6 @@ export interface TierServiceDeps {
 /** Bound on `await` waiters per shard. */
 const floorWaitersMax = 10_000;
 
-type SubmitFloor = Extract<core.UploadEffect, { kind: "submit_floor" }>;
-
 /**
  * One shard's tier service: the imperative shell around the pure upload core. Driven from the
  * shard's tick: it feeds the core sealed segments (on seal, and from a scan that backs off from
@@ -82,6 +83,8 @@ export class TierService implements TierGaugeSource {
   readonly #terms = new Map<string, number>();
   /** In a cluster, the floors a follower could not apply yet (above its high watermark). */
   readonly #deferredFloors = new DeferredFloors();
+  /** Total retention across replicas: decided by the leader, committed, applied everywhere. */
+  readonly retention: ReplicatedRetention;
 
   constructor(deps: TierServiceDeps) {
     this.#deps = deps;
@@ -104,6 +107,13 @@ export class TierService implements TierGaugeSource {
       uploaded: (key, startOffset, logCrc32) => this.#evictions.noteUploaded(key, startOffset, logCrc32),
       report: (report) => this.#uploadReported(report),
     });
+    this.retention = new ReplicatedRetention({
+      logger: deps.logger,
+      clustered: deps.leadership !== undefined,
+      partition: (key) => this.#partitions.get(key),
+      termOf: (key) => this.#terms.get(key),
+      control: () => this.#control?.log ?? null,
+    });
     deps.leadership?.onChange((key) => this.#leadershipChanged(key));
   }
 
@@ -112,7 +122,9 @@ export class TierService implements TierGaugeSource {
    * apply, which needs them, then submits floor commands to it under the epoch it is at.
    */
   async attachControlLog(log: ControlLog): Promise<void> {
-    await log.replay((_index, command) => this.#applyFloor(command));
+    await log.replay((_index, command) =>
+      command.kind === "advance_tiered_floor" ? this.#applyFloor(command) : this.retention.apply(command)
+    );
     this.#control = { log, epoch: log.epoch() };
   }
 
@@ -230,6 +242,7 @@ export class TierService implements TierGaugeSource {
     this.#evictions.forget(key);
     this.#terms.delete(key);
     this.#deferredFloors.forget(key);
+    this.retention.forget(key);
     this.#step(core.partitionClosed(this.#state, { partition: key }, this.#now()));
   }
 
@@ -273,6 +286,7 @@ export class TierService implements TierGaugeSource {
     this.#evictionLooks.onTick(this.#partitions, nowMs, this.#deps.clock.wallMs(), (p) => {
       return this.#evictions.look(p, (underPressure) => this.#pressure(p.key, underPressure)) !== null;
     });
+    this.retention.onTick(nowMs);
     for (const command of this.#deferredFloors.takeDue(this.#partitions, nowMs)) {
       this.#applyFloor(command).catch((error) => {
         this.#deps.logger.error("floor not applied; trying again", { partition: command.partition, error });
@@ -282,7 +296,7 @@ export class TierService implements TierGaugeSource {
   }
 
   /** The control log committed a floor command: apply it to the partition and tell the core. */
-  async #applyFloor(command: ControlCommand): Promise<void> {
+  async #applyFloor(command: AdvanceTieredFloor): Promise<void> {
     const p = this.#partitions.get(command.partition);
     if (p === undefined) return;
     const outcome = await p.partition.applyFloor(command);
@@ -337,31 +351,12 @@ export class TierService implements TierGaugeSource {
 
   /** Submits a floor command; its failure is an event for the core, which decides what follows. */
   #submitFloor(effect: SubmitFloor): void {
-    const control = this.#control;
-    if (control === null) {
-      this.#deps.logger.error("floor command not submitted: no control log attached", {
-        partition: effect.partition,
-      });
-      this.#floorSubmissionFailed(effect, false);
-      return;
-    }
-    const command: ControlCommand = {
-      kind: "advance_tiered_floor",
-      partition: effect.partition,
-      purgeGeneration: effect.generation,
-      upToOffset: effect.upToOffset,
-    };
     // On a single node the log's own epoch; in a cluster the epoch this node leads the partition under.
-    const expectedEpoch = this.#deps.leadership === undefined
-      ? control.epoch
+    const term = this.#deps.leadership === undefined
+      ? this.#control?.epoch
       : this.#terms.get(effect.partition);
-    if (expectedEpoch === undefined) {
-      this.#floorSubmissionFailed(effect, true);
-      return;
-    }
-    control.log.submit(command, { expectedEpoch }).catch((error) => {
-      this.#deps.logger.error("floor command failed", { partition: effect.partition, error });
-      this.#floorSubmissionFailed(effect, error instanceof ControlEpochMismatchError);
+    submitFloorCommand(effect, this.#control?.log ?? null, term, this.#deps.logger, (fenced) => {
+      this.#floorSubmissionFailed(effect, fenced);
     });
   }
 

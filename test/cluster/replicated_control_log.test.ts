@@ -21,6 +21,13 @@ const floor = (upToOffset: number, purgeGeneration = 0): ControlCommand => ({
   upToOffset,
 });
 
+const deleted = (upToOffset: number, purgeGeneration = 0): ControlCommand => ({
+  kind: "advance_deleted_up_to",
+  partition: label,
+  purgeGeneration,
+  upToOffset,
+});
+
 const led = (leaderEpoch: number, isr = [1, 2, 3]): PartitionState => ({
   leader: 1,
   leaderEpoch,
@@ -70,6 +77,7 @@ t.test("a leader's floor commits under its epoch, and every replica applies it",
   t.same(decodeFloorRecord(stored.key, stored.value), {
     purgeGeneration: 0,
     upToOffset: 100,
+    deletedUpToOffset: 0,
     leaderEpoch: 4,
   });
   t.equal(follower.log.committed(), index);
@@ -105,7 +113,12 @@ t.test("floors only rise: a lower or equal one writes nothing; a new purge gener
   const purged = await log.submit(floor(10, 1), { expectedEpoch: 4 });
   t.ok(purged > first, "a later generation commits, even lower");
   const stored = (await admin.range({ key: keys.floor(label) })).kvs[0]!;
-  t.same(decodeFloorRecord(stored.key, stored.value), { purgeGeneration: 1, upToOffset: 10, leaderEpoch: 4 });
+  t.same(decodeFloorRecord(stored.key, stored.value), {
+    purgeGeneration: 1,
+    upToOffset: 10,
+    deletedUpToOffset: 0,
+    leaderEpoch: 4,
+  });
   t.equal(
     await log.submit(floor(500, 0), { expectedEpoch: 4 }),
     purged,
@@ -179,4 +192,44 @@ t.test("a floor that fails to apply on a replica is logged, and the later ones s
   await leader.log.submit(floor(150), { expectedEpoch: 4 });
   await settle();
   t.same(applied, [150], "the failed one is skipped, the next applies");
+});
+
+t.test("the deleted watermark commits beside the floor, under the epoch, and replicas apply both", async (t) => {
+  const { store, open, settle, admin } = await setup(t);
+  const leader = await open(store.client("node-1"));
+  const follower = await open(store.client("node-2"));
+  await leader.log.submit(floor(100), { expectedEpoch: 4 });
+  const index = await leader.log.submit(deleted(40), { expectedEpoch: 4 });
+  const stored = (await admin.range({ key: keys.floor(label) })).kvs[0]!;
+  t.same(
+    decodeFloorRecord(stored.key, stored.value),
+    { purgeGeneration: 0, upToOffset: 100, deletedUpToOffset: 40, leaderEpoch: 4 },
+    "one record holds both; the watermark did not move the floor",
+  );
+  await settle();
+  t.same(follower.applied.at(-1), { index, command: deleted(40) }, "a replica hears the watermark");
+  t.same(follower.applied.at(-2), { index, command: floor(100) }, "with the floor it stands beside");
+  // Lower: a no-op. A deposed leader's: refused.
+  await leader.log.submit(deleted(30), { expectedEpoch: 4 });
+  await t.rejects(leader.log.submit(deleted(90), { expectedEpoch: 3 }), ControlEpochMismatchError);
+  await leader.log.submit(floor(120), { expectedEpoch: 4 });
+  const after = (await admin.range({ key: keys.floor(label) })).kvs[0]!;
+  t.same(
+    decodeFloorRecord(after.key, after.value),
+    { purgeGeneration: 0, upToOffset: 120, deletedUpToOffset: 40, leaderEpoch: 4 },
+    "a floor keeps the watermark; a lower watermark or a deposed leader's changes nothing",
+  );
+  // A record written before the watermark existed reads as 0.
+  t.same(
+    decodeFloorRecord("k", JSON.stringify({ purge_generation: 0, up_to_offset: 5, leader_epoch: 1 })),
+    { purgeGeneration: 0, upToOffset: 5, deletedUpToOffset: 0, leaderEpoch: 1 },
+  );
+  t.throws(
+    () =>
+      decodeFloorRecord(
+        "k",
+        JSON.stringify({ purge_generation: 0, up_to_offset: 5, leader_epoch: 1, deleted_up_to_offset: -1 }),
+      ),
+    /wrong type/,
+  );
 });

@@ -117,7 +117,11 @@ t.test("a replica seeded from the bucket has the leader's tiered chain, epochs a
   // The floor: every sealed segment but the last is committed.
   const committed = sealed.slice(0, -1);
   const floor = committed.at(-1)!.endOffset + 1;
-  const { transfer, seen } = transferOf(store, { purgeGeneration: 0, upToOffset: floor });
+  const { transfer, seen } = transferOf(store, {
+    purgeGeneration: 0,
+    upToOffset: floor,
+    deletedUpToOffset: 0,
+  });
   const seed = await transfer.seedFor(address, revision);
   t.ok(seed !== null, "a seed");
   t.equal(seed!.tieredUpToOffset, floor);
@@ -167,7 +171,7 @@ t.test("the chain is taken back from the floor to the first gap; objects above t
   // An orphan above the floor and a hole low down: the chain starts after the hole.
   await sim.delete([segmentKeys(incarnation, sealed[1]!.startOffset).log]);
   const floor = sealed[sealed.length - 2]!.endOffset + 1;
-  const { transfer } = transferOf(store, { purgeGeneration: 0, upToOffset: floor });
+  const { transfer } = transferOf(store, { purgeGeneration: 0, upToOffset: floor, deletedUpToOffset: 0 });
   const seed = await transfer.seedFor(address, revision);
   t.same(
     seed!.markers.map((m) => m.startOffset),
@@ -175,28 +179,44 @@ t.test("the chain is taken back from the floor to the first gap; objects above t
     "from the segment after the hole to the one below the floor",
   );
   t.same(seed!.epochs, [{ epoch: 3, startOffset: sealed[2]!.startOffset }]);
+  // Below the committed deleted watermark: deleted by retention, not taken even while it is listed.
+  const deleted = sealed[4]!.startOffset;
+  const after = await transferOf(store, { purgeGeneration: 0, upToOffset: floor, deletedUpToOffset: deleted })
+    .transfer.seedFor(address, revision);
+  t.same(
+    after!.markers.map((m) => m.startOffset),
+    sealed.slice(4, -1).map((s) => s.startOffset),
+    "from the deleted watermark up",
+  );
 });
 
 t.test("nothing committed: no seed; a floor the bucket does not back: a typed refusal", async (t) => {
   const { sealed, sim, store } = await leaderWithBucket(t, [1], 20);
   t.equal(await transferOf(store, null).transfer.seedFor(address, revision), null, "no floor");
   t.equal(
-    await transferOf(store, { purgeGeneration: 0, upToOffset: 0 }).transfer.seedFor(address, revision),
+    await transferOf(store, { purgeGeneration: 0, upToOffset: 0, deletedUpToOffset: 0 }).transfer.seedFor(
+      address,
+      revision,
+    ),
     null,
     "a floor of 0",
   );
   const floor = sealed.at(-1)!.endOffset + 1;
   await sim.delete([segmentKeys(incarnation, sealed.at(-1)!.startOffset).log]);
   await t.rejects(
-    transferOf(store, { purgeGeneration: 0, upToOffset: floor }).transfer.seedFor(address, revision),
+    transferOf(store, { purgeGeneration: 0, upToOffset: floor, deletedUpToOffset: 0 }).transfer.seedFor(
+      address,
+      revision,
+    ),
     new StateTransferError(`no object ends just below the committed floor ${floor}`),
   );
   // Another incarnation's objects (another created revision) are never taken.
   await t.rejects(
-    transferOf(store, { purgeGeneration: 0, upToOffset: sealed[0]!.endOffset + 1 }).transfer.seedFor(
-      address,
-      "fedcba9876543210",
-    ),
+    transferOf(store, { purgeGeneration: 0, upToOffset: sealed[0]!.endOffset + 1, deletedUpToOffset: 0 })
+      .transfer.seedFor(
+        address,
+        "fedcba9876543210",
+      ),
     StateTransferError,
   );
 });
@@ -204,10 +224,12 @@ t.test("nothing committed: no seed; a floor the bucket does not back: a typed re
 t.test("a seeding cut short leaves no superblock, and the next one starts from an empty directory", async (t) => {
   const { sealed, store, disk, clock } = await leaderWithBucket(t, [4], 20);
   const floor = sealed.at(-1)!.endOffset + 1;
-  const seed = (await transferOf(store, { purgeGeneration: 0, upToOffset: floor }).transfer.seedFor(
-    address,
-    revision,
-  ))!;
+  const seed =
+    (await transferOf(store, { purgeGeneration: 0, upToOffset: floor, deletedUpToOffset: 0 }).transfer
+      .seedFor(
+        address,
+        revision,
+      ))!;
   const dataPath = tempDir(t);
   const pdir = `${dataPath}/streams/1/topics/2/partitions/0`;
   await disk.mkdirp(pdir);
