@@ -4,10 +4,10 @@
  * bucket holds one `.log` object per sealed segment below it, none missing, none extra.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
 import { StrataClient } from "../../src/client/strata_client.ts";
 import { decodeRemoteMarker } from "../../src/log/remote_marker.ts";
 import { initCrc32c } from "../../src/runtime/crc32c.ts";
+import { bucketKeys, segmentLogKeysOf } from "./bucket_keys.ts";
 import { ensureBucket } from "./ensure_bucket.ts";
 import type { LocalBucket, LocalCluster } from "./local_cluster.ts";
 
@@ -20,9 +20,6 @@ export interface LocalS3rver {
 const credentials = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" };
 /** Milliseconds s3rver may take to listen. */
 const s3rverStartMs = 30_000;
-/** Keys one listing page asks for; a campaign's partition has far fewer objects than pages × this. */
-const listPageKeys = 1000;
-const listPagesMax = 100;
 
 export async function startLocalS3rver(dir: string, bucket: string): Promise<LocalS3rver> {
   const script = new URL("../s3rver.mjs", import.meta.url).pathname;
@@ -58,35 +55,6 @@ export async function startLocalS3rver(dir: string, bucket: string): Promise<Loc
       await exited;
     },
   };
-}
-
-/** Every `.log` key in the bucket for partition 0 of the campaign's topic (stream 1, topic 1). */
-async function logObjects(bucket: LocalBucket): Promise<string[]> {
-  const sdk = new S3Client({
-    endpoint: bucket.endpoint,
-    region: "us-east-1",
-    forcePathStyle: true,
-    credentials,
-  });
-  const keys: string[] = [];
-  try {
-    let token: string | undefined;
-    for (let page = 0; page < listPagesMax; page++) {
-      const listed = await sdk.send(
-        new ListObjectsV2Command({ Bucket: bucket.bucket, MaxKeys: listPageKeys, ContinuationToken: token }),
-      );
-      keys.push(
-        ...(listed.Contents ?? []).map((o) => o.Key!).filter((k) =>
-          /\/1\/1\/0\/[0-9a-f]{16}-0\/\d{20}\.log$/.test(k)
-        ),
-      );
-      token = listed.NextContinuationToken;
-      if (token === undefined) break;
-    }
-  } finally {
-    sdk.destroy();
-  }
-  return keys.sort();
 }
 
 export interface TieringFindings {
@@ -145,7 +113,7 @@ export async function checkTiering(cluster: LocalCluster, dir: string, topic: st
       if (marker.endOffset >= floor) markersAboveFloor.push(`node ${node.id}: ${marker.startOffset}`);
     }
   }
-  const objects = await logObjects(bucket);
+  const objects = await bucketKeys(bucket, segmentLogKeysOf(1));
   const startOf = (key: string) => Number(key.slice(key.lastIndexOf("/") + 1, -".log".length));
   const objectStarts = new Set(objects.map(startOf));
   const segmentStarts = new Set(stats.segments.map((s) => s.start_offset));

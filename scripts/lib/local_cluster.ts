@@ -17,6 +17,10 @@ export interface LocalClusterOptions {
   replicaLagMaxMs?: number;
   /** Tiered storage on this S3 bucket for every node; absent: none. */
   tiered?: LocalBucket;
+  /** More `[tiered_storage]` settings (TOML lines), e.g. `upload_bandwidth = "32 MiB"`. */
+  tieredSettings?: string[];
+  /** `[tiered_storage.housekeeping]` settings (TOML lines). */
+  housekeepingSettings?: string[];
 }
 
 /** An S3 bucket the nodes tier to. */
@@ -73,6 +77,9 @@ function nodeConfig(options: LocalClusterOptions, node: LocalNode, endpoints: st
       "[tiered_storage]",
       "enabled = true",
       `backend = "s3"`,
+      ...(options.tieredSettings ?? []),
+      "[tiered_storage.housekeeping]",
+      ...(options.housekeepingSettings ?? []),
       "[tiered_storage.s3]",
       `bucket = "${options.tiered.bucket}"`,
       `endpoint = "${options.tiered.endpoint}"`,
