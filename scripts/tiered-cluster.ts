@@ -90,7 +90,10 @@ async function startStore(o: Options, dir: string): Promise<LocalS3rver | LocalR
   return await startLocalRgw(dir, "strata", o.portBase + 50);
 }
 
-/** Creates the stream, the measured topic (id 1) and the one that is deleted later (id 2). */
+/**
+ * Creates the stream, the measured topic (id 1), the one that is deleted later (id 2) and one with a
+ * total retention limit (id 3).
+ */
 async function createTopics(cluster: LocalCluster, o: Options): Promise<StrataClient> {
   await waitFor(
     "every node registered",
@@ -99,7 +102,7 @@ async function createTopics(cluster: LocalCluster, o: Options): Promise<StrataCl
   );
   const client = new StrataClient({ baseUrl: `http://${cluster.nodes[0]!.http}`, encoding: "msgpack" });
   await client.createStream("kafka");
-  for (const name of [topic, "doomed"]) {
+  for (const name of [topic, "doomed", "retained"]) {
     await client.createTopic("kafka", {
       name,
       partitions: 1,
@@ -107,6 +110,8 @@ async function createTopics(cluster: LocalCluster, o: Options): Promise<StrataCl
       replication_factor: 3,
       segment_size: segmentBytes,
       local_retention_size: o.envelopeMib * mib,
+      // The third keeps 4 MiB in all: its leader's total retention deletes the rest on every replica.
+      ...(name === "retained" ? { retention_max_bytes: 4 * mib } : {}),
     });
     await waitFor(`three replicas of ${name} in sync`, async () => {
       const p = await describePartition(cluster.bootstrap, name, 0);
@@ -149,6 +154,33 @@ async function makeDeadIncarnation(
 
 /** Every key of topic 2 (segments and manifests), whatever its incarnation. */
 const deadTopicKeys = /^strata\/[0-9a-f]+\/(meta\/)?1\/2\//;
+
+/** Every live node's first offset of "retained", and its leader's committed deleted watermark. */
+async function retainedStarts(cluster: LocalCluster) {
+  const live = cluster.nodes.filter((n) => n.process !== null);
+  const stats = await Promise.all(
+    live.map((n) =>
+      new StrataClient({ baseUrl: `http://${n.http}` }).partition("kafka", "retained", 0) as Promise<{
+        first_offset: number;
+        deleted_up_to_offset: number;
+      }>
+    ),
+  );
+  const leader = await leaderOf(cluster, "retained");
+  const deletedUpTo = stats[live.indexOf(leader)]!.deleted_up_to_offset;
+  return { firstOffsets: stats.map((s) => s.first_offset), deletedUpTo };
+}
+
+/** 12 MiB into "retained"; every replica deletes what its leader's retention deleted, at the same offset. */
+async function checkRetentionFollowsLeader(cluster: LocalCluster) {
+  await produceRange(cluster, "retained", 0, 12 * recordsPerRequest);
+  let starts = await retainedStarts(cluster);
+  const withinMs = await waitFor("every replica to delete what the leader deleted", async () => {
+    starts = await retainedStarts(cluster);
+    return starts.deletedUpTo > 0 && starts.firstOffsets.every((f) => f === starts.deletedUpTo);
+  }, 60_000).catch(() => null);
+  return { ...starts, withinMs: withinMs === null ? null : Math.round(withinMs) };
+}
 
 /** The load, with the leader killed while it uploads, and started again once another leads. */
 async function loadThroughLeaderKill(cluster: LocalCluster, records: number) {
@@ -201,11 +233,14 @@ async function rebuildFollower(cluster: LocalCluster, dir: string) {
   const rejoinMs = Math.round(performance.now() - startedMs);
   const transferredBytes = await metricOf(wiped, "strata_tier_state_transfer_bytes_total");
   const copiedBytes = await metricOf(wiped, "strata_cluster_replica_fetched_bytes_total");
-  const stats = await new StrataClient({ baseUrl: `http://${leader.http}` }).partition("kafka", topic, 0) as {
-    segments: { size_bytes: number; end_offset: number }[];
-    tiered_up_to_offset: number;
-  };
-  const logBytes = stats.segments.reduce((n, s) => n + s.size_bytes, 0);
+  // The counters are the node's: every topic it hosts counts, the one with a retention limit too.
+  let logBytes = 0;
+  for (const name of [topic, "retained"]) {
+    const stats = await new StrataClient({ baseUrl: `http://${wiped.http}` }).partition("kafka", name, 0) as {
+      segments: { size_bytes: number }[];
+    };
+    logBytes += stats.segments.reduce((n, s) => n + s.size_bytes, 0);
+  }
   return { wiped, leader, rejoinMs, transferredBytes, copiedBytes, logBytes };
 }
 
@@ -225,6 +260,7 @@ async function run(o: Options, dir: string, cluster: LocalCluster, bucket: Local
   const records = (o.totalMib * mib) / recordBytes + recordsPerRequest / 2;
   const client = await createTopics(cluster, o);
   const deadObjects = await makeDeadIncarnation(cluster, client, bucket);
+  const retention = await checkRetentionFollowsLeader(cluster);
   const load = await loadThroughLeaderKill(cluster, records);
   const leader = await leaderOf(cluster, topic);
   const floor = await settledFloor(leader, 300_000);
@@ -237,6 +273,12 @@ async function run(o: Options, dir: string, cluster: LocalCluster, bucket: Local
     120_000,
   ).catch(() => null);
   const rebuilt = await rebuildFollower(cluster, dir);
+  // The leader's retention may have gone on meanwhile: the replicas are compared at one moment.
+  let rebuiltRetained = await retainedStarts(cluster);
+  const rebuiltAgrees = await waitFor("the rebuilt replica to start where the others do", async () => {
+    rebuiltRetained = await retainedStarts(cluster);
+    return rebuiltRetained.firstOffsets.every((f) => f === rebuiltRetained.deletedUpTo);
+  }, 30_000).then(() => true, () => false);
   const cold = await readFromRebuilt(cluster, rebuilt.wiped, records);
   const localPartBytes = rebuilt.logBytes - rebuilt.transferredBytes;
   const checks = {
@@ -247,6 +289,8 @@ async function run(o: Options, dir: string, cluster: LocalCluster, bucket: Local
     withinEnvelope: local.withinEnvelope,
     everyRecordReadBack: readBack.records === records && readBack.wrong === 0,
     deadIncarnationSwept: deadObjects > 0 && deadGoneMs !== null,
+    retentionFollowsLeader: retention.withinMs !== null,
+    rebuiltTakesNothingDeleted: rebuiltAgrees,
     transferNotCopy: rebuilt.transferredBytes > 0 && rebuilt.copiedBytes <= localPartBytes + segmentBytes,
     rebuiltServesAll: cold.records === records && cold.wrong === 0,
   };
@@ -260,6 +304,7 @@ async function run(o: Options, dir: string, cluster: LocalCluster, bucket: Local
     tiering: tiering.findings,
     local,
     readBack,
+    retention: { ...retention, afterRebuild: rebuiltRetained },
     deadIncarnation: {
       objects: deadObjects,
       sweptWithinMs: deadGoneMs === null ? null : Math.round(deadGoneMs),
