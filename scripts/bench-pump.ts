@@ -16,8 +16,13 @@
  *     [--segment-size "1 GiB"] [--readers 32] [--backend fs|s3 --endpoint URL --bucket NAME]
  *     [--quick] [--json PATH] [--svg PATH] [--phases idle,storm,...] [--dir PATH]
  *     [--piece-size SIZE] [--upload-concurrency N] [--fetch-concurrency N] [--chunk-size SIZE]
+ *     [--cluster [--port-base 27000]]
  *
- * The last four override the server's own defaults (config.toml), which a run without them uses.
+ * The four sizes and counts override the server's own defaults (config.toml), which a run without
+ * them uses. With `--cluster` the measured server is node 1 of a 3-node cluster: etcd and two
+ * followers run as processes of their own on the same machine, every topic has 3 replicas and
+ * three times the partitions, and the load goes to the third node 1 leads; its followers replicate
+ * everything and it follows the rest (the naive phase is left out unless `--phases` names it).
  *
  * Rates are MB/s (10^6 bytes), times milliseconds. The targets are checked at the end, from this
  * run's own figures; a missed target is printed and recorded, and the exit code stays 0 (the
@@ -45,6 +50,11 @@ import { Rng } from "../src/runtime/rng.ts";
 import { StrataServer } from "../src/server/server.ts";
 import { writeBufferBytes } from "../src/broker/shard_runtime.ts";
 import { clusterRoot } from "../src/tier/object_keys.ts";
+import { clusterIo, kafkaClusterServing } from "../src/server/cluster_io.ts";
+import { openKafkaListener } from "../src/kafka/kafka_service.ts";
+import { NodeNetwork } from "../src/runtime/node_network.ts";
+import type { TopicCreate } from "../src/client/strata_client.ts";
+import { awaitThreeNodes, partitionsLedHere, startBenchClusterPeers } from "./lib/bench_cluster_peers.ts";
 import { latenessChartSvg, type PhaseSeries } from "./lib/lateness_chart.ts";
 import { ensureBucket } from "./lib/ensure_bucket.ts";
 import { type GcPauses, summarizeGcPauses } from "./lib/gc_pauses.ts";
@@ -68,7 +78,9 @@ const { values: args } = parseArgs({
     quick: { type: "boolean", default: false },
     json: { type: "string" },
     svg: { type: "string" },
-    phases: { type: "string", default: phaseNames.join(",") },
+    phases: { type: "string" },
+    cluster: { type: "boolean", default: false },
+    "port-base": { type: "string", default: "27000" },
     dir: { type: "string" },
     // No defaults of their own: a run without them measures the server's defaults, whatever they are.
     "piece-size": { type: "string" },
@@ -100,7 +112,10 @@ const produceRateBytesPerSec = Number(args["produce-rate"]) * 1e6;
 const backlogBytes = bytesArg("backlog", args.backlog ?? (quick ? "1 GiB" : "4 GiB"));
 const backlogSegmentBytes = bytesArg("segment-size", args["segment-size"] ?? (quick ? "256 MiB" : "1 GiB"));
 const readers = intArg("readers", args.readers, 1, 1024);
-const phases = args.phases.split(",").map((p) => p.trim()) as PhaseName[];
+const clustered = args.cluster;
+const phases = (args.phases ?? phaseNames.filter((p) => !clustered || p !== "naive").join(","))
+  .split(",").map((p) => p.trim()) as PhaseName[];
+const portBase = intArg("port-base", args["port-base"], 20_000, 32_000);
 for (const p of phases) {
   if (!phaseNames.includes(p)) {
     throw new Error(`Cannot run the benchmark: unknown phase ${JSON.stringify(p)}`);
@@ -166,7 +181,18 @@ const env: Record<string, string> = {
     }
     : {}),
 };
-const { config, secrets } = loadConfig("", "bench-pump", { ...Deno.env.toObject(), ...env });
+if (clustered && args.backend !== "fs") {
+  throw new Error("Cannot run the benchmark: --cluster tiers to fs only");
+}
+// In cluster mode every node tiers to one fs store, which its followers share.
+if (clustered) env.STRATA_TIERED_STORAGE_FS_PATH = join(dir, "objects");
+const peers = clustered
+  ? await startBenchClusterPeers(dir, portBase, env.STRATA_TIERED_STORAGE_FS_PATH!)
+  : null;
+const { config, secrets } = loadConfig(peers?.measuredConfig ?? "", "bench-pump", {
+  ...Deno.env.toObject(),
+  ...env,
+});
 if (config.tieredStorage.backend === "s3") {
   const s3 = config.tieredStorage.s3;
   await ensureBucket({
@@ -181,6 +207,7 @@ const logger = new Logger({ level: "warn", secrets });
 const clock = new RealClock();
 const cooperation = { naive: false };
 const disk = new NodeDisk();
+const network = new NodeNetwork();
 // The loop thread's priority as `deno task server` sets it ([system] loop_thread_nice); the
 // benchmark's load shares the loop's thread, as it shares its loop.
 const server = await StrataServer.open({
@@ -191,7 +218,21 @@ const server = await StrataServer.open({
   rng: Rng.fromEntropy(),
   cooperation,
   threads: new OsThreadControl(),
+  clusterIo: clustered ? clusterIo(network, clock, config.kafka.maxFrameBytes) : undefined,
 });
+// In cluster mode the followers fetch from node 1's Kafka listener.
+const kafka = server.cluster === null ? null : await openKafkaListener({
+  config: config.kafka,
+  catalog: server.catalog,
+  data: server.dataPlane,
+  network,
+  registry: server.registry,
+  cluster: kafkaClusterServing(server.cluster),
+  clock,
+  turn: () => server.pieceGate.turn(),
+  logger,
+});
+if (server.cluster !== null) await awaitThreeNodes(server.cluster);
 const client = new StrataClient({ baseUrl: "http://bench", encoding: "msgpack", fetch: server.handler });
 const pump = server.pumps[0]!;
 const stream = "bench";
@@ -199,6 +240,33 @@ const sleep = (ms: number) => clock.sleep(ms);
 
 function progress(text: string): void {
   console.error(`[bench:pump] ${text}`);
+}
+
+/** The partitions of each topic the load uses: all of them, or in cluster mode those node 1 leads. */
+const loaded = new Map<string, number[]>();
+
+/** Creates a topic whose load uses `count` partitions (in cluster mode: of 3 × as many, 3 replicas each). */
+async function createBenchTopic(topic: TopicCreate & { partitions?: number }): Promise<number[]> {
+  const count = topic.partitions ?? 1;
+  if (server.cluster === null) {
+    await client.createTopic(stream, topic);
+    loaded.set(topic.name, Array.from({ length: count }, (_, p) => p));
+  } else {
+    const created = await client.createTopic(stream, {
+      ...topic,
+      partitions: 3 * count,
+      replication_factor: 3,
+    });
+    const streamId = (await client.getStream(stream) as { id: number }).id;
+    const led = await partitionsLedHere(server.cluster, {
+      streamId,
+      topicId: created.id as number,
+      partitions: 3 * count,
+    });
+    assert(led.length === count, `Cannot load ${topic.name}: node 1 leads ${led.length} of its partitions`);
+    loaded.set(topic.name, led);
+  }
+  return loaded.get(topic.name)!;
 }
 
 /**
@@ -233,8 +301,8 @@ async function partitionStats(topic: string, p: number) {
 }
 
 /** True once every sealed segment of the topic is uploaded (and, when asked, evicted). */
-async function tieredAll(topic: string, partitions: number, evicted: boolean): Promise<boolean> {
-  for (let p = 0; p < partitions; p++) {
+async function tieredAll(topic: string, evicted: boolean): Promise<boolean> {
+  for (const p of loaded.get(topic)!) {
     const s = await partitionStats(topic, p);
     const sealed = s.segments.filter((x) => x.sealed);
     const last = sealed.at(-1);
@@ -257,25 +325,25 @@ async function waitFor(what: string, check: () => Promise<boolean>, timeoutS: nu
 
 /** A cold topic for one storm: a partition per reader, uploaded and evicted before the phase. */
 async function prepareCold(topic: string): Promise<void> {
-  await client.createTopic(stream, {
+  const partitions = await createBenchTopic({
     name: topic,
     partitions: readers,
     segment_size: coldSegmentBytes,
     local_retention_size: "1 MiB",
   });
-  for (let p = 0; p < readers; p++) {
+  for (const p of partitions) {
     // Cold data is what the readers poll: 1 KiB messages in batches of 100, as the producer writes them.
     await fill(topic, p, coldBytesPerPartition + coldSegmentBytes, messageBytes, batchMessages);
   }
   progress(
     `${topic}: ${readers} × ${coldBytesPerPartition / 1048576} MiB written; waiting for upload and eviction`,
   );
-  await waitFor(`uploading and evicting ${topic}`, () => tieredAll(topic, readers, true), 1800);
+  await waitFor(`uploading and evicting ${topic}`, () => tieredAll(topic, true), 1800);
 }
 
 /** The backlog of one phase: sealed segments of an untiered topic, made tiered at the phase's start. */
 async function prepareBacklog(topic: string): Promise<void> {
-  await client.createTopic(stream, {
+  const partitions = await createBenchTopic({
     name: topic,
     partitions: backlogPartitions,
     segment_size: backlogSegmentBytes,
@@ -283,7 +351,7 @@ async function prepareBacklog(topic: string): Promise<void> {
   });
   const perPartition = Math.ceil(backlogBytes / backlogPartitions / backlogSegmentBytes) *
     backlogSegmentBytes;
-  for (let p = 0; p < backlogPartitions; p++) {
+  for (const p of partitions) {
     // One batch past the last segment boundary, so every backlog segment is sealed.
     await fillBulk(topic, p, perPartition + fillBatchBytes);
   }
@@ -333,11 +401,11 @@ async function deleteUnder(prefix: string): Promise<void> {
   throw new Error(`Cannot free ${prefix}: still objects after ${deletePagesMax} pages`);
 }
 
-/** The `.log` of a topic's first segment on partition 0. */
+/** The `.log` of a topic's first segment on its first loaded partition. */
 async function firstLogPath(topic: string): Promise<string> {
   const streamId = (await client.getStream(stream) as { id: number }).id;
   const topicId = (await client.getTopic(stream, topic) as { id: number }).id;
-  return `${config.system.path}/streams/${streamId}/topics/${topicId}/partitions/0/${
+  return `${config.system.path}/streams/${streamId}/topics/${topicId}/partitions/${loaded.get(topic)![0]}/${
     "0".padStart(20, "0")
   }.log`;
 }
@@ -430,7 +498,10 @@ async function request(method: string, path: string, body?: Uint8Array<ArrayBuff
 function startProducer(latency: LatencyRecorder): Load {
   const payload = new Uint8Array(messageBytes).map((_, i) => (i * 13) & 0xff);
   const body = new Uint8Array(
-    pack({ partition: 0, messages: Array.from({ length: batchMessages }, () => ({ payload })) }),
+    pack({
+      partition: loaded.get("produce")![0],
+      messages: Array.from({ length: batchMessages }, () => ({ payload })),
+    }),
   );
   const intervalMs = (messageBytes * batchMessages * 1000) / produceRateBytesPerSec;
   let running = true;
@@ -462,7 +533,7 @@ function startProducer(latency: LatencyRecorder): Load {
  */
 function startReaders(topic: string, latency: LatencyRecorder, counts: { transient: number }): Load {
   let running = true;
-  const loops = Array.from({ length: readers }, (_, p) =>
+  const loops = loaded.get(topic)!.map((p) =>
     (async () => {
       let offset = 0;
       while (running) {
@@ -479,7 +550,8 @@ function startReaders(topic: string, latency: LatencyRecorder, counts: { transie
           await sleep(50);
         }
       }
-    })());
+    })()
+  );
   return {
     stop: async () => {
       running = false;
@@ -552,7 +624,7 @@ async function runPhase(name: PhaseName, series: PhaseSeries[]): Promise<PhaseRe
   let uploadDoneS: number | null = null;
   while (clock.nowMs() - startedMs < phaseSeconds * 1000) {
     await sleep(100);
-    if (withUpload && uploadDoneS === null && await tieredAll(backlog, backlogPartitions, false)) {
+    if (withUpload && uploadDoneS === null && await tieredAll(backlog, false)) {
       uploadDoneS = (clock.nowMs() - startedMs) / 1000;
     }
   }
@@ -567,7 +639,7 @@ async function runPhase(name: PhaseName, series: PhaseSeries[]): Promise<PhaseRe
   // Uploads still running would spill into the next phase: wait for them, then free the disk. The
   // upload rate is the whole backlog over the time it took, which may run past the phase's end.
   if (withUpload && uploadDoneS === null) {
-    await waitFor(`finishing the ${name} backlog`, () => tieredAll(backlog, backlogPartitions, false), 3600);
+    await waitFor(`finishing the ${name} backlog`, () => tieredAll(backlog, false), 3600);
     uploadDoneS = (clock.nowMs() - startedMs) / 1000;
   }
   const polls = pollLatency.snapshot();
@@ -601,10 +673,14 @@ async function runPhase(name: PhaseName, series: PhaseSeries[]): Promise<PhaseRe
 let exitCode = 0;
 try {
   await client.createStream(stream);
-  await client.createTopic(stream, { name: "produce", segment_size: "1 GiB" });
+  await createBenchTopic({ name: "produce", segment_size: "1 GiB" });
   // The ceilings, from a segment like the backlog's.
-  await client.createTopic(stream, { name: "probe", segment_size: backlogSegmentBytes, tiered: false });
-  await fillBulk("probe", 0, Math.min(backlogSegmentBytes, 256 * 1024 * 1024) + fillBatchBytes);
+  const [probePartition] = await createBenchTopic({
+    name: "probe",
+    segment_size: backlogSegmentBytes,
+    tiered: false,
+  });
+  await fillBulk("probe", probePartition!, Math.min(backlogSegmentBytes, 256 * 1024 * 1024) + fillBatchBytes);
   const probeLog = await firstLogPath("probe");
   const pieceMs = await measurePieceMs(probeLog);
   // The ceiling is the faster of the two ways to copy: the fs store's own (around the page cache)
@@ -655,6 +731,7 @@ try {
       // it was not allowed to raise its priority (the server then warned).
       loop_thread_nice: getPriority(0),
       quick,
+      cluster: clustered,
     },
     piece_ms: round(pieceMs),
     copy_mb_s: round(copyMbS, 1),
@@ -675,7 +752,9 @@ try {
   console.error(error instanceof Error ? error.message : error);
   exitCode = 1;
 } finally {
+  await kafka?.close();
   await server.close();
+  await peers?.stop();
   if (ownsDir) rmSync(dir, { recursive: true, force: true });
 }
 Deno.exit(exitCode);

@@ -13,51 +13,14 @@ import { OsThreadControl } from "./runtime/os_thread_control.ts";
 import { RealClock } from "./runtime/real_clock.ts";
 import { Rng } from "./runtime/rng.ts";
 import { CliArgsError, parseServerArgs, serverUsage } from "./config/cli_args.ts";
-import { type ClusterIo, StrataServer } from "./server/server.ts";
-import type { Clock } from "./runtime/clock.ts";
+import { StrataServer } from "./server/server.ts";
+import { clusterIo, kafkaClusterServing } from "./server/cluster_io.ts";
 import { openKafkaListener } from "./kafka/kafka_service.ts";
 import type { KafkaListener } from "./kafka/kafka_listener.ts";
-import type { KafkaClusterServing } from "./kafka/kafka_api.ts";
-import { ReplicaLink } from "./kafka/replica_link.ts";
-import type { ClusterNode } from "./cluster/cluster_node.ts";
 import type { ListenAddress, Network, StreamConnection, StreamListener } from "./runtime/network.ts";
 
 /** Bytes one read of a Kafka connection takes at most. */
 const connectionReadBytes = 64 * 1024;
-/** How long a follower waits for its leader's listener to accept a connection. */
-const replicaConnectTimeoutMs = 2000;
-/** How long past its own wait a replica fetch's answer may take before the follower gives up on it. */
-const replicaAnswerTimeoutMs = 5000;
-
-/** How a cluster node reaches etcd (the runtime's `fetch`) and its peers (replica links over `network`). */
-function clusterIo(network: Network, clock: Clock, maxFrameBytes: number): ClusterIo {
-  return {
-    fetch: (url, init) => fetch(url, init),
-    leaderLinks: (token) => (_nodeId, address) =>
-      new ReplicaLink({
-        network,
-        clock,
-        address,
-        token,
-        connectTimeoutMs: replicaConnectTimeoutMs,
-        answerTimeoutMs: replicaAnswerTimeoutMs,
-        maxFrameBytes,
-      }),
-  };
-}
-
-/** What the Kafka listener answers for the cluster, from this node's part in it. */
-function kafkaClusterServing(cluster: ClusterNode | null): KafkaClusterServing | null {
-  if (cluster === null) return null;
-  return {
-    nodeId: cluster.nodeId,
-    replicas: cluster.replicas,
-    verifyNode: (nodeId, token) => cluster.verifyNode(nodeId, token),
-    brokers: () => cluster.brokers().map((b) => ({ ...b, rack: null })),
-    controllerId: () => cluster.controllerId(),
-    partitionState: (address) => cluster.partitionState(address),
-  };
-}
 
 /** `Network` over `Deno.listen`: the Kafka listener's sockets. */
 class DenoNetwork implements Network {

@@ -15,8 +15,12 @@ export interface LocalClusterOptions {
   secret: string;
   minInsyncReplicas?: number;
   replicaLagMaxMs?: number;
+  /** The first node's id (1 unless given): the nodes are numbered from it. */
+  firstNodeId?: number;
   /** Tiered storage on this S3 bucket for every node; absent: none. */
   tiered?: LocalBucket;
+  /** Tiered storage on an fs store in this directory, shared by every node (instead of `tiered`). */
+  tieredFsPath?: string;
   /** More `[tiered_storage]` settings (TOML lines), e.g. `upload_bandwidth = "32 MiB"`. */
   tieredSettings?: string[];
   /** `[tiered_storage.housekeeping]` settings (TOML lines). */
@@ -73,17 +77,7 @@ function nodeConfig(options: LocalClusterOptions, node: LocalNode, endpoints: st
     `address = "${node.http}"`,
     "[kafka]",
     `address = "${node.kafka}"`,
-    ...(options.tiered === undefined ? ["[tiered_storage]", "enabled = false"] : [
-      "[tiered_storage]",
-      "enabled = true",
-      `backend = "s3"`,
-      ...(options.tieredSettings ?? []),
-      "[tiered_storage.housekeeping]",
-      ...(options.housekeepingSettings ?? []),
-      "[tiered_storage.s3]",
-      `bucket = "${options.tiered.bucket}"`,
-      `endpoint = "${options.tiered.endpoint}"`,
-    ]),
+    ...tieredConfig(options),
     "[cluster]",
     "enabled = true",
     `node_id = ${node.id}`,
@@ -94,6 +88,32 @@ function nodeConfig(options: LocalClusterOptions, node: LocalNode, endpoints: st
     `secret = "${options.secret}"`,
     "",
   ].join("\n");
+}
+
+/** The `[tiered_storage]` sections of a node's config. */
+function tieredConfig(options: LocalClusterOptions): string[] {
+  const store = options.tiered !== undefined
+    ? {
+      backend: "s3",
+      section: [
+        "[tiered_storage.s3]",
+        `bucket = "${options.tiered.bucket}"`,
+        `endpoint = "${options.tiered.endpoint}"`,
+      ],
+    }
+    : options.tieredFsPath !== undefined
+    ? { backend: "fs", section: ["[tiered_storage.fs]", `path = "${options.tieredFsPath}"`] }
+    : null;
+  if (store === null) return ["[tiered_storage]", "enabled = false"];
+  return [
+    "[tiered_storage]",
+    "enabled = true",
+    `backend = "${store.backend}"`,
+    ...(options.tieredSettings ?? []),
+    "[tiered_storage.housekeeping]",
+    ...(options.housekeepingSettings ?? []),
+    ...store.section,
+  ];
 }
 
 /** Runs `command` to its end; its exit code and output. */
@@ -118,13 +138,16 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   const started = await runCommand("bash", [script, "start", etcdDir, String(options.portBase)]);
   if (started.code !== 0) throw new Error(`Cannot start etcd: ${started.stderr.trim()}`);
   const endpoints = /endpoints=(\S+)/.exec(started.stdout)![1]!.split(",");
-  const nodes: LocalNode[] = Array.from({ length: options.nodes }, (_, i) => ({
-    id: i + 1,
-    kafka: `127.0.0.1:${options.portBase + 31 + i}`,
-    http: `127.0.0.1:${options.portBase + 21 + i}`,
-    process: null,
-    paused: false,
-  }));
+  const nodes: LocalNode[] = Array.from({ length: options.nodes }, (_, i) => {
+    const id = (options.firstNodeId ?? 1) + i;
+    return {
+      id,
+      kafka: `127.0.0.1:${options.portBase + 30 + id}`,
+      http: `127.0.0.1:${options.portBase + 20 + id}`,
+      process: null,
+      paused: false,
+    };
+  });
   const configPath = (node: LocalNode) => `${options.dir}/node${node.id}.toml`;
   const cluster: LocalCluster = {
     endpoints,

@@ -65,6 +65,8 @@ export class ClusterNode {
   readonly metrics: ReplicationMetrics;
   readonly #deps: ClusterNodeDeps;
   #fetcher: FollowerFetcher | null = null;
+  /** The shards' control logs, closed before the coordinator they watch through. */
+  readonly #controlLogs = new Set<ReplicatedControlLog>();
 
   private constructor(deps: ClusterNodeDeps, parts: {
     keys: ClusterKeys;
@@ -169,7 +171,9 @@ export class ClusterNode {
   /** A shard's control log: the committed floors in etcd, applied on this node through a watch. */
   controlLog(): ControlLog {
     const { coordinator, clock, logger } = this.#deps;
-    return new ReplicatedControlLog({ coordinator, keys: this.keys, clock, logger });
+    const log = new ReplicatedControlLog({ coordinator, keys: this.keys, clock, logger });
+    this.#controlLogs.add(log);
+    return log;
   }
 
   /** The committed floor of the partition labelled `label`, read from etcd now. */
@@ -233,6 +237,7 @@ export class ClusterNode {
   /** Stops fetching and watching, and revokes the lease: the node leaves at once. */
   async close(): Promise<void> {
     this.#fetcher?.close();
+    for (const log of this.#controlLogs) await log.close();
     this.controller.close();
     this.view.close();
     this.metadata.close();

@@ -11,6 +11,7 @@ import { sdk } from "../helpers/s3_harness.ts";
 import { startS3rver } from "../helpers/s3rver_harness.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { runDenoTask } from "../helpers/run_task.ts";
+import { etcdUnavailableReason } from "../helpers/etcd_harness.ts";
 
 // The pump benchmark's smoke run: the script works end to end under Deno and its JSON report has
 // every field docs/BENCHMARKS.md, "What the report holds", names. The targets are the benchmark's own business, never asserted here.
@@ -109,6 +110,37 @@ t.test("bench:pump --quick runs every phase and writes the JSON report and the S
   for (const phase of ["idle", "produce", "upload", "storm", "naive"]) {
     t.match(chart, new RegExp(`>${phase}<`));
   }
+});
+
+// Cluster mode: the measured server is node 1 of three (etcd and two followers in processes of
+// their own), leading a third of each topic's partitions, all of them with 3 replicas.
+t.test("bench:pump --quick --cluster measures the leader of replicated, tiered topics", {
+  skip: etcdUnavailableReason() ?? false,
+  timeout: 900_000,
+}, async (t) => {
+  const dir = tempDir(t);
+  const json = join(dir, "pump.json");
+  const args = [
+    "--quick",
+    "--cluster",
+    "--phases",
+    "idle,storm",
+    "--port-base",
+    "27000",
+    "--json",
+    json,
+    "--dir",
+    dir,
+  ];
+  const { code, err } = await runDenoTask("bench:pump", args);
+  t.equal(code, 0, err.slice(-2000));
+  const report = JSON.parse(readFileSync(json, "utf8"));
+  t.equal(report.settings.cluster, true);
+  t.same(Object.keys(report.phases), ["idle", "storm"]);
+  const storm = report.phases.storm;
+  t.ok(storm.tick_lateness_ms.max >= storm.tick_lateness_ms.p99, "the tick was measured");
+  t.ok(storm.upload_mb_s > 0, "the leader uploaded the backlog");
+  t.ok(storm.cold_polls > 0 && storm.produce_latency_ms.p50 > 0, "its readers and its producer ran");
 });
 
 // The idle phase's RSS is meant to be the server at rest, which needs a full collection after the
