@@ -2,18 +2,8 @@ import type { ObjectHead } from "../objectstore/object_store.ts";
 import type { RemoteMarker } from "../log/remote_marker.ts";
 import { segmentFormatVersion } from "./segment_uploader.ts";
 
-/** A tiered segment as its `.log` object's metadata describes it. */
-export interface TieredObject {
-  key: string;
-  startOffset: number;
-  endOffset: number;
-  sizeBytes: number;
-  indexSizeBytes: number;
-  startTimestampUs: number;
-  endTimestampUs: number;
-  maxTimestampUs: number;
-  logCrc32: number;
-}
+/** A tiered segment as its `.log` object's metadata describes it: a marker's fields, less the incarnation. */
+export type TieredObject = Omit<RemoteMarker, "createdRevision" | "purgeGeneration"> & { key: string };
 
 /** A state transfer that cannot go ahead: the bucket does not hold what the floor says it does. */
 export class StateTransferError extends Error {
@@ -88,16 +78,6 @@ export function markerOfObject(
   o: TieredObject,
   identity: { createdRevision: string; purgeGeneration: number },
 ): RemoteMarker {
-  return {
-    startOffset: o.startOffset,
-    endOffset: o.endOffset,
-    sizeBytes: o.sizeBytes,
-    indexSizeBytes: o.indexSizeBytes,
-    startTimestampUs: o.startTimestampUs,
-    endTimestampUs: o.endTimestampUs,
-    maxTimestampUs: o.maxTimestampUs,
-    createdRevision: identity.createdRevision,
-    purgeGeneration: identity.purgeGeneration,
-    logCrc32: o.logCrc32,
-  };
+  const { key: _key, ...fields } = o;
+  return { ...fields, ...identity };
 }
