@@ -50,7 +50,7 @@ import { Rng } from "../src/runtime/rng.ts";
 import { StrataServer } from "../src/server/server.ts";
 import { writeBufferBytes } from "../src/broker/shard_runtime.ts";
 import { clusterRoot } from "../src/tier/object_keys.ts";
-import { clusterIo, kafkaClusterServing } from "../src/server/cluster_io.ts";
+import { clusterIo, kafkaClusterServing } from "../src/cluster_io.ts";
 import { openKafkaListener } from "../src/kafka/kafka_service.ts";
 import { NodeNetwork } from "../src/runtime/node_network.ts";
 import type { TopicCreate } from "../src/client/strata_client.ts";

@@ -14,7 +14,7 @@ import { RealClock } from "./runtime/real_clock.ts";
 import { Rng } from "./runtime/rng.ts";
 import { CliArgsError, parseServerArgs, serverUsage } from "./config/cli_args.ts";
 import { StrataServer } from "./server/server.ts";
-import { clusterIo, kafkaClusterServing } from "./server/cluster_io.ts";
+import { clusterIo, kafkaClusterServing } from "./cluster_io.ts";
 import { openKafkaListener } from "./kafka/kafka_service.ts";
 import type { KafkaListener } from "./kafka/kafka_listener.ts";
 import type { ListenAddress, Network, StreamConnection, StreamListener } from "./runtime/network.ts";
