@@ -104,7 +104,7 @@ export class ClusterController {
     this.#epoch = epoch;
     logger.info("controller elected", { node_id: session.record.nodeId, epoch });
     this.#core = initialControllerState(this.#deps.defaultReplicationFactor);
-    this.#feed({ kind: "nodes", live: view.liveNodes() });
+    this.#feed({ kind: "nodes", live: view.liveNodes(), registered: new Map(view.registeredRevisions()) });
     for (const [key, stored] of view.partitions()) this.#feed({ kind: "partition", key, stored });
     const topics = view.topics();
     if (topics !== null) this.#feed({ kind: "topics", topics });
@@ -117,8 +117,10 @@ export class ClusterController {
       return;
     }
     if (this.#epoch === null) return;
-    if (change.kind === "nodes") this.#feed({ kind: "nodes", live: change.live });
-    else if (change.kind === "topics") this.#feed({ kind: "topics", topics: change.topics });
+    if (change.kind === "nodes") {
+      const registered = new Map(this.#deps.view.registeredRevisions());
+      this.#feed({ kind: "nodes", live: change.live, registered });
+    } else if (change.kind === "topics") this.#feed({ kind: "topics", topics: change.topics });
     else this.#feed({ kind: "partition", key: change.key, stored: change.stored });
   }
 

@@ -15,6 +15,7 @@ import { ClusterKeys } from "./cluster_keys.ts";
 import { ClusterView } from "./cluster_view.ts";
 import { EtcdMetadataStore } from "./etcd_metadata_store.ts";
 import { FollowerFetcher } from "./follower_fetcher.ts";
+import { leaveInSyncSets } from "./fresh_storage.ts";
 import { NodeSession } from "./node_session.ts";
 import { nodeToken, verifyNodeToken } from "./node_token.ts";
 import { noLeader, type PartitionState } from "./partition_state.ts";
@@ -37,6 +38,11 @@ export interface ClusterNodeDeps {
   /** "host:port" other nodes and clients reach this node's listeners at. */
   kafkaAddress: string;
   httpAddress: string;
+  /**
+   * The node's data directory is new (first start, or wiped): it leaves the in-sync sets that
+   * still list it before it registers (`leaveInSyncSets`).
+   */
+  freshStorage?: boolean;
   /** Opens a replica-fetch link to another node, given this node's credential. */
   leaderLinks: (token: string) => LeaderLinkFactory;
 }
@@ -128,6 +134,7 @@ export class ClusterNode {
       configuredClusterId: deps.configuredClusterId,
     });
     await metadata.load();
+    if (deps.freshStorage === true) await leaveInSyncSets(coordinator, keys, config.nodeId, logger);
     const record = { nodeId: config.nodeId, kafka: deps.kafkaAddress, http: deps.httpAddress };
     const session = await NodeSession.open({
       coordinator,

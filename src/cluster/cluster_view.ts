@@ -31,6 +31,7 @@ export class ClusterView {
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #nodes = new Map<number, NodeRecord>();
+  readonly #registered = new Map<number, number>();
   readonly #partitions = new Map<string, StoredPartition>();
   #controller: { nodeId: number; epoch: number } | null = null;
   #topics: TopicPlacement[] | null = null;
@@ -51,6 +52,15 @@ export class ClusterView {
 
   liveNodes(): number[] {
     return [...this.#nodes.keys()].sort((a, b) => a - b);
+  }
+
+  /**
+   * The revisions at which the live nodes registered (their keys' create revisions): a node whose
+   * registration is newer than a partition state it leads in is a later process than the one that
+   * state was written for.
+   */
+  registeredRevisions(): ReadonlyMap<number, number> {
+    return this.#registered;
   }
 
   node(id: number): NodeRecord | null {
@@ -135,10 +145,14 @@ export class ClusterView {
   }
 
   #applyNode(nodeId: number, event: WatchEvent): boolean {
-    if (event.kind === "delete") return this.#nodes.delete(nodeId);
+    if (event.kind === "delete") {
+      this.#registered.delete(nodeId);
+      return this.#nodes.delete(nodeId);
+    }
     try {
       const record = JSON.parse(event.kv.value) as NodeRecord;
       const had = this.#nodes.has(nodeId);
+      this.#registered.set(nodeId, event.kv.createRevision);
       this.#nodes.set(nodeId, { nodeId, kafka: String(record.kafka), http: String(record.http) });
       return !had;
     } catch (error) {

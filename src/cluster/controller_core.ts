@@ -21,6 +21,8 @@ export interface StoredPartition {
 /** What the controller knows: the live nodes, every partition's stored state, its writes in flight. */
 export interface ControllerState {
   liveNodes: ReadonlySet<number>;
+  /** The revision at which each live node registered (its key's create revision). */
+  registered: ReadonlyMap<number, number>;
   partitions: ReadonlyMap<string, StoredPartition>;
   /** Keys written and not yet heard back, with the revision each write compares. */
   writing: ReadonlyMap<string, number>;
@@ -34,7 +36,7 @@ export interface ControllerState {
 
 export type ControllerEvent =
   /** The nodes registered under their leases now. */
-  | { kind: "nodes"; live: readonly number[] }
+  | { kind: "nodes"; live: readonly number[]; registered?: ReadonlyMap<number, number> }
   /** A partition's key changed (null: deleted, with its topic). */
   | { kind: "partition"; key: string; stored: StoredPartition | null }
   /** A write did not apply (its compare failed, or it failed): the watch brings the truth. */
@@ -76,6 +78,7 @@ export interface ControllerStep {
 export function initialControllerState(defaultReplicationFactor = 3): ControllerState {
   return {
     liveNodes: new Set(),
+    registered: new Map(),
     partitions: new Map(),
     writing: new Map(),
     topics: null,
@@ -109,6 +112,7 @@ export function controllerStep(state: ControllerState, event: ControllerEvent): 
   switch (event.kind) {
     case "nodes":
       next.liveNodes = new Set(event.live);
+      next.registered = event.registered ?? new Map();
       keys = partitions.keys();
       break;
     case "partition":
@@ -129,7 +133,8 @@ export function controllerStep(state: ControllerState, event: ControllerEvent): 
   for (const key of keys) {
     const stored = partitions.get(key);
     if (stored === undefined || writing.has(key)) continue;
-    const decided = decidePartition(stored.state, next.liveNodes);
+    const bounced = (next.registered.get(stored.state.leader) ?? 0) > stored.modRevision;
+    const decided = decidePartition(stored.state, next.liveNodes, bounced);
     if (decided === null) continue;
     writing.set(key, stored.modRevision);
     effects.push({
@@ -191,6 +196,7 @@ function placementStep(
 export function decidePartition(
   current: PartitionState,
   live: ReadonlySet<number>,
+  leaderBounced = false,
 ): { state: PartitionState; reason: string } | null {
   const liveIsr = current.isr.filter((id) => live.has(id));
   // The last in-sync member stays, live or not: it holds every acknowledged record. The leader is
@@ -198,6 +204,7 @@ export function decidePartition(
   const last = current.isr.includes(current.leader) ? [current.leader] : current.isr.slice(0, 1);
   const isr = liveIsr.length > 0 ? liveIsr : last;
   const leaderLive = current.leader !== noLeader && live.has(current.leader);
+  if (leaderLive && leaderBounced) return reelect(current, live, isr);
   if (leaderLive) {
     if (isr.length === current.isr.length) return null;
     const state = checkPartitionState({ ...current, isr });
@@ -215,6 +222,26 @@ export function decidePartition(
     ? `leader ${current.leader} is gone and no in-sync replica is live`
     : `leader ${current.leader === noLeader ? "none" : current.leader} replaced by in-sync ${candidate}`;
   return { state, reason };
+}
+
+/**
+ * The leader registered again since its state was written: its process died and came back (or lost
+ * its lease), so the epoch it led under ends. The next goes to another live in-sync replica, which
+ * holds every acknowledged record, or to the returned leader when none is live.
+ */
+function reelect(current: PartitionState, live: ReadonlySet<number>, isr: readonly number[]) {
+  const others = current.replicas.find((id) => id !== current.leader && isr.includes(id) && live.has(id));
+  const leader = others ?? current.leader;
+  const state = checkPartitionState({
+    ...current,
+    leader,
+    leaderEpoch: current.leaderEpoch + 1,
+    isr: [...isr],
+  });
+  return {
+    state,
+    reason: `leader ${current.leader} registered again: epoch ${state.leaderEpoch} goes to ${leader}`,
+  };
 }
 
 function diff(before: readonly number[], after: readonly number[]): number[] {

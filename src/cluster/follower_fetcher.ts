@@ -123,6 +123,7 @@ class LeaderLoop {
       }
       return true;
     }
+    if (answer.records.length > 0 && await this.#realign(followed, answer.segmentStarts)) return false;
     if (answer.records.length > 0) {
       const bytes = answer.records.length === 1 ? answer.records[0]! : concatBytes(answer.records);
       try {
@@ -170,6 +171,37 @@ class LeaderLoop {
       leader_epoch: diverging.epoch,
     });
     await log.truncateTo(target);
+  }
+
+  /**
+   * The follower's empty active segment starts where the leader's log starts none: a boundary only
+   * this replica made, as a leader deposed before a record followed it. The follower cuts back to
+   * the start of the segment before it and fetches that again, so that its segments stay the
+   * leader's (byte for byte, as every replica's and the bucket's must). True when it cut.
+   */
+  async #realign(followed: FollowedPartition, leaderStarts: readonly number[]): Promise<boolean> {
+    const log = followed.partition.log;
+    const segments = log.segments;
+    const active = segments[segments.length - 1];
+    const previous = segments[segments.length - 2];
+    if (active === undefined || previous === undefined) return false;
+    const emptyAtEnd = active.endOffset < active.startOffset && active.startOffset === log.nextOffset;
+    if (!emptyAtEnd || leaderStarts.includes(active.startOffset)) return false;
+    const label = labelOf(followed.partition.address);
+    if (previous.location !== "local") {
+      this.deps.logger.error("a segment boundary differs from the leader's below what can be cut", {
+        partition: label,
+        boundary: active.startOffset,
+      });
+      return false;
+    }
+    this.deps.logger.info("re-fetching a segment whose end the leader does not share", {
+      partition: label,
+      from: previous.startOffset,
+      boundary: active.startOffset,
+    });
+    await log.truncateTo(previous.startOffset);
+    return true;
   }
 
   #linkNow(): LeaderLink {

@@ -45,6 +45,7 @@ export class NodeSession {
   readonly record: NodeRecord;
   readonly #deps: NodeSessionDeps;
   #leaseId: LeaseId = "0";
+  #registeredRevision = 0;
   #keeper: LeaseKeeperState;
   #renewing = false;
   #closed = false;
@@ -60,6 +61,11 @@ export class NodeSession {
     const session = new NodeSession(deps);
     await session.#register();
     return session;
+  }
+
+  /** The revision at which this process last registered the node (its key's create revision). */
+  get registeredRevision(): number {
+    return this.#registeredRevision;
   }
 
   get leaseId(): LeaseId {
@@ -156,7 +162,10 @@ export class NodeSession {
         success: [{ kind: "put", key, value: JSON.stringify(record), lease: lease.id }],
         failure: [{ kind: "range", key }],
       });
-      if (written.succeeded) break;
+      if (written.succeeded) {
+        this.#registeredRevision = written.revision;
+        break;
+      }
       if (clock.nowMs() >= deadlineMs) {
         await coordinator.leaseRevoke(lease.id);
         throw new Error(

@@ -238,6 +238,11 @@ export class ReplicaManager implements Replication, PartitionHost {
         });
         return null;
       }
+      // Written for an earlier process of this node (or before it lost its lease): that epoch's
+      // high watermark and followers are gone with it, so the controller starts a new one.
+      if (stored.modRevision < this.#deps.session.registeredRevision) {
+        return current.kind === "none" && current.leaderId === null ? null : { kind: "none", leaderId: null };
+      }
       const log = hosted.partition.log;
       const nowMs = this.#deps.clock.nowMs();
       return {

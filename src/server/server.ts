@@ -29,6 +29,7 @@ import { BufferPool } from "../runtime/buffer_pool.ts";
 import { ClusterNode } from "../cluster/cluster_node.ts";
 import type { LeaderLinkFactory } from "../cluster/replica_fetch.ts";
 import { EtcdCoordinator } from "../coordinator/etcd_coordinator.ts";
+import { markStorage, storageKnown } from "../cluster/fresh_storage.ts";
 import { CoordinatorUnavailableError } from "../coordinator/coordinator_errors.ts";
 import type { HttpFetch } from "../coordinator/http_post.ts";
 import type { Address } from "../config/key_spec.ts";
@@ -203,8 +204,11 @@ async function openClusterNode(deps: ServerDeps, registry: Registry): Promise<Cl
     clock,
     requestTimeoutMs: config.cluster.etcdRequestTimeoutMs,
   });
+  // A data directory without the marker is new: the node leaves the in-sync sets it may still be
+  // listed in before it registers, and marks the directory once it has.
+  const freshStorage = !(await storageKnown(deps.disk, config.system.path));
   try {
-    return await ClusterNode.open({
+    const node = await ClusterNode.open({
       config: config.cluster,
       coordinator,
       clock,
@@ -215,7 +219,10 @@ async function openClusterNode(deps: ServerDeps, registry: Registry): Promise<Cl
       kafkaAddress: address(config.kafka.advertisedAddress, config.kafka.address),
       httpAddress: address(config.http.advertisedAddress, config.http.address),
       leaderLinks: deps.clusterIo.leaderLinks,
+      freshStorage,
     });
+    if (freshStorage) await markStorage(deps.disk, config.system.path, config.cluster.nodeId);
+    return node;
   } catch (error) {
     await coordinator.close();
     if (error instanceof CoordinatorUnavailableError) {

@@ -164,3 +164,24 @@ t.test("a topic waits for live nodes before it is placed", (t) => {
   t.same(live.effects.map((e) => e.kind), ["createPartitions"]);
   t.end();
 });
+
+t.test("a leader registered again since its state was written loses the epoch: another in-sync replica takes the next", (t) => {
+  const key = "/s/partitions/1/1/0";
+  const registered = (leaderRevision: number) => new Map([[1, leaderRevision], [2, 5], [3, 6]]);
+  const { effects } = run(
+    initialControllerState(),
+    { kind: "nodes", live: [1, 2, 3], registered: registered(4) },
+    { kind: "partition", key, stored: { state: p(1, 3, [1, 2, 3]), modRevision: 10 } },
+  );
+  t.same(effects, [], "registered before the state: it keeps leading");
+  const bounced = run(
+    initialControllerState(),
+    { kind: "nodes", live: [1, 2, 3], registered: registered(12) },
+    { kind: "partition", key, stored: { state: p(1, 3, [1, 2, 3]), modRevision: 10 } },
+  );
+  t.same(bounced.effects.map((e) => e.state), [p(2, 4, [1, 2, 3])]);
+  t.match(bounced.effects[0]?.reason, /leader 1 registered again: epoch 4 goes to 2/);
+  const alone = decidePartition(p(1, 3, [1]), new Set([1, 2, 3]), true);
+  t.same(alone?.state, p(1, 4, [1]), "the only in-sync replica leads again, under a new epoch");
+  t.end();
+});
