@@ -1,0 +1,160 @@
+/**
+ * The cluster run's invariants, as pure functions of what was seen: each returns null when it
+ * holds, or what broke it. `cluster_checks.ts` gathers the inputs from the world.
+ */
+
+/** A segment as the invariants see it; `endOffset` is inclusive. */
+export interface SegmentView {
+  startOffset: number;
+  endOffset: number;
+  location: "local" | "uploaded" | "remote";
+}
+
+/** An acknowledgement names one value per offset: a second, different one means a write was lost. */
+export function acknowledgedOnce(
+  acked: ReadonlyMap<number, string>,
+  offset: number,
+  value: string,
+): string | null {
+  const before = acked.get(offset);
+  return before === undefined || before === value
+    ? null
+    : `offset ${offset} was acknowledged twice, as ${before} and as ${value}`;
+}
+
+/** At most one node's writes are acknowledged under one leader epoch. */
+export function oneLeaderPerEpoch(
+  ackedLeaderOf: ReadonlyMap<number, number>,
+  leaderEpoch: number,
+  nodeId: number,
+): string | null {
+  const before = ackedLeaderOf.get(leaderEpoch);
+  return before === undefined || before === nodeId
+    ? null
+    : `under leader epoch ${leaderEpoch} writes were acknowledged by node ${before} and by node ${nodeId}`;
+}
+
+/** The high watermark never goes back within a leader epoch. */
+export function highWatermarkMonotone(
+  highWatermarkOf: ReadonlyMap<number, number>,
+  leaderEpoch: number,
+  highWatermark: number,
+): string | null {
+  const before = highWatermarkOf.get(leaderEpoch);
+  return before === undefined || highWatermark >= before
+    ? null
+    : `under leader epoch ${leaderEpoch} the high watermark went back from ${before} to ${highWatermark}`;
+}
+
+/** The committed floor never goes back (purges are refused in a cluster, so one generation holds). */
+export function floorMonotone(seenFloor: number, committedFloor: number): string | null {
+  return committedFloor >= seenFloor
+    ? null
+    : `the committed floor went back from ${seenFloor} to ${committedFloor}`;
+}
+
+/** The floor covers committed records only: never above the highest high watermark a leader reached. */
+export function floorCommitted(committedFloor: number, highWatermarkMax: number): string | null {
+  return committedFloor <= highWatermarkMax
+    ? null
+    : `the committed floor ${committedFloor} is above every high watermark (${highWatermarkMax})`;
+}
+
+/**
+ * A replica evicts only below the committed floor: its own floor is at most the committed one, and
+ * every segment it holds only remotely ends below its own floor.
+ */
+export function evictedBelowFloor(
+  nodeId: number,
+  segments: readonly SegmentView[],
+  nodeFloor: number,
+  committedFloor: number,
+): string | null {
+  if (nodeFloor > committedFloor) {
+    return `node ${nodeId}'s floor ${nodeFloor} is above the committed floor ${committedFloor}`;
+  }
+  const above = segments.find((s) => s.location === "remote" && s.endOffset >= nodeFloor);
+  return above === undefined
+    ? null
+    : `node ${nodeId} evicted segment ${above.startOffset}..${above.endOffset}, not below its floor ${nodeFloor}`;
+}
+
+/**
+ * The floor is never above what the bucket holds: the `.log` objects of the incarnation cover every
+ * offset from the deleted watermark to the floor, one after another.
+ */
+export function floorBacked(
+  committedFloor: number,
+  deletedUpTo: number,
+  objects: readonly { startOffset: number; endOffset: number }[],
+): string | null {
+  const byStart = new Map(objects.map((o) => [o.startOffset, o.endOffset]));
+  const startsBelow = objects.map((o) => o.startOffset).filter((start) => start <= deletedUpTo);
+  let next = startsBelow.length === 0 ? deletedUpTo : Math.max(...startsBelow);
+  const hops = objects.length + 1;
+  for (let i = 0; i < hops && next < committedFloor; i++) {
+    const end = byStart.get(next);
+    if (end === undefined) {
+      return `the committed floor ${committedFloor} is above the bucket: no object starts at ${next}`;
+    }
+    next = end + 1;
+  }
+  return next >= committedFloor
+    ? null
+    : `the committed floor ${committedFloor} is above the bucket's ${next}`;
+}
+
+/** Every acknowledged value reads back at its offset. */
+export function acknowledgedPresent(
+  acked: ReadonlyMap<number, string>,
+  read: ReadonlyMap<number, string>,
+): string | null {
+  for (const [offset, value] of acked) {
+    const got = read.get(offset);
+    if (got !== value) return `acknowledged ${value} at offset ${offset} reads back as ${got ?? "nothing"}`;
+  }
+  return null;
+}
+
+/** A sealed segment as stored by one replica (or the bucket). */
+export interface StoredSegment {
+  holder: string;
+  startOffset: number;
+  bytes: Uint8Array;
+}
+
+/** Sealed segments that start at the same offset hold the same bytes, on every replica and in the bucket. */
+export function sealedIdentical(segments: readonly StoredSegment[]): string | null {
+  const first = new Map<number, StoredSegment>();
+  for (const s of segments) {
+    const other = first.get(s.startOffset);
+    if (other === undefined) {
+      first.set(s.startOffset, s);
+      continue;
+    }
+    if (!sameBytes(other.bytes, s.bytes)) {
+      return `segment ${s.startOffset} differs between ${other.holder} (${other.bytes.length} bytes) ` +
+        `and ${s.holder} (${s.bytes.length} bytes)`;
+    }
+  }
+  return null;
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/**
+ * After GC's window the bucket holds the live incarnation's segments only: no object of another
+ * incarnation, and none of this one at an offset where the leader's log starts no segment.
+ */
+export function noOrphans(
+  objects: readonly { key: string; incarnation: string; startOffset: number }[],
+  liveIncarnation: string,
+  segmentStarts: ReadonlySet<number>,
+): string | null {
+  const orphan = objects.find((o) => o.incarnation !== liveIncarnation || !segmentStarts.has(o.startOffset));
+  return orphan === undefined ? null : `${orphan.key} is an orphan after GC's window`;
+}
