@@ -24,6 +24,8 @@ export interface ClusterControllerDeps {
   view: ClusterView;
   /** `[cluster] replication_factor`. */
   defaultReplicationFactor: number;
+  /** `[cluster] min_insync_replicas`. */
+  minInsyncReplicas: number;
 }
 
 /** Pause before a write that failed (etcd unreachable) is decided again. */
@@ -103,7 +105,7 @@ export class ClusterController {
     const { view, logger, session } = this.#deps;
     this.#epoch = epoch;
     logger.info("controller elected", { node_id: session.record.nodeId, epoch });
-    this.#core = initialControllerState(this.#deps.defaultReplicationFactor);
+    this.#core = initialControllerState(this.#deps.defaultReplicationFactor, this.#deps.minInsyncReplicas);
     this.#feed({ kind: "nodes", live: view.liveNodes(), registered: new Map(view.registeredRevisions()) });
     for (const [key, stored] of view.partitions()) this.#feed({ kind: "partition", key, stored });
     const topics = view.topics();

@@ -99,6 +99,7 @@ export class ClusterNode {
       session,
       view,
       defaultReplicationFactor: deps.config.replicationFactor,
+      minInsyncReplicas: deps.config.minInsyncReplicas,
     });
     this.replicas = new ReplicaManager({
       coordinator,

@@ -1,4 +1,4 @@
-import { checkPartitionState, noLeader, type PartitionState } from "./partition_state.ts";
+import { noLeader, type PartitionState, tidyPartitionState, withInSync } from "./partition_state.ts";
 import { assignReplicas } from "./replica_assignment.ts";
 
 /**
@@ -23,6 +23,8 @@ export interface ControllerState {
   liveNodes: ReadonlySet<number>;
   /** The revision at which each live node registered (its key's create revision). */
   registered: ReadonlyMap<number, number>;
+  /** `[cluster] min_insync_replicas`: below it, replicas that leave the in-sync set stay eligible. */
+  minInsyncReplicas: number;
   partitions: ReadonlyMap<string, StoredPartition>;
   /** Keys written and not yet heard back, with the revision each write compares. */
   writing: ReadonlyMap<string, number>;
@@ -75,10 +77,11 @@ export interface ControllerStep {
   effects: ControllerEffect[];
 }
 
-export function initialControllerState(defaultReplicationFactor = 3): ControllerState {
+export function initialControllerState(defaultReplicationFactor = 3, minInsyncReplicas = 1): ControllerState {
   return {
     liveNodes: new Set(),
     registered: new Map(),
+    minInsyncReplicas,
     partitions: new Map(),
     writing: new Map(),
     topics: null,
@@ -133,8 +136,10 @@ export function controllerStep(state: ControllerState, event: ControllerEvent): 
   for (const key of keys) {
     const stored = partitions.get(key);
     if (stored === undefined || writing.has(key)) continue;
-    const bounced = (next.registered.get(stored.state.leader) ?? 0) > stored.modRevision;
-    const decided = decidePartition(stored.state, next.liveNodes, bounced);
+    const decided = decidePartition(stored.state, next.liveNodes, {
+      registered: next.registered,
+      minInsyncReplicas: next.minInsyncReplicas,
+    });
     if (decided === null) continue;
     writing.set(key, stored.modRevision);
     effects.push({
@@ -176,8 +181,12 @@ function placementStep(
     if (stored > 0 || placing.has(topicKey) || state.liveNodes.size === 0) continue;
     const live = [...state.liveNodes];
     const factor = Math.min(topic.replicationFactor ?? state.defaultReplicationFactor, live.length);
+    // Each leader's epoch is bound to its process's registration.
     const states = assignReplicas(topic.partitions, live, factor, topic.topicId)
-      .map((s, partitionId) => ({ partitionId, state: s }));
+      .map((s, partitionId) => ({
+        partitionId,
+        state: tidyPartitionState({ ...s, leaderSession: state.registered.get(s.leader) }),
+      }));
     placing.add(topicKey);
     effects.push({ kind: "createPartitions", topicKey, states });
   }
@@ -192,52 +201,80 @@ function placementStep(
   return { state: { ...state, topics, placing }, effects };
 }
 
+/** What an election needs beyond the live nodes: their registrations, and `min_insync_replicas`. */
+export interface ElectionContext {
+  /** The revision at which each live node registered; absent: no session checks (tests of the rules alone). */
+  registered?: ReadonlyMap<number, number>;
+  minInsyncReplicas?: number;
+}
+
 /** The state a partition should move to given the live nodes, or null when it is right as it is. */
 export function decidePartition(
   current: PartitionState,
   live: ReadonlySet<number>,
-  leaderBounced = false,
+  context: ElectionContext = {},
 ): { state: PartitionState; reason: string } | null {
+  const minIsr = context.minInsyncReplicas ?? 1;
   const liveIsr = current.isr.filter((id) => live.has(id));
   // The last in-sync member stays, live or not: it holds every acknowledged record. The leader is
   // kept for that when it is among them.
   const last = current.isr.includes(current.leader) ? [current.leader] : current.isr.slice(0, 1);
   const isr = liveIsr.length > 0 ? liveIsr : last;
   const leaderLive = current.leader !== noLeader && live.has(current.leader);
-  if (leaderLive && leaderBounced) return reelect(current, live, isr);
+  if (leaderLive && bounced(current, context.registered)) return reelect(current, live, isr, context);
   if (leaderLive) {
     if (isr.length === current.isr.length) return null;
-    const state = checkPartitionState({ ...current, isr });
+    const state = withInSync(current, isr, minIsr);
     return { state, reason: `in-sync replicas ${current.isr} lose the gone ${diff(current.isr, isr)}` };
   }
-  const candidate = current.replicas.find((id) => isr.includes(id) && live.has(id)) ?? noLeader;
+  const inSync = current.replicas.find((id) => isr.includes(id) && live.has(id));
+  // No in-sync replica is live: one that left the set while it was below the minimum holds every
+  // acknowledged record too.
+  const eligible = inSync === undefined
+    ? current.replicas.find((id) => (current.eligible ?? []).includes(id) && live.has(id))
+    : undefined;
+  const candidate = inSync ?? eligible ?? noLeader;
   if (candidate === noLeader && current.leader === noLeader && isr.length === current.isr.length) return null;
-  const state = checkPartitionState({
-    ...current,
-    leader: candidate,
-    leaderEpoch: current.leaderEpoch + 1,
-    isr,
-  });
+  const state = elected(current, candidate, eligible === undefined ? isr : [candidate], context);
   const reason = candidate === noLeader
     ? `leader ${current.leader} is gone and no in-sync replica is live`
-    : `leader ${current.leader === noLeader ? "none" : current.leader} replaced by in-sync ${candidate}`;
+    : `leader ${current.leader === noLeader ? "none" : current.leader} replaced by ` +
+      `${eligible === undefined ? "in-sync" : "eligible"} ${candidate}`;
   return { state, reason };
 }
 
+/** The leader's process is not the one the epoch was given to: it registered since. */
+function bounced(current: PartitionState, registered: ReadonlyMap<number, number> | undefined): boolean {
+  if (registered === undefined || current.leaderSession === undefined) return false;
+  return registered.get(current.leader) !== current.leaderSession;
+}
+
+/** `candidate` leads the next epoch, bound to its registration, with the in-sync set `isr`. */
+function elected(
+  current: PartitionState,
+  candidate: number,
+  isr: readonly number[],
+  context: ElectionContext,
+): PartitionState {
+  const leaderSession = candidate === noLeader ? undefined : context.registered?.get(candidate);
+  const next = { ...current, leader: candidate, leaderEpoch: current.leaderEpoch + 1, leaderSession };
+  return withInSync(next, isr, context.minInsyncReplicas ?? 1);
+}
+
 /**
- * The leader registered again since its state was written: its process died and came back (or lost
- * its lease), so the epoch it led under ends. The next goes to another live in-sync replica, which
- * holds every acknowledged record, or to the returned leader when none is live.
+ * The leader registered again since it was given its epoch: its process died and came back (or
+ * lost its lease), so that epoch ends. The next goes to another live in-sync replica, which holds
+ * every acknowledged record, or to the returned leader when none is live.
  */
-function reelect(current: PartitionState, live: ReadonlySet<number>, isr: readonly number[]) {
+function reelect(
+  current: PartitionState,
+  live: ReadonlySet<number>,
+  isr: readonly number[],
+  context: ElectionContext,
+) {
   const others = current.replicas.find((id) => id !== current.leader && isr.includes(id) && live.has(id));
   const leader = others ?? current.leader;
-  const state = checkPartitionState({
-    ...current,
-    leader,
-    leaderEpoch: current.leaderEpoch + 1,
-    isr: [...isr],
-  });
+  const state = elected(current, leader, isr, context);
   return {
     state,
     reason: `leader ${current.leader} registered again: epoch ${state.leaderEpoch} goes to ${leader}`,

@@ -7,6 +7,8 @@ import {
   decodePartitionState,
   encodePartitionState,
   noLeader,
+  type PartitionState,
+  tidyPartitionState,
 } from "./partition_state.ts";
 
 /** The file that says a data directory has served as this node's storage before. */
@@ -32,11 +34,32 @@ export async function markStorage(disk: Disk, dataPath: string, nodeId: number):
 }
 
 /**
+ * The state without `nodeId` among the in-sync and eligible replicas, and out of the leadership (a
+ * new epoch); null when it is in neither, or when no other replica holds the records (it stays,
+ * and the partition waits for what only the bucket may still hold).
+ */
+export function withoutNode(state: PartitionState, nodeId: number): PartitionState | null {
+  const eligible = state.eligible ?? [];
+  if (!state.isr.includes(nodeId) && !eligible.includes(nodeId)) return null;
+  const isr = state.isr.filter((id) => id !== nodeId);
+  const others = eligible.filter((id) => id !== nodeId);
+  if (isr.length === 0 && others.length === 0) return null;
+  const leads = state.leader === nodeId;
+  return checkPartitionState(tidyPartitionState({
+    ...state,
+    isr,
+    eligible: others,
+    leader: leads ? noLeader : state.leader,
+    leaderEpoch: leads ? state.leaderEpoch + 1 : state.leaderEpoch,
+    leaderSession: leads ? undefined : state.leaderSession,
+  }));
+}
+
+/**
  * A node whose data directory is new (first start, or wiped: its disk replaced) holds none of the
  * records the partition states may still list it in sync for. Before it registers, so that no
  * controller can elect it on the strength of data it lost, it takes itself out of every in-sync
- * set that lists others too (and out of the leadership, a new epoch); where it is the last one in
- * sync the state stays, and the partition waits for what only the bucket may still hold.
+ * and eligible set (`withoutNode`).
  */
 export async function leaveInSyncSets(
   coordinator: Coordinator,
@@ -48,18 +71,15 @@ export async function leaveInSyncSets(
   let left = 0;
   for (const kv of kvs) {
     const state = decodePartitionState(kv.key, kv.value);
-    if (!state.isr.includes(nodeId)) continue;
-    if (state.isr.length === 1) {
-      logger.error("a new data directory was the last in-sync replica of a partition", { key: kv.key });
+    const next = withoutNode(state, nodeId);
+    if (next === null) {
+      if (state.isr.includes(nodeId)) {
+        logger.error("a new data directory was the last replica holding a partition's records", {
+          key: kv.key,
+        });
+      }
       continue;
     }
-    const leads = state.leader === nodeId;
-    const next = checkPartitionState({
-      ...state,
-      isr: state.isr.filter((id) => id !== nodeId),
-      leader: leads ? noLeader : state.leader,
-      leaderEpoch: leads ? state.leaderEpoch + 1 : state.leaderEpoch,
-    });
     const written = await coordinator.txn({
       compare: [{ key: kv.key, target: "modRevision", result: "equal", value: kv.modRevision }],
       success: [{ kind: "put", key: kv.key, value: encodePartitionState(next) }],

@@ -13,6 +13,19 @@ export interface PartitionState {
   leaderEpoch: number;
   isr: number[];
   replicas: number[];
+  /**
+   * The registration (its node key's create revision) of the leader's process when it was given
+   * the epoch: a later process of the same node does not lead under it. Absent in states written
+   * before it existed.
+   */
+  leaderSession?: number;
+  /**
+   * Replicas that left the in-sync set while it was smaller than `min_insync_replicas`: no
+   * acks=all write was acknowledged without them since, so each holds every acknowledged record
+   * and may be elected when no in-sync replica is live (KIP-966's eligible leader replicas).
+   * Absent when empty.
+   */
+  eligible?: number[];
 }
 
 /** Asserts the state's invariants; every state written or read goes through it. */
@@ -32,14 +45,53 @@ export function checkPartitionState(state: PartitionState): PartitionState {
     state.leader === noLeader || state.isr.includes(state.leader),
     `Leader ${state.leader} is not in sync (${state.isr})`,
   );
+  const eligible = state.eligible ?? [];
+  assert(
+    eligible.every((id) => state.replicas.includes(id) && !state.isr.includes(id)),
+    `Eligible ${eligible} not replicas outside the in-sync set ${state.isr}`,
+  );
+  assert(new Set(eligible).size === eligible.length, `Eligible replicas repeat: ${eligible}`);
   return state;
+}
+
+/** The state without the optional fields it does not use: no `leaderSession` unset, no empty `eligible`. */
+export function tidyPartitionState(state: PartitionState): PartitionState {
+  const { leaderSession, eligible, ...rest } = state;
+  return {
+    ...rest,
+    ...(leaderSession === undefined ? {} : { leaderSession }),
+    ...(eligible === undefined || eligible.length === 0 ? {} : { eligible }),
+  };
+}
+
+/**
+ * The state with the in-sync set `isr`: replicas that leave it while it is (then) smaller than
+ * `minInsyncReplicas` become eligible; once it is back at the minimum, acknowledgements go on
+ * without the eligible ones, which stop being so.
+ */
+export function withInSync(
+  state: PartitionState,
+  isr: readonly number[],
+  minInsyncReplicas: number,
+): PartitionState {
+  const left = state.isr.filter((id) => !isr.includes(id));
+  const kept = (state.eligible ?? []).filter((id) => !isr.includes(id));
+  const eligible = isr.length >= minInsyncReplicas ? [] : [...new Set([...kept, ...left])];
+  return checkPartitionState(tidyPartitionState({ ...state, isr: [...isr], eligible }));
 }
 
 /** The state as stored: JSON with fixed field names. */
 export function encodePartitionState(state: PartitionState): string {
   checkPartitionState(state);
-  const { leader, leaderEpoch, isr, replicas } = state;
-  return JSON.stringify({ leader, leader_epoch: leaderEpoch, isr, replicas });
+  const { leader, leaderEpoch, isr, replicas, leaderSession, eligible } = state;
+  return JSON.stringify({
+    leader,
+    leader_epoch: leaderEpoch,
+    isr,
+    replicas,
+    ...(leaderSession === undefined ? {} : { leader_session: leaderSession }),
+    ...(eligible === undefined || eligible.length === 0 ? {} : { eligible }),
+  });
 }
 
 /** Reads a stored state; a value that is not one is an error naming the key. */
@@ -51,14 +103,24 @@ export function decodePartitionState(key: string, value: string): PartitionState
     throw new Error(`Cannot read the partition state at ${key}: not JSON`, { cause: error });
   }
   const ids = (v: unknown) => Array.isArray(v) && v.every((id) => Number.isInteger(id) && id > 0);
-  const { leader, leader_epoch: leaderEpoch, isr, replicas } = json;
+  const { leader, leader_epoch: leaderEpoch, isr, replicas, leader_session: leaderSession, eligible } = json;
   if (!Number.isInteger(leader) || !Number.isInteger(leaderEpoch) || !ids(isr) || !ids(replicas)) {
     throw new Error(`Cannot read the partition state at ${key}: fields missing or of the wrong type`);
   }
-  return checkPartitionState({
+  if (
+    (leaderSession !== undefined && !Number.isInteger(leaderSession)) ||
+    (eligible !== undefined && !ids(eligible))
+  ) {
+    throw new Error(
+      `Cannot read the partition state at ${key}: leader_session or eligible of the wrong type`,
+    );
+  }
+  return checkPartitionState(tidyPartitionState({
     leader: leader as number,
     leaderEpoch: leaderEpoch as number,
     isr: isr as number[],
     replicas: replicas as number[],
-  });
+    leaderSession: leaderSession as number | undefined,
+    eligible: eligible as number[] | undefined,
+  }));
 }

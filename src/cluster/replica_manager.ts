@@ -15,7 +15,7 @@ import {
   startLeading,
 } from "./leader_core.ts";
 import type { NodeSession } from "./node_session.ts";
-import { encodePartitionState, noLeader } from "./partition_state.ts";
+import { encodePartitionState, noLeader, withInSync } from "./partition_state.ts";
 import { ReplicationMetrics } from "./replication_metrics.ts";
 
 /** What this node is for one partition, from the partition's stored state. */
@@ -240,7 +240,11 @@ export class ReplicaManager implements Replication, PartitionHost {
       }
       // Written for an earlier process of this node (or before it lost its lease): that epoch's
       // high watermark and followers are gone with it, so the controller starts a new one.
-      if (stored.modRevision < this.#deps.session.registeredRevision) {
+      const registered = this.#deps.session.registeredRevision;
+      const earlier = state.leaderSession === undefined
+        ? stored.modRevision < registered
+        : state.leaderSession !== registered;
+      if (earlier) {
         return current.kind === "none" && current.leaderId === null ? null : { kind: "none", leaderId: null };
       }
       const log = hosted.partition.log;
@@ -313,7 +317,7 @@ export class ReplicaManager implements Replication, PartitionHost {
     const failed = () => clock.schedule(isrRetryMs, () => this.#feed(label, { kind: "isrWriteFailed" }));
     if (!session.leaseHeld()) return void failed();
     const key = keys.partition(hosted.partition.address);
-    const state = { ...core.stored, isr: effect.isr };
+    const state = withInSync(core.stored, effect.isr, this.#deps.settings.minInsyncReplicas);
     logger.info("in-sync replicas change", { partition: label, isr: effect.isr, reason: effect.reason });
     coordinator.txn({
       compare: [{ key, target: "modRevision", result: "equal", value: effect.expectedModRevision }],

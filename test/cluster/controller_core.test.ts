@@ -7,7 +7,7 @@ import {
   initialControllerState,
   type WritePartition,
 } from "../../src/cluster/controller_core.ts";
-import { noLeader, type PartitionState } from "../../src/cluster/partition_state.ts";
+import { noLeader, type PartitionState, withInSync } from "../../src/cluster/partition_state.ts";
 
 const p = (leader: number, leaderEpoch: number, isr: number[], replicas = [1, 2, 3]): PartitionState => ({
   leader,
@@ -165,23 +165,46 @@ t.test("a topic waits for live nodes before it is placed", (t) => {
   t.end();
 });
 
-t.test("a leader registered again since its state was written loses the epoch: another in-sync replica takes the next", (t) => {
+t.test("a leader registered again since it was given its epoch loses it: another in-sync replica takes the next", (t) => {
   const key = "/s/partitions/1/1/0";
   const registered = (leaderRevision: number) => new Map([[1, leaderRevision], [2, 5], [3, 6]]);
-  const { effects } = run(
-    initialControllerState(),
+  const state = { ...p(1, 3, [1, 2, 3]), leaderSession: 4 };
+  const same = run(
+    initialControllerState(3, 2),
     { kind: "nodes", live: [1, 2, 3], registered: registered(4) },
-    { kind: "partition", key, stored: { state: p(1, 3, [1, 2, 3]), modRevision: 10 } },
+    { kind: "partition", key, stored: { state, modRevision: 10 } },
   );
-  t.same(effects, [], "registered before the state: it keeps leading");
+  t.same(same.effects, [], "the process the epoch was given to: it keeps leading");
   const bounced = run(
-    initialControllerState(),
+    initialControllerState(3, 2),
     { kind: "nodes", live: [1, 2, 3], registered: registered(12) },
-    { kind: "partition", key, stored: { state: p(1, 3, [1, 2, 3]), modRevision: 10 } },
+    { kind: "partition", key, stored: { state, modRevision: 10 } },
   );
-  t.same(bounced.effects.map((e) => e.state), [p(2, 4, [1, 2, 3])]);
+  t.same(bounced.effects.map((e) => e.state), [{ ...p(2, 4, [1, 2, 3]), leaderSession: 5 }]);
   t.match(bounced.effects[0]?.reason, /leader 1 registered again: epoch 4 goes to 2/);
-  const alone = decidePartition(p(1, 3, [1]), new Set([1, 2, 3]), true);
-  t.same(alone?.state, p(1, 4, [1]), "the only in-sync replica leads again, under a new epoch");
+  const alone = decidePartition({ ...p(1, 3, [1]), leaderSession: 4 }, new Set([1, 2, 3]), {
+    registered: registered(12),
+  });
+  t.same(
+    alone?.state,
+    { ...p(1, 4, [1]), leaderSession: 12 },
+    "the only in-sync replica leads again, bound anew",
+  );
+  t.end();
+});
+
+t.test("replicas that leave an in-sync set below the minimum stay eligible, and lead when no in-sync one is live", (t) => {
+  // Leader 1 gone; node 2 is the live one in sync: the set shrinks to it, below the minimum of 2,
+  // so 1 and 3 (which left) hold every acknowledged record and stay eligible.
+  const shrunk = decidePartition(p(1, 3, [1, 2, 3]), new Set([2]), { minInsyncReplicas: 2 })!.state;
+  t.same(shrunk, { ...p(2, 4, [2]), eligible: [1, 3] });
+  // Node 2 is gone too (its disk lost, say): eligible 3 comes back and leads, alone in sync.
+  const fromEligible = decidePartition({ ...shrunk, isr: [], leader: noLeader }, new Set([3]), {
+    minInsyncReplicas: 2,
+  });
+  t.same(fromEligible?.state, { ...p(3, 5, [3]), eligible: [1] });
+  t.match(fromEligible?.reason, /replaced by eligible 3/);
+  // Back at the minimum, acknowledgements go on without the eligible ones: they stop being so.
+  t.same(withInSync({ ...p(3, 5, [3]), eligible: [1] }, [3, 2], 2), p(3, 5, [3, 2]));
   t.end();
 });

@@ -43,6 +43,7 @@ export async function openControlPlaneNode(
     session,
     view,
     defaultReplicationFactor: 3,
+    minInsyncReplicas: 2,
   });
   controller.start();
   let paused = false;

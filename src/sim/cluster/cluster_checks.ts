@@ -74,8 +74,19 @@ export function checkStep(w: ClusterWorld): void {
   }
 }
 
+/** Records each change of the partition's stored state (leader, epoch, in-sync set). */
+function recordStateChange(w: ClusterWorld): void {
+  if (w.partition === null) return;
+  const kv = w.coordinator.range({ key: w.keys.partition(w.partition.address) }).kvs[0];
+  const now = kv === undefined ? "none" : `${kv.value} at revision ${kv.modRevision}`;
+  if (now === w.stateSeen) return;
+  w.stateSeen = now;
+  w.record(`state: ${now}`);
+}
+
 /** Records each change of the node that leads under the highest epoch. */
 function recordLeaderChange(w: ClusterWorld): void {
+  recordStateChange(w);
   const leader = w.leader();
   const now = leader === null ? "none" : `node ${leader.id} epoch ${leader.leaderEpoch(w)}`;
   if (now === w.leaderSeen) return;

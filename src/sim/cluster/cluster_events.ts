@@ -26,7 +26,10 @@ export function restart(w: ClusterWorld, node: SimClusterNode): void {
   if (node.life !== null || node.starting) return;
   node.starting = true;
   startProcess(w, node).then(
-    () => w.record(`node ${node.id} started (process ${node.lives})`),
+    () =>
+      w.record(
+        `node ${node.id} started (process ${node.lives}, registered at ${node.life?.cluster.session.registeredRevision})`,
+      ),
     (error) => {
       w.record(`node ${node.id} could not start: ${(error as Error).message}`);
       w.later(restartRetryMs, `restart node ${node.id}`, () => restart(w, node));

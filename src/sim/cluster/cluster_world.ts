@@ -76,6 +76,8 @@ export class ClusterWorld {
   etcdDown = false;
   /** The leader the checks last saw ("node N epoch E", or "none"). */
   leaderSeen = "none";
+  /** The partition's stored state the checks last saw. */
+  stateSeen = "none";
   producesSent = 0;
   crashes = 0;
   /** Faults and events strike only while this is set. */

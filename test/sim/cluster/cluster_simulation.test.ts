@@ -75,6 +75,22 @@ t.test("a node whose data directory was wiped is not elected on records it lost 
   t.ok(r.trail.some((l) => l.includes("data directory wiped")), "a node was wiped");
 });
 
+t.test("a restarted leader is not laundered back into its old epoch by another node's write (swarm seed 111)", async (t) => {
+  // The run that found it: the leader crashed and came back; a wiped follower then left the in-sync
+  // set, a write after the returned leader's registration, and the returned leader led its old
+  // epoch again from that state. The epoch is now bound to the registration it was given to.
+  const r = await runClusterSimulation({ seed: 111, scenario: clusterScenarios["swarm"]!, steps: 1000 });
+  t.ok(r.ok, r.violation ?? "ok") || t.comment(r.trail.filter((l) => !l.includes(" ack ")).join("\n"));
+});
+
+t.test("two wiped replicas: the one that left the in-sync set below the minimum is elected (swarm seed 1036)", async (t) => {
+  // The run that found it: two followers wiped in turn, the leader isolated; the in-sync set shrank
+  // to a replica that was then wiped, and it was elected, though the isolated old leader held every
+  // acknowledged record. Replicas that leave the set below min_insync_replicas stay eligible.
+  const r = await runClusterSimulation({ seed: 1036, scenario: clusterScenarios["swarm"]!, steps: 1000 });
+  t.ok(r.ok, r.violation ?? "ok") || t.comment(r.trail.filter((l) => !l.includes(" ack ")).join("\n"));
+});
+
 t.test("one seed replays exactly: the same trace hash twice", async (t) => {
   const scenario = clusterScenarios["swarm"]!;
   const a = await runClusterSimulation({ seed: 11, scenario, steps: 600 });
