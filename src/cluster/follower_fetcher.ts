@@ -1,3 +1,4 @@
+import { alignmentOf } from "./segment_alignment.ts";
 import { labelOf, type Partition, type PartitionAddress } from "../log/partition.ts";
 import { ReplicaAppendError } from "../log/log_errors.ts";
 import type { ProduceChecks } from "../log/produced_batches.ts";
@@ -181,26 +182,21 @@ class LeaderLoop {
    */
   async #realign(followed: FollowedPartition, leaderStarts: readonly number[]): Promise<boolean> {
     const log = followed.partition.log;
-    const segments = log.segments;
-    const active = segments[segments.length - 1];
-    const previous = segments[segments.length - 2];
-    if (active === undefined || previous === undefined) return false;
-    const emptyAtEnd = active.endOffset < active.startOffset && active.startOffset === log.nextOffset;
-    if (!emptyAtEnd || leaderStarts.includes(active.startOffset)) return false;
+    const alignment = alignmentOf(log.segments, log.nextOffset, leaderStarts);
+    if (alignment.kind === "aligned") return false;
     const label = labelOf(followed.partition.address);
-    if (previous.location !== "local") {
+    if (alignment.kind === "stuck") {
       this.deps.logger.error("a segment boundary differs from the leader's below what can be cut", {
         partition: label,
-        boundary: active.startOffset,
+        boundary: alignment.boundary,
       });
       return false;
     }
     this.deps.logger.info("re-fetching a segment whose end the leader does not share", {
       partition: label,
-      from: previous.startOffset,
-      boundary: active.startOffset,
+      from: alignment.offset,
     });
-    await log.truncateTo(previous.startOffset);
+    await log.truncateTo(alignment.offset);
     return true;
   }
 
