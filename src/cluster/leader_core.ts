@@ -36,6 +36,12 @@ export type LeaderEffect =
 
 export interface LeaderSettings {
   replicaLagMaxMs: number;
+  /**
+   * `[cluster] min_insync_replicas` (at most the partition's replicas): with fewer in sync the high
+   * watermark stays where it is, so that replicas that left the set then (eligible) hold everything
+   * below it. Absent: 1.
+   */
+  minInsyncReplicas?: number;
 }
 
 /** A leader's state when it starts to lead under `stored`'s epoch, its log at `logEndOffset`. */
@@ -67,7 +73,8 @@ export function startLeading(
 /**
  * The leader's replication decisions for one partition, one event at a time (Kafka's rules):
  * - the high watermark is the smallest log end over the in-sync set (a follower's log end is the
- *   offset it last fetched from); it never goes back;
+ *   offset it last fetched from); it never goes back, and stays while fewer than
+ *   `minInsyncReplicas` are in sync (KIP-966): what the eligible replicas lack is never committed;
  * - a follower is caught up when it fetches from at or past the leader's log end; one that has
  *   not been caught up for `replicaLagMaxMs` leaves the in-sync set;
  * - a follower outside the set that fetches from at or past the high watermark rejoins it;
@@ -105,7 +112,9 @@ export function leaderStep(
       break;
   }
   const effects: LeaderEffect[] = [];
-  const highWatermark = Math.max(next.highWatermark, highWatermarkOf(next));
+  const highWatermark = inSyncEnough(next.stored, settings.minInsyncReplicas ?? 1)
+    ? Math.max(next.highWatermark, highWatermarkOf(next))
+    : next.highWatermark;
   if (highWatermark !== next.highWatermark) {
     next = { ...next, highWatermark };
     effects.push({ kind: "setHighWatermark", highWatermark });
@@ -117,6 +126,11 @@ export function leaderStep(
     effects.push({ kind: "writeIsr", ...change, expectedModRevision: next.storedModRevision });
   }
   return { state: next, effects };
+}
+
+/** At least `minInsyncReplicas` in sync, or every replica when the partition has fewer. */
+export function inSyncEnough(state: PartitionState, minInsyncReplicas: number): boolean {
+  return state.isr.length >= Math.min(minInsyncReplicas, state.replicas.length);
 }
 
 /** The smallest log end over the in-sync replicas (the leader's own is its log end). */

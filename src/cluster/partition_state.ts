@@ -66,7 +66,7 @@ export function tidyPartitionState(state: PartitionState): PartitionState {
 
 /**
  * The state with the in-sync set `isr`: replicas that leave it while it is (then) smaller than
- * `minInsyncReplicas` become eligible; once it is back at the minimum, acknowledgements go on
+ * `minInsyncReplicas` (or the replicas, when fewer) become eligible; once it is back at the minimum, acknowledgements go on
  * without the eligible ones, which stop being so.
  */
 export function withInSync(
@@ -76,7 +76,8 @@ export function withInSync(
 ): PartitionState {
   const left = state.isr.filter((id) => !isr.includes(id));
   const kept = (state.eligible ?? []).filter((id) => !isr.includes(id));
-  const eligible = isr.length >= minInsyncReplicas ? [] : [...new Set([...kept, ...left])];
+  const enough = isr.length >= Math.min(minInsyncReplicas, state.replicas.length);
+  const eligible = enough ? [] : [...new Set([...kept, ...left])];
   return checkPartitionState(tidyPartitionState({ ...state, isr: [...isr], eligible }));
 }
 

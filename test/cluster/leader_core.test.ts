@@ -108,3 +108,18 @@ t.test("a follower the controller removed is not let back in on its old progress
   t.same(back.effects.map((e) => e.kind), ["writeIsr"], "its own fetch brings it back");
   t.end();
 });
+
+t.test("below min_insync_replicas the watermark stays, so the replicas that left hold everything below it", (t) => {
+  const alone = { ...stored, isr: [1], eligible: [2, 3] };
+  const strict = { replicaLagMaxMs: 10_000, minInsyncReplicas: 2 };
+  const start = startLeading(alone, 10, 100, 100, 0);
+  const appended = leaderStep(start, { kind: "appended", logEndOffset: 130 }, 1, strict);
+  t.equal(appended.state.highWatermark, 100, "one in sync of a minimum of two: nothing more is committed");
+  t.same(appended.effects, []);
+  const loose = leaderStep(start, { kind: "appended", logEndOffset: 130 }, 1, { replicaLagMaxMs: 10_000 });
+  t.equal(loose.state.highWatermark, 130, "with a minimum of one the leader alone commits");
+  const single = startLeading({ leader: 1, leaderEpoch: 0, isr: [1], replicas: [1] }, 10, 0, 0, 0);
+  const one = leaderStep(single, { kind: "appended", logEndOffset: 5 }, 1, strict);
+  t.equal(one.state.highWatermark, 5, "a partition of one replica needs only itself");
+  t.end();
+});

@@ -154,7 +154,9 @@ function healAll(w: ClusterWorld): void {
 async function endPhases(w: ClusterWorld): Promise<void> {
   if (w.faultsActive) healAll(w);
   const converged = await until(w, () => caughtUp(w), livenessDeadlineMs);
-  if (!converged) return w.fail(`the healed cluster did not converge within ${livenessDeadlineMs} ms`);
+  if (!converged) {
+    return w.fail(`the healed cluster did not converge within ${livenessDeadlineMs} ms: ${replicasOf(w)}`);
+  }
   checkSealedIdentical(w);
   if (w.violation !== null) return;
   const read = await withTime(w, readBack(w), livenessDeadlineMs);
@@ -171,4 +173,14 @@ function caughtUp(w: ClusterWorld): boolean {
   const end = leader.log.nextOffset;
   return leader.log.highWatermark === end &&
     w.nodes.every((n) => n.partition(w)?.log.nextOffset === end);
+}
+
+/** Each node's replica as the liveness check saw it: its role, log end and high watermark. */
+function replicasOf(w: ClusterWorld): string {
+  return w.nodes.map((n) => {
+    const log = n.partition(w)?.log;
+    if (log === undefined) return `node ${n.id} ${n.life === null ? "down" : "without the partition"}`;
+    const role = n.life?.cluster.replicas.role(w.partition!.address);
+    return `node ${n.id} ${role?.kind ?? "?"} end ${log.nextOffset} hw ${log.highWatermark}`;
+  }).join("; ");
 }

@@ -91,6 +91,15 @@ t.test("two wiped replicas: the one that left the in-sync set below the minimum 
   t.ok(r.ok, r.violation ?? "ok") || t.comment(r.trail.filter((l) => !l.includes(" ack ")).join("\n"));
 });
 
+t.test("an eligible replica elected never lacks a committed record (swarm seed 1080)", async (t) => {
+  // The run that found it: the leader, alone in sync below the minimum, went on committing and
+  // uploading; an eligible replica was elected without those records, and the old leader could not
+  // cut its diverged tail out of segments already in the bucket. The watermark now waits for the
+  // minimum.
+  const r = await runClusterSimulation({ seed: 1080, scenario: clusterScenarios["swarm"]!, steps: 1000 });
+  t.ok(r.ok, r.violation ?? "ok") || t.comment(r.trail.filter((l) => !l.includes(" ack ")).join("\n"));
+});
+
 t.test("one seed replays exactly: the same trace hash twice", async (t) => {
   const scenario = clusterScenarios["swarm"]!;
   const a = await runClusterSimulation({ seed: 11, scenario, steps: 600 });
