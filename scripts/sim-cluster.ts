@@ -9,6 +9,7 @@
  * violated invariant and the trail before it, and the command exits 1. See docs/SIMULATOR.md.
  */
 import { parseArgs } from "node:util";
+import { failArgs as fail, intArg as int } from "./lib/sim_args.ts";
 import { initCrc32c } from "../src/runtime/crc32c.ts";
 import { clusterScenarios } from "../src/sim/cluster/cluster_scenarios.ts";
 import { type ClusterSimResult, runClusterSimulation } from "../src/sim/cluster/cluster_simulation.ts";
@@ -26,19 +27,6 @@ const { values: args } = parseArgs({
     verbose: { type: "boolean", default: false },
   },
 });
-
-function fail(message: string): never {
-  console.error(message);
-  Deno.exit(2);
-}
-
-function int(name: string, text: string, min: number): number {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < min) {
-    fail(`Cannot run the simulator: --${name} must be an integer of at least ${min}`);
-  }
-  return n;
-}
 
 function report(r: ClusterSimResult, verbose: boolean): void {
   console.log(

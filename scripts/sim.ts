@@ -12,6 +12,7 @@
  * command exits 1. See docs/SIMULATOR.md.
  */
 import { parseArgs } from "node:util";
+import { failArgs as fail, intArg as int } from "./lib/sim_args.ts";
 import { initCrc32c } from "../src/runtime/crc32c.ts";
 import { scenarios } from "../src/sim/scenarios.ts";
 import { runSimulation, type SimResult } from "../src/sim/simulation.ts";
@@ -29,19 +30,6 @@ const { values: args } = parseArgs({
     verbose: { type: "boolean", default: false },
   },
 });
-
-function fail(message: string): never {
-  console.error(message);
-  Deno.exit(2);
-}
-
-function int(name: string, text: string, min: number): number {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < min) {
-    fail(`Cannot run the simulator: --${name} must be an integer of at least ${min}`);
-  }
-  return n;
-}
 
 function report(r: SimResult, verbose: boolean): void {
   const line =
