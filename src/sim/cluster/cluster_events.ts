@@ -1,8 +1,10 @@
 import { NotReplicatedError } from "../../broker/broker_errors.ts";
 import type { Rng } from "../../runtime/rng.ts";
-import { streamName, topicName } from "./cluster_settings.ts";
+import { labelOf } from "../../log/partition.ts";
+import { bucketSegments } from "./cluster_checks.ts";
+import { simTopicOptions, streamName, topicName } from "./cluster_settings.ts";
 import type { ClusterEvent, EventTarget } from "./cluster_scenarios.ts";
-import type { ClusterWorld } from "./cluster_world.ts";
+import { type ClusterWorld, newPromises } from "./cluster_world.ts";
 import { killProcess, setEtcdCut, type SimClusterNode, startProcess } from "./sim_cluster_node.ts";
 
 /** How long a restart refused (etcd unreachable) waits before the next attempt. */
@@ -85,6 +87,9 @@ export function applyEvent(w: ClusterWorld, rng: Rng, event: ClusterEvent, waite
     case "purgeDuringLeaderChange":
       purgeDuringLeaderChange(w, event.downMs);
       return true;
+    case "recreateTopic":
+      recreateTopic(w);
+      return true;
   }
 }
 
@@ -133,5 +138,51 @@ function purgeDuringLeaderChange(w: ClusterWorld, downMs: number): void {
       error instanceof NotReplicatedError
         ? w.record(`purge refused by node ${other.id}`)
         : w.fail(`node ${other.id} refused the purge with ${(error as Error).name}, not NotReplicatedError`),
+  );
+}
+
+/**
+ * The topic is deleted on a live node and, once that is done, created again (on any live node,
+ * tried again a second later until it is): a new life, with nothing promised of the old one. The
+ * workload and the checks pause meanwhile.
+ */
+function recreateTopic(w: ClusterWorld): void {
+  const node = w.nodes.find((n) => n.life !== null);
+  const old = w.partition;
+  if (node === undefined || old === null) return;
+  w.partition = null;
+  w.record(`delete the topic on node ${node.id}`);
+  node.life!.broker.catalog.deleteTopic(streamName, topicName).then(
+    () => {
+      w.topicLife++;
+      w.promises = newPromises();
+      w.record(`topic deleted with ${bucketSegments(w).length} segments in the bucket`);
+      createTopicAgain(w);
+    },
+    (error) => {
+      w.record(`the topic was not deleted: ${(error as Error).message}`);
+      w.partition = old;
+    },
+  );
+}
+
+function createTopicAgain(w: ClusterWorld): void {
+  const node = w.nodes.find((n) =>
+    n.life !== null && n.life.cluster.view.liveNodes().length === w.nodes.length
+  );
+  const retry = () => w.later(restartRetryMs, "create the topic again", () => createTopicAgain(w));
+  if (node === undefined) return retry();
+  const catalog = node.life!.broker.catalog;
+  catalog.createTopic(streamName, topicName, simTopicOptions()).then(
+    () => {
+      const topic = catalog.topic(streamName, topicName);
+      const address = { streamId: topic.streamId, topicId: topic.meta.id, partitionId: 0 };
+      w.partition = { address, label: labelOf(address) };
+      w.record(`topic created again on node ${node.id}: ${w.partition.label}`);
+    },
+    (error) => {
+      w.record(`the topic was not created: ${(error as Error).message}`);
+      retry();
+    },
   );
 }

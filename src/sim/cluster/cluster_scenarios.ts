@@ -20,7 +20,9 @@ export type ClusterEvent =
   /** Two nodes drawn from the seed are cut apart. */
   | { kind: "netCut"; ms: number }
   /** The leader dies, and a purge is asked of another node while the leadership moves. */
-  | { kind: "purgeDuringLeaderChange"; downMs: number };
+  | { kind: "purgeDuringLeaderChange"; downMs: number }
+  /** The topic is deleted and created again under its name: its old objects are the orphan sweep's. */
+  | { kind: "recreateTopic" };
 
 export interface ScheduledEvent {
   step: number;
@@ -130,6 +132,10 @@ export const clusterScenarios: Record<string, ClusterScenario> = {
   purge_during_leader_change: scenario(
     "purge_during_leader_change",
     (rng, n) => spread(rng, n, 1, (r) => ({ kind: "purgeDuringLeaderChange", downMs: r.int(100, 3000) })),
+  ),
+  topic_recreated: scenario(
+    "topic_recreated",
+    (rng, n) => spread(rng, n, 1, () => ({ kind: "recreateTopic" })),
   ),
   swarm: scenario(
     "swarm",

@@ -153,7 +153,7 @@ function healAll(w: ClusterWorld): void {
 /** Once healed: liveness, identical sealed segments, the read-back, and GC's window. */
 async function endPhases(w: ClusterWorld): Promise<void> {
   if (w.faultsActive) healAll(w);
-  const converged = await until(w, () => caughtUp(w), livenessDeadlineMs);
+  const converged = await until(w, () => w.partition !== null && caughtUp(w), livenessDeadlineMs);
   if (!converged) {
     return w.fail(`the healed cluster did not converge within ${livenessDeadlineMs} ms: ${replicasOf(w)}`);
   }

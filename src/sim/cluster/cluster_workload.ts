@@ -36,6 +36,7 @@ export function produceOne(w: ClusterWorld): void {
     nodeId: leader.id,
     life: life.no,
     leaderEpoch: leader.leaderEpoch(w)!,
+    topicLife: w.topicLife,
   };
   w.pending.add(pending);
   life.broker.dataPlane
@@ -48,6 +49,7 @@ export function produceOne(w: ClusterWorld): void {
 }
 
 function acknowledged(w: ClusterWorld, p: PendingProduce, offset: number): void {
+  if (p.topicLife !== w.topicLife) return w.record(`ack ${p.value} of a deleted topic`);
   const promises = w.promises;
   w.record(`ack ${p.value} at ${offset} by node ${p.nodeId} epoch ${p.leaderEpoch}`);
   w.fail(inv.acknowledgedOnce(promises.acknowledged, offset, p.value));

@@ -17,6 +17,8 @@ export interface PendingProduce {
   /** The process it went to: a dead process's produce never ends. */
   life: number;
   leaderEpoch: number;
+  /** The life of the topic it went to: an answer for a deleted topic promises nothing now. */
+  topicLife: number;
 }
 
 /** Something due at a later virtual time: a restart, a heal. */
@@ -43,6 +45,17 @@ export interface ClusterPromises {
   nodeFloorSeen: Map<number, number>;
 }
 
+/** Nothing promised yet: a new topic's offsets and epochs start over. */
+export function newPromises(): ClusterPromises {
+  return {
+    acknowledged: new Map(),
+    ackedLeaderOf: new Map(),
+    highWatermarkOf: new Map(),
+    floorSeen: 0,
+    nodeFloorSeen: new Map(),
+  };
+}
+
 /**
  * Everything one cluster run holds: the virtual clock, the coordinator, the bucket and the network
  * every node shares, the nodes, the workload's record of what it was promised, and the trace.
@@ -63,13 +76,9 @@ export class ClusterWorld {
   /** The bucket's cluster id, once the metadata holds it. */
   clusterId = "";
   readonly pending = new Set<PendingProduce>();
-  readonly promises: ClusterPromises = {
-    acknowledged: new Map(),
-    ackedLeaderOf: new Map(),
-    highWatermarkOf: new Map(),
-    floorSeen: 0,
-    nodeFloorSeen: new Map(),
-  };
+  promises: ClusterPromises = newPromises();
+  /** Counts the topic's lives: each deletion and creation again starts a new one. */
+  topicLife = 0;
   /** Tasks due later (restarts, heals), by due time. */
   readonly tasks: WorldTask[] = [];
   /** Every node is cut off from etcd (a process started meanwhile too). */

@@ -47,6 +47,18 @@ t.test("the scenarios' events strike: crashes, and the rebuilt replica's state t
     steps: 1000,
   });
   t.ok(purge.trail.some((l) => l.includes("purge refused by node")), "the purge was asked for, and refused");
+  const recreated = await runClusterSimulation({
+    seed: 1,
+    scenario: clusterScenarios["topic_recreated"]!,
+    steps: 1000,
+  });
+  const deleted = recreated.trail.find((l) => l.includes("topic deleted with"));
+  t.match(
+    deleted,
+    /topic deleted with [1-9][0-9]* segments in the bucket/,
+    "the dead topic left objects for GC",
+  );
+  t.ok(recreated.trail.some((l) => l.includes("topic created again")), "and came back under its name");
   const zombie = await runClusterSimulation({
     seed: 1,
     scenario: clusterScenarios["zombie_leader"]!,
