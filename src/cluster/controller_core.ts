@@ -180,6 +180,9 @@ function placementStep(
     if (stored >= topic.partitions) placing.delete(topicKey);
     if (stored > 0 || placing.has(topicKey) || state.liveNodes.size === 0) continue;
     const live = [...state.liveNodes];
+    // A factor the topic names waits for that many live nodes (the node that admitted it saw
+    // them; a lease may have lapsed since); the server's default takes what is live.
+    if (topic.replicationFactor !== null && live.length < topic.replicationFactor) continue;
     const factor = Math.min(topic.replicationFactor ?? state.defaultReplicationFactor, live.length);
     // Each leader's epoch is bound to its process's registration.
     const states = assignReplicas(topic.partitions, live, factor, topic.topicId)

@@ -70,29 +70,46 @@ export async function leaveInSyncSets(
   const { kvs } = await coordinator.range({ key: keys.partitions, prefix: true });
   let left = 0;
   for (const kv of kvs) {
-    const state = decodePartitionState(kv.key, kv.value);
-    const next = withoutNode(state, nodeId);
-    if (next === null) {
-      if (state.isr.includes(nodeId)) {
-        logger.error("a new data directory was the last replica holding a partition's records", {
-          key: kv.key,
-        });
-      }
-      continue;
-    }
-    const written = await coordinator.txn({
-      compare: [{ key: kv.key, target: "modRevision", result: "equal", value: kv.modRevision }],
-      success: [{ kind: "put", key: kv.key, value: encodePartitionState(next) }],
-    });
-    // A state changed meanwhile is decided again by its leader or the controller; one more pass
-    // would race them the same way, so the node says what it did and goes on.
-    if (written.succeeded) left++;
-    else {logger.warn("a partition state changed while a new data directory left its in-sync set", {
-        key: kv.key,
-      });}
+    if (await leaveOne(coordinator, kv.key, nodeId, logger)) left++;
   }
   if (left > 0) {
     logger.info("a new data directory left the in-sync sets", { node_id: nodeId, partitions: left });
   }
   return left;
+}
+
+/** Attempts at leaving one partition's sets while others write its state; then the start fails. */
+export const leaveAttemptsMax = 16;
+
+/**
+ * Takes the node out of one partition's sets, reading the state again after each race with its
+ * leader or the controller; true when it wrote. Throws after `leaveAttemptsMax` races: the node
+ * must not register while a state may still list it.
+ */
+async function leaveOne(
+  coordinator: Coordinator,
+  key: string,
+  nodeId: number,
+  logger: Logger,
+): Promise<boolean> {
+  for (let attempt = 0; attempt < leaveAttemptsMax; attempt++) {
+    const kv = (await coordinator.range({ key })).kvs[0];
+    if (kv === undefined) return false;
+    const state = decodePartitionState(kv.key, kv.value);
+    const next = withoutNode(state, nodeId);
+    if (next === null) {
+      if (state.isr.includes(nodeId)) {
+        logger.error("a new data directory was the last replica holding a partition's records", { key });
+      }
+      return false;
+    }
+    const written = await coordinator.txn({
+      compare: [{ key, target: "modRevision", result: "equal", value: kv.modRevision }],
+      success: [{ kind: "put", key, value: encodePartitionState(next) }],
+    });
+    if (written.succeeded) return true;
+  }
+  throw new Error(
+    `Cannot take node ${nodeId} out of the in-sync sets of ${key}: its state changed ${leaveAttemptsMax} times`,
+  );
 }

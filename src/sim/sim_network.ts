@@ -23,6 +23,13 @@ export const reliableNetwork: SimNetworkFaults = { delayMs: [0, 0], lossRate: 0,
 /** What a node serves to the replica fetches of others. */
 export type ReplicaFetchHandler = (request: ReplicaFetchRequest) => Promise<ReplicaFetchResponse>;
 
+/** A node's serving: its handler, and a promise that resolves (null) when the serving ends. */
+interface Serving {
+  handler: ReplicaFetchHandler;
+  ended: Promise<null>;
+  end(): void;
+}
+
 /** A fetch that could not be carried: the node is down, cut off, or the link broke. */
 export class SimNetworkError extends Error {
   override name = "SimNetworkError";
@@ -43,7 +50,8 @@ export class SimNetwork {
   readonly #clock: Clock;
   readonly #rng: Rng;
   faults: SimNetworkFaults;
-  readonly #handlers = new Map<number, ReplicaFetchHandler>();
+  /** Each serving node's handler, and the end of its serving (a stop, or a new handler). */
+  readonly #servings = new Map<number, Serving>();
   readonly #cuts = new Set<string>();
   #inFlight = 0;
 
@@ -53,10 +61,17 @@ export class SimNetwork {
     this.faults = faults;
   }
 
-  /** The node starts serving replica fetches (`handler`), or stops (null: down). */
+  /**
+   * The node starts serving replica fetches (`handler`), or stops (null: down). Requests it was
+   * handling when it stops fail, as connections to a killed process are reset.
+   */
   serve(nodeId: number, handler: ReplicaFetchHandler | null): void {
-    if (handler === null) this.#handlers.delete(nodeId);
-    else this.#handlers.set(nodeId, handler);
+    this.#servings.get(nodeId)?.end();
+    this.#servings.delete(nodeId);
+    if (handler === null) return;
+    let end = () => {};
+    const ended = new Promise<null>((resolve) => (end = () => resolve(null)));
+    this.#servings.set(nodeId, { handler, ended, end });
   }
 
   /** Cuts the two nodes apart (both ways), or heals the cut. */
@@ -104,16 +119,19 @@ export class SimNetwork {
     this.#inFlight++;
     try {
       await this.#clock.sleep(this.#delayMs());
-      const handler = this.#handlers.get(to);
-      if (handler === undefined || this.isCut(from, to)) {
+      const serving = this.#servings.get(to);
+      if (serving === undefined || this.isCut(from, to)) {
         await this.#clock.sleep(unreachableFailMs);
         throw new SimNetworkError(`Cannot fetch from node ${to}: unreachable from node ${from}`);
       }
       if (this.#rng.chance(this.faults.lossRate)) {
         throw new SimNetworkError(`Cannot fetch from node ${to}: the request was lost`);
       }
-      if (this.#rng.chance(this.faults.duplicateRate)) handler(request).catch(() => {});
-      const response = await handler(request);
+      if (this.#rng.chance(this.faults.duplicateRate)) serving.handler(request).catch(() => {});
+      const response = await Promise.race([serving.handler(request), serving.ended]);
+      if (response === null) {
+        throw new SimNetworkError(`Cannot fetch from node ${to}: it went down (connection reset)`);
+      }
       await this.#clock.sleep(this.#delayMs());
       if (this.isCut(from, to) || this.#rng.chance(this.faults.lossRate)) {
         throw new SimNetworkError(`Cannot fetch from node ${to}: the answer was lost`);

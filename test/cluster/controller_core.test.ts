@@ -165,6 +165,20 @@ t.test("a topic waits for live nodes before it is placed", (t) => {
   t.end();
 });
 
+t.test("a topic that names its replication factor waits for that many live nodes", (t) => {
+  const prefix = "/s/partitions/1/1/";
+  const topics = [{ keyPrefix: prefix, topicId: 1, partitions: 1, replicationFactor: 3 }];
+  const two = run(initialControllerState(3), { kind: "nodes", live: [1, 2] }, { kind: "topics", topics });
+  const placed = controllerStep(two.state, { kind: "nodes", live: [1, 2, 3] });
+  const created = placed.effects.find((e) => e.kind === "createPartitions");
+  t.ok(created !== undefined, "placed once three are live");
+  t.same(created?.kind === "createPartitions" ? created.states[0]?.state.replicas.length : 0, 3);
+  const defaulted = [{ ...topics[0]!, replicationFactor: null }];
+  const now = controllerStep(two.state, { kind: "topics", topics: defaulted });
+  t.same(now.effects.map((e) => e.kind), ["createPartitions"], "the default takes the two live");
+  t.end();
+});
+
 t.test("a leader registered again since it was given its epoch loses it: another in-sync replica takes the next", (t) => {
   const key = "/s/partitions/1/1/0";
   const registered = (leaderRevision: number) => new Map([[1, leaderRevision], [2, 5], [3, 6]]);

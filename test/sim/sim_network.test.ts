@@ -87,3 +87,19 @@ t.test("losses and duplicates are drawn from the seed: the same seed gives the s
     `${a.served} handler calls for about ${delivered} delivered requests: duplicates`,
   );
 });
+
+t.test("a fetch the leader is handling when it goes down fails, as a reset connection does", async (t) => {
+  const clock = new VirtualClock();
+  const net = new SimNetwork(clock, new Rng(1));
+  // A handler that never answers: the dead process's wait for an append never ends.
+  net.serve(1, () => new Promise<ReplicaFetchResponse>(() => {}));
+  const link = net.linkFactory(2)(1, "sim");
+  const fetched = drive(clock, link.fetch(request));
+  for (let i = 0; i < 10; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+  net.serve(1, null);
+  const { outcome } = await fetched;
+  t.equal(outcome.ok, false);
+  t.ok(!outcome.ok && outcome.error instanceof SimNetworkError, "a network error");
+  t.match(!outcome.ok && String(outcome.error), /went down/);
+  t.equal(net.inFlight, 0, "nothing left in flight");
+});

@@ -85,6 +85,7 @@ const swarmEvents: ((rng: Rng) => ClusterEvent)[] = [
   (rng) => ({ kind: "netCut", ms: rng.int(500, 4000) }),
   (rng) => ({ kind: "crash", target: "follower", wipe: true, downMs: rng.int(100, 2000) }),
   (rng) => ({ kind: "purgeDuringLeaderChange", downMs: rng.int(100, 3000) }),
+  () => ({ kind: "recreateTopic" }),
 ];
 
 /** The swarm's network, watch lag and bucket faults, from the seed. */

@@ -112,6 +112,20 @@ t.test("an eligible replica elected never lacks a committed record (swarm seed 1
   t.ok(r.ok, r.violation ?? "ok") || t.comment(r.trail.filter((l) => !l.includes(" ack ")).join("\n"));
 });
 
+t.test("a wiped node that races a state change while leaving the in-sync sets does not register yet (swarm seed 23)", async (t) => {
+  // The run that found it: two followers wiped; the write taking one out of the eligible set lost
+  // a race with the controller, the node registered anyway, and was elected on records it lost.
+  const r = await runClusterSimulation({ seed: 23, scenario: clusterScenarios["swarm"]!, steps: 1000 });
+  t.ok(r.ok, r.violation ?? "ok") || t.comment(r.trail.filter((l) => !l.includes(" ack ")).join("\n"));
+});
+
+t.test("a topic naming 3 replicas waits for 3 live nodes to be placed (swarm seed 101)", async (t) => {
+  // The run that found it: the topic was created again while a crashed node's lease still showed
+  // it live; the controller, seeing two, placed it on two replicas.
+  const r = await runClusterSimulation({ seed: 101, scenario: clusterScenarios["swarm"]!, steps: 1000 });
+  t.ok(r.ok, r.violation ?? "ok") || t.comment(r.trail.filter((l) => !l.includes(" ack ")).join("\n"));
+});
+
 t.test("one seed replays exactly: the same trace hash twice", async (t) => {
   const scenario = clusterScenarios["swarm"]!;
   const a = await runClusterSimulation({ seed: 11, scenario, steps: 600 });
