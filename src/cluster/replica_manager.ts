@@ -168,6 +168,19 @@ export class ReplicaManager implements Replication, PartitionHost {
   replicaFetched(address: PartitionAddress, replicaId: number, fetchOffset: number, leaderEpoch: number):
     | { ok: true; partition: Partition }
     | { ok: false; reason: "notLeader" | "fencedEpoch" | "unknownEpoch" } {
+    const led = this.ledFor(address, leaderEpoch);
+    if (led.ok) this.#feed(labelOf(address), { kind: "fetched", replicaId, fetchOffset });
+    return led;
+  }
+
+  /**
+   * The partition, when this node leads it under `leaderEpoch` (a follower's fetch names the
+   * epoch it follows); nothing is recorded. A fetch whose log diverges is answered from this alone,
+   * so that its offset never counts as progress.
+   */
+  ledFor(address: PartitionAddress, leaderEpoch: number):
+    | { ok: true; partition: Partition }
+    | { ok: false; reason: "notLeader" | "fencedEpoch" | "unknownEpoch" } {
     const hosted = this.#hosted.get(labelOf(address));
     if (hosted?.role.kind !== "leader" || !this.#deps.session.leaseHeld()) {
       return { ok: false, reason: "notLeader" };
@@ -175,7 +188,6 @@ export class ReplicaManager implements Replication, PartitionHost {
     const epoch = hosted.role.core.leaderEpoch;
     if (leaderEpoch < epoch) return { ok: false, reason: "fencedEpoch" };
     if (leaderEpoch > epoch) return { ok: false, reason: "unknownEpoch" };
-    this.#feed(labelOf(address), { kind: "fetched", replicaId, fetchOffset });
     return { ok: true, partition: hosted.partition };
   }
 

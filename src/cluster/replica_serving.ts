@@ -94,12 +94,13 @@ async function readPartition(
     records: [],
     divergingEpoch: null,
   });
-  const taken = replicas.replicaFetched(p.address, replicaId, p.fetchOffset, p.leaderEpoch);
-  if (!taken.ok) return { response: empty(taken.reason), read: null };
-  const log = taken.partition.log;
+  const led = replicas.ledFor(p.address, p.leaderEpoch);
+  if (!led.ok) return { response: empty(led.reason), read: null };
+  const log = led.partition.log;
   const [hw, start, end] = [log.highWatermark, log.firstOffset, log.nextOffset];
   // The follower's last batch must be of an epoch this log holds at least up to where the
   // follower is; otherwise it learns where this log's records of that epoch end, and cuts there.
+  // Its offset is not progress then: it holds other records below it than this log does.
   if (p.fetchOffset > start) {
     const { epoch, endOffset } = log.leaderEpochs.endOffsetFor(p.lastFetchedEpoch, end);
     if (epoch !== p.lastFetchedEpoch || endOffset < p.fetchOffset) {
@@ -109,6 +110,8 @@ async function readPartition(
       };
     }
   }
+  const taken = replicas.replicaFetched(p.address, replicaId, p.fetchOffset, p.leaderEpoch);
+  if (!taken.ok) return { response: empty(taken.reason), read: null };
   if (p.fetchOffset > end || p.fetchOffset < start) {
     return { response: empty("offsetOutOfRange", hw, start, end), read: null };
   }

@@ -126,6 +126,18 @@ t.test("a topic naming 3 replicas waits for 3 live nodes to be placed (swarm see
   t.ok(r.ok, r.violation ?? "ok") || t.comment(r.trail.filter((l) => !l.includes(" ack ")).join("\n"));
 });
 
+t.test("a follower's fetch from a diverged log is not progress: the watermark waits for its real records (seeds 263, 210)", async (t) => {
+  // The runs that found it: a follower holding an old epoch's record at 57 fetched from 58; the
+  // new leader counted 58 as the follower's progress before answering that its log diverged, so
+  // the high watermark passed 57 with the leader alone holding it. The leader crashed: the record,
+  // acknowledged, was lost (263); a segment was uploaded that the replicas did not hold (210).
+  for (const seed of [263, 210]) {
+    const r = await runClusterSimulation({ seed, scenario: clusterScenarios["swarm"]!, steps: 1000 });
+    t.ok(r.ok, `seed ${seed}: ${r.violation ?? "ok"}`) ||
+      t.comment(r.trail.filter((l) => !l.includes(" ack ")).join("\n"));
+  }
+});
+
 t.test("one seed replays exactly: the same trace hash twice", async (t) => {
   const scenario = clusterScenarios["swarm"]!;
   const a = await runClusterSimulation({ seed: 11, scenario, steps: 600 });
