@@ -100,6 +100,9 @@ export class Catalog {
       for (const topic of stream.topics) await catalog.#openTopic(stream, topic, missing);
     }
     store.onRemoteChange(() => catalog.#followRemote());
+    // A shared document may have changed while the topics opened (a state transfer takes a
+    // while): the store took those commits with no one listening yet, so the catalog catches up.
+    if (deps.sharedMetadata) catalog.#followRemote();
     return catalog;
   }
 

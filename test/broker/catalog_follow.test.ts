@@ -34,6 +34,21 @@ const options: TopicOptions = {
   replicationFactor: null,
 };
 
+/** Runs `hook` once, before the first partition it opens or creates: a change arriving meanwhile. */
+class HookedOpener extends PartitionOpener {
+  #hook: (() => Promise<void>) | null;
+  constructor(hook: (() => Promise<void>) | null, deps: ConstructorParameters<typeof PartitionOpener>[0]) {
+    super(deps);
+    this.#hook = hook;
+  }
+  override async openOrCreate(...args: Parameters<PartitionOpener["openOrCreate"]>) {
+    const hook = this.#hook;
+    this.#hook = null;
+    await hook?.();
+    return await super.openOrCreate(...args);
+  }
+}
+
 class Host implements PartitionHost {
   readonly hosted = new Set<string>();
   host(partition: Partition): void {
@@ -56,6 +71,7 @@ async function nodeAt(
   clock: VirtualClock,
   name: string,
   dataPath: string,
+  whileOpening: (() => Promise<void>) | null = null,
 ) {
   await initCrc32c();
   mkdirSync(join(dataPath, "streams"), { recursive: true });
@@ -77,7 +93,7 @@ async function nodeAt(
     disk,
     clock,
     logger,
-    partitions: new PartitionOpener({
+    partitions: new HookedOpener(whileOpening, {
       disk,
       clock,
       rng: new Rng(name.length),
@@ -134,6 +150,27 @@ t.test("a topic created, changed and deleted on one server is opened, changed an
 
   await a.catalog.deleteStream("s");
   await until(clock, () => b.catalog.streams().length === 0);
+});
+
+t.test("a commit the store takes while the catalog opens its topics is followed once it has", async (t) => {
+  const clock = new VirtualClock();
+  const sim = new SimCoordinatorStore({ clock });
+  const a = await node(t, sim, clock, "a");
+  await a.catalog.createStream("s");
+  await a.catalog.createTopic("s", "early", options);
+  // b opens "early"; while it does, a creates "late" and b's store takes it, before b's catalog
+  // listens for changes.
+  const b = await nodeAt(t, sim, clock, "b", join(tempDir(t), "data"), async () => {
+    await a.catalog.createTopic("s", "late", options);
+    clock.advance(1);
+    await new Promise<void>((resolve) => setTimeout(resolve, 5));
+  });
+  await until(clock, () => b.catalog.findTopic("s", "late") !== null);
+  t.same(
+    [...b.host.hosted].sort(),
+    ["1/1/0", "1/1/1", "1/2/0", "1/2/1"],
+    "b hosts the topic it heard of late",
+  );
 });
 
 t.test("topics created on both servers at once both exist on both, each under its own id", async (t) => {

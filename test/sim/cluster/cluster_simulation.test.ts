@@ -138,6 +138,14 @@ t.test("a follower's fetch from a diverged log is not progress: the watermark wa
   }
 });
 
+t.test("a node starting while its topic is deleted and created again hosts the new one (swarm seed 593)", async (t) => {
+  // The run that found it: a wiped node's start (a state transfer) outlasted the topic's deletion
+  // and creation again; its store took both commits before its catalog listened, and the node,
+  // elected leader of the new partition, never hosted it.
+  const r = await runClusterSimulation({ seed: 593, scenario: clusterScenarios["swarm"]!, steps: 1000 });
+  t.ok(r.ok, r.violation ?? "ok") || t.comment(r.trail.filter((l) => !l.includes(" ack ")).join("\n"));
+});
+
 t.test("one seed replays exactly: the same trace hash twice", async (t) => {
   const scenario = clusterScenarios["swarm"]!;
   const a = await runClusterSimulation({ seed: 11, scenario, steps: 600 });
