@@ -15,7 +15,7 @@ import { addStream, addTopic, changeTopicOptions, removeStream, removeTopic } fr
 import type { MetadataStore } from "./metadata_store.ts";
 import { checkName, checkTopicName } from "./names.ts";
 import type { PartitionOpener, PartitionSlot } from "./partition_opener.ts";
-import { sweepOrphanDirectories } from "./orphan_directories.ts";
+import { streamIdsOnDisk, sweepOrphanDirectories } from "./orphan_directories.ts";
 import { planFollow } from "./metadata_follow.ts";
 import { runEach, throwFailures } from "./run_each.ts";
 import type { HostedTopic } from "./hosted_topic.ts";
@@ -90,7 +90,10 @@ export class Catalog {
     this.topicDefaults = deps.topicDefaults;
   }
 
-  /** Removes the directories the metadata no longer names, then opens every topic it names. */
+  /**
+   * Removes the directories the metadata no longer names, then opens every topic it names. With
+   * shared metadata it then catches up with the commits its store took meanwhile (no one listened).
+   */
   static async open(deps: CatalogDeps): Promise<Catalog> {
     const catalog = new Catalog(deps);
     const { disk, partitions, store, logger } = deps;
@@ -100,8 +103,6 @@ export class Catalog {
       for (const topic of stream.topics) await catalog.#openTopic(stream, topic, missing);
     }
     store.onRemoteChange(() => catalog.#followRemote());
-    // A shared document may have changed while the topics opened (a state transfer takes a
-    // while): the store took those commits with no one listening yet, so the catalog catches up.
     if (deps.sharedMetadata) catalog.#followRemote();
     return catalog;
   }
@@ -307,7 +308,8 @@ export class Catalog {
 
   async #syncWithStore(): Promise<void> {
     using _lock = await this.#adminLock.acquire();
-    const plan = planFollow(this.#store.doc, [...this.#topics.values()], await this.#streamIdsOnDisk());
+    const onDisk = await streamIdsOnDisk(this.#deps.disk, this.#deps.partitions.streamsDir);
+    const plan = planFollow(this.#store.doc, [...this.#topics.values()], onDisk);
     // Removals first: a topic created again under its old name must not find the old one open.
     for (const topic of plan.remove) {
       await this.#closeTopic(topic.streamName, topic.meta.name);
@@ -325,11 +327,6 @@ export class Catalog {
     topic.meta = { ...topic.meta, options };
     const config = this.#deps.partitions.logConfig(options);
     for (const slot of topic.slots) if (slot.kind === "open") slot.partition.log.updateConfig(config);
-  }
-
-  async #streamIdsOnDisk(): Promise<number[]> {
-    const names = await this.#deps.disk.list(this.#deps.partitions.streamsDir).catch(() => [] as string[]);
-    return names.map(Number).filter((id) => Number.isInteger(id) && id > 0);
   }
 
   /** The admin lock; a full queue of waiters is an overload, not a fault. */

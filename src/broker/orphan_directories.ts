@@ -31,3 +31,9 @@ export async function sweepOrphanDirectories(
     }
   }
 }
+
+/** The stream ids that have a directory under `streamsDir` (none when it cannot be listed). */
+export async function streamIdsOnDisk(disk: Disk, streamsDir: string): Promise<number[]> {
+  const names = await disk.list(streamsDir).catch(() => [] as string[]);
+  return names.map(Number).filter((id) => Number.isInteger(id) && id > 0);
+}

@@ -263,7 +263,7 @@ export class ReplicaManager implements Replication, PartitionHost {
       const nowMs = this.#deps.clock.nowMs();
       return {
         kind: "leader",
-        core: startLeading(state, stored.modRevision, log.nextOffset, log.highWatermark, nowMs),
+        core: startLeading(state, stored.modRevision, log.nextOffset, committedOf(hosted.partition), nowMs),
       };
     }
     if (state.leader === noLeader) {
@@ -346,4 +346,13 @@ export class ReplicaManager implements Replication, PartitionHost {
       failed();
     });
   }
+}
+
+/**
+ * What a new leader knows to be committed: its high watermark as a follower, or the tiered floor
+ * when that is higher (a floor covers committed records only), within its log.
+ */
+function committedOf(partition: Partition): number {
+  const log = partition.log;
+  return Math.max(log.highWatermark, Math.min(partition.superblock.tieredUpToOffset, log.nextOffset));
 }

@@ -33,13 +33,9 @@ export class SealedScan {
   /** Each partition with sealed segments waiting: the delay before its next look. */
   readonly #delayMs = new Map<string, number>();
 
-  /** With replicas, a segment's end counts as committed only once a record after it is. */
-  readonly #replicated: boolean;
-
   /** `backoffMaxMs` (`upload_loop_backoff_max`) is read at each look. */
-  constructor(backoffMaxMs: () => number, replicated = false) {
+  constructor(backoffMaxMs: () => number) {
     this.#backoffMaxMs = backoffMaxMs;
-    this.#replicated = replicated;
   }
 
   /** A partition joins: it is looked at from the next tick. */
@@ -102,13 +98,8 @@ export class SealedScan {
     // the log's end), so that no floor covers records a new leader might lack. Sealed segments
     // wait: soon again while the core takes them, backing off while it does not (or while the
     // watermark has not passed them).
-    // With replicas the segment's boundary must be committed too: a follower learns where the
-    // leader's next segment starts only from a batch there, so a leader deposed before one
-    // follows leaves the boundary on its own log only, and an upload of it would not be the
-    // segment the next leader holds.
     const highWatermark = p.partition.log.highWatermark;
-    const ends = this.#replicated ? 1 : 0;
-    const committed = segments.filter((s) => s.endOffset + ends < highWatermark);
+    const committed = segments.filter((s) => s.endOffset < highWatermark);
     const delayMs = committed.length > 0 && offer(p, committed)
       ? scanBackoffMinMs
       : Math.min((this.#delayMs.get(key) ?? scanBackoffMinMs / 2) * 2, this.#backoffMaxMs());

@@ -96,7 +96,7 @@ export class TierService implements TierGaugeSource {
       pendingPerPartitionMax: 1000,
       stallAfterMs: deps.config.uploadStallAfterMs,
     });
-    this.#scan = new SealedScan(() => deps.config.uploadLoopBackoffMaxMs, deps.leadership !== undefined);
+    this.#scan = new SealedScan(() => deps.config.uploadLoopBackoffMaxMs);
     this.#evictions = new LocalEvictions(deps.clock, deps.logger);
     this.#evictionLooks = new EvictionLooks();
     this.#waiters = new FloorWaiters(deps.clock, floorWaitersMax);

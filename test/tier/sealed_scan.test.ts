@@ -97,40 +97,6 @@ t.test("only segments below the high watermark are offered; one above it is look
   t.end();
 });
 
-t.test("with replicas a segment waits until a committed record follows it: its end is then every replica's", (t) => {
-  const a = fakePartition("a");
-  a.seal(0, 9);
-  a.seal(10, 19);
-  a.log.highWatermark = 20;
-  const partitions = new Map([["a", a.p]]);
-  const replicated = new SealedScan(() => 1000, true);
-  replicated.add("a", 0);
-  const offers: string[] = [];
-  const offer = (_p: TieredPartition, segments: SegmentRef[]) => {
-    offers.push(segments.map((s) => s.startOffset).join(","));
-    return true;
-  };
-  replicated.onTick(partitions, 0, offer);
-  t.same(offers, ["0"], "segment 10 ends at the watermark: no record after it is committed yet");
-  a.log.highWatermark = 21;
-  const lookedMs = [...Array(3000).keys()].find((now) => {
-    replicated.onTick(partitions, 1 + now, offer);
-    return offers.at(-1) === "0,10";
-  });
-  t.ok(lookedMs !== undefined, "offered once record 20 is committed");
-  const single = new SealedScan(() => 1000);
-  single.add("a", 0);
-  a.log.highWatermark = 20;
-  const alone: string[] = [];
-  single.onTick(
-    partitions,
-    0,
-    (_p, segments) => alone.push(segments.map((s) => s.startOffset).join(",")) > 0,
-  );
-  t.same(alone, ["0,10"], "a single node offers every segment below its log end");
-  t.end();
-});
-
 t.test("a seal, or tiering turned on, makes the next tick look at once", (t) => {
   const a = fakePartition("a");
   const partitions = new Map([["a", a.p]]);

@@ -90,6 +90,7 @@ function recordLeaderChange(w: ClusterWorld): void {
   const leader = w.leader();
   const now = leader === null ? "none" : `node ${leader.id} epoch ${leader.leaderEpoch(w)}`;
   if (now === w.leaderSeen) return;
+  if (leader !== null) w.counts.leaderChanges++;
   w.leaderSeen = now;
   w.record(`leader: ${now}`);
 }

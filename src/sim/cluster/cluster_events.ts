@@ -41,6 +41,7 @@ export function restart(w: ClusterWorld, node: SimClusterNode): void {
 
 function crash(w: ClusterWorld, node: SimClusterNode, wipe: boolean, downMs: number): void {
   w.crashes++;
+  if (wipe) w.counts.wipes++;
   w.record(`crash node ${node.id}${wipe ? ", data directory wiped" : ""}`);
   killProcess(w, node, wipe);
   w.later(downMs, `restart node ${node.id}`, () => restart(w, node));
@@ -66,6 +67,7 @@ export function applyEvent(w: ClusterWorld, rng: Rng, event: ClusterEvent, waite
       if (!uploading && waitedSteps < midUploadWaitStepsMax) return false;
       if (leader !== null) {
         w.record(`the leader crashes ${uploading ? "mid-upload" : "with no upload in flight"}`);
+        if (uploading) w.counts.crashesMidUpload++;
         crash(w, leader, false, event.downMs);
       }
       return true;
@@ -136,7 +138,7 @@ function purgeDuringLeaderChange(w: ClusterWorld, downMs: number): void {
     () => w.fail(`node ${other.id} purged the topic in cluster mode`),
     (error) =>
       error instanceof NotReplicatedError
-        ? w.record(`purge refused by node ${other.id}`)
+        ? (w.counts.purgesRefused++, w.record(`purge refused by node ${other.id}`))
         : w.fail(`node ${other.id} refused the purge with ${(error as Error).name}, not NotReplicatedError`),
   );
 }
@@ -156,7 +158,9 @@ function recreateTopic(w: ClusterWorld): void {
     () => {
       w.topicLife++;
       w.promises = newPromises();
-      w.record(`topic deleted with ${bucketSegments(w).length} segments in the bucket`);
+      const objects = bucketSegments(w).length;
+      w.counts.deadTopicObjects += objects;
+      w.record(`topic deleted with ${objects} segments in the bucket`);
       createTopicAgain(w);
     },
     (error) => {
@@ -178,6 +182,7 @@ function createTopicAgain(w: ClusterWorld): void {
       const topic = catalog.topic(streamName, topicName);
       const address = { streamId: topic.streamId, topicId: topic.meta.id, partitionId: 0 };
       w.partition = { address, label: labelOf(address) };
+      w.counts.topicsRecreated++;
       w.record(`topic created again on node ${node.id}: ${w.partition.label}`);
     },
     (error) => {

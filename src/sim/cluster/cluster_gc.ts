@@ -10,16 +10,17 @@ const uploadDeadlineMs = 60_000;
 const gcWindowMs = 3 * (deleteGraceMs + orphanSweepIntervalMs) + 5000;
 
 /**
- * The end's GC window: once the floor has reached the end of the leader's last segment a committed
- * record follows (every one that can be uploaded is), housekeeping and the controller's orphan sweep get a few graces and sweeps; then the
- * bucket must hold the live incarnation's segments only, each at a start of the leader's log.
+ * The end's GC window: once the floor has reached the end of the leader's last sealed segment the
+ * high watermark has passed (every one that can be uploaded is), housekeeping and the controller's
+ * orphan sweep get a few graces and sweeps; then the bucket must hold the live incarnation's
+ * segments only, each at a start of the leader's log.
  */
 export async function gcWindow(w: ClusterWorld): Promise<void> {
   const uploadable = () => {
     const log = w.leader()?.partition(w)?.log;
     if (log === undefined) return Infinity;
-    // A segment is uploaded once a committed record follows it (its end is then every replica's).
-    const ends = log.segments.filter((s) => s.sealed && s.endOffset + 1 < log.highWatermark).map((s) =>
+    // A sealed segment is uploaded once the high watermark has passed it.
+    const ends = log.segments.filter((s) => s.sealed && s.endOffset < log.highWatermark).map((s) =>
       s.endOffset + 1
     );
     return Math.max(0, ...ends);
@@ -33,7 +34,7 @@ export async function gcWindow(w: ClusterWorld): Promise<void> {
     return w.fail(
       `the floor ${
         committedFloor(w)?.upToOffset ?? 0
-      } did not reach the committed segments' end ${uploadable()}`,
+      } did not reach the committed sealed segments' end ${uploadable()}`,
     );
   }
   const startMs = w.clock.nowMs();

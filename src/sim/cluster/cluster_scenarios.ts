@@ -71,7 +71,7 @@ function scenario(
 }
 
 /** The event kinds the swarm draws from, one per scenario. */
-const swarmEvents: ((rng: Rng) => ClusterEvent)[] = [
+export const swarmEvents: readonly ((rng: Rng) => ClusterEvent)[] = [
   (rng) => ({
     kind: "crash",
     target: rng.chance(0.5) ? "leader" : "follower",
@@ -108,6 +108,19 @@ function drawFaults(rng: Rng): Partial<ClusterScenario> {
   };
 }
 
+/** A swarm of 1 to 4 events drawn from `events`, with `faults` (or faults drawn, with `draw`). */
+export function swarmOf(
+  name: string,
+  events: readonly ((rng: Rng) => ClusterEvent)[],
+  faults: Partial<Pick<ClusterScenario, "network" | "watchLagMs" | "bucketFaults" | "draw">>,
+): ClusterScenario {
+  return scenario(
+    name,
+    (rng, n) => spread(rng, n, rng.int(1, 4), (r) => events[r.int(0, events.length - 1)]!(r)),
+    faults,
+  );
+}
+
 export const clusterScenarios: Record<string, ClusterScenario> = {
   leader_crash_mid_upload: scenario(
     "leader_crash_mid_upload",
@@ -138,9 +151,5 @@ export const clusterScenarios: Record<string, ClusterScenario> = {
     "topic_recreated",
     (rng, n) => spread(rng, n, 1, () => ({ kind: "recreateTopic" })),
   ),
-  swarm: scenario(
-    "swarm",
-    (rng, n) => spread(rng, n, rng.int(1, 4), (r) => swarmEvents[r.int(0, swarmEvents.length - 1)]!(r)),
-    { draw: drawFaults },
-  ),
+  swarm: swarmOf("swarm", swarmEvents, { draw: drawFaults }),
 };

@@ -9,7 +9,7 @@ import { simTopicOptions, streamName, topicName } from "./cluster_settings.ts";
 import { clusterStreams, clusterStreamSeed } from "./cluster_streams.ts";
 import { advance, until, withTime } from "./cluster_time.ts";
 import { produceOne, readBack } from "./cluster_workload.ts";
-import { ClusterWorld } from "./cluster_world.ts";
+import { ClusterWorld, type EventCounts } from "./cluster_world.ts";
 import * as inv from "./cluster_invariants.ts";
 import { killProcess } from "./sim_cluster_node.ts";
 
@@ -32,6 +32,7 @@ export interface ClusterSimResult {
   crashes: number;
   floor: number;
   virtualMs: number;
+  counts: EventCounts;
 }
 
 /** The part of the run in which faults and events strike; the rest checks recovery. */
@@ -78,6 +79,7 @@ export async function runClusterSimulation(o: ClusterSimOptions): Promise<Cluste
     crashes: w.crashes,
     floor: w.promises.floorSeen,
     virtualMs: w.clock.nowMs(),
+    counts: { ...w.counts },
   };
 }
 

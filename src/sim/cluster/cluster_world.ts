@@ -28,6 +28,22 @@ export interface WorldTask {
   run(): void;
 }
 
+/** What the run's events did, counted: the tests check that a scenario's events struck. */
+export interface EventCounts {
+  /** Leaders killed with an upload in flight. */
+  crashesMidUpload: number;
+  /** Data directories lost. */
+  wipes: number;
+  /** Purges asked for and refused (a cluster cannot purge). */
+  purgesRefused: number;
+  /** Topics deleted and created again. */
+  topicsRecreated: number;
+  /** `.log` objects in the bucket when a topic was deleted: GC's work. */
+  deadTopicObjects: number;
+  /** Changes of the node that leads under the highest epoch. */
+  leaderChanges: number;
+}
+
 /** Tasks pending at once, at most. */
 export const worldTasksMax = 1000;
 
@@ -88,6 +104,14 @@ export class ClusterWorld {
   /** The partition's stored state the checks last saw. */
   stateSeen = "none";
   producesSent = 0;
+  readonly counts: EventCounts = {
+    crashesMidUpload: 0,
+    wipes: 0,
+    purgesRefused: 0,
+    topicsRecreated: 0,
+    deadTopicObjects: 0,
+    leaderChanges: 0,
+  };
   crashes = 0;
   /** Faults and events strike only while this is set. */
   faultsActive = true;
