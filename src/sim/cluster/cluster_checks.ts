@@ -48,6 +48,7 @@ export function incarnationOf(partition: Partition): string {
 
 /** The checks after every step: the floor, each replica's eviction, and each leader's high watermark. */
 export function checkStep(w: ClusterWorld): void {
+  recordStateChange(w);
   recordLeaderChange(w);
   const floor = committedFloor(w);
   const committed = floor?.upToOffset ?? 0;
@@ -86,7 +87,6 @@ function recordStateChange(w: ClusterWorld): void {
 
 /** Records each change of the node that leads under the highest epoch. */
 function recordLeaderChange(w: ClusterWorld): void {
-  recordStateChange(w);
   const leader = w.leader();
   const now = leader === null ? "none" : `node ${leader.id} epoch ${leader.leaderEpoch(w)}`;
   if (now === w.leaderSeen) return;

@@ -1,13 +1,6 @@
+import { settle } from "../virtual_time.ts";
 import { clusterStepMs } from "./cluster_settings.ts";
 import type { ClusterWorld } from "./cluster_world.ts";
-
-/** Loop turns that settle the simulated I/O in flight after a step of the clock. */
-const settleTurns = 30;
-
-/** Simulated I/O completes in promise callbacks: a bounded number of loop turns settles it. */
-export async function settle(): Promise<void> {
-  for (let i = 0; i < settleTurns; i++) await new Promise<void>((resolve) => setImmediate(resolve));
-}
 
 /** One step: the tasks due run, the clock moves on (every process's timers fire), and the I/O settles. */
 export async function advance(w: ClusterWorld): Promise<void> {

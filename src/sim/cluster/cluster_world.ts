@@ -57,8 +57,6 @@ export interface ClusterPromises {
   highWatermarkOf: Map<number, number>;
   /** The highest committed floor seen. */
   floorSeen: number;
-  /** The highest tiered floor seen on each node's disk (a wipe forgets it). */
-  nodeFloorSeen: Map<number, number>;
 }
 
 /** Nothing promised yet: a new topic's offsets and epochs start over. */
@@ -68,7 +66,6 @@ export function newPromises(): ClusterPromises {
     ackedLeaderOf: new Map(),
     highWatermarkOf: new Map(),
     floorSeen: 0,
-    nodeFloorSeen: new Map(),
   };
 }
 
