@@ -16,6 +16,7 @@ const layerRanks: Record<string, number> = {
   tier: 3,
   broker: 4,
   cluster: 5,
+  groups: 5,
   server: 6,
   kafka: 6,
   client: 6,
