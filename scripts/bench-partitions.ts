@@ -232,13 +232,13 @@ async function countHosted(client: StrataClient) {
 const tickIntervalMs = 10;
 
 /**
- * A Deno process that does nothing but rearm a timer every `tickIntervalMs`, for `idleSeconds`
- * after a second to settle: the CPU a loop ticking that often costs here, which the idle servers'
- * figures include.
+ * A Deno process that does nothing but a repeating timer every `tickIntervalMs` (as the pump's), for
+ * `idleSeconds` after a second to settle: the CPU a loop ticking that often costs here, which the idle
+ * servers' figures include.
  */
 async function measureTimerFloor() {
   progress(`floor: a bare ${tickIntervalMs} ms timer`);
-  const program = `const f = () => setTimeout(f, ${tickIntervalMs}); f();`;
+  const program = `setInterval(() => {}, ${tickIntervalMs});`;
   const child = spawn("deno", ["eval", program], { stdio: "ignore" });
   try {
     await new Promise((resolve) => setTimeout(resolve, 1000));

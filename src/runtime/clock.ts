@@ -12,6 +12,12 @@ export interface Clock {
   wallMs(): number;
   /** Calls `callback` once, `delayMs` from now. Returns a function that cancels it. */
   schedule(delayMs: number, callback: () => void): Cancel;
+  /**
+   * Calls `callback` every `intervalMs` until cancelled, each call due one interval after the one
+   * before it started (a late call moves the ones after it; none is made up in a burst). One timer
+   * serves every call, where rearming `schedule` would make a new one per call.
+   */
+  every(intervalMs: number, callback: () => void): Cancel;
   /** Resolves after `delayMs`; rejects with `AbortedError` if `signal` fires first. */
   sleep(delayMs: number, signal?: AbortSignal): Promise<void>;
 }

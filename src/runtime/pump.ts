@@ -2,7 +2,7 @@ import { assert } from "./assert.ts";
 import type { Cancel, Clock } from "./clock.ts";
 import { LatencyRecorder, type LatencySnapshot } from "./latency_recorder.ts";
 import type { Logger } from "./logger.ts";
-import type { LatenessMaxSource, PumpMetrics } from "./pump_metrics.ts";
+import { type PumpMetrics, TickCounts, type TickCountsSource } from "./pump_metrics.ts";
 
 /** A periodic duty run from the tick. It must be quick: long work is started, not done, here. */
 export type TickHandler = (nowMs: number) => void;
@@ -23,12 +23,13 @@ export interface PumpSnapshot extends LatencySnapshot {
 }
 
 /**
- * A shard's loop. It fires the consensus tick on a fixed schedule (start + k × interval) and
- * gauges how late each tick fires: the lateness is the project's main health signal, since every
- * synchronous stretch anywhere on the event loop shows up in it. When the loop was blocked past
- * whole slots, those slots are counted as missed rather than fired in a burst.
+ * A shard's loop. It fires the consensus tick every interval, from one repeating timer, and gauges
+ * how late each tick fires against its due time (one interval after the previous tick fired): the
+ * lateness is the project's main health signal, since every synchronous stretch anywhere on the
+ * event loop shows up in it. When the loop was blocked past whole intervals, those ticks are counted
+ * as missed rather than fired in a burst.
  */
-export class Pump implements LatenessMaxSource {
+export class Pump implements TickCountsSource {
   readonly shard: string;
   readonly tickIntervalMs: number;
   readonly #clock: Clock;
@@ -37,8 +38,9 @@ export class Pump implements LatenessMaxSource {
   readonly #handlersMax: number;
   readonly #handlers = new Map<string, TickHandler>();
   readonly #recorder = new LatencyRecorder();
+  readonly tickCounts = new TickCounts();
   #cancel: Cancel | null = null;
-  #scheduledMs = 0;
+  #dueMs = 0;
   #ticks = 0;
   #missedTicks = 0;
   #latenessMaxSinceTakeMs = 0;
@@ -72,8 +74,8 @@ export class Pump implements LatenessMaxSource {
   start(): void {
     assert(!this.running, "Cannot start the pump: it is already running");
     this.#metrics.addSource(this);
-    this.#scheduledMs = this.#clock.nowMs() + this.tickIntervalMs;
-    this.#arm();
+    this.#dueMs = this.#clock.nowMs() + this.tickIntervalMs;
+    this.#cancel = this.#clock.every(this.tickIntervalMs, () => this.#fire());
   }
 
   stop(): void {
@@ -104,33 +106,23 @@ export class Pump implements LatenessMaxSource {
     return max;
   }
 
-  #arm(): void {
-    const delayMs = Math.max(0, this.#scheduledMs - this.#clock.nowMs());
-    this.#cancel = this.#clock.schedule(delayMs, () => this.#fire());
-  }
-
   #fire(): void {
     const nowMs = this.#clock.nowMs();
-    const latenessMs = Math.max(0, nowMs - this.#scheduledMs);
+    const latenessMs = Math.max(0, nowMs - this.#dueMs);
     const missed = Math.floor(latenessMs / this.tickIntervalMs);
-    this.#record(latenessMs, missed);
+    // The repeating timer arms the next tick one interval after this one started.
+    this.#dueMs = nowMs + this.tickIntervalMs;
+    this.#record(nowMs - latenessMs, latenessMs, missed);
     this.#runHandlers(nowMs);
-    // The handlers may have stopped the pump.
-    if (this.#cancel === null) return;
-    this.#scheduledMs += (missed + 1) * this.tickIntervalMs;
-    this.#arm();
   }
 
-  #record(latenessMs: number, missed: number): void {
+  #record(dueMs: number, latenessMs: number, missed: number): void {
     this.#ticks++;
     this.#missedTicks += missed;
     this.#recorder.recordMs(latenessMs);
     this.#latenessMaxSinceTakeMs = Math.max(this.#latenessMaxSinceTakeMs, latenessMs);
-    this.#latenessObserver?.(this.#scheduledMs, latenessMs);
-    const labels = { shard: this.shard };
-    this.#metrics.lateness.observe(labels, latenessMs / 1000);
-    this.#metrics.ticks.inc(labels);
-    if (missed > 0) this.#metrics.missedTicks.inc(labels, missed);
+    this.#latenessObserver?.(dueMs, latenessMs);
+    this.tickCounts.record(latenessMs / 1000, missed);
   }
 
   #runHandlers(nowMs: number): void {
@@ -138,7 +130,7 @@ export class Pump implements LatenessMaxSource {
       try {
         handler(nowMs);
       } catch (error) {
-        this.#metrics.handlerErrors.inc({ shard: this.shard });
+        this.tickCounts.handlerErrors += 1;
         this.#logger.error("tick handler failed", { shard: this.shard, handler: name, error });
       }
     }

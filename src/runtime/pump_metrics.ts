@@ -1,7 +1,7 @@
-import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import { Counter, Gauge, type Registry } from "prom-client";
 
 /** Sub-millisecond resolution where a healthy tick lives, coarse beyond where it is sick. */
-const latenessBucketsSeconds = [
+export const latenessBucketsSeconds: readonly number[] = [
   0.0001,
   0.00025,
   0.0005,
@@ -19,47 +19,110 @@ const latenessBucketsSeconds = [
   5,
 ];
 
-/** A source of "worst lateness since the last scrape" for the max gauge; reading it resets it. */
-export interface LatenessMaxSource {
+/**
+ * One pump's tick counts as plain numbers, written by the tick and read by a scrape: the tick pays
+ * for a few additions, not for a metrics library's label lookups.
+ */
+export class TickCounts {
+  /** Ticks whose lateness fell at or below each bucket's bound (not cumulative); the last is +Inf. */
+  readonly bucketCounts = new Float64Array(latenessBucketsSeconds.length + 1);
+  latenessSumSeconds = 0;
+  ticks = 0;
+  missedTicks = 0;
+  handlerErrors = 0;
+
+  record(latenessSeconds: number, missed: number): void {
+    let bucket = 0;
+    while (bucket < latenessBucketsSeconds.length && latenessSeconds > latenessBucketsSeconds[bucket]!) {
+      bucket++;
+    }
+    this.bucketCounts[bucket]! += 1;
+    this.latenessSumSeconds += latenessSeconds;
+    this.ticks += 1;
+    this.missedTicks += missed;
+  }
+}
+
+/** What a scrape reads of one pump: its counts, and the worst lateness since the last read (which resets it). */
+export interface TickCountsSource {
   readonly shard: string;
+  readonly tickCounts: TickCounts;
   takeLatenessMaxMs(): number;
 }
 
-/** The pump metrics of one registry, shared by every shard's pump and labelled by shard. */
+/** One series of a scrape, as prom-client's registry formats it. */
+interface SeriesValue {
+  metricName?: string;
+  labels: Record<string, string | number>;
+  value: number;
+}
+
+/**
+ * The lateness histogram, formatted at scrape time from the pumps' own counts. It is a metric object
+ * of the registry's shape (`name`, `help`, `type`, `get`) rather than prom-client's `Histogram`, whose
+ * `observe` would cost every tick a label hash.
+ */
+class LatenessHistogram {
+  readonly name = "strata_pump_tick_lateness_seconds";
+  readonly help = "How late the consensus tick fired: actual minus due fire time.";
+  readonly type = "histogram";
+  readonly aggregator = "sum";
+  readonly labelNames = ["shard"];
+  readonly #sources: ReadonlySet<TickCountsSource>;
+
+  constructor(sources: ReadonlySet<TickCountsSource>) {
+    this.#sources = sources;
+  }
+
+  get() {
+    const values: SeriesValue[] = [];
+    for (const source of this.#sources) values.push(...histogramSeries(this.name, source));
+    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
+  }
+
+  reset(): void {}
+}
+
+function histogramSeries(name: string, source: TickCountsSource): SeriesValue[] {
+  const counts = source.tickCounts;
+  const shard = source.shard;
+  const series: SeriesValue[] = [];
+  let cumulative = 0;
+  for (let i = 0; i <= latenessBucketsSeconds.length; i++) {
+    cumulative += counts.bucketCounts[i]!;
+    const le = i < latenessBucketsSeconds.length ? latenessBucketsSeconds[i]! : "+Inf";
+    series.push({ metricName: `${name}_bucket`, labels: { le, shard }, value: cumulative });
+  }
+  series.push({ metricName: `${name}_sum`, labels: { shard }, value: counts.latenessSumSeconds });
+  series.push({ metricName: `${name}_count`, labels: { shard }, value: counts.ticks });
+  return series;
+}
+
+/** The pump metrics of one registry, read from every shard's pump at scrape time and labelled by shard. */
 export class PumpMetrics {
-  readonly lateness: Histogram<"shard">;
-  readonly missedTicks: Counter<"shard">;
-  readonly ticks: Counter<"shard">;
-  readonly handlerErrors: Counter<"shard">;
-  readonly #sources = new Set<LatenessMaxSource>();
+  readonly #sources = new Set<TickCountsSource>();
 
   constructor(registry: Registry) {
-    this.lateness = new Histogram({
-      name: "strata_pump_tick_lateness_seconds",
-      help: "How late the consensus tick fired: actual minus scheduled fire time.",
-      labelNames: ["shard"],
-      buckets: latenessBucketsSeconds,
-      registers: [registry],
-    });
-    this.missedTicks = new Counter({
-      name: "strata_pump_missed_ticks_total",
-      help: "Scheduled ticks skipped because the loop was busy past the following slot.",
-      labelNames: ["shard"],
-      registers: [registry],
-    });
-    this.ticks = new Counter({
-      name: "strata_pump_ticks_total",
-      help: "Consensus ticks fired.",
-      labelNames: ["shard"],
-      registers: [registry],
-    });
-    this.handlerErrors = new Counter({
-      name: "strata_pump_tick_handler_errors_total",
-      help: "Tick handlers that threw.",
-      labelNames: ["shard"],
-      registers: [registry],
-    });
     const sources = this.#sources;
+    registry.registerMetric(new LatenessHistogram(sources) as unknown as Counter);
+    const counter = (name: string, help: string, read: (counts: TickCounts) => number) =>
+      new Counter({
+        name,
+        help,
+        labelNames: ["shard"],
+        registers: [registry],
+        collect() {
+          this.reset();
+          for (const source of sources) this.inc({ shard: source.shard }, read(source.tickCounts));
+        },
+      });
+    counter(
+      "strata_pump_missed_ticks_total",
+      "Ticks skipped because the loop was busy past the following one's due time.",
+      (c) => c.missedTicks,
+    );
+    counter("strata_pump_ticks_total", "Consensus ticks fired.", (c) => c.ticks);
+    counter("strata_pump_tick_handler_errors_total", "Tick handlers that threw.", (c) => c.handlerErrors);
     new Gauge({
       name: "strata_pump_tick_lateness_max_seconds",
       help: "The worst tick lateness since the previous scrape.",
@@ -74,11 +137,11 @@ export class PumpMetrics {
     });
   }
 
-  addSource(source: LatenessMaxSource): void {
+  addSource(source: TickCountsSource): void {
     this.#sources.add(source);
   }
 
-  removeSource(source: LatenessMaxSource): void {
+  removeSource(source: TickCountsSource): void {
     this.#sources.delete(source);
   }
 }

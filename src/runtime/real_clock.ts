@@ -1,7 +1,8 @@
+import { assert } from "./assert.ts";
 import type { Cancel, Clock } from "./clock.ts";
 import { sleepWith } from "./sleep_with.ts";
 
-/** The production clock: `performance.now()` for monotonic time, `setTimeout` for timers. */
+/** The production clock: `performance.now()` for monotonic time, `setTimeout` and `setInterval` for timers. */
 export class RealClock implements Clock {
   nowMs(): number {
     return performance.now();
@@ -19,6 +20,12 @@ export class RealClock implements Clock {
     // Rounded up: a timer that fired early would make the pump report a lateness of zero.
     const handle = setTimeout(callback, Math.max(0, Math.ceil(delayMs)));
     return () => clearTimeout(handle);
+  }
+
+  every(intervalMs: number, callback: () => void): Cancel {
+    assert(intervalMs >= 1, "Cannot repeat a timer: the interval must be at least 1 ms");
+    const handle = setInterval(callback, Math.ceil(intervalMs));
+    return () => clearInterval(handle);
   }
 
   sleep(delayMs: number, signal?: AbortSignal): Promise<void> {

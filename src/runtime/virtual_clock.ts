@@ -1,6 +1,6 @@
 import { assert } from "./assert.ts";
 import type { Cancel, Clock } from "./clock.ts";
-import { sleepWith } from "./sleep_with.ts";
+import { everyWith, sleepWith } from "./sleep_with.ts";
 
 interface Timer {
   dueMs: number;
@@ -49,6 +49,10 @@ export class VirtualClock implements Clock {
     return () => {
       timer.cancelled = true;
     };
+  }
+
+  every(intervalMs: number, callback: () => void): Cancel {
+    return everyWith((d, cb) => this.schedule(d, cb), intervalMs, callback);
   }
 
   sleep(delayMs: number, signal?: AbortSignal): Promise<void> {

@@ -52,3 +52,30 @@ t.test("sleep resolves at its time and rejects when aborted", async (t) => {
   await t.rejects(aborted, AbortedError);
   t.equal(clock.pendingTimers(), 0, "the aborted sleep left no timer behind");
 });
+
+t.test("every repeats an interval after each call started; a late call moves the rest; cancel stops it", (t) => {
+  const clock = new VirtualClock();
+  const firedAt: number[] = [];
+  const cancel = clock.every(10, () => firedAt.push(clock.nowMs()));
+  clock.advance(30);
+  t.same(firedAt, [10, 20, 30]);
+  clock.stall(25);
+  clock.advance(0);
+  t.same(firedAt, [10, 20, 30, 55], "the call due at 40 fires at 55, and those due at 50 are not made up");
+  clock.advance(10);
+  t.same(firedAt, [10, 20, 30, 55, 65], "the next is due an interval after the late one");
+  cancel();
+  clock.advance(100);
+  t.equal(firedAt.length, 5, "nothing fires after cancel");
+  t.equal(clock.pendingTimers(), 0, "and no timer is left");
+  let calls = 0;
+  const stopInside: { cancel: () => void } = { cancel: () => {} };
+  stopInside.cancel = clock.every(5, () => {
+    calls++;
+    stopInside.cancel();
+  });
+  clock.advance(50);
+  t.equal(calls, 1, "a callback that cancels its own timer is the last call");
+  t.throws(() => clock.every(0, () => {}), /interval must be positive/);
+  t.end();
+});

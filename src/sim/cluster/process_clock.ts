@@ -1,5 +1,5 @@
 import type { Cancel, Clock } from "../../runtime/clock.ts";
-import { sleepWith } from "../../runtime/sleep_with.ts";
+import { everyWith, sleepWith } from "../../runtime/sleep_with.ts";
 import type { VirtualClock } from "../../runtime/virtual_clock.ts";
 
 /** Bound on one process's timers pending at once; one more is a runaway loop in the code under test. */
@@ -50,6 +50,10 @@ export class ProcessClock implements Clock {
     };
     this.#cancels.add(cancel);
     return cancel;
+  }
+
+  every(intervalMs: number, callback: () => void): Cancel {
+    return everyWith((d, cb) => this.schedule(d, cb), intervalMs, callback);
   }
 
   sleep(delayMs: number, signal?: AbortSignal): Promise<void> {
