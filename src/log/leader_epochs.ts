@@ -32,9 +32,15 @@ export class LeaderEpochs {
     this.#starts = starts;
   }
 
-  /** The stored epochs, without those past `logEndOffset` (written before a crash took their data). */
-  static async load(disk: Disk, dir: string, logEndOffset: number): Promise<LeaderEpochs> {
-    const stored = await readRecordFile<EpochStart[]>(disk, `${dir}/${leaderEpochsFileName}`, magic);
+  /**
+   * The stored epochs, without those past `logEndOffset` (written before a crash took their data).
+   * A boot passes `listed`, whether the directory's listing holds the file: a partition never led
+   * under an epoch (every one on a single node) then costs no open that fails.
+   */
+  static async load(disk: Disk, dir: string, logEndOffset: number, listed = true): Promise<LeaderEpochs> {
+    const stored = listed
+      ? await readRecordFile<EpochStart[]>(disk, `${dir}/${leaderEpochsFileName}`, magic)
+      : null;
     const starts = (stored ?? []).filter((s) => s.startOffset < logEndOffset);
     const epochs = new LeaderEpochs(disk, dir, starts);
     epochs.#dirty = stored !== null && starts.length !== stored.length;

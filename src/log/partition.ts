@@ -6,7 +6,7 @@ import type { Rng } from "../runtime/rng.ts";
 import { ConsumerOffsets, consumerOffsetsFileName } from "./consumer_offsets.ts";
 import type { LogConfig } from "./log_config.ts";
 import { PartitionRefusedError } from "./log_errors.ts";
-import { LeaderEpochs } from "./leader_epochs.ts";
+import { LeaderEpochs, leaderEpochsFileName } from "./leader_epochs.ts";
 import { PartitionLog } from "./partition_log.ts";
 import { recoverSegments } from "./recover_segments.ts";
 import type { Segment } from "./segment.ts";
@@ -171,7 +171,7 @@ export class Partition {
       });
     }
     const logEnd = report.segments.at(-1)!.endOffset + 1;
-    const epochs = await LeaderEpochs.load(disk, dir, logEnd);
+    const epochs = await LeaderEpochs.load(disk, dir, logEnd, report.names.includes(leaderEpochsFileName));
     const log = new PartitionLog(disk, dir, clock, config, report.segments, label, epochs);
     const stored = report.names.includes(consumerOffsetsFileName);
     const offsets = await ConsumerOffsets.load(disk, dir, consumersPerPartitionMax, stored);

@@ -99,3 +99,31 @@ t.test("boot reads stored consumer offsets, and does not look for them where the
   t.teardown(() => again.close());
   t.equal(again.offsets.get("reader"), 1, "a stored offset is read back");
 });
+
+/** A NodeDisk that records the paths it is asked to open. */
+class OpenRecordingDisk extends NodeDisk {
+  readonly opened: string[] = [];
+  override open(path: string, options?: Parameters<NodeDisk["open"]>[1]) {
+    this.opened.push(path.slice(path.lastIndexOf("/") + 1));
+    return super.open(path, options);
+  }
+}
+
+t.test("boot opens the leader epochs only where the listing has them, and reads them back there", async (t) => {
+  const data = tempDir(t);
+  const p = await Partition.create(new NodeDisk(), new VirtualClock(), new Rng(1), data, address, config);
+  await p.log.append(message(1));
+  await p.close();
+  const quiet = new OpenRecordingDisk();
+  const first = await reopen(quiet, data);
+  t.notOk(quiet.opened.includes("leader-epochs.bin"), `no open of an unlisted epochs file (${quiet.opened})`);
+  t.equal(first.log.leaderEpochs.latestEpoch, -1);
+  first.log.leaderEpochs.assign(3, 0);
+  await first.log.leaderEpochs.persist();
+  await first.close();
+  const listed = new OpenRecordingDisk();
+  const again = await reopen(listed, data);
+  t.teardown(() => again.close());
+  t.ok(listed.opened.includes("leader-epochs.bin"), "a listed epochs file is opened");
+  t.equal(again.log.leaderEpochs.latestEpoch, 3, "and its epochs are read back");
+});
