@@ -134,6 +134,7 @@ async function main(): Promise<number> {
       network,
       registry: server.registry,
       cluster: kafkaClusterServing(server.cluster),
+      groups: server.groups,
       clock,
       turn: () => server.pieceGate.turn(),
       logger,

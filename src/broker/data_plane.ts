@@ -1,39 +1,23 @@
 import type { MessageInput } from "../log/batch_codec.ts";
 import { TooManyConsumersError } from "../log/consumer_offsets.ts";
-import {
-  PartitionUnavailableError,
-  RemoteReadUnavailableError,
-  WriteQueueFullError,
-} from "../log/log_errors.ts";
 import { labelOf, type Partition } from "../log/partition.ts";
 import type { LogStats } from "../log/segment_chain.ts";
 import type { ReadResult } from "../log/segment_reads.ts";
 import type { BatchReadResult } from "../log/batch_reads.ts";
-import { RemoteCorruptError, RemoteDataLossError } from "../log/remote_reader.ts";
-import {
-  CorruptError,
-  NotFoundError,
-  ThrottledError,
-  TransportError,
-} from "../objectstore/object_store_errors.ts";
-import { QueueFullError } from "../runtime/wait_errors.ts";
-import { CacheFullError, FetchTimeoutError } from "../tier/chunk_cache.ts";
-import { ChunkFileShortError } from "../tier/chunk_files.ts";
 import {
   ConsumerLimitError,
   NotEnoughReplicasError,
   NotLeaderError,
   NotReplicatedError,
-  RemoteDataError,
   ReplicationTimeoutError,
   ResourceNotFoundError,
   TieringDisabledError,
-  UnavailableError,
 } from "./broker_errors.ts";
+import { translateDataErrors } from "./data_errors.ts";
 import type { Catalog, CatalogTopic } from "./catalog.ts";
 import { partitionOfKey } from "./partition_placement.ts";
 import type { ShardSet } from "./shard_set.ts";
-import { type Replication, singleNode } from "./replication.ts";
+import { type Leadership, type Replication, singleNode } from "./replication.ts";
 
 /** A partition's log statistics with its shard, floors and where its bytes are. */
 export interface PartitionStats extends LogStats {
@@ -138,10 +122,30 @@ export class DataPlane {
     return { partition: partitionId, baseOffset: result.baseOffset, count: result.count };
   }
 
+  /** Whether this node leads the partition now, and under which epoch (`Replication.leadership`). */
+  leadership(streamName: string, topicName: string, partitionId: number): Leadership {
+    const topic = this.#catalog.topic(streamName, topicName);
+    return this.#replication.leadership(this.#catalog.openPartition(topic, partitionId).address);
+  }
+
   /** A partition's log start, high watermark and log end (Kafka's log start offset and high watermark). */
   offsetRange(streamName: string, topicName: string, partitionId: number): OffsetRange {
     const log = this.#partition(streamName, topicName, partitionId).log;
     return { start: log.firstOffset, next: log.highWatermark, end: log.nextOffset };
+  }
+
+  /**
+   * Deletes the partition's sealed segments that end below `offset`, as far as whole segments go
+   * (Kafka's DeleteRecords, at segment grain): its log start moves up to the first segment kept.
+   */
+  async deleteRecordsBelow(streamName: string, topicName: string, partitionId: number, offset: number) {
+    const partition = this.#partition(streamName, topicName, partitionId);
+    await partition.applyDeletedUpTo({
+      kind: "advance_deleted_up_to",
+      partition: labelOf(partition.address),
+      purgeGeneration: partition.superblock.purgeGeneration,
+      upToOffset: offset,
+    });
   }
 
   /** Whole batches from the one holding `offset`, as stored, for a Kafka fetch (`PartitionLog.readBatches`). */
@@ -335,49 +339,5 @@ export class DataPlane {
       return candidate;
     }
     return (last + 1) % count;
-  }
-}
-
-/**
- * Runs an append, a read or an await, turning the log's and the remote path's typed failures into
- * the broker's.
- */
-export async function translateDataErrors<T>(run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (error) {
-    const cause = { cause: error };
-    // A full wait queue (the write queue, a shard's fetch slots or fetch bandwidth, the disk's
-    // workers, the floor's waiters) sheds the request: an overload, retried later.
-    if (error instanceof WriteQueueFullError || error instanceof QueueFullError) {
-      throw new UnavailableError("overloaded", error.message, cause);
-    }
-    if (error instanceof PartitionUnavailableError) {
-      throw new UnavailableError("partition_unavailable", error.message, cause);
-    }
-    // Without a remote reader, an evicted range is unavailable, never wrong or missing data.
-    if (error instanceof RemoteReadUnavailableError) {
-      throw new UnavailableError("remote_read_unavailable", error.message, cause);
-    }
-    // Remote reads: a full cache or a slow store is transient (the SDK retries, the fetch goes on);
-    // missing or corrupt remote data is a fault of its own, never an empty or wrong answer.
-    if (
-      error instanceof CacheFullError || error instanceof FetchTimeoutError ||
-      // A cache file cut short twice in a row: dropped, so the retry fetches it afresh.
-      error instanceof ChunkFileShortError ||
-      error instanceof TransportError ||
-      error instanceof ThrottledError
-    ) {
-      throw new UnavailableError("transient", error.message, cause);
-    }
-    if (error instanceof NotFoundError || error instanceof RemoteDataLossError) {
-      throw new RemoteDataError("missing", error.message, cause);
-    }
-    // The store's own integrity checks (an object shorter than its header says, a checksum that does
-    // not match) are corrupt remote data too.
-    if (error instanceof RemoteCorruptError || error instanceof CorruptError) {
-      throw new RemoteDataError("corrupt", error.message, cause);
-    }
-    throw error;
   }
 }

@@ -9,16 +9,18 @@ import type { TopicOptions } from "./topic_options.ts";
 
 /**
  * Total retention of one partition, by the topic's age and size limits and, on tiered topics, the
- * consumer barrier (docs/DESIGN.md, "Total retention and the consumer barrier"). Null when the
- * topic's options retain everything; otherwise the pass, resolving with the number of segments it
- * deleted.
+ * consumer barrier (docs/DESIGN.md, "Total retention and the consumer barrier") at `consumerMinimum`,
+ * the smallest offset a consumer still reads from (its stored offsets' and its groups'; null: none).
+ * Null when the topic's options retain everything; otherwise the pass, resolving with the number of
+ * segments it deleted.
  */
 export function totalRetentionPass(
   partition: Partition,
   options: TopicOptions,
   wallMs: number,
+  consumerMinimum: number | null = partition.offsets.minimum(),
 ): Promise<number> | null {
-  const limits = retentionLimitsOf(options, partition.offsets.minimum());
+  const limits = retentionLimitsOf(options, consumerMinimum);
   if (limits === null) return null;
   return partition.enforceRetention(retentionByLimits(limits, wallMs));
 }

@@ -49,6 +49,17 @@ export const writeBuffersMax = 8;
  */
 export const batchWindowsMax = 32;
 
+/**
+ * Offsets committed for a partition outside its own stored consumer offsets (a consumer group's,
+ * kept by the group coordinator): the smallest, or null when none is. Total retention's consumer
+ * barrier keeps what they still need.
+ */
+export type ConsumerBarrierSource = (
+  streamId: number,
+  topicName: string,
+  partitionId: number,
+) => number | null;
+
 /** A shard's part in tiered storage, when it is enabled. */
 export interface ShardTiering {
   readonly tier: TierService;
@@ -105,6 +116,8 @@ export class ShardRuntime implements RequestCounter {
   #requestsServed = 0;
   #controlLog: ControlLog | null = null;
   #housekeeping: Housekeeping | null = null;
+  /** Consumer groups' committed offsets, for the barrier; set once the group coordinator runs. */
+  consumerBarrier: ConsumerBarrierSource | null = null;
 
   constructor(deps: ShardRuntimeDeps) {
     this.id = deps.id;
@@ -248,7 +261,18 @@ export class ShardRuntime implements RequestCounter {
     const retention = this.tiering?.tier.retention;
     const key = labelOf(partition.address);
     if (retention !== undefined && !retention.decidesHere(key)) return;
-    const pass = totalRetentionPass(partition, topic.meta.options, wallMs);
+    const groups = this.consumerBarrier?.(
+      partition.address.streamId,
+      topic.meta.name,
+      partition.address.partitionId,
+    );
+    const stored = partition.offsets.minimum();
+    const minimum = groups === null || groups === undefined
+      ? stored
+      : stored === null
+      ? groups
+      : Math.min(stored, groups);
+    const pass = totalRetentionPass(partition, topic.meta.options, wallMs, minimum);
     if (pass === null) return;
     const running = pass
       .then((deleted) => {

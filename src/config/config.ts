@@ -36,11 +36,26 @@ export interface Config {
     advertisedAddress: Address | null;
   };
   kafka: KafkaConfig;
+  groups: GroupsConfig;
   cluster: ClusterConfig;
   log: {
     level: LogLevel;
   };
   tieredStorage: TieredStorageConfig;
+}
+
+/** `[groups]`: consumer groups and their committed offsets (docs/KAFKA.md, "Consumer groups"). */
+export interface GroupsConfig {
+  offsetsTopicPartitions: number;
+  /** `group_max_size`: members and pending member ids of one group. */
+  groupMembersMax: number;
+  groupsMax: number;
+  offsetsPerGroupMax: number;
+  sessionTimeoutMinMs: number;
+  sessionTimeoutMaxMs: number;
+  initialRebalanceDelayMs: number;
+  offsetMetadataBytesMax: number;
+  offsetsCheckpointBytes: number;
 }
 
 /** `[cluster]`: this node's part in a cluster coordinated by etcd (docs/CLUSTER.md). */
@@ -176,9 +191,25 @@ export function toConfig(v: ValidatedConfig): Config {
         : parseAddress("[http] advertised_address", http["advertised_address"]),
     },
     kafka: toKafka(v),
+    groups: toGroups(v),
     cluster: toCluster(v),
     log: { level: log["level"] as LogLevel },
     tieredStorage: toTieredStorage(v, system["path"] as string),
+  };
+}
+
+function toGroups(v: ValidatedConfig): GroupsConfig {
+  const g = v["groups"]!;
+  return {
+    offsetsTopicPartitions: g["offsets_topic_partitions"] as number,
+    groupMembersMax: g["group_max_size"] as number,
+    groupsMax: g["groups_max"] as number,
+    offsetsPerGroupMax: g["offsets_per_group_max"] as number,
+    sessionTimeoutMinMs: g["group_min_session_timeout"] as number,
+    sessionTimeoutMaxMs: g["group_max_session_timeout"] as number,
+    initialRebalanceDelayMs: g["group_initial_rebalance_delay"] as number,
+    offsetMetadataBytesMax: g["offset_metadata_max_bytes"] as number,
+    offsetsCheckpointBytes: g["offsets_checkpoint_bytes"] as number,
   };
 }
 

@@ -38,6 +38,7 @@ export function loadConfig(
   checkTieredStorage(config);
   checkCache(config);
   checkKafka(config);
+  checkGroups(config);
   checkCluster(config);
   const s3 = config.tieredStorage.s3;
   const secrets = [
@@ -131,6 +132,17 @@ function checkKafka(config: Config): void {
       "[kafka] address",
       `${kafka.address.hostname} is not a loopback address and the listener has no authentication; ` +
         "set users for SASL/PLAIN, or allow_unauthenticated = true to serve it anyway",
+    );
+  }
+}
+
+/** Cross-key rules of `[groups]`: the session timeout's bounds are in order. */
+function checkGroups(config: Config): void {
+  const groups = config.groups;
+  if (groups.sessionTimeoutMinMs > groups.sessionTimeoutMaxMs) {
+    throw new ConfigError(
+      "[groups] group_min_session_timeout",
+      `${groups.sessionTimeoutMinMs} ms exceeds group_max_session_timeout ${groups.sessionTimeoutMaxMs} ms`,
     );
   }
 }

@@ -93,6 +93,39 @@ export const configSchema = {
     /** Serve a non-loopback address without authentication: start-up refuses it otherwise. */
     allow_unauthenticated: { kind: "bool", default: false },
   },
+  groups: {
+    /**
+     * Partitions of the internal topic `__consumer_offsets`, which holds committed offsets and group
+     * metadata; a group's coordinator is the leader of its partition. Read when the topic is created.
+     */
+    offsets_topic_partitions: { kind: "int", default: 16, min: 1, max: 1024 },
+    /** Members (and member ids given out, not yet joined) of one group at most; one more is refused. */
+    group_max_size: { kind: "int", default: 1000, min: 1, max: 100_000 },
+    /** Groups the node coordinates at most; a join or commit that would create one more is refused. */
+    groups_max: { kind: "int", default: 10_000, min: 1, max: 1_000_000 },
+    /** Committed partitions one group holds at most; a commit that would add one more is refused. */
+    offsets_per_group_max: { kind: "int", default: 100_000, min: 1, max: 10_000_000 },
+    /** A join's session timeout must lie between these two. */
+    group_min_session_timeout: { kind: "duration", default: 6000, min: 1, max: 3_600_000 },
+    group_max_session_timeout: { kind: "duration", default: 1_800_000, min: 1, max: 3_600_000 },
+    /**
+     * How long an empty group's first rebalance waits for more members, extended by as much for each
+     * that joins, up to the rebalance timeout (0: none).
+     */
+    group_initial_rebalance_delay: { kind: "duration", default: 3000, min: 0, max: 300_000 },
+    /** Longest metadata string a commit may attach to an offset; longer: OFFSET_METADATA_TOO_LARGE. */
+    offset_metadata_max_bytes: { kind: "bytes", default: 4096, min: 0, max: 1024 * 1024 },
+    /**
+     * Bytes appended to an offsets partition since its last checkpoint before the next: the live
+     * offsets and groups are written again and the segments wholly below them deleted.
+     */
+    offsets_checkpoint_bytes: {
+      kind: "bytes",
+      default: 16 * 1024 * 1024,
+      min: 64 * 1024,
+      max: 1024 * 1024 * 1024,
+    },
+  },
   cluster: {
     /** Runs as one node of a cluster coordinated by etcd; false: a single node, as without a cluster. */
     enabled: { kind: "bool", default: false },

@@ -13,7 +13,16 @@ export type GroupError =
   | "member_id_required"
   | "group_max_size_reached"
   | "fenced_instance_id"
-  | "coordinator_not_available";
+  | "coordinator_not_available"
+  // The coordinator's, never the group core's:
+  | "not_coordinator"
+  | "coordinator_load_in_progress"
+  | "invalid_group_id"
+  | "group_id_not_found"
+  | "non_empty_group"
+  | "offset_metadata_too_large"
+  | "unknown_topic_or_partition"
+  | "unknown_server_error";
 
 /** A join as JoinGroup carries it; `generatedMemberId` is the id a new member gets. */
 export interface JoinEvent {

@@ -1,37 +1,84 @@
-import type { KafkaApi } from "./kafka_api.ts";
+import { offsetsTopicName } from "../groups/offsets_log.ts";
+import type { KafkaApi, KafkaServing } from "./kafka_api.ts";
 import { kafkaErrorCode } from "./kafka_error_code.ts";
-import { KafkaDecodeError } from "./kafka_reader.ts";
-import { KafkaWriter } from "./kafka_writer.ts";
-import { apiKey, writeResponseHeader } from "./request_header.ts";
-
-/** Key types of FindCoordinator: a consumer group's or a transactional producer's. */
-const groupKeyType = 0;
+import {
+  coordinatorKeyType,
+  encodeFindCoordinatorResponse,
+  type FindCoordinatorResponse,
+  findCoordinatorVersionMax,
+  findCoordinatorVersionMin,
+} from "./find_coordinator.ts";
+import { readFindCoordinatorRequest } from "./find_coordinator.ts";
+import type { MetadataBroker } from "./metadata.ts";
+import { apiKey } from "./request_header.ts";
 
 /**
- * FindCoordinator 0 to 2: on one node, the coordinator of every consumer group is this broker; of
- * a transactional id there is none (transactions are not served), answered COORDINATOR_NOT_AVAILABLE.
+ * FindCoordinator 0 to 3: a group's coordinator is the leader of its partition of
+ * `__consumer_offsets` (this broker on a single node), which the first request for a group creates;
+ * while it is being created, or no node leads the partition, COORDINATOR_NOT_AVAILABLE, and the
+ * client asks again. Transactional ids have no coordinator (transactions are not served).
  * librdkafka also reads the API's presence as the sign that a broker takes LZ4 batches.
  */
 export const findCoordinatorApi: KafkaApi = {
   apiKey: apiKey.findCoordinator,
   name: "find_coordinator",
-  minVersion: 0,
-  maxVersion: 2,
-  handle(header, body, serving) {
-    const version = header.apiVersion;
-    if (version > 2) throw new KafkaDecodeError(`FindCoordinator v${version} is not read here`);
-    body.string();
-    const keyType = version >= 1 ? body.int8() : groupKeyType;
-    const served = keyType === groupKeyType;
-    const { broker } = serving;
-    const writer = new KafkaWriter(1024);
-    writeResponseHeader(writer, { ...header, apiKey: apiKey.findCoordinator });
-    if (version >= 1) writer.int32(0);
-    writer.int16(served ? kafkaErrorCode.none : kafkaErrorCode.coordinatorNotAvailable);
-    if (version >= 1) writer.nullableString(served ? null : "transactions are not served");
-    writer.int32(served ? broker.nodeId : -1).nullableString(served ? broker.host : "").int32(
-      served ? broker.port : -1,
-    );
-    return Promise.resolve({ pieces: [writer.bytes()], errorCount: served ? 0 : 1 });
+  minVersion: findCoordinatorVersionMin,
+  maxVersion: findCoordinatorVersionMax,
+  async handle(header, body, serving) {
+    const request = readFindCoordinatorRequest(header.apiVersion, body);
+    const response = request.keyType === coordinatorKeyType.group
+      ? await groupCoordinator(request.key, serving)
+      : refusal(kafkaErrorCode.coordinatorNotAvailable, "transactions are not served");
+    return {
+      pieces: [encodeFindCoordinatorResponse(header, response)],
+      errorCount: response.errorCode === kafkaErrorCode.none ? 0 : 1,
+    };
   },
 };
+
+function refusal(errorCode: number, errorMessage: string): FindCoordinatorResponse {
+  return { errorCode, errorMessage, nodeId: -1, host: "", port: -1 };
+}
+
+function found(broker: MetadataBroker): FindCoordinatorResponse {
+  return {
+    errorCode: kafkaErrorCode.none,
+    errorMessage: null,
+    nodeId: broker.nodeId,
+    host: broker.host,
+    port: broker.port,
+  };
+}
+
+async function groupCoordinator(groupId: string, serving: KafkaServing): Promise<FindCoordinatorResponse> {
+  const groups = serving.groups;
+  if (groups === null) {
+    return refusal(kafkaErrorCode.coordinatorNotAvailable, "consumer groups are not served");
+  }
+  if (groupId === "") return refusal(kafkaErrorCode.invalidGroupId, "a group id is not empty");
+  let partition = groups.partitionOf(groupId);
+  if (partition === null) {
+    try {
+      await groups.ensureOffsetsTopic();
+    } catch (error) {
+      serving.logger.warn("offsets topic not created", { error });
+      return refusal(kafkaErrorCode.coordinatorNotAvailable, `${offsetsTopicName} cannot be created now`);
+    }
+    partition = groups.partitionOf(groupId);
+    if (partition === null) {
+      return refusal(kafkaErrorCode.coordinatorNotAvailable, `${offsetsTopicName} is missing`);
+    }
+  }
+  const cluster = serving.cluster;
+  if (cluster === null) return found(serving.broker);
+  const address = serving.catalog.partitionAddress(offsetsTopicName, partition);
+  const leader = address === null ? null : cluster.partitionState(address)?.leader ?? null;
+  const broker = leader === null ? undefined : cluster.brokers().find((b) => b.nodeId === leader);
+  if (broker === undefined) {
+    return refusal(
+      kafkaErrorCode.coordinatorNotAvailable,
+      `no node leads ${offsetsTopicName}/${partition} now`,
+    );
+  }
+  return found(broker);
+}

@@ -1,4 +1,5 @@
 import type { DataPlane } from "../broker/data_plane.ts";
+import type { GroupCoordinator } from "../groups/group_coordinator.ts";
 import type { PartitionState } from "../cluster/partition_state.ts";
 import type { ReplicaManager } from "../cluster/replica_manager.ts";
 import type { PartitionAddress } from "../log/partition.ts";
@@ -27,6 +28,10 @@ export interface KafkaServing {
   ranges: readonly ApiVersionRange[];
   /** In a cluster: the other nodes, the partitions' leaders, and replication; null on a single node. */
   cluster: KafkaClusterServing | null;
+  /** The consumer groups' coordinator; null: every group request is COORDINATOR_NOT_AVAILABLE. */
+  groups: GroupCoordinator | null;
+  /** The connection's peer as "host:port" ("" before a session sets it): a group member's client host. */
+  remoteAddress: string;
   clock: Clock;
   logger: Logger;
 }

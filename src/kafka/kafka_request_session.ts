@@ -31,7 +31,7 @@ export class KafkaRequestSession implements KafkaSession {
     remoteAddress: string,
   ) {
     this.#apis = apis;
-    this.#serving = serving;
+    this.#serving = { ...serving, remoteAddress };
     this.#metrics = metrics;
     this.#sasl = new SaslGate(serving.users, serving.logger, remoteAddress);
   }

@@ -24,7 +24,16 @@ import { saslAuthenticateApi, saslHandshakeApi } from "./sasl_apis.ts";
 import { produceApi } from "./produce_api.ts";
 import { fetchApi } from "./fetch_api.ts";
 import { listOffsetsApi } from "./list_offsets_api.ts";
+import { heartbeatApi, joinGroupApi, leaveGroupApi, syncGroupApi } from "./group_membership_apis.ts";
+import {
+  deleteGroupsApi,
+  describeGroupsApi,
+  listGroupsApi,
+  offsetCommitApi,
+  offsetFetchApi,
+} from "./group_admin_apis.ts";
 import type { DataPlane } from "../broker/data_plane.ts";
+import type { GroupCoordinator } from "../groups/group_coordinator.ts";
 
 /** The Kafka broker id of a node that is not in a cluster. */
 export const standaloneNodeId = 1;
@@ -35,13 +44,22 @@ export const kafkaApis: readonly KafkaApi[] = [
   fetchApi,
   listOffsetsApi,
   metadataApi,
+  offsetCommitApi,
+  offsetFetchApi,
   findCoordinatorApi,
+  joinGroupApi,
+  heartbeatApi,
+  leaveGroupApi,
+  syncGroupApi,
+  describeGroupsApi,
+  listGroupsApi,
+  saslHandshakeApi,
   apiVersionsApi,
   createTopicsApi,
   deleteTopicsApi,
   describeConfigsApi,
-  saslHandshakeApi,
   saslAuthenticateApi,
+  deleteGroupsApi,
 ];
 
 export interface KafkaServiceDeps {
@@ -56,6 +74,8 @@ export interface KafkaServiceDeps {
   logger: Logger;
   /** In a cluster, what the listener answers for the cluster and serves replica fetches from. */
   cluster?: KafkaClusterServing | null;
+  /** The consumer groups' coordinator (`StrataServer.groups`); absent: groups are not served. */
+  groups?: GroupCoordinator | null;
 }
 
 /** APIs served to the cluster's own nodes only, never advertised by ApiVersions. */
@@ -87,6 +107,8 @@ export async function openKafkaListener(deps: KafkaServiceDeps): Promise<KafkaLi
     users: config.users,
     ranges: servedRanges(kafkaApis),
     cluster: deps.cluster ?? null,
+    groups: deps.groups ?? null,
+    remoteAddress: "",
     clock: deps.clock,
     logger,
   };

@@ -16,6 +16,8 @@ import { encodePollAnswer } from "./poll_answer_codec.ts";
 import { readBody } from "./request_body.ts";
 import { parseTopicOptions, patchTopicOptions } from "./topic_options_codec.ts";
 import { partitionStatsView, producedView, streamView, topicView } from "./views.ts";
+import type { GroupCoordinator } from "../groups/group_coordinator.ts";
+import { deleteGroup, groupIdOf, groupsView, groupView, offsetsView, resetOffsets } from "./group_routes.ts";
 
 export const pollCountDefault = 100;
 export const pollCountMax = 10_000;
@@ -34,6 +36,10 @@ export interface RouteContext {
   /** Buffers for produce bodies, lent for the length of one request. */
   requestBodies: BufferPool;
   pieceGate: PieceGate;
+  /** The consumer groups' coordinator; null without the Kafka listener. */
+  groups: GroupCoordinator | null;
+  /** `[kafka] stream`: where the groups' topics live. */
+  kafkaStream: string;
 }
 
 type RouteHandler = (ctx: RouteContext) => Promise<Response>;
@@ -189,6 +195,20 @@ export const apiRoutes: Route[] = [
         offset: c.dataPlane.consumerOffset(stream(c), topic(c), partition(c), consumer),
       }),
     );
+  }),
+  route("GET", "/groups", (c) => Promise.resolve(reply(c, 200, groupsView(c)))),
+  route("GET", "/groups/:group", (c) => Promise.resolve(reply(c, 200, groupView(c, groupIdOf(c.params[0]))))),
+  route("DELETE", "/groups/:group", async (c) => {
+    await deleteGroup(c, groupIdOf(c.params[0]));
+    return new Response(null, { status: 204 });
+  }),
+  route(
+    "GET",
+    "/groups/:group/offsets",
+    (c) => Promise.resolve(reply(c, 200, offsetsView(c, groupIdOf(c.params[0])))),
+  ),
+  route("PUT", "/groups/:group/offsets", async (c) => {
+    return reply(c, 200, await resetOffsets(c, groupIdOf(c.params[0]), await body(c)));
   }),
 ];
 

@@ -1,4 +1,5 @@
 import { scrapePieces } from "../runtime/labelled_series.ts";
+import type { GroupCoordinator } from "../groups/group_coordinator.ts";
 import type { Registry } from "prom-client";
 import type { BufferPool } from "../runtime/buffer_pool.ts";
 import type { Logger } from "../runtime/logger.ts";
@@ -28,6 +29,10 @@ export interface HttpHandlerDeps {
   pieceGate: PieceGate;
   /** In a cluster: the "host:port" of a node's HTTP API, for redirects to a partition's leader. */
   httpAddressOf?: (nodeId: number) => string | null;
+  /** The consumer groups' coordinator; absent or null without the Kafka listener (`/groups` is 404). */
+  groups?: GroupCoordinator | null;
+  /** `[kafka] stream`, where the groups' topics live ("kafka" when absent). */
+  kafkaStream?: string;
 }
 
 /**
@@ -75,6 +80,8 @@ export function createHttpHandler(deps: HttpHandlerDeps): FetchHandler {
         maxRequestBytes: deps.maxRequestBytes,
         requestBodies: deps.requestBodies,
         pieceGate: deps.pieceGate,
+        groups: deps.groups ?? null,
+        kafkaStream: deps.kafkaStream ?? "kafka",
       });
     } catch (error) {
       if (error instanceof NotLeaderError) return notLeaderResponse(error, url, deps.httpAddressOf);

@@ -33,6 +33,8 @@ import { markStorage, storageKnown } from "../cluster/fresh_storage.ts";
 import { CoordinatorUnavailableError } from "../coordinator/coordinator_errors.ts";
 import type { HttpFetch } from "../coordinator/http_post.ts";
 import type { Address } from "../config/key_spec.ts";
+import type { GroupCoordinator } from "../groups/group_coordinator.ts";
+import { openGroups } from "./open_groups.ts";
 
 export interface ServerDeps {
   config: Config;
@@ -69,6 +71,8 @@ interface OpenedParts {
   objectStore: OpenedObjectStore | null;
   pieceGate: PieceGate;
   reserve: ExternalMemoryReserve;
+  /** The consumer groups' coordinator, with the Kafka listener; null without it. */
+  groups: GroupCoordinator | null;
 }
 
 /**
@@ -90,11 +94,14 @@ export class StrataServer {
   readonly #reserve: ExternalMemoryReserve;
   /** This node's part in a cluster; null on a single node. */
   readonly cluster: ClusterNode | null;
+  /** The consumer groups' coordinator, with the Kafka listener (`[kafka] enabled`); null without it. */
+  readonly groups: GroupCoordinator | null;
   #closed = false;
 
   private constructor(parts: OpenedParts) {
-    const { config, logger, registry, broker, objectStore, pieceGate, reserve, cluster } = parts;
+    const { config, logger, registry, broker, objectStore, pieceGate, reserve, cluster, groups } = parts;
     this.cluster = cluster;
+    this.groups = groups;
     this.registry = registry;
     this.#broker = broker;
     this.catalog = broker.catalog;
@@ -117,6 +124,8 @@ export class StrataServer {
       tokens: config.http.tokens,
       pieceGate,
       httpAddressOf: cluster === null ? undefined : (nodeId) => cluster.httpAddressOf(nodeId),
+      groups,
+      kafkaStream: config.kafka.stream,
     });
   }
 
@@ -164,6 +173,17 @@ export class StrataServer {
       cooperation,
       pieceGate,
     });
+    const groups = config.kafka.enabled
+      ? openGroups({
+        config,
+        catalog: broker.catalog,
+        data: broker.dataPlane,
+        shards: broker.shards.shards,
+        clock,
+        rng,
+        logger,
+      })
+      : null;
     // Last, so that the threads started while opening (the write worker's among them) keep the
     // priority they inherited rather than the loop's.
     if (deps.threads) applyLoopThreadNice(deps.threads, config.system.loopThreadNice, logger);
@@ -171,13 +191,24 @@ export class StrataServer {
       data_path: config.system.path,
       tick_interval_ms: config.system.tickIntervalMs,
     });
-    return new StrataServer({ config, logger, registry, broker, objectStore, pieceGate, reserve, cluster });
+    return new StrataServer({
+      config,
+      logger,
+      registry,
+      broker,
+      objectStore,
+      pieceGate,
+      reserve,
+      cluster,
+      groups,
+    });
   }
 
   /** Stops the pumps and syncs and closes every partition. Idempotent. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    await this.groups?.close();
     await this.#broker.close();
     await this.objectStore?.close();
     this.#reserve.release();

@@ -27,6 +27,7 @@ export async function openTestListener(
     registry: server.registry,
     clock,
     turn: () => server.pieceGate.turn(),
+    groups: server.groups,
     logger,
   });
   t.teardown(() => listener.close());

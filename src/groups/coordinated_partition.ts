@@ -1,0 +1,99 @@
+import { assert } from "../runtime/assert.ts";
+import { CommittedOffsets } from "./committed_offsets.ts";
+import type { GroupState } from "./group_state.ts";
+import type { OffsetsRecord, StoredGroup } from "./offsets_records.ts";
+import { groupFromStored } from "./stored_group.ts";
+
+/** Appends (commits, group metadata, checkpoints) queued on one offsets partition at most. */
+export const partitionAppendsQueuedMax = 4096;
+
+/** An append refused because the partition's queue is full: the request is answered, not queued. */
+export class AppendQueueFullError extends Error {
+  override name = "AppendQueueFullError";
+}
+
+/**
+ * One partition of `__consumer_offsets` while this node leads it: the groups it coordinates and
+ * their committed offsets, loaded from the partition's records under one leader epoch. Its appends
+ * run one at a time, in the order they were queued, each applied to memory once it is replicated,
+ * so that what memory holds is what the log holds up to the last append, and a checkpoint taken
+ * from memory in its turn covers everything appended before it.
+ */
+export class CoordinatedPartition {
+  readonly index: number;
+  readonly leaderEpoch: number;
+  status: "loading" | "loaded" | "failed" = "loading";
+  /** When a failed load is tried again (clock ms). */
+  retryAtMs = Infinity;
+  readonly groups = new Map<string, GroupState>();
+  readonly offsets: CommittedOffsets;
+  /** Bytes appended (or read at load) since the last checkpoint. */
+  appendedBytes = 0;
+  /** The bytes the last checkpoint wrote: the next waits until as many again were appended. */
+  checkpointBytes = 0;
+  checkpointQueued = false;
+  /** Groups whose metadata is queued to be written (once, with the state it has then). */
+  readonly persistQueued = new Set<string>();
+  /** Group records read at load, taken up as groups once the load completes. */
+  #storedGroups: Map<string, StoredGroup> | null = new Map();
+  #chain: Promise<unknown> = Promise.resolve();
+  #queued = 0;
+
+  constructor(index: number, leaderEpoch: number, offsetsPerGroupMax: number) {
+    this.index = index;
+    this.leaderEpoch = leaderEpoch;
+    this.offsets = new CommittedOffsets(offsetsPerGroupMax);
+  }
+
+  /** A record read at load: the latest record of each key wins. */
+  replayed(record: OffsetsRecord): void {
+    assert(this.#storedGroups !== null, "records are replayed only while loading");
+    if (record.kind === "offset") {
+      this.offsets.set(record.groupId, record.topic, record.partition, record.value);
+    } else if (record.value === null) {
+      this.#storedGroups.delete(record.groupId);
+    } else {
+      this.#storedGroups.set(record.groupId, record.value);
+    }
+  }
+
+  /** The load is complete: the groups read are taken up, their sessions starting now. */
+  loaded(nowMs: number): void {
+    assert(this.#storedGroups !== null, "a partition loads once");
+    for (const [groupId, stored] of this.#storedGroups) {
+      this.groups.set(groupId, groupFromStored(groupId, stored, nowMs));
+    }
+    this.#storedGroups = null;
+    this.status = "loaded";
+  }
+
+  /** Groups known by metadata or by committed offsets. */
+  groupIds(): Set<string> {
+    return new Set([...this.groups.keys(), ...this.offsets.groupIds()]);
+  }
+
+  /**
+   * Runs `append` once every append queued before it has finished (whatever its outcome); refuses
+   * with `AppendQueueFullError` past `partitionAppendsQueuedMax` waiting.
+   */
+  enqueue<T>(append: () => Promise<T>): Promise<T> {
+    if (this.#queued >= partitionAppendsQueuedMax) {
+      return Promise.reject(
+        new AppendQueueFullError(
+          `Cannot append to offsets partition ${this.index}: ${partitionAppendsQueuedMax} appends are queued`,
+        ),
+      );
+    }
+    this.#queued += 1;
+    const run = this.#chain.then(append).finally(() => {
+      this.#queued -= 1;
+    });
+    this.#chain = run.catch(() => {});
+    return run;
+  }
+
+  /** Resolves once every append queued so far has finished. */
+  async settled(): Promise<void> {
+    await this.#chain;
+  }
+}

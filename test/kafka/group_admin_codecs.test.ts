@@ -1,0 +1,415 @@
+/**
+ * The wire codecs of the consumer-group offset and administration APIs (OffsetCommit, OffsetFetch,
+ * ListGroups, DescribeGroups, DeleteGroups): every version's request as a client writes it reads
+ * back, every version's response reads back field by field, kafkajs's own encoders' requests read
+ * and kafkajs's decoders read our responses, and a truncated body, a forbidden null or a version
+ * out of range is refused. Also: every error code is the one kafkajs knows by the same name.
+ */
+import t, { type Test } from "tap";
+import { Buffer } from "node:buffer";
+import { createRequire } from "node:module";
+import { encodeDeleteGroupsResponse, readDeleteGroupsRequest } from "../../src/kafka/delete_groups.ts";
+import { encodeDescribeGroupsResponse, readDescribeGroupsRequest } from "../../src/kafka/describe_groups.ts";
+import { kafkaErrorCode } from "../../src/kafka/kafka_error_code.ts";
+import { KafkaDecodeError, KafkaReader } from "../../src/kafka/kafka_reader.ts";
+import type { KafkaWriter } from "../../src/kafka/kafka_writer.ts";
+import { encodeListGroupsResponse, readListGroupsRequest } from "../../src/kafka/list_groups.ts";
+import { encodeOffsetCommitResponse, readOffsetCommitRequest } from "../../src/kafka/offset_commit.ts";
+import { encodeOffsetFetchResponse, readOffsetFetchRequest } from "../../src/kafka/offset_fetch.ts";
+import { apiKey, isFlexible, readRequestHeader, type RequestHeader } from "../../src/kafka/request_header.ts";
+import { kafkaRequest } from "../helpers/kafka_wire.ts";
+
+/**
+ * One API's codec under test: `write` writes the request of a version as a client writes it and
+ * `request` is what it reads as; `encode` encodes the case's response and `readResponse` reads it
+ * back field by field as `response` (`absent` where the version has no such field). kafkajs's
+ * encoder, given `args`, writes the same request; its decoder reads the response as `decoded`.
+ */
+interface CodecCase {
+  name: string;
+  api: number;
+  min: number;
+  max: number;
+  read: (version: number, body: KafkaReader) => unknown;
+  write: (version: number, w: KafkaWriter) => void;
+  request: (version: number) => unknown;
+  encode: (header: RequestHeader) => Uint8Array;
+  readResponse: (version: number, r: KafkaReader) => unknown;
+  response: (version: number) => unknown;
+  kafkajs: { api: string; max: number; args: unknown; decoded: (version: number) => unknown };
+}
+
+const absent = "-";
+const header = (api: number, apiVersion: number) => ({
+  apiKey: api,
+  apiVersion,
+  correlationId: 9,
+  clientId: "c",
+});
+const range = (min: number, max: number) => Array.from({ length: max - min + 1 }, (_, i) => min + i);
+
+/** A request's body as a client writes it: after the size field and the request header. */
+function requestBody(api: number, version: number, write: (w: KafkaWriter) => void): Uint8Array {
+  const frame = kafkaRequest(api, version, 1, write);
+  return frame.subarray(4 + readRequestHeader(frame.subarray(4)).body.position);
+}
+
+/** Bytes as number arrays, and a kafkajs error as its type, so that `t.same` compares by value. */
+function plain(value: unknown): unknown {
+  if (value instanceof Uint8Array) return [...value];
+  if (value instanceof Error) return (value as Error & { type?: string }).type ?? value.name;
+  if (Array.isArray(value)) return value.map(plain);
+  if (value === null || typeof value !== "object") return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]));
+}
+
+const require = createRequire(import.meta.url);
+type KafkajsRequest = (args: unknown) => { encode(): Promise<{ buffer: Uint8Array }> };
+type KafkajsDecode = (body: Buffer) => Promise<Record<string, unknown>>;
+
+/** Registers each case's test: every version both ways, kafkajs's versions, and the refusals. */
+function testCases(cases: readonly CodecCase[]): void {
+  for (const c of cases) {
+    t.test(`${c.name} v${c.min} to v${c.max}`, async (t) => {
+      for (const version of range(c.min, c.max)) {
+        const body = new KafkaReader(requestBody(c.api, version, (w) => c.write(version, w)));
+        t.same(plain(c.read(version, body)), plain(c.request(version)), `v${version}: the request reads`);
+        t.equal(body.remaining, 0, `v${version}: the whole request is read`);
+        const r = new KafkaReader(c.encode(header(c.api, version)));
+        t.equal(r.int32(), 9, "correlation id");
+        if (isFlexible(c.api, version)) r.skipTaggedFields();
+        t.same(plain(c.readResponse(version, r)), plain(c.response(version)), `v${version}: the response`);
+        t.equal(r.remaining, 0, `v${version}: nothing more in the response`);
+        if (version <= c.kafkajs.max) await crossCheck(t, c, version);
+      }
+      refusals(t, c);
+    });
+  }
+}
+
+/** kafkajs's request of `version` reads as the client's does; its decoder reads the response. */
+async function crossCheck(t: Test, c: CodecCase, version: number): Promise<void> {
+  const at = `kafkajs/src/protocol/requests/${c.kafkajs.api}/v${version}`;
+  const request = require(`${at}/request.js`) as KafkajsRequest;
+  const body = new KafkaReader(new Uint8Array((await request(c.kafkajs.args).encode()).buffer));
+  t.same(plain(c.read(version, body)), plain(c.request(version)), `v${version}: kafkajs's request reads`);
+  t.equal(body.remaining, 0, `v${version}: the whole of kafkajs's request is read`);
+  const { decode } = require(`${at}/response.js`) as { decode: KafkajsDecode };
+  const decoded = await decode(Buffer.from(c.encode(header(c.api, version)).subarray(4)));
+  const { throttleTime: _a, clientSideThrottleTime: _b, throttleTimeMs: _c, ...fields } = decoded;
+  t.same(plain(fields), plain(c.kafkajs.decoded(version)), `v${version}: kafkajs reads the response`);
+}
+
+/** Every cut of the top version's request, and a version either side of the range, are refused. */
+function refusals(t: Test, c: CodecCase): void {
+  const body = requestBody(c.api, c.max, (w) => c.write(c.max, w));
+  const unrefused = range(0, body.length - 1).filter((length) => {
+    try {
+      c.read(c.max, new KafkaReader(body.subarray(0, length)));
+      return true;
+    } catch (e) {
+      return !(e instanceof KafkaDecodeError);
+    }
+  });
+  t.same(unrefused, [], `every cut of the ${body.length}-byte v${c.max} request throws KafkaDecodeError`);
+  for (const version of [c.min - 1, c.max + 1]) {
+    t.throws(() => c.read(version, new KafkaReader(body)), KafkaDecodeError, `v${version} is not read`);
+    t.throws(() => c.encode(header(c.api, version)), RangeError, `v${version} is not encoded`);
+  }
+}
+
+const committed = [
+  { partitionIndex: 0, committedOffset: 42, committedMetadata: "meta" },
+  { partitionIndex: 1, committedOffset: 2 ** 40, committedMetadata: null },
+];
+const commitErrors = [{ partitionIndex: 0, errorCode: 0 }, { partitionIndex: 1, errorCode: 28 }];
+
+const offsetCommit: CodecCase = {
+  name: "OffsetCommit",
+  api: apiKey.offsetCommit,
+  min: 2,
+  max: 7,
+  read: readOffsetCommitRequest,
+  write(version, w) {
+    w.nullableString("orders-app").int32(7).nullableString("member-1");
+    if (version >= 7) w.nullableString("instance-1");
+    if (version <= 4) w.int64(86_400_000);
+    w.array([0], (x) => {
+      x.nullableString("orders");
+      x.array(committed, (p, c) => {
+        p.int32(c.partitionIndex).int64(c.committedOffset);
+        if (version >= 6) p.int32(3);
+        p.nullableString(c.committedMetadata);
+      });
+    });
+  },
+  request: (version) => ({
+    groupId: "orders-app",
+    generationId: 7,
+    memberId: "member-1",
+    groupInstanceId: version >= 7 ? "instance-1" : null,
+    retentionTimeMs: version <= 4 ? 86_400_000 : -1,
+    topics: [{
+      name: "orders",
+      partitions: committed.map((c) => ({ ...c, committedLeaderEpoch: version >= 6 ? 3 : -1 })),
+    }],
+  }),
+  encode: (h) =>
+    encodeOffsetCommitResponse(h, {
+      topics: [{ name: "orders", partitions: commitErrors }, { name: "ünicode", partitions: [] }],
+    }),
+  readResponse: (version, r) => [
+    version >= 3 ? r.int32() : absent,
+    r.array((x) => [x.string(), x.array((p) => [p.int32(), p.int16()])]),
+  ],
+  response: (version) => [version >= 3 ? 0 : absent, [["orders", [[0, 0], [1, 28]]], ["ünicode", []]]],
+  kafkajs: {
+    api: "offsetCommit",
+    max: 5,
+    args: {
+      groupId: "orders-app",
+      groupGenerationId: 7,
+      memberId: "member-1",
+      retentionTime: 86_400_000,
+      topics: [{
+        topic: "orders",
+        partitions: [{ partition: 0, offset: "42", metadata: "meta" }, {
+          partition: 1,
+          offset: "1099511627776",
+        }],
+      }],
+    },
+    decoded: () => ({
+      responses: [
+        { topic: "orders", partitions: [{ partition: 0, errorCode: 0 }, { partition: 1, errorCode: 28 }] },
+        { topic: "ünicode", partitions: [] },
+      ],
+    }),
+  },
+};
+
+const fetchedPartitions = [
+  { partitionIndex: 0, committedOffset: 42, committedLeaderEpoch: 3, metadata: "meta", errorCode: 0 },
+  { partitionIndex: 1, committedOffset: -1, committedLeaderEpoch: -1, metadata: null, errorCode: 0 },
+];
+
+const offsetFetch: CodecCase = {
+  name: "OffsetFetch",
+  api: apiKey.offsetFetch,
+  min: 1,
+  max: 5,
+  read: readOffsetFetchRequest,
+  write(_version, w) {
+    w.nullableString("orders-app");
+    w.array([0], (x) => x.nullableString("orders").array([0, 1], (p, i) => p.int32(i)));
+  },
+  request: () => ({ groupId: "orders-app", topics: [{ name: "orders", partitionIndexes: [0, 1] }] }),
+  encode: (h) =>
+    encodeOffsetFetchResponse(h, {
+      topics: [{ name: "orders", partitions: fetchedPartitions }],
+      errorCode: 14,
+    }),
+  readResponse(version, r) {
+    const partition = (p: KafkaReader) => [p.int32(), p.int64(), version >= 5 ? p.int32() : absent];
+    const throttle = version >= 3 ? r.int32() : absent;
+    const topics = r.array((
+      x,
+    ) => [x.string(), x.array((p) => [...partition(p), p.nullableString(), p.int16()])]);
+    return [throttle, topics, version >= 2 ? r.int16() : absent];
+  },
+  response: (version) => {
+    const epoch = (e: number) => version >= 5 ? e : absent;
+    const partitions = [[0, 42, epoch(3), "meta", 0], [1, -1, epoch(-1), null, 0]];
+    return [version >= 3 ? 0 : absent, [["orders", partitions]], version >= 2 ? 14 : absent];
+  },
+  kafkajs: {
+    api: "offsetFetch",
+    max: 4,
+    args: {
+      groupId: "orders-app",
+      topics: [{ topic: "orders", partitions: [{ partition: 0 }, { partition: 1 }] }],
+    },
+    decoded: (version) => ({
+      responses: [{
+        topic: "orders",
+        partitions: [
+          { partition: 0, offset: "42", metadata: "meta", errorCode: 0 },
+          { partition: 1, offset: "-1", metadata: null, errorCode: 0 },
+        ],
+      }],
+      ...(version >= 2 ? { errorCode: 14 } : {}),
+    }),
+  },
+};
+
+const listed = {
+  errorCode: 0,
+  groups: [{ groupId: "orders-app", protocolType: "consumer" }, { groupId: "connect-ü", protocolType: "" }],
+};
+
+const listGroups: CodecCase = {
+  name: "ListGroups",
+  api: apiKey.listGroups,
+  min: 0,
+  max: 3,
+  read: readListGroupsRequest,
+  write(version, w) {
+    if (version >= 3) w.uvarint(1).uvarint(0).uvarint(1).int8(0); // a tagged field, which the server skips
+  },
+  request: () => ({}),
+  encode: (h) => encodeListGroupsResponse(h, listed),
+  readResponse(version, r) {
+    const head = [version >= 1 ? r.int32() : absent, r.int16()];
+    if (version < 3) return [...head, r.array((g) => [g.string(), g.string()])];
+    const groups = r.compactArray((g) => {
+      const group = [g.compactString(), g.compactString()];
+      g.skipTaggedFields();
+      return group;
+    });
+    r.skipTaggedFields();
+    return [...head, groups];
+  },
+  response: (version) => [version >= 1 ? 0 : absent, 0, [["orders-app", "consumer"], ["connect-ü", ""]]],
+  kafkajs: { api: "listGroups", max: 2, args: undefined, decoded: () => listed },
+};
+
+const member = {
+  memberId: "member-1",
+  groupInstanceId: "instance-1",
+  clientId: "client-1",
+  clientHost: "/10.0.0.1",
+  memberMetadata: new Uint8Array([1]),
+  memberAssignment: new Uint8Array([2, 3]),
+};
+const described = [
+  {
+    errorCode: 0,
+    groupId: "orders-app",
+    groupState: "Stable",
+    protocolType: "consumer",
+    protocolData: "range",
+  },
+  { errorCode: 69, groupId: "gone", groupState: "Dead", protocolType: "", protocolData: "" },
+];
+
+const describeGroups: CodecCase = {
+  name: "DescribeGroups",
+  api: apiKey.describeGroups,
+  min: 0,
+  max: 4,
+  read: readDescribeGroupsRequest,
+  write(version, w) {
+    w.array(["orders-app", "gone"], (x, id) => x.nullableString(id));
+    if (version >= 3) w.boolean(true);
+  },
+  request: (version) => ({ groups: ["orders-app", "gone"], includeAuthorizedOperations: version >= 3 }),
+  encode: (h) =>
+    encodeDescribeGroupsResponse(h, {
+      groups: [{ ...described[0]!, members: [member] }, { ...described[1]!, members: [] }],
+    }),
+  readResponse: (version, r) => [
+    version >= 1 ? r.int32() : absent,
+    r.array((g) => [
+      [g.int16(), g.string(), g.string(), g.string(), g.string()],
+      g.array((m) => [
+        [m.string(), version >= 4 ? m.nullableString() : absent, m.string(), m.string()],
+        [m.nullableBytes(), m.nullableBytes()],
+      ]),
+      version >= 3 ? g.int32() : absent,
+    ]),
+  ],
+  response: (version) => {
+    const operations = version >= 3 ? -2147483648 : absent;
+    const m = [["member-1", version >= 4 ? "instance-1" : absent, "client-1", "/10.0.0.1"], [[1], [2, 3]]];
+    return [version >= 1 ? 0 : absent, [
+      [[0, "orders-app", "Stable", "consumer", "range"], [m], operations],
+      [[69, "gone", "Dead", "", ""], [], operations],
+    ]];
+  },
+  kafkajs: {
+    api: "describeGroups",
+    max: 2,
+    args: { groupIds: ["orders-app", "gone"] },
+    decoded: () => ({
+      groups: described.map(({ groupState, protocolData, ...g }, i) => {
+        const { groupInstanceId: _, ...m } = member;
+        return { ...g, state: groupState, protocol: protocolData, members: i === 0 ? [m] : [] };
+      }),
+    }),
+  },
+};
+
+const deleteGroups: CodecCase = {
+  name: "DeleteGroups",
+  api: apiKey.deleteGroups,
+  min: 0,
+  max: 1,
+  read: readDeleteGroupsRequest,
+  write: (_version, w) => w.array(["orders-app", "old"], (x, id) => x.nullableString(id)),
+  request: () => ({ groupsNames: ["orders-app", "old"] }),
+  encode: (h) =>
+    encodeDeleteGroupsResponse(h, {
+      results: [{ groupId: "orders-app", errorCode: 68 }, { groupId: "old", errorCode: 0 }],
+    }),
+  readResponse: (_version, r) => [r.int32(), r.array((x) => [x.string(), x.int16()])],
+  response: () => [0, [["orders-app", 68], ["old", 0]]],
+  kafkajs: {
+    api: "deleteGroups",
+    max: 1,
+    args: ["orders-app", "old"],
+    decoded: () => ({
+      results: [
+        { groupId: "orders-app", errorCode: 68, error: "NON_EMPTY_GROUP" },
+        { groupId: "old", errorCode: 0 },
+      ],
+    }),
+  },
+};
+
+testCases([offsetCommit, offsetFetch, listGroups, describeGroups, deleteGroups]);
+
+t.test("OffsetFetch reads a null topic list from v2 as every topic, and refuses it in v1", (t) => {
+  const allTopics = (version: number) =>
+    new KafkaReader(requestBody(apiKey.offsetFetch, version, (w) => w.nullableString("g").int32(-1)));
+  for (const version of [2, 5]) {
+    t.same(readOffsetFetchRequest(version, allTopics(version)), { groupId: "g", topics: null });
+  }
+  t.throws(() => readOffsetFetchRequest(1, allTopics(1)), KafkaDecodeError);
+  t.end();
+});
+
+t.test("a null where Kafka forbids one, or an offset beyond 2^53, throws KafkaDecodeError", (t) => {
+  const refused = (c: CodecCase, version: number, write: (w: KafkaWriter) => void) =>
+    t.throws(() => c.read(version, new KafkaReader(requestBody(c.api, version, write))), KafkaDecodeError);
+  const member = (w: KafkaWriter) => w.nullableString("g").int32(1).nullableString("m");
+  refused(offsetCommit, 7, (w) => w.nullableString(null));
+  refused(offsetCommit, 5, (w) => member(w).array([0], (x) => x.nullableString(null).int32(0)));
+  refused(offsetCommit, 5, (w) => {
+    const partition = (p: KafkaWriter) => p.int32(0).int64(2 ** 53 + 2).nullableString(null);
+    member(w).array([0], (x) => x.nullableString("t").array([0], partition));
+  });
+  refused(offsetFetch, 5, (w) => w.nullableString("g").array([0], (x) => x.nullableString("t").int32(-1)));
+  refused(describeGroups, 0, (w) => w.array([0], (x) => x.nullableString(null)));
+  refused(deleteGroups, 1, (w) => w.int32(-1));
+  t.end();
+});
+
+t.test("every error code is the one kafkajs knows by the same name", (t) => {
+  const { errorCodes } = require("kafkajs/src/protocol/error.js") as {
+    errorCodes: { type: string; code: number }[];
+  };
+  // kafkajs keeps some older names.
+  const older: Record<string, string> = {
+    unknownServerError: "UNKNOWN",
+    notLeaderOrFollower: "NOT_LEADER_FOR_PARTITION",
+    coordinatorLoadInProgress: "GROUP_LOAD_IN_PROGRESS",
+    coordinatorNotAvailable: "GROUP_COORDINATOR_NOT_AVAILABLE",
+    notCoordinator: "NOT_COORDINATOR_FOR_GROUP",
+  };
+  for (const [name, code] of Object.entries(kafkaErrorCode)) {
+    if (name === "none") continue;
+    const type = older[name] ?? name.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase();
+    t.equal(errorCodes.find((e) => e.type === type)?.code, code, `${name} is ${type}`);
+  }
+  t.end();
+});
