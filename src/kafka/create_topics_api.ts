@@ -5,6 +5,7 @@ import {
   InvalidTopicOptionError,
 } from "../broker/broker_errors.ts";
 import { defaultTopicOptions, partitionsPerTopicMax } from "../broker/topic_options.ts";
+import { offsetsTopicName } from "../groups/offsets_log.ts";
 import type { KafkaApi, KafkaServing } from "./kafka_api.ts";
 import { kafkaErrorCode } from "./kafka_error_code.ts";
 import { kafkaErrorOf } from "./kafka_error_of.ts";
@@ -69,6 +70,12 @@ async function createOne(
   serving: KafkaServing,
 ): Promise<{ errorCode: number; message: string | null }> {
   const refuse = (errorCode: number, message: string) => ({ errorCode, message });
+  if (topic.name === offsetsTopicName) {
+    return refuse(
+      kafkaErrorCode.invalidTopicException,
+      `${offsetsTopicName} is created by the group coordinator`,
+    );
+  }
   if (serving.cluster === null && topic.replicationFactor !== -1 && topic.replicationFactor !== 1) {
     return refuse(
       kafkaErrorCode.invalidReplicationFactor,

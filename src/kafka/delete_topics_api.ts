@@ -5,6 +5,7 @@ import { kafkaErrorOf } from "./kafka_error_of.ts";
 import { KafkaDecodeError } from "./kafka_reader.ts";
 import { KafkaWriter } from "./kafka_writer.ts";
 import { apiKey, writeResponseHeader } from "./request_header.ts";
+import { offsetsTopicName } from "../groups/offsets_log.ts";
 
 /**
  * DeleteTopics 1 to 4 (4 is flexible: compact strings and tagged fields): each topic by name,
@@ -42,6 +43,8 @@ export const deleteTopicsApi: KafkaApi = {
 
 async function deleteOne(name: string, serving: KafkaServing): Promise<number> {
   if (!serving.catalog.has(name)) return kafkaErrorCode.unknownTopicOrPartition;
+  // The consumer groups' committed offsets live in it.
+  if (name === offsetsTopicName) return kafkaErrorCode.invalidTopicException;
   try {
     await serving.catalog.deleteTopic(name);
     return kafkaErrorCode.none;

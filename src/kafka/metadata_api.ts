@@ -1,5 +1,6 @@
 import { AlreadyExistsError, InvalidNameError, UnavailableError } from "../broker/broker_errors.ts";
 import { topicNamePattern } from "../broker/names.ts";
+import { offsetsTopicName } from "../groups/offsets_log.ts";
 import type { KafkaApi, KafkaClusterServing, KafkaServing } from "./kafka_api.ts";
 import { noLeader } from "../cluster/partition_state.ts";
 import type { KafkaTopicInfo } from "./kafka_catalog.ts";
@@ -55,7 +56,7 @@ async function namedTopic(name: string, allowCreate: boolean, serving: KafkaServ
   const found = serving.catalog.topic(name);
   if (found !== null) return topicAnswer(found, serving);
   if (!topicNamePattern.test(name)) return topicError(name, kafkaErrorCode.invalidTopicException);
-  if (!(allowCreate && serving.autoCreateTopics)) {
+  if (!(allowCreate && serving.autoCreateTopics) || name === offsetsTopicName) {
     return topicError(name, kafkaErrorCode.unknownTopicOrPartition);
   }
   try {
@@ -88,7 +89,12 @@ function topicAnswer(info: KafkaTopicInfo, serving: KafkaServing): MetadataTopic
     isrNodes: online ? [nodeId] : [],
     offlineReplicas: online ? [] : [nodeId],
   }));
-  return { errorCode: kafkaErrorCode.none, name: info.name, isInternal: false, partitions };
+  return {
+    errorCode: kafkaErrorCode.none,
+    name: info.name,
+    isInternal: info.name === offsetsTopicName,
+    partitions,
+  };
 }
 
 /**
@@ -127,7 +133,12 @@ function clusterTopicAnswer(
       offlineReplicas: state.replicas.filter((id) => !live.has(id)),
     };
   });
-  return { errorCode: kafkaErrorCode.none, name: info.name, isInternal: false, partitions };
+  return {
+    errorCode: kafkaErrorCode.none,
+    name: info.name,
+    isInternal: info.name === offsetsTopicName,
+    partitions,
+  };
 }
 
 function topicError(name: string, errorCode: number): MetadataTopic {

@@ -13,6 +13,7 @@ import {
   readProduceRequest,
 } from "./produce.ts";
 import { apiKey } from "./request_header.ts";
+import { offsetsTopicName } from "../groups/offsets_log.ts";
 
 /**
  * Produce 0 to 7 (3 to 7 served): every partition's batches go to its log as sent, the partitions
@@ -66,6 +67,8 @@ async function producePartition(
   if (!serving.catalog.has(topic)) {
     return failed(data.index, kafkaErrorCode.unknownTopicOrPartition);
   }
+  // Only the group coordinator appends to the internal topic, as a Kafka broker refuses producers.
+  if (topic === offsetsTopicName) return failed(data.index, kafkaErrorCode.invalidTopicException);
   if (data.records === null) return failed(data.index, kafkaErrorCode.corruptMessage);
   const stream = serving.catalog.streamName;
   try {

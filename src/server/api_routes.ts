@@ -17,6 +17,7 @@ import { readBody } from "./request_body.ts";
 import { parseTopicOptions, patchTopicOptions } from "./topic_options_codec.ts";
 import { partitionStatsView, producedView, streamView, topicView } from "./views.ts";
 import type { GroupCoordinator } from "../groups/group_coordinator.ts";
+import { offsetsTopicName } from "../groups/offsets_log.ts";
 import { deleteGroup, groupIdOf, groupsView, groupView, offsetsView, resetOffsets } from "./group_routes.ts";
 
 export const pollCountDefault = 100;
@@ -79,7 +80,7 @@ export const apiRoutes: Route[] = [
   route("POST", `${S}/topics`, async (c) => {
     const streamName = stream(c);
     const b = await body(c);
-    const name = checkTopicName(b["name"]);
+    const name = writable(c, streamName, checkTopicName(b["name"]));
     const options = parseTopicOptions(b, c.catalog.topicDefaults);
     return reply(c, 201, topicView(await c.catalog.createTopic(streamName, name, options)));
   }),
@@ -90,7 +91,7 @@ export const apiRoutes: Route[] = [
   ),
   route("PATCH", T, async (c) => {
     const streamName = stream(c);
-    const topicName = topic(c);
+    const topicName = writable(c, streamName, topic(c));
     const b = await body(c);
     // The patch applies to the options current under the catalog's lock.
     const patched = await c.catalog.patchTopic(
@@ -101,7 +102,7 @@ export const apiRoutes: Route[] = [
     return reply(c, 200, topicView(patched));
   }),
   route("DELETE", T, async (c) => {
-    await c.catalog.deleteTopic(stream(c), topic(c));
+    await c.catalog.deleteTopic(stream(c), writable(c, stream(c), topic(c)));
     return new Response(null, { status: 204 });
   }),
   route("POST", `${T}/messages`, async (c) => {
@@ -115,7 +116,9 @@ export const apiRoutes: Route[] = [
       return reply(
         c,
         200,
-        producedView(await c.dataPlane.produce(stream(c), topic(c), partitionId, messages)),
+        producedView(
+          await c.dataPlane.produce(stream(c), writable(c, stream(c), topic(c)), partitionId, messages),
+        ),
       );
     } finally {
       // The payloads are views of the body; once the append has ended (or failed) the log has copied
@@ -124,7 +127,7 @@ export const apiRoutes: Route[] = [
     }
   }),
   route("DELETE", `${T}/messages`, async (c) => {
-    await c.dataPlane.purgeTopic(stream(c), topic(c));
+    await c.dataPlane.purgeTopic(stream(c), writable(c, stream(c), topic(c)));
     return new Response(null, { status: 204 });
   }),
   route(
@@ -250,6 +253,20 @@ async function decoded(c: RouteContext, bytes: Uint8Array): Promise<Record<strin
 }
 
 const stream = (c: RouteContext) => checkName("stream", c.params[0]);
+
+/**
+ * The topic, unless it is the Kafka stream's `__consumer_offsets`: only the group coordinator writes
+ * there, and its options and existence are the coordinator's (the groups' routes change it).
+ */
+function writable(c: RouteContext, streamName: string, topicName: string): string {
+  if (streamName === c.kafkaStream && topicName === offsetsTopicName) {
+    throw badRequest(
+      "internal_topic",
+      `Cannot change ${streamName}/${topicName}: it holds the consumer groups' offsets (see /groups)`,
+    );
+  }
+  return topicName;
+}
 const topic = (c: RouteContext) => checkTopicName(c.params[1]);
 const partition = (c: RouteContext) => partitionNumber(c.params[2]);
 
