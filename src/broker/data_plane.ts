@@ -34,6 +34,11 @@ export interface PollRequest {
   timestampMs?: number;
   count: number;
   maxBytes: number;
+  /**
+   * Read up to the log's end, past the high watermark: for a leader's own use of its whole log (a
+   * leader never cuts its log, so what it holds will be committed), never for consumers.
+   */
+  toLogEnd?: boolean;
 }
 
 /** A partition's offsets: its log start, what consumers may read up to, and its log's end. */
@@ -194,7 +199,12 @@ export class DataPlane {
     const result = await translateDataErrors(() =>
       request.timestampMs !== undefined
         ? partition.log.readFromTimestamp(request.timestampMs * 1000, request.count, request.maxBytes)
-        : partition.log.read(request.offset ?? 0, request.count, request.maxBytes)
+        : partition.log.read(
+          request.offset ?? 0,
+          request.count,
+          request.maxBytes,
+          request.toLogEnd === true ? partition.log.nextOffset : undefined,
+        )
     );
     // The answer's encoding (up to `max_bytes` of messages) is a piece of CPU work: it runs on the
     // gate's turn, which the caller's synchronous encode continues, so 32 polls finishing together

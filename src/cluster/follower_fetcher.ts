@@ -140,7 +140,23 @@ class LeaderLoop {
       }
     }
     log.setHighWatermark(Math.min(answer.highWatermark, log.nextOffset));
+    if (answer.logStartOffset > log.firstOffset) await this.#trimToLeaderStart(followed, answer.logStartOffset);
     return false;
+  }
+
+  /**
+   * The leader's log starts later than the follower's (its retention, or a group coordinator's
+   * checkpoint, deleted its first segments): the follower deletes its whole segments below that
+   * start too, as Kafka's followers follow their leader's log start offset.
+   */
+  async #trimToLeaderStart(followed: FollowedPartition, logStartOffset: number): Promise<void> {
+    const partition = followed.partition;
+    await partition.applyDeletedUpTo({
+      kind: "advance_deleted_up_to",
+      partition: labelOf(partition.address),
+      purgeGeneration: partition.superblock.purgeGeneration,
+      upToOffset: Math.min(logStartOffset, partition.log.highWatermark),
+    });
   }
 
   /**

@@ -38,6 +38,8 @@ export class CoordinatedPartition {
   #storedGroups: Map<string, StoredGroup> | null = new Map();
   #chain: Promise<unknown> = Promise.resolve();
   #queued = 0;
+  #settleLoad: () => void = () => {};
+  readonly #loadSettled = new Promise<void>((resolve) => (this.#settleLoad = resolve));
 
   constructor(index: number, leaderEpoch: number, offsetsPerGroupMax: number) {
     this.index = index;
@@ -65,6 +67,19 @@ export class CoordinatedPartition {
     }
     this.#storedGroups = null;
     this.status = "loaded";
+    this.#settleLoad();
+  }
+
+  /** The load failed: requests are refused until it is tried again. */
+  failed(retryAtMs: number): void {
+    this.status = "failed";
+    this.retryAtMs = retryAtMs;
+    this.#settleLoad();
+  }
+
+  /** Resolves once the load has ended, loaded or failed. */
+  get loadSettled(): Promise<void> {
+    return this.#loadSettled;
   }
 
   /** Groups known by metadata or by committed offsets. */

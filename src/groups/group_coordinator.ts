@@ -124,6 +124,23 @@ export class GroupCoordinator {
     return this.#ensuring;
   }
 
+  /**
+   * Resolves once the group's partition is loaded here, or the load failed, or this node does not
+   * lead it, or `timeoutMs` passed: FindCoordinator waits so, so that a client's first JoinGroup
+   * after the topic's creation or a failover finds its group loaded.
+   */
+  async whenLoaded(groupId: string, timeoutMs: number): Promise<void> {
+    if (this.route(groupId).error !== "coordinator_load_in_progress") return;
+    this.#nextLeadershipLookMs = -Infinity;
+    this.onTick(this.#deps.clock.nowMs());
+    const p = this.#partitions.get(this.partitionOf(groupId)!);
+    if (p === undefined || p.status !== "loading") return;
+    const timeout = new AbortController();
+    const expired = this.#deps.clock.sleep(timeoutMs, timeout.signal).catch(() => {});
+    await Promise.race([p.loadSettled, expired]);
+    timeout.abort();
+  }
+
   /** The loaded partitions this node leads. */
   loadedPartitions(): CoordinatedPartition[] {
     return [...this.#partitions.values()].filter((p) => p.status === "loaded");
@@ -322,8 +339,7 @@ export class GroupCoordinator {
       this.#deps.logger.info("offsets partition loaded", { partition: index, groups: p.groups.size });
     }).catch((error) => {
       if (this.#partitions.get(index) !== p) return;
-      p.status = "failed";
-      p.retryAtMs = this.#deps.clock.nowMs() + loadRetryMs;
+      p.failed(this.#deps.clock.nowMs() + loadRetryMs);
       this.#deps.logger.error("offsets partition not loaded", { partition: index, error });
     });
   }

@@ -18,8 +18,8 @@ export interface OffsetsLog {
   /** Appends the records; resolves once every in-sync replica holds them. */
   append(partition: number, records: readonly OffsetsRecord[]): Promise<AppendedRecords>;
   /**
-   * Reads every record of the partition from its log start to its high watermark, in order, each
-   * to `visit`. Takes turns of the loop as it goes.
+   * Reads every record of the partition from its log start to its end, in order, each to `visit`.
+   * Takes turns of the loop as it goes.
    */
   replay(partition: number, visit: (record: OffsetsRecord) => void): Promise<ReplayedRecords>;
   /** Deletes the partition's sealed segments that end below `offset` (whatever was written again above it). */

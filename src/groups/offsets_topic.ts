@@ -101,12 +101,16 @@ export class OffsetsTopic implements OffsetsLog {
     const range = data.offsetRange(streamName, offsetsTopicName, partition);
     let offset = range.start;
     let bytes = 0;
+    // To the log's end, past the high watermark: a new leader's followers may not have confirmed
+    // its last records yet, but it never cuts its own log, so they will be committed, and a
+    // coordinator that left them out would answer with offsets older than it acknowledged.
     // Each read moves past at least one record, so the reads are bounded by the records.
-    while (offset < range.next) {
+    while (offset < range.end) {
       const read = await data.poll(streamName, offsetsTopicName, partition, {
         offset,
-        count: Math.min(replayRecordsPerReadMax, range.next - offset),
+        count: Math.min(replayRecordsPerReadMax, range.end - offset),
         maxBytes: replayBytesPerReadMax,
+        toLogEnd: true,
       });
       try {
         for (const message of read.messages) {

@@ -36,6 +36,9 @@ export const findCoordinatorApi: KafkaApi = {
   },
 };
 
+/** How long FindCoordinator waits for this node to load the group it coordinates, at most. */
+export const coordinatorLoadWaitMs = 5000;
+
 function refusal(errorCode: number, errorMessage: string): FindCoordinatorResponse {
   return { errorCode, errorMessage, nodeId: -1, host: "", port: -1 };
 }
@@ -70,6 +73,8 @@ async function groupCoordinator(groupId: string, serving: KafkaServing): Promise
     }
   }
   const cluster = serving.cluster;
+  // When this node coordinates the group, it answers once the group is loaded (or shortly).
+  await groups.whenLoaded(groupId, coordinatorLoadWaitMs);
   if (cluster === null) return found(serving.broker);
   const address = serving.catalog.partitionAddress(offsetsTopicName, partition);
   const leader = address === null ? null : cluster.partitionState(address)?.leader ?? null;

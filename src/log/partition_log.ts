@@ -358,9 +358,12 @@ export class PartitionLog {
     return this.#queue.enqueue<void>((done) => ({ kind: "purge", commit, done }));
   }
 
-  /** Messages from `offset` on (clamped to the first retained offset), across segments. */
-  async read(offset: number, count: number, maxBytes: number): Promise<ReadResult> {
-    const endOffset = this.highWatermark;
+  /**
+   * Messages from `offset` on (clamped to the first retained offset), across segments, below
+   * `endOffset`: the high watermark, unless a reader that may see the whole log (a group coordinator
+   * loading its partition as its new leader) asks for the log's end.
+   */
+  async read(offset: number, count: number, maxBytes: number, endOffset = this.highWatermark): Promise<ReadResult> {
     const result = await readRetrying(
       () => readSegments(this.#reads, this.#chain.segments, offset, count, maxBytes),
       (watermark) => this.enforceRetention((s) => s.location === "remote" && s.endOffset < watermark),

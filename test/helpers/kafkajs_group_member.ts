@@ -7,7 +7,7 @@
  *   {"event":"record","partition":3,"offset":17,"value":"..."}   after the record's processing
  *
  * Offsets are committed by kafkajs (after each batch, and before each rebalance).
- * Usage: `deno run -A test/helpers/kafkajs_group_member.ts <host:port> <group> <topic> <session ms>`.
+ * Usage: `deno run -A test/helpers/kafkajs_group_member.ts <host:port[,host:port...]> <group> <topic> <session ms>`.
  */
 import { Kafka, logLevel } from "kafkajs";
 
@@ -18,13 +18,23 @@ if (broker === undefined || groupId === undefined || topic === undefined || sess
 const sessionTimeout = Number(sessionText);
 const print = (line: unknown) => console.log(JSON.stringify(line));
 
-const kafka = new Kafka({ clientId: "strata-group-test", brokers: [broker], logLevel: logLevel.NOTHING });
+const kafka = new Kafka({
+  clientId: "strata-group-test",
+  brokers: broker.split(","),
+  // STRATA_TEST_KAFKAJS_LOG=1 prints kafkajs's own log on standard error, for a failing test's reader.
+  logLevel: Deno.env.get("STRATA_TEST_KAFKAJS_LOG") === "1" ? logLevel.DEBUG : logLevel.NOTHING,
+  requestTimeout: 5000,
+  retry: { retries: 30, initialRetryTime: 100, maxRetryTime: 1000 },
+});
 const consumer = kafka.consumer({
   groupId,
   sessionTimeout,
   rebalanceTimeout: 20_000,
   heartbeatInterval: 500,
-  retry: { retries: 20, initialRetryTime: 100, maxRetryTime: 1000 },
+  // A short fetch wait and few retries: kafkajs goes on heartbeating a coordinator it cannot reach
+  // until its retries run out, then finds the new one; each retry waits for a fetch first.
+  maxWaitTimeInMs: 500,
+  retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 1000 },
 });
 consumer.on(consumer.events.GROUP_JOIN, (e) => {
   const assigned = e.payload.memberAssignment[topic] ?? [];

@@ -45,6 +45,8 @@ export interface ClusterOptions {
   minInsyncReplicas?: number;
   /** Tiered storage on this S3 bucket for every node, uploads paced at `uploadBandwidth`; absent: none. */
   tiered?: { store: S3Endpoint; bucket: string; uploadBandwidth?: string };
+  /** `[groups]` lines (`key = value`) for every node; absent: the defaults. */
+  groups?: string[];
 }
 
 /**
@@ -130,6 +132,7 @@ function nodeConfig(
     "[kafka]",
     `address = "${kafka}"`,
     ...tieredSection(options.tiered),
+    ...(options.groups === undefined ? [] : ["[groups]", ...options.groups]),
     "[cluster]",
     "enabled = true",
     `node_id = ${id}`,
