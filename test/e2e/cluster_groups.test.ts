@@ -1,8 +1,17 @@
+import { readdirSync } from "node:fs";
+import { dirname, join } from "node:path";
 import t from "tap";
 import { Kafka, logLevel } from "kafkajs";
+import { apiKey } from "../../src/kafka/request_header.ts";
+import { kafkaRequest, KafkaWireClient } from "../helpers/kafka_wire.ts";
 import { etcdUnavailableReason } from "../helpers/etcd_harness.ts";
 import { type GroupMember, startGroupMember } from "../helpers/group_members.ts";
-import { type ClusterNodeProcess, describePartition, startStrataCluster, until } from "../helpers/strata_cluster.ts";
+import {
+  type ClusterNodeProcess,
+  describePartition,
+  startStrataCluster,
+  until,
+} from "../helpers/strata_cluster.ts";
 
 // A consumer group on a 3-node cluster: its coordinator is the leader of its partition of
 // __consumer_offsets (replicated as any partition). The coordinator's node is killed while the
@@ -43,7 +52,11 @@ t.test("the coordinator's node killed during a rebalance: the group completes on
   const produced: string[] = [];
   const produce = async (round: string, count: number) => {
     const values = Array.from({ length: count }, (_, i) => `${round}-${i}`);
-    await producer.send({ topic, acks: -1, messages: values.map((value, i) => ({ partition: i % partitions, value })) });
+    await producer.send({
+      topic,
+      acks: -1,
+      messages: values.map((value, i) => ({ partition: i % partitions, value })),
+    });
     produced.push(...values);
   };
 
@@ -65,7 +78,8 @@ t.test("the coordinator's node killed during a rebalance: the group completes on
     const offsets = await admin.fetchOffsets({ groupId: group, topics: [topic] });
     return offsets[0]!.partitions.map((p) => Number(p.offset)).sort((a, b) => a - b);
   };
-  const ends = async () => (await admin.fetchTopicOffsets(topic)).map((o) => Number(o.high)).sort((a, b) => a - b);
+  const ends = async () =>
+    (await admin.fetchTopicOffsets(topic)).map((o) => Number(o.high)).sort((a, b) => a - b);
 
   await produce("one", 600);
   start("a");
@@ -94,13 +108,74 @@ t.test("the coordinator's node killed during a rebalance: the group completes on
   t.same(await committed(), before, "every committed offset intact on the new coordinator");
 
   await produce("two", 300);
-  await until("every record of the second round consumed", () => produced.every((v) => consumed().has(v)), 60_000);
+  await until(
+    "every record of the second round consumed",
+    () => produced.every((v) => consumed().has(v)),
+    60_000,
+  );
   await until("the commits to reach every partition's end again", async () => {
     const [c, e] = await Promise.all([committed(), ends()]);
     return c.join() === e.join();
   }, 30_000);
   t.same(produced.filter((v) => !consumed().has(v)), [], "at least once: nothing produced was skipped");
+
+  // Checkpoints: 1.5 MiB of commits to one group makes its coordinator write the live offsets again
+  // and delete the segments below them; the followers delete theirs too, after their leader's start.
+  const live = cluster.nodes.filter((n) => n.server !== null);
+  const port = await coordinatorPort("bulk", live);
+  const metadata = "m".repeat(4096);
+  const wire = await KafkaWireClient.connect(port);
+  t.teardown(() => wire.close());
+  for (let round = 0; round < 64; round++) {
+    wire.send(kafkaRequest(apiKey.offsetCommit, 2, round, (w) => {
+      w.nullableString("bulk").int32(-1).nullableString("").int64(-1);
+      w.array([topic], (x, name) =>
+        x.nullableString(name).array(
+          Array.from({ length: partitions }, (_, p) => p),
+          (y, p) => y.int32(p).int64(round).nullableString(metadata),
+        ));
+    }));
+    const answer = (await wire.next(30_000))!;
+    answer.int32();
+    const codes = answer.array((x) => (x.string(), x.array((y) => (y.int32(), y.int16()))));
+    if (codes.flat().some((c) => c !== 0)) t.fail(`commit round ${round} refused: ${codes}`);
+  }
+  const partition = offsetsPartitionOf("bulk");
+  const firsts = () => Promise.all(live.map((n) => firstSegmentOffset(n, partition)));
+  await until(
+    "every live replica of the group's offsets partition to drop its first segment",
+    async () => (await firsts()).every((first) => first > 0),
+    30_000,
+  );
+  t.pass(`the replicas' oldest segments now start at ${await firsts()}`);
+  const bulk = await admin.fetchOffsets({ groupId: "bulk", topics: [topic] });
+  t.ok(bulk[0]!.partitions.every((p) => p.offset === "63"), "the latest commits survive the checkpoints");
 });
+
+/** The offsets partition of a group, as the coordinator hashes it (FNV-1a 32 of its id, modulo 4). */
+function offsetsPartitionOf(groupId: string): number {
+  let hash = 0x811c9dc5;
+  for (const byte of new TextEncoder().encode(groupId)) hash = Math.imul(hash ^ byte, 0x01000193) >>> 0;
+  return hash % 4;
+}
+
+/** The base offset of the oldest segment file of `__consumer_offsets`' partition on a node's disk. */
+async function firstSegmentOffset(node: ClusterNodeProcess, partition: number): Promise<number> {
+  const stream = await (await fetch(`${node.httpUrl}/streams/kafka`)).json();
+  const topicId = stream.topics.find((t: { name: string }) => t.name === "__consumer_offsets").id;
+  const dir = join(
+    dirname(node.configPath),
+    `data${node.id}`,
+    "streams",
+    String(stream.id),
+    "topics",
+    String(topicId),
+    "partitions",
+    String(partition),
+  );
+  const logs = readdirSync(dir).filter((f) => f.endsWith(".log")).sort();
+  return Number(logs[0]!.slice(0, -4));
+}
 
 async function groupState(node: ClusterNodeProcess): Promise<string | null> {
   try {
@@ -108,6 +183,29 @@ async function groupState(node: ClusterNodeProcess): Promise<string | null> {
     return response.status === 200 ? (await response.json()).state : null;
   } catch {
     return null;
+  }
+}
+
+/** The Kafka port of the node that coordinates `groupId`, as FindCoordinator answers. */
+async function coordinatorPort(groupId: string, nodes: ClusterNodeProcess[]): Promise<number> {
+  const wire = await KafkaWireClient.connect(Number(nodes[0]!.kafka.split(":")[1]));
+  try {
+    for (let attempt = 0; attempt < 100; attempt++) {
+      wire.send(kafkaRequest(apiKey.findCoordinator, 1, attempt, (w) => w.nullableString(groupId).int8(0)));
+      const answer = (await wire.next())!;
+      answer.int32();
+      answer.int32();
+      const error = answer.int16();
+      answer.nullableString();
+      answer.int32();
+      answer.string();
+      const port = answer.int32();
+      if (error === 0) return port;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new Error(`no coordinator found for ${groupId}`);
+  } finally {
+    wire.close();
   }
 }
 
