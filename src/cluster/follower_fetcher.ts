@@ -140,7 +140,9 @@ class LeaderLoop {
       }
     }
     log.setHighWatermark(Math.min(answer.highWatermark, log.nextOffset));
-    if (answer.logStartOffset > log.firstOffset) await this.#trimToLeaderStart(followed, answer.logStartOffset);
+    if (answer.logStartOffset > log.firstOffset) {
+      await this.#trimToLeaderStart(followed, answer.logStartOffset);
+    }
     return false;
   }
 

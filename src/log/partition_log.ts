@@ -363,7 +363,12 @@ export class PartitionLog {
    * `endOffset`: the high watermark, unless a reader that may see the whole log (a group coordinator
    * loading its partition as its new leader) asks for the log's end.
    */
-  async read(offset: number, count: number, maxBytes: number, endOffset = this.highWatermark): Promise<ReadResult> {
+  async read(
+    offset: number,
+    count: number,
+    maxBytes: number,
+    endOffset = this.highWatermark,
+  ): Promise<ReadResult> {
     const result = await readRetrying(
       () => readSegments(this.#reads, this.#chain.segments, offset, count, maxBytes),
       (watermark) => this.enforceRetention((s) => s.location === "remote" && s.endOffset < watermark),
