@@ -77,11 +77,6 @@ export class CommittedOffsets {
     return entries;
   }
 
-  /** The topics the group has offsets for. */
-  topicsOf(groupId: string): string[] {
-    return [...(this.#groups.get(groupId)?.keys() ?? [])];
-  }
-
   groupIds(): string[] {
     return [...this.#groups.keys()];
   }

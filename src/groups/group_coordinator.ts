@@ -213,7 +213,8 @@ export class GroupCoordinator {
     const route = routed === null ? this.route(groupId) : { partition: routed, error: null };
     if (route.error !== null) return Promise.resolve(refusal(route.error));
     const p = route.partition;
-    if (!p.groups.has(groupId) && creates && this.groupCount() >= this.#deps.settings.groupsMax) {
+    const fresh = !p.groups.has(groupId) && !p.offsets.has(groupId);
+    if (fresh && creates && this.groupCount() >= this.#deps.settings.groupsMax) {
       this.#deps.logger.warn("group refused: groups_max reached", { group: groupId });
       return Promise.resolve(refusal("coordinator_not_available"));
     }
@@ -225,10 +226,10 @@ export class GroupCoordinator {
     return answered;
   }
 
-  /** Groups known on every loaded partition. */
+  /** Groups known (by metadata or committed offsets) on every loaded partition: counted when one would be new. */
   groupCount(): number {
     let n = 0;
-    for (const p of this.#partitions.values()) n += p.groups.size;
+    for (const p of this.#partitions.values()) n += p.groupIds().size;
     return n;
   }
 

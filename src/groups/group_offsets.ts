@@ -1,3 +1,4 @@
+import type { CommittedEntry } from "./committed_offsets.ts";
 import { appendRefusal } from "./coordinator_appends.ts";
 import type { GroupError } from "./group_events.ts";
 import type { GroupCoordinator } from "./group_coordinator.ts";
@@ -120,10 +121,7 @@ export function fetchOffsets(
   const route = coordinator.route(groupId);
   if (route.error !== null) return { error: route.error, topics: [] };
   const offsets = route.partition.offsets;
-  const asked = topics ?? offsets.topicsOf(groupId).map((topic) => ({
-    topic,
-    partitions: offsets.entriesOf(groupId).filter((e) => e.topic === topic).map((e) => e.partition),
-  }));
+  const asked = topics ?? committedPartitions(offsets.entriesOf(groupId));
   return {
     error: null,
     topics: asked.map(({ topic, partitions }) => ({
@@ -131,6 +129,17 @@ export function fetchOffsets(
       partitions: partitions.map((partition) => fetched(partition, offsets.get(groupId, topic, partition))),
     })),
   };
+}
+
+/** The partitions of `entries` by topic, in the order the topics come. */
+function committedPartitions(entries: readonly CommittedEntry[]): { topic: string; partitions: number[] }[] {
+  const byTopic = new Map<string, number[]>();
+  for (const { topic, partition } of entries) {
+    const partitions = byTopic.get(topic);
+    if (partitions === undefined) byTopic.set(topic, [partition]);
+    else partitions.push(partition);
+  }
+  return [...byTopic].map(([topic, partitions]) => ({ topic, partitions }));
 }
 
 function fetched(partition: number, committed: CommittedOffset | null): FetchedOffset {

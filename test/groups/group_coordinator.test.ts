@@ -309,9 +309,32 @@ t.test("checkpoints write the live records again and trim the log below them, lo
   );
 });
 
-t.test("groups_max bounds the groups a join may create", async (t) => {
+t.test("groups_max bounds the groups a join or a commit may create, groups of offsets only among them", async (t) => {
   const { coordinator } = await loaded();
-  for (const id of ["a", "b", "c", "d"]) t.equal((await coordinator.join(join(id))).error, null);
-  t.equal((await coordinator.join(join("e"))).error, "coordinator_not_available");
+  for (const id of ["a", "b"]) t.equal((await coordinator.join(join(id))).error, null);
+  for (const id of ["c", "d"]) {
+    const committed = await commitOffsets(coordinator, {
+      groupId: id,
+      memberId: "",
+      groupInstanceId: null,
+      generation: -1,
+      offsets: [offset(0, 1)],
+    });
+    t.equal(committed[0]!.error, null);
+  }
   t.equal(coordinator.groupCount(), 4);
+  t.equal((await coordinator.join(join("e"))).error, "coordinator_not_available");
+  const refused = await commitOffsets(coordinator, {
+    groupId: "f",
+    memberId: "",
+    groupInstanceId: null,
+    generation: -1,
+    offsets: [offset(0, 1)],
+  });
+  t.equal(refused[0]!.error, "coordinator_not_available");
+  t.equal(
+    (await coordinator.join(join("c"))).error,
+    null,
+    "a group known by its offsets may still be joined",
+  );
 });
