@@ -108,10 +108,8 @@ export class PartitionLog {
   }
 
   /**
-   * Calls `listener` after every group of writes is published (appends, rolls, syncs, deletions)
-   * and after a change of config: the moments when what `onTick` or the tier service would do for
-   * this log may change. This is how the shard's duties visit only logs that changed, not every
-   * log on every tick. Returns a function that removes the listener.
+   * Calls `listener` after every group of writes is published and after a change of config: the moments
+   * when the shard's duties or the tier service may have work here. Returns what removes the listener.
    */
   onActivity(name: string, listener: () => void): () => void {
     assert(
@@ -150,10 +148,9 @@ export class PartitionLog {
   }
 
   /**
-   * Replication's view of this log: the epoch its batches are stamped with while it leads (-1: not
-   * stamped), whether it follows (rolls only where the leader's segments start), and the high
-   * watermark (null: a single node, everything acknowledged is readable). The watermark never
-   * goes back but by a truncation.
+   * Replication's view of this log: the epoch its batches are stamped with while it leads (-1: none), whether
+   * it follows (rolls only where the leader's segments start), and the high watermark (null: a single node),
+   * which never goes back but by a truncation.
    */
   setReplication(
     replication: { leaderEpoch: number; following: boolean; highWatermark: number | null },
@@ -359,21 +356,16 @@ export class PartitionLog {
   }
 
   /**
-   * Messages from `offset` on (clamped to the first retained offset), across segments, below
-   * `endOffset`: the high watermark, unless a reader that may see the whole log (a group coordinator
-   * loading its partition as its new leader) asks for the log's end.
+   * Messages from `offset` on (clamped to the log start) below `endOffset`: the high watermark, or the log's
+   * end for a leader's own reader (a group coordinator loading its partition).
    */
-  async read(
-    offset: number,
-    count: number,
-    maxBytes: number,
-    endOffset = this.highWatermark,
-  ): Promise<ReadResult> {
+  async read(offset: number, count: number, maxBytes: number, endOffset?: number): Promise<ReadResult> {
+    const end = endOffset ?? this.highWatermark;
     const result = await readRetrying(
       () => readSegments(this.#reads, this.#chain.segments, offset, count, maxBytes),
       (watermark) => this.enforceRetention((s) => s.location === "remote" && s.endOffset < watermark),
     );
-    return belowWatermark(result, endOffset);
+    return belowWatermark(result, end);
   }
 
   /** The offset of the first message stamped at or after `timestampUs`; past every one, the next offset. */
