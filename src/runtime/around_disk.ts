@@ -25,6 +25,10 @@ export class AroundDisk implements Disk {
     return aroundFile(await this.#around(() => this.#inner.createExclusive(path, options)), this.#around);
   }
 
+  readSmallFile(path: string, maxBytes: number): Promise<Uint8Array | null> {
+    return this.#around(() => this.#inner.readSmallFile(path, maxBytes));
+  }
+
   list(dirPath: string): Promise<string[]> {
     return this.#around(() => this.#inner.list(dirPath));
   }

@@ -8,6 +8,13 @@ export interface Disk {
   open(path: string, options?: OpenOptions): Promise<DiskFile>;
   /** Creates a new file, failing with `DiskError` code `exists` if the path is taken. */
   createExclusive(path: string, options?: CreateOptions): Promise<DiskFile>;
+  /**
+   * The whole of a small file (a record file: a superblock, consumer offsets, leader epochs), or null
+   * when it does not exist; one larger than `maxBytes` is an error. A disk may read it in one
+   * synchronous step: a boot reads one per partition, and a step costs the loop far less than the
+   * handoffs of an open, a read and a close.
+   */
+  readSmallFile(path: string, maxBytes: number): Promise<Uint8Array | null>;
   /** Names (not paths) of the entries in a directory, sorted. */
   list(dirPath: string): Promise<string[]>;
   /** Size and kind of a path, or null when it does not exist. */

@@ -1,3 +1,4 @@
+import * as fsSync from "node:fs";
 import { constants as fsConstants } from "node:fs";
 import * as fs from "node:fs/promises";
 import { assert } from "./assert.ts";
@@ -15,6 +16,7 @@ import type { Permit } from "./permit.ts";
 import type { WorkerFile } from "./file_worker.ts";
 import { type ReadWorker, sharedReadWorker } from "./read_worker.ts";
 import { Semaphore } from "./semaphore.ts";
+import { tooLarge } from "./read_small_file.ts";
 import { offLoopWriteBytesMin, sharedWriteWorker, type WriteWorker } from "./write_worker.ts";
 
 /**
@@ -68,6 +70,38 @@ export class NodeDisk implements Disk {
       readTurns: this.#readTurns,
       bypassCache: options.bypassCache ?? false,
     };
+  }
+
+  /**
+   * One synchronous open, size, read and close: about 6 µs of the loop's time where the same steps
+   * awaited one by one cost it 60 to 130 µs of handoffs to the runtime's threads (measured on the
+   * 2-core VM, 2,000 files of 300 bytes).
+   */
+  readSmallFile(path: string, maxBytes: number): Promise<Uint8Array | null> {
+    let fd: number;
+    try {
+      fd = fsSync.openSync(path, "r");
+    } catch (error) {
+      if (codeOf(error) === "not_found") return Promise.resolve(null);
+      return Promise.reject(new DiskError(codeOf(error), "open", path, error));
+    }
+    try {
+      const size = fsSync.fstatSync(fd).size;
+      if (size > maxBytes) return Promise.reject(tooLarge(path, size, maxBytes));
+      const bytes = new Uint8Array(size);
+      let at = 0;
+      // A regular file reads whole in one call; the bound covers a file that shrank meanwhile.
+      for (let reads = 0; at < size && reads < 16; reads++) {
+        const n = fsSync.readSync(fd, bytes, at, size - at, at);
+        if (n === 0) break;
+        at += n;
+      }
+      return Promise.resolve(bytes.subarray(0, at));
+    } catch (error) {
+      return Promise.reject(new DiskError(codeOf(error), "read", path, error));
+    } finally {
+      fsSync.closeSync(fd);
+    }
   }
 
   list(dirPath: string): Promise<string[]> {

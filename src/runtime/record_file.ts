@@ -1,6 +1,6 @@
 import { pack, unpack } from "msgpackr";
 import { crc32c } from "./crc32c.ts";
-import { type Disk, DiskError, type DiskFile } from "./disk.ts";
+import type { Disk } from "./disk.ts";
 import { replaceFile } from "./replace_file.ts";
 
 /**
@@ -48,31 +48,16 @@ function recordBytes(magic: string, value: unknown): Uint8Array {
   return bytes;
 }
 
-/** A first read of a record file takes this much; most records (superblocks, offsets) fit in it. */
-const recordFirstReadBytes = 4096;
-
 /** Bound on a record file's size. */
 const recordBytesMax = 64 * 1024 * 1024;
 
 /**
- * Reads a record; null when the file does not exist. One open, one read and one close for a record
- * that fits in `recordFirstReadBytes`: no stat before (a missing file fails the open) and no size
- * asked unless the first read fills its buffer. At boot each partition reads its superblock so.
+ * Reads a record; null when the file does not exist. The file is read whole as a small file
+ * (`Disk.readSmallFile`, at most `recordBytesMax`): at boot each partition reads its superblock so.
  */
 export async function readRecordFile<T>(disk: Disk, path: string, magic: string): Promise<T | null> {
-  let file: DiskFile;
-  try {
-    file = await disk.open(path, { readOnly: true });
-  } catch (error) {
-    if (error instanceof DiskError && error.code === "not_found") return null;
-    throw error;
-  }
-  let bytes: Uint8Array;
-  try {
-    bytes = await readWhole(file, path);
-  } finally {
-    await file.close();
-  }
+  const bytes = await disk.readSmallFile(path, recordBytesMax);
+  if (bytes === null) return null;
   if (bytes.length < headerBytes) throw new CorruptRecordError(path, "shorter than its header");
   const expected = magicBytes(magic);
   if (!expected.every((b, i) => bytes[i] === b)) throw new CorruptRecordError(path, "wrong magic");
@@ -82,19 +67,6 @@ export async function readRecordFile<T>(disk: Disk, path: string, magic: string)
   const payload = bytes.subarray(headerBytes);
   if (crc32c(payload) !== view.getUint32(12, true)) throw new CorruptRecordError(path, "checksum mismatch");
   return unpack(payload) as T;
-}
-
-/** The whole file: one read when it is shorter than the first read's buffer, else its size first. */
-async function readWhole(file: DiskFile, path: string): Promise<Uint8Array> {
-  const first = new Uint8Array(recordFirstReadBytes);
-  const got = await file.readAt(first, 0);
-  if (got < first.length) return first.subarray(0, got);
-  const size = await file.sizeBytes();
-  if (size > recordBytesMax) throw new CorruptRecordError(path, `record of ${size} bytes is too large`);
-  const bytes = new Uint8Array(size);
-  const read = await file.readAt(bytes, 0);
-  if (read !== size) throw new CorruptRecordError(path, "short read");
-  return bytes;
 }
 
 function magicBytes(magic: string): Uint8Array {

@@ -1,3 +1,4 @@
+import { readSmallFileByOpen } from "../runtime/read_small_file.ts";
 import { assert } from "../runtime/assert.ts";
 import {
   type CreateOptions,
@@ -82,6 +83,11 @@ export class IoScheduler implements Disk {
       await this.run("create", path, () => this.#disk.createExclusive(path, options)),
       this,
     );
+  }
+
+  /** An open, a read and a close, each scheduled as the simulated process would see them. */
+  readSmallFile(path: string, maxBytes: number): Promise<Uint8Array | null> {
+    return readSmallFileByOpen(this, path, maxBytes);
   }
 
   list(dirPath: string): Promise<string[]> {

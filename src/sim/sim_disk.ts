@@ -1,3 +1,4 @@
+import { readSmallFileByOpen } from "../runtime/read_small_file.ts";
 import { assert } from "../runtime/assert.ts";
 import { type Disk, DiskError, type DiskFile, type DiskStat, type OpenOptions } from "../runtime/disk.ts";
 import type { Rng } from "../runtime/rng.ts";
@@ -55,6 +56,10 @@ export class SimDisk implements Disk {
     const inode = this.#newInode();
     dir.change({ kind: "set", name, inode });
     return Promise.resolve(this.#handle(path, inode, false));
+  }
+
+  readSmallFile(path: string, maxBytes: number): Promise<Uint8Array | null> {
+    return readSmallFileByOpen(this, path, maxBytes);
   }
 
   list(dirPath: string): Promise<string[]> {

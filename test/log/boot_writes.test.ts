@@ -100,12 +100,16 @@ t.test("boot reads stored consumer offsets, and does not look for them where the
   t.equal(again.offsets.get("reader"), 1, "a stored offset is read back");
 });
 
-/** A NodeDisk that records the paths it is asked to open. */
+/** A NodeDisk that records the files it is asked to open or to read whole. */
 class OpenRecordingDisk extends NodeDisk {
   readonly opened: string[] = [];
   override open(path: string, options?: Parameters<NodeDisk["open"]>[1]) {
     this.opened.push(path.slice(path.lastIndexOf("/") + 1));
     return super.open(path, options);
+  }
+  override readSmallFile(path: string, maxBytes: number) {
+    this.opened.push(path.slice(path.lastIndexOf("/") + 1));
+    return super.readSmallFile(path, maxBytes);
   }
 }
 

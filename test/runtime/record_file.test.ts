@@ -4,6 +4,7 @@ import t from "tap";
 import { initCrc32c } from "../../src/runtime/crc32c.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { CorruptRecordError, readRecordFile, writeRecordFile } from "../../src/runtime/record_file.ts";
+import { readSmallFileByOpen } from "../../src/runtime/read_small_file.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 
 const magic = "TESTREC1";
@@ -87,13 +88,13 @@ class CountingStatDisk extends NodeDisk {
   }
 }
 
-t.test("a small record reads with one open and one read; a large one asks its size; neither stats", async (t) => {
+t.test("readSmallFileByOpen: one open and one read for a small file; a large one asks its size; neither stats", async (t) => {
   const dir = tempDir(t);
   const disk = new CountingStatDisk();
   await writeRecordFile(disk, dir, "small.bin", magic, { a: 1 });
   const large = { blob: "x".repeat(10_000), exact: 4096 };
   await writeRecordFile(disk, dir, "large.bin", magic, large);
-  // A record of exactly the first read's size takes the second path too: pad until it is 4096 bytes.
+  // A file of exactly the first read's size takes the second path too: pad until it is 4096 bytes.
   let padBytes = 4096 - 64;
   for (let tries = 0; tries < 64; tries++) {
     await writeRecordFile(disk, dir, "exact.bin", magic, { pad: "y".repeat(padBytes) });
@@ -103,11 +104,31 @@ t.test("a small record reads with one open and one read; a large one asks its si
   }
   t.equal(readFileSync(join(dir, "exact.bin")).length, 4096, "a file of exactly 4096 bytes");
   disk.stats = 0;
-  t.same(await readRecordFile(disk, join(dir, "small.bin"), magic), { a: 1 });
-  t.equal(disk.sizes, 0, "a small record: no size asked");
-  t.same(await readRecordFile(disk, join(dir, "large.bin"), magic), large);
-  t.same(await readRecordFile(disk, join(dir, "exact.bin"), magic), { pad: "y".repeat(padBytes) });
-  t.equal(disk.sizes, 2, "a record that fills the first read: its size asked, then read whole");
-  t.equal(await readRecordFile(disk, join(dir, "missing.bin"), magic), null);
+  const read = (name: string, max = 1 << 20) => readSmallFileByOpen(disk, join(dir, name), max);
+  t.same(await read("small.bin"), readFileSync(join(dir, "small.bin")));
+  t.equal(disk.sizes, 0, "a small file: no size asked");
+  t.same(await read("large.bin"), readFileSync(join(dir, "large.bin")));
+  t.same(await read("exact.bin"), readFileSync(join(dir, "exact.bin")));
+  t.equal(disk.sizes, 2, "a file that fills the first read: its size asked, then read whole");
+  t.equal(await read("missing.bin"), null);
   t.equal(disk.stats, 0, "no stat, even for a missing file");
+  await t.rejects(read("large.bin", 5000), /more than the 5000 a small file may hold/);
+});
+
+t.test("NodeDisk reads a small file in one step without opening a DiskFile; records are read so", async (t) => {
+  const dir = tempDir(t);
+  const disk = new CountingStatDisk();
+  await writeRecordFile(disk, dir, "record.bin", magic, { blob: "z".repeat(9000) });
+  const opens = { n: 0 };
+  const open = disk.open.bind(disk);
+  disk.open = (path, options) => (opens.n++, open(path, options));
+  t.same(await readRecordFile(disk, join(dir, "record.bin"), magic), { blob: "z".repeat(9000) });
+  t.equal(await readRecordFile(disk, join(dir, "none.bin"), magic), null);
+  t.equal(opens.n, 0, "no DiskFile opened, for a record or a missing file");
+  t.same(await disk.readSmallFile(join(dir, "record.bin"), 1 << 20), readFileSync(join(dir, "record.bin")));
+  await t.rejects(
+    disk.readSmallFile(join(dir, "record.bin"), 100),
+    /more than the 100 a small file may hold/,
+  );
+  await t.rejects(disk.readSmallFile(dir, 100), /Cannot read/, "a directory is not a file");
 });
