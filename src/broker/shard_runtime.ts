@@ -22,8 +22,12 @@ import { nextRetentionLookWallMs, totalRetentionPass } from "./retention_pass.ts
  */
 export const retentionCheckIntervalMs = 1000;
 
-/** Longest time between two total-retention looks at a partition nothing happened to. */
-export const retentionIdleLookIntervalMs = 30_000;
+/**
+ * Longest time between two total-retention looks at a partition nothing happened to: a safety net
+ * under the looks due by time or brought forward by a write, as long as Kafka's own retention check
+ * (`log.retention.check.interval.ms`, 5 min).
+ */
+export const retentionIdleLookIntervalMs = 300_000;
 
 /** Bound on the partition logs one tick serves (rolls, interval fsyncs); the rest wait a tick. */
 export const logDutiesPerTickMax = 256;

@@ -3,7 +3,7 @@ import { incarnationPath } from "../tier/object_keys.ts";
 import { gcWindowMs, recoveryMs, stepMs } from "./sim_settings.ts";
 import { advance } from "./virtual_time.ts";
 import type { World } from "./world.ts";
-import { check, liveIncarnation } from "./world_checks.ts";
+import { check, liveIncarnation, optionsChanged } from "./world_checks.ts";
 
 /** Steps of virtual time between two looks at the bucket in the GC window. */
 const gcStepsPerLook = 10;
@@ -12,6 +12,7 @@ const gcStepsPerLook = 10;
 export function stopFaults(w: World): void {
   w.sim.faults = {};
   w.options.tiered = true;
+  optionsChanged(w);
 }
 
 /** The end of the last sealed segment, null when none is sealed. */

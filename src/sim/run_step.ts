@@ -6,7 +6,7 @@ import { dataPath, partitionKey, payloadBytes } from "./sim_settings.ts";
 import { advance, settle, withTime } from "./virtual_time.ts";
 import type { SabotageTarget, WorkloadStep } from "./workload_step.ts";
 import type { World } from "./world.ts";
-import { expectedLoss, isDataLoss } from "./world_checks.ts";
+import { expectedLoss, isDataLoss, optionsChanged } from "./world_checks.ts";
 
 /**
  * Runs one step of the workload. A step that takes no time (sabotage, a consumer's offset, an
@@ -31,6 +31,7 @@ export function step(w: World, s: WorkloadStep): Promise<void> | undefined {
     case "change_options":
       w.options.tiered = s.tiered;
       w.options.localSizeBytes = s.localSizeBytes;
+      optionsChanged(w);
       w.record(`options tiered=${s.tiered} local_size=${s.localSizeBytes}`);
       return;
     case "produce":

@@ -49,3 +49,12 @@ export function isDataLoss(error: unknown): error is RemoteDataLossError | Remot
 export function expectedLoss(w: World, error: unknown): error is RemoteDataLossError | RemoteCorruptError {
   return isDataLoss(error) && w.sabotaged.has(error.segment);
 }
+
+/**
+ * The topic's options changed: the partition's log hears of it as a PATCH tells it through the
+ * catalog (`updateConfig`), so its activity listeners (the sealed scan, the eviction looks) look again.
+ */
+export function optionsChanged(w: World): void {
+  const log = w.process.partition.log;
+  log.updateConfig(log.config);
+}

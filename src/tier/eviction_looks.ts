@@ -8,8 +8,8 @@ import { assert } from "../runtime/assert.ts";
 import { DueLooks } from "../runtime/due_looks.ts";
 import type { TieredPartition } from "./tiered_partition.ts";
 
-/** Longest time between two looks at a partition nothing happened to. */
-export const evictionIdleLookIntervalMs = 30_000;
+/** Longest time between two looks at a partition nothing happened to: a safety net under the due looks. */
+export const evictionIdleLookIntervalMs = 300_000;
 
 /** When a look started an eviction pass (at most a bounded number of segments), the next look. */
 export const evictionRecheckMs = 1000;

@@ -5,8 +5,8 @@ import type { TieredPartition } from "./tiered_partition.ts";
 /** The scan's shortest interval for a partition, while it finds new work there. */
 export const scanBackoffMinMs = 100;
 
-/** Longest time between two looks at a partition nothing happened to. */
-export const scanIdleLookIntervalMs = 30_000;
+/** Longest time between two looks at a partition nothing happened to: a safety net under seals and floor moves. */
+export const scanIdleLookIntervalMs = 300_000;
 
 /** Bound on the partitions one tick looks at because their look is due; the rest wait a tick. */
 export const scanDueLooksPerTickMax = 64;
