@@ -1,4 +1,4 @@
-import { AlreadyExistsError } from "../broker/broker_errors.ts";
+import { AlreadyExistsError, ResourceNotFoundError, UnavailableError } from "../broker/broker_errors.ts";
 import type { Catalog } from "../broker/catalog.ts";
 import type { DataPlane } from "../broker/data_plane.ts";
 import { defaultTopicOptions, type TopicOptions } from "../broker/topic_options.ts";
@@ -75,8 +75,14 @@ export class OffsetsTopic implements OffsetsLog {
 
   leaderEpoch(partition: number): number | null {
     if (this.partitionCount() === null) return null;
-    const leadership = this.#deps.data.leadership(this.#deps.streamName, offsetsTopicName, partition);
-    return leadership.kind === "leader" ? leadership.leaderEpoch : null;
+    try {
+      const leadership = this.#deps.data.leadership(this.#deps.streamName, offsetsTopicName, partition);
+      return leadership.kind === "leader" ? leadership.leaderEpoch : null;
+    } catch (error) {
+      // A partition refused at boot (its reason is logged then) has no leader here: its groups are refused.
+      if (error instanceof UnavailableError || error instanceof ResourceNotFoundError) return null;
+      throw error;
+    }
   }
 
   async append(partition: number, records: readonly OffsetsRecord[]): Promise<AppendedRecords> {
