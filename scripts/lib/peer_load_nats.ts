@@ -1,0 +1,112 @@
+/**
+ * bench:peers's load for NATS JetStream, with the `nats` client's fastest publish path: raw
+ * publishes whose reply subject receives JetStream's acknowledgement (a `js.publish()` awaits each
+ * one and is several times slower here). One stream, `BENCH`, with a subject per partition
+ * (`bench.0` ...); each producer has its own connection. Consuming reads the stream from its first
+ * message with an ordered consumer. Usage: `deno run -A peer_load_nats.ts '<LoadArgs as JSON>'`.
+ */
+import { connect, createInbox, type NatsConnection, RetentionPolicy, StorageType } from "nats";
+import {
+  Latencies,
+  type LoadArgs,
+  loadArgs,
+  type LoadResult,
+  ownCpuMs,
+  PayloadMaker,
+  RecordCheck,
+  SendWindow,
+} from "./peer_load.ts";
+
+const streamName = "BENCH";
+const consumeDeadlineMs = 300_000;
+
+async function produce(args: LoadArgs): Promise<LoadResult> {
+  const setup = await connect({ servers: args.address });
+  const jsm = await setup.jetstreamManager();
+  // A round starts from an empty stream.
+  await jsm.streams.delete(streamName).catch(() => false);
+  await jsm.streams.add({
+    name: streamName,
+    subjects: ["bench.*"],
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+  });
+  await setup.close();
+  const latencies = new Latencies();
+  const started = performance.now();
+  const deadline = started + args.seconds * 1000;
+  const acknowledged = await Promise.all(
+    Array.from({ length: args.producers }, (_, i) => producer(args, i, deadline, latencies)),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  const records = acknowledged.reduce((n, x) => n + x, 0);
+  return {
+    records,
+    bytes: records * args.payloadBytes,
+    seconds,
+    p50Ms: latencies.percentile(0.5),
+    p99Ms: latencies.percentile(0.99),
+    acknowledged,
+    cpuMs: ownCpuMs(),
+  };
+}
+
+/** One producer on its own connection: sends until `deadline`, at most `window` unacknowledged. */
+async function producer(
+  args: LoadArgs,
+  index: number,
+  deadline: number,
+  latencies: Latencies,
+): Promise<number> {
+  const nc: NatsConnection = await connect({ servers: args.address });
+  const subject = `bench.${index % args.partitions}`;
+  const inbox = createInbox();
+  const window = new SendWindow(args.window);
+  const sentAt: number[] = [];
+  let acknowledged = 0;
+  let failed = "";
+  nc.subscribe(`${inbox}.*`, {
+    callback: (_error, msg) => {
+      const seq = Number(msg.subject.slice(inbox.length + 1));
+      if (new TextDecoder().decode(msg.data).includes('"error"')) {
+        failed ||= new TextDecoder().decode(msg.data);
+      } else {
+        acknowledged += 1;
+        latencies.add(performance.now() - sentAt[seq]!);
+      }
+      window.release();
+    },
+  });
+  const payloads = new PayloadMaker(index, args.payloadBytes);
+  for (let seq = 0; performance.now() < deadline && failed === ""; seq++) {
+    await window.acquire();
+    sentAt[seq] = performance.now();
+    nc.publish(subject, payloads.make(seq), { reply: `${inbox}.${seq}` });
+  }
+  await window.drained();
+  await nc.close();
+  if (failed !== "") throw new Error(`Cannot produce to NATS: ${failed}`);
+  return acknowledged;
+}
+
+async function consume(args: LoadArgs): Promise<LoadResult> {
+  const nc = await connect({ servers: args.address });
+  const check = new RecordCheck(args.acknowledged!, args.payloadBytes);
+  const started = performance.now();
+  const consumer = await nc.jetstream().consumers.get(streamName);
+  const messages = await consumer.consume({ max_messages: 1024 });
+  const deadline = setTimeout(() => messages.stop(), consumeDeadlineMs);
+  for await (const message of messages) {
+    check.take(message.data);
+    if (check.records >= check.expectedRecords) break;
+  }
+  clearTimeout(deadline);
+  const seconds = (performance.now() - started) / 1000;
+  await nc.close();
+  const verdict = check.verdict();
+  if (verdict !== null) throw new Error(`Cannot consume from NATS: ${verdict}`);
+  return { records: check.records, bytes: check.bytes, seconds, cpuMs: ownCpuMs() };
+}
+
+const args = loadArgs();
+console.log(JSON.stringify(args.mode === "produce" ? await produce(args) : await consume(args)));

@@ -1,0 +1,148 @@
+/**
+ * bench:peers's load for RabbitMQ streams, with `rabbitmq-stream-js-client`: a stream per partition
+ * (`bench-0` ...), a publisher per producer on a connection of its own, each record counted once its
+ * publish is confirmed. Consuming reads every stream from its first offset. RabbitMQ 3.10 does not
+ * know the command-version exchange this client (1.0) always sends, and closes the connection: for
+ * servers before 3.11 the exchange is skipped, as clients of that time did.
+ * Usage: `deno run -A peer_load_rabbitmq.ts '<LoadArgs as JSON>'`.
+ */
+import { Buffer } from "node:buffer";
+import { createRequire } from "node:module";
+import {
+  Latencies,
+  type LoadArgs,
+  loadArgs,
+  type LoadResult,
+  ownCpuMs,
+  PayloadMaker,
+  RecordCheck,
+  SendWindow,
+} from "./peer_load.ts";
+
+const require = createRequire(import.meta.url);
+const { Connection } = require("rabbitmq-stream-js-client/dist/connection.js");
+const exchangeCommandVersions = Connection.prototype.exchangeCommandVersions;
+Connection.prototype.exchangeCommandVersions = function (this: { peerProperties?: { version?: string } }) {
+  const version = this.peerProperties?.version ?? "";
+  if (/^3\.([0-9]|10)\./.test(version)) return Promise.resolve(true);
+  return exchangeCommandVersions.call(this);
+};
+const rabbit = require("rabbitmq-stream-js-client");
+
+const consumeDeadlineMs = 300_000;
+
+// deno-lint-ignore no-explicit-any
+type StreamClient = any;
+
+function clientOf(args: LoadArgs): Promise<StreamClient> {
+  const [hostname, port] = args.address.split(":");
+  return rabbit.connect({ hostname, port: Number(port), username: "guest", password: "guest", vhost: "/" });
+}
+
+const streamOf = (partition: number) => `bench-${partition}`;
+
+async function produce(args: LoadArgs): Promise<LoadResult> {
+  const setup = await clientOf(args);
+  for (let p = 0; p < args.partitions; p++) {
+    // A round starts from an empty stream.
+    await setup.deleteStream({ stream: streamOf(p) }).catch(() => false);
+    await setup.createStream({ stream: streamOf(p), arguments: {} });
+  }
+  await setup.close();
+  const latencies = new Latencies();
+  const started = performance.now();
+  const deadline = started + args.seconds * 1000;
+  const acknowledged = await Promise.all(
+    Array.from({ length: args.producers }, (_, i) => producer(args, i, deadline, latencies)),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  const records = acknowledged.reduce((n, x) => n + x, 0);
+  return {
+    records,
+    bytes: records * args.payloadBytes,
+    seconds,
+    p50Ms: latencies.percentile(0.5),
+    p99Ms: latencies.percentile(0.99),
+    acknowledged,
+    cpuMs: ownCpuMs(),
+  };
+}
+
+/** Records one sub-entry batch carries: the stream protocol's own batching, its client's fastest path. */
+const subEntryRecords = 50;
+
+/**
+ * One publisher on its own connection: sends until `deadline` in sub-entry batches, each with a
+ * publishing id of its own (the client leaves the id as it is for sub-entries: it is moved here), at
+ * most `window` records unconfirmed.
+ */
+async function producer(
+  args: LoadArgs,
+  index: number,
+  deadline: number,
+  latencies: Latencies,
+): Promise<number> {
+  const client = await clientOf(args);
+  const publisher = await client.declarePublisher({ stream: streamOf(index % args.partitions) });
+  const window = new SendWindow(Math.max(1, Math.floor(args.window / subEntryRecords)));
+  const sentAt = new Map<bigint, number>();
+  let acknowledged = 0;
+  let failed = "";
+  publisher.on("publish_confirm", (error: unknown, ids: bigint[]) => {
+    for (const id of ids) {
+      const at = sentAt.get(id);
+      if (at === undefined) continue;
+      sentAt.delete(id);
+      if (error !== null) failed ||= `publishing error ${String(error)}`;
+      else {
+        acknowledged += subEntryRecords;
+        const ms = performance.now() - at;
+        for (let i = 0; i < subEntryRecords; i++) latencies.add(ms);
+      }
+      window.release();
+    }
+  });
+  const payloads = new PayloadMaker(index, args.payloadBytes);
+  for (let seq = 0; performance.now() < deadline && failed === ""; seq += subEntryRecords) {
+    await window.acquire();
+    const messages = Array.from({ length: subEntryRecords }, (_, i) => ({
+      content: Buffer.from(payloads.make(seq + i).buffer),
+    }));
+    publisher.publishingId += 1n;
+    sentAt.set(publisher.publishingId, performance.now());
+    await publisher.sendSubEntries(messages);
+  }
+  await window.drained();
+  await client.close();
+  if (failed !== "") throw new Error(`Cannot produce to RabbitMQ: ${failed}`);
+  return acknowledged;
+}
+
+async function consume(args: LoadArgs): Promise<LoadResult> {
+  const client = await clientOf(args);
+  const check = new RecordCheck(args.acknowledged!, args.payloadBytes);
+  const started = performance.now();
+  let finish: () => void = () => {};
+  const finished = new Promise<void>((resolve) => (finish = resolve));
+  for (let p = 0; p < args.partitions; p++) {
+    await client.declareConsumer(
+      { stream: streamOf(p), offset: rabbit.Offset.first() },
+      (message: { content: Uint8Array }) => {
+        check.take(message.content);
+        if (check.records >= check.expectedRecords) finish();
+      },
+    );
+  }
+  const timer = setTimeout(finish, consumeDeadlineMs);
+  if (check.expectedRecords > 0) await finished;
+  clearTimeout(timer);
+  const seconds = (performance.now() - started) / 1000;
+  await client.close();
+  const verdict = check.verdict();
+  if (verdict !== null) throw new Error(`Cannot consume from RabbitMQ: ${verdict}`);
+  return { records: check.records, bytes: check.bytes, seconds, cpuMs: ownCpuMs() };
+}
+
+const args = loadArgs();
+console.log(JSON.stringify(args.mode === "produce" ? await produce(args) : await consume(args)));
+Deno.exit(0);
