@@ -56,10 +56,12 @@ class DenoNetwork implements Network {
 
 function denoConnection(conn: Deno.TcpConn): StreamConnection {
   conn.setNoDelay(true);
+  // One buffer for every read of the connection (its bytes are the caller's until the next read):
+  // a fresh one per read was 64 KiB to zero each time.
+  const buffer = new Uint8Array(connectionReadBytes);
   return {
     remoteAddress: `${conn.remoteAddr.hostname}:${conn.remoteAddr.port}`,
     read: async () => {
-      const buffer = new Uint8Array(connectionReadBytes);
       try {
         const n = await conn.read(buffer);
         return n === null ? null : buffer.subarray(0, n);

@@ -1,3 +1,5 @@
+import { assert } from "../runtime/assert.ts";
+
 /**
  * Cuts a Kafka connection's byte stream into frames, sans I/O: bytes in (`push`), whole frames out.
  * Each frame is an int32 size followed by that many bytes (a request header and body). A size below
@@ -19,6 +21,7 @@ const sizeFieldBytes = 4;
 
 export class FrameSplitter {
   readonly #maxFrameBytes: number;
+  readonly #copyInto: ((sizeBytes: number) => Uint8Array) | null;
   /** The size field of the next frame, as far as it has come. */
   readonly #sizeField = new Uint8Array(sizeFieldBytes);
   #sizeFieldBytes = 0;
@@ -26,11 +29,17 @@ export class FrameSplitter {
   #frame: Uint8Array | null = null;
   #frameFilled = 0;
 
-  constructor(maxFrameBytes: number) {
+  /**
+   * With `copyInto`, every frame is copied into a buffer it gives (exactly the frame's size), never a
+   * view of a chunk: the caller may then reuse its read buffer as soon as `push` returns, and may lend
+   * frame buffers from a pool. Without it, a frame may be a view of the chunk that held it whole.
+   */
+  constructor(maxFrameBytes: number, copyInto: ((sizeBytes: number) => Uint8Array) | null = null) {
     if (!(maxFrameBytes >= requestHeaderBytesMin)) {
       throw new RangeError(`Cannot split frames of at most ${maxFrameBytes} bytes`);
     }
     this.#maxFrameBytes = maxFrameBytes;
+    this.#copyInto = copyInto;
   }
 
   /** Bytes held of a frame not yet whole. */
@@ -40,7 +49,7 @@ export class FrameSplitter {
 
   /**
    * Takes the next bytes of the stream; returns the frames they completed, each without its size
-   * field. A frame may be a view of `chunk`: a caller that reuses its read buffer copies it first.
+   * field. Without `copyInto` a frame may be a view of `chunk`.
    */
   push(chunk: Uint8Array): Uint8Array[] {
     const frames: Uint8Array[] = [];
@@ -50,7 +59,7 @@ export class FrameSplitter {
         // The common case: whole frames straight from the chunk, no copy.
         const size = this.#sizeOf(rest);
         if (rest.length >= sizeFieldBytes + size) {
-          frames.push(rest.subarray(sizeFieldBytes, sizeFieldBytes + size));
+          frames.push(this.#framed(rest.subarray(sizeFieldBytes, sizeFieldBytes + size)));
           rest = rest.subarray(sizeFieldBytes + size);
           continue;
         }
@@ -69,7 +78,9 @@ export class FrameSplitter {
       this.#sizeFieldBytes += taken;
       rest = rest.subarray(taken);
       if (this.#sizeFieldBytes < sizeFieldBytes) return rest;
-      this.#frame = new Uint8Array(this.#sizeOf(this.#sizeField));
+      const size = this.#sizeOf(this.#sizeField);
+      this.#frame = this.#copyInto === null ? new Uint8Array(size) : this.#copyInto(size);
+      assert(this.#frame.length === size, "a frame's buffer is exactly its size");
     }
     const frame = this.#frame;
     const taken = Math.min(frame.length - this.#frameFilled, rest.length);
@@ -82,6 +93,15 @@ export class FrameSplitter {
       this.#sizeFieldBytes = 0;
     }
     return rest.subarray(taken);
+  }
+
+  /** A whole frame found in a chunk: the view itself, or its copy into a buffer of `copyInto`'s. */
+  #framed(view: Uint8Array): Uint8Array {
+    if (this.#copyInto === null) return view;
+    const frame = this.#copyInto(view.length);
+    assert(frame.length === view.length, "a frame's buffer is exactly its size");
+    frame.set(view);
+    return frame;
   }
 
   #sizeOf(bytes: Uint8Array): number {

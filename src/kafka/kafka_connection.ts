@@ -2,6 +2,7 @@ import type { Clock } from "../runtime/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { StreamConnection } from "../runtime/network.ts";
 import { assert } from "../runtime/assert.ts";
+import type { BufferPool } from "../runtime/buffer_pool.ts";
 import { FrameError, FrameSplitter } from "./frame_splitter.ts";
 import { KafkaDecodeError } from "./kafka_reader.ts";
 import { KafkaProtocolError, type KafkaResponse, type KafkaSession } from "./kafka_session.ts";
@@ -21,7 +22,16 @@ export interface ConnectionRuntime {
   /** Awaited after each `connectionPieceBytes` read or written: the process's piece gate. */
   turn: () => Promise<void>;
   logger: Logger;
+  /**
+   * The listener's frame buffers: a frame of `pooledFrameBytesMin` or more (a produce's batches) is
+   * copied into one lent from here and given back once its request is handled; absent, every frame
+   * gets a buffer of its own.
+   */
+  frames?: BufferPool;
 }
+
+/** Frames from this size on are copied into the listener's pooled buffers; smaller ones cost little to make. */
+export const pooledFrameBytesMin = 64 * 1024;
 
 /**
  * Bytes a connection reads, or writes, between two turns at most (a read or write is at most one
@@ -56,7 +66,12 @@ export async function serveConnection(
   const { clock, turn, logger } = runtime;
   assert(limits.requestsInFlightMax >= 1, "at least one request in flight");
   assert(limits.idleTimeoutMs > 0, "an idle timeout");
-  const splitter = new FrameSplitter(limits.maxFrameBytes);
+  const { frames } = runtime;
+  // Frames are copied out of each read, so that the connection may read into one buffer throughout.
+  const splitter = new FrameSplitter(limits.maxFrameBytes, (size) => {
+    const pooled = frames !== undefined && size >= pooledFrameBytesMin ? frames.takeBounded(size) : null;
+    return pooled ?? new Uint8Array(size);
+  });
   const idle = new IdleWatch(clock, limits.idleTimeoutMs, () => connection.close());
   const answers = new AnswerQueue(connection, limits.requestsInFlightMax, turn, () => idle.active());
   idle.isIdle = () => answers.owed === 0;
@@ -72,7 +87,10 @@ export async function serveConnection(
       }
       for (const frame of splitter.push(chunk)) {
         await answers.room();
-        answers.add(session.handle(frame));
+        const handled = session.handle(frame);
+        // Once handled, nothing reads the request's bytes: its buffer goes back to the pool.
+        if (frames !== undefined) handled.then(() => frames.give(frame), () => frames.give(frame));
+        answers.add(handled);
       }
     }
     await answers.drained();

@@ -2,6 +2,7 @@ import type { Clock } from "../runtime/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { ListenAddress, StreamConnection, StreamListener } from "../runtime/network.ts";
 import { assert } from "../runtime/assert.ts";
+import { BufferPool } from "../runtime/buffer_pool.ts";
 import { type ConnectionLimits, serveConnection } from "./kafka_connection.ts";
 import type { KafkaMetrics } from "./kafka_metrics.ts";
 import type { KafkaSession } from "./kafka_session.ts";
@@ -23,12 +24,19 @@ export interface KafkaListenerDeps {
  * Accepts Kafka connections and serves each with its own session, at most `connectionsMax` at once:
  * one more is closed as soon as it is accepted, and counted.
  */
+/** A pooled frame buffer: a produce of up to this size is read into one without a fresh allocation. */
+export const frameBufferBytes = 1024 * 1024;
+/** Frame buffers lent at once at most; past it a frame gets a buffer of its own. */
+export const frameBuffersMax = 32;
+
 export class KafkaListener {
   readonly address: ListenAddress;
   readonly #deps: KafkaListenerDeps;
   readonly #listener: StreamListener;
   readonly #open = new Map<StreamConnection, Promise<void>>();
   readonly #accepting: Promise<void>;
+  /** Buffers for large request frames, shared by every connection (`pooledFrameBytesMin`). */
+  readonly #frames = new BufferPool({ bufferBytes: frameBufferBytes, buffersMax: frameBuffersMax });
 
   /** Starts accepting on `listener`, which it owns from then on. */
   constructor(listener: StreamListener, deps: KafkaListenerDeps) {
@@ -80,7 +88,12 @@ export class KafkaListener {
     const { limits, clock, turn, logger, metrics } = this.#deps;
     try {
       const session = this.#deps.openSession(connection.remoteAddress);
-      const reason = await serveConnection(connection, session, limits, { clock, turn, logger });
+      const reason = await serveConnection(connection, session, limits, {
+        clock,
+        turn,
+        logger,
+        frames: this.#frames,
+      });
       if (reason !== null) metrics.connectionsClosed.inc({ reason });
     } catch (error) {
       // serveConnection handles its own failures; this is a session that could not be opened.

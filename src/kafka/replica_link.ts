@@ -74,7 +74,8 @@ export class ReplicaLink implements LeaderLink {
     const hostname = this.#deps.address.slice(0, colon);
     const port = Number(this.#deps.address.slice(colon + 1));
     this.#connection = await this.#deps.network.connect({ hostname, port }, this.#deps.connectTimeoutMs);
-    this.#splitter = new FrameSplitter(this.#deps.maxFrameBytes);
+    // Frames copied out of each read: the connection may read into one buffer again and again.
+    this.#splitter = new FrameSplitter(this.#deps.maxFrameBytes, (size) => new Uint8Array(size));
     this.#pending = [];
     return this.#connection;
   }

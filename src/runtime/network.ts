@@ -13,8 +13,9 @@ export interface StreamConnection {
   /** "host:port" of the peer, for log lines. */
   readonly remoteAddress: string;
   /**
-   * The next bytes received, in a buffer the caller may keep; null once the peer has closed its side
-   * or the connection was closed. Rejects on a connection error.
+   * The next bytes received; null once the peer has closed its side or the connection was closed.
+   * The bytes are the caller's until its next `read` only: a connection may read into one buffer
+   * again and again. Rejects on a connection error.
    */
   read(): Promise<Uint8Array | null>;
   /** Writes every byte of `bytes`; resolves once they are handed to the system. */

@@ -54,3 +54,16 @@ t.test("a size under a request header or over max_frame_bytes is refused before 
   t.throws(() => new FrameSplitter(requestHeaderBytesMin - 1), RangeError);
   t.end();
 });
+
+t.test("with copyInto, every frame is a copy in a buffer it gives: the chunk may be reused at once", (t) => {
+  const given: number[] = [];
+  const splitter = new FrameSplitter(1024, (size) => (given.push(size), new Uint8Array(size)));
+  const chunk = new Uint8Array([...frame(bodyA), ...frame(bodyB), ...frame(bodyA).subarray(0, 6)]);
+  const frames = splitter.push(chunk);
+  chunk.fill(0xff);
+  t.same(frames.map((f) => [...f]), [bodyA, bodyB], "whole frames in the chunk are copies, not views");
+  const [last] = splitter.push(frame(bodyA).subarray(6));
+  t.same([...last!], bodyA, "and so is a frame gathered over two chunks");
+  t.same(given, [bodyA.length, bodyB.length, bodyA.length], "one buffer of its size per frame");
+  t.end();
+});

@@ -227,3 +227,32 @@ t.test("a large frame is read, and a large answer written, with a turn per piece
   connection.deliver(null);
   t.equal(await served, null);
 });
+
+t.test("a large frame is read into a pooled buffer, given back once its request is handled", async (t) => {
+  const { BufferPool } = await import("../../src/runtime/buffer_pool.ts");
+  const { pooledFrameBytesMin } = await import("../../src/kafka/kafka_connection.ts");
+  const frames = new BufferPool({ bufferBytes: 256 * 1024, buffersMax: 2 });
+  const connection = new MemoryConnection();
+  const session = new HeldSession();
+  const big = new Uint8Array(4 + pooledFrameBytesMin);
+  new DataView(big.buffer).setInt32(0, pooledFrameBytesMin);
+  new DataView(big.buffer).setInt32(12, 7);
+  const served = serveConnection(
+    connection,
+    session,
+    { ...limits, maxFrameBytes: 1024 * 1024 },
+    { ...runtimeOf(new VirtualClock()), frames },
+  );
+  connection.deliver(big.subarray(0, 1000));
+  connection.deliver(big.subarray(1000));
+  connection.deliver(frame(8));
+  await until(() => session.handled.length === 2);
+  t.equal(frames.lentCount, 1, "the large frame's buffer is lent; the small one has its own");
+  session.answer(7);
+  session.answer(8);
+  await until(() => frames.lentCount === 0);
+  t.equal(frames.freeCount, 1, "given back to the pool once handled");
+  t.same(answered(connection), [7, 8]);
+  connection.deliver(null);
+  t.equal(await served, null, "the peer closed it");
+});
