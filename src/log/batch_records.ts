@@ -1,4 +1,5 @@
 import { readZigzag, varintBytesMax, writeZigzag, zigzagBytes } from "../runtime/zigzag_varint.ts";
+import { checkRecordFraming } from "./record_framing.ts";
 import {
   batchField,
   batchLengthOverheadBytes,
@@ -174,24 +175,8 @@ export function validateRecordBatch(batch: Uint8Array): RecordBatchHeader {
       `${header.recordCount} records do not match the last offset delta ${header.lastOffsetDelta}`,
     );
   }
-  if (header.compression === "none") checkFraming(batch, header.recordCount);
+  if (header.compression === "none") checkRecordFraming(batch, header.recordCount);
   return header;
-}
-
-/** Walks the records of an uncompressed batch: `count` of them, dense offset deltas, filling it exactly. */
-function checkFraming(batch: Uint8Array, count: number): void {
-  let at = recordBatchHeaderBytes;
-  for (let i = 0; i < count; i++) {
-    if (at >= batch.length) throw new RecordBatchError("corrupt", `it ends after ${i} of ${count} records`);
-    const { record, next } = decodeRecord(batch, at);
-    if (record.offsetDelta !== i) {
-      throw new RecordBatchError("corrupt", `record ${i} has offset delta ${record.offsetDelta}`);
-    }
-    at = next;
-  }
-  if (at !== batch.length) {
-    throw new RecordBatchError("corrupt", `${batch.length - at} bytes follow its ${count} records`);
-  }
 }
 
 function bodyBytes(record: BatchRecord): number {
