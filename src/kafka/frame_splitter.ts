@@ -48,15 +48,16 @@ export class FrameSplitter {
   }
 
   /**
-   * Takes the next bytes of the stream; returns the frames they completed, each without its size
-   * field. Without `copyInto` a frame may be a view of `chunk`.
+   * Takes the next bytes of the stream; appends the frames they completed to `frames` (each without
+   * its size field) and returns it. Without `copyInto` a frame may be a view of `chunk`. When a size
+   * is malformed it throws, and the frames completed before it are in `frames` still, for the
+   * caller to give back what it lent.
    */
-  push(chunk: Uint8Array): Uint8Array[] {
-    const frames: Uint8Array[] = [];
+  push(chunk: Uint8Array, frames: Uint8Array[] = []): Uint8Array[] {
     let rest = chunk;
     while (rest.length > 0) {
       if (this.bufferedBytes === 0 && rest.length >= sizeFieldBytes) {
-        // The common case: whole frames straight from the chunk, no copy.
+        // The common case: a whole frame within the chunk, taken in one step.
         const size = this.#sizeOf(rest);
         if (rest.length >= sizeFieldBytes + size) {
           frames.push(this.#framed(rest.subarray(sizeFieldBytes, sizeFieldBytes + size)));
@@ -67,6 +68,18 @@ export class FrameSplitter {
       rest = this.#gather(rest, frames);
     }
     return frames;
+  }
+
+  /**
+   * Gives up the frame being gathered: returns its buffer (from `copyInto`, for the caller to give
+   * back), or null when none was begun. The stream is not to be pushed again.
+   */
+  discard(): Uint8Array | null {
+    const partial = this.#frame;
+    this.#frame = null;
+    this.#frameFilled = 0;
+    this.#sizeFieldBytes = 0;
+    return partial;
   }
 
   /** Copies bytes into the partial frame (its size field first); returns what is left after it. */

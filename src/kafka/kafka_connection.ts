@@ -77,6 +77,9 @@ export async function serveConnection(
   idle.isIdle = () => answers.owed === 0;
   let reason: CloseReason = null;
   let readSinceTurnBytes = 0;
+  // The frames of the last read, and how many of them have been handed to the session.
+  const pending: Uint8Array[] = [];
+  let handedCount = 0;
   try {
     for (let chunk = await connection.read(); chunk !== null; chunk = await connection.read()) {
       idle.active();
@@ -85,8 +88,12 @@ export async function serveConnection(
         await turn();
         readSinceTurnBytes = 0;
       }
-      for (const frame of splitter.push(chunk)) {
+      pending.length = 0;
+      handedCount = 0;
+      splitter.push(chunk, pending);
+      for (; handedCount < pending.length; handedCount++) {
         await answers.room();
+        const frame = pending[handedCount]!;
         const handled = session.handle(frame);
         // Once handled, nothing reads the request's bytes: its buffer goes back to the pool.
         if (frames !== undefined) handled.then(() => frames.give(frame), () => frames.give(frame));
@@ -107,6 +114,12 @@ export async function serveConnection(
     idle.stop();
     connection.close();
     session.closed();
+    // Frames never handed to the session, and one half gathered, go back to the pool too.
+    if (frames !== undefined) {
+      for (const frame of pending.slice(handedCount)) frames.give(frame);
+      const partial = splitter.discard();
+      if (partial !== null) frames.give(partial);
+    }
   }
   if (!idle.fired) return reason;
   logger.info("closed an idle Kafka connection", { remote: connection.remoteAddress });

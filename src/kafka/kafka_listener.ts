@@ -20,15 +20,15 @@ export interface KafkaListenerDeps {
   logger: Logger;
 }
 
-/**
- * Accepts Kafka connections and serves each with its own session, at most `connectionsMax` at once:
- * one more is closed as soon as it is accepted, and counted.
- */
 /** A pooled frame buffer: a produce of up to this size is read into one without a fresh allocation. */
 export const frameBufferBytes = 1024 * 1024;
 /** Frame buffers lent at once at most; past it a frame gets a buffer of its own. */
 export const frameBuffersMax = 32;
 
+/**
+ * Accepts Kafka connections and serves each with its own session, at most `connectionsMax` at once:
+ * one more is closed as soon as it is accepted, and counted.
+ */
 export class KafkaListener {
   readonly address: ListenAddress;
   readonly #deps: KafkaListenerDeps;

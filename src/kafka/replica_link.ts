@@ -93,8 +93,7 @@ export class ReplicaLink implements LeaderLink {
         if (chunk === null) {
           throw new Error(timedOut ? `no answer within ${timeoutMs} ms` : "the leader closed the connection");
         }
-        // Frames may be views of the read buffer: copied, as the reader may reuse it.
-        this.#pending.push(...this.#splitter!.push(chunk).map((f) => f.slice()));
+        this.#splitter!.push(chunk, this.#pending);
       }
       return this.#pending.shift()!;
     } finally {

@@ -256,3 +256,47 @@ t.test("a large frame is read into a pooled buffer, given back once its request 
   connection.deliver(null);
   t.equal(await served, null, "the peer closed it");
 });
+
+t.test("pooled frame buffers come back when the connection ends mid-frame or on a malformed size", async (t) => {
+  const { BufferPool } = await import("../../src/runtime/buffer_pool.ts");
+  const { pooledFrameBytesMin } = await import("../../src/kafka/kafka_connection.ts");
+  const bigFrame = (n: number) => {
+    const bytes = new Uint8Array(4 + pooledFrameBytesMin);
+    new DataView(bytes.buffer).setInt32(0, pooledFrameBytesMin);
+    new DataView(bytes.buffer).setInt32(12, n);
+    return bytes;
+  };
+  const serve = (
+    frames: InstanceType<typeof BufferPool>,
+    session: HeldSession,
+    connection: MemoryConnection,
+  ) =>
+    serveConnection(
+      connection,
+      session,
+      { ...limits, maxFrameBytes: 1024 * 1024 },
+      { ...runtimeOf(new VirtualClock()), frames },
+    );
+
+  const halfPool = new BufferPool({ bufferBytes: 256 * 1024, buffersMax: 2 });
+  const half = new MemoryConnection();
+  const halfServed = serve(halfPool, new HeldSession(), half);
+  half.deliver(bigFrame(1).subarray(0, 1000));
+  await until(() => halfPool.lentCount === 1);
+  half.deliver(null);
+  t.equal(await halfServed, null, "the peer closed it");
+  t.equal(halfPool.lentCount, 0, "the half-gathered frame's buffer is given back");
+
+  // Two whole large frames, then a size below a request header, all in one read: the connection is
+  // closed as malformed, and the frames the session never saw are given back.
+  const badPool = new BufferPool({ bufferBytes: 256 * 1024, buffersMax: 4 });
+  const bad = new MemoryConnection();
+  const session = new HeldSession();
+  const badServed = serve(badPool, session, bad);
+  const badSize = new Uint8Array(4);
+  new DataView(badSize.buffer).setInt32(0, 3);
+  bad.deliver(new Uint8Array([...bigFrame(2), ...bigFrame(3), ...badSize]));
+  t.equal(await badServed, "malformed_frame", "closed for the malformed size");
+  t.same(session.handled, [], "no frame of the failed read reached the session");
+  t.equal(badPool.lentCount, 0, "both whole frames' buffers are given back");
+});
