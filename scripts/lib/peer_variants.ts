@@ -113,7 +113,7 @@ export function variants(partitions: number): Variant[] {
       key: "rabbitmq",
       mode: "page_cache",
       server: "rabbitmq",
-      client: "rabbitmq-stream-js-client 1.0, sub-entry batches with confirms",
+      client: "rabbitmq-stream-js-client 1.0, record by record in frames of 100, with confirms",
       unavailable: rabbitmqUnavailable,
       start: async (dir, portBase) => ({
         ...(await startRabbitmq(dir, portBase, portBase + 10)),
