@@ -1,5 +1,6 @@
 import { readZigzag, varintBytesMax, writeZigzag, zigzagBytes } from "../runtime/zigzag_varint.ts";
 import { checkRecordFraming } from "./record_framing.ts";
+import { decodeHeaderName } from "./header_name.ts";
 import {
   batchField,
   batchLengthOverheadBytes,
@@ -36,7 +37,6 @@ export interface BatchRecord {
 }
 
 const utf8 = new TextEncoder();
-const fromUtf8 = new TextDecoder("utf-8", { fatal: true });
 
 /** Decodes the record at `at` of `bytes` (a batch's record section); throws RecordBatchError when malformed. */
 export function decodeRecord(bytes: Uint8Array, at: number): { record: BatchRecord; next: number } {
@@ -61,7 +61,7 @@ export function decodeRecord(bytes: Uint8Array, at: number): { record: BatchReco
     const name = nullableBytes(body, next, "header name");
     if (name.bytes === null) throw new RecordBatchError("corrupt", "a header's name is null");
     const headerValue = nullableBytes(body, name.next, "header value");
-    headers.push({ name: decodeName(name.bytes), value: headerValue.bytes });
+    headers.push({ name: decodeHeaderName(name.bytes), value: headerValue.bytes });
     next = headerValue.next;
   }
   if (next !== end) {
@@ -218,14 +218,6 @@ function nullableBytes(
     throw new RecordBatchError("corrupt", `a record's ${field} length ${length.value} runs past the record`);
   }
   return { bytes: bytes.subarray(length.next, end), next: end };
-}
-
-function decodeName(bytes: Uint8Array): string {
-  try {
-    return fromUtf8.decode(bytes);
-  } catch (error) {
-    throw new RecordBatchError("corrupt", "a header's name is not UTF-8", { cause: error });
-  }
 }
 
 function hex(n: number): string {

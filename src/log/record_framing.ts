@@ -1,4 +1,10 @@
-import { varintBytesMax, varlongBytesMax } from "../runtime/zigzag_varint.ts";
+import {
+  readZigzagInto,
+  varintBytesMax,
+  type VarintRead,
+  varlongBytesMax,
+} from "../runtime/zigzag_varint.ts";
+import { decodeHeaderName } from "./header_name.ts";
 import { RecordBatchError, recordBatchHeaderBytes } from "./record_batch.ts";
 
 /**
@@ -20,86 +26,57 @@ export function checkRecordFraming(batch: Uint8Array, count: number): void {
   }
 }
 
-/** The position after the varint `zigzag` read last, and its value: one reader, no object per field. */
-let readAt = 0;
-let readValue = 0;
-
-/** Reads a zigzag varint at `at` within `end` into `readValue` and `readAt`; false when malformed. */
-function zigzag(bytes: Uint8Array, at: number, end: number, bytesMax: number): boolean {
-  let unsigned = 0;
-  let scale = 1;
-  for (let i = 0; i < bytesMax && at + i < end; i++) {
-    const byte = bytes[at + i]!;
-    unsigned += (byte & 0x7f) * scale;
-    if (unsigned > Number.MAX_SAFE_INTEGER) return false;
-    if ((byte & 0x80) === 0) {
-      readValue = unsigned % 2 === 0 ? unsigned / 2 : -(unsigned + 1) / 2;
-      readAt = at + i + 1;
-      return true;
-    }
-    scale *= 128;
-  }
-  return false;
-}
+/** The field read last, and the position after it: one reader for every field, no object per field. */
+const read: VarintRead = { value: 0, next: 0 };
 
 function field(bytes: Uint8Array, at: number, end: number, bytesMax: number, name: string): number {
-  if (!zigzag(bytes, at, end, bytesMax)) {
+  if (!readZigzagInto(bytes, at, end, bytesMax, read)) {
     throw new RecordBatchError("corrupt", `a record's ${name} is truncated or malformed`);
   }
-  return readValue;
+  return read.value;
 }
 
-/** Skips a nullable byte string at `at`; returns its length (-1 for null); `readAt` is after it. */
+/** Skips a nullable byte string at `at`; returns its length (-1 for null); `read.next` is after it. */
 function bytesField(bytes: Uint8Array, at: number, end: number, name: string): number {
-  if (!zigzag(bytes, at, end, varintBytesMax)) {
+  if (!readZigzagInto(bytes, at, end, varintBytesMax, read)) {
     throw new RecordBatchError("corrupt", `a record's ${name} length is truncated`);
   }
-  const length = readValue;
+  const length = read.value;
   if (length === -1) return -1;
-  if (length < -1 || readAt + length > end) {
+  if (length < -1 || read.next + length > end) {
     throw new RecordBatchError("corrupt", `a record's ${name} length ${length} runs past the record`);
   }
-  readAt += length;
+  read.next += length;
   return length;
 }
-
-const fromUtf8 = new TextDecoder("utf-8", { fatal: true });
 
 /** Checks the record at `at`, which should have offset delta `expectedDelta`; returns its end. */
 function checkRecord(batch: Uint8Array, at: number, expectedDelta: number): number {
   const length = field(batch, at, batch.length, varlongBytesMax, "record length");
-  const end = readAt + length;
+  const end = read.next + length;
   if (length < 1 || end > batch.length) {
     throw new RecordBatchError("corrupt", `a record's length ${length} runs past its batch`);
   }
   // The attributes byte is unused in magic 2: skipped.
-  field(batch, readAt + 1, end, varlongBytesMax, "timestamp delta");
-  const offsetDelta = field(batch, readAt, end, varlongBytesMax, "offset delta");
+  field(batch, read.next + 1, end, varlongBytesMax, "timestamp delta");
+  const offsetDelta = field(batch, read.next, end, varlongBytesMax, "offset delta");
   if (offsetDelta !== expectedDelta) {
     throw new RecordBatchError("corrupt", `record ${expectedDelta} has offset delta ${offsetDelta}`);
   }
-  bytesField(batch, readAt, end, "key");
-  bytesField(batch, readAt, end, "value");
-  const headerCount = field(batch, readAt, end, varlongBytesMax, "header count");
+  bytesField(batch, read.next, end, "key");
+  bytesField(batch, read.next, end, "value");
+  const headerCount = field(batch, read.next, end, varlongBytesMax, "header count");
   if (headerCount < 0 || headerCount > length) {
     throw new RecordBatchError("corrupt", `a record's header count ${headerCount} is impossible`);
   }
   for (let h = 0; h < headerCount; h++) {
-    const nameLength = bytesField(batch, readAt, end, "header name");
+    const nameLength = bytesField(batch, read.next, end, "header name");
     if (nameLength === -1) throw new RecordBatchError("corrupt", "a header's name is null");
-    checkUtf8(batch.subarray(readAt - nameLength, readAt));
-    bytesField(batch, readAt, end, "header value");
+    decodeHeaderName(batch.subarray(read.next - nameLength, read.next));
+    bytesField(batch, read.next, end, "header value");
   }
-  if (readAt !== end) {
-    throw new RecordBatchError("corrupt", `a record's fields end at ${readAt}, its length says ${end}`);
+  if (read.next !== end) {
+    throw new RecordBatchError("corrupt", `a record's fields end at ${read.next}, its length says ${end}`);
   }
   return end;
-}
-
-function checkUtf8(name: Uint8Array): void {
-  try {
-    fromUtf8.decode(name);
-  } catch (error) {
-    throw new RecordBatchError("corrupt", "a header's name is not UTF-8", { cause: error });
-  }
 }

@@ -20,21 +20,36 @@ export interface VarintRead {
 
 /** Reads a zigzag varint at `at`; null when truncated, longer than `bytesMax`, or beyond ±2^53. */
 export function readZigzag(bytes: Uint8Array, at: number, bytesMax = varlongBytesMax): VarintRead | null {
+  const read = { value: 0, next: 0 };
+  return readZigzagInto(bytes, at, bytes.length, bytesMax, read) ? read : null;
+}
+
+/**
+ * `readZigzag` reading no further than `end`, into `read` (which a caller may reuse for every field,
+ * making no object per read); false when truncated, longer than `bytesMax`, or beyond ±2^53.
+ */
+export function readZigzagInto(
+  bytes: Uint8Array,
+  at: number,
+  end: number,
+  bytesMax: number,
+  read: VarintRead,
+): boolean {
   let unsigned = 0;
   let scale = 1;
-  for (let i = 0; i < bytesMax; i++) {
-    const byte = bytes[at + i];
-    if (byte === undefined) return null;
+  for (let i = 0; i < bytesMax && at + i < end; i++) {
+    const byte = bytes[at + i]!;
     unsigned += (byte & 0x7f) * scale;
-    if (unsigned > Number.MAX_SAFE_INTEGER) return null;
+    if (unsigned > Number.MAX_SAFE_INTEGER) return false;
     if ((byte & 0x80) === 0) {
       // Zigzag: even values are non-negative, odd ones negative.
-      const value = unsigned % 2 === 0 ? unsigned / 2 : -(unsigned + 1) / 2;
-      return { value, next: at + i + 1 };
+      read.value = unsigned % 2 === 0 ? unsigned / 2 : -(unsigned + 1) / 2;
+      read.next = at + i + 1;
+      return true;
     }
     scale *= 128;
   }
-  return null;
+  return false;
 }
 
 /** The bytes `writeZigzag` takes for `value`. */
