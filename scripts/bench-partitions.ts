@@ -28,6 +28,7 @@ import { benchConfigText } from "./lib/bench_config.ts";
 import { latenessBetween, type LatenessScrape, readLatenessScrape } from "./lib/lateness_scrape.ts";
 import { cpuPercentOfCore, readProcess } from "./lib/proc_stats.ts";
 import { type ServerProcess, startServerProcess, withDeadline } from "./lib/server_process.ts";
+import { benchIntArg } from "./lib/bench_args.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,
@@ -41,23 +42,13 @@ const { values: args } = parseArgs({
   },
 });
 
-function intArg(name: string, text: string, min: number, max: number): number {
-  const n = Number(text);
-  if (!Number.isSafeInteger(n) || n < min || n > max) {
-    throw new Error(
-      `Cannot run the benchmark: --${name} must be an integer from ${min} to ${max}, got ${text}`,
-    );
-  }
-  return n;
-}
-
 const quick = args.quick;
-const partitionsAsked = intArg("partitions", args.partitions ?? (quick ? "128" : "10000"), 1, 1_048_576);
+const partitionsAsked = benchIntArg("partitions", args.partitions ?? (quick ? "128" : "10000"), 1, 1_048_576);
 const perTopic = quick ? 64 : topicPartitionsMax;
-const idleSeconds = intArg("idle-seconds", args["idle-seconds"] ?? (quick ? "2" : "10"), 1, 3600);
+const idleSeconds = benchIntArg("idle-seconds", args["idle-seconds"] ?? (quick ? "2" : "10"), 1, 3600);
 const maxOpenFiles = args["max-open-files"] === undefined
   ? null
-  : intArg("max-open-files", args["max-open-files"], 1, 1_048_576);
+  : benchIntArg("max-open-files", args["max-open-files"], 1, 1_048_576);
 const layout = topicLayout(partitionsAsked, perTopic);
 const stream = "bench";
 const createdTopic: TopicPlan = { name: "created", partitions: topicPartitionsMax };

@@ -15,16 +15,10 @@
  * `strata_kafkajs`, `nats`, `rabbitmq`). A full run of every variant that misses a target exits 3.
  */
 import { parseArgs } from "node:util";
-import {
-  judgeTargets,
-  type Report,
-  reportTable,
-  setPayloadBytes,
-  summarize,
-  throughputSvg,
-} from "./lib/peer_report.ts";
+import { judgeTargets, type Report, reportTable, summarize, throughputSvg } from "./lib/peer_report.ts";
 import { type RunFigures, runVariant } from "./lib/peer_run.ts";
 import { type Variant, variants } from "./lib/peer_variants.ts";
+import { benchIntArg } from "./lib/bench_args.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,
@@ -40,22 +34,12 @@ const { values: args } = parseArgs({
   },
 });
 
-function intArg(name: string, text: string, min: number, max: number): number {
-  const n = Number(text);
-  if (!Number.isSafeInteger(n) || n < min || n > max) {
-    throw new Error(
-      `Cannot run the benchmark: --${name} must be an integer from ${min} to ${max}, got ${text}`,
-    );
-  }
-  return n;
-}
-
 const quick = args.quick!;
-const seconds = intArg("seconds", args.seconds ?? (quick ? "2" : "10"), 1, 600);
-const rounds = intArg("rounds", args.rounds ?? (quick ? "1" : "3"), 1, 20);
-const portBase = intArg("port-base", args["port-base"]!, 20_000, 60_000);
+const seconds = benchIntArg("seconds", args.seconds ?? (quick ? "2" : "10"), 1, 600);
+const rounds = benchIntArg("rounds", args.rounds ?? (quick ? "1" : "3"), 1, 20);
+const portBase = benchIntArg("port-base", args["port-base"]!, 20_000, 60_000);
 /** Each producer's records sent and not yet acknowledged, at most (`--window`). */
-const window = intArg("window", args.window!, 1, 100_000);
+const window = benchIntArg("window", args.window!, 1, 100_000);
 const workload = { partitions: 4, producers: 8, window, payloadBytes: 1024 };
 
 const progress = (text: string) => console.error(`bench:peers: ${text}`);
@@ -116,7 +100,6 @@ async function main(): Promise<number> {
   } finally {
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
-  setPayloadBytes(workload.payloadBytes);
   const report: Report = {};
   for (const [variant, figures] of runs) {
     (report[variant.mode] ??= {})[variant.key] = summarize(variant.client, figures);
@@ -126,7 +109,7 @@ async function main(): Promise<number> {
   for (const t of targets) {
     console.log(`target ${t.target}: ${t.value} against ${t.limit}: ${t.met ? "met" : "MISSED"}`);
   }
-  const settings = { quick, seconds, rounds, ...workload };
+  const settings = { quick, seconds, rounds, ...workload, only: args.only ?? null };
   const machine = { cpus: navigator.hardwareConcurrency, deno: Deno.version.deno };
   if (args.json !== undefined) {
     await Deno.writeTextFile(

@@ -60,6 +60,7 @@ import { ensureBucket } from "./lib/ensure_bucket.ts";
 import { type GcPauses, summarizeGcPauses } from "./lib/gc_pauses.ts";
 import { pieceStream } from "./lib/piece_stream.ts";
 import { readThreadSchedstat, schedstatRates } from "./lib/thread_schedstat.ts";
+import { benchIntArg } from "./lib/bench_args.ts";
 
 const phaseNames = ["idle", "produce", "upload", "storm", "naive"] as const;
 type PhaseName = typeof phaseNames[number];
@@ -98,24 +99,16 @@ function bytesArg(name: string, text: string): number {
   return bytes;
 }
 
-function intArg(name: string, text: string, min: number, max: number): number {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < min || n > max) {
-    throw new Error(`Cannot run the benchmark: --${name} must be an integer from ${min} to ${max}`);
-  }
-  return n;
-}
-
 const quick = args.quick;
 const phaseSeconds = Number(args["phase-seconds"] ?? (quick ? 5 : 20));
 const produceRateBytesPerSec = Number(args["produce-rate"]) * 1e6;
 const backlogBytes = bytesArg("backlog", args.backlog ?? (quick ? "1 GiB" : "4 GiB"));
 const backlogSegmentBytes = bytesArg("segment-size", args["segment-size"] ?? (quick ? "256 MiB" : "1 GiB"));
-const readers = intArg("readers", args.readers, 1, 1024);
+const readers = benchIntArg("readers", args.readers, 1, 1024);
 const clustered = args.cluster;
 const phases = (args.phases ?? phaseNames.filter((p) => !clustered || p !== "naive").join(","))
   .split(",").map((p) => p.trim()) as PhaseName[];
-const portBase = intArg("port-base", args["port-base"], 20_000, 32_000);
+const portBase = benchIntArg("port-base", args["port-base"], 20_000, 32_000);
 for (const p of phases) {
   if (!phaseNames.includes(p)) {
     throw new Error(`Cannot run the benchmark: unknown phase ${JSON.stringify(p)}`);

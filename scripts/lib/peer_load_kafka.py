@@ -18,17 +18,18 @@ import time
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
+from kafka_load import percentile
+
 TOPIC = "bench"
+# How long a producer waits for its last acknowledgements after sending stops.
+FLUSH_DEADLINE_S = 60
+# How long consuming back may take.
+CONSUME_DEADLINE_S = 300
 
 
 def cpu_ms():
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return (usage.ru_utime + usage.ru_stime) * 1000
-
-
-def percentile(values, p):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * p))] if ordered else 0.0
 
 
 def producer_loop(args, index, deadline, latencies, acknowledged, failures):
@@ -65,7 +66,9 @@ def producer_loop(args, index, deadline, latencies, acknowledged, failures):
         outstanding[0] += 1
         seq += 1
         producer.poll(0)
-    producer.flush(60)
+    unsent = producer.flush(FLUSH_DEADLINE_S)
+    if unsent > 0:
+        failures.append(f"{unsent} records unacknowledged {FLUSH_DEADLINE_S} s after sending stopped")
     latencies.extend(mine)
     acknowledged[index] = len(mine)
 
@@ -106,7 +109,7 @@ def consume(args):
     records = 0
     size = 0
     start = time.perf_counter()
-    deadline = start + 300
+    deadline = start + CONSUME_DEADLINE_S
     total = sum(expected)
     while records < total and time.perf_counter() < deadline:
         for message in consumer.consume(10000, 1.0):

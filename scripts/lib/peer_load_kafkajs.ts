@@ -78,7 +78,7 @@ async function producer(
 }
 
 async function consume(args: LoadArgs): Promise<LoadResult> {
-  const check = new RecordCheck(args.acknowledged!, args.payloadBytes);
+  const check = new RecordCheck(args.acknowledged!, args.payloadBytes, args.window);
   const consumer = kafkaOf(args).consumer({
     groupId: `bench-peers-${Date.now()}`,
     maxBytes: 50 * 1024 * 1024,

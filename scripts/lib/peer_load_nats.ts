@@ -62,17 +62,22 @@ async function producer(
   const subject = `bench.${index % args.partitions}`;
   const inbox = createInbox();
   const window = new SendWindow(args.window);
-  const sentAt: number[] = [];
+  /** Send times of the records not yet acknowledged (at most `window`). */
+  const sentAt = new Map<number, number>();
   let acknowledged = 0;
   let failed = "";
+  const text = new TextDecoder();
   nc.subscribe(`${inbox}.*`, {
     callback: (_error, msg) => {
       const seq = Number(msg.subject.slice(inbox.length + 1));
-      if (new TextDecoder().decode(msg.data).includes('"error"')) {
-        failed ||= new TextDecoder().decode(msg.data);
-      } else {
+      const at = sentAt.get(seq);
+      if (at === undefined) return;
+      sentAt.delete(seq);
+      const problem = pubAckProblem(text.decode(msg.data));
+      if (problem !== null) failed ||= problem;
+      else {
         acknowledged += 1;
-        latencies.add(performance.now() - sentAt[seq]!);
+        latencies.add(performance.now() - at);
       }
       window.release();
     },
@@ -80,7 +85,7 @@ async function producer(
   const payloads = new PayloadMaker(index, args.payloadBytes);
   for (let seq = 0; performance.now() < deadline && failed === ""; seq++) {
     await window.acquire();
-    sentAt[seq] = performance.now();
+    sentAt.set(seq, performance.now());
     nc.publish(subject, payloads.make(seq), { reply: `${inbox}.${seq}` });
   }
   await window.drained();
@@ -89,16 +94,31 @@ async function producer(
   return acknowledged;
 }
 
+/**
+ * What is wrong with JetStream's answer to a publish, or null for an acknowledgement (`{"stream",
+ * "seq"}`); an empty answer is a status (503: no stream took the subject).
+ */
+function pubAckProblem(answer: string): string | null {
+  try {
+    const ack = JSON.parse(answer);
+    return typeof ack?.seq === "number" && ack.error === undefined ? null : `publish answered ${answer}`;
+  } catch {
+    return `publish answered ${JSON.stringify(answer)}, not an acknowledgement`;
+  }
+}
+
 async function consume(args: LoadArgs): Promise<LoadResult> {
   const nc = await connect({ servers: args.address });
-  const check = new RecordCheck(args.acknowledged!, args.payloadBytes);
+  const check = new RecordCheck(args.acknowledged!, args.payloadBytes, args.window);
   const started = performance.now();
   const consumer = await nc.jetstream().consumers.get(streamName);
   const messages = await consumer.consume({ max_messages: 1024 });
   const deadline = setTimeout(() => messages.stop(), consumeDeadlineMs);
-  for await (const message of messages) {
-    check.take(message.data);
-    if (check.records >= check.expectedRecords) break;
+  if (check.expectedRecords > 0) {
+    for await (const message of messages) {
+      check.take(message.data);
+      if (check.records >= check.expectedRecords) break;
+    }
   }
   clearTimeout(deadline);
   const seconds = (performance.now() - started) / 1000;

@@ -128,7 +128,7 @@ async function producer(
 
 async function consume(args: LoadArgs): Promise<LoadResult> {
   const client = await clientOf(args);
-  const check = new RecordCheck(args.acknowledged!, args.payloadBytes);
+  const check = new RecordCheck(args.acknowledged!, args.payloadBytes, args.window);
   const started = performance.now();
   let finish: () => void = () => {};
   const finished = new Promise<void>((resolve) => (finish = resolve));

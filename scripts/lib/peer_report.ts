@@ -64,14 +64,8 @@ export function summarize(client: string, runs: readonly RunFigures[]): VariantS
 
 /** The gigabytes a run produced (and consumed back: the same records). */
 function movedGb(r: RunFigures): number {
-  const gb = (r.produce.records * bytesPerRecord) / 1e9;
+  const gb = r.produce.bytes / 1e9;
   return gb > 0 ? gb : Infinity;
-}
-
-/** The payload's size, which every variant shares; set by the benchmark before it summarizes. */
-let bytesPerRecord = 1024;
-export function setPayloadBytes(bytes: number): void {
-  bytesPerRecord = bytes;
 }
 
 export type Report = Record<string, Record<string, VariantSummary>>;

@@ -2,7 +2,7 @@
  * One variant of bench:peers, measured once: its server started fresh, an idle window (Strata: the
  * tick's lateness at rest), the produce phase (every producer for `seconds`), the consume phase
  * (every acknowledged record read back and checked), the server stopped. Server CPU comes from
- * `/proc` around each phase, RSS is sampled every 100 ms, the load reports its own CPU.
+ * `/proc` around each phase, RSS is sampled every `rssSampleIntervalMs`, the load reports its own CPU.
  */
 import {
   latenessBetween,
@@ -28,6 +28,7 @@ export interface RunOptions {
 /** One phase's figures. */
 export interface PhaseFigures {
   records: number;
+  bytes: number;
   mb_s: number;
   records_s: number;
   /** The server's CPU seconds in the phase. */
@@ -67,7 +68,10 @@ async function runLoad(variant: Variant, args: LoadArgs): Promise<LoadResult> {
   return JSON.parse(text) as LoadResult;
 }
 
-/** Samples a process's RSS every 100 ms until stopped; `peak` is the highest seen. */
+/** How often the server's RSS is read for its peak. */
+const rssSampleIntervalMs = 100;
+
+/** Samples a process's RSS every `rssSampleIntervalMs` until stopped; `peakBytes` is the highest seen. */
 class RssSampler {
   peakBytes = 0;
   readonly #timer: ReturnType<typeof setInterval>;
@@ -81,7 +85,7 @@ class RssSampler {
       }
     };
     sample();
-    this.#timer = setInterval(sample, 100);
+    this.#timer = setInterval(sample, rssSampleIntervalMs);
   }
 
   stop(): void {
@@ -105,6 +109,7 @@ async function phase(
     load,
     figures: {
       records: load.records,
+      bytes: load.bytes,
       mb_s: round(load.bytes / 1e6 / load.seconds),
       records_s: round(load.records / load.seconds),
       server_cpu_s: round(serverCpuS),

@@ -1,3 +1,5 @@
+import { runCommand, waitFor } from "./local_cluster.ts";
+
 /**
  * The peer streaming servers bench:peers measures beside Strata, started from Debian's packages on
  * loopback in a temporary directory and stopped by PID: NATS with JetStream (`nats-server`) and
@@ -20,9 +22,7 @@ export interface PeerServer {
 const startDeadlineMs = 90_000;
 
 async function installed(command: string): Promise<boolean> {
-  const probe = await new Deno.Command("sh", { args: ["-c", `command -v ${command}`], stdout: "null" })
-    .output();
-  return probe.success;
+  return (await runCommand("sh", ["-c", `command -v ${command}`])).code === 0;
 }
 
 /** Why NATS cannot run here, or null when it can. */
@@ -40,20 +40,12 @@ export async function rabbitmqUnavailable(): Promise<string | null> {
     : "rabbitmq-server is not installed (Debian: apt-get install -y rabbitmq-server); RabbitMQ is left out";
 }
 
-/** Resolves once a TCP connection to `port` on loopback succeeds; throws after `deadlineMs`. */
-export async function awaitPort(port: number, what: string, deadlineMs = startDeadlineMs): Promise<void> {
-  const started = Date.now();
-  for (;;) {
-    try {
-      (await Deno.connect({ hostname: "127.0.0.1", port })).close();
-      return;
-    } catch {
-      if (Date.now() - started > deadlineMs) {
-        throw new Error(`Cannot start ${what}: nothing listens on port ${port} after ${deadlineMs} ms`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
+/** Resolves once a TCP connection to `port` on loopback succeeds; throws after `startDeadlineMs`. */
+async function awaitPort(port: number, what: string): Promise<void> {
+  await waitFor(`${what} listening on port ${port}`, async () => {
+    (await Deno.connect({ hostname: "127.0.0.1", port })).close();
+    return true;
+  }, startDeadlineMs);
 }
 
 /** Sends SIGTERM, and SIGKILL if the process has not exited after `graceMs`; resolves once it is gone. */
@@ -117,8 +109,8 @@ export async function startNats(dir: string, port: number): Promise<PeerServer> 
 
 /**
  * RabbitMQ with the stream plugin, as root without systemd: every path under `dir`, listening on
- * loopback only (AMQP on `amqpPort`, streams on `streamPort`), the Erlang port mapper bound to
- * loopback too. Streams do not fsync each write.
+ * loopback only (AMQP on `amqpPort`, streams on `streamPort`), with an Erlang port mapper of its own
+ * on loopback (`amqpPort` + 3), stopped with it. Streams do not fsync each write.
  */
 export async function startRabbitmq(dir: string, amqpPort: number, streamPort: number): Promise<PeerServer> {
   const home = `${dir}/rabbitmq`;
@@ -134,7 +126,7 @@ export async function startRabbitmq(dir: string, amqpPort: number, streamPort: n
     ].join("\n"),
   );
   await Deno.writeTextFile(`${home}/enabled_plugins`, "[rabbitmq_stream].\n");
-  const epmdBefore = await epmdPids();
+  const epmdPort = amqpPort + 3;
   const env = {
     RABBITMQ_NODENAME: "rabbit@localhost",
     RABBITMQ_CONFIG_FILE: `${home}/rabbitmq.conf`,
@@ -145,6 +137,7 @@ export async function startRabbitmq(dir: string, amqpPort: number, streamPort: n
     RABBITMQ_DIST_PORT: String(amqpPort + 1),
     HOME: home,
     ERL_EPMD_ADDRESS: "127.0.0.1",
+    ERL_EPMD_PORT: String(epmdPort),
   };
   const child = new Deno.Command("/usr/lib/rabbitmq/bin/rabbitmq-server", {
     env,
@@ -155,7 +148,8 @@ export async function startRabbitmq(dir: string, amqpPort: number, streamPort: n
     if (beamPid !== null) await stopPid(beamPid);
     await stopPid(child.pid);
     await child.status;
-    for (const pid of await epmdPids()) if (!epmdBefore.includes(pid)) await stopPid(pid);
+    // The port mapper the server started on its own port, which no other node uses.
+    await runCommand("epmd", ["-port", String(epmdPort), "-kill"]);
   };
   try {
     await awaitPort(streamPort, "rabbitmq-server");
@@ -170,9 +164,4 @@ export async function startRabbitmq(dir: string, amqpPort: number, streamPort: n
     await stopAll(null);
     throw error;
   }
-}
-
-async function epmdPids(): Promise<number[]> {
-  const out = await new Deno.Command("pgrep", { args: ["-x", "epmd"], stdout: "piped" }).output();
-  return new TextDecoder().decode(out.stdout).split("\n").filter((l) => l !== "").map(Number);
 }

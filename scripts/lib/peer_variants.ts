@@ -40,6 +40,9 @@ const python = "/usr/bin/python3";
 const denoLoad =
   (script: string) => (argsJson: string) => ["deno", "run", "-A", `${here}${script}`, argsJson];
 
+/** How long Strata may take to start listening. */
+const strataStartDeadlineMs = 60_000;
+
 /** The topic every Strata variant loads: 4 partitions, untiered (the peers upload nothing either). */
 export const strataTopic = { name: "bench", tiered: false };
 
@@ -59,11 +62,10 @@ async function librdkafkaUnavailable(): Promise<string | null> {
 async function startStrata(dir: string, portBase: number, fsync: "always" | "interval", partitions: number) {
   const configPath = `${dir}/strata.toml`;
   const shipped = readFileSync(new URL("../../config.toml", import.meta.url), "utf8");
-  const text = benchConfigText(shipped, `${dir}/strata-data`, null)
-    .replace(/^fsync = "always"$/m, `fsync = "${fsync}"`);
+  const text = benchConfigText(shipped, `${dir}/strata-data`, null, fsync);
   writeFileSync(configPath, text);
   const kafka = `127.0.0.1:${portBase}`;
-  const server = await startServerProcess(configPath, 60_000, { STRATA_KAFKA_ADDRESS: kafka });
+  const server = await startServerProcess(configPath, strataStartDeadlineMs, { STRATA_KAFKA_ADDRESS: kafka });
   const post = async (path: string, body: unknown) => {
     const response = await fetch(`${server.baseUrl}${path}`, { method: "POST", body: JSON.stringify(body) });
     if (!response.ok) throw new Error(`Cannot set Strata up: POST ${path} answered ${await response.text()}`);

@@ -92,7 +92,10 @@ t.test(
       { idle_p99: Number, produce_p99: Number },
       "Strata's tick at rest and under load",
     );
-    t.ok(report.targets.length >= 1, "the targets are judged");
+    // The targets are judged on librdkafka's figures beside a peer's.
+    if (librdkafka && (installed("nats-server") || existsSync("/usr/lib/rabbitmq/bin/rabbitmq-server"))) {
+      t.ok(report.targets.length >= 4, "the targets are judged");
+    }
     t.match(readFileSync(svg, "utf8"), /<svg[\s\S]*MB\/s produce/, "the chart shows the throughputs");
   },
 );
