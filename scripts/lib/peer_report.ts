@@ -25,6 +25,8 @@ export interface VariantSummary {
   peak_rss_mb: number;
   /** Strata only. */
   tick_lateness_ms?: { idle_p99: number; idle_max: number; produce_p99: number; produce_max: number };
+  /** Strata only: its event loop's thread while producing, ms per s on a core and waiting for one. */
+  loop_thread_produce?: { on_cpu_ms_per_s: number; runqueue_wait_ms_per_s: number };
 }
 
 export function median(values: readonly number[]): number {
@@ -57,6 +59,12 @@ export function summarize(client: string, runs: readonly RunFigures[]): VariantS
       idle_max: m((r) => r.tick_lateness_ms!.idle.max_ms),
       produce_p99: m((r) => r.tick_lateness_ms!.produce.p99_ms),
       produce_max: m((r) => r.tick_lateness_ms!.produce.max_ms),
+    };
+  }
+  if (runs.every((r) => r.loop_thread_produce !== undefined)) {
+    summary.loop_thread_produce = {
+      on_cpu_ms_per_s: m((r) => r.loop_thread_produce!.on_cpu_ms_per_s),
+      runqueue_wait_ms_per_s: m((r) => r.loop_thread_produce!.runqueue_wait_ms_per_s),
     };
   }
   return summary;
@@ -141,6 +149,19 @@ export function reportTable(report: Report): string {
         }  ${String(s.server_cpu_s_per_gb).padStart(15)}  ${String(s.produce_client_cpu_s).padStart(12)}  ${
           String(s.peak_rss_mb).padStart(6)
         }`,
+      );
+    }
+  }
+  for (const [mode, servers] of Object.entries(report)) {
+    for (const [key, s] of Object.entries(servers)) {
+      const t = s.tick_lateness_ms;
+      const loop = s.loop_thread_produce;
+      if (t === undefined) continue;
+      lines.push(
+        `${mode}/${key}: tick p99/max ${t.idle_p99}/${t.idle_max} ms at rest, ${t.produce_p99}/${t.produce_max} ms producing` +
+          (loop === undefined
+            ? ""
+            : `; loop thread producing: ${loop.on_cpu_ms_per_s} ms/s on a core, ${loop.runqueue_wait_ms_per_s} ms/s waiting for one`),
       );
     }
   }

@@ -13,6 +13,7 @@ import {
 import type { LoadArgs, LoadResult } from "./peer_load.ts";
 import type { RunningPeer, Variant } from "./peer_variants.ts";
 import { readProcess } from "./proc_stats.ts";
+import { readThreadSchedstat, schedstatRates } from "./thread_schedstat.ts";
 
 export interface RunOptions {
   dir: string;
@@ -45,6 +46,11 @@ export interface RunFigures {
   peak_rss_mb: number;
   /** Strata only: the tick at rest and while producing. */
   tick_lateness_ms?: { idle: WindowLateness; produce: WindowLateness };
+  /**
+   * Strata only: its event loop's thread while producing, in ms per s: on a core, and ready to run
+   * but waiting for one (the machine's cores taken by the load and the server's other threads).
+   */
+  loop_thread_produce?: { on_cpu_ms_per_s: number; runqueue_wait_ms_per_s: number };
 }
 
 const loadDeadlineMs = 600_000;
@@ -141,7 +147,16 @@ export async function runVariant(variant: Variant, o: RunOptions): Promise<RunFi
       idle = latenessBetween(start, await scrape(peer.metricsUrl));
     }
     const beforeProduce = peer.metricsUrl === null ? null : await scrape(peer.metricsUrl);
+    // The event loop's thread is the process's first, its id the process's.
+    const loopSchedstat = `/proc/${peer.pid}/task/${peer.pid}/schedstat`;
+    const schedBefore = readThreadSchedstat(loopSchedstat);
+    const produceStartedMs = performance.now();
     const produced = await phase(peer, variant, args);
+    const loopThread = schedstatRates(
+      schedBefore,
+      readThreadSchedstat(loopSchedstat),
+      performance.now() - produceStartedMs,
+    );
     const produceLateness = beforeProduce === null
       ? null
       : latenessBetween(beforeProduce, await scrape(peer.metricsUrl!));
@@ -155,6 +170,12 @@ export async function runVariant(variant: Variant, o: RunOptions): Promise<RunFi
       consume: consumed.figures,
       peak_rss_mb: round(rss.peakBytes / 1e6),
       ...(idle === null ? {} : { tick_lateness_ms: { idle, produce: produceLateness! } }),
+      ...(peer.metricsUrl === null || loopThread === null ? {} : {
+        loop_thread_produce: {
+          on_cpu_ms_per_s: loopThread.onCpuMsPerS,
+          runqueue_wait_ms_per_s: loopThread.runqueueWaitMsPerS,
+        },
+      }),
     };
   } finally {
     rss.stop();
