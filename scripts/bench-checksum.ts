@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createCRC32, createXXHash64 } from "hash-wasm";
+import { openIsalCrc32c } from "../src/runtime/isal_crc32c.ts";
 
 const piece = new Uint8Array(1024 * 1024).map((_, i) => (i * 2654435761) >>> 24);
 const dir = mkdtempSync(join(tmpdir(), "strata-checksum-"));
@@ -16,6 +17,7 @@ const path = join(dir, "segment.log");
 writeFileSync(path, new Uint8Array(64 * piece.length).map((_, i) => i & 0xff));
 const castagnoli = await createCRC32(0x82f63b78);
 const xxhash = await createXXHash64();
+const isal = openIsalCrc32c("libisal.so.2");
 
 function median(times: number[]): number {
   times.sort((a, b) => a - b);
@@ -58,6 +60,7 @@ const results = {
     xxhash.update(piece);
     return xxhash.digest("binary");
   }),
+  crc32c_isal_native: timeSync(() => isal.crc32c(piece)),
   crc32_node_zlib: timeSync(() => crc32(piece)),
 };
 rmSync(dir, { recursive: true, force: true });

@@ -28,6 +28,7 @@
  * run's own figures; a missed target is printed and recorded, and the exit code stays 0 (the
  * benchmark measures, it does not judge the machine).
  */
+import { openIsalCrc32c } from "../src/runtime/isal_crc32c.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, getPriority, release, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
@@ -212,6 +213,7 @@ const server = await StrataServer.open({
   cooperation,
   threads: new OsThreadControl(),
   clusterIo: clustered ? clusterIo(network, clock, config.kafka.maxFrameBytes) : undefined,
+  openNativeCrc32c: openIsalCrc32c,
 });
 // In cluster mode the followers fetch from node 1's Kafka listener.
 const kafka = server.cluster === null ? null : await openKafkaListener({

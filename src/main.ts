@@ -9,6 +9,7 @@ import { ObjectStoreProbeError } from "./objectstore/probe_object_store.ts";
 import { Logger } from "./runtime/logger.ts";
 import { FormatVersionError } from "./runtime/format_version_error.ts";
 import { NodeDisk } from "./runtime/node_disk.ts";
+import { openIsalCrc32c } from "./runtime/isal_crc32c.ts";
 import { OsThreadControl } from "./runtime/os_thread_control.ts";
 import { RealClock } from "./runtime/real_clock.ts";
 import { Rng } from "./runtime/rng.ts";
@@ -111,6 +112,7 @@ async function main(): Promise<number> {
     rng: Rng.fromEntropy(),
     threads: new OsThreadControl(),
     clusterIo: clusterIo(network, clock, config.kafka.maxFrameBytes),
+    openNativeCrc32c: openIsalCrc32c,
   });
   const { hostname, port } = config.http.address;
   // Signals are handled from before the socket opens: a SIGTERM right after "listening" must

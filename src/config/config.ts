@@ -8,6 +8,8 @@ import { ConfigError } from "./config_error.ts";
  * its write. The partition log has a policy of the same values; the broker hands this one to it.
  */
 export type FsyncSetting = "always" | "interval";
+/** `[system] crc32c`: the native engine, WebAssembly, or the native one when it loads. */
+export type Crc32cSetting = "auto" | "native" | "wasm";
 
 /** The typed configuration the server runs on: names carry their units. */
 export interface Config {
@@ -27,6 +29,10 @@ export interface Config {
     fdTableReserve: number;
     /** `max_open_files`: files held open between uses (active segments' files) at most. */
     maxOpenFiles: number;
+    /** `crc32c`: which CRC32C engine the server uses (docs/CONFIG.md, "Checksums"). */
+    crc32c: Crc32cSetting;
+    /** `crc32c_library`: the shared library the native engine opens. */
+    crc32cLibrary: string;
   };
   http: {
     address: Address;
@@ -181,6 +187,8 @@ export function toConfig(v: ValidatedConfig): Config {
       loopThreadNice: system["loop_thread_nice"] as number,
       fdTableReserve: system["fd_table_reserve"] as number,
       maxOpenFiles: system["max_open_files"] as number,
+      crc32c: system["crc32c"] as Crc32cSetting,
+      crc32cLibrary: system["crc32c_library"] as string,
     },
     http: {
       address: http["address"] as Address,

@@ -53,6 +53,13 @@ export const configSchema = {
      * number of partitions: past it the least recently used idle one is closed, synced first.
      */
     max_open_files: { kind: "int", default: 4096, min: 1, max: maxOpenFilesMax },
+    /**
+     * Which CRC32C computes every batch's and record file's checksum: "native" (`crc32c_library`,
+     * the CPU's instructions; start-up fails without it), "wasm", or "auto" (native when it loads).
+     */
+    crc32c: { kind: "enum", default: "auto", values: ["auto", "native", "wasm"] },
+    /** The shared library "native" CRC32C opens: Intel's ISA-L (Debian's `libisal2`). */
+    crc32c_library: { kind: "string", default: "libisal.so.2", nonEmpty: true },
   },
   http: {
     /** Where the HTTP API listens; port 0 picks a free port. */

@@ -7,7 +7,7 @@ import type { Logger } from "../runtime/logger.ts";
 import { createMetricsRegistry, type Registry } from "../runtime/metrics.ts";
 import type { Pump } from "../runtime/pump.ts";
 import type { Rng } from "../runtime/rng.ts";
-import { initCrc32c } from "../runtime/crc32c.ts";
+import { chooseCrc32c, type NativeCrc32cOpener } from "./crc32c_choice.ts";
 import { type Cooperation, cooperative } from "../runtime/cooperation.ts";
 import { FileCacheDisk } from "../runtime/file_cache_disk.ts";
 import { GatedDisk } from "../runtime/gated_disk.ts";
@@ -52,6 +52,8 @@ export interface ServerDeps {
   threads?: ThreadControl;
   /** With `[cluster] enabled`: how the node reaches etcd and its peers. */
   clusterIo?: ClusterIo;
+  /** Opens `[system] crc32c_library`; without it the server checksums by WebAssembly. */
+  openNativeCrc32c?: NativeCrc32cOpener;
 }
 
 /** The I/O a cluster node needs beyond the disk: HTTP to etcd, and replica fetch links to peers. */
@@ -149,7 +151,13 @@ export class StrataServer {
     // number of partitions; the cache is inside the gate, so its closes and reopens take no turns.
     const openFiles = new OpenFileCache({ maxOpenFiles: config.system.maxOpenFiles });
     const disk = new GatedDisk(new FileCacheDisk(deps.disk, openFiles), pieceGate);
-    await initCrc32c();
+    const crc32cEngine = await chooseCrc32c(
+      config.system.crc32c,
+      config.system.crc32cLibrary,
+      deps.openNativeCrc32c,
+      logger,
+    );
+    logger.info("crc32c", { engine: crc32cEngine });
     await disk.mkdirp(config.system.path);
     // On the disk itself, not through the gate: nothing is served yet, so its 1024 opens need no turns.
     await reserveFdTable(deps.disk, config, logger);

@@ -6,6 +6,7 @@ import { initCrc32c } from "../../src/runtime/crc32c.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { writeRecordFile } from "../../src/runtime/record_file.ts";
 import { configCopy, shippedConfig } from "../helpers/config_copy.ts";
+import { isalUnavailableReason } from "../helpers/isal.ts";
 import { runServerExpectingFailure, spawnServer } from "../helpers/spawn_server.ts";
 
 const shipped = shippedConfig;
@@ -46,6 +47,36 @@ t.test("a config file with an unknown key makes start-up fail with a message nam
   const second = await runServerExpectingFailure(["--config", bad]);
   t.equal(second.code, 2);
   t.match(second.stderr, /Cannot load config: \[log\] verbosity: unknown key/);
+});
+
+t.test('the server checksums with ISA-L\'s CRC32C by default, and [system] crc32c = "native" needs it', {
+  skip: isalUnavailableReason() ?? false,
+}, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "strata-e2e-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const server = await spawnServer(["--config", configCopy(dir)]);
+  t.teardown(() => server.stop("SIGKILL"));
+  t.match(server.stderr(), /"msg":"crc32c","engine":"native \(libisal\.so\.2\)"/);
+  t.equal(await server.stop("SIGTERM"), 0);
+  const missing = await runServerExpectingFailure(["--config", configCopy(dir)], {
+    STRATA_SYSTEM_CRC32C: "native",
+    STRATA_SYSTEM_CRC32C_LIBRARY: "libno-such-crc.so.9",
+  });
+  t.equal(missing.code, 2);
+  t.match(
+    missing.stderr,
+    /Cannot load config: \[system\] crc32c: "native" but Cannot open the CRC32C library libno-such-crc\.so\.9/,
+  );
+  const fallback = await spawnServer(["--config", configCopy(dir)], {
+    STRATA_SYSTEM_CRC32C_LIBRARY: "libno-such-crc.so.9",
+  });
+  t.teardown(() => fallback.stop("SIGKILL"));
+  t.match(
+    fallback.stderr(),
+    /"level":"warn","msg":"CRC32C by WebAssembly: the native engine is unavailable"/,
+  );
+  t.match(fallback.stderr(), /"msg":"crc32c","engine":"wasm"/);
+  t.equal(await fallback.stop("SIGTERM"), 0);
 });
 
 t.test("a missing config file and a bad environment override are refused by name", async (t) => {
