@@ -1,10 +1,12 @@
 import type { LocalEnvelope } from "../log/local_retention.ts";
 import { labelOf, type Partition } from "../log/partition.ts";
 import type { TieredPartition } from "../tier/tiered_partition.ts";
+import type { TopicFacts } from "../tier/topic_manifest.ts";
 import type { TopicMeta } from "./metadata.ts";
 
 /** The topic of a hosted partition; its `meta` is replaced when the topic's options change. */
 export interface HostedTopic {
+  readonly streamName: string;
   readonly meta: TopicMeta;
 }
 
@@ -16,6 +18,8 @@ export class HostedTieredPartition implements TieredPartition {
   readonly key: string;
   readonly partition: Partition;
   readonly #topic: HostedTopic;
+  /** The facts last built, and the metadata they were built from. */
+  #facts: { meta: TopicMeta; facts: TopicFacts } | null = null;
 
   constructor(partition: Partition, topic: HostedTopic) {
     this.key = labelOf(partition.address);
@@ -25,6 +29,22 @@ export class HostedTieredPartition implements TieredPartition {
 
   tiered(): boolean {
     return this.#topic.meta.options.tiered;
+  }
+
+  /** Partition 0's topic, for the topic manifest: a new object only once the topic's metadata changed. */
+  topicFacts(): TopicFacts | null {
+    if (this.partition.address.partitionId !== 0) return null;
+    const meta = this.#topic.meta;
+    if (this.#facts?.meta !== meta) {
+      const facts = {
+        streamName: this.#topic.streamName,
+        topicName: meta.name,
+        createdAtMs: meta.createdAtMs,
+        options: { ...meta.options },
+      };
+      this.#facts = { meta, facts };
+    }
+    return this.#facts.facts;
   }
 
   envelope(): LocalEnvelope {

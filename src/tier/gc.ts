@@ -1,5 +1,11 @@
 import { labelOf, type PartitionAddress } from "../log/partition.ts";
-import type { DeleteResult, ListOptions, ListPage } from "../objectstore/object_store.ts";
+import type {
+  BodySource,
+  DeleteResult,
+  ListOptions,
+  ListPage,
+  PutOptions,
+} from "../objectstore/object_store.ts";
 import { assert } from "../runtime/assert.ts";
 import {
   classifyObject,
@@ -8,12 +14,20 @@ import {
   type ObjectClass,
   objectClasses,
 } from "./object_class.ts";
-import { type ParsedObjectKey, parseObjectKey } from "./object_keys.ts";
+import {
+  deadMarkBody,
+  deadMarkKey,
+  incarnationIdOf,
+  incarnationOfKey,
+  type ParsedObjectKey,
+  parseObjectKey,
+} from "./object_keys.ts";
 
 /** The store operations GC needs; the retrying store and every backend have them. */
 export interface GcStore {
   list(prefix: string, options?: ListOptions): Promise<ListPage>;
   delete(keys: readonly string[]): Promise<DeleteResult[]>;
+  put(key: string, body: BodySource, options: PutOptions): Promise<unknown>;
 }
 
 export type GcMode = "dry-run" | "delete";
@@ -49,6 +63,13 @@ export interface GcReport {
   deletedObjects: number;
   deletedBytes: number;
   deleteFailures: { key: string; error: string }[];
+  /** Dead marks put before the first delete of an incarnation's objects (`deadMarkKey`). */
+  deadMarksPut: number;
+  /**
+   * Garbage kept for a later run: the manifests and dead marks of incarnations whose data this run
+   * listed (they go once none of it is left).
+   */
+  deferredObjects: number;
   /** True when `pagesMax` stopped the listing before its end. */
   truncated: boolean;
 }
@@ -73,8 +94,11 @@ export async function runGc(o: GcOptions): Promise<GcReport> {
     deletedObjects: 0,
     deletedBytes: 0,
     deleteFailures: [],
+    deadMarksPut: 0,
+    deferredObjects: 0,
     truncated: false,
   };
+  const marks = new DeadMarks(o, report);
   const pagesMax = o.pagesMax ?? 10_000_000;
   let startAfter: string | undefined;
   for (let page = 0; page < pagesMax; page++) {
@@ -87,10 +111,13 @@ export async function runGc(o: GcOptions): Promise<GcReport> {
       const c = classifyObject(key, obj.lastModifiedMs, table, now, o.deleteGraceMs);
       report.classes[c].objects++;
       report.classes[c].bytes += obj.sizeBytes;
-      if (isGarbage(c)) doomed.push(obj);
+      if (marks.mayDelete(key, c)) doomed.push(obj);
     }
     report.listedObjects += listed.objects.length;
-    if (o.mode === "delete" && doomed.length > 0) await deleteAll(o.store, doomed, report);
+    if (o.mode === "delete" && doomed.length > 0) {
+      await marks.putMissing();
+      await deleteAll(o.store, doomed, report);
+    }
     o.progress?.(report.listedObjects);
     if (listed.nextStartAfter === null) return report;
     assert(startAfter === undefined || listed.nextStartAfter > startAfter, "GC listing must move forward");
@@ -109,6 +136,55 @@ async function deleteAll(store: GcStore, doomed: { key: string; sizeBytes: numbe
     } else if (report.deleteFailures.length < deleteFailuresKeptMax) {
       report.deleteFailures.push({ key: result.key, error: result.error.message });
     }
+  }
+}
+
+/**
+ * The GC run's dead marks: an incarnation's objects are deleted only once its mark is stored (put
+ * before the page's deletes), and its manifest and mark only in a run that lists none of its data.
+ */
+class DeadMarks {
+  readonly #o: GcOptions;
+  readonly #report: GcReport;
+  readonly #marked = new Set<string>();
+  readonly #dataListed = new Set<string>();
+  readonly #missing = new Map<string, string>();
+
+  constructor(o: GcOptions, report: GcReport) {
+    this.#o = o;
+    this.#report = report;
+  }
+
+  /**
+   * Whether a listed object of class `c` goes now: garbage, and for a dead incarnation's manifest or
+   * mark, none of its data listed this run. Notes the mark a dead incarnation's data needs first.
+   */
+  mayDelete(key: ParsedObjectKey, c: ObjectClass): boolean {
+    if (key.kind === "unrecognized" || key.kind === "topic_manifest") return isGarbage(c);
+    const id = incarnationIdOf(key);
+    if (key.kind === "dead_mark") this.#marked.add(id);
+    if (key.kind === "segment") this.#dataListed.add(id);
+    // Retention's deletions below a live incarnation's watermark need no mark.
+    if (!isGarbage(c) || c === "below_deleted_watermark") return isGarbage(c);
+    if (key.kind === "segment") {
+      if (!this.#marked.has(id)) this.#missing.set(id, deadMarkKey(incarnationOfKey(this.#o.root, key)));
+      return true;
+    }
+    if (!this.#dataListed.has(id)) return true;
+    this.#report.deferredObjects++;
+    return false;
+  }
+
+  /** Puts the marks this page's deletes need (a failure throws: nothing of it is deleted then). */
+  async putMissing(): Promise<void> {
+    for (const [id, key] of this.#missing) {
+      await this.#o.store.put(key, async function* () {
+        yield deadMarkBody;
+      }, { sizeBytes: deadMarkBody.length, metadata: {}, ifAbsent: false });
+      this.#marked.add(id);
+      this.#report.deadMarksPut++;
+    }
+    this.#missing.clear();
   }
 }
 
@@ -137,6 +213,10 @@ export function formatGcTable(r: GcReport): string {
       }`
       : "dry run: nothing deleted (--mode delete deletes the garbage classes)",
   );
+  if (r.deadMarksPut > 0) lines.push(`dead marks put: ${r.deadMarksPut}`);
+  if (r.deferredObjects > 0) {
+    lines.push(`deferred: ${r.deferredObjects} manifests and dead marks, deleted by a run after their data`);
+  }
   if (r.deleteFailures.length > 0) lines.push(`delete failures: ${r.deleteFailures.length}`);
   if (r.truncated) lines.push("the listing stopped at its page bound before the end of the prefix");
   return lines.join("\n");
@@ -152,6 +232,8 @@ export function gcJson(r: GcReport): Record<string, unknown> {
     deleted_objects: r.deletedObjects,
     deleted_bytes: r.deletedBytes,
     delete_failures: r.deleteFailures,
+    dead_marks_put: r.deadMarksPut,
+    deferred_objects: r.deferredObjects,
     truncated: r.truncated,
   };
 }

@@ -12,12 +12,15 @@ import { type IncarnationSource, OrphanSweep } from "./housekeeping_orphan_sweep
 import { verifyBelowFloor } from "./housekeeping_verify.ts";
 import { incarnationOf } from "./object_keys.ts";
 import type { UploadDeps } from "./segment_uploader.ts";
+import type { TopicFacts } from "./topic_manifest.ts";
 
 export interface HousekeptPartition {
   key: string;
   partition: Partition;
   /** Untiered topics have no objects: housekeeping leaves them alone. Read at each use. */
   tiered(): boolean;
+  /** Partition 0's topic's facts (a new object when they change), uploaded as the topic manifest. */
+  topicFacts?(): TopicFacts | null;
 }
 
 /** What housekeeping reads of its shard's tier service, at each use. */
@@ -74,6 +77,9 @@ interface SeenPartition {
   purgeGeneration: number;
   floor: number;
   deletedUpToOffset: number;
+  /** Partition 0's topic facts as last seen, and how many times they changed (0: none kept). */
+  topicFacts: TopicFacts | null;
+  topicVersion: number;
   round: number;
 }
 
@@ -204,23 +210,29 @@ export class Housekeeping implements HousekeepingGaugeSource {
   }
 
   /**
-   * Notes a tiered partition whose incarnation, floor or watermark moved since its last look.
-   * An unchanged one costs a few comparisons and no allocation.
+   * Notes a tiered partition whose incarnation, floor, watermark or topic facts moved since its last
+   * look. An unchanged one costs a few comparisons and no allocation.
    */
   #look(p: HousekeptPartition): void {
     if (!p.tiered()) return;
     const sb = p.partition.superblock;
+    const facts = p.topicFacts?.() ?? null;
     let seen = this.#seen.get(p.key);
     if (
       seen === undefined || seen.createdRevision !== sb.createdRevision ||
       seen.purgeGeneration !== sb.purgeGeneration || seen.floor !== sb.tieredUpToOffset ||
-      seen.deletedUpToOffset !== sb.deletedUpToOffset
+      seen.deletedUpToOffset !== sb.deletedUpToOffset || seen.topicFacts !== facts
     ) {
+      const topicVersion = facts === null
+        ? 0
+        : (seen?.topicVersion ?? 0) + (seen?.topicFacts === facts ? 0 : 1);
       seen = {
         createdRevision: sb.createdRevision,
         purgeGeneration: sb.purgeGeneration,
         floor: sb.tieredUpToOffset,
         deletedUpToOffset: sb.deletedUpToOffset,
+        topicFacts: facts,
+        topicVersion,
         round: this.#lookRound,
       };
       this.#seen.set(p.key, seen);
@@ -229,6 +241,7 @@ export class Housekeeping implements HousekeepingGaugeSource {
         incarnation: `${sb.createdRevision}-${sb.purgeGeneration}`,
         floor: sb.tieredUpToOffset,
         deletedUpToOffset: sb.deletedUpToOffset,
+        topicVersion,
       });
     }
     seen.round = this.#lookRound;
@@ -264,8 +277,13 @@ export class Housekeeping implements HousekeepingGaugeSource {
         return deleteBelowWatermark(this.#deps, inc, job, budget);
       case "delete_pending":
         return deletePending(this.#deps, inc, job, budget);
-      case "upload_manifest":
-        return uploadManifest(this.#deps, p.key, p.partition, inc, budget);
+      case "upload_manifest": {
+        const seen = this.#seen.get(p.key);
+        const topic = seen?.topicFacts == null
+          ? null
+          : { facts: seen.topicFacts, version: seen.topicVersion };
+        return uploadManifest(this.#deps, p.key, p.partition, inc, budget, topic);
+      }
       case "verify": {
         const deps = { ...this.#deps, upload: this.#deps.tier.uploadDeps };
         return verifyBelowFloor(deps, p.key, p.partition, inc, job.fromOffset, budget);

@@ -43,6 +43,11 @@ export interface PartitionView {
   incarnation: string;
   floor: number;
   deletedUpToOffset: number;
+  /**
+   * How many times partition 0 has seen its topic's facts change (its manifest job uploads the
+   * topic manifest too); 0 for every other partition.
+   */
+  topicVersion: number;
 }
 
 interface Watermark {
@@ -62,7 +67,9 @@ export interface PartitionHousekeeping {
   listedBelow: number;
   /** Objects listed below the eligible watermark, queued for deletion; at most the cap. */
   pendingDeletions: readonly PendingDeletion[];
-  /** What the last uploaded manifest described (`floor:watermark`), null before the first. */
+  /** Partition 0's count of its topic's changes; 0 for the others (`PartitionView`). */
+  topicVersion: number;
+  /** What the last uploaded manifest described (`manifestDescribes`), null before the first. */
   manifestOf: string | null;
   manifestAtMs: number;
   verifiedAtMs: number;
@@ -243,9 +250,12 @@ function observePartition(
   nowMs: number,
   deleteGraceMs: number,
 ): PartitionHousekeeping {
-  const p = previous === undefined || previous.incarnation !== view.incarnation
-    ? fresh(view, nowMs)
-    : { ...previous, floor: view.floor, watermarks: pruned(previous.watermarks, nowMs, deleteGraceMs) };
+  const p = previous === undefined || previous.incarnation !== view.incarnation ? fresh(view, nowMs) : {
+    ...previous,
+    floor: view.floor,
+    topicVersion: view.topicVersion,
+    watermarks: pruned(previous.watermarks, nowMs, deleteGraceMs),
+  };
   if (view.deletedUpToOffset <= (p.watermarks.at(-1)?.offset ?? 0)) {
     return { ...p, deletedUpToOffset: view.deletedUpToOffset };
   }
@@ -268,6 +278,7 @@ function fresh(view: PartitionView, nowMs: number): PartitionHousekeeping {
   return {
     incarnation: view.incarnation,
     floor: view.floor,
+    topicVersion: view.topicVersion,
     deletedUpToOffset: 0,
     watermarks: [],
     deletedBelow: 0,

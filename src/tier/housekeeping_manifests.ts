@@ -5,7 +5,9 @@ import type { RequestBudget } from "./housekeeping_budget.ts";
 import type { JobOutcome } from "./housekeeping_core.ts";
 import type { HousekeepingMetrics } from "./housekeeping_metrics.ts";
 import { encodeManifest, manifestOf } from "./manifest.ts";
-import { manifestKey, type PartitionIncarnation } from "./object_keys.ts";
+import { manifestDescribes } from "./housekeeping_plan.ts";
+import { manifestKey, type PartitionIncarnation, topicManifestKey } from "./object_keys.ts";
+import { encodeTopicManifest, type TopicFacts, type TopicManifest } from "./topic_manifest.ts";
 
 /** What uploading a manifest needs. */
 export interface ManifestUploadDeps {
@@ -13,9 +15,16 @@ export interface ManifestUploadDeps {
   metrics?: HousekeepingMetrics;
 }
 
+/** Partition 0's topic facts, and the version of them the core knows, for the topic manifest. */
+export interface ManifestTopic {
+  facts: TopicFacts;
+  version: number;
+}
+
 /**
- * Uploads the partition's manifest as it is now, over the one before, and reports which floor and
- * watermark it describes (the core uploads again only when they moved).
+ * Uploads the partition's manifest as it is now, over the one before, and with `topic` (partition
+ * 0's) the topic manifest beside it; reports what it describes (`manifestDescribes`: the core
+ * uploads again only when the floor, the watermark or the topic moved).
  */
 export async function uploadManifest(
   deps: ManifestUploadDeps,
@@ -23,21 +32,47 @@ export async function uploadManifest(
   partition: Partition,
   inc: PartitionIncarnation,
   budget: RequestBudget,
+  topic: ManifestTopic | null = null,
 ): Promise<JobOutcome> {
   const manifest = manifestOf(partition);
-  const bytes = encodeManifest(manifest);
+  // Without room for both requests, the partition's goes alone and the topic's waits for a run with room.
+  const withTopic = topic !== null && budget.left >= 2 ? topic : null;
   budget.take();
-  await deps.store.put(manifestKey(inc), async function* () {
+  await putSmall(deps, manifestKey(inc), encodeManifest(manifest));
+  deps.metrics?.manifestsUploaded.inc();
+  if (withTopic !== null) {
+    const key = topicManifestKey(inc.prefix, inc.clusterId, inc.streamId, inc.topicId);
+    budget.take();
+    await putSmall(deps, key, encodeTopicManifest(topicManifestOf(inc, withTopic.facts)));
+  }
+  const describes = manifestDescribes({
+    floor: manifest.tieredUpToOffset,
+    deletedUpToOffset: manifest.deletedUpToOffset,
+    topicVersion: withTopic?.version ?? 0,
+  });
+  return { kind: "upload_manifest", partition: partitionKey, describes };
+}
+
+function topicManifestOf(inc: PartitionIncarnation, facts: TopicFacts): TopicManifest {
+  return {
+    version: storageFormatVersion,
+    clusterId: inc.clusterId,
+    streamId: inc.streamId,
+    streamName: facts.streamName,
+    topicId: inc.topicId,
+    topicName: facts.topicName,
+    createdAtMs: facts.createdAtMs,
+    options: facts.options,
+  };
+}
+
+/** One small object, written over any before it. */
+async function putSmall(deps: ManifestUploadDeps, key: string, bytes: Uint8Array): Promise<void> {
+  await deps.store.put(key, async function* () {
     yield bytes;
   }, {
     sizeBytes: bytes.length,
     metadata: { "format-version": String(storageFormatVersion) },
     ifAbsent: false,
   });
-  deps.metrics?.manifestsUploaded.inc();
-  return {
-    kind: "upload_manifest",
-    partition: partitionKey,
-    describes: `${manifest.tieredUpToOffset}:${manifest.deletedUpToOffset}`,
-  };
 }

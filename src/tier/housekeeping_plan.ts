@@ -16,7 +16,7 @@ export function nextPlanAtMs(state: HousekeepingState, nowMs: number): number {
       if (w.offset > p.listedBelow) atMs = Math.min(atMs, w.seenAtMs + c.deleteGraceMs);
     }
     if (p.floor === 0) continue;
-    if (`${p.floor}:${p.deletedUpToOffset}` !== p.manifestOf) {
+    if (manifestDescribes(p) !== p.manifestOf) {
       atMs = Math.min(atMs, p.manifestAtMs + c.manifestUploadIntervalMs);
     }
     atMs = Math.min(atMs, p.verifiedAtMs + c.verifyIntervalMs);
@@ -34,7 +34,7 @@ export function plan(state: HousekeepingState, nowMs: number): HousekeepingJob[]
   for (const [key, p] of state.partitions) {
     const deletion = plannedDeletion(key, p, eligibleWatermark(p, nowMs, c.deleteGraceMs), c);
     if (deletion !== null) deletes.push(deletion);
-    const describes = `${p.floor}:${p.deletedUpToOffset}`;
+    const describes = manifestDescribes(p);
     if (p.floor > 0 && describes !== p.manifestOf && nowMs - p.manifestAtMs >= c.manifestUploadIntervalMs) {
       manifests.push({ kind: "upload_manifest", partition: key, describes });
     }
@@ -47,6 +47,17 @@ export function plan(state: HousekeepingState, nowMs: number): HousekeepingJob[]
     ? [{ kind: "orphan_sweep", startAfter: state.sweepAfter }]
     : [];
   return [...deletes, ...manifests, ...sweep, ...verifies];
+}
+
+/**
+ * What a manifest upload of the partition now would describe: its floor and watermark, and for
+ * partition 0 the version of its topic's facts (a topic manifest goes up with it).
+ */
+export function manifestDescribes(
+  p: Pick<PartitionHousekeeping, "floor" | "deletedUpToOffset" | "topicVersion">,
+): string {
+  const partition = `${p.floor}:${p.deletedUpToOffset}`;
+  return p.topicVersion === 0 ? partition : `${partition}:t${p.topicVersion}`;
 }
 
 /** A batch of the queued keys when there are any, else a listing from the cursor when one is due. */

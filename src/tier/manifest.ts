@@ -29,8 +29,15 @@ export interface ManifestSegment {
   endOffset: number;
   sizeBytes: number;
   maxTimestampUs: number;
-  /** The .log's CRC32 when a marker records it (evicted segments); null while the .log is local. */
+  /**
+   * The rest of a marker's fields, from the segment's marker once it has one (evicted or uploaded
+   * and then reopened); null while only the `.log` is local, when a restore HEADs the object instead.
+   * An older manifest lacks the last three: they read as null.
+   */
   logCrc32: number | null;
+  indexSizeBytes: number | null;
+  startTimestampUs: number | null;
+  endTimestampUs: number | null;
 }
 
 /** Segments in one manifest at most: the newest this many (docs/DESIGN.md, "Housekeeping"). */
@@ -47,6 +54,9 @@ export function manifestOf(partition: Partition): PartitionManifest {
       sizeBytes: s.sizeBytes,
       maxTimestampUs: s.maxTimestampUs,
       logCrc32: s.marker?.logCrc32 ?? null,
+      indexSizeBytes: s.marker?.indexSizeBytes ?? null,
+      startTimestampUs: s.marker?.startTimestampUs ?? null,
+      endTimestampUs: s.marker?.endTimestampUs ?? null,
     }));
   return {
     version: storageFormatVersion,
@@ -70,6 +80,11 @@ export function decodeManifest(bytes: Uint8Array): PartitionManifest {
   }
   if (m?.version !== storageFormatVersion || !Array.isArray(m.segments)) {
     throw new Error("Cannot read manifest: unknown format");
+  }
+  for (const s of m.segments) {
+    s.indexSizeBytes ??= null;
+    s.startTimestampUs ??= null;
+    s.endTimestampUs ??= null;
   }
   return m;
 }

@@ -19,7 +19,7 @@ export type IncarnationTable = ReadonlyMap<string, KnownPartition>;
  * - `below_deleted_watermark`: current incarnation, but total retention deleted every offset in it;
  * - `stale_generation`: the partition exists under the same revision but was purged since;
  * - `unknown_incarnation`: its stream, topic or partition was deleted, or its data directory wiped
- *   (the partition was recreated under a new revision);
+ *   (the partition was recreated under a new revision); for a topic manifest, its topic was deleted;
  * - `in_grace`: would be garbage, but is younger than `delete_grace`;
  * - `unrecognized`: not a key this layout writes; never deleted.
  */
@@ -67,6 +67,8 @@ function garbageClass(parsed: ParsedObjectKey, table: IncarnationTable): ObjectC
   if (parsed.kind === "unrecognized") return "unrecognized";
   const known = table.get(labelOf(parsed.address));
   if (known === undefined) return "unknown_incarnation";
+  // A topic manifest belongs to the topic, whatever incarnation its partition 0 is in.
+  if (parsed.kind === "topic_manifest") return "live";
   if (known === "unreadable") return "live";
   if (known.createdRevision !== parsed.createdRevision) return "unknown_incarnation";
   if (parsed.purgeGeneration < known.purgeGeneration) return "stale_generation";

@@ -53,6 +53,28 @@ export function manifestKey(p: PartitionIncarnation): string {
 }
 
 /**
+ * `{prefix}/{cluster}/meta/{stream}/{topic}/{partition}/{revision}-{generation}/dead`: the mark the
+ * orphan sweep and the GC command put before deleting the first object of an incarnation they found
+ * gone, and delete after its last. A restore refuses an incarnation that has one.
+ */
+export function deadMarkKey(p: PartitionIncarnation): string {
+  return `${clusterRoot(p.prefix, p.clusterId)}meta/${incarnationPath(p)}dead`;
+}
+
+/** A dead mark's body: its key says everything; one byte, as some stores refuse an empty put. */
+export const deadMarkBody: Uint8Array = new Uint8Array([0x44]);
+
+/** `{prefix}/{cluster}/meta/{stream}/{topic}/topic.bin`: the topic manifest. */
+export function topicManifestKey(
+  prefix: string,
+  clusterId: string,
+  streamId: number,
+  topicId: number,
+): string {
+  return `${clusterRoot(prefix, clusterId)}meta/${streamId}/${topicId}/topic.bin`;
+}
+
+/**
  * A key placed after every key of an incarnation: listing from it skips the rest of that
  * incarnation ("~" sorts after the digits, "." and lower-case letters of segment and manifest names).
  */
@@ -73,10 +95,18 @@ export type ParsedObjectKey =
     file: "log" | "index";
   }
   | {
-    kind: "manifest";
+    /** A partition manifest, or a dead mark (`deadMarkKey`). */
+    kind: "manifest" | "dead_mark";
     address: PartitionAddress;
     createdRevision: string;
     purgeGeneration: number;
+    incarnationPrefix: string;
+  }
+  | {
+    kind: "topic_manifest";
+    /** The topic's partition 0: the manifest lives as long as the topic does. */
+    address: PartitionAddress;
+    /** The key itself: a topic manifest is a unit of its own (the orphan sweep skips past it). */
     incarnationPrefix: string;
   }
   | { kind: "unrecognized" };
@@ -93,6 +123,9 @@ export function parseObjectKey(root: string, key: string): ParsedObjectKey {
   if (!key.startsWith(root)) return { kind: "unrecognized" };
   const parts = key.slice(root.length).split("/");
   const meta = parts[0] === "meta";
+  if (meta && parts.length === 4 && parts[3] === "topic.bin") {
+    return parseTopicManifestKey(key, parts[1], parts[2]);
+  }
   const [stream, topic, partition, incarnation, file, ...rest] = meta ? parts.slice(1) : parts;
   if (rest.length > 0 || file === undefined) return { kind: "unrecognized" };
   if (![stream, topic, partition].every((id) => idPattern.test(id ?? ""))) return { kind: "unrecognized" };
@@ -105,10 +138,46 @@ export function parseObjectKey(root: string, key: string): ParsedObjectKey {
     purgeGeneration: Number(inc[2]),
     incarnationPrefix: key.slice(0, key.length - file.length),
   };
-  if (meta) return file === "manifest.bin" ? { kind: "manifest", ...common } : { kind: "unrecognized" };
+  if (meta && file === "manifest.bin") return { kind: "manifest", ...common };
+  if (meta && file === "dead") return { kind: "dead_mark", ...common };
+  if (meta) return { kind: "unrecognized" };
   const seg = segmentPattern.exec(file);
   if (seg === null) return { kind: "unrecognized" };
   return { kind: "segment", ...common, startOffset: Number(seg[1]), file: seg[2] as "log" | "index" };
+}
+
+function parseTopicManifestKey(
+  key: string,
+  stream: string | undefined,
+  topic: string | undefined,
+): ParsedObjectKey {
+  if (![stream, topic].every((id) => idPattern.test(id ?? ""))) return { kind: "unrecognized" };
+  const address = { streamId: Number(stream), topicId: Number(topic), partitionId: 0 };
+  return { kind: "topic_manifest", address, incarnationPrefix: key };
+}
+
+/** `{stream}/{topic}/{partition}@{revision}-{generation}`: names one incarnation, whichever of its keys it comes from. */
+export function incarnationIdOf(
+  key: Extract<ParsedObjectKey, { kind: "segment" | "manifest" | "dead_mark" | "topic_manifest" }>,
+): string {
+  const a = key.address;
+  if (key.kind === "topic_manifest") return `${a.streamId}/${a.topicId}@topic`;
+  return `${a.streamId}/${a.topicId}/${a.partitionId}@${key.createdRevision}-${key.purgeGeneration}`;
+}
+
+/** The incarnation a parsed key of it belongs to, under the cluster root `root` (`{prefix}/{cluster}/`). */
+export function incarnationOfKey(
+  root: string,
+  key: Extract<ParsedObjectKey, { kind: "segment" | "manifest" | "dead_mark" }>,
+): PartitionIncarnation {
+  const parts = root.split("/");
+  return {
+    prefix: parts.slice(0, -2).join("/"),
+    clusterId: parts.at(-2)!,
+    ...key.address,
+    createdRevision: key.createdRevision,
+    purgeGeneration: key.purgeGeneration,
+  };
 }
 
 /** `{stream}/{topic}/{partition}/{revision}-{generation}/`: an incarnation below any root. */

@@ -1,3 +1,4 @@
+import type { TopicFacts } from "../../src/tier/topic_manifest.ts";
 import type { Test } from "tap";
 import type { HousekeepingConfig } from "../../src/config/config.ts";
 import type { Cooperation } from "../../src/runtime/cooperation.ts";
@@ -74,6 +75,8 @@ export interface TierHarnessOptions {
   sweepsOrphans?: boolean | (() => boolean);
   /** Which partitions the service leads, as in a cluster; absent: all of them, as on a single node. */
   leadership?: TierLeadership;
+  /** The partition's topic facts (it is partition 0), for the topic manifest; none by default. */
+  topicFacts?: () => TopicFacts | null;
 }
 
 export async function tierHarness(t: Test, envelope: LocalEnvelope, options: TierHarnessOptions = {}) {
@@ -119,7 +122,13 @@ export async function tierHarness(t: Test, envelope: LocalEnvelope, options: Tie
     ...(options.cooperation !== undefined ? { cooperation: options.cooperation } : {}),
     ...(options.leadership !== undefined ? { leadership: options.leadership } : {}),
   });
-  tier.addPartition({ key: "1/1/0", partition, tiered: () => true, envelope: () => envelope });
+  tier.addPartition({
+    key: "1/1/0",
+    partition,
+    tiered: () => true,
+    envelope: () => envelope,
+    ...(options.topicFacts !== undefined ? { topicFacts: options.topicFacts } : {}),
+  });
   const control = await LocalControlLog.open(disk, `${data}/control/shard-0.log`);
   t.teardown(() => control.close());
   await tier.attachControlLog(options.controlLog?.(control) ?? control);

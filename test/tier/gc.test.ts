@@ -14,7 +14,7 @@ import { runGc } from "../../src/tier/gc.ts";
 import { parseGcArgs } from "../../src/tier/gc_args.ts";
 import { readIncarnationTable } from "../../src/tier/incarnation_table.ts";
 import type { ObjectClass } from "../../src/tier/object_class.ts";
-import { clusterRoot, manifestKey, segmentKeys } from "../../src/tier/object_keys.ts";
+import { clusterRoot, deadMarkKey, manifestKey, segmentKeys } from "../../src/tier/object_keys.ts";
 import { configCopy } from "../helpers/config_copy.ts";
 import { openServer } from "../helpers/open_server.ts";
 
@@ -80,7 +80,7 @@ async function seeded(t: Test) {
       utimesSync(`${dataPath}/objects/objects/${key}`, hourAgoS, hourAgoS);
     }
   }
-  return { dir: server.dir, dataPath, fs, root, expected };
+  return { dir: server.dir, dataPath, fs, root, expected, inc, rev };
 }
 
 /** A store whose listings come in pages of 4 keys, to exercise paging. */
@@ -108,7 +108,7 @@ async function allKeys(store: ObjectStore, root: string): Promise<string[]> {
 }
 
 t.test("GC classifies a seeded bucket exactly, dry-run deletes nothing, delete removes only the garbage classes", async (t) => {
-  const { dataPath, fs, root, expected } = await seeded(t);
+  const { dataPath, fs, root, expected, inc, rev } = await seeded(t);
   let tableReads = 0;
   const options = {
     store: smallPages(fs),
@@ -133,13 +133,27 @@ t.test("GC classifies a seeded bucket exactly, dry-run deletes nothing, delete r
 
   const run = await runGc({ ...options, mode: "delete" });
   const garbage = ["below_deleted_watermark", "stale_generation", "unknown_incarnation"] as const;
-  t.equal(run.deletedObjects, garbage.reduce((n, c) => n + want(c), 0));
+  const staleManifest = manifestKey(inc(1, 0, rev, 0));
+  const deadIncarnations = [
+    inc(1, 0, rev, 0),
+    inc(2, 0, "00000000000000aa", 0),
+    inc(1, 0, "00000000000000bb", 0),
+    inc(1, 7, rev, 0),
+  ];
+  t.equal(run.deadMarksPut, 4, "a dead mark for each dead incarnation, before its objects went");
+  t.equal(run.deferredObjects, 1, "the stale incarnation's manifest waits: its data was listed in this run");
+  t.equal(run.deletedObjects, garbage.reduce((n, c) => n + want(c), 0) - 1);
   t.same(run.deleteFailures, []);
   const kept = [...expected].filter(([, c]) => !(garbage as readonly string[]).includes(c)).map(([k]) => k);
-  t.same(await allKeys(fs, root), kept.sort(), "live, in_grace and unrecognized objects remain");
+  t.same(
+    await allKeys(fs, root),
+    [...kept, staleManifest, ...deadIncarnations.map(deadMarkKey)].sort(),
+    "live, in_grace and unrecognized objects remain, with the dead marks and the deferred manifest",
+  );
 
   const again = await runGc({ ...options, mode: "delete" });
-  t.equal(again.deletedObjects, 0, "a second run finds no garbage");
+  t.equal(again.deletedObjects, 0, "a second run finds no garbage it may delete yet");
+  t.equal(again.deadMarksPut, 0, "the marks are there");
 });
 
 t.test("the GC command: dry-run JSON by default, delete on request, refusals with exit 2", async (t) => {
@@ -172,8 +186,10 @@ t.test("the GC command: dry-run JSON by default, delete on request, refusals wit
   const table = await gc("--config", config, "--mode", "delete");
   t.equal(table.code, 0, table.err);
   t.match(table.out, /stale_generation\s+3\s+30/);
-  t.match(table.out, /deleted\s+9\s+90/);
-  t.equal((await allKeys(fs, root)).length, expected.size - 9);
+  t.match(table.out, /deleted\s+8\s+80/);
+  t.match(table.out, /dead marks put: 4/);
+  t.match(table.out, /deferred: 1 manifests and dead marks/);
+  t.equal((await allKeys(fs, root)).length, expected.size - 8 + 4);
 
   const bad = await gc("--mode", "everything");
   t.equal(bad.code, 2);

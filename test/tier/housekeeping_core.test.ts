@@ -30,6 +30,7 @@ const view = (over: Partial<PartitionView> = {}): PartitionView => ({
   incarnation: "aa-0",
   floor: 0,
   deletedUpToOffset: 0,
+  topicVersion: 0,
   ...over,
 });
 

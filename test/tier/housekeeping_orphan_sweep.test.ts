@@ -11,6 +11,7 @@ import { RequestBudget } from "../../src/tier/housekeeping_budget.ts";
 import { HousekeepingMetrics } from "../../src/tier/housekeeping_metrics.ts";
 import { OrphanSweep } from "../../src/tier/housekeeping_orphan_sweep.ts";
 import {
+  deadMarkKey,
   incarnationPrefix,
   manifestKey,
   type PartitionIncarnation,
@@ -69,18 +70,24 @@ async function setup(liveSegments = 2) {
 t.test("orphans are deleted only once sweeps a grace apart found them; live and stray keys are kept", async (t) => {
   const { clock, sim, sweep, orphans, registry } = await setup();
   const present = () => sim.keys().length;
+  const marks = [deadMarkKey(stale), deadMarkKey(deleted)];
   t.same(await sweep.run(null, new RequestBudget(10, undefined)), { kind: "orphan_sweep", nextAfter: null });
-  t.equal(present(), 6, "the first sweep only notes what it found");
+  t.equal(present(), 8, "the first sweep only notes what it found, and marks both incarnations dead");
+  t.ok(marks.every((k) => sim.peek(k) !== undefined), "a dead mark for each dead incarnation");
   t.equal(await metric(registry, /strata_housekeeping_orphans_found_total (\d+)/), 3);
   clock.advance(30_000);
   await sweep.run(null, new RequestBudget(10, undefined));
-  t.equal(present(), 6, "half a grace later, nothing yet");
+  t.equal(present(), 8, "half a grace later, nothing yet");
   clock.advance(30_000);
   await sweep.run(null, new RequestBudget(10, undefined));
   t.ok(
     orphans.every((k) => sim.peek(k) === undefined),
     "a grace after they were first found, the orphans go",
   );
+  t.ok(marks.every((k) => sim.peek(k) !== undefined), "the dead marks outlive the data they mark");
+  t.equal(await metric(registry, /strata_housekeeping_deleted_objects_total\{reason="orphan"\} (\d+)/), 3);
+  clock.advance(30_000);
+  await sweep.run(null, new RequestBudget(10, undefined));
   t.same(
     sim.keys(),
     [
@@ -88,8 +95,62 @@ t.test("orphans are deleted only once sweeps a grace apart found them; live and 
       `${root}1/1/0/a1-1/00000000000000000010.log`,
       `${root}stray-file`,
     ].sort(),
+    "a grace after the marks were first listed, with none of their data left, they go too",
   );
-  t.equal(await metric(registry, /strata_housekeeping_deleted_objects_total\{reason="orphan"\} (\d+)/), 3);
+  t.equal(await metric(registry, /strata_housekeeping_deleted_objects_total\{reason="orphan"\} (\d+)/), 5);
+});
+
+t.test("nothing of a dead incarnation is deleted until its dead mark is stored", async (t) => {
+  const { clock, sim, sweep, orphans } = await setup();
+  let refusing = true;
+  const put = sim.put.bind(sim);
+  sim.put = (key, body, options) =>
+    refusing && key === deadMarkKey(stale) ? Promise.reject(new Error("refused")) : put(key, body, options);
+  for (let i = 0; i < 4; i++) {
+    await t.rejects(
+      sweep.run(null, new RequestBudget(10, undefined)),
+      /refused/,
+      "the sweep fails at the mark",
+    );
+    clock.advance(60_000);
+  }
+  t.ok(orphans.every((k) => sim.peek(k) !== undefined), "four graces on, nothing was deleted");
+  t.equal(sim.peek(deadMarkKey(stale)), undefined);
+  refusing = false;
+  for (let i = 0; i < 4; i++) {
+    await sweep.run(null, new RequestBudget(10, undefined));
+    clock.advance(60_000);
+  }
+  t.ok(
+    [...orphans, deadMarkKey(stale), deadMarkKey(deleted)].every((k) => sim.peek(k) === undefined),
+    "all of it goes once the store takes the mark",
+  );
+});
+
+t.test("a dead mark stays while its incarnation's data does", async (t) => {
+  const { clock, sim, sweep } = await setup();
+  const stuck = segmentKeys(deleted, 0).log;
+  let refusing = true;
+  const remove = sim.delete.bind(sim);
+  sim.delete = async (keys) => {
+    const kept = refusing ? keys.filter((k) => k === stuck) : [];
+    const results = await remove(keys.filter((k) => !kept.includes(k)));
+    return [...results, ...kept.map((key) => ({ key, error: new Error("refused") }))];
+  };
+  for (let i = 0; i < 4; i++) {
+    await sweep.run(null, new RequestBudget(10, undefined));
+    clock.advance(60_000);
+  }
+  t.ok(sim.peek(stuck) !== undefined, "the object whose delete fails is left");
+  t.ok(sim.peek(deadMarkKey(deleted)) !== undefined, "so its incarnation's dead mark stays");
+  t.equal(sim.peek(deadMarkKey(stale)), undefined, "the other incarnation's went after its data");
+  refusing = false;
+  for (let i = 0; i < 3; i++) {
+    await sweep.run(null, new RequestBudget(10, undefined));
+    clock.advance(60_000);
+  }
+  t.equal(sim.peek(stuck), undefined);
+  t.equal(sim.peek(deadMarkKey(deleted)), undefined, "the mark goes in a sweep after its last data");
 });
 
 t.test("a page that ends inside a live incarnation skips the rest of it; a spent budget resumes where it stopped", async (t) => {
@@ -109,7 +170,17 @@ t.test("a page that ends inside a live incarnation skips the rest of it; a spent
   );
   clock.advance(60_000);
   await sweep.run(null, new RequestBudget(10, undefined));
-  t.ok(orphans.every((k) => sim.peek(k) === undefined), "deleted by the next sweep");
+  t.ok(
+    sim.peek(segmentKeys(deleted, 0).log) === undefined,
+    "the deleted incarnation's orphan goes with the next sweep",
+  );
+  t.ok(
+    sim.peek(segmentKeys(stale, 0).log) !== undefined && sim.peek(deadMarkKey(stale)) !== undefined,
+    "the stale one, found first by a run without room for its dead mark, is marked now and goes later",
+  );
+  clock.advance(60_000);
+  await sweep.run(null, new RequestBudget(10, undefined));
+  t.ok(orphans.every((k) => sim.peek(k) === undefined), "deleted by the sweep after");
 });
 
 t.test("purge during an upload: it lands under the old generation, its floor is rejected, the orphan sweep deletes it after the grace", async (t) => {
@@ -176,14 +247,18 @@ t.test("a deleted topic's objects are orphans: the sweep deletes them after the 
   h.tier.removePartition("1/1/0");
   const deletedAtMs = h.clock.nowMs();
   t.ok(
-    await h.runUntil(() => objects.every((k) => h.sim.peek(k) === undefined), 30_000),
-    "every object swept",
+    await h.runUntil(() => h.sim.peek(deadMarkKey(inc)) !== undefined, 30_000),
+    "the sweep marks the incarnation dead",
+  );
+  t.ok(
+    await h.runUntil(() => [...objects, deadMarkKey(inc)].every((k) => h.sim.peek(k) === undefined), 60_000),
+    "every object swept, its dead mark last",
   );
   t.ok(h.clock.nowMs() - deletedAtMs >= 60_000, "after the grace");
   t.ok(await metric(h.registry, /strata_housekeeping_orphans_found_total (\d+)/) >= objects.length);
   t.equal(
     await metric(h.registry, /strata_housekeeping_deleted_objects_total\{reason="orphan"\} (\d+)/),
-    objects.length,
+    objects.length + 1,
   );
 });
 

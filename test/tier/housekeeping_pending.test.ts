@@ -26,7 +26,7 @@ const config = {
   verifyIntervalMs: 3_600_000,
   sweepsOrphans: false,
 };
-const view = { key: "1/1/0", incarnation: "aa-0", floor: 0, deletedUpToOffset: 100 };
+const view = { key: "1/1/0", incarnation: "aa-0", floor: 0, deletedUpToOffset: 100, topicVersion: 0 };
 
 /** The `.index` and `.log` of segments starting at 0, 10, ..., 90, in key order. */
 const objectsBelow100: PendingDeletion[] = Array.from({ length: 10 }, (_, i) => i * 10).flatMap((start) => [

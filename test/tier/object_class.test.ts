@@ -3,10 +3,14 @@ import { classifyObject, type IncarnationTable, type KnownPartition } from "../.
 import {
   afterIncarnation,
   clusterRoot,
+  deadMarkKey,
+  incarnationIdOf,
+  incarnationOfKey,
   incarnationPrefix,
   manifestKey,
   parseObjectKey,
   segmentKeys,
+  topicManifestKey,
 } from "../../src/tier/object_keys.ts";
 
 const root = clusterRoot("strata", "c1");
@@ -33,6 +37,25 @@ t.test("keys written by the layout parse back to their incarnation and offset; a
   });
   t.match(parseObjectKey(root, keys.index), { kind: "segment", file: "index" });
   t.match(parseObjectKey(root, manifestKey(inc(3, "00ab", 4))), { kind: "manifest", purgeGeneration: 4 });
+  t.match(parseObjectKey(root, deadMarkKey(inc(3, "00ab", 4))), {
+    kind: "dead_mark",
+    address: { streamId: 1, topicId: 2, partitionId: 3 },
+    createdRevision: "00ab",
+    purgeGeneration: 4,
+  });
+  t.same(parseObjectKey(root, topicManifestKey("strata", "c1", 1, 2)), {
+    kind: "topic_manifest",
+    address: { streamId: 1, topicId: 2, partitionId: 0 },
+    incarnationPrefix: `${root}meta/1/2/topic.bin`,
+  });
+  t.equal(topicManifestKey("strata", "c1", 1, 2), `${root}meta/1/2/topic.bin`);
+  t.equal(deadMarkKey(inc(3, "00ab", 4)), `${root}meta/1/2/3/00ab-4/dead`);
+  t.equal(
+    incarnationIdOf(parseObjectKey(root, deadMarkKey(inc(3, "00ab", 4))) as never),
+    incarnationIdOf(parseObjectKey(root, keys.log) as never),
+    "a dead mark and a segment of one incarnation name it alike",
+  );
+  t.same(incarnationOfKey(root, parseObjectKey(root, keys.log) as never), inc(3, "00ab", 4));
   for (
     const odd of [
       "strata/c2/1/2/3/00ab-4/00000000000000001234.log",
@@ -42,6 +65,9 @@ t.test("keys written by the layout parse back to their incarnation and offset; a
       `${root}1/2/03/00ab-4/00000000000000001234.log`,
       `${root}1/2/3/00ab-4/extra/00000000000000001234.log`,
       `${root}meta/1/2/3/00ab-4/other.bin`,
+      `${root}meta/1/02/topic.bin`,
+      `${root}meta/1/2/topic.json`,
+      `${root}meta/1/topic.bin`,
       `${root}probe/x`,
     ]
   ) {
@@ -90,5 +116,16 @@ t.test("each class: live, below the watermark, stale generation, unknown incarna
     "no LastModified",
   );
   t.equal(classOf(`${root}notes.txt`), "unrecognized");
+  t.equal(
+    classOf(topicManifestKey("strata", "c1", 1, 2)),
+    "live",
+    "a topic manifest, while its topic exists",
+  );
+  t.equal(classOf(topicManifestKey("strata", "c1", 1, 9)), "unknown_incarnation", "a deleted topic's");
+  t.equal(
+    classOf(deadMarkKey(inc(0, "aa", 1))),
+    "stale_generation",
+    "a dead mark goes as its incarnation's objects do",
+  );
   t.end();
 });
