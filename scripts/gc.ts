@@ -14,11 +14,12 @@ import { RealClock } from "../src/runtime/real_clock.ts";
 import { Rng } from "../src/runtime/rng.ts";
 import { CliArgsError } from "../src/config/cli_args.ts";
 import { readMetadata } from "../src/broker/local_metadata_store.ts";
-import { namesPartition } from "../src/broker/metadata.ts";
+import { namesPartition, referencedIncarnations } from "../src/broker/metadata.ts";
 import { initCrc32c } from "../src/runtime/crc32c.ts";
 import { formatGcTable, gcJson, runGc } from "../src/tier/gc.ts";
 import { gcUsage, parseGcArgs } from "../src/tier/gc_args.ts";
 import { readIncarnationTable } from "../src/tier/incarnation_table.ts";
+import type { PartitionAddress } from "../src/log/partition.ts";
 import { clusterRoot } from "../src/tier/object_keys.ts";
 
 class GcRefusedError extends Error {}
@@ -66,7 +67,8 @@ async function main(): Promise<number> {
         if (metadata === null) {
           throw new GcRefusedError(`Cannot run GC: the metadata under ${dataPath} vanished`);
         }
-        return readIncarnationTable(disk, dataPath, (a) => namesPartition(metadata, a), addresses);
+        const named = (a: PartitionAddress) => namesPartition(metadata, a);
+        return readIncarnationTable(disk, dataPath, named, addresses, referencedIncarnations(metadata));
       },
       progress: (listed) => console.error(`listed ${listed} objects`),
     });

@@ -10,7 +10,7 @@ import { yieldToReactor } from "../runtime/yield_to_reactor.ts";
 import { concurrently } from "../runtime/concurrently.ts";
 import type { IncarnationTable, KnownPartition } from "../tier/object_class.ts";
 import { AlreadyExistsError, ResourceNotFoundError, UnavailableError } from "./broker_errors.ts";
-import type { StreamMeta, TopicMeta } from "./metadata.ts";
+import { referencedIncarnations, type StreamMeta, type TopicMeta } from "./metadata.ts";
 import { addStream, addTopic, changeTopicOptions, removeStream, removeTopic } from "./metadata_changes.ts";
 import type { MetadataStore } from "./metadata_store.ts";
 import { checkName, checkTopicName } from "./names.ts";
@@ -157,7 +157,10 @@ export class Catalog {
 
   /** Every partition the metadata names, as the orphan sweep judges objects against it. */
   incarnationTable(): IncarnationTable {
-    const table = new Map<string, KnownPartition>();
+    const table = new Map<string, KnownPartition>() as Map<string, KnownPartition> & {
+      referenced?: ReadonlySet<string>;
+    };
+    table.referenced = referencedIncarnations(this.#store.doc);
     for (const topic of this.#topics.values()) {
       topic.slots.forEach((slot, partitionId) => {
         const key = labelOf({ streamId: topic.streamId, topicId: topic.meta.id, partitionId });

@@ -1,4 +1,5 @@
 import type { PartitionAddress } from "../log/partition.ts";
+import { incarnationId } from "../tier/object_keys.ts";
 import type { TopicOptions } from "./topic_options.ts";
 
 /** A topic as the metadata stores it: its id names its directory and its objects. */
@@ -7,6 +8,16 @@ export interface TopicMeta {
   name: string;
   createdAtMs: number;
   options: TopicOptions;
+  /** Set on a topic restored from the bucket: whose objects its partitions' oldest segments are. */
+  restoredFrom?: TopicRestoredFrom;
+}
+
+/** The topic a restore read, and the incarnation of each partition it took (docs/DESIGN.md, "Restore"). */
+export interface TopicRestoredFrom {
+  clusterId: string;
+  streamId: number;
+  topicId: number;
+  incarnations: { partitionId: number; createdRevision: string; purgeGeneration: number }[];
 }
 
 /** A stream as the metadata stores it, with its topics and the id its next topic gets. */
@@ -25,6 +36,23 @@ export interface Metadata {
   clusterId: string;
   nextStreamId: number;
   streams: StreamMeta[];
+}
+
+/**
+ * The incarnations of this cluster that restored topics read their oldest segments from
+ * (`incarnationId`): GC and the orphan sweep keep them, whatever became of their own partitions.
+ */
+export function referencedIncarnations(doc: Readonly<Metadata>): Set<string> {
+  const referenced = new Set<string>();
+  for (const topic of doc.streams.flatMap((s) => s.topics)) {
+    const from = topic.restoredFrom;
+    if (from === undefined || from.clusterId !== doc.clusterId) continue;
+    for (const i of from.incarnations) {
+      const address = { streamId: from.streamId, topicId: from.topicId, partitionId: i.partitionId };
+      referenced.add(incarnationId(address, i.createdRevision, i.purgeGeneration));
+    }
+  }
+  return referenced;
 }
 
 /** True when the document names the partition: its topic exists and has that many partitions. */

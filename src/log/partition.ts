@@ -40,6 +40,7 @@ async function finishPurge(disk: Disk, dir: string, superblock: Superblock): Pro
     ...superblock,
     ...resetForPurge(floorStateOf(superblock)),
     deletedUpToOffset: 0,
+    restoredFrom: null,
   };
   await writeSuperblock(disk, dir, next);
   return next;
@@ -116,6 +117,7 @@ export class Partition {
       purgeGeneration: 0,
       tieredUpToOffset: 0,
       deletedUpToOffset: 0,
+      restoredFrom: null,
     };
     await writeSuperblock(disk, dir, superblock);
     const segment = await PartitionLog.createSegment(disk, dir, 0);
@@ -183,7 +185,12 @@ export class Partition {
   async purge(): Promise<void> {
     await this.log.purge(() =>
       this.#changeSuperblock((current) => {
-        const next = { ...current, ...resetForPurge(floorStateOf(current)), deletedUpToOffset: 0 };
+        const next = {
+          ...current,
+          ...resetForPurge(floorStateOf(current)),
+          deletedUpToOffset: 0,
+          restoredFrom: null,
+        };
         return { next, result: undefined };
       })
     );

@@ -6,7 +6,7 @@ import { type EpochStart, epochStartsMax, LeaderEpochs } from "./leader_epochs.t
 import type { PartitionAddress } from "./partition.ts";
 import { encodeRemoteMarker, type RemoteMarker } from "./remote_marker.ts";
 import { segmentStem } from "./segment.ts";
-import { type Superblock, writeSuperblock } from "./superblock.ts";
+import { type RestoredFrom, type Superblock, writeSuperblock } from "./superblock.ts";
 
 /**
  * What a new replica of a tiered partition starts from instead of an empty log: the tiered part
@@ -23,6 +23,8 @@ export interface PartitionSeed {
   markers: RemoteMarker[];
   /** The epochs the tiered segments were written under, oldest first. */
   epochs: EpochStart[];
+  /** A restore's seed: the incarnation whose objects the markers name (their keys are its). */
+  restoredFrom?: RestoredFrom;
 }
 
 /** Finds the seed of a partition a node is about to create, or null when it has nothing tiered. */
@@ -82,6 +84,7 @@ export async function writeSeededPartition(disk: Disk, dir: string, seed: Partit
     purgeGeneration: seed.purgeGeneration,
     tieredUpToOffset: seed.tieredUpToOffset,
     deletedUpToOffset: seed.markers[0]!.startOffset,
+    restoredFrom: seed.restoredFrom ?? null,
   };
   await writeSuperblock(disk, dir, superblock);
 }

@@ -26,6 +26,24 @@ export interface Superblock {
    * grace").
    */
   deletedUpToOffset: number;
+  /**
+   * Set by a restore from the bucket (docs/DESIGN.md, "Restore"): the segments below
+   * `belowOffset` are objects of the incarnation the restore read, which keep their keys (another
+   * cluster's, stream's or topic's, perhaps); null otherwise. A purge drops it with the segments.
+   */
+  restoredFrom: RestoredFrom | null;
+}
+
+/** The incarnation a restored partition's oldest segments are objects of, and where they end. */
+export interface RestoredFrom {
+  clusterId: string;
+  streamId: number;
+  topicId: number;
+  partitionId: number;
+  createdRevision: string;
+  purgeGeneration: number;
+  /** Exclusive: the segments that start below it are that incarnation's objects. */
+  belowOffset: number;
 }
 
 export const superblockFileName = "superblock.bin";
@@ -47,5 +65,6 @@ export async function readSuperblock(disk: Disk, dir: string): Promise<Superbloc
     purgeGeneration: stored.purgeGeneration ?? 0,
     tieredUpToOffset: stored.tieredUpToOffset ?? 0,
     deletedUpToOffset: stored.deletedUpToOffset ?? 0,
+    restoredFrom: stored.restoredFrom ?? null,
   };
 }

@@ -7,7 +7,7 @@ import type { Logger } from "../runtime/logger.ts";
 import type { RequestBudget } from "./housekeeping_budget.ts";
 import type { JobOutcome } from "./housekeeping_core.ts";
 import type { HousekeepingMetrics } from "./housekeeping_metrics.ts";
-import { type PartitionIncarnation, segmentKeys } from "./object_keys.ts";
+import { objectIncarnation, type PartitionIncarnation, segmentKeys } from "./object_keys.ts";
 import { sealedSegmentOf, type UploadDeps, uploadSegment } from "./segment_uploader.ts";
 
 /** What the verify pass needs, re-uploads included. */
@@ -45,7 +45,10 @@ export async function verifyBelowFloor(
   for (const segment of segments) {
     if (budget.left < 2) return { kind: "verify", partition: partitionKey, nextFrom: segment.startOffset };
     budget.take(2);
-    const keys = segmentKeys(inc, segment.startOffset);
+    const keys = segmentKeys(
+      objectIncarnation(inc, sb.restoredFrom, segment.startOffset),
+      segment.startOffset,
+    );
     const [log, index] = [await deps.store.head(keys.log), await deps.store.head(keys.index)];
     const problem = problemOf(segment, log, index);
     if (problem === null) continue;

@@ -6,7 +6,7 @@ import type { IncarnationTable, KnownPartition } from "./object_class.ts";
 /**
  * Builds the incarnation table of the partitions named in `addresses` from a data directory:
  * `named` says which partitions the cluster's metadata has, each superblock says its revision,
- * generation and watermark. Reading is all it does, so it is safe beside a running server;
+ * generation and watermark; `referenced`, the incarnations restored topics read. Reading is all it does, so it is safe beside a running server;
  * callers read it after the listing it judges (see `classifyObject`).
  */
 export async function readIncarnationTable(
@@ -14,8 +14,10 @@ export async function readIncarnationTable(
   dataPath: string,
   named: (address: PartitionAddress) => boolean,
   addresses: Iterable<PartitionAddress>,
+  referenced: ReadonlySet<string> = new Set(),
 ): Promise<IncarnationTable> {
-  const table = new Map<string, KnownPartition>();
+  const table: Map<string, KnownPartition> & { referenced?: ReadonlySet<string> } = new Map();
+  table.referenced = referenced;
   for (const a of addresses) {
     const key = labelOf(a);
     if (table.has(key) || !named(a)) continue;

@@ -1,5 +1,5 @@
 import { labelOf } from "../log/partition.ts";
-import type { ParsedObjectKey } from "./object_keys.ts";
+import { incarnationIdOf, type ParsedObjectKey } from "./object_keys.ts";
 
 /**
  * What the metadata says about one partition address, read after the listing it judges: the
@@ -10,8 +10,16 @@ export type KnownPartition =
   | { createdRevision: string; purgeGeneration: number; deletedUpToOffset: number }
   | "unreadable";
 
-/** "{stream}/{topic}/{partition}" → what is known; an address absent from the table no longer exists. */
-export type IncarnationTable = ReadonlyMap<string, KnownPartition>;
+/**
+ * What the metadata knows, read after the listing it judges: by "{stream}/{topic}/{partition}",
+ * each partition's current incarnation (an address it lacks no longer exists); and the incarnations
+ * restored topics still read their oldest segments from (`incarnationIdOf`; docs/DESIGN.md,
+ * "Restore"), live whatever their own partitions became. A `Map` of the partitions is a table.
+ */
+export interface IncarnationTable {
+  get(label: string): KnownPartition | undefined;
+  readonly referenced?: ReadonlySet<string>;
+}
 
 /**
  * The classes of garbage and of what is kept (docs/DESIGN.md, "Garbage classes"):
@@ -65,6 +73,7 @@ export function classifyObject(
 
 function garbageClass(parsed: ParsedObjectKey, table: IncarnationTable): ObjectClass {
   if (parsed.kind === "unrecognized") return "unrecognized";
+  if (parsed.kind !== "topic_manifest" && table.referenced?.has(incarnationIdOf(parsed))) return "live";
   const known = table.get(labelOf(parsed.address));
   if (known === undefined) return "unknown_incarnation";
   // A topic manifest belongs to the topic, whatever incarnation its partition 0 is in.

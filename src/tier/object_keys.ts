@@ -1,5 +1,6 @@
 import type { PartitionAddress } from "../log/partition.ts";
 import { segmentStem } from "../log/segment.ts";
+import type { RestoredFrom } from "../log/superblock.ts";
 
 /** The identity of a partition incarnation in the bucket (docs/DESIGN.md, "The object key layout"). */
 export interface PartitionIncarnation {
@@ -29,6 +30,21 @@ export function incarnationOf(
     createdRevision: partition.superblock.createdRevision,
     purgeGeneration,
   };
+}
+
+/**
+ * The incarnation whose keys a segment's objects have: a restored partition's segments below
+ * `restoredFrom.belowOffset` keep the keys of the incarnation the restore read (docs/DESIGN.md,
+ * "Restore"); every other segment is the partition's own.
+ */
+export function objectIncarnation(
+  own: PartitionIncarnation,
+  restoredFrom: RestoredFrom | null,
+  startOffset: number,
+): PartitionIncarnation {
+  if (restoredFrom === null || startOffset >= restoredFrom.belowOffset) return own;
+  const { belowOffset: _belowOffset, ...source } = restoredFrom;
+  return { prefix: own.prefix, ...source };
 }
 
 /** `{prefix}/{cluster}/`: everything this cluster writes is under it. */
@@ -162,7 +178,16 @@ export function incarnationIdOf(
 ): string {
   const a = key.address;
   if (key.kind === "topic_manifest") return `${a.streamId}/${a.topicId}@topic`;
-  return `${a.streamId}/${a.topicId}/${a.partitionId}@${key.createdRevision}-${key.purgeGeneration}`;
+  return incarnationId(a, key.createdRevision, key.purgeGeneration);
+}
+
+/** `{stream}/{topic}/{partition}@{revision}-{generation}`: one incarnation's name. */
+export function incarnationId(
+  address: PartitionAddress,
+  createdRevision: string,
+  purgeGeneration: number,
+): string {
+  return `${address.streamId}/${address.topicId}/${address.partitionId}@${createdRevision}-${purgeGeneration}`;
 }
 
 /** The incarnation a parsed key of it belongs to, under the cluster root `root` (`{prefix}/{cluster}/`). */

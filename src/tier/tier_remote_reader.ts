@@ -13,7 +13,13 @@ import type { CacheMetrics } from "./cache_metrics.ts";
 import type { ChunkCache, ChunkRead, ChunkRef } from "./chunk_cache.ts";
 import { ChunkObjectShortError } from "./chunk_files.ts";
 import { chunkAt, type ChunkSpan, chunkStarts } from "./chunk_layout.ts";
-import { incarnationOf, incarnationPath, type PartitionIncarnation, segmentKeys } from "./object_keys.ts";
+import {
+  incarnationOf,
+  incarnationPath,
+  objectIncarnation,
+  type PartitionIncarnation,
+  segmentKeys,
+} from "./object_keys.ts";
 
 /** A cold poll's first range: the walk's own bytes, 64 KiB to 1 MiB (docs/DESIGN.md, "The chunk cache"). */
 export const firstRangeBytesMin = 64 * 1024;
@@ -164,14 +170,17 @@ export class TierRemoteReader implements RemoteReader {
   }
 
   #keys(segment: Segment) {
-    return segmentKeys(
-      incarnationOf(this.#o.prefix, this.#o.clusterId, this.#partition),
-      segment.startOffset,
-    );
+    return segmentKeys(this.#incarnation(segment), segment.startOffset);
+  }
+
+  /** Whose keys the segment's objects have: the partition's, or a restore's source's. */
+  #incarnation(segment: Segment): PartitionIncarnation {
+    const own = incarnationOf(this.#o.prefix, this.#o.clusterId, this.#partition);
+    return objectIncarnation(own, this.#partition.superblock.restoredFrom, segment.startOffset);
   }
 
   #chunk(segment: Segment, span: ChunkSpan): ChunkRef {
-    const incarnation = incarnationOf(this.#o.prefix, this.#o.clusterId, this.#partition);
+    const incarnation = this.#incarnation(segment);
     return {
       objectKey: segmentKeys(incarnation, segment.startOffset).log,
       cacheKey: chunkCacheKey(incarnation, segment, span),
@@ -180,7 +189,7 @@ export class TierRemoteReader implements RemoteReader {
   }
 
   #read(segment: Segment, span: ChunkSpan, position: number, wantBytes: number): ChunkRead {
-    const incarnation = incarnationOf(this.#o.prefix, this.#o.clusterId, this.#partition);
+    const incarnation = this.#incarnation(segment);
     return {
       objectKey: segmentKeys(incarnation, segment.startOffset).log,
       cacheKey: chunkCacheKey(incarnation, segment, span),
