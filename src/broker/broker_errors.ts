@@ -29,6 +29,11 @@ export class ResourceNotFoundError extends Error {
   override name = "ResourceNotFoundError";
 }
 
+/** A restore from the bucket that cannot go ahead: the bucket, the target or the request rules it out. */
+export class RestoreRefusedError extends Error {
+  override name = "RestoreRefusedError";
+}
+
 /** Tiering cannot be turned off for a topic that has segments in the object store. */
 export class RemoteSegmentsExistError extends Error {
   override name = "RemoteSegmentsExistError";

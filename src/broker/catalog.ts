@@ -9,8 +9,19 @@ import { Semaphore } from "../runtime/semaphore.ts";
 import { yieldToReactor } from "../runtime/yield_to_reactor.ts";
 import { concurrently } from "../runtime/concurrently.ts";
 import type { IncarnationTable, KnownPartition } from "../tier/object_class.ts";
-import { AlreadyExistsError, ResourceNotFoundError, UnavailableError } from "./broker_errors.ts";
-import { referencedIncarnations, type StreamMeta, type TopicMeta } from "./metadata.ts";
+import {
+  AlreadyExistsError,
+  ResourceNotFoundError,
+  RestoreRefusedError,
+  UnavailableError,
+} from "./broker_errors.ts";
+import {
+  referencedIncarnations,
+  type StreamMeta,
+  type TopicMeta,
+  type TopicRestoredFrom,
+} from "./metadata.ts";
+import type { PartitionSeed } from "../log/seeded_partition.ts";
 import { addStream, addTopic, changeTopicOptions, removeStream, removeTopic } from "./metadata_changes.ts";
 import type { MetadataStore } from "./metadata_store.ts";
 import { checkName, checkTopicName } from "./names.ts";
@@ -203,6 +214,36 @@ export class Catalog {
    * is refused if the id was taken meanwhile; on failure nothing of it is left.
    */
   async createTopic(streamName: string, topicName: string, options: TopicOptions): Promise<TopicDescription> {
+    return await this.#createTopic(streamName, topicName, options, null);
+  }
+
+  /**
+   * Creates a topic restored from the bucket (docs/DESIGN.md, "Restore"): each partition from its
+   * seed (markers of the objects it takes, which keep their keys), or empty where the bucket held
+   * nothing of it; the metadata records where it came from, which GC then keeps. A single node's
+   * only: a cluster's replicas would each need the seed and the floor committed.
+   */
+  async restoreTopic(
+    streamName: string,
+    topicName: string,
+    options: TopicOptions,
+    restore: { from: TopicRestoredFrom; seeds: readonly (PartitionSeed | null)[] },
+  ): Promise<TopicDescription> {
+    if (this.#deps.sharedMetadata) {
+      throw new RestoreRefusedError(
+        `Cannot restore topic ${streamName}/${topicName}: restoring into a cluster is not supported`,
+      );
+    }
+    assert(restore.seeds.length === options.partitions, "a restore seeds each partition or none");
+    return await this.#createTopic(streamName, topicName, options, restore);
+  }
+
+  async #createTopic(
+    streamName: string,
+    topicName: string,
+    options: TopicOptions,
+    restore: { from: TopicRestoredFrom; seeds: readonly (PartitionSeed | null)[] } | null,
+  ): Promise<TopicDescription> {
     checkTopicName(topicName);
     assert(
       Number.isInteger(options.partitions) && options.partitions >= 1 &&
@@ -220,12 +261,18 @@ export class Catalog {
       name: topicName,
       createdAtMs: this.#deps.clock.wallMs(),
       options,
+      ...(restore === null ? {} : { restoredFrom: restore.from }),
     };
     const slots: PartitionSlot[] = [];
     try {
       await concurrently(options.partitions, partitionOpensInFlightMax, async (p) => {
         const address = { streamId: stream.id, topicId: meta.id, partitionId: p };
-        slots[p] = { kind: "open", partition: await this.#deps.partitions.create(address, meta) };
+        const seed = restore?.seeds[p] ?? null;
+        const partitions = this.#deps.partitions;
+        const partition = seed === null
+          ? await partitions.create(address, meta)
+          : await partitions.createSeeded(address, meta, seed);
+        slots[p] = { kind: "open", partition };
       });
       await this.#store.commit((doc) => addTopic(doc, stream.id, streamName, meta));
     } catch (error) {

@@ -2,7 +2,7 @@ import type { Config } from "../config/config.ts";
 import type { LogConfig } from "../log/log_config.ts";
 import { Partition, type PartitionAddress, partitionDir } from "../log/partition.ts";
 import { superblockFileName } from "../log/superblock.ts";
-import { type PartitionSeeder, writeSeededPartition } from "../log/seeded_partition.ts";
+import { type PartitionSeed, type PartitionSeeder, writeSeededPartition } from "../log/seeded_partition.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Disk } from "../runtime/disk.ts";
 import type { Logger } from "../runtime/logger.ts";
@@ -74,6 +74,16 @@ export class PartitionOpener {
     const { disk, clock, rng, settings } = this.#deps;
     const revision = this.#deps.sharedRevisions ? sharedCreatedRevision(address, meta) : rng.hex64();
     return Partition.create(disk, clock, revision, settings.path, address, this.logConfig(meta.options));
+  }
+
+  /**
+   * A new partition of the topic `meta` that starts from `seed` (a restore's: markers of the
+   * objects it takes from the bucket, and an empty active segment at the offset after them).
+   */
+  async createSeeded(address: PartitionAddress, meta: TopicMeta, seed: PartitionSeed): Promise<Partition> {
+    const { disk, clock, settings, logger } = this.#deps;
+    await writeSeededPartition(disk, partitionDir(settings.path, address), seed);
+    return Partition.open(disk, clock, settings.path, address, this.logConfig(meta.options), logger);
   }
 
   /** An existing partition, or why it cannot serve (logged with its directory and error). */

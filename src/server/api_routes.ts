@@ -19,6 +19,7 @@ import { partitionStatsView, producedView, streamView, topicView } from "./views
 import type { GroupCoordinator } from "../groups/group_coordinator.ts";
 import { offsetsTopicName } from "../groups/offsets_log.ts";
 import { deleteGroup, groupIdOf, groupsView, groupView, offsetsView, resetOffsets } from "./group_routes.ts";
+import { parseRestoreRequest, type RestoreRunner } from "./restore_route.ts";
 
 export const pollCountDefault = 100;
 export const pollCountMax = 10_000;
@@ -41,6 +42,8 @@ export interface RouteContext {
   groups: GroupCoordinator | null;
   /** `[kafka] stream`: where the groups' topics live. */
   kafkaStream: string;
+  /** Restores a topic from the bucket; null without tiered storage. */
+  restore: RestoreRunner;
 }
 
 type RouteHandler = (ctx: RouteContext) => Promise<Response>;
@@ -212,6 +215,17 @@ export const apiRoutes: Route[] = [
   ),
   route("PUT", "/groups/:group/offsets", async (c) => {
     return reply(c, 200, await resetOffsets(c, groupIdOf(c.params[0]), await body(c)));
+  }),
+  route("POST", "/admin/restore", async (c) => {
+    const request = parseRestoreRequest(await body(c));
+    if (c.restore === null) {
+      throw badRequest(
+        "tiering_disabled",
+        "Cannot restore: tiered storage is off on this server (no bucket)",
+      );
+    }
+    const report = await c.restore(request);
+    return reply(c, request.dryRun ? 200 : 201, report);
   }),
 ];
 

@@ -9,6 +9,7 @@ import {
   RemoteSegmentsExistError,
   ReplicationTimeoutError,
   ResourceNotFoundError,
+  RestoreRefusedError,
   TieringDisabledError,
   UnavailableError,
   type UnavailableReason,
@@ -39,6 +40,7 @@ export function apiErrorOf(error: unknown): ApiError | null {
   if (error instanceof RemoteSegmentsExistError) {
     return conflict("remote_segments_exist", error.message, cause);
   }
+  if (error instanceof RestoreRefusedError) return conflict("restore_refused", error.message, cause);
   if (error instanceof ConsumerLimitError) return conflict("limit_exceeded", error.message, cause);
   if (error instanceof NotReplicatedError) return conflict("not_replicated", error.message, cause);
   if (error instanceof UnavailableError) {

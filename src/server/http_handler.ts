@@ -1,3 +1,4 @@
+import type { RestoreRunner } from "./restore_route.ts";
 import { scrapePieces } from "../runtime/labelled_series.ts";
 import type { GroupCoordinator } from "../groups/group_coordinator.ts";
 import type { Registry } from "prom-client";
@@ -33,6 +34,8 @@ export interface HttpHandlerDeps {
   groups?: GroupCoordinator | null;
   /** `[kafka] stream`, where the groups' topics live ("kafka" when absent). */
   kafkaStream?: string;
+  /** Restores a topic from the bucket (`POST /admin/restore`); absent or null without tiered storage. */
+  restore?: RestoreRunner;
 }
 
 /**
@@ -82,6 +85,7 @@ export function createHttpHandler(deps: HttpHandlerDeps): FetchHandler {
         pieceGate: deps.pieceGate,
         groups: deps.groups ?? null,
         kafkaStream: deps.kafkaStream ?? "kafka",
+        restore: deps.restore ?? null,
       });
     } catch (error) {
       if (error instanceof NotLeaderError) return notLeaderResponse(error, url, deps.httpAddressOf);

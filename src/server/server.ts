@@ -1,3 +1,4 @@
+import { restoreFromBucket } from "../broker/bucket_restore.ts";
 import { Gauge } from "prom-client";
 import { memoryUsage } from "node:process";
 import type { Config } from "../config/config.ts";
@@ -128,6 +129,12 @@ export class StrataServer {
       httpAddressOf: cluster === null ? undefined : (nodeId) => cluster.httpAddressOf(nodeId),
       groups,
       kafkaStream: config.kafka.stream,
+      restore: objectStore === null ? null : (request) =>
+        restoreFromBucket({
+          catalog: broker.catalog,
+          store: objectStore.store,
+          prefix: config.tieredStorage.s3.prefix,
+        }, request),
     });
   }
 

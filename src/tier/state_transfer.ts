@@ -1,25 +1,16 @@
-import type { EpochStart } from "../log/leader_epochs.ts";
 import { labelOf, type PartitionAddress } from "../log/partition.ts";
 import type { PartitionSeed, PartitionSeeder } from "../log/seeded_partition.ts";
-import { concatBytes } from "../runtime/bytes.ts";
 import { concurrently } from "../runtime/concurrently.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { DeadlineObjectStore } from "../objectstore/deadline_object_store.ts";
 import { incarnationPrefix, parseObjectKey, type PartitionIncarnation } from "./object_keys.ts";
-import {
-  chainBelowFloor,
-  markerOfObject,
-  StateTransferError,
-  type TieredObject,
-  tieredObjectOf,
-} from "./transfer_chain.ts";
+import { readChainEpochs } from "./chain_epochs.ts";
+import { chainBelowFloor, markerOfObject, StateTransferError, tieredObjectOf } from "./transfer_chain.ts";
 
 /** Tiered segments one transfer takes at most; a longer chain refuses (the replica copies instead). */
 export const transferSegmentsMax = 65_536;
 /** HEADs and epoch reads in flight at once during one transfer. */
 export const transferRequestsInFlightMax = 8;
-/** Bytes of a record batch's header up to and including its magic byte. */
-const batchHeaderPrefixBytes = 17;
 
 /** A partition's committed floor, as the cluster's control log holds it. */
 export interface CommittedFloor {
@@ -74,7 +65,7 @@ export class BucketStateTransfer implements PartitionSeeder {
       return tieredObjectOf(key, startOffset, await this.#deps.store.head(key));
     });
     const chain = chainBelowFloor(objects, floor.upToOffset);
-    const epochs = await this.#epochsOf(chain);
+    const epochs = await readChainEpochs(this.#deps.store, chain);
     const identity = { createdRevision, purgeGeneration: floor.purgeGeneration };
     const bytes = chain.reduce((n, o) => n + o.sizeBytes, 0);
     this.#deps.transferred?.(chain.length, bytes);
@@ -120,46 +111,5 @@ export class BucketStateTransfer implements PartitionSeeder {
       after = listed.nextStartAfter;
     }
     throw new StateTransferError(`the listing of ${prefix} did not end within ${pagesMax} pages`);
-  }
-
-  /** Where each leader epoch of the chain begins, oldest first, by bisection over the segments. */
-  async #epochsOf(chain: readonly TieredObject[]): Promise<EpochStart[]> {
-    const known = new Map<number, number>();
-    const epochAt = async (i: number): Promise<number> => {
-      const cached = known.get(i);
-      if (cached !== undefined) return cached;
-      const epoch = await this.#firstBatchEpoch(chain[i]!);
-      known.set(i, epoch);
-      return epoch;
-    };
-    const starts: EpochStart[] = [{ epoch: await epochAt(0), startOffset: chain[0]!.startOffset }];
-    // The epochs at `lo` and `hi` are read; pushes where they change between, in order.
-    const between = async (lo: number, hi: number): Promise<void> => {
-      const [low, high] = [await epochAt(lo), await epochAt(hi)];
-      if (low === high) return;
-      if (low > high) {
-        throw new StateTransferError(
-          `segment ${chain[hi]!.startOffset} is of leader epoch ${high}, below ${low} before it`,
-        );
-      }
-      if (hi === lo + 1) {
-        starts.push({ epoch: high, startOffset: chain[hi]!.startOffset });
-        return;
-      }
-      const mid = Math.floor((lo + hi) / 2);
-      await between(lo, mid);
-      await between(mid, hi);
-    };
-    await between(0, chain.length - 1);
-    return starts.filter((s) => s.epoch >= 0);
-  }
-
-  /** The partition leader epoch of a segment's first batch: 17 bytes of its object. */
-  async #firstBatchEpoch(o: TieredObject): Promise<number> {
-    const bytes = concatBytes(await this.#deps.store.getRange(o.key, 0, batchHeaderPrefixBytes));
-    if (bytes.length !== batchHeaderPrefixBytes || bytes[16] !== 2) {
-      throw new StateTransferError(`object ${o.key} does not begin with a record batch of magic 2`);
-    }
-    return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getInt32(12, false);
   }
 }
