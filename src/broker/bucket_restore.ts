@@ -80,6 +80,12 @@ export async function restoreFromBucket(
       request.topic,
     );
     const target = { stream: request.stream, topic: request.as ?? request.topic };
+    if (deps.catalog.sharesMetadata) {
+      // Each replica would need the seed, and the floor its control log: not supported yet.
+      throw new RestoreRefusedError(
+        `Cannot restore ${target.stream}/${target.topic}: restoring into a cluster is not supported`,
+      );
+    }
     const options = restoredOptions(topic);
     if (deps.catalog.findTopic(target.stream, target.topic) !== null) {
       throw new RestoreRefusedError(`Cannot restore ${target.stream}/${target.topic}: the topic exists`);
@@ -107,7 +113,7 @@ export async function restoreFromBucket(
       purgeGeneration: plan.purgeGeneration,
     }));
     const from = { clusterId, streamId: topic.streamId, topicId: topic.topicId, incarnations };
-    await deps.catalog.restoreTopic(target.stream, target.topic, options, { from, seeds });
+    await deps.catalog.createTopic(target.stream, target.topic, options, { from, seeds });
     return report;
   } catch (error) {
     // What the bucket holds rules the restore out: refused with the reason, never a server fault.

@@ -1,4 +1,4 @@
-import { labelOf, type Partition } from "../log/partition.ts";
+import type { Partition } from "../log/partition.ts";
 import { assert } from "../runtime/assert.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Disk } from "../runtime/disk.ts";
@@ -8,19 +8,10 @@ import type { Permit } from "../runtime/permit.ts";
 import { Semaphore } from "../runtime/semaphore.ts";
 import { yieldToReactor } from "../runtime/yield_to_reactor.ts";
 import { concurrently } from "../runtime/concurrently.ts";
-import type { IncarnationTable, KnownPartition } from "../tier/object_class.ts";
-import {
-  AlreadyExistsError,
-  ResourceNotFoundError,
-  RestoreRefusedError,
-  UnavailableError,
-} from "./broker_errors.ts";
-import {
-  referencedIncarnations,
-  type StreamMeta,
-  type TopicMeta,
-  type TopicRestoredFrom,
-} from "./metadata.ts";
+import type { IncarnationTable } from "../tier/object_class.ts";
+import { AlreadyExistsError, ResourceNotFoundError, UnavailableError } from "./broker_errors.ts";
+import { incarnationTableOf } from "./catalog_incarnations.ts";
+import type { StreamMeta, TopicMeta, TopicRestoredFrom } from "./metadata.ts";
 import type { PartitionSeed } from "../log/seeded_partition.ts";
 import { addStream, addTopic, changeTopicOptions, removeStream, removeTopic } from "./metadata_changes.ts";
 import type { MetadataStore } from "./metadata_store.ts";
@@ -31,6 +22,12 @@ import { planFollow } from "./metadata_follow.ts";
 import { runEach, throwFailures } from "./run_each.ts";
 import type { HostedTopic } from "./hosted_topic.ts";
 import { partitionsPerTopicMax, type TopicDefaults, type TopicOptions } from "./topic_options.ts";
+
+/** A restore's topic: where it came from, and each partition's seed (null: it starts empty). */
+export interface TopicRestore {
+  from: TopicRestoredFrom;
+  seeds: readonly (PartitionSeed | null)[];
+}
 
 /** Where the catalog's open partitions are served: the shards, which run their duties. */
 export interface PartitionHost {
@@ -168,26 +165,12 @@ export class Catalog {
 
   /** Every partition the metadata names, as the orphan sweep judges objects against it. */
   incarnationTable(): IncarnationTable {
-    const table = new Map<string, KnownPartition>() as Map<string, KnownPartition> & {
-      referenced?: ReadonlySet<string>;
-    };
-    table.referenced = referencedIncarnations(this.#store.doc);
-    for (const topic of this.#topics.values()) {
-      topic.slots.forEach((slot, partitionId) => {
-        const key = labelOf({ streamId: topic.streamId, topicId: topic.meta.id, partitionId });
-        if (slot.kind !== "open") {
-          table.set(key, "unreadable");
-          return;
-        }
-        const sb = slot.partition.superblock;
-        table.set(key, {
-          createdRevision: sb.createdRevision,
-          purgeGeneration: sb.purgeGeneration,
-          deletedUpToOffset: sb.deletedUpToOffset,
-        });
-      });
-    }
-    return table;
+    return incarnationTableOf(this.#store.doc, this.#topics.values());
+  }
+
+  /** True in a cluster, whose metadata every node shares. */
+  get sharesMetadata(): boolean {
+    return this.#deps.sharedMetadata === true;
   }
 
   // ---- streams ---------------------------------------------------------------------------------
@@ -211,39 +194,20 @@ export class Catalog {
 
   /**
    * Creates the topic's partitions under the stream's next topic id, then commits the topic, which
-   * is refused if the id was taken meanwhile; on failure nothing of it is left.
+   * is refused if the id was taken meanwhile; on failure nothing of it is left. With `restore` (a
+   * restore from the bucket, docs/DESIGN.md, "Restore"), a partition with a seed starts from it and
+   * the metadata records the source, which GC then keeps.
    */
-  async createTopic(streamName: string, topicName: string, options: TopicOptions): Promise<TopicDescription> {
-    return await this.#createTopic(streamName, topicName, options, null);
-  }
-
-  /**
-   * Creates a topic restored from the bucket (docs/DESIGN.md, "Restore"): each partition from its
-   * seed (markers of the objects it takes, which keep their keys), or empty where the bucket held
-   * nothing of it; the metadata records where it came from, which GC then keeps. A single node's
-   * only: a cluster's replicas would each need the seed and the floor committed.
-   */
-  async restoreTopic(
+  async createTopic(
     streamName: string,
     topicName: string,
     options: TopicOptions,
-    restore: { from: TopicRestoredFrom; seeds: readonly (PartitionSeed | null)[] },
+    restore: TopicRestore | null = null,
   ): Promise<TopicDescription> {
-    if (this.#deps.sharedMetadata) {
-      throw new RestoreRefusedError(
-        `Cannot restore topic ${streamName}/${topicName}: restoring into a cluster is not supported`,
-      );
-    }
-    assert(restore.seeds.length === options.partitions, "a restore seeds each partition or none");
-    return await this.#createTopic(streamName, topicName, options, restore);
-  }
-
-  async #createTopic(
-    streamName: string,
-    topicName: string,
-    options: TopicOptions,
-    restore: { from: TopicRestoredFrom; seeds: readonly (PartitionSeed | null)[] } | null,
-  ): Promise<TopicDescription> {
+    assert(
+      restore === null || restore.seeds.length === options.partitions,
+      "a restore seeds each partition or none",
+    );
     checkTopicName(topicName);
     assert(
       Number.isInteger(options.partitions) && options.partitions >= 1 &&
