@@ -220,13 +220,17 @@ t.test("a topic restored from the bucket reads back whole, and producing goes on
   const next = await b.produce("kafka", "t", [{ payload: new Uint8Array([1]) }], 0);
   t.equal(next.base_offset, 600, "producing goes on at the next offset");
 
-  // The admin call while the server runs: from the listing alone, then from a stale manifest.
+  // The admin call while the server runs: from the listing alone, then from a stale manifest. The
+  // running server writes under its own cluster id in the same bucket, so the source is named.
   const admin = (body: Record<string, unknown>) =>
-    fetch(`${target.baseUrl}/admin/restore`, { method: "POST", body: JSON.stringify(body) });
+    fetch(`${target.baseUrl}/admin/restore`, {
+      method: "POST",
+      body: JSON.stringify({ cluster_id: sourceCluster, ...body }),
+    });
   await store.delete([oldKey, otherKey]);
   const fromListing = await admin({ stream: "kafka", topic: "t", as: "t-listed" });
-  t.equal(fromListing.status, 201);
   const listedReport = await fromListing.json();
+  t.equal(fromListing.status, 201, JSON.stringify(listedReport));
   t.ok(
     listedReport.partitions.every((p: { sources: { source: string }[] }) =>
       p.sources.every((s) => s.source === "listing")
