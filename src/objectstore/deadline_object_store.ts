@@ -16,6 +16,9 @@ export interface DeadlineOptions {
   signal?: AbortSignal;
 }
 
+/** A GET's options under a deadline: `ifNoneMatch` makes it conditional (`NotModifiedError`). */
+export type DeadlineGetOptions = DeadlineOptions & { ifNoneMatch?: string };
+
 /** A put's options under a deadline: what the backend takes, less the per-attempt timeout. */
 export type DeadlinePutOptions = Omit<PutOptions, "timeoutMs"> & DeadlineOptions;
 
@@ -36,7 +39,7 @@ export interface DeadlineObjectStore {
     key: string,
     start: number,
     endExclusive: number,
-    options?: DeadlineOptions,
+    options?: DeadlineGetOptions,
   ): Promise<Uint8Array[]>;
   /**
    * Bytes [start, endExclusive) of an object handed to `onPiece` as they arrive; a retried attempt

@@ -9,6 +9,7 @@ import { SyncBehind } from "./sync_behind.ts";
 import {
   type BodySource,
   type DeleteResult,
+  type GetOptions,
   keysPerRequestMax,
   type ListOptions,
   type ListPage,
@@ -23,6 +24,7 @@ import {
   CorruptError,
   MalformedError,
   NotFoundError,
+  NotModifiedError,
   PreconditionFailedError,
 } from "./object_store_errors.ts";
 
@@ -90,7 +92,15 @@ export class FsObjectStore implements ObjectStore {
     }
   }
 
-  async getRange(key: string, start: number, endExclusive: number): Promise<Uint8Array[]> {
+  async getRange(
+    key: string,
+    start: number,
+    endExclusive: number,
+    options: GetOptions = {},
+  ): Promise<Uint8Array[]> {
+    if (options.ifNoneMatch !== undefined && (await this.head(key))?.etag === options.ifNoneMatch) {
+      throw new NotModifiedError(`Cannot get ${key}: not modified`, 304);
+    }
     // streamRange reuses one buffer for every piece: each is copied out before the next is read.
     const pieces: Uint8Array[] = [];
     await this.streamRange(key, start, endExclusive, (piece) => {
@@ -165,7 +175,9 @@ export class FsObjectStore implements ObjectStore {
     const objects = [];
     for (const k of pageKeys) {
       const head = await this.head(k);
-      if (head !== null) objects.push({ key: k, sizeBytes: head.sizeBytes, lastModifiedMs: mtimes.get(k)! });
+      if (head !== null) {
+        objects.push({ key: k, sizeBytes: head.sizeBytes, lastModifiedMs: mtimes.get(k)!, etag: head.etag });
+      }
     }
     return { objects, nextStartAfter: keys.length > maxKeys ? pageKeys.at(-1)! : null };
   }

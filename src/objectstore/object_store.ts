@@ -7,8 +7,11 @@
 export interface ObjectStore {
   /** Writes an object from a fresh stream of pieces; never takes a whole-object buffer. */
   put(key: string, body: BodySource, options: PutOptions): Promise<PutResult>;
-  /** Bytes [start, endExclusive) of an object, as pieces of at most 1 MiB. */
-  getRange(key: string, start: number, endExclusive: number, options?: OpOptions): Promise<Uint8Array[]>;
+  /**
+   * Bytes [start, endExclusive) of an object, as pieces of at most 1 MiB. With `ifNoneMatch`, an
+   * object that still has that ETag throws `NotModifiedError` instead (S3's conditional GET).
+   */
+  getRange(key: string, start: number, endExclusive: number, options?: GetOptions): Promise<Uint8Array[]>;
   /**
    * Bytes [start, endExclusive) of an object handed to `onPiece` as they arrive, in order, one at a
    * time (the next only once the promise of the one before resolved); resolves with the byte count.
@@ -50,6 +53,11 @@ export interface OpOptions {
   signal?: AbortSignal;
 }
 
+export interface GetOptions extends OpOptions {
+  /** Read only when the object's ETag is not this one. */
+  ifNoneMatch?: string;
+}
+
 export interface PutOptions extends OpOptions {
   /** Exact body length in bytes; a body that differs is refused. */
   sizeBytes: number;
@@ -85,6 +93,8 @@ export interface ListedObject {
    * the deletion grace is measured against (no object younger than `delete_grace` is deleted).
    */
   lastModifiedMs: number;
+  /** What `head` and `put` call the object's ETag: a watcher reads again only what changed. */
+  etag: string;
 }
 
 export interface ListPage {

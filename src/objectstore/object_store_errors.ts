@@ -1,10 +1,10 @@
 /**
  * Typed object-store errors. Each maps to a class before any retry logic sees it:
  * `retry` (transient), `fail` (non-transient: retried slowly by uploads, never skipped),
- * `not_found`, `auth` and `unsupported`. Messages never carry credentials. An error made from
+ * `not_found`, `not_modified` (a conditional GET's 304), `auth` and `unsupported`. Messages never carry credentials. An error made from
  * another (a transport failure, a disk error) keeps it as its `cause`.
  */
-export type ErrorClass = "retry" | "fail" | "not_found" | "auth" | "unsupported";
+export type ErrorClass = "retry" | "fail" | "not_found" | "not_modified" | "auth" | "unsupported";
 
 export abstract class ObjectStoreError extends Error {
   abstract readonly errorClass: ErrorClass;
@@ -20,6 +20,12 @@ export abstract class ObjectStoreError extends Error {
 export class NotFoundError extends ObjectStoreError {
   override name = "NotFoundError";
   readonly errorClass = "not_found";
+}
+
+/** A GET with `ifNoneMatch` whose object still has that ETag (S3's 304): nothing to read. */
+export class NotModifiedError extends ObjectStoreError {
+  override name = "NotModifiedError";
+  readonly errorClass = "not_modified";
 }
 
 export class PreconditionFailedError extends ObjectStoreError {

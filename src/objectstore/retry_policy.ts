@@ -41,7 +41,8 @@ export function decideRetry(
   random: number,
 ): RetryDecision {
   if (
-    errorClass === "not_found" || errorClass === "auth" || errorClass === "unsupported" || preconditionFailed
+    errorClass === "not_found" || errorClass === "not_modified" || errorClass === "auth" ||
+    errorClass === "unsupported" || preconditionFailed
   ) {
     return { retry: false, reason: `a ${errorClass} error is not retried` };
   }

@@ -1,6 +1,7 @@
 import type { Clock } from "../runtime/clock.ts";
 import type { Rng } from "../runtime/rng.ts";
 import type {
+  DeadlineGetOptions,
   DeadlineListOptions,
   DeadlineObjectStore,
   DeadlineOptions,
@@ -83,7 +84,7 @@ export class RetryingObjectStore implements DeadlineObjectStore {
     key: string,
     start: number,
     endExclusive: number,
-    options: DeadlineOptions = {},
+    options: DeadlineGetOptions = {},
   ): Promise<Uint8Array[]> {
     return this.#run(
       "get",
@@ -93,6 +94,7 @@ export class RetryingObjectStore implements DeadlineObjectStore {
         const pieces = await this.inner.getRange(key, start, endExclusive, {
           timeoutMs,
           ...signalOf(options),
+          ...(options.ifNoneMatch === undefined ? {} : { ifNoneMatch: options.ifNoneMatch }),
         });
         this.#metrics?.bytesReceived.inc({ op: "get" }, pieces.reduce((sum, p) => sum + p.length, 0));
         return pieces;

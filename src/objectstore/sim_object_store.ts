@@ -6,6 +6,7 @@ import { checkKey } from "./key_check.ts";
 import {
   type BodySource,
   type DeleteResult,
+  type GetOptions,
   keysPerRequestMax,
   type ListOptions,
   type ListPage,
@@ -22,6 +23,7 @@ import {
   CorruptError,
   MalformedError,
   NotFoundError,
+  NotModifiedError,
   type ObjectStoreError,
   PreconditionFailedError,
   ThrottledError,
@@ -182,11 +184,19 @@ export class SimObjectStore implements ObjectStore {
     }, size);
   }
 
-  getRange(key: string, start: number, endExclusive: number, options: OpOptions = {}): Promise<Uint8Array[]> {
+  getRange(
+    key: string,
+    start: number,
+    endExclusive: number,
+    options: GetOptions = {},
+  ): Promise<Uint8Array[]> {
     checkKey(key);
     return this.#attempt("get", key, options, () => {
       const object = this.#objects.get(key);
       if (object === undefined) throw new NotFoundError(`Cannot find object ${key}`, 404);
+      if (options.ifNoneMatch === object.etag) {
+        throw new NotModifiedError(`Cannot get ${key}: not modified`, 304);
+      }
       return toPieces(readRange(object.pieces, start, Math.min(endExclusive, object.sizeBytes)));
     }, Math.max(0, endExclusive - start));
   }
@@ -227,7 +237,12 @@ export class SimObjectStore implements ObjectStore {
       return {
         objects: page.map((k) => {
           const object = this.#objects.get(k)!;
-          return { key: k, sizeBytes: object.sizeBytes, lastModifiedMs: object.lastModifiedMs };
+          return {
+            key: k,
+            sizeBytes: object.sizeBytes,
+            lastModifiedMs: object.lastModifiedMs,
+            etag: object.etag,
+          };
         }),
         nextStartAfter: keys.length > maxKeys ? page.at(-1)! : null,
       };

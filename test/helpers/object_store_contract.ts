@@ -4,6 +4,7 @@ import {
   CorruptError,
   MalformedError,
   NotFoundError,
+  NotModifiedError,
   PreconditionFailedError,
 } from "../../src/objectstore/object_store_errors.ts";
 import { initCrc32c } from "../../src/runtime/crc32c.ts";
@@ -107,6 +108,38 @@ export function objectStoreContract(t: Test, store: ObjectStore, prefix: string,
       { "end-offset": "99", "crc32": String(crc32(bytes)) },
       "user metadata round trip",
     );
+  });
+
+  t.test("a listing names each object's ETag as head does; a GET if it changed reads only a changed object", async (t) => {
+    await initCrc32c();
+    const key = `${prefix}/etag/meta/manifest.bin`;
+    const write = async (bytes: Uint8Array) => {
+      const put = await store.put(key, bodyOf(bytes), {
+        sizeBytes: bytes.length,
+        metadata: {},
+        ifAbsent: false,
+      });
+      return put.etag;
+    };
+    const first = patterned(3000, 11);
+    await write(first);
+    const listed = (await store.list(`${prefix}/etag/`)).objects;
+    t.equal(listed.length, 1);
+    const etag = listed[0]!.etag;
+    t.ok(etag.length > 0, "the listing has an ETag");
+    t.equal((await store.head(key))!.etag, etag, "head says the same");
+    await t.rejects(
+      store.getRange(key, 0, first.length, { ifNoneMatch: etag }),
+      NotModifiedError,
+      "unchanged: not modified, nothing read",
+    );
+    const second = patterned(3000, 12);
+    await write(second);
+    const changed = (await store.list(`${prefix}/etag/`)).objects[0]!.etag;
+    t.not(changed, etag, "a write over it changes the listed ETag");
+    const read = concat(await store.getRange(key, 0, second.length, { ifNoneMatch: etag }));
+    t.ok(Buffer.compare(read, second) === 0, "changed: the new bytes");
+    await store.delete([key]);
   });
 
   t.test("a body that reuses one buffer for every piece is stored as it was sent", async (t) => {

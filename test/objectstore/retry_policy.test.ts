@@ -30,7 +30,7 @@ t.test("equal jitter draws uniformly from [delay/2, delay]", (t) => {
 });
 
 t.test("answers are not retried: not found, auth, unsupported, a failed precondition", (t) => {
-  for (const cls of ["not_found", "auth", "unsupported"] as const) {
+  for (const cls of ["not_found", "not_modified", "auth", "unsupported"] as const) {
     t.equal(decideRetry(cls, false, 1, 0, Infinity, p, 0.5).retry, false, cls);
   }
   t.equal(decideRetry("fail", true, 1, 0, Infinity, p, 0.5).retry, false, "precondition failed");

@@ -3,6 +3,7 @@ import {
   CorruptError,
   MalformedError,
   NotFoundError,
+  NotModifiedError,
   type ObjectStoreError,
   PreconditionFailedError,
   ThrottledError,
@@ -35,6 +36,7 @@ export function mapS3Error(what: string, status: number, code: string, message: 
     return new ThrottledError(detail, status);
   }
   if (status >= 500) return new TransportError(detail, status);
+  if (status === 304) return new NotModifiedError(detail, status);
   if (status === 412 || code === "PreconditionFailed") return new PreconditionFailedError(detail, status);
   if (status === 404 && code === "NoSuchBucket") return new UnsupportedError(detail, status);
   if (status === 404) return new NotFoundError(detail, status);

@@ -4,6 +4,7 @@ import { checkKey } from "../key_check.ts";
 import {
   type BodySource,
   type DeleteResult,
+  type GetOptions,
   keysPerRequestMax,
   type ListOptions,
   type ListPage,
@@ -88,7 +89,7 @@ export class S3ObjectStore implements ObjectStore {
     key: string,
     start: number,
     endExclusive: number,
-    options: OpOptions = {},
+    options: GetOptions = {},
   ): Promise<Uint8Array[]> {
     const what = `Cannot get ${key}`;
     const response = await this.#rangeGet(key, start, endExclusive, options, what);
@@ -136,14 +137,15 @@ export class S3ObjectStore implements ObjectStore {
     key: string,
     start: number,
     endExclusive: number,
-    options: OpOptions,
+    options: GetOptions,
     what: string,
   ): Promise<S3Response | null> {
     checkKey(key);
     if (endExclusive <= start) return null;
-    const headers = {
+    const headers: Record<string, string> = {
       range: `bytes=${start}-${endExclusive - 1}`,
       "x-amz-content-sha256": emptyPayloadSha256,
+      ...(options.ifNoneMatch === undefined ? {} : { "if-none-match": `"${options.ifNoneMatch}"` }),
     };
     try {
       return await this.#transport.request(

@@ -1,5 +1,6 @@
 import { XMLParser } from "fast-xml-parser";
 import type { ListedObject } from "../object_store.ts";
+import { trimEtag } from "./s3_response.ts";
 
 // Tag values stay strings: keys such as "00000000000000000001.log" must not become numbers.
 const parser = new XMLParser({
@@ -33,12 +34,14 @@ export interface ListV2Result {
 export function parseListV2(xml: string): ListV2Result {
   const result = parser.parse(xml)?.ListBucketResult;
   if (result === undefined) throw new Error("not a ListBucketResult");
-  const contents: { Key: string; Size: string; LastModified?: string }[] = result.Contents ?? [];
+  const contents: { Key: string; Size: string; LastModified?: string; ETag?: string }[] = result.Contents ??
+    [];
   return {
     objects: contents.map((c) => ({
       key: String(c.Key),
       sizeBytes: Number(c.Size),
       lastModifiedMs: lastModifiedOf(c.LastModified),
+      etag: trimEtag(String(c.ETag ?? "")),
     })),
     truncated: String(result.IsTruncated) === "true",
   };
