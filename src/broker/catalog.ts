@@ -11,8 +11,7 @@ import { concurrently } from "../runtime/concurrently.ts";
 import type { IncarnationTable } from "../tier/object_class.ts";
 import { AlreadyExistsError, ResourceNotFoundError, UnavailableError } from "./broker_errors.ts";
 import { incarnationTableOf } from "./catalog_incarnations.ts";
-import type { StreamMeta, TopicMeta, TopicRestoredFrom } from "./metadata.ts";
-import type { PartitionSeed } from "../log/seeded_partition.ts";
+import type { StreamMeta, TopicMeta, TopicRestore } from "./metadata.ts";
 import { addStream, addTopic, changeTopicOptions, removeStream, removeTopic } from "./metadata_changes.ts";
 import type { MetadataStore } from "./metadata_store.ts";
 import { checkName, checkTopicName } from "./names.ts";
@@ -22,12 +21,6 @@ import { planFollow } from "./metadata_follow.ts";
 import { runEach, throwFailures } from "./run_each.ts";
 import type { HostedTopic } from "./hosted_topic.ts";
 import { partitionsPerTopicMax, type TopicDefaults, type TopicOptions } from "./topic_options.ts";
-
-/** A restore's topic: where it came from, and each partition's seed (null: it starts empty). */
-export interface TopicRestore {
-  from: TopicRestoredFrom;
-  seeds: readonly (PartitionSeed | null)[];
-}
 
 /** Where the catalog's open partitions are served: the shards, which run their duties. */
 export interface PartitionHost {
@@ -204,10 +197,7 @@ export class Catalog {
     options: TopicOptions,
     restore: TopicRestore | null = null,
   ): Promise<TopicDescription> {
-    assert(
-      restore === null || restore.seeds.length === options.partitions,
-      "a restore seeds each partition or none",
-    );
+    assert(restore === null || restore.seeds.length === options.partitions, "a restore seeds each partition");
     checkTopicName(topicName);
     assert(
       Number.isInteger(options.partitions) && options.partitions >= 1 &&
@@ -231,11 +221,7 @@ export class Catalog {
     try {
       await concurrently(options.partitions, partitionOpensInFlightMax, async (p) => {
         const address = { streamId: stream.id, topicId: meta.id, partitionId: p };
-        const seed = restore?.seeds[p] ?? null;
-        const partitions = this.#deps.partitions;
-        const partition = seed === null
-          ? await partitions.create(address, meta)
-          : await partitions.createSeeded(address, meta, seed);
+        const partition = await this.#deps.partitions.create(address, meta, restore?.seeds[p] ?? null);
         slots[p] = { kind: "open", partition };
       });
       await this.#store.commit((doc) => addTopic(doc, stream.id, streamName, meta));

@@ -1,4 +1,5 @@
 import type { PartitionAddress } from "../log/partition.ts";
+import type { PartitionSeed } from "../log/seeded_partition.ts";
 import { incarnationId } from "../tier/object_keys.ts";
 import type { TopicOptions } from "./topic_options.ts";
 
@@ -10,6 +11,12 @@ export interface TopicMeta {
   options: TopicOptions;
   /** Set on a topic restored from the bucket: whose objects its partitions' oldest segments are. */
   restoredFrom?: TopicRestoredFrom;
+}
+
+/** A restore's topic: where it came from, and each partition's seed (null: it starts empty). */
+export interface TopicRestore {
+  from: TopicRestoredFrom;
+  seeds: readonly (PartitionSeed | null)[];
 }
 
 /** The topic a restore read, and the incarnation of each partition it took (docs/DESIGN.md, "Restore"). */

@@ -69,21 +69,22 @@ export class PartitionOpener {
     return `${this.streamDir(streamId)}/topics/${topicId}`;
   }
 
-  /** A new, empty partition of the topic `meta`. */
-  create(address: PartitionAddress, meta: TopicMeta): Promise<Partition> {
-    const { disk, clock, rng, settings } = this.#deps;
+  /**
+   * A new partition of the topic `meta`: empty, or with `seed` (a restore's: markers of the objects
+   * it takes from the bucket, and an empty active segment at the offset after them).
+   */
+  async create(
+    address: PartitionAddress,
+    meta: TopicMeta,
+    seed: PartitionSeed | null = null,
+  ): Promise<Partition> {
+    const { disk, clock, rng, settings, logger } = this.#deps;
+    if (seed !== null) {
+      await writeSeededPartition(disk, partitionDir(settings.path, address), seed);
+      return Partition.open(disk, clock, settings.path, address, this.logConfig(meta.options), logger);
+    }
     const revision = this.#deps.sharedRevisions ? sharedCreatedRevision(address, meta) : rng.hex64();
     return Partition.create(disk, clock, revision, settings.path, address, this.logConfig(meta.options));
-  }
-
-  /**
-   * A new partition of the topic `meta` that starts from `seed` (a restore's: markers of the
-   * objects it takes from the bucket, and an empty active segment at the offset after them).
-   */
-  async createSeeded(address: PartitionAddress, meta: TopicMeta, seed: PartitionSeed): Promise<Partition> {
-    const { disk, clock, settings, logger } = this.#deps;
-    await writeSeededPartition(disk, partitionDir(settings.path, address), seed);
-    return Partition.open(disk, clock, settings.path, address, this.logConfig(meta.options), logger);
   }
 
   /** An existing partition, or why it cannot serve (logged with its directory and error). */

@@ -14,8 +14,7 @@ export type NativeCrc32cOpener = (libraryPath: string) => Crc32cEngine;
  * unavailable.
  */
 export async function chooseCrc32c(
-  setting: Crc32cSetting,
-  libraryPath: string,
+  { crc32c: setting, crc32cLibrary: libraryPath }: { crc32c: Crc32cSetting; crc32cLibrary: string },
   openNative: NativeCrc32cOpener | undefined,
   logger: Logger,
 ): Promise<string> {

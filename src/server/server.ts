@@ -158,13 +158,7 @@ export class StrataServer {
     // number of partitions; the cache is inside the gate, so its closes and reopens take no turns.
     const openFiles = new OpenFileCache({ maxOpenFiles: config.system.maxOpenFiles });
     const disk = new GatedDisk(new FileCacheDisk(deps.disk, openFiles), pieceGate);
-    const crc32cEngine = await chooseCrc32c(
-      config.system.crc32c,
-      config.system.crc32cLibrary,
-      deps.openNativeCrc32c,
-      logger,
-    );
-    logger.info("crc32c", { engine: crc32cEngine });
+    logger.info("crc32c", { engine: await chooseCrc32c(config.system, deps.openNativeCrc32c, logger) });
     await disk.mkdirp(config.system.path);
     // On the disk itself, not through the gate: nothing is served yet, so its 1024 opens need no turns.
     await reserveFdTable(deps.disk, config, logger);

@@ -29,7 +29,10 @@ function setup() {
 
 t.test('"auto" takes the native engine when it opens, and every checksum goes to it', async (t) => {
   const { logger, working, opened, lines } = setup();
-  t.equal(await chooseCrc32c("auto", "libisal.so.2", working, logger), "native (libisal.so.2)");
+  t.equal(
+    await chooseCrc32c({ crc32c: "auto", crc32cLibrary: "libisal.so.2" }, working, logger),
+    "native (libisal.so.2)",
+  );
   t.same(opened, ["libisal.so.2"]);
   t.equal(crc32cEngineName(), "native (libisal.so.2)");
   t.equal(crc32c(new TextEncoder().encode("123456789")), 0xe3069283);
@@ -38,11 +41,11 @@ t.test('"auto" takes the native engine when it opens, and every checksum goes to
 
 t.test('"auto" falls back to WebAssembly with a warning naming the key when the library is missing', async (t) => {
   const { logger, missing, lines } = setup();
-  t.equal(await chooseCrc32c("auto", "libnone.so", missing, logger), "wasm");
+  t.equal(await chooseCrc32c({ crc32c: "auto", crc32cLibrary: "libnone.so" }, missing, logger), "wasm");
   t.equal(lines.length, 1);
   t.match(lines[0], /"level":"warn".*"key":"\[system\] crc32c_library".*"library":"libnone.so".*not found/);
   t.equal(
-    await chooseCrc32c("auto", "libisal.so.2", undefined, logger),
+    await chooseCrc32c({ crc32c: "auto", crc32cLibrary: "libisal.so.2" }, undefined, logger),
     "wasm",
     "an entry point without an opener",
   );
@@ -51,13 +54,15 @@ t.test('"auto" falls back to WebAssembly with a warning naming the key when the 
 t.test('"auto" refuses an engine that gives wrong checksums, and keeps WebAssembly', async (t) => {
   const { logger, lines } = setup();
   const wrong: NativeCrc32cOpener = () => ({ name: "wrong", crc32c: () => 0 });
-  t.equal(await chooseCrc32c("auto", "libwrong.so", wrong, logger), "wasm");
+  t.equal(await chooseCrc32c({ crc32c: "auto", crc32cLibrary: "libwrong.so" }, wrong, logger), "wasm");
   t.match(lines[0], /Cannot use the CRC32C engine wrong: it gives 00000000/);
 });
 
 t.test('"native" stops start-up with a ConfigError naming [system] crc32c when the library is missing', async (t) => {
   const { logger, missing } = setup();
-  const error = await chooseCrc32c("native", "libnone.so", missing, logger).catch((e) => e);
+  const error = await chooseCrc32c({ crc32c: "native", crc32cLibrary: "libnone.so" }, missing, logger).catch((
+    e,
+  ) => e);
   t.ok(error instanceof ConfigError);
   t.equal(error.key, "[system] crc32c");
   t.match(
@@ -69,8 +74,8 @@ t.test('"native" stops start-up with a ConfigError naming [system] crc32c when t
 
 t.test('"wasm" never opens the library', async (t) => {
   const { logger, working, opened } = setup();
-  await chooseCrc32c("auto", "libisal.so.2", working, logger);
-  t.equal(await chooseCrc32c("wasm", "libisal.so.2", working, logger), "wasm");
+  await chooseCrc32c({ crc32c: "auto", crc32cLibrary: "libisal.so.2" }, working, logger);
+  t.equal(await chooseCrc32c({ crc32c: "wasm", crc32cLibrary: "libisal.so.2" }, working, logger), "wasm");
   t.same(opened, ["libisal.so.2"], "opened once, by the auto choice before it");
   t.equal(crc32cEngineName(), "wasm");
 });
