@@ -1,5 +1,3 @@
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,6 +11,7 @@ import { decodeManifest } from "../../src/tier/manifest.ts";
 import { topicManifestKey } from "../../src/tier/object_keys.ts";
 import { configCopy } from "../helpers/config_copy.ts";
 import { kafkaAddressOf, kcat, kcatUnavailable } from "../helpers/kcat.ts";
+import { runDenoTask } from "../helpers/run_task.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 
 // A topic produced, tiered and evicted on one server; that server's data directory deleted; a fresh
@@ -76,18 +75,8 @@ function sameRecords(t: Test, got: PolledMessage[], want: PolledMessage[], what:
   t.equal(differing, -1, `${what}: every record byte for byte, offsets and timestamps unchanged`);
 }
 
-async function restoreCommand(config: string, env: Record<string, string>, ...args: string[]) {
-  const child = spawn("deno", ["task", "--quiet", "restore", "--config", config, ...args], {
-    cwd: new URL("../..", import.meta.url).pathname,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  let err = "";
-  child.stdout!.on("data", (d) => (out += d));
-  child.stderr!.on("data", (d) => (err += d));
-  const [code] = await once(child, "exit");
-  return { code: code as number, out, err };
+function restoreCommand(config: string, env: Record<string, string>, ...args: string[]) {
+  return runDenoTask("restore", ["--config", config, ...args], env);
 }
 
 /** Polls `check` every 100 ms until it holds, for at most `timeoutMs`. */

@@ -1,15 +1,6 @@
 import t from "tap";
+import { bitwiseCrc32c } from "../helpers/bitwise_crc32c.ts";
 import { crc32c, crc32cEngineName, initCrc32c, useCrc32cEngine } from "../../src/runtime/crc32c.ts";
-
-/** A plain bitwise CRC32C: slow, obviously right, independent of the engines under test. */
-function bitwiseCrc32c(data: Uint8Array): number {
-  let crc = 0xffffffff;
-  for (const byte of data) {
-    crc ^= byte;
-    for (let bit = 0; bit < 8; bit++) crc = (crc >>> 1) ^ (0x82f63b78 & -(crc & 1));
-  }
-  return (crc ^ 0xffffffff) >>> 0;
-}
 
 t.test("the WebAssembly engine gives the standard check value and the bitwise CRC's answers", async (t) => {
   await initCrc32c();

@@ -1,17 +1,9 @@
 import t from "tap";
+import { bitwiseCrc32c } from "../helpers/bitwise_crc32c.ts";
 import { ConfigError } from "../../src/config/config_error.ts";
 import { crc32c, crc32cEngineName } from "../../src/runtime/crc32c.ts";
 import { Logger } from "../../src/runtime/logger.ts";
 import { chooseCrc32c, type NativeCrc32cOpener } from "../../src/server/crc32c_choice.ts";
-
-function bitwiseCrc32c(data: Uint8Array): number {
-  let crc = 0xffffffff;
-  for (const byte of data) {
-    crc ^= byte;
-    for (let bit = 0; bit < 8; bit++) crc = (crc >>> 1) ^ (0x82f63b78 & -(crc & 1));
-  }
-  return (crc ^ 0xffffffff) >>> 0;
-}
 
 function setup() {
   const lines: string[] = [];

@@ -1,5 +1,3 @@
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { mkdirSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t, { type Test } from "tap";
@@ -17,6 +15,7 @@ import type { ObjectClass } from "../../src/tier/object_class.ts";
 import { clusterRoot, deadMarkKey, manifestKey, segmentKeys } from "../../src/tier/object_keys.ts";
 import { configCopy } from "../helpers/config_copy.ts";
 import { openServer } from "../helpers/open_server.ts";
+import { runDenoTask } from "../helpers/run_task.ts";
 
 const clusterId = "c0ffee";
 const disk = new NodeDisk();
@@ -160,19 +159,7 @@ t.test("the GC command: dry-run JSON by default, delete on request, refusals wit
   const { dir, fs, root, expected } = await seeded(t);
   const config = configCopy(dir, `\n`);
   const env = { STRATA_SYSTEM_CLUSTER_ID: clusterId };
-  const gc = async (...args: string[]) => {
-    const child = spawn("deno", ["task", "--quiet", "gc", ...args], {
-      cwd: new URL("../..", import.meta.url).pathname,
-      env: { ...process.env, ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    let err = "";
-    child.stdout!.on("data", (d) => (out += d));
-    child.stderr!.on("data", (d) => (err += d));
-    const [code] = await once(child, "exit");
-    return { code: code as number, out, err };
-  };
+  const gc = (...args: string[]) => runDenoTask("gc", args, env);
   const dry = await gc("--format", "json", "--config", config);
   t.equal(dry.code, 0, dry.err);
   const report = JSON.parse(dry.out);
