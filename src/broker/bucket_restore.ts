@@ -86,6 +86,12 @@ export async function restoreFromBucket(
         `Cannot restore ${target.stream}/${target.topic}: restoring into a cluster is not supported`,
       );
     }
+    if (topic.restoredFrom !== undefined) {
+      const from = topic.restoredFrom;
+      throw new RestoreRefusedError(
+        `Cannot restore ${request.stream}/${request.topic}: it was itself restored, and its oldest segments are objects of cluster ${from.clusterId}'s stream ${from.streamId} topic ${from.topicId}; restoring a restored topic is not supported`,
+      );
+    }
     const options = restoredOptions(topic);
     if (deps.catalog.findTopic(target.stream, target.topic) !== null) {
       throw new RestoreRefusedError(`Cannot restore ${target.stream}/${target.topic}: the topic exists`);

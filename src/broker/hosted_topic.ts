@@ -41,6 +41,13 @@ export class HostedTieredPartition implements TieredPartition {
         topicName: meta.name,
         createdAtMs: meta.createdAtMs,
         options: { ...meta.options },
+        ...(meta.restoredFrom === undefined ? {} : {
+          restoredFrom: {
+            clusterId: meta.restoredFrom.clusterId,
+            streamId: meta.restoredFrom.streamId,
+            topicId: meta.restoredFrom.topicId,
+          },
+        }),
       };
       this.#facts = { meta, facts };
     }

@@ -63,6 +63,7 @@ function topicManifestOf(inc: PartitionIncarnation, facts: TopicFacts): TopicMan
     topicName: facts.topicName,
     createdAtMs: facts.createdAtMs,
     options: facts.options,
+    ...(facts.restoredFrom === undefined ? {} : { restoredFrom: facts.restoredFrom }),
   };
 }
 

@@ -18,6 +18,15 @@ export interface TopicManifest {
   createdAtMs: number;
   /** The topic's options as its metadata holds them (the broker's `TopicOptions`). */
   options: Readonly<Record<string, unknown>>;
+  /** Set when the topic was itself restored: the topic whose objects hold its oldest segments. */
+  restoredFrom?: RestoredTopic;
+}
+
+/** The topic a restored topic took its oldest segments from, by cluster and ids. */
+export interface RestoredTopic {
+  clusterId: string;
+  streamId: number;
+  topicId: number;
 }
 
 /** A topic's facts as the server holds them, for its manifest. */
@@ -26,6 +35,7 @@ export interface TopicFacts {
   topicName: string;
   createdAtMs: number;
   options: Readonly<Record<string, unknown>>;
+  restoredFrom?: RestoredTopic;
 }
 
 /** Longest encoded topic manifest read back; anything longer is not one this server wrote. */
@@ -63,6 +73,10 @@ export function decodeTopicManifest(bytes: Uint8Array): TopicManifest {
   }
   if (typeof m.options !== "object" || m.options === null || Array.isArray(m.options)) {
     throw new TopicManifestError("its options are not a map");
+  }
+  const from = m.restoredFrom;
+  if (from !== undefined && (typeof from?.clusterId !== "string" || !Number.isSafeInteger(from.topicId))) {
+    throw new TopicManifestError("its restoredFrom is not a topic");
   }
   return m as TopicManifest;
 }

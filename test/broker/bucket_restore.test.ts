@@ -128,6 +128,15 @@ t.test("a bucket of another format version is refused by name", async (t) => {
   );
 });
 
+t.test("a topic that was itself restored is refused: its oldest segments are another topic's objects", async (t) => {
+  const { restore, store } = await setup(t);
+  const restored = { ...topicManifest, restoredFrom: { clusterId: "0ld0ld00", streamId: 1, topicId: 2 } };
+  await put(store, topicManifestKey("strata", source.clusterId, 3, 8), encodeTopicManifest(restored));
+  const refused = await restore({ stream: "kafka", topic: "orders", dry_run: true });
+  t.equal(refused.status, 409);
+  t.match(refused.body.message, /it was itself restored.*cluster 0ld0ld00's stream 1 topic 2/);
+});
+
 t.test("a gap refuses only when newer data would be left out; an older run before it is reported", async (t) => {
   const { restore, store } = await setup(t);
   await putSegment(store, 30); // offsets 20 to 29 are missing: 30 is newer than the chain 0..19

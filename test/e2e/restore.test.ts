@@ -258,5 +258,19 @@ t.test("a topic restored from the bucket reads back whole, and producing goes on
     t.equal(r.status, status, JSON.stringify(body));
     t.match((await r.json()).message, message);
   }
+  // The restored topic's own manifests say where its oldest segments are: restoring it again is refused.
+  t.ok(
+    await waitFor(
+      async () => (await store.head(topicManifestKey("strata", "0b0b0b0b", 1, 1))) !== null,
+      30_000,
+    ),
+    "the restored topic's manifest is in the bucket under the target's cluster id",
+  );
+  const chained = await admin({ cluster_id: "0b0b0b0b", stream: "kafka", topic: "t", as: "t-again" });
+  t.equal(chained.status, 409);
+  t.match(
+    (await chained.json()).message,
+    /it was itself restored, and its oldest segments are objects of cluster 5ca1ab1e/,
+  );
   t.equal(await target.stop("SIGTERM"), 0);
 });
