@@ -12,6 +12,7 @@
  * fsync "interval", produce at least 0.5 × and consume at least 0.7 × the null broker, and both at
  * least 2 × the HTTP path's figures.
  */
+import { librdkafkaPython, librdkafkaUnavailable } from "./lib/librdkafka_python.ts";
 import { parseArgs } from "node:util";
 import { startServerProcess } from "./lib/server_process.ts";
 
@@ -29,7 +30,7 @@ const quick = args.quick!;
 const records = Number(args.records ?? (quick ? 3000 : 50_000));
 const producers = Number(args.producers);
 const valueBytes = 1024;
-const python = "/usr/bin/python3";
+const python = librdkafkaPython;
 const loadScript = new URL("./lib/kafka_load.py", import.meta.url).pathname;
 
 interface Phase {
@@ -42,19 +43,6 @@ interface Phase {
 interface Run {
   produce: Phase;
   consume: Phase;
-}
-
-/** Why the client cannot run here, or null. */
-async function clientUnavailable(): Promise<string | null> {
-  try {
-    const probe = await new Deno.Command(python, { args: ["-c", "import confluent_kafka"], stderr: "null" })
-      .output();
-    return probe.success
-      ? null
-      : "python3-confluent-kafka is not installed (Debian: apt-get install -y python3-confluent-kafka)";
-  } catch {
-    return `${python} is not there`;
-  }
 }
 
 async function load(mode: "produce" | "consume", broker: string, partition: number) {
@@ -177,7 +165,7 @@ function median(values: number[]): number {
   return sorted[Math.floor(sorted.length / 2)] ?? 0;
 }
 
-const unavailable = await clientUnavailable();
+const unavailable = await librdkafkaUnavailable();
 if (unavailable !== null) {
   console.log(`bench:kafka skipped: ${unavailable}`);
   Deno.exit(0);

@@ -135,6 +135,33 @@ export class Latencies {
 }
 
 /** The process's own CPU so far (user and system), in ms. */
+/**
+ * Runs `args.producers` producers side by side until `args.seconds` have passed, each counting the
+ * records it had acknowledged; the result the load reports, with their latencies and this process's CPU.
+ */
+export async function runProducers(
+  args: LoadArgs,
+  producer: (index: number, deadline: number, latencies: Latencies) => Promise<number>,
+): Promise<LoadResult> {
+  const latencies = new Latencies();
+  const started = performance.now();
+  const deadline = started + args.seconds * 1000;
+  const acknowledged = await Promise.all(
+    Array.from({ length: args.producers }, (_, i) => producer(i, deadline, latencies)),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  const records = acknowledged.reduce((n, x) => n + x, 0);
+  return {
+    records,
+    bytes: records * args.payloadBytes,
+    seconds,
+    p50Ms: latencies.percentile(0.5),
+    p99Ms: latencies.percentile(0.99),
+    acknowledged,
+    cpuMs: ownCpuMs(),
+  };
+}
+
 export function ownCpuMs(): number {
   const { user, system } = cpuUsage();
   return (user + system) / 1000;

@@ -16,6 +16,7 @@ import {
   ownCpuMs,
   PayloadMaker,
   RecordCheck,
+  runProducers,
   SendWindow,
 } from "./peer_load.ts";
 
@@ -49,23 +50,7 @@ async function produce(args: LoadArgs): Promise<LoadResult> {
     await setup.createStream({ stream: streamOf(p), arguments: {} });
   }
   await setup.close();
-  const latencies = new Latencies();
-  const started = performance.now();
-  const deadline = started + args.seconds * 1000;
-  const acknowledged = await Promise.all(
-    Array.from({ length: args.producers }, (_, i) => producer(args, i, deadline, latencies)),
-  );
-  const seconds = (performance.now() - started) / 1000;
-  const records = acknowledged.reduce((n, x) => n + x, 0);
-  return {
-    records,
-    bytes: records * args.payloadBytes,
-    seconds,
-    p50Ms: latencies.percentile(0.5),
-    p99Ms: latencies.percentile(0.99),
-    acknowledged,
-    cpuMs: ownCpuMs(),
-  };
+  return await runProducers(args, (i, deadline, latencies) => producer(args, i, deadline, latencies));
 }
 
 /**

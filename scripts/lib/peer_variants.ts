@@ -4,6 +4,7 @@
  * measured through its Kafka listener with librdkafka and with kafkajs, in the two durability modes;
  * NATS and RabbitMQ with their own clients, in their defaults (neither syncs each write).
  */
+import { librdkafkaPython, librdkafkaUnavailable } from "./librdkafka_python.ts";
 import { readFileSync, writeFileSync } from "node:fs";
 import { benchConfigText } from "./bench_config.ts";
 import { natsUnavailable, rabbitmqUnavailable, startNats, startRabbitmq } from "./peer_servers.ts";
@@ -36,7 +37,7 @@ export interface Variant {
 }
 
 const here = new URL(".", import.meta.url).pathname;
-const python = "/usr/bin/python3";
+const python = librdkafkaPython;
 const denoLoad =
   (script: string) => (argsJson: string) => ["deno", "run", "-A", `${here}${script}`, argsJson];
 
@@ -45,18 +46,6 @@ const strataStartDeadlineMs = 60_000;
 
 /** The topic every Strata variant loads: 4 partitions, untiered (the peers upload nothing either). */
 export const strataTopic = { name: "bench", tiered: false };
-
-async function librdkafkaUnavailable(): Promise<string | null> {
-  try {
-    const probe = await new Deno.Command(python, { args: ["-c", "import confluent_kafka"], stderr: "null" })
-      .output();
-    return probe.success
-      ? null
-      : "python3-confluent-kafka is not installed (Debian: apt-get install -y python3-confluent-kafka)";
-  } catch {
-    return `${python} is not there`;
-  }
-}
 
 /** Strata as `deno task server` runs it, on its shipped config but for the data path, ports and `fsync`. */
 async function startStrata(dir: string, portBase: number, fsync: "always" | "interval", partitions: number) {
