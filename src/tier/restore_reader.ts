@@ -29,7 +29,10 @@ const clustersMax = 1000;
 /** Largest partition manifest read: 65,536 segments of about 100 bytes each, with room. */
 const manifestBytesMax = 16 * 1024 * 1024;
 
-/** The clusters with objects under `prefix`: one listing request per cluster, skipping the rest of each. */
+/**
+ * The clusters with objects under `prefix`: one listing request per cluster, skipping the rest of
+ * each. Names starting with "_" are not clusters (the boot probe writes under `{prefix}/_probe/`).
+ */
 export async function listClusters(store: RestoreStore, prefix: string): Promise<string[]> {
   const clusters: string[] = [];
   let startAfter: string | undefined;
@@ -41,7 +44,7 @@ export async function listClusters(store: RestoreStore, prefix: string): Promise
     const key = page.objects[0]?.key;
     if (key === undefined) return clusters;
     const clusterId = key.slice(prefix.length + 1).split("/")[0]!;
-    clusters.push(clusterId);
+    if (!clusterId.startsWith("_")) clusters.push(clusterId);
     // "~" sorts after every character of a key this layout writes below a cluster's root.
     startAfter = `${clusterRoot(prefix, clusterId)}~`;
   }

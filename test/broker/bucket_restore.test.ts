@@ -95,6 +95,9 @@ t.test("without a manifest the listing and HEADs plan the restore; the source cl
     sources: [{ from_offset: 0, to_offset: 19, source: "listing" }],
     left_out: [],
   }]);
+  await put(store, "strata/_probe/0123456789abcdef", new Uint8Array(1));
+  const probed = await restore({ stream: "kafka", topic: "orders", dry_run: true });
+  t.equal(probed.status, 200, "a boot probe's leftover object is no cluster");
   await put(store, "strata/c0ffee00/meta/1/1/topic.bin", new Uint8Array(1));
   const two = await restore({ stream: "kafka", topic: "orders", dry_run: true });
   t.equal(two.status, 409);
