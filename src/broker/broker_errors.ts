@@ -34,6 +34,16 @@ export class RestoreRefusedError extends Error {
   override name = "RestoreRefusedError";
 }
 
+/** A read replica that cannot be created: the bucket, the target or the request rules it out. */
+export class ReadReplicaRefusedError extends Error {
+  override name = "ReadReplicaRefusedError";
+}
+
+/** A write to a read-replica topic (a produce, a purge, a change of options): it is served read-only. */
+export class ReadReplicaTopicError extends Error {
+  override name = "ReadReplicaTopicError";
+}
+
 /** Tiering cannot be turned off for a topic that has segments in the object store. */
 export class RemoteSegmentsExistError extends Error {
   override name = "RemoteSegmentsExistError";

@@ -1,3 +1,4 @@
+import { refuseReadReplica } from "./metadata_changes.ts";
 import type { MessageInput } from "../log/batch_codec.ts";
 import { TooManyConsumersError } from "../log/consumer_offsets.ts";
 import { labelOf, type Partition } from "../log/partition.ts";
@@ -86,6 +87,7 @@ export class DataPlane {
     messages: MessageInput[],
   ): Promise<ProduceResult> {
     const topic = this.#catalog.topic(streamName, topicName);
+    refuseReadReplica(topic.meta, `${streamName}/${topicName}`, "produce to");
     const id = partitionId ?? this.#choosePartition(topic, messages[0]!.key);
     const partition = this.#led(this.#catalog.openPartition(topic, id), -1);
     this.#shards.shardOf(partition.address).countRequest();
@@ -108,6 +110,7 @@ export class DataPlane {
     timeoutMs = replicationWaitMsMax,
   ): Promise<ProduceResult> {
     const topic = this.#catalog.topic(streamName, topicName);
+    refuseReadReplica(topic.meta, `${streamName}/${topicName}`, "produce to");
     const partition = this.#led(this.#catalog.openPartition(topic, partitionId), acks);
     const shard = this.#shards.shardOf(partition.address);
     shard.countRequest();
@@ -280,6 +283,7 @@ export class DataPlane {
         `Cannot purge ${streamName}/${topicName} in cluster mode: a purge is not replicated to the partitions' followers yet`,
       );
     }
+    refuseReadReplica(this.#catalog.topic(streamName, topicName).meta, `${streamName}/${topicName}`, "purge");
     await this.#catalog.purgeTopic(streamName, topicName);
   }
 

@@ -1,5 +1,6 @@
 import {
   AlreadyExistsError,
+  ReadReplicaTopicError,
   RemoteSegmentsExistError,
   ResourceNotFoundError,
   UnavailableError,
@@ -62,12 +63,22 @@ export function changeTopicOptions(doc: Metadata, c: OptionsChange): TopicOption
   const stream = doc.streams.find((s) => s.id === c.streamId);
   const topic = stream?.topics.find((t) => t.id === c.topicId);
   if (topic === undefined) throw new ResourceNotFoundError(`Cannot find topic ${c.label}`);
+  refuseReadReplica(topic, c.label, "update topic");
   const options = c.change(topic.options);
   if (topic.options.tiered && !options.tiered && c.hasRemoteSegments) {
     throw new RemoteSegmentsExistError(`Cannot turn tiering off for ${c.label}: it has remote segments`);
   }
   topic.options = options;
   return options;
+}
+
+/** Refuses `what` on a read-replica topic: it is served read-only (docs/DESIGN.md, "Read replicas"). */
+export function refuseReadReplica(topic: TopicMeta, label: string, what: string): void {
+  const source = topic.options.readReplicaOf;
+  if (source === null) return;
+  throw new ReadReplicaTopicError(
+    `Cannot ${what} ${label}: it is a read replica of ${source.stream}/${source.topic} of cluster ${source.clusterId}, served read-only`,
+  );
 }
 
 /** Removes the stream `streamId` and its topics, if the document still has it. */

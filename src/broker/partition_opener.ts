@@ -1,6 +1,7 @@
+import { settlePlantedDir } from "../log/remote_planting.ts";
 import type { Config } from "../config/config.ts";
 import type { LogConfig } from "../log/log_config.ts";
-import { Partition, type PartitionAddress, partitionDir } from "../log/partition.ts";
+import { labelOf, Partition, type PartitionAddress, partitionDir } from "../log/partition.ts";
 import { superblockFileName } from "../log/superblock.ts";
 import { type PartitionSeed, type PartitionSeeder, writeSeededPartition } from "../log/seeded_partition.ts";
 import type { Clock } from "../runtime/clock.ts";
@@ -95,6 +96,10 @@ export class PartitionOpener {
   ): Promise<PartitionSlot> {
     const { disk, clock, settings, logger } = this.#deps;
     try {
+      if (options.readReplicaOf !== null) {
+        // A planting a crash cut short is put right before recovery reads the directory.
+        await settlePlantedDir(disk, partitionDir(settings.path, address), labelOf(address));
+      }
       const partition = await Partition.open(
         disk,
         clock,

@@ -188,17 +188,21 @@ export class ShardRuntime implements RequestCounter {
     if (this.tiering === null) return;
     const { tier, cache, remoteReads } = this.tiering;
     partition.log.attachRemoteReader(new TierRemoteReader(partition, cache, remoteReads), this.pieceGate);
-    tier.addPartition(new HostedTieredPartition(partition, topic));
+    // A read replica uploads, evicts and deletes nothing: its follower alone changes its chain.
+    if (topic.meta.options.readReplicaOf === null) {
+      tier.addPartition(new HostedTieredPartition(partition, topic));
+    }
   }
 
   /** Stops serving a partition that is about to close. */
   release(partition: Partition): void {
+    const readReplica = this.#partitions.get(partition)?.meta.options.readReplicaOf != null;
     this.#partitions.delete(partition);
     this.#retentionLooks.remove(partition);
     this.#logDuties.remove(partition);
     this.#activityStops.get(partition)?.();
     this.#activityStops.delete(partition);
-    this.tiering?.tier.removePartition(labelOf(partition.address));
+    if (!readReplica) this.tiering?.tier.removePartition(labelOf(partition.address));
   }
 
   /** Tells the tier service that a hosted partition was purged. */

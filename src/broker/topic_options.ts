@@ -25,6 +25,18 @@ export interface TopicOptions {
   maxMessageBytes: number;
   /** Replicas of each partition in a cluster; null: `[cluster] replication_factor`. Fixed at creation. */
   replicationFactor: number | null;
+  /**
+   * A read-replica topic's source in the bucket (docs/DESIGN.md, "Read replicas"): it serves that
+   * topic's uploaded data read-only; null for a topic of its own. Fixed at creation.
+   */
+  readReplicaOf: ReadReplicaSource | null;
+}
+
+/** The topic a read replica follows: its cluster in the bucket and its names there. */
+export interface ReadReplicaSource {
+  clusterId: string;
+  stream: string;
+  topic: string;
 }
 
 export type TimestampType = "create_time" | "log_append_time";
@@ -65,6 +77,7 @@ export function defaultTopicOptions(defaults: TopicDefaults, partitions: number)
     timestampType: "create_time",
     maxMessageBytes: maxMessageBytesDefault,
     replicationFactor: null,
+    readReplicaOf: null,
   };
 }
 
@@ -73,6 +86,7 @@ export const fixedAtCreation: readonly (keyof TopicOptions)[] = [
   "partitions",
   "segmentSizeBytes",
   "replicationFactor",
+  "readReplicaOf",
 ];
 
 /** The most replicas a partition may have. */
@@ -145,5 +159,6 @@ export function withOptionDefaults(stored: TopicOptions): TopicOptions {
     timestampType: stored.timestampType ?? "create_time",
     maxMessageBytes: stored.maxMessageBytes ?? maxMessageBytesDefault,
     replicationFactor: stored.replicationFactor ?? null,
+    readReplicaOf: stored.readReplicaOf ?? null,
   };
 }

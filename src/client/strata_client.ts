@@ -109,9 +109,11 @@ export interface TopicCreate {
   max_message_bytes?: number | string;
   /** In a cluster: the nodes that hold each partition; absent or null, the cluster's default. */
   replication_factor?: number | null;
+  /** A read replica of this topic of a cluster in the same bucket; it takes every other option from it. */
+  read_replica_of?: { cluster_id: string; stream: string; topic: string };
 }
 
-export type TopicPatch = Partial<Omit<TopicCreate, "name" | "partitions" | "segment_size">>;
+export type TopicPatch = Partial<Omit<TopicCreate, "name" | "partitions" | "segment_size" | "read_replica_of">>;
 
 /** An error answer from the server: its status, error code and message. */
 export class StrataApiError extends Error {

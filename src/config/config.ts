@@ -103,6 +103,8 @@ export interface TieredStorageConfig {
   enabled: boolean;
   backend: "fs" | "s3";
   segmentUploadTimeoutMs: number;
+  /** `read_replica_poll_interval`: from the end of a read replica's poll to the start of the next. */
+  readReplicaPollIntervalMs: number;
   uploadStallAfterMs: number;
   fetchTimeoutMs: number;
   requestTimeoutMs: number;
@@ -228,6 +230,7 @@ function toTieredStorage(v: ValidatedConfig, dataPath: string): TieredStorageCon
     enabled: t["enabled"] as boolean,
     backend: t["backend"] as "fs" | "s3",
     segmentUploadTimeoutMs: t["segment_upload_timeout"] as number,
+    readReplicaPollIntervalMs: t["read_replica_poll_interval"] as number,
     uploadStallAfterMs: t["upload_stall_after"] as number,
     fetchTimeoutMs: t["fetch_timeout"] as number,
     requestTimeoutMs: t["request_timeout"] as number,

@@ -168,6 +168,11 @@ export const configSchema = {
     /** Deadline of one segment upload, retries included. */
     segment_upload_timeout: { kind: "duration", default: 90_000, min: 1000, max: 3_600_000 },
     /**
+     * A read-replica topic's follower polls its source's manifests this long after its last poll
+     * ended (one listing per source topic, a conditional GET per changed manifest).
+     */
+    read_replica_poll_interval: { kind: "duration", default: 10_000, min: 100, max: 86_400_000 },
+    /**
      * Uploads count as stalled (`strata_tier_upload_stalled_offset`) once sealed segments have waited
      * this long without the floor moving while their uploads fail or hang, whatever the error.
      */

@@ -1,6 +1,7 @@
 import {
   NotEnoughReplicasError,
   NotLeaderError,
+  ReadReplicaTopicError,
   RemoteDataError,
   ReplicationTimeoutError,
   ResourceNotFoundError,
@@ -23,6 +24,8 @@ export function kafkaErrorOf(error: unknown, logger: Logger, what: string): numb
     return kafkaErrorCode.corruptMessage;
   }
   if (error instanceof ResourceNotFoundError) return kafkaErrorCode.unknownTopicOrPartition;
+  // A read replica is served read-only: not an error a retry mends.
+  if (error instanceof ReadReplicaTopicError) return kafkaErrorCode.invalidTopicException;
   // Another node leads, or none does now: the client refreshes its metadata and moves on.
   if (error instanceof NotLeaderError) {
     return error.leaderId === null ? kafkaErrorCode.leaderNotAvailable : kafkaErrorCode.notLeaderOrFollower;

@@ -6,12 +6,14 @@ import type { Rng } from "../runtime/rng.ts";
 import { ConsumerOffsets, consumerOffsetsFileName } from "./consumer_offsets.ts";
 import type { LogConfig } from "./log_config.ts";
 import { PartitionRefusedError } from "./log_errors.ts";
-import { LeaderEpochs, leaderEpochsFileName } from "./leader_epochs.ts";
+import { type EpochStart, LeaderEpochs, leaderEpochsFileName } from "./leader_epochs.ts";
 import { PartitionLog } from "./partition_log.ts";
 import { recoverSegments } from "./recover_segments.ts";
 import type { Segment } from "./segment.ts";
 import { storageFormatVersion } from "../runtime/format_version_error.ts";
-import { readSuperblock, type Superblock, writeSuperblock } from "./superblock.ts";
+import { readSuperblock, type RestoredFrom, type Superblock, writeSuperblock } from "./superblock.ts";
+import type { RemoteMarker } from "./remote_marker.ts";
+import { plantedSuperblock } from "./remote_planting.ts";
 import type { RetentionDecision } from "./total_retention.ts";
 import type { AdvanceDeletedUpTo, DeletedUpToOutcome } from "./deleted_up_to.ts";
 import { retentionSegmentsPerPassMax } from "./total_retention.ts";
@@ -211,6 +213,34 @@ export class Partition {
         ? { next: null, result: false }
         : { next: { ...current, createdRevision: revision }, result: true };
     });
+  }
+
+  /**
+   * Plants a read replica's new segments (`plantRemoteSegments`) and raises the floor to where
+   * they end. The replica takes its source's incarnation (`source`) if it has another, which only
+   * an empty one created before the source had any object can have.
+   */
+  async plantRemote(
+    markers: readonly RemoteMarker[],
+    epochs: readonly EpochStart[],
+    source: Omit<RestoredFrom, "belowOffset">,
+  ): Promise<void> {
+    await this.#changeSuperblock((current) => {
+      const { createdRevision, purgeGeneration } = source;
+      if (current.createdRevision === createdRevision && current.purgeGeneration === purgeGeneration) {
+        return { next: null, result: undefined };
+      }
+      const start = this.log.segments[0]!;
+      assert(
+        this.log.segments.length === 1 && start.isEmpty && current.tieredUpToOffset === 0,
+        `Cannot plant segments of ${createdRevision}-${purgeGeneration} in ${this.log.label}: it holds others`,
+      );
+      const restoredFrom = { ...source, belowOffset: start.startOffset };
+      return { next: { ...current, createdRevision, purgeGeneration, restoredFrom }, result: undefined };
+    });
+    await this.log.plantRemote(markers, epochs);
+    const end = markers.at(-1)!.endOffset + 1;
+    await this.#changeSuperblock((current) => ({ next: plantedSuperblock(current, end), result: undefined }));
   }
 
   /**

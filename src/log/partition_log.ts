@@ -7,7 +7,7 @@ import type { MessageInput } from "./batch_codec.ts";
 import { installRemoteIndex } from "./index_file.ts";
 import { evictionVictims, type KeepLocal } from "./local_retention.ts";
 import type { LogConfig } from "./log_config.ts";
-import type { MarkerIdentity } from "./remote_marker.ts";
+import type { MarkerIdentity, RemoteMarker } from "./remote_marker.ts";
 import type { RemoteReader } from "./remote_reader.ts";
 import { RemoteWalk } from "./remote_walk.ts";
 import type { Segment } from "./segment.ts";
@@ -22,7 +22,7 @@ import type { RetentionDecision } from "./total_retention.ts";
 import { WriteQueue } from "./write_queue.ts";
 import { applyWriteOp, type WriteContext, type WriteOp } from "./write_ops.ts";
 import { belowWatermark, checkReplicatedBatches, replicatedRuns } from "./replicated_batches.ts";
-import type { LeaderEpochs } from "./leader_epochs.ts";
+import type { EpochStart, LeaderEpochs } from "./leader_epochs.ts";
 
 /** Bound on `onActivity` listeners of one log (the shard's tick and its tier service use one each). */
 const activityListenersMax = 4;
@@ -206,23 +206,24 @@ export class PartitionLog {
     if (this.#highWatermark !== null && this.#highWatermark > offset) this.#highWatermark = offset;
   }
 
+  /** A read replica's new segments, planted at its head (`plantRemoteSegments`). */
+  plantRemote(markers: readonly RemoteMarker[], epochs: readonly EpochStart[]): Promise<void> {
+    return this.#queue.enqueue<void>((done) => ({ kind: "plant", markers, epochs, done }));
+  }
+
   /** Start offsets of the segments that start in [`fromOffset`, `toOffset`): a follower rolls there. */
   segmentStartsIn(fromOffset: number, toOffset: number): number[] {
     return this.#chain.segments.map((s) => s.startOffset).filter((o) => o >= fromOffset && o < toOffset);
   }
 
-  /**
-   * Lends the log its write buffers. Without a pool each batch is encoded into a buffer of its own
-   * and written alone; with one, a group's batches share one buffer and one write.
-   */
+  /** Lends the log its write buffers: a group's batches share one buffer and one write. */
   useWriteBuffers(pool: BufferPool): void {
     this.#chain.useWriteBuffers(pool);
   }
 
   /**
    * Lends batch reads (a Kafka fetch's) their read windows, taken back when the read is released:
-   * without a pool each window is a fresh buffer, and a busy consumer's fetches hand the garbage
-   * collector a megabyte per window, each touched for the first time as it is read into.
+   * without a pool each window is a fresh buffer, a megabyte of garbage per window.
    */
   useBatchWindows(pool: BufferPool): void {
     this.#reads.batchWindows = pool;

@@ -350,11 +350,12 @@ export class SegmentChain {
     return all;
   }
 
-  /** After a purge: the chain starts again at offset 0 with `active`. */
-  restart(active: Segment): void {
-    assert(this.#segments.length === 0 && active.startOffset === 0, "a purged chain restarts at offset 0");
-    this.#segments = [active];
-    this.#nextOffset = 0;
+  /** After a purge (or a read replica's planting): the chain is `before`, then `active` after them. */
+  restart(active: Segment, before: Segment[] = []): void {
+    const start = (before.at(-1)?.endOffset ?? -1) + 1;
+    assert(this.#segments.length === 0 && active.startOffset === start, "a chain restarts where it ends");
+    this.#segments = [...before, active];
+    this.#nextOffset = start;
     this.#dirty = false;
   }
 

@@ -5,6 +5,9 @@ import type { AppendInput, AppendResult, SegmentChain } from "./segment_chain.ts
 import { deleteFront, purgeSegments } from "./segment_deletion.ts";
 import { evictSegments } from "./segment_eviction.ts";
 import { truncateSegments } from "./segment_truncation.ts";
+import type { EpochStart } from "./leader_epochs.ts";
+import { plantRemoteSegments } from "./remote_planting.ts";
+import type { RemoteMarker } from "./remote_marker.ts";
 import type { RetentionDecision } from "./total_retention.ts";
 import type { Deferred } from "./write_queue.ts";
 
@@ -16,6 +19,7 @@ export type WriteOp =
   | { kind: "retention"; decide: RetentionDecision; done: Deferred<number> }
   | { kind: "purge"; commit: () => Promise<void>; done: Deferred<void> }
   | { kind: "truncate"; offset: number; done: Deferred<void> }
+  | { kind: "plant"; markers: readonly RemoteMarker[]; epochs: readonly EpochStart[]; done: Deferred<void> }
   | {
     kind: "evict";
     victims: Map<number, number>;
@@ -47,6 +51,10 @@ export async function applyWriteOp(context: WriteContext, op: WriteOp): Promise<
     }
     case "truncate": {
       await truncateSegments(disk, dir, chain, op.offset);
+      return () => op.done.resolve();
+    }
+    case "plant": {
+      await plantRemoteSegments(disk, dir, chain, op.markers, op.epochs);
       return () => op.done.resolve();
     }
     case "roll": {

@@ -20,6 +20,9 @@ import type { GroupCoordinator } from "../groups/group_coordinator.ts";
 import { offsetsTopicName } from "../groups/offsets_log.ts";
 import { deleteGroup, groupIdOf, groupsView, groupView, offsetsView, resetOffsets } from "./group_routes.ts";
 import { parseRestoreRequest, type RestoreRunner } from "./restore_route.ts";
+import { parseReadReplicaSource, type ReadReplicaRunner } from "./read_replica_route.ts";
+import type { ReadReplicaSource } from "../broker/topic_options.ts";
+import type { TopicDescription } from "../broker/catalog.ts";
 
 export const pollCountDefault = 100;
 export const pollCountMax = 10_000;
@@ -44,6 +47,8 @@ export interface RouteContext {
   kafkaStream: string;
   /** Restores a topic from the bucket; null without tiered storage. */
   restore: RestoreRunner;
+  /** Creates a read-replica topic; null without tiered storage. */
+  readReplica: ReadReplicaRunner;
 }
 
 type RouteHandler = (ctx: RouteContext) => Promise<Response>;
@@ -84,6 +89,10 @@ export const apiRoutes: Route[] = [
     const streamName = stream(c);
     const b = await body(c);
     const name = writable(c, streamName, checkTopicName(b["name"]));
+    const source = parseReadReplicaSource(b);
+    if (source !== null) {
+      return reply(c, 201, topicView(await createReadReplica(c, streamName, name, source)));
+    }
     const options = parseTopicOptions(b, c.catalog.topicDefaults);
     return reply(c, 201, topicView(await c.catalog.createTopic(streamName, name, options)));
   }),
@@ -272,6 +281,21 @@ const stream = (c: RouteContext) => checkName("stream", c.params[0]);
  * The topic, unless it is the Kafka stream's `__consumer_offsets`: only the group coordinator writes
  * there, and its options and existence are the coordinator's (the groups' routes change it).
  */
+function createReadReplica(
+  c: RouteContext,
+  streamName: string,
+  name: string,
+  source: ReadReplicaSource,
+): Promise<TopicDescription> {
+  if (c.readReplica === null) {
+    throw badRequest(
+      "tiering_disabled",
+      "Cannot create a read replica: tiered storage is off on this server",
+    );
+  }
+  return c.readReplica(streamName, name, source);
+}
+
 function writable(c: RouteContext, streamName: string, topicName: string): string {
   if (streamName === c.kafkaStream && topicName === offsetsTopicName) {
     throw badRequest(

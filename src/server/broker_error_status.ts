@@ -5,6 +5,8 @@ import {
   InvalidTopicOptionError,
   NotEnoughReplicasError,
   NotReplicatedError,
+  ReadReplicaRefusedError,
+  ReadReplicaTopicError,
   RemoteDataError,
   RemoteSegmentsExistError,
   ReplicationTimeoutError,
@@ -41,6 +43,10 @@ export function apiErrorOf(error: unknown): ApiError | null {
     return conflict("remote_segments_exist", error.message, cause);
   }
   if (error instanceof RestoreRefusedError) return conflict("restore_refused", error.message, cause);
+  if (error instanceof ReadReplicaRefusedError) {
+    return conflict("read_replica_refused", error.message, cause);
+  }
+  if (error instanceof ReadReplicaTopicError) return conflict("read_replica", error.message, cause);
   if (error instanceof ConsumerLimitError) return conflict("limit_exceeded", error.message, cause);
   if (error instanceof NotReplicatedError) return conflict("not_replicated", error.message, cause);
   if (error instanceof UnavailableError) {

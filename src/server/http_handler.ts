@@ -1,4 +1,5 @@
 import type { RestoreRunner } from "./restore_route.ts";
+import type { ReadReplicaRunner } from "./read_replica_route.ts";
 import { scrapePieces } from "../runtime/labelled_series.ts";
 import type { GroupCoordinator } from "../groups/group_coordinator.ts";
 import type { Registry } from "prom-client";
@@ -36,6 +37,8 @@ export interface HttpHandlerDeps {
   kafkaStream?: string;
   /** Restores a topic from the bucket (`POST /admin/restore`); absent or null without tiered storage. */
   restore?: RestoreRunner;
+  /** Creates read-replica topics (`POST .../topics` with `read_replica_of`); absent or null without tiered storage. */
+  readReplica?: ReadReplicaRunner;
 }
 
 /**
@@ -86,6 +89,7 @@ export function createHttpHandler(deps: HttpHandlerDeps): FetchHandler {
         groups: deps.groups ?? null,
         kafkaStream: deps.kafkaStream ?? "kafka",
         restore: deps.restore ?? null,
+        readReplica: deps.readReplica ?? null,
       });
     } catch (error) {
       if (error instanceof NotLeaderError) return notLeaderResponse(error, url, deps.httpAddressOf);

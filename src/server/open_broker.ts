@@ -17,6 +17,7 @@ import { Pump } from "../runtime/pump.ts";
 import { PumpMetrics } from "../runtime/pump_metrics.ts";
 import type { Rng } from "../runtime/rng.ts";
 import { TieredComposition } from "./tiered_composition.ts";
+import { ReadReplicaFollower } from "../broker/read_replica_follower.ts";
 import type { ClusterNode } from "../cluster/cluster_node.ts";
 import type { PartitionHost } from "../broker/catalog.ts";
 import { singleNode } from "../broker/replication.ts";
@@ -48,6 +49,8 @@ export interface OpenedBroker {
   catalog: Catalog;
   dataPlane: DataPlane;
   shards: ShardSet;
+  /** Keeps read-replica topics up with their sources; null without a bucket, and in a cluster. */
+  readReplicas: ReadReplicaFollower | null;
   /** Stops the shards and closes every partition, syncing its log. */
   close(): Promise<void>;
 }
@@ -100,6 +103,17 @@ export async function openBroker(deps: BrokerDeps): Promise<OpenedBroker> {
     if (shard.tier !== null && tiered !== null) await tiered.attachControlLog(shard, shard.tier, catalog);
   }
   shards.startPumps();
+  const readReplicas = deps.objectStore === null || cluster !== null ? null : new ReadReplicaFollower({
+    catalog,
+    store: deps.objectStore,
+    clock,
+    logger: logger.child({ component: "read_replicas" }),
+    prefix: config.tieredStorage.s3.prefix,
+    pollIntervalMs: config.tieredStorage.readReplicaPollIntervalMs,
+  });
+  if (readReplicas !== null) {
+    shards.shards[0]!.pump.onTick("read_replicas", (nowMs) => readReplicas.onTick(nowMs));
+  }
   if (cluster !== null) {
     shards.shards[0]!.pump.onTick("cluster", (nowMs) => cluster.tick(nowMs));
     cluster.startFetching({ batchBytesMax: Infinity, turn: () => deps.pieceGate.turn() });
@@ -113,7 +127,9 @@ export async function openBroker(deps: BrokerDeps): Promise<OpenedBroker> {
     catalog,
     dataPlane: new DataPlane(catalog, shards, cluster?.replicas ?? singleNode),
     shards,
+    readReplicas,
     close: async () => {
+      await readReplicas?.stop();
       // The node leaves the cluster first (its lease revoked: its partitions move at once), then
       // the partitions are synced and closed, even when a shard fails to close.
       try {

@@ -1,4 +1,5 @@
 import { restoreFromBucket } from "../broker/bucket_restore.ts";
+import { createReadReplica } from "../broker/read_replica_create.ts";
 import { Gauge } from "prom-client";
 import { memoryUsage } from "node:process";
 import type { Config } from "../config/config.ts";
@@ -135,6 +136,17 @@ export class StrataServer {
           store: objectStore.store,
           prefix: config.tieredStorage.s3.prefix,
         }, request),
+      readReplica: objectStore === null ? null : (stream, topic, source) =>
+        createReadReplica(
+          {
+            catalog: broker.catalog,
+            store: objectStore.store,
+            prefix: config.tieredStorage.s3.prefix,
+          },
+          stream,
+          topic,
+          source,
+        ),
     });
   }
 

@@ -28,6 +28,7 @@ export const topicOptionFields: Readonly<Record<keyof TopicOptions, string>> = {
   timestampType: "timestamp_type",
   maxMessageBytes: "max_message_bytes",
   replicationFactor: "replication_factor",
+  readReplicaOf: "read_replica_of",
 };
 
 /** The options by their API names, as answers show them. */
@@ -36,6 +37,10 @@ export function topicOptionsJson(o: TopicOptions): Record<string, unknown> {
   for (const [option, field] of Object.entries(topicOptionFields)) {
     json[field] = o[option as keyof TopicOptions];
   }
+  const source = o.readReplicaOf;
+  json["read_replica_of"] = source === null
+    ? null
+    : { cluster_id: source.clusterId, stream: source.stream, topic: source.topic };
   return json;
 }
 
@@ -66,6 +71,7 @@ export function parseTopicOptions(fields: Fields, defaults: TopicDefaults): Topi
     replicationFactor: fields["replication_factor"] === undefined || fields["replication_factor"] === null
       ? base.replicationFactor
       : countField(fields, "replicationFactor", 1),
+    readReplicaOf: null,
   };
 }
 

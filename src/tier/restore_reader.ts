@@ -52,7 +52,7 @@ export async function listClusters(store: RestoreStore, prefix: string): Promise
 }
 
 /** Every object under `prefix`, page by page, in key order. */
-async function listAll(store: RestoreStore, prefix: string): Promise<ListedObject[]> {
+export async function listAll(store: RestoreStore, prefix: string): Promise<ListedObject[]> {
   const objects: ListedObject[] = [];
   let startAfter: string | undefined;
   for (let page = 0; page < listingPagesMax; page++) {

@@ -49,6 +49,7 @@ const options = (overrides: Partial<TopicOptions>): TopicOptions => ({
   timestampType: "create_time",
   maxMessageBytes: maxMessageBytesDefault,
   replicationFactor: null,
+  readReplicaOf: null,
   ...overrides,
 });
 

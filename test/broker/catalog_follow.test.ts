@@ -32,6 +32,7 @@ const options: TopicOptions = {
   timestampType: "create_time",
   maxMessageBytes: maxMessageBytesDefault,
   replicationFactor: null,
+  readReplicaOf: null,
 };
 
 /** Runs `hook` once, before the first partition it opens or creates: a change arriving meanwhile. */

@@ -63,6 +63,7 @@ const twoPartitions: TopicOptions = {
   timestampType: "create_time",
   maxMessageBytes: maxMessageBytesDefault,
   replicationFactor: null,
+  readReplicaOf: null,
 };
 
 /** A data plane over a catalog and two shards without tiered storage; the pumps are not started. */

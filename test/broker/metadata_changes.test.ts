@@ -32,6 +32,7 @@ const options: TopicOptions = {
   timestampType: "create_time",
   maxMessageBytes: maxMessageBytesDefault,
   replicationFactor: null,
+  readReplicaOf: null,
 };
 
 /** Stream 4 "s" with topic 2 "t"; the next stream is 5, the next topic of "s" is 3. */
