@@ -113,7 +113,9 @@ export interface TopicCreate {
   read_replica_of?: { cluster_id: string; stream: string; topic: string };
 }
 
-export type TopicPatch = Partial<Omit<TopicCreate, "name" | "partitions" | "segment_size" | "read_replica_of">>;
+export type TopicPatch = Partial<
+  Omit<TopicCreate, "name" | "partitions" | "segment_size" | "read_replica_of">
+>;
 
 /** An error answer from the server: its status, error code and message. */
 export class StrataApiError extends Error {

@@ -48,13 +48,13 @@ const view = (over: Partial<FollowedPartition> = {}): FollowedPartition => ({
   ...over,
 });
 
-t.test("one listing gives each partition its manifests, their ETags and dead marks", async (t) => {
+t.test("one listing gives each partition its manifests, their ETags and dead marks", (t) => {
   const objects = [
-    { key: `${root}meta/1/2/topic.bin`, sizeBytes: 90, etag: '"t"' },
-    { key: `${root}meta/1/2/0/aa-0/manifest.bin`, sizeBytes: 300, etag: '"e1"' },
-    { key: `${root}meta/1/2/1/bb-0/dead`, sizeBytes: 1, etag: '"d"' },
-    { key: `${root}meta/1/2/1/bb-0/manifest.bin`, sizeBytes: 200, etag: '"e2"' },
-    { key: `${root}meta/1/2/1/bb-1/manifest.bin`, sizeBytes: 210, etag: '"e3"' },
+    { key: `${root}meta/1/2/topic.bin`, sizeBytes: 90, etag: '"t"', lastModifiedMs: 0 },
+    { key: `${root}meta/1/2/0/aa-0/manifest.bin`, sizeBytes: 300, etag: '"e1"', lastModifiedMs: 0 },
+    { key: `${root}meta/1/2/1/bb-0/dead`, sizeBytes: 1, etag: '"d"', lastModifiedMs: 0 },
+    { key: `${root}meta/1/2/1/bb-0/manifest.bin`, sizeBytes: 200, etag: '"e2"', lastModifiedMs: 0 },
+    { key: `${root}meta/1/2/1/bb-1/manifest.bin`, sizeBytes: 210, etag: '"e3"', lastModifiedMs: 0 },
   ];
   const byPartition = manifestsByPartition(root, objects);
   t.same([...byPartition.keys()].sort(), [0, 1]);
@@ -63,9 +63,10 @@ t.test("one listing gives each partition its manifests, their ETags and dead mar
     byPartition.get(1)!.map((m) => [m.purgeGeneration, m.etag, m.dead, m.sizeBytes]),
     [[0, '"e2"', true, 200], [1, '"e3"', false, 210]],
   );
+  t.end();
 });
 
-t.test("a manifest is read only when its ETag differs from the one read last", async (t) => {
+t.test("a manifest is read only when its ETag differs from the one read last", (t) => {
   t.same(chooseManifest(view({ etag: '"e1"' }), [listedManifest()]), { kind: "unchanged" });
   t.same(chooseManifest(view({ etag: '"e0"' }), [listedManifest()]), {
     kind: "read",
@@ -78,9 +79,10 @@ t.test("a manifest is read only when its ETag differs from the one read last", a
     "a listing without ETags reads every time",
   );
   t.same(chooseManifest(view(), []), { kind: "unchanged" }, "no manifest yet: nothing to read");
+  t.end();
 });
 
-t.test("the followed incarnation ends when it is marked dead or purged", async (t) => {
+t.test("the followed incarnation ends when it is marked dead or purged", (t) => {
   const dead = chooseManifest(view(), [listedManifest({ dead: true })]);
   t.equal(dead.kind, "ended");
   t.match(dead, { reason: /aa-0 is marked dead/ });
@@ -89,9 +91,10 @@ t.test("the followed incarnation ends when it is marked dead or purged", async (
     listedManifest({ purgeGeneration: 1, key: `${root}meta/1/2/0/aa-1/manifest.bin` }),
   ]);
   t.match(purged, { kind: "ended", reason: /purged after incarnation aa-0/ });
+  t.end();
 });
 
-t.test("a partition that follows no incarnation yet takes the newest live one", async (t) => {
+t.test("a partition that follows no incarnation yet takes the newest live one", (t) => {
   const newest = listedManifest({ purgeGeneration: 2, key: "k2" });
   const choice = chooseManifest(view({ incarnation: null, nextOffset: 0 }), [
     listedManifest(),
@@ -99,9 +102,10 @@ t.test("a partition that follows no incarnation yet takes the newest live one", 
     listedManifest({ purgeGeneration: 3, key: "k3", dead: true }),
   ]);
   t.same(choice, { kind: "read", manifest: newest });
+  t.end();
 });
 
-t.test("a manifest's segments from the partition's end on are planted, contiguous", async (t) => {
+t.test("a manifest's segments from the partition's end on are planted, contiguous", (t) => {
   const step = followManifest(view(), manifest([0, 10, 20, 30, 40]), 256);
   t.same(step.plant.map((s) => s.startOffset), [20, 30, 40]);
   t.equal(step.retireBelow, null);
@@ -110,28 +114,32 @@ t.test("a manifest's segments from the partition's end on are planted, contiguou
   t.same(capped.plant.map((s) => s.startOffset), [20, 30], "at most plantMax");
   const none = followManifest(view({ nextOffset: 50 }), manifest([0, 10, 20, 30, 40]), 256);
   t.same(none.plant, [], "nothing new");
+  t.end();
 });
 
-t.test("a gap in the source's segments stops the planting where it is", async (t) => {
+t.test("a gap in the source's segments stops the planting where it is", (t) => {
   const step = followManifest(view(), manifest([0, 10, 30, 40]), 256);
   t.same(step.plant, []);
   t.equal(step.gapAt, 20);
   const partway = followManifest(view(), manifest([20, 30, 50]), 256);
   t.same(partway.plant.map((s) => s.startOffset), [20, 30]);
   t.equal(partway.gapAt, 40);
+  t.end();
 });
 
-t.test("an empty partition starts at the source's oldest segment", async (t) => {
+t.test("an empty partition starts at the source's oldest segment", (t) => {
   const step = followManifest(view({ firstOffset: 0, nextOffset: 0 }), manifest([30, 40], 30), 256);
   t.same(step.plant.map((s) => s.startOffset), [30, 40]);
   t.equal(step.retireBelow, null, "nothing to retire in an empty partition");
   t.equal(step.gapAt, null);
+  t.end();
 });
 
-t.test("the source's retention watermark retires what lies below it", async (t) => {
+t.test("the source's retention watermark retires what lies below it", (t) => {
   const step = followManifest(view({ firstOffset: 0, nextOffset: 50 }), manifest([20, 30, 40], 20), 256);
   t.equal(step.retireBelow, 20);
   t.same(step.plant, []);
   const already = followManifest(view({ firstOffset: 20, nextOffset: 50 }), manifest([20, 30, 40], 20), 256);
   t.equal(already.retireBelow, null, "a watermark at the log start retires nothing");
+  t.end();
 });
