@@ -63,6 +63,8 @@ export class ReadReplicaFollower {
   readonly #ended = new Set<string>();
   #nextPollMs = 0;
   #running: Promise<PollReport> | null = null;
+  /** The last poll started: the next one waits for it. */
+  #polls: Promise<unknown> = Promise.resolve();
   #stopped = false;
 
   constructor(deps: ReadReplicaFollowerDeps) {
@@ -85,8 +87,17 @@ export class ReadReplicaFollower {
     await this.#running?.catch(() => {});
   }
 
-  /** One poll of every read-replica topic; a topic's failure is logged and counted, never thrown. */
-  async pollOnce(): Promise<PollReport> {
+  /**
+   * One poll of every read-replica topic, after the one in flight if any (two never run at once);
+   * a topic's failure is logged and counted, never thrown.
+   */
+  pollOnce(): Promise<PollReport> {
+    const poll = this.#polls.catch(() => {}).then(() => this.#poll());
+    this.#polls = poll;
+    return poll;
+  }
+
+  async #poll(): Promise<PollReport> {
     const report: PollReport = {
       topics: 0,
       manifestsRead: 0,

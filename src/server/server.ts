@@ -1,5 +1,6 @@
 import { restoreFromBucket } from "../broker/bucket_restore.ts";
 import { createReadReplica } from "../broker/read_replica_create.ts";
+import type { ReadReplicaFollower } from "../broker/read_replica_follower.ts";
 import { Gauge } from "prom-client";
 import { memoryUsage } from "node:process";
 import type { Config } from "../config/config.ts";
@@ -152,6 +153,11 @@ export class StrataServer {
 
   get pumps(): readonly Pump[] {
     return this.#broker.shards.pumps;
+  }
+
+  /** Keeps read-replica topics up with their sources; null without a bucket, and in a cluster. */
+  get readReplicas(): ReadReplicaFollower | null {
+    return this.#broker.readReplicas;
   }
 
   /** The shards, each running its partitions' duties from its pump. */

@@ -13,6 +13,7 @@ import { configCopy } from "../helpers/config_copy.ts";
 import { kafkaAddressOf, kcat, kcatUnavailable } from "../helpers/kcat.ts";
 import { runDenoTask } from "../helpers/run_task.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
+import { produceRecords, readAll, sameRecords, waitFor } from "../helpers/topic_records.ts";
 
 // A topic produced, tiered and evicted on one server; that server's data directory deleted; a fresh
 // server of another cluster id restores the topic from the bucket (the objects stay where they are)
@@ -22,7 +23,6 @@ import { spawnServer } from "../helpers/spawn_server.ts";
 
 const sourceCluster = "5ca1ab1e";
 const partitions = 2;
-const messageBytes = 10 * 1024;
 const disk = new NodeDisk();
 
 function envOf(bucket: string, clusterId: string): Record<string, string> {
@@ -34,58 +34,8 @@ function envOf(bucket: string, clusterId: string): Record<string, string> {
   };
 }
 
-function payloadOf(partition: number, i: number): Uint8Array {
-  const rng = new Rng(partition * 100_000 + i);
-  return Uint8Array.from({ length: messageBytes }, () => rng.int(0, 255));
-}
-
-async function produce(client: StrataClient, topic: string, from: number, count: number): Promise<void> {
-  for (let p = 0; p < partitions; p++) {
-    for (let i = from; i < from + count; i += 50) {
-      const batch = Array.from({ length: Math.min(50, from + count - i) }, (_, k) => ({
-        payload: payloadOf(p, i + k),
-        key: `key-${i + k}`,
-        headers: [{ name: "n", value: String(i + k) }],
-        timestamp: 1_700_000_000_000 + i + k,
-      }));
-      await client.produce("kafka", topic, batch, p);
-    }
-  }
-}
-
-async function readAll(client: StrataClient, topic: string, partition: number): Promise<PolledMessage[]> {
-  const all: PolledMessage[] = [];
-  for (let offset = 0, rounds = 0; rounds < 10_000; rounds++) {
-    const { messages, next_offset } = await client.poll("kafka", topic, partition, { offset, count: 500 });
-    if (messages.length === 0) return all;
-    all.push(...messages);
-    offset = next_offset;
-  }
-  throw new Error("Cannot read the partition: it did not end");
-}
-
-function sameRecords(t: Test, got: PolledMessage[], want: PolledMessage[], what: string): void {
-  t.equal(got.length, want.length, `${what}: ${got.length} records`);
-  const differing = got.findIndex((m, i) => {
-    const w = want[i]!;
-    return m.offset !== w.offset || m.timestamp !== w.timestamp || m.key !== w.key ||
-      Buffer.compare(Buffer.from(m.payload!), Buffer.from(w.payload!)) !== 0 ||
-      JSON.stringify(m.headers) !== JSON.stringify(w.headers);
-  });
-  t.equal(differing, -1, `${what}: every record byte for byte, offsets and timestamps unchanged`);
-}
-
 function restoreCommand(config: string, env: Record<string, string>, ...args: string[]) {
   return runDenoTask("restore", ["--config", config, ...args], env);
-}
-
-/** Polls `check` every 100 ms until it holds, for at most `timeoutMs`. */
-async function waitFor(check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
-  for (const deadline = Date.now() + timeoutMs; Date.now() < deadline;) {
-    if (await check()) return true;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return await check();
 }
 
 t.test("a topic restored from the bucket reads back whole, and producing goes on at the next offset", {
@@ -134,12 +84,12 @@ t.test("a topic restored from the bucket reads back whole, and producing goes on
       `both manifests describe the floor ${end}`,
     );
   };
-  await produce(a, "t", 0, 300);
+  await produceRecords(a, partitions, "t", 0, 300);
   await tieredAll(300);
   const oldKey = (await manifestKeyOf(0))!;
   const otherKey = (await manifestKeyOf(1))!;
   const oldManifest = Buffer.concat(await store.getRange(oldKey, 0, (await store.head(oldKey))!.sizeBytes));
-  await produce(a, "t", 300, 300);
+  await produceRecords(a, partitions, "t", 300, 300);
   await tieredAll(600);
   t.ok(
     await store.head(topicManifestKey("strata", sourceCluster, 1, 1)),

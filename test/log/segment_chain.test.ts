@@ -68,8 +68,8 @@ t.test("the active segment never leaves the chain; a purged chain restarts at 0"
   const elsewhere = tempDir(t);
   t.throws(
     () => chain.restart(new Segment(elsewhere, 5)),
-    /restarts at offset 0/,
-    "only at offset 0",
+    /a chain restarts where it ends/,
+    "with nothing before it, only at offset 0",
   );
   chain.restart(await SegmentChain.createSegment(new NodeDisk(), elsewhere, 0));
   t.equal(chain.visibleNextOffset(), 0);
