@@ -1,8 +1,8 @@
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import t, { type Test } from "tap";
-import { type PolledMessage, StrataClient } from "../../src/client/strata_client.ts";
+import t from "tap";
+import { StrataClient } from "../../src/client/strata_client.ts";
 import { FsObjectStore } from "../../src/objectstore/fs_object_store.ts";
 import { initCrc32c } from "../../src/runtime/crc32c.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
