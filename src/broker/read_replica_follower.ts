@@ -21,6 +21,7 @@ import { listAll, type RestoreStore } from "../tier/restore_reader.ts";
 import { markerOfObject, type TieredObject, tieredObjectOf } from "../tier/transfer_chain.ts";
 import type { Catalog, CatalogTopic } from "./catalog.ts";
 import type { TopicRestoredFrom } from "./metadata.ts";
+import type { ReadReplicaMetrics } from "./read_replica_metrics.ts";
 
 export interface ReadReplicaFollowerDeps {
   catalog: Catalog;
@@ -31,6 +32,7 @@ export interface ReadReplicaFollowerDeps {
   prefix: string;
   /** `[tiered_storage] read_replica_poll_interval`: from the end of one poll to the start of the next. */
   pollIntervalMs: number;
+  metrics?: ReadReplicaMetrics;
 }
 
 /** What one poll did, over every read-replica topic. */
@@ -117,6 +119,7 @@ export class ReadReplicaFollower {
       }
     }
     for (const label of this.#read.keys()) if (!live.has(label)) this.#read.delete(label);
+    this.#deps.metrics?.record(report);
     return report;
   }
 

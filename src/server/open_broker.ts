@@ -18,6 +18,7 @@ import { PumpMetrics } from "../runtime/pump_metrics.ts";
 import type { Rng } from "../runtime/rng.ts";
 import { TieredComposition } from "./tiered_composition.ts";
 import { ReadReplicaFollower } from "../broker/read_replica_follower.ts";
+import { ReadReplicaMetrics } from "../broker/read_replica_metrics.ts";
 import type { ClusterNode } from "../cluster/cluster_node.ts";
 import type { PartitionHost } from "../broker/catalog.ts";
 import { singleNode } from "../broker/replication.ts";
@@ -110,6 +111,7 @@ export async function openBroker(deps: BrokerDeps): Promise<OpenedBroker> {
     logger: logger.child({ component: "read_replicas" }),
     prefix: config.tieredStorage.s3.prefix,
     pollIntervalMs: config.tieredStorage.readReplicaPollIntervalMs,
+    metrics: new ReadReplicaMetrics(deps.registry),
   });
   if (readReplicas !== null) {
     shards.shards[0]!.pump.onTick("read_replicas", (nowMs) => readReplicas.onTick(nowMs));
