@@ -35,6 +35,11 @@ async function main(): Promise<number> {
       "Cannot restore: [tiered_storage] enabled is false in the configuration (no bucket)",
     );
   }
+  if (config.cluster.enabled) {
+    throw new CliArgsError(
+      "Cannot restore into a cluster with the command ([cluster] enabled is true): call POST /admin/restore on a running node",
+    );
+  }
   const logger = new Logger({ level: "warn", secrets });
   const server = await StrataServer.open({
     config,

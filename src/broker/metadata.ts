@@ -1,5 +1,6 @@
 import type { PartitionAddress } from "../log/partition.ts";
 import type { PartitionSeed } from "../log/seeded_partition.ts";
+import type { RestoredFrom } from "../log/superblock.ts";
 import { incarnationId } from "../tier/object_keys.ts";
 import type { TopicOptions } from "./topic_options.ts";
 
@@ -24,7 +25,35 @@ export interface TopicRestoredFrom {
   clusterId: string;
   streamId: number;
   topicId: number;
-  incarnations: { partitionId: number; createdRevision: string; purgeGeneration: number }[];
+  incarnations: RestoredIncarnation[];
+}
+
+/** A restored partition's source incarnation, and where the chain the restore took ends. */
+export interface RestoredIncarnation {
+  partitionId: number;
+  createdRevision: string;
+  purgeGeneration: number;
+  /**
+   * Exclusive: the restore took the source's chain that ends just below it, which every replica of a
+   * cluster seeds from. Absent in a restore recorded before it was kept.
+   */
+  belowOffset?: number;
+}
+
+/** The source partition a restored topic's partition `partitionId` seeds from; null when it has none. */
+export function restoredSourceOf(meta: TopicMeta, partitionId: number): RestoredFrom | null {
+  const from = meta.restoredFrom;
+  const i = from?.incarnations.find((x) => x.partitionId === partitionId);
+  if (from === undefined || i === undefined || i.belowOffset === undefined) return null;
+  return {
+    clusterId: from.clusterId,
+    streamId: from.streamId,
+    topicId: from.topicId,
+    partitionId,
+    createdRevision: i.createdRevision,
+    purgeGeneration: i.purgeGeneration,
+    belowOffset: i.belowOffset,
+  };
 }
 
 /** A stream as the metadata stores it, with its topics and the id its next topic gets. */

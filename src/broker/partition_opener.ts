@@ -8,7 +8,7 @@ import type { Clock } from "../runtime/clock.ts";
 import type { Disk } from "../runtime/disk.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { Rng } from "../runtime/rng.ts";
-import type { TopicMeta } from "./metadata.ts";
+import { restoredSourceOf, type TopicMeta } from "./metadata.ts";
 import { fnv1a32 } from "./stable_hash.ts";
 import type { TopicOptions } from "./topic_options.ts";
 
@@ -84,7 +84,7 @@ export class PartitionOpener {
       await writeSeededPartition(disk, partitionDir(settings.path, address), seed);
       return Partition.open(disk, clock, settings.path, address, this.logConfig(meta.options), logger);
     }
-    const revision = this.#deps.sharedRevisions ? sharedCreatedRevision(address, meta) : rng.hex64();
+    const revision = this.#deps.sharedRevisions ? replicaCreatedRevision(address, meta) : rng.hex64();
     return Partition.create(disk, clock, revision, settings.path, address, this.logConfig(meta.options));
   }
 
@@ -169,17 +169,24 @@ export class PartitionOpener {
     const { seeder, disk, settings, logger } = this.#deps;
     if (seeder === undefined || !meta.options.tiered || !this.#deps.sharedRevisions) return null;
     const dir = partitionDir(settings.path, address);
+    const restored = restoredSourceOf(meta, address.partitionId);
     try {
-      const seed = await seeder.seedFor(address, sharedCreatedRevision(address, meta));
+      const seed = await seeder.seedFor(address, replicaCreatedRevision(address, meta), restored);
       if (seed === null) return null;
       await writeSeededPartition(disk, dir, seed);
     } catch (error) {
+      await disk.removeTree(dir);
+      if (restored !== null) {
+        // Without its seed a restored partition would start at offset 0 under the source's keys.
+        const reason = `Cannot seed the restored partition from the bucket: ${(error as Error).message}`;
+        logger.error("partition refused", { ...names, partition: address.partitionId, reason, error });
+        return { kind: "refused", reason, error };
+      }
       logger.warn("Cannot seed the partition from the bucket; copying it from its leader instead", {
         ...names,
         partition: address.partitionId,
         error,
       });
-      await disk.removeTree(dir);
       return null;
     }
     return await this.open(address, meta.options, names);
@@ -194,7 +201,7 @@ export class PartitionOpener {
     meta: TopicMeta,
     names: { stream: string; topic: string },
   ) {
-    const shared = sharedCreatedRevision(partition.address, meta);
+    const shared = replicaCreatedRevision(partition.address, meta);
     if (await partition.adoptCreatedRevision(shared)) return;
     this.#deps.logger.error("partition keeps a created revision of its own: its replicas' objects differ", {
       ...names,
@@ -217,6 +224,14 @@ export class PartitionOpener {
       timestampType: options.timestampType,
     };
   }
+}
+
+/**
+ * The created revision every replica of a partition takes: a restored partition's source's (its
+ * segments are that incarnation's objects), or else the one derived from the metadata.
+ */
+export function replicaCreatedRevision(address: PartitionAddress, meta: TopicMeta): string {
+  return restoredSourceOf(meta, address.partitionId)?.createdRevision ?? sharedCreatedRevision(address, meta);
 }
 
 /**

@@ -27,9 +27,17 @@ export interface PartitionSeed {
   restoredFrom?: RestoredFrom;
 }
 
-/** Finds the seed of a partition a node is about to create, or null when it has nothing tiered. */
+/**
+ * Finds the seed of a partition a node is about to create, or null when it has nothing tiered. A
+ * restored partition (`restored`: its source incarnation and where the restore's chain ends) always
+ * has one: the source's chain, and its own above it once the cluster has uploaded some.
+ */
 export interface PartitionSeeder {
-  seedFor(address: PartitionAddress, createdRevision: string): Promise<PartitionSeed | null>;
+  seedFor(
+    address: PartitionAddress,
+    createdRevision: string,
+    restored?: RestoredFrom | null,
+  ): Promise<PartitionSeed | null>;
 }
 
 /** Checks a seed's shape: a contiguous chain of one incarnation ending just below its floor. */

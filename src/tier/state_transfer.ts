@@ -5,7 +5,15 @@ import type { Logger } from "../runtime/logger.ts";
 import type { DeadlineObjectStore } from "../objectstore/deadline_object_store.ts";
 import { incarnationPrefix, parseObjectKey, type PartitionIncarnation } from "./object_keys.ts";
 import { readChainEpochs } from "./chain_epochs.ts";
-import { chainBelowFloor, markerOfObject, StateTransferError, tieredObjectOf } from "./transfer_chain.ts";
+import {
+  chainBelowFloor,
+  markerOfObject,
+  StateTransferError,
+  type TieredObject,
+  tieredObjectOf,
+} from "./transfer_chain.ts";
+import type { RestoredFrom } from "../log/superblock.ts";
+import { assert } from "../runtime/assert.ts";
 
 /** Tiered segments one transfer takes at most; a longer chain refuses (the replica copies instead). */
 export const transferSegmentsMax = 65_536;
@@ -46,32 +54,91 @@ export class BucketStateTransfer implements PartitionSeeder {
     this.#deps = deps;
   }
 
-  async seedFor(address: PartitionAddress, createdRevision: string): Promise<PartitionSeed | null> {
+  async seedFor(
+    address: PartitionAddress,
+    createdRevision: string,
+    restored: RestoredFrom | null = null,
+  ): Promise<PartitionSeed | null> {
     const label = labelOf(address);
     const floor = await this.#deps.committedFloor(label);
-    if (floor === null || floor.upToOffset === 0) return null;
-    const incarnation: PartitionIncarnation = {
+    const own = (purgeGeneration: number): PartitionIncarnation => ({
       prefix: this.#deps.prefix,
       clusterId: this.#deps.clusterId,
       ...address,
       createdRevision,
-      purgeGeneration: floor.purgeGeneration,
-    };
+      purgeGeneration,
+    });
+    if (restored !== null) {
+      return await this.#restoredSeed(label, own(restored.purgeGeneration), floor, restored);
+    }
+    if (floor === null || floor.upToOffset === 0) return null;
     // Objects below the deleted watermark wait for the leader's housekeeping to delete them.
-    const starts = (await this.#logObjectsBelow(incarnation, floor.upToOffset))
-      .filter((o) => o.startOffset >= floor.deletedUpToOffset);
+    const chain = await this.#chainOf(own(floor.purgeGeneration), floor.upToOffset, floor.deletedUpToOffset);
+    return await this.#seedOf(label, { createdRevision, purgeGeneration: floor.purgeGeneration }, chain);
+  }
+
+  /**
+   * A restored partition's seed (docs/DESIGN.md, "Restore"): the source's chain below where the
+   * restore's ends, then the partition's own from there to the committed floor, both from their
+   * deleted watermark on.
+   */
+  async #restoredSeed(
+    label: string,
+    own: PartitionIncarnation,
+    floor: CommittedFloor | null,
+    restored: RestoredFrom,
+  ): Promise<PartitionSeed> {
+    assert(
+      own.createdRevision === restored.createdRevision,
+      "a restored partition takes its source's revision",
+    );
+    const committed = floor !== null && floor.purgeGeneration === restored.purgeGeneration ? floor : null;
+    const deletedUpTo = committed?.deletedUpToOffset ?? 0;
+    const ownChain = committed !== null && committed.upToOffset > restored.belowOffset
+      ? await this.#chainOf(own, committed.upToOffset, Math.max(deletedUpTo, restored.belowOffset))
+      : [];
+    const sourceChain = deletedUpTo >= restored.belowOffset ? [] : await this.#chainOf(
+      { prefix: this.#deps.prefix, ...restored },
+      restored.belowOffset,
+      deletedUpTo,
+    );
+    const ownStart = ownChain[0]?.startOffset;
+    if (ownStart !== undefined && ownStart !== Math.max(deletedUpTo, restored.belowOffset)) {
+      throw new StateTransferError(`its own segments start at ${ownStart}, not where the restored ones end`);
+    }
+    const identity = { createdRevision: restored.createdRevision, purgeGeneration: restored.purgeGeneration };
+    return { ...await this.#seedOf(label, identity, [...sourceChain, ...ownChain]), restoredFrom: restored };
+  }
+
+  /** The chain of `incarnation`'s objects that ends just below `floor`, from `fromOffset` on. */
+  async #chainOf(
+    incarnation: PartitionIncarnation,
+    floor: number,
+    fromOffset: number,
+  ): Promise<TieredObject[]> {
+    const starts = (await this.#logObjectsBelow(incarnation, floor)).filter((o) =>
+      o.startOffset >= fromOffset
+    );
     const objects = await concurrently(starts.length, transferRequestsInFlightMax, async (i) => {
       const { key, startOffset } = starts[i]!;
       return tieredObjectOf(key, startOffset, await this.#deps.store.head(key));
     });
-    const chain = chainBelowFloor(objects, floor.upToOffset);
+    return chainBelowFloor(objects, floor);
+  }
+
+  async #seedOf(
+    label: string,
+    identity: { createdRevision: string; purgeGeneration: number },
+    chain: TieredObject[],
+  ): Promise<PartitionSeed> {
+    if (chain.length === 0) throw new StateTransferError("the bucket holds no segment of it");
     const epochs = await readChainEpochs(this.#deps.store, chain);
-    const identity = { createdRevision, purgeGeneration: floor.purgeGeneration };
     const bytes = chain.reduce((n, o) => n + o.sizeBytes, 0);
+    const tieredUpToOffset = chain.at(-1)!.endOffset + 1;
     this.#deps.transferred?.(chain.length, bytes);
     this.#deps.logger.info("partition state transferred from the bucket", {
       partition: label,
-      tiered_up_to_offset: floor.upToOffset,
+      tiered_up_to_offset: tieredUpToOffset,
       first_offset: chain[0]!.startOffset,
       segments: chain.length,
       tiered_bytes: bytes,
@@ -79,7 +146,7 @@ export class BucketStateTransfer implements PartitionSeeder {
     });
     return {
       ...identity,
-      tieredUpToOffset: floor.upToOffset,
+      tieredUpToOffset,
       markers: chain.map((o) => markerOfObject(o, identity)),
       epochs,
     };

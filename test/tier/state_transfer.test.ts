@@ -247,3 +247,75 @@ t.test("a seeding cut short leaves no superblock, and the next one starts from a
     "a seed whose chain does not reach its floor is refused before anything is written",
   );
 });
+
+t.test("a restored partition seeds from its source's chain, then from its own from where the restore's ends", async (t) => {
+  const { sealed, sim, store } = await leaderWithBucket(t, [4], 40);
+  t.ok(sealed.length >= 6, `${sealed.length} sealed segments`);
+  // The leader's objects are the source's; the restoring cluster "new" uploads under its own keys.
+  const below = sealed[2]!.endOffset + 1;
+  const restored = {
+    clusterId: "c0ffee",
+    ...address,
+    createdRevision: revision,
+    purgeGeneration: 0,
+    belowOffset: below,
+  };
+  const seedWith = (floor: CommittedFloor | null) =>
+    new BucketStateTransfer({
+      store,
+      prefix: "strata",
+      clusterId: "new",
+      committedFloor: () => Promise.resolve(floor),
+      logger: quiet,
+    }).seedFor(address, revision, restored);
+  const startsOf = (segments: typeof sealed) => segments.map((s) => s.startOffset);
+  const first = await seedWith(null);
+  t.same(first!.markers.map((m) => m.startOffset), startsOf(sealed.slice(0, 3)), "nothing of its own yet");
+  t.equal(first!.tieredUpToOffset, below);
+  t.same(first!.restoredFrom, restored, "the source's keys below the restore's end");
+  const own = { ...incarnation, clusterId: "new" };
+  for (const s of sealed.slice(3, 5)) {
+    const [from, to] = [segmentKeys(incarnation, s.startOffset), segmentKeys(own, s.startOffset)];
+    for (const file of ["log", "index"] as const) {
+      const head = (await sim.head(from[file]))!;
+      const bytes = await sim.getRange(from[file], 0, head.sizeBytes);
+      await sim.put(to[file], async function* () {
+        yield* bytes;
+      }, { sizeBytes: head.sizeBytes, metadata: head.metadata, ifAbsent: false });
+    }
+  }
+  const floor = sealed[4]!.endOffset + 1;
+  const second = await seedWith({ purgeGeneration: 0, upToOffset: floor, deletedUpToOffset: 0 });
+  t.same(
+    second!.markers.map((m) => m.startOffset),
+    startsOf(sealed.slice(0, 5)),
+    "the source's, then its own",
+  );
+  t.equal(second!.tieredUpToOffset, floor);
+  const retained = await seedWith({
+    purgeGeneration: 0,
+    upToOffset: floor,
+    deletedUpToOffset: sealed[1]!.startOffset,
+  });
+  t.same(
+    retained!.markers.map((m) => m.startOffset),
+    startsOf(sealed.slice(1, 5)),
+    "from the deleted watermark",
+  );
+  const past = await seedWith({
+    purgeGeneration: 0,
+    upToOffset: floor,
+    deletedUpToOffset: sealed[3]!.startOffset,
+  });
+  t.same(
+    past!.markers.map((m) => m.startOffset),
+    startsOf(sealed.slice(3, 5)),
+    "retention passed the restored part",
+  );
+  await sim.delete([segmentKeys(own, sealed[3]!.startOffset).log]);
+  await t.rejects(
+    seedWith({ purgeGeneration: 0, upToOffset: floor, deletedUpToOffset: 0 }),
+    StateTransferError,
+    "its own chain must meet the restored one",
+  );
+});
