@@ -139,7 +139,10 @@ export async function restoreFromBucket(
  * (written by a cluster) would put a restored partition's epochs out of order, which followers read
  * as a divergence. Restoring such a topic into a cluster is refused; into a single node it is not.
  */
-function refuseLeaderEpochs(target: { stream: string; topic: string }, seeds: (PartitionSeed | null)[]) {
+export function refuseLeaderEpochs(
+  target: { stream: string; topic: string },
+  seeds: (PartitionSeed | null)[],
+) {
   const stamped = seeds.findIndex((seed) => (seed?.epochs.length ?? 0) > 0);
   if (stamped === -1) return;
   throw new RestoreRefusedError(

@@ -1,0 +1,148 @@
+import { mkdirSync, readdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import t from "tap";
+import type { PolledMessage } from "../../src/client/strata_client.ts";
+import { StrataClient } from "../../src/client/strata_client.ts";
+import { initCrc32c } from "../../src/runtime/crc32c.ts";
+import { configCopy } from "../helpers/config_copy.ts";
+import { etcdUnavailableReason } from "../helpers/etcd_harness.ts";
+import { kcatUnavailable } from "../helpers/kcat.ts";
+import { createBucket, ourStore } from "../helpers/s3_harness.ts";
+import { startS3rver } from "../helpers/s3rver_harness.ts";
+import { spawnServer } from "../helpers/spawn_server.ts";
+import { describePartition, partitionDirOf, startStrataCluster, until } from "../helpers/strata_cluster.ts";
+import { tempDir } from "../helpers/temp_dir.ts";
+import { produceRecords, readAll, sameRecords, waitFor } from "../helpers/topic_records.ts";
+
+// A topic produced and tiered by a single node is restored into a 3-node cluster sharing its bucket
+// (s3rver): every replica seeds the partitions from the source's chain; producing goes on at the
+// next offset and the leader uploads under the cluster's keys; after the leader is killed, the new
+// one serves every record; a replica whose data directory was wiped seeds the source's chain and
+// the cluster's own above it.
+
+await initCrc32c();
+const skip = etcdUnavailableReason() ?? kcatUnavailable() ?? false;
+const partitions = 2;
+const sourceCluster = "5ca1ab1e";
+const bucket = "strata-restore";
+
+/** The `.remote` markers of the restored topic's partition on a node, by start offset. */
+function markersOn(node: Parameters<typeof partitionDirOf>[0], topicId: number, partition: number): number[] {
+  const names = readdirSync(partitionDirOf(node, topicId, partition));
+  return names.filter((n) => n.endsWith(".remote")).map((n) => Number(n.slice(0, 20))).sort((a, b) => a - b);
+}
+
+t.test("a topic restored into a cluster is seeded on every replica and survives its leader", {
+  skip,
+  timeout: 280_000,
+}, async (t) => {
+  const s3 = await startS3rver(t);
+  await createBucket(s3, bucket);
+  const store = ourStore(s3, bucket, { conditionalWrites: false });
+  t.teardown(() => store.close());
+  const dir = tempDir(t, "strata-cluster-restore-");
+  mkdirSync(join(dir, "source"));
+  const source = await spawnServer(["--config", configCopy(join(dir, "source"))], {
+    STRATA_SYSTEM_CLUSTER_ID: sourceCluster,
+    STRATA_TIERED_STORAGE_BACKEND: "s3",
+    STRATA_TIERED_STORAGE_S3_BUCKET: bucket,
+    STRATA_TIERED_STORAGE_S3_ENDPOINT: s3.endpoint,
+    STRATA_TIERED_STORAGE_HOUSEKEEPING_IDLE_TIMEOUT: "1 s",
+    STRATA_TIERED_STORAGE_HOUSEKEEPING_MANIFEST_UPLOAD_INTERVAL: "1 s",
+    AWS_ACCESS_KEY_ID: s3.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: s3.secretAccessKey,
+  });
+  t.teardown(() => source.stop("SIGKILL"));
+  const a = new StrataClient({ baseUrl: source.baseUrl, encoding: "msgpack" });
+  await a.createStream("kafka");
+  await a.createTopic("kafka", {
+    name: "t",
+    partitions,
+    segment_size: "1 MiB",
+    segment_max_age: "1 s",
+    local_retention_size: "1 MiB",
+    tiered: true,
+  });
+  await produceRecords(a, partitions, "t", 0, 150);
+  for (let p = 0; p < partitions; p++) t.ok(await a.awaitTiered("kafka", "t", p, 150, 60_000));
+  const manifests = async () => (await store.list(`strata/${sourceCluster}/meta/1/1/`)).objects;
+  t.ok(
+    await waitFor(
+      async () => (await manifests()).filter((o) => o.key.endsWith("manifest.bin")).length === 2,
+      60_000,
+    ),
+  );
+  const expected = [await readAll(a, "t", 0), await readAll(a, "t", 1)];
+  t.equal(await source.stop("SIGTERM"), 0);
+
+  const cluster = await startStrataCluster(t, { portBase: 30_500, tiered: { store: s3, bucket } });
+  const c = new StrataClient({ baseUrl: cluster.nodes[0]!.httpUrl, encoding: "msgpack" });
+  const restored = await fetch(`${cluster.nodes[0]!.httpUrl}/admin/restore`, {
+    method: "POST",
+    body: JSON.stringify({ stream: "kafka", topic: "t", cluster_id: sourceCluster }),
+  });
+  const report = await restored.json();
+  t.equal(restored.status, 201, JSON.stringify(report));
+  const topicId = (await c.getTopic("kafka", "t"))["id"] as number;
+  const sourceMarkers = report.partitions.map((p: { segments: number }) => p.segments);
+  const opened = async (url: string) => (await fetch(`${url}/streams/kafka/topics/t`)).status === 200;
+  await until("every node to seed the restored partitions and open the topic", async () => {
+    const seeded = cluster.nodes.every((node) =>
+      [0, 1].every((p) => {
+        try {
+          return markersOn(node, topicId, p).length === sourceMarkers[p];
+        } catch {
+          return false;
+        }
+      })
+    );
+    return seeded && (await Promise.all(cluster.nodes.map((n) => opened(n.httpUrl)))).every((o) => o);
+  }, 30_000);
+  t.pass("every node holds the source's chain as markers");
+  for (let p = 0; p < partitions; p++) {
+    sameRecords(t, await readAll(c, "t", p), expected[p]!, `restored, partition ${p}`);
+  }
+
+  // Producing goes on at the next offset; the leader uploads what follows under the cluster's keys.
+  for (let p = 0; p < partitions; p++) {
+    const next = await c.produce("kafka", "t", [{ payload: new Uint8Array([7]) }], p);
+    t.equal(next.base_offset, 150, `partition ${p}: producing continues at the next offset`);
+  }
+  await produceRecords(c, partitions, "t", 151, 149);
+  for (let p = 0; p < partitions; p++) {
+    t.ok(await c.awaitTiered("kafka", "t", p, 250, 90_000), `partition ${p} tiered past the restored range`);
+  }
+  const clusterId = /"cluster_id":"([0-9a-f]+)"/.exec(cluster.nodes[0]!.server!.stderr())![1]!;
+  t.ok(
+    (await store.list(`strata/${clusterId}/1/${topicId}/0/`)).objects.some((o) => o.key.endsWith(".log")),
+    "the cluster's own uploads are under its own keys",
+  );
+  const whole: PolledMessage[][] = [await readAll(c, "t", 0), await readAll(c, "t", 1)];
+  t.same(whole.map((w) => w.length), [300, 300]);
+
+  // The leader of partition 0 killed: the new one serves every record, the restored ones too.
+  const before = (await describePartition(cluster.bootstrap, "t", 0))!;
+  const leader = cluster.node(before.leader);
+  await leader.signal("SIGKILL");
+  const survivor = cluster.nodes.find((n) => n.id !== leader.id)!;
+  const s = new StrataClient({ baseUrl: survivor.httpUrl, encoding: "msgpack" });
+  await until("another leader", async () => {
+    const view = await describePartition(survivor.kafka, "t", 0);
+    return view !== null && view.leader !== leader.id && view.leader !== -1;
+  }, 30_000);
+  sameRecords(t, await readAll(s, "t", 0), whole[0]!, "after failover, partition 0");
+
+  // A replica whose data directory was wiped: seeded from the source's chain and the cluster's own.
+  rmSync(join(leader.configPath, "..", `data${leader.id}`), { recursive: true, force: true });
+  await leader.restart();
+  const floor = async () => (await s.partition("kafka", "t", 0))["tiered_up_to_offset"] as number;
+  await until("the wiped node to seed partition 0 up to the floor", async () => {
+    try {
+      const markers = markersOn(leader, topicId, 0);
+      return markers.length > sourceMarkers[0] && markers[0] === 0 && markers.at(-1)! < (await floor());
+    } catch {
+      return false;
+    }
+  }, 60_000);
+  t.pass("the wiped replica holds the source's segments and the cluster's as markers");
+});
