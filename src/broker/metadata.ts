@@ -22,6 +22,8 @@ export interface TopicRestore {
 
 /** The topic a restore read, and the incarnation of each partition it took (docs/DESIGN.md, "Restore"). */
 export interface TopicRestoredFrom {
+  /** A read replica's source bucket when it is not the server's own. */
+  bucket?: string;
   clusterId: string;
   streamId: number;
   topicId: number;
@@ -82,7 +84,7 @@ export function referencedIncarnations(doc: Readonly<Metadata>): Set<string> {
   const referenced = new Set<string>();
   for (const topic of doc.streams.flatMap((s) => s.topics)) {
     const from = topic.restoredFrom;
-    if (from === undefined || from.clusterId !== doc.clusterId) continue;
+    if (from === undefined || from.clusterId !== doc.clusterId || from.bucket !== undefined) continue;
     for (const i of from.incarnations) {
       const address = { streamId: from.streamId, topicId: from.topicId, partitionId: i.partitionId };
       referenced.add(incarnationId(address, i.createdRevision, i.purgeGeneration));

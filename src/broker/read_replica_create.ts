@@ -1,6 +1,6 @@
 import type { PartitionSeed } from "../log/seeded_partition.ts";
 import { FormatVersionError } from "../runtime/format_version_error.ts";
-import { clusterRoot } from "../tier/object_keys.ts";
+import { clusterRoot, sourcePrefix } from "../tier/object_keys.ts";
 import { RestoreError } from "../tier/restore_plan.ts";
 import { findTopicManifest, readPartitionPlan, restoreSeedOf } from "../tier/restore_reader.ts";
 import { TopicManifestError } from "../tier/topic_manifest.ts";
@@ -17,8 +17,13 @@ import type { ReadReplicaSource, TopicOptions } from "./topic_options.ts";
  * follower plants what the source uploads from then on. Refused in a cluster, for a source that was
  * itself restored, and for what the bucket does not describe.
  */
+export interface ReadReplicaDeps extends BucketRestoreDeps {
+  /** The store reads other buckets of its service (`BucketRouter`; s3, not fs). */
+  readsOtherBuckets: boolean;
+}
+
 export async function createReadReplica(
-  deps: BucketRestoreDeps,
+  deps: ReadReplicaDeps,
   streamName: string,
   topicName: string,
   source: ReadReplicaSource,
@@ -29,8 +34,15 @@ export async function createReadReplica(
       `Cannot create read replica ${label}: read replicas in a cluster are not supported`,
     );
   }
+  const bucket = source.bucket ?? null;
+  if (bucket !== null && !deps.readsOtherBuckets) {
+    throw new ReadReplicaRefusedError(
+      `Cannot create read replica ${label}: the fs backend has no other bucket than its directory`,
+    );
+  }
   try {
-    const root = clusterRoot(deps.prefix, source.clusterId);
+    const prefix = sourcePrefix(deps.prefix, bucket);
+    const root = clusterRoot(prefix, source.clusterId);
     const topic = await findTopicManifest(deps.store, root, source.stream, source.topic);
     if (topic.restoredFrom !== undefined) {
       throw new ReadReplicaRefusedError(
@@ -44,14 +56,20 @@ export async function createReadReplica(
     const seeds: (PartitionSeed | null)[] = [];
     const incarnations = [];
     for (let p = 0; p < options.partitions; p++) {
-      const plan = await readPartitionPlan(deps.store, deps.prefix, topic, p);
-      seeds.push(await restoreSeedOf(deps.store, topic, p, plan));
+      const plan = await readPartitionPlan(deps.store, prefix, topic, p);
+      const seed = await restoreSeedOf(deps.store, topic, p, plan);
+      seeds.push(
+        seed === null || bucket === null
+          ? seed
+          : { ...seed, restoredFrom: { ...seed.restoredFrom!, bucket } },
+      );
       if (plan.segments.length > 0) {
         const { createdRevision, purgeGeneration } = plan;
         incarnations.push({ partitionId: p, createdRevision, purgeGeneration });
       }
     }
     const from = {
+      ...(bucket === null ? {} : { bucket }),
       clusterId: source.clusterId,
       streamId: topic.streamId,
       topicId: topic.topicId,

@@ -8,7 +8,7 @@ import { concurrently } from "../runtime/concurrently.ts";
 import type { Logger } from "../runtime/logger.ts";
 import { readChainEpochs } from "../tier/chain_epochs.ts";
 import { decodeManifest, type ManifestSegment, type PartitionManifest } from "../tier/manifest.ts";
-import { clusterRoot, segmentKeys } from "../tier/object_keys.ts";
+import { clusterRoot, segmentKeys, sourcePrefix } from "../tier/object_keys.ts";
 import {
   chooseManifest,
   type FollowedPartition,
@@ -129,7 +129,8 @@ export class ReadReplicaFollower {
     report: PollReport,
     live: Set<string>,
   ): Promise<void> {
-    const root = clusterRoot(this.#deps.prefix, from.clusterId);
+    const prefix = sourcePrefix(this.#deps.prefix, from.bucket ?? null);
+    const root = clusterRoot(prefix, from.clusterId);
     let listed: Map<number, ListedManifest[]>;
     try {
       listed = manifestsByPartition(
@@ -145,13 +146,14 @@ export class ReadReplicaFollower {
       if (slot.kind !== "open") continue;
       live.add(slot.partition.log.label);
       const source = {
+        ...(from.bucket === undefined ? {} : { bucket: from.bucket }),
         clusterId: from.clusterId,
         streamId: from.streamId,
         topicId: from.topicId,
         partitionId,
       };
       try {
-        await this.#pollPartition(slot.partition, listed.get(partitionId) ?? [], source, report);
+        await this.#pollPartition(slot.partition, listed.get(partitionId) ?? [], source, prefix, report);
       } catch (error) {
         report.failures++;
         this.#deps.logger.warn("Cannot follow a read replica's source partition", {
@@ -165,7 +167,8 @@ export class ReadReplicaFollower {
   async #pollPartition(
     partition: Partition,
     listed: readonly ListedManifest[],
-    source: { clusterId: string; streamId: number; topicId: number; partitionId: number },
+    source: { bucket?: string; clusterId: string; streamId: number; topicId: number; partitionId: number },
+    prefix: string,
     report: PollReport,
   ): Promise<void> {
     const label = partition.log.label;
@@ -205,7 +208,8 @@ export class ReadReplicaFollower {
     checkManifest(manifest, source, inc);
     const step = followManifest(view, manifest, plantedSegmentsMax);
     if (step.plant.length > 0) {
-      const objects = await this.#objectsOf(step.plant, { prefix: this.#deps.prefix, ...source, ...inc });
+      const { bucket: _bucket, ...address } = source;
+      const objects = await this.#objectsOf(step.plant, { prefix, ...address, ...inc });
       const epochs = await readChainEpochs(this.#deps.store, objects);
       await partition.plantRemote(objects.map((o) => markerOfObject(o, inc)), epochs, { ...source, ...inc });
       report.segmentsPlanted += objects.length;

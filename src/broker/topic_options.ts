@@ -37,6 +37,8 @@ export interface ReadReplicaSource {
   clusterId: string;
   stream: string;
   topic: string;
+  /** Another bucket of the same object store service; null: the server's own. */
+  bucket: string | null;
 }
 
 export type TimestampType = "create_time" | "log_append_time";

@@ -110,7 +110,7 @@ export interface TopicCreate {
   /** In a cluster: the nodes that hold each partition; absent or null, the cluster's default. */
   replication_factor?: number | null;
   /** A read replica of this topic of a cluster in the same bucket; it takes every other option from it. */
-  read_replica_of?: { cluster_id: string; stream: string; topic: string };
+  read_replica_of?: { cluster_id: string; stream: string; topic: string; bucket?: string | null };
 }
 
 export type TopicPatch = Partial<

@@ -44,6 +44,8 @@ export interface RestoredFrom {
   purgeGeneration: number;
   /** Exclusive: the segments that start below it are that incarnation's objects. */
   belowOffset: number;
+  /** A read replica's source in another bucket of the same service; absent: the server's own. */
+  bucket?: string;
 }
 
 export const superblockFileName = "superblock.bin";

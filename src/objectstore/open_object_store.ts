@@ -11,11 +11,15 @@ import { ObjectStoreMetrics } from "./object_store_metrics.ts";
 import { ObjectStoreProbeError, probeObjectStore } from "./probe_object_store.ts";
 import { RetryingObjectStore } from "./retrying_object_store.ts";
 import { S3ObjectStore } from "./s3/s3_object_store.ts";
+import { BucketRouter } from "./bucket_router.ts";
 import type { S3Settings } from "./s3/s3_settings.ts";
 
 export interface OpenedObjectStore {
-  /** The store the tier service uses: retries, deadlines and metrics around the backend. */
-  store: RetryingObjectStore;
+  /**
+   * The store the tier service uses: retries, deadlines and metrics around the backend; keys under
+   * `bucketRoute(name)` read other buckets of the same service (s3 only).
+   */
+  store: BucketRouter;
   /** What was opened, for the start-up log (never credentials). */
   description: Record<string, unknown>;
   close(): Promise<void>;
@@ -35,13 +39,37 @@ export async function openObjectStore(
   deps: OpenDeps,
 ): Promise<OpenedObjectStore> {
   const opened = config.backend === "fs" ? await openFs(config, deps) : await openS3(config, deps);
-  const store = new RetryingObjectStore(opened.backend, deps.clock, deps.rng, config.retry, {
+  const timeouts = {
     putMs: config.segmentUploadTimeoutMs,
     getMs: config.fetchTimeoutMs,
     otherMs: config.requestTimeoutMs,
-  }, new ObjectStoreMetrics(deps.registry));
+  };
+  const own = new RetryingObjectStore(
+    opened.backend,
+    deps.clock,
+    deps.rng,
+    config.retry,
+    timeouts,
+    new ObjectStoreMetrics(deps.registry),
+  );
+  // Other buckets are read only by read replicas; their requests are not in the own store's metrics.
+  const others: S3ObjectStore[] = [];
+  const openOther = opened.openOther;
+  const store = new BucketRouter(
+    own,
+    openOther === null ? null : (bucket) => {
+      const backend = openOther(bucket);
+      others.push(backend);
+      deps.logger.info("object store ready", { ...opened.description, bucket, read_only: true });
+      return new RetryingObjectStore(backend, deps.clock, deps.rng, config.retry, timeouts, null);
+    },
+  );
   deps.logger.info("object store ready", opened.description);
-  return { store, description: opened.description, close: opened.close };
+  const close = async () => {
+    for (const other of others) await other.close();
+    await opened.close();
+  };
+  return { store, description: opened.description, close };
 }
 
 async function openFs(config: TieredStorageConfig, deps: OpenDeps) {
@@ -54,6 +82,7 @@ async function openFs(config: TieredStorageConfig, deps: OpenDeps) {
   return {
     backend: backend as ObjectStore,
     description: { backend: "fs", path: config.fs.path, conditional_create: probe.conditionalCreateHonoured },
+    openOther: null,
     close: () => Promise.resolve(),
   };
 }
@@ -101,6 +130,8 @@ async function openS3(config: TieredStorageConfig, deps: OpenDeps) {
           conditional_create: probe.conditionalCreateHonoured,
           conditional_writes: conditional,
         },
+        // Another bucket of the same service, only read: no probe, no conditional writes.
+        openOther: (bucket: string) => new S3ObjectStore({ ...settings(style, false), bucket }, deps.clock),
         close: () => backend.close(),
       };
     } catch (error) {

@@ -7,11 +7,12 @@ export type ReadReplicaRunner =
   | ((stream: string, topic: string, source: ReadReplicaSource) => Promise<TopicDescription>)
   | null;
 
-const sourceFields = ["cluster_id", "stream", "topic"];
+const sourceFields = ["cluster_id", "stream", "topic", "bucket"];
 
 /**
  * The source of a create request with `read_replica_of` (docs/API.md, "Read replicas"):
- * `{cluster_id, stream, topic}`, each a non-empty string; null when the request has no such field.
+ * `{cluster_id, stream, topic, bucket?}`, each a non-empty string (`bucket` another bucket of the same
+ * service, absent or null for the server's own); null when the request has no such field.
  * A read replica takes its options from its source: a request that sets any is refused.
  */
 export function parseReadReplicaSource(body: Record<string, unknown>): ReadReplicaSource | null {
@@ -46,5 +47,12 @@ export function parseReadReplicaSource(body: Record<string, unknown>): ReadRepli
     }
     return v;
   };
-  return { clusterId: text("cluster_id"), stream: text("stream"), topic: text("topic") };
+  const bucket = fields["bucket"] === undefined || fields["bucket"] === null ? null : text("bucket");
+  if (bucket !== null && !/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) {
+    throw badRequest(
+      "invalid_body",
+      `Cannot create a read replica: "read_replica_of.bucket" must be a bucket name (3 to 63 lower-case letters, digits, dots and hyphens)`,
+    );
+  }
+  return { clusterId: text("cluster_id"), stream: text("stream"), topic: text("topic"), bucket };
 }

@@ -143,6 +143,7 @@ export class StrataServer {
             catalog: broker.catalog,
             store: objectStore.store,
             prefix: config.tieredStorage.s3.prefix,
+            readsOtherBuckets: objectStore.store.readsOtherBuckets,
           },
           stream,
           topic,

@@ -38,9 +38,12 @@ export function topicOptionsJson(o: TopicOptions): Record<string, unknown> {
     json[field] = o[option as keyof TopicOptions];
   }
   const source = o.readReplicaOf;
-  json["read_replica_of"] = source === null
-    ? null
-    : { cluster_id: source.clusterId, stream: source.stream, topic: source.topic };
+  json["read_replica_of"] = source === null ? null : {
+    cluster_id: source.clusterId,
+    stream: source.stream,
+    topic: source.topic,
+    bucket: source.bucket ?? null,
+  };
   return json;
 }
 

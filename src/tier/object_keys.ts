@@ -1,3 +1,4 @@
+import { bucketRoute } from "../objectstore/bucket_router.ts";
 import type { PartitionAddress } from "../log/partition.ts";
 import { segmentStem } from "../log/segment.ts";
 import type { RestoredFrom } from "../log/superblock.ts";
@@ -43,8 +44,16 @@ export function objectIncarnation(
   startOffset: number,
 ): PartitionIncarnation {
   if (restoredFrom === null || startOffset >= restoredFrom.belowOffset) return own;
-  const { belowOffset: _belowOffset, ...source } = restoredFrom;
-  return { prefix: own.prefix, ...source };
+  const { belowOffset: _belowOffset, bucket, ...source } = restoredFrom;
+  return { prefix: sourcePrefix(own.prefix, bucket ?? null), ...source };
+}
+
+/**
+ * The prefix a source's keys are under: the server's own, in its bucket or, for a read replica of
+ * another bucket, in that one (`bucketRoute`, read through `BucketRouter`).
+ */
+export function sourcePrefix(prefix: string, bucket: string | null): string {
+  return bucket === null ? prefix : `${bucketRoute(bucket)}${prefix}`;
 }
 
 /** `{prefix}/{cluster}/`: everything this cluster writes is under it. */

@@ -166,6 +166,18 @@ t.test("a read replica is created only from what the bucket describes, and only 
     }),
     { status: 409, code: "read_replica_refused", message: /no topic manifest of kafka\/nothing/ },
   );
+  await t.rejects(
+    client.createTopic("kafka", {
+      name: "x",
+      read_replica_of: {
+        cluster_id: source.clusterId,
+        stream: "kafka",
+        topic: "orders",
+        bucket: "elsewhere",
+      },
+    }),
+    { status: 409, code: "read_replica_refused", message: /the fs backend has no other bucket/ },
+  );
   await create("r");
   await t.rejects(create("r"), { status: 409, code: "already_exists" });
   const withOptions = await raw("/streams/kafka/topics", {
@@ -184,4 +196,13 @@ t.test("a read replica is created only from what the bucket describes, and only 
   });
   t.equal(badSource.status, 400);
   t.match((await badSource.json()).message, /"read_replica_of.topic" must be a non-empty string/);
+  const badBucket = await raw("/streams/kafka/topics", {
+    method: "POST",
+    body: JSON.stringify({
+      name: "y",
+      read_replica_of: { cluster_id: "c", stream: "s", topic: "t", bucket: "No/Way" },
+    }),
+  });
+  t.equal(badBucket.status, 400);
+  t.match((await badBucket.json()).message, /"read_replica_of.bucket" must be a bucket name/);
 });
