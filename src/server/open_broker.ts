@@ -104,18 +104,7 @@ export async function openBroker(deps: BrokerDeps): Promise<OpenedBroker> {
     if (shard.tier !== null && tiered !== null) await tiered.attachControlLog(shard, shard.tier, catalog);
   }
   shards.startPumps();
-  const readReplicas = deps.objectStore === null || cluster !== null ? null : new ReadReplicaFollower({
-    catalog,
-    store: deps.objectStore,
-    clock,
-    logger: logger.child({ component: "read_replicas" }),
-    prefix: config.tieredStorage.s3.prefix,
-    pollIntervalMs: config.tieredStorage.readReplicaPollIntervalMs,
-    metrics: new ReadReplicaMetrics(deps.registry),
-  });
-  if (readReplicas !== null) {
-    shards.shards[0]!.pump.onTick("read_replicas", (nowMs) => readReplicas.onTick(nowMs));
-  }
+  const readReplicas = followReadReplicas(deps, catalog, shards);
   if (cluster !== null) {
     shards.shards[0]!.pump.onTick("cluster", (nowMs) => cluster.tick(nowMs));
     cluster.startFetching({ batchBytesMax: Infinity, turn: () => deps.pieceGate.turn() });
@@ -193,4 +182,27 @@ class HostPair implements PartitionHost {
     this.#first.purged(partition);
     this.#second.purged(partition);
   }
+}
+
+/**
+ * The follower of the read-replica topics, polling from shard 0's tick; null without a bucket, and
+ * in a cluster (where read replicas are refused).
+ */
+function followReadReplicas(
+  deps: BrokerDeps,
+  catalog: Catalog,
+  shards: ShardSet,
+): ReadReplicaFollower | null {
+  if (deps.objectStore === null || deps.cluster !== null) return null;
+  const follower = new ReadReplicaFollower({
+    catalog,
+    store: deps.objectStore,
+    clock: deps.clock,
+    logger: deps.logger.child({ component: "read_replicas" }),
+    prefix: deps.config.tieredStorage.s3.prefix,
+    pollIntervalMs: deps.config.tieredStorage.readReplicaPollIntervalMs,
+    metrics: new ReadReplicaMetrics(deps.registry),
+  });
+  shards.shards[0]!.pump.onTick("read_replicas", (nowMs) => follower.onTick(nowMs));
+  return follower;
 }
