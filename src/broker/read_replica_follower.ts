@@ -118,7 +118,9 @@ export class ReadReplicaFollower {
         await this.#pollTopic(topic, meta.restoredFrom, report, live);
       }
     }
+    // Both maps hold only partitions of live read replicas: bounded by the partitions hosted.
     for (const label of this.#read.keys()) if (!live.has(label)) this.#read.delete(label);
+    for (const label of this.#ended) if (!live.has(label)) this.#ended.delete(label);
     this.#deps.metrics?.record(report);
     return report;
   }
