@@ -29,6 +29,7 @@ t.test("a create request's fields by their API names, with units; what it leaves
     timestampType: "create_time",
     maxMessageBytes: 1024 * 1024 + 12,
     replicationFactor: null,
+    readReplicaOf: null,
   });
   t.same(
     parseTopicOptions({
@@ -58,6 +59,7 @@ t.test("a create request's fields by their API names, with units; what it leaves
       timestampType: "log_append_time",
       maxMessageBytes: 2 * MiB,
       replicationFactor: 3,
+      readReplicaOf: null,
     },
   );
   t.throws(
@@ -174,6 +176,7 @@ t.test("answers show the options by the names requests give them, and read back 
     "timestamp_type",
     "max_message_bytes",
     "replication_factor",
+    "read_replica_of",
   ]);
   t.same(parseTopicOptions(json, defaults), options, "an answer's options, sent back, are the same options");
   t.end();
