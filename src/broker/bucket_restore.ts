@@ -105,8 +105,8 @@ export async function restoreFromBucket(
     if (!deps.catalog.streams().some((s) => s.name === target.stream)) {
       await deps.catalog.createStream(target.stream);
     }
-    if (deps.catalog.sharesMetadata) refuseLeaderEpochs(target, seeds);
-    // Every replica of a cluster seeds from the same chain: the source's, up to where the plan ends.
+    // Every replica of a cluster seeds from the same chain: the source's, up to where the plan ends;
+    // its leaders start above the epochs the chain's batches carry.
     const incarnations = [...plans].filter(([, plan]) => plan.segments.length > 0).map((
       [partitionId, plan],
     ) => ({
@@ -114,6 +114,7 @@ export async function restoreFromBucket(
       createdRevision: plan.createdRevision,
       purgeGeneration: plan.purgeGeneration,
       belowOffset: plan.nextOffset,
+      firstLeaderEpoch: (seeds[partitionId]?.epochs.at(-1)?.epoch ?? -1) + 1,
     }));
     const from = { clusterId, streamId: topic.streamId, topicId: topic.topicId, incarnations };
     await deps.catalog.createTopic(target.stream, target.topic, options, { from, seeds });
@@ -132,22 +133,6 @@ export async function restoreFromBucket(
     }
     throw error;
   }
-}
-
-/**
- * A cluster's leaders stamp their batches from epoch 0 on: a source whose batches carry leader epochs
- * (written by a cluster) would put a restored partition's epochs out of order, which followers read
- * as a divergence. Restoring such a topic into a cluster is refused; into a single node it is not.
- */
-export function refuseLeaderEpochs(
-  target: { stream: string; topic: string },
-  seeds: (PartitionSeed | null)[],
-) {
-  const stamped = seeds.findIndex((seed) => (seed?.epochs.length ?? 0) > 0);
-  if (stamped === -1) return;
-  throw new RestoreRefusedError(
-    `Cannot restore ${target.stream}/${target.topic} into a cluster: partition ${stamped}'s segments carry leader epochs (a cluster wrote them), which a restored cluster's epochs would not follow`,
-  );
 }
 
 async function onlyCluster(deps: BucketRestoreDeps): Promise<string> {

@@ -40,6 +40,13 @@ export interface RestoredIncarnation {
    * cluster seeds from. Absent in a restore recorded before it was kept.
    */
   belowOffset?: number;
+  /** One above the highest leader epoch the restored chain's batches carry; absent: 0. */
+  firstLeaderEpoch?: number;
+}
+
+/** The epoch a topic's first leaders take in a cluster: above every epoch its restored segments carry. */
+export function firstLeaderEpochOf(meta: TopicMeta): number {
+  return Math.max(0, ...(meta.restoredFrom?.incarnations ?? []).map((i) => i.firstLeaderEpoch ?? 0));
 }
 
 /** The source partition a restored topic's partition `partitionId` seeds from; null when it has none. */

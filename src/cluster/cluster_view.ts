@@ -5,7 +5,7 @@ import type { Clock } from "../runtime/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { ClusterKeys } from "./cluster_keys.ts";
 import type { StoredPartition, TopicPlacement } from "./controller_core.ts";
-import type { Metadata } from "../broker/metadata.ts";
+import { firstLeaderEpochOf, type Metadata } from "../broker/metadata.ts";
 import type { NodeRecord } from "./node_session.ts";
 import { decodePartitionState } from "./partition_state.ts";
 
@@ -179,6 +179,7 @@ export class ClusterView {
           topicId: topic.id,
           partitions: topic.options.partitions,
           replicationFactor: topic.options.replicationFactor ?? null,
+          firstLeaderEpoch: firstLeaderEpochOf(topic),
         }))
       );
     } catch (error) {

@@ -10,6 +10,11 @@ export interface TopicPlacement {
   topicId: number;
   partitions: number;
   replicationFactor: number | null;
+  /**
+   * The epoch its first leaders take: 0, or for a topic restored from segments that carry leader
+   * epochs, one above the highest of them, so that epochs keep rising along every partition's log.
+   */
+  firstLeaderEpoch?: number;
 }
 
 /** A partition's state as last read from etcd, with the revision that wrote it. */
@@ -185,10 +190,11 @@ function placementStep(
     if (topic.replicationFactor !== null && live.length < topic.replicationFactor) continue;
     const factor = Math.min(topic.replicationFactor ?? state.defaultReplicationFactor, live.length);
     // Each leader's epoch is bound to its process's registration.
+    const leaderEpoch = topic.firstLeaderEpoch ?? 0;
     const states = assignReplicas(topic.partitions, live, factor, topic.topicId)
       .map((s, partitionId) => ({
         partitionId,
-        state: tidyPartitionState({ ...s, leaderSession: state.registered.get(s.leader) }),
+        state: tidyPartitionState({ ...s, leaderEpoch, leaderSession: state.registered.get(s.leader) }),
       }));
     placing.add(topicKey);
     effects.push({ kind: "createPartitions", topicKey, states });

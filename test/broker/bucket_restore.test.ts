@@ -7,7 +7,6 @@ import { encodeManifest } from "../../src/tier/manifest.ts";
 import { deadMarkBody, deadMarkKey, segmentKeys, topicManifestKey } from "../../src/tier/object_keys.ts";
 import { encodeTopicManifest, type TopicManifest } from "../../src/tier/topic_manifest.ts";
 import { openServer } from "../helpers/open_server.ts";
-import { refuseLeaderEpochs } from "../../src/broker/bucket_restore.ts";
 
 // The restore's refusals and its plan over a bucket laid out by hand (the end-to-end restore of a
 // real topic is test/e2e/restore.test.ts): a source cluster "5ca1ab1e" with topic kafka/orders, one
@@ -168,21 +167,4 @@ t.test("a gap refuses only when newer data would be left out; an older run befor
     newer.body.message,
     /offset 30 lies past the chain the bucket holds whole \(its \.index object is missing\)/,
   );
-});
-
-t.test("into a cluster, a source whose segments carry leader epochs is refused", (t) => {
-  const seed = (epochs: { epoch: number; startOffset: number }[]) => ({
-    createdRevision: inc.createdRevision,
-    purgeGeneration: 1,
-    tieredUpToOffset: 20,
-    markers: [],
-    epochs,
-  });
-  const target = { stream: "kafka", topic: "orders" };
-  t.doesNotThrow(() => refuseLeaderEpochs(target, [null, seed([])]), "a single node's segments carry none");
-  t.throws(
-    () => refuseLeaderEpochs(target, [seed([]), seed([{ epoch: 3, startOffset: 0 }])]),
-    /Cannot restore kafka\/orders into a cluster: partition 1's segments carry leader epochs/,
-  );
-  t.end();
 });

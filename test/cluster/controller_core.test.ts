@@ -8,6 +8,8 @@ import {
   type WritePartition,
 } from "../../src/cluster/controller_core.ts";
 import { noLeader, type PartitionState, withInSync } from "../../src/cluster/partition_state.ts";
+import { firstLeaderEpochOf } from "../../src/broker/metadata.ts";
+import type { TopicOptions } from "../../src/broker/topic_options.ts";
 
 const p = (leader: number, leaderEpoch: number, isr: number[], replicas = [1, 2, 3]): PartitionState => ({
   leader,
@@ -220,5 +222,43 @@ t.test("replicas that leave an in-sync set below the minimum stay eligible, and 
   t.match(fromEligible?.reason, /replaced by eligible 3/);
   // Back at the minimum, acknowledgements go on without the eligible ones: they stop being so.
   t.same(withInSync({ ...p(3, 5, [3]), eligible: [1] }, [3, 2], 2), p(3, 5, [3, 2]));
+  t.end();
+});
+
+t.test("a restored topic's first leaders take the epoch above its segments' epochs", (t) => {
+  const step = controllerStep(
+    controllerStep(initialControllerState(3), { kind: "nodes", live: [1, 2, 3] }).state,
+    {
+      kind: "topics",
+      topics: [{
+        keyPrefix: "/s/partitions/1/8/",
+        topicId: 8,
+        partitions: 2,
+        replicationFactor: null,
+        firstLeaderEpoch: 6,
+      }],
+    },
+  );
+  const create = step.effects[0]!;
+  if (create.kind !== "createPartitions") throw new Error("expected a creation");
+  t.same(create.states.map((s) => s.state.leaderEpoch), [6, 6]);
+  const meta = {
+    id: 8,
+    name: "t",
+    createdAtMs: 1,
+    options: {} as TopicOptions,
+    restoredFrom: {
+      clusterId: "c",
+      streamId: 1,
+      topicId: 1,
+      incarnations: [
+        { partitionId: 0, createdRevision: "aa", purgeGeneration: 0, belowOffset: 10, firstLeaderEpoch: 6 },
+        { partitionId: 1, createdRevision: "bb", purgeGeneration: 0, belowOffset: 10, firstLeaderEpoch: 2 },
+        { partitionId: 2, createdRevision: "cc", purgeGeneration: 0 },
+      ],
+    },
+  };
+  t.equal(firstLeaderEpochOf(meta), 6, "the highest over its partitions");
+  t.equal(firstLeaderEpochOf({ ...meta, restoredFrom: undefined }), 0, "a topic of its own starts at 0");
   t.end();
 });

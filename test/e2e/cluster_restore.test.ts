@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, rmSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import type { PolledMessage } from "../../src/client/strata_client.ts";
@@ -145,4 +145,56 @@ t.test("a topic restored into a cluster is seeded on every replica and survives 
     }
   }, 60_000);
   t.pass("the wiped replica holds the source's segments and the cluster's as markers");
+
+  // A topic the cluster wrote (its batches carry leader epochs), restored under another name: its
+  // leaders start above those epochs, and its followers take the new batches without a divergence.
+  await s.createTopic("kafka", {
+    name: "u",
+    partitions: 1,
+    segment_size: "1 MiB",
+    segment_max_age: "1 s",
+    local_retention_size: "1 MiB",
+    tiered: true,
+  });
+  const uId = (await s.getTopic("kafka", "u"))["id"] as number;
+  await produceRecords(s, 1, "u", 0, 150);
+  t.ok(await s.awaitTiered("kafka", "u", 0, 150, 60_000), "the cluster's topic tiered");
+  const uManifests = async () =>
+    (await store.list(`strata/${clusterId}/meta/1/${uId}/`)).objects.map((o) => o.key);
+  t.ok(await waitFor(async () => (await uManifests()).some((k) => k.endsWith("topic.bin")), 60_000));
+  const expectedU = await readAll(s, "u", 0);
+  const again = await fetch(`${survivor.httpUrl}/admin/restore`, {
+    method: "POST",
+    body: JSON.stringify({ stream: "kafka", topic: "u", as: "u2", cluster_id: clusterId }),
+  });
+  t.equal(again.status, 201, JSON.stringify(await again.json()));
+  await until(
+    "every node to open u2",
+    async () =>
+      (await Promise.all(
+        cluster.nodes.map(async (n) => (await fetch(`${n.httpUrl}/streams/kafka/topics/u2`)).status),
+      ))
+        .every((status) => status === 200),
+    30_000,
+  );
+  sameRecords(t, await readAll(s, "u2", 0), expectedU, "the cluster's own topic, restored");
+  const u2Id = (await s.getTopic("kafka", "u2"))["id"] as number;
+  const appended = await s.produce("kafka", "u2", [{ payload: new Uint8Array([9]) }], 0);
+  t.equal(appended.base_offset, 150, "acknowledged by every in-sync replica at the next offset");
+  const u2Leader = cluster.node((await describePartition(cluster.bootstrap, "u2", 0))!.leader);
+  const head = readFileSync(join(partitionDirOf(u2Leader, u2Id, 0), `${String(150).padStart(20, "0")}.log`));
+  t.ok(
+    head.readInt32BE(12) >= 1,
+    `the new batch carries leader epoch ${head.readInt32BE(12)}, above the source's`,
+  );
+  await u2Leader.signal("SIGKILL");
+  const reader = cluster.nodes.find((n) => n.id !== u2Leader.id && n.server !== null)!;
+  await until("another leader of u2", async () => {
+    const view = await describePartition(reader.kafka, "u2", 0);
+    return view !== null && view.leader !== u2Leader.id && view.leader !== -1;
+  }, 30_000);
+  const u2 = new StrataClient({ baseUrl: reader.httpUrl, encoding: "msgpack" });
+  const afterFailover = await readAll(u2, "u2", 0);
+  t.equal(afterFailover.length, 151, "the new leader holds the restored records and the new one");
+  sameRecords(t, afterFailover.slice(0, 150), expectedU, "u2 after failover");
 });
