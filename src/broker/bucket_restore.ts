@@ -113,6 +113,7 @@ export async function restoreFromBucket(
       partitionId,
       createdRevision: plan.createdRevision,
       purgeGeneration: plan.purgeGeneration,
+      fromOffset: plan.segments[0]!.startOffset,
       belowOffset: plan.nextOffset,
       firstLeaderEpoch: (seeds[partitionId]?.epochs.at(-1)?.epoch ?? -1) + 1,
     }));

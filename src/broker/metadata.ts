@@ -1,5 +1,5 @@
 import type { PartitionAddress } from "../log/partition.ts";
-import type { PartitionSeed } from "../log/seeded_partition.ts";
+import type { PartitionSeed, RestoredChain } from "../log/seeded_partition.ts";
 import type { RestoredFrom } from "../log/superblock.ts";
 import { incarnationId } from "../tier/object_keys.ts";
 import type { TopicOptions } from "./topic_options.ts";
@@ -40,6 +40,8 @@ export interface RestoredIncarnation {
    * cluster seeds from. Absent in a restore recorded before it was kept.
    */
   belowOffset?: number;
+  /** Where the restored chain starts; absent: wherever the source's objects start. */
+  fromOffset?: number;
   /** One above the highest leader epoch the restored chain's batches carry; absent: 0. */
   firstLeaderEpoch?: number;
 }
@@ -49,12 +51,12 @@ export function firstLeaderEpochOf(meta: TopicMeta): number {
   return Math.max(0, ...(meta.restoredFrom?.incarnations ?? []).map((i) => i.firstLeaderEpoch ?? 0));
 }
 
-/** The source partition a restored topic's partition `partitionId` seeds from; null when it has none. */
-export function restoredSourceOf(meta: TopicMeta, partitionId: number): RestoredFrom | null {
+/** The chain a restored topic's partition `partitionId` seeds from; null when it has none. */
+export function restoredChainOf(meta: TopicMeta, partitionId: number): RestoredChain | null {
   const from = meta.restoredFrom;
   const i = from?.incarnations.find((x) => x.partitionId === partitionId);
   if (from === undefined || i === undefined || i.belowOffset === undefined) return null;
-  return {
+  const source: RestoredFrom = {
     clusterId: from.clusterId,
     streamId: from.streamId,
     topicId: from.topicId,
@@ -63,6 +65,7 @@ export function restoredSourceOf(meta: TopicMeta, partitionId: number): Restored
     purgeGeneration: i.purgeGeneration,
     belowOffset: i.belowOffset,
   };
+  return { source, fromOffset: i.fromOffset ?? 0 };
 }
 
 /** A stream as the metadata stores it, with its topics and the id its next topic gets. */

@@ -8,7 +8,7 @@ import type { Clock } from "../runtime/clock.ts";
 import type { Disk } from "../runtime/disk.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { Rng } from "../runtime/rng.ts";
-import { restoredSourceOf, type TopicMeta } from "./metadata.ts";
+import { restoredChainOf, type TopicMeta } from "./metadata.ts";
 import { fnv1a32 } from "./stable_hash.ts";
 import type { TopicOptions } from "./topic_options.ts";
 
@@ -84,8 +84,21 @@ export class PartitionOpener {
       await writeSeededPartition(disk, partitionDir(settings.path, address), seed);
       return Partition.open(disk, clock, settings.path, address, this.logConfig(meta.options), logger);
     }
-    const revision = this.#deps.sharedRevisions ? replicaCreatedRevision(address, meta) : rng.hex64();
-    return Partition.create(disk, clock, revision, settings.path, address, this.logConfig(meta.options));
+    if (!this.#deps.sharedRevisions) {
+      return Partition.create(disk, clock, rng.hex64(), settings.path, address, this.logConfig(meta.options));
+    }
+    // A restored partition created empty copies its leader's log: its oldest segments keep the source's keys.
+    const restored = restoredChainOf(meta, address.partitionId)?.source ?? null;
+    const revision = replicaCreatedRevision(address, meta);
+    return Partition.create(
+      disk,
+      clock,
+      revision,
+      settings.path,
+      address,
+      this.logConfig(meta.options),
+      restored,
+    );
   }
 
   /** An existing partition, or why it cannot serve (logged with its directory and error). */
@@ -98,7 +111,14 @@ export class PartitionOpener {
     try {
       if (options.readReplicaOf !== null) {
         // A planting a crash cut short is put right before recovery reads the directory.
-        await settlePlantedDir(disk, partitionDir(settings.path, address), labelOf(address));
+        const settled = await settlePlantedDir(disk, partitionDir(settings.path, address), labelOf(address));
+        if (settled !== null && (settled.droppedMarkers > 0 || settled.floorRewritten)) {
+          logger.warn("read replica's planting finished at boot", {
+            ...names,
+            partition: address.partitionId,
+            ...settled,
+          });
+        }
       }
       const partition = await Partition.open(
         disk,
@@ -169,19 +189,13 @@ export class PartitionOpener {
     const { seeder, disk, settings, logger } = this.#deps;
     if (seeder === undefined || !meta.options.tiered || !this.#deps.sharedRevisions) return null;
     const dir = partitionDir(settings.path, address);
-    const restored = restoredSourceOf(meta, address.partitionId);
+    const restored = restoredChainOf(meta, address.partitionId);
     try {
       const seed = await seeder.seedFor(address, replicaCreatedRevision(address, meta), restored);
       if (seed === null) return null;
       await writeSeededPartition(disk, dir, seed);
     } catch (error) {
       await disk.removeTree(dir);
-      if (restored !== null) {
-        // Without its seed a restored partition would start at offset 0 under the source's keys.
-        const reason = `Cannot seed the restored partition from the bucket: ${(error as Error).message}`;
-        logger.error("partition refused", { ...names, partition: address.partitionId, reason, error });
-        return { kind: "refused", reason, error };
-      }
       logger.warn("Cannot seed the partition from the bucket; copying it from its leader instead", {
         ...names,
         partition: address.partitionId,
@@ -231,7 +245,8 @@ export class PartitionOpener {
  * segments are that incarnation's objects), or else the one derived from the metadata.
  */
 export function replicaCreatedRevision(address: PartitionAddress, meta: TopicMeta): string {
-  return restoredSourceOf(meta, address.partitionId)?.createdRevision ?? sharedCreatedRevision(address, meta);
+  return restoredChainOf(meta, address.partitionId)?.source.createdRevision ??
+    sharedCreatedRevision(address, meta);
 }
 
 /**

@@ -64,7 +64,7 @@ export class ReadReplicaFollower {
   /** Partitions whose source incarnation ended, reported once each. */
   readonly #ended = new Set<string>();
   #nextPollMs = 0;
-  #running: Promise<PollReport> | null = null;
+  #running: Promise<PollReport | null> | null = null;
   /** The last poll started: the next one waits for it. */
   #polls: Promise<unknown> = Promise.resolve();
   #stopped = false;
@@ -77,7 +77,12 @@ export class ReadReplicaFollower {
   /** Starts a poll when one is due and none runs. */
   onTick(nowMs: number): void {
     if (this.#stopped || this.#running !== null || nowMs < this.#nextPollMs) return;
-    this.#running = this.pollOnce().finally(() => {
+    const poll = this.pollOnce().catch((error) => {
+      // A topic's or partition's failure is counted inside; this is one outside them (a bug).
+      this.#deps.logger.error("read replica poll failed", { error });
+      return null;
+    });
+    this.#running = poll.finally(() => {
       this.#running = null;
       this.#nextPollMs = this.#deps.clock.nowMs() + this.#deps.pollIntervalMs;
     });

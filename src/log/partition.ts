@@ -104,6 +104,7 @@ export class Partition {
     dataPath: string,
     address: PartitionAddress,
     config: LogConfig,
+    restored: RestoredFrom | null = null,
   ): Promise<Partition> {
     assert(
       typeof revision !== "string" || /^[0-9a-f]{16}$/.test(revision),
@@ -116,10 +117,11 @@ export class Partition {
       // Given (a cluster's replicas share one), or random, not a counter: unique even if a wiped
       // data directory reuses the same ids.
       createdRevision: typeof revision === "string" ? revision : revision.hex64(),
-      purgeGeneration: 0,
+      // A restored partition created empty (it copies its leader's log) keeps its source's keys.
+      purgeGeneration: restored?.purgeGeneration ?? 0,
       tieredUpToOffset: 0,
       deletedUpToOffset: 0,
-      restoredFrom: null,
+      restoredFrom: restored,
     };
     await writeSuperblock(disk, dir, superblock);
     const segment = await PartitionLog.createSegment(disk, dir, 0);
@@ -225,22 +227,26 @@ export class Partition {
     epochs: readonly EpochStart[],
     source: Omit<RestoredFrom, "belowOffset">,
   ): Promise<void> {
+    const end = markers.at(-1)!.endOffset + 1;
+    // Raised before the chain changes: a read of a new segment finds the source's keys at once. A
+    // crash before the markers are whole leaves a floor that boot brings back to them.
     await this.#changeSuperblock((current) => {
       const { createdRevision, purgeGeneration } = source;
-      if (current.createdRevision === createdRevision && current.purgeGeneration === purgeGeneration) {
-        return { next: null, result: undefined };
-      }
       const start = this.log.segments[0]!;
       assert(
-        this.log.segments.length === 1 && start.isEmpty && current.tieredUpToOffset === 0,
+        (current.createdRevision === createdRevision && current.purgeGeneration === purgeGeneration) ||
+          (this.log.segments.length === 1 && start.isEmpty && current.tieredUpToOffset === 0),
         `Cannot plant segments of ${createdRevision}-${purgeGeneration} in ${this.log.label}: it holds others`,
       );
-      const restoredFrom = { ...source, belowOffset: start.startOffset };
-      return { next: { ...current, createdRevision, purgeGeneration, restoredFrom }, result: undefined };
+      const adopted = {
+        ...current,
+        createdRevision,
+        purgeGeneration,
+        restoredFrom: { ...source, belowOffset: end },
+      };
+      return { next: plantedSuperblock(adopted, end), result: undefined };
     });
     await this.log.plantRemote(markers, epochs);
-    const end = markers.at(-1)!.endOffset + 1;
-    await this.#changeSuperblock((current) => ({ next: plantedSuperblock(current, end), result: undefined }));
   }
 
   /**

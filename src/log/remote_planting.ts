@@ -54,6 +54,10 @@ export async function plantRemoteSegments(
     assert(m.startOffset === next && m.endOffset >= m.startOffset, `Cannot plant segment ${m.startOffset}`);
     next = m.endOffset + 1;
   }
+  // The epochs first: boot drops those that start past the log's end, and markers that survive a
+  // crash are never planted again.
+  for (const e of epochs) chain.epochs.assign(e.epoch, e.startOffset);
+  await chain.epochs.persist();
   for (const m of markers) {
     await writeWholeFile(disk, `${dir}/${segmentStem(m.startOffset)}.remote`, encodeRemoteMarker(m));
   }
@@ -64,8 +68,6 @@ export async function plantRemoteSegments(
   await closeFiles(old);
   await disk.unlink(old.logPath);
   await disk.fsyncDir(dir);
-  for (const e of epochs) chain.epochs.assign(e.epoch, e.startOffset);
-  await chain.epochs.persist();
 }
 
 /** A segment held only in the store, as its marker describes it. */
@@ -83,26 +85,56 @@ function remoteSegment(dir: string, m: RemoteMarker): Segment {
   return segment;
 }
 
+/** What settling a read replica's directory found. */
+export interface SettledDir {
+  /** Where its markers end (exclusive), which is where its active segment starts. */
+  endOffset: number;
+  /** Markers dropped: torn, or not following the one before (the follower plants them again). */
+  droppedMarkers: number;
+  /** The superblock's floor was brought to `endOffset` (a planting a crash cut short). */
+  floorRewritten: boolean;
+}
+
 /**
  * Puts a read replica's directory right before recovery reads it: the markers are the log, oldest
  * first, up to the first that is torn or does not follow the one before (a planting a crash cut
  * short; those and the ones after go, and the follower plants them again); every `.log` is empty
- * (one that is not refuses the partition); the active segment is the one after the last marker.
- * The floor is raised to where the markers end when a crash came before it was. Returns that end
- * (exclusive), or null with no marker: nothing was ever planted.
+ * (one that is not refuses the partition); the active segment is the one after the last marker, or
+ * the newest `.log` with no marker. The superblock's floor and source watermark are brought to that
+ * offset. Null for a directory with neither markers nor a `.log`.
  */
-export async function settlePlantedDir(disk: Disk, dir: string, label: string): Promise<number | null> {
+export async function settlePlantedDir(disk: Disk, dir: string, label: string): Promise<SettledDir | null> {
   const names = (await disk.list(dir)).sort();
   const logs = names.filter((n) => /^\d{20}\.log$/.test(n));
   const markers = names.filter((n) => /^\d{20}\.remote$/.test(n));
-  if (markers.length === 0) return null;
   for (const log of logs) {
     const stat = await disk.stat(`${dir}/${log}`);
     if (stat !== null && stat.sizeBytes > 0) {
       throw new PartitionRefusedError(label, `${log} holds data, and a read replica writes none`);
     }
   }
+  const { end, dropped } = await settleMarkers(disk, dir, markers);
+  const endOffset = end ?? (logs.length === 0 ? null : Number(logs.at(-1)!.slice(0, 20)));
+  if (endOffset === null) return null;
+  const activeName = `${segmentStem(endOffset)}.log`;
+  for (const log of logs) if (log !== activeName) await disk.unlink(`${dir}/${log}`);
+  if (!logs.includes(activeName)) await writeWholeFile(disk, `${dir}/${activeName}`, new Uint8Array(0));
+  await disk.fsyncDir(dir);
+  const superblock = await readSuperblock(disk, dir);
+  const floorRewritten = superblock !== null && superblock.restoredFrom !== null &&
+    superblock.tieredUpToOffset !== endOffset;
+  if (floorRewritten) await writeSuperblock(disk, dir, plantedSuperblock(superblock!, endOffset));
+  return { endOffset, droppedMarkers: dropped, floorRewritten };
+}
+
+/** The markers' chain, oldest first, up to the first torn or out-of-line one, which goes with the rest. */
+async function settleMarkers(
+  disk: Disk,
+  dir: string,
+  markers: readonly string[],
+): Promise<{ end: number | null; dropped: number }> {
   let end: number | null = null;
+  let dropped = 0;
   for (const name of markers) {
     const marker: RemoteMarker | null = end === null || Number(name.slice(0, 20)) === end
       ? await readMarker(disk, `${dir}/${name}`)
@@ -110,21 +142,12 @@ export async function settlePlantedDir(disk: Disk, dir: string, label: string): 
     if (marker === null || (end !== null && marker.startOffset !== end)) {
       await disk.unlink(`${dir}/${name}`);
       await unlinkIfPresent(disk, `${dir}/${name.slice(0, 20)}.index`);
+      dropped++;
       continue;
     }
     end = marker.endOffset + 1;
   }
-  if (end === null) return null;
-  const activeName = `${segmentStem(end)}.log`;
-  for (const log of logs) if (log !== activeName) await disk.unlink(`${dir}/${log}`);
-  if (!logs.includes(activeName)) await writeWholeFile(disk, `${dir}/${activeName}`, new Uint8Array(0));
-  await disk.fsyncDir(dir);
-  const superblock = await readSuperblock(disk, dir);
-  if (superblock !== null && superblock.tieredUpToOffset !== end) {
-    // Planted, but the floor was not raised yet: it is where the markers end.
-    await writeSuperblock(disk, dir, plantedSuperblock(superblock, end));
-  }
-  return end;
+  return { end, dropped };
 }
 
 /** The superblock of a read replica whose markers end at `end` (exclusive). */

@@ -36,8 +36,15 @@ export interface PartitionSeeder {
   seedFor(
     address: PartitionAddress,
     createdRevision: string,
-    restored?: RestoredFrom | null,
+    restored?: RestoredChain | null,
   ): Promise<PartitionSeed | null>;
+}
+
+/** The chain a restore took of a source partition: `[fromOffset, source.belowOffset)` of `source`. */
+export interface RestoredChain {
+  source: RestoredFrom;
+  /** Where the restored chain starts: its segments from here on are the ones every replica takes. */
+  fromOffset: number;
 }
 
 /** Checks a seed's shape: a contiguous chain of one incarnation ending just below its floor. */

@@ -1,5 +1,5 @@
 import { labelOf, type PartitionAddress } from "../log/partition.ts";
-import type { PartitionSeed, PartitionSeeder } from "../log/seeded_partition.ts";
+import type { PartitionSeed, PartitionSeeder, RestoredChain } from "../log/seeded_partition.ts";
 import { concurrently } from "../runtime/concurrently.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { DeadlineObjectStore } from "../objectstore/deadline_object_store.ts";
@@ -12,7 +12,6 @@ import {
   type TieredObject,
   tieredObjectOf,
 } from "./transfer_chain.ts";
-import type { RestoredFrom } from "../log/superblock.ts";
 import { assert } from "../runtime/assert.ts";
 
 /** Tiered segments one transfer takes at most; a longer chain refuses (the replica copies instead). */
@@ -57,7 +56,7 @@ export class BucketStateTransfer implements PartitionSeeder {
   async seedFor(
     address: PartitionAddress,
     createdRevision: string,
-    restored: RestoredFrom | null = null,
+    restored: RestoredChain | null = null,
   ): Promise<PartitionSeed | null> {
     const label = labelOf(address);
     const floor = await this.#deps.committedFloor(label);
@@ -69,7 +68,7 @@ export class BucketStateTransfer implements PartitionSeeder {
       purgeGeneration,
     });
     if (restored !== null) {
-      return await this.#restoredSeed(label, own(restored.purgeGeneration), floor, restored);
+      return await this.#restoredSeed(label, own(restored.source.purgeGeneration), floor, restored);
     }
     if (floor === null || floor.upToOffset === 0) return null;
     // Objects below the deleted watermark wait for the leader's housekeeping to delete them.
@@ -86,28 +85,34 @@ export class BucketStateTransfer implements PartitionSeeder {
     label: string,
     own: PartitionIncarnation,
     floor: CommittedFloor | null,
-    restored: RestoredFrom,
+    restored: RestoredChain,
   ): Promise<PartitionSeed> {
+    const { source, fromOffset } = restored;
     assert(
-      own.createdRevision === restored.createdRevision,
+      own.createdRevision === source.createdRevision,
       "a restored partition takes its source's revision",
     );
-    const committed = floor !== null && floor.purgeGeneration === restored.purgeGeneration ? floor : null;
+    const committed = floor !== null && floor.purgeGeneration === source.purgeGeneration ? floor : null;
     const deletedUpTo = committed?.deletedUpToOffset ?? 0;
-    const ownChain = committed !== null && committed.upToOffset > restored.belowOffset
-      ? await this.#chainOf(own, committed.upToOffset, Math.max(deletedUpTo, restored.belowOffset))
+    const ownChain = committed !== null && committed.upToOffset > source.belowOffset
+      ? await this.#chainOf(own, committed.upToOffset, Math.max(deletedUpTo, source.belowOffset))
       : [];
-    const sourceChain = deletedUpTo >= restored.belowOffset ? [] : await this.#chainOf(
-      { prefix: this.#deps.prefix, ...restored },
-      restored.belowOffset,
-      deletedUpTo,
+    // Exactly the restore's chain, from where it started: every replica seeds the same segments.
+    const sourceChain = deletedUpTo >= source.belowOffset ? [] : await this.#chainOf(
+      { prefix: this.#deps.prefix, ...source },
+      source.belowOffset,
+      Math.max(deletedUpTo, fromOffset),
     );
+    const sourceStart = sourceChain[0]?.startOffset;
+    if (sourceStart !== undefined && sourceStart !== Math.max(deletedUpTo, fromOffset)) {
+      throw new StateTransferError(`the restored segments start at ${sourceStart}, not at ${fromOffset}`);
+    }
     const ownStart = ownChain[0]?.startOffset;
-    if (ownStart !== undefined && ownStart !== Math.max(deletedUpTo, restored.belowOffset)) {
+    if (ownStart !== undefined && ownStart !== Math.max(deletedUpTo, source.belowOffset)) {
       throw new StateTransferError(`its own segments start at ${ownStart}, not where the restored ones end`);
     }
-    const identity = { createdRevision: restored.createdRevision, purgeGeneration: restored.purgeGeneration };
-    return { ...await this.#seedOf(label, identity, [...sourceChain, ...ownChain]), restoredFrom: restored };
+    const identity = { createdRevision: source.createdRevision, purgeGeneration: source.purgeGeneration };
+    return { ...await this.#seedOf(label, identity, [...sourceChain, ...ownChain]), restoredFrom: source };
   }
 
   /** The chain of `incarnation`'s objects that ends just below `floor`, from `fromOffset` on. */

@@ -5,7 +5,7 @@ import { encodeRemoteMarker, type RemoteMarker } from "../../src/log/remote_mark
 import { plantedSegmentsMax, settlePlantedDir } from "../../src/log/remote_planting.ts";
 import { segmentStem } from "../../src/log/segment.ts";
 import { writeSeededPartition } from "../../src/log/seeded_partition.ts";
-import { readSuperblock, type RestoredFrom } from "../../src/log/superblock.ts";
+import { readSuperblock, type RestoredFrom, writeSuperblock } from "../../src/log/superblock.ts";
 import { initCrc32c } from "../../src/runtime/crc32c.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
@@ -69,7 +69,11 @@ t.test("planting replaces the empty active segment with markers and a new one af
   const p = await seeded(dataPath);
   t.teardown(() => p.close());
   t.equal(p.log.nextOffset, 20);
+  // Readers see the new segments at the publish: by then they must be read under the source's keys.
+  const seenAtPublish: (number | undefined)[] = [];
+  p.log.onActivity("test", () => seenAtPublish.push(p.superblock.restoredFrom?.belowOffset));
   await p.plantRemote([marker(20), marker(30)], [{ epoch: 3, startOffset: 20 }], source);
+  t.same(seenAtPublish, [40], "the source watermark was raised before the chain changed");
   t.same(chainOf(p), [[0, "remote", false], [10, "remote", false], [20, "remote", false], [
     30,
     "remote",
@@ -128,7 +132,11 @@ t.test("boot puts right a planting a crash cut short", async (t) => {
     `${dir}/${segmentStem(40)}.remote`,
     encodeRemoteMarker(marker(40)).subarray(0, 50),
   );
-  t.equal(await settlePlantedDir(disk, dir, "1/1/0"), 40);
+  t.same(await settlePlantedDir(disk, dir, "1/1/0"), {
+    endOffset: 40,
+    droppedMarkers: 1,
+    floorRewritten: true,
+  });
   const names = await disk.list(dir);
   t.notOk(names.includes(`${segmentStem(40)}.remote`), "the torn marker is gone");
   t.notOk(names.includes(`${segmentStem(20)}.log`), "the old active segment is gone");
@@ -137,7 +145,11 @@ t.test("boot puts right a planting a crash cut short", async (t) => {
   t.teardown(() => again.close());
   t.same(chainOf(again).map(([start]) => start), [0, 10, 20, 30, 40]);
   t.equal(again.log.nextOffset, 40);
-  t.equal(await settlePlantedDir(disk, dir, "1/1/0"), 40, "settling again changes nothing");
+  t.same(
+    await settlePlantedDir(disk, dir, "1/1/0"),
+    { endOffset: 40, droppedMarkers: 0, floorRewritten: false },
+    "settling again changes nothing",
+  );
 });
 
 t.test("a read replica's directory with data in a .log is refused", async (t) => {
@@ -147,4 +159,31 @@ t.test("a read replica's directory with data in a .log is refused", async (t) =>
   await p.close();
   await writeWholeFile(disk, `${dir}/${segmentStem(20)}.log`, new Uint8Array(10));
   await t.rejects(settlePlantedDir(disk, dir, "1/1/0"), /holds data, and a read replica writes none/);
+});
+
+t.test("a first planting a crash cut short after its superblock leaves an empty replica, not a purge", async (t) => {
+  const dataPath = tempDir(t, "strata-plant-first-");
+  const dir = partitionDir(dataPath, address);
+  const p = await Partition.create(disk, clock, new Rng(1), dataPath, address, config);
+  await p.close();
+  // The superblock took the source's incarnation and the new floor; no marker was written.
+  const sb = (await readSuperblock(disk, dir))!;
+  const raised = {
+    ...sb,
+    createdRevision: source.createdRevision,
+    tieredUpToOffset: 60,
+    restoredFrom: restoredFrom(60),
+  };
+  await writeSuperblock(disk, dir, raised);
+  t.same(await settlePlantedDir(disk, dir, "1/1/0"), {
+    endOffset: 0,
+    droppedMarkers: 0,
+    floorRewritten: true,
+  });
+  const again = await Partition.open(disk, clock, dataPath, address, config, silentLogger());
+  t.teardown(() => again.close());
+  t.equal(again.superblock.purgeGeneration, 0, "no purge was finished");
+  t.equal(again.superblock.tieredUpToOffset, 0);
+  t.same(again.superblock.restoredFrom, restoredFrom(0));
+  t.equal(again.log.nextOffset, 0);
 });

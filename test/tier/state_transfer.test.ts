@@ -253,13 +253,14 @@ t.test("a restored partition seeds from its source's chain, then from its own fr
   t.ok(sealed.length >= 6, `${sealed.length} sealed segments`);
   // The leader's objects are the source's; the restoring cluster "new" uploads under its own keys.
   const below = sealed[2]!.endOffset + 1;
-  const restored = {
+  const source = {
     clusterId: "c0ffee",
     ...address,
     createdRevision: revision,
     purgeGeneration: 0,
     belowOffset: below,
   };
+  const restored = { source, fromOffset: 0 };
   const seedWith = (floor: CommittedFloor | null) =>
     new BucketStateTransfer({
       store,
@@ -272,7 +273,7 @@ t.test("a restored partition seeds from its source's chain, then from its own fr
   const first = await seedWith(null);
   t.same(first!.markers.map((m) => m.startOffset), startsOf(sealed.slice(0, 3)), "nothing of its own yet");
   t.equal(first!.tieredUpToOffset, below);
-  t.same(first!.restoredFrom, restored, "the source's keys below the restore's end");
+  t.same(first!.restoredFrom, source, "the source's keys below the restore's end");
   const own = { ...incarnation, clusterId: "new" };
   for (const s of sealed.slice(3, 5)) {
     const [from, to] = [segmentKeys(incarnation, s.startOffset), segmentKeys(own, s.startOffset)];
@@ -311,6 +312,18 @@ t.test("a restored partition seeds from its source's chain, then from its own fr
     past!.markers.map((m) => m.startOffset),
     startsOf(sealed.slice(3, 5)),
     "retention passed the restored part",
+  );
+  const later = await new BucketStateTransfer({
+    store,
+    prefix: "strata",
+    clusterId: "new",
+    committedFloor: () => Promise.resolve(null),
+    logger: quiet,
+  }).seedFor(address, revision, { source, fromOffset: sealed[1]!.startOffset });
+  t.same(
+    later!.markers.map((m) => m.startOffset),
+    startsOf(sealed.slice(1, 3)),
+    "from where the restore's chain starts",
   );
   await sim.delete([segmentKeys(own, sealed[3]!.startOffset).log]);
   await t.rejects(
