@@ -5,68 +5,24 @@ import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { encodeManifest } from "../../src/tier/manifest.ts";
 import { deadMarkBody, deadMarkKey, segmentKeys, topicManifestKey } from "../../src/tier/object_keys.ts";
-import { encodeTopicManifest, type TopicManifest } from "../../src/tier/topic_manifest.ts";
+import { encodeTopicManifest } from "../../src/tier/topic_manifest.ts";
 import { openServer } from "../helpers/open_server.ts";
+import {
+  handLaidPartition,
+  ordersTopicManifest,
+  putObject,
+  putSegment as putLaidSegment,
+} from "../helpers/hand_laid_bucket.ts";
 
 // The restore's refusals and its plan over a bucket laid out by hand (the end-to-end restore of a
 // real topic is test/e2e/restore.test.ts): a source cluster "5ca1ab1e" with topic kafka/orders, one
 // partition of two segments of 10 offsets, under incarnation 00000000000000aa-1.
 
-const source = { prefix: "strata", clusterId: "5ca1ab1e", streamId: 3, topicId: 8, partitionId: 0 };
+const source = handLaidPartition;
 const inc = { ...source, createdRevision: "00000000000000aa", purgeGeneration: 1 };
-const topicManifest: TopicManifest = {
-  version: 2,
-  clusterId: source.clusterId,
-  streamId: 3,
-  streamName: "kafka",
-  topicId: 8,
-  topicName: "orders",
-  createdAtMs: 1_700_000_000_000,
-  options: {
-    partitions: 1,
-    segmentSizeBytes: 1024 * 1024,
-    segmentMaxAgeMs: null,
-    retentionMaxAgeMs: null,
-    retentionMaxBytes: null,
-    tiered: true,
-    localRetentionAgeMs: null,
-    localRetentionSizeBytes: null,
-    retentionConsumerBarrier: true,
-    timestampType: "create_time",
-    maxMessageBytes: 1024 * 1024,
-    replicationFactor: null,
-  },
-};
-
-async function put(
-  store: FsObjectStore,
-  key: string,
-  bytes: Uint8Array,
-  metadata: Record<string, string> = {},
-) {
-  await store.put(key, async function* () {
-    yield bytes;
-  }, { sizeBytes: bytes.length, metadata, ifAbsent: false });
-}
-
-/** A segment's two objects: a .log that begins like a record batch of leader epoch 0, its metadata whole. */
-async function putSegment(store: FsObjectStore, start: number) {
-  const log = new Uint8Array(100);
-  log[16] = 2;
-  const keys = segmentKeys(inc, start);
-  await put(store, keys.log, log, {
-    "start-offset": String(start),
-    "end-offset": String(start + 9),
-    "start-timestamp": "1",
-    "end-timestamp": "2",
-    "max-timestamp": "2",
-    "size": "100",
-    "index-size": "8",
-    "crc32": "77",
-    "format-version": "2",
-  });
-  await put(store, keys.index, new Uint8Array(8), { "crc32": "0", "format-version": "2" });
-}
+const topicManifest = ordersTopicManifest(null);
+const put = putObject;
+const putSegment = (store: FsObjectStore, start: number) => putLaidSegment(store, inc, start);
 
 async function setup(t: Test) {
   const opened = await openServer(t, { STRATA_SYSTEM_CLUSTER_ID: "0b0b0b0b" });

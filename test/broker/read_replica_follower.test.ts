@@ -11,68 +11,24 @@ import {
   segmentKeys,
   topicManifestKey,
 } from "../../src/tier/object_keys.ts";
-import { encodeTopicManifest, type TopicManifest } from "../../src/tier/topic_manifest.ts";
+import { encodeTopicManifest } from "../../src/tier/topic_manifest.ts";
 import { openServer } from "../helpers/open_server.ts";
+import {
+  handLaidPartition,
+  ordersTopicManifest,
+  putObject,
+  putSegment as putLaidSegment,
+} from "../helpers/hand_laid_bucket.ts";
 
 // The follower over a bucket laid out by hand (the end-to-end run against a real source is
 // test/e2e/read_replica.test.ts): a source cluster "5ca1ab1e" with topic kafka/orders, one
 // partition under incarnation 00000000000000aa-0, segments of 10 offsets.
 
-const source = { prefix: "strata", clusterId: "5ca1ab1e", streamId: 3, topicId: 8, partitionId: 0 };
+const source = handLaidPartition;
 const inc = { ...source, createdRevision: "00000000000000aa", purgeGeneration: 0 };
-const topicManifest: TopicManifest = {
-  version: 2,
-  clusterId: source.clusterId,
-  streamId: 3,
-  streamName: "kafka",
-  topicId: 8,
-  topicName: "orders",
-  createdAtMs: 1_700_000_000_000,
-  options: {
-    partitions: 1,
-    segmentSizeBytes: 1024 * 1024,
-    segmentMaxAgeMs: null,
-    retentionMaxAgeMs: 3_600_000,
-    retentionMaxBytes: null,
-    tiered: true,
-    localRetentionAgeMs: null,
-    localRetentionSizeBytes: null,
-    retentionConsumerBarrier: true,
-    timestampType: "create_time",
-    maxMessageBytes: 1024 * 1024,
-    replicationFactor: null,
-  },
-};
-
-async function put(
-  store: FsObjectStore,
-  key: string,
-  bytes: Uint8Array,
-  metadata: Record<string, string> = {},
-) {
-  await store.put(key, async function* () {
-    yield bytes;
-  }, { sizeBytes: bytes.length, metadata, ifAbsent: false });
-}
-
-/** A segment's two objects: a .log that begins like a record batch of leader epoch 0, its metadata whole. */
-async function putSegment(store: FsObjectStore, start: number) {
-  const log = new Uint8Array(100);
-  log[16] = 2;
-  const keys = segmentKeys(inc, start);
-  await put(store, keys.log, log, {
-    "start-offset": String(start),
-    "end-offset": String(start + 9),
-    "start-timestamp": "1",
-    "end-timestamp": "2",
-    "max-timestamp": "2",
-    "size": "100",
-    "index-size": "8",
-    "crc32": "77",
-    "format-version": "2",
-  });
-  await put(store, keys.index, new Uint8Array(8), { "crc32": "0", "format-version": "2" });
-}
+const topicManifest = ordersTopicManifest(3_600_000);
+const put = putObject;
+const putSegment = (store: FsObjectStore, start: number) => putLaidSegment(store, inc, start);
 
 /** The manifest entry of segment `start`; without the marker's fields when `whole` is false. */
 const entry = (start: number, whole = true): ManifestSegment => ({

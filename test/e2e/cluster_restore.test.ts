@@ -12,7 +12,13 @@ import { startS3rver } from "../helpers/s3rver_harness.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 import { describePartition, partitionDirOf, startStrataCluster, until } from "../helpers/strata_cluster.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
-import { produceRecords, readAll, sameRecords, waitFor } from "../helpers/topic_records.ts";
+import {
+  createSourceTopic,
+  produceRecords,
+  readAll,
+  sameRecords,
+  waitFor,
+} from "../helpers/topic_records.ts";
 
 // A topic produced and tiered by a single node is restored into a 3-node cluster sharing its bucket
 // (s3rver): every replica seeds the partitions from the source's chain; producing goes on at the
@@ -54,15 +60,7 @@ t.test("a topic restored into a cluster is seeded on every replica and survives 
   });
   t.teardown(() => source.stop("SIGKILL"));
   const a = new StrataClient({ baseUrl: source.baseUrl, encoding: "msgpack" });
-  await a.createStream("kafka");
-  await a.createTopic("kafka", {
-    name: "t",
-    partitions,
-    segment_size: "1 MiB",
-    segment_max_age: "1 s",
-    local_retention_size: "1 MiB",
-    tiered: true,
-  });
+  await createSourceTopic(a, "t", partitions);
   await produceRecords(a, partitions, "t", 0, 150);
   for (let p = 0; p < partitions; p++) t.ok(await a.awaitTiered("kafka", "t", p, 150, 60_000));
   const manifests = async () => (await store.list(`strata/${sourceCluster}/meta/1/1/`)).objects;

@@ -10,7 +10,13 @@ import { createBucket, ourStore } from "../helpers/s3_harness.ts";
 import { startS3rver } from "../helpers/s3rver_harness.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
-import { produceRecords, readAll, sameRecords, waitFor } from "../helpers/topic_records.ts";
+import {
+  createSourceTopic,
+  produceRecords,
+  readAll,
+  sameRecords,
+  waitFor,
+} from "../helpers/topic_records.ts";
 
 // A read-replica topic on a second server follows a topic of the first through a shared bucket
 // (s3rver): created from the bucket, it serves what the source uploaded byte for byte, over HTTP
@@ -46,15 +52,7 @@ t.test("a read replica follows its source through the bucket", {
   const source = await spawnServer(["--config", configCopy(join(dir, "a"))], envOf(sourceCluster));
   t.teardown(() => source.stop("SIGKILL"));
   const a = new StrataClient({ baseUrl: source.baseUrl, encoding: "msgpack" });
-  await a.createStream("kafka");
-  await a.createTopic("kafka", {
-    name: "t",
-    partitions,
-    segment_size: "1 MiB",
-    segment_max_age: "1 s",
-    local_retention_size: "1 MiB",
-    tiered: true,
-  });
+  await createSourceTopic(a, "t", partitions);
   // The source's stream and topic are its first (ids 1 and 1).
   const manifestOf = async (p: number): Promise<PartitionManifest | null> => {
     const listed = (await store.list(`strata/${sourceCluster}/meta/1/1/${p}/`)).objects;

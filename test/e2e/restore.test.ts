@@ -13,7 +13,13 @@ import { configCopy } from "../helpers/config_copy.ts";
 import { kafkaAddressOf, kcat, kcatUnavailable } from "../helpers/kcat.ts";
 import { runDenoTask } from "../helpers/run_task.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
-import { produceRecords, readAll, sameRecords, waitFor } from "../helpers/topic_records.ts";
+import {
+  createSourceTopic,
+  produceRecords,
+  readAll,
+  sameRecords,
+  waitFor,
+} from "../helpers/topic_records.ts";
 
 // A topic produced, tiered and evicted on one server; that server's data directory deleted; a fresh
 // server of another cluster id restores the topic from the bucket (the objects stay where they are)
@@ -50,15 +56,7 @@ t.test("a topic restored from the bucket reads back whole, and producing goes on
   const source = await spawnServer(["--config", configCopy(join(dir, "a"))], envOf(bucket, sourceCluster));
   t.teardown(() => source.stop("SIGKILL"));
   const a = new StrataClient({ baseUrl: source.baseUrl, encoding: "msgpack" });
-  await a.createStream("kafka");
-  await a.createTopic("kafka", {
-    name: "t",
-    partitions,
-    segment_size: "1 MiB",
-    segment_max_age: "1 s",
-    local_retention_size: "1 MiB",
-    tiered: true,
-  });
+  await createSourceTopic(a, "t", partitions);
   // The stream and topic are the source's first (ids 1 and 1); each partition's manifest key is found by listing.
   const manifestKeyOf = async (p: number) =>
     (await store.list(`strata/${sourceCluster}/meta/1/1/${p}/`)).objects.find((o) =>

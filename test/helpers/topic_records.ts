@@ -34,6 +34,26 @@ export async function produceRecords(
   }
 }
 
+/**
+ * Stream "kafka" and its tiered topic `topic`, as the sources of restore and read-replica tests have
+ * them: 1 MiB segments rolled after 1 s, 1 MiB kept locally per partition.
+ */
+export async function createSourceTopic(
+  client: StrataClient,
+  topic: string,
+  partitions: number,
+): Promise<void> {
+  await client.createStream("kafka");
+  await client.createTopic("kafka", {
+    name: topic,
+    partitions,
+    segment_size: "1 MiB",
+    segment_max_age: "1 s",
+    local_retention_size: "1 MiB",
+    tiered: true,
+  });
+}
+
 /** Every record of the partition from its start, over HTTP. */
 export async function readAll(
   client: StrataClient,
