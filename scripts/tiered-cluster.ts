@@ -246,11 +246,20 @@ async function rebuildFollower(cluster: LocalCluster, dir: string) {
 
 /** Kills every node but `alone`, waits until it leads, and reads everything back from it. */
 async function readFromRebuilt(cluster: LocalCluster, alone: LocalNode, records: number) {
-  for (const node of cluster.nodes) if (node.id !== alone.id) await cluster.kill(node);
-  const ledMs = await waitFor("the rebuilt node to lead", async () => {
+  // Only an in-sync (or eligible) replica is ever elected: a follower slowed past replica_lag_max on a
+  // loaded machine is in sync again before the others go.
+  await waitFor("the rebuilt node in the in-sync set", async () => {
     const p = await describePartition(alone.kafka, topic, 0);
-    return p !== null && p.leader === alone.id;
-  }, 30_000);
+    return p !== null && p.isr.includes(alone.id);
+  }, 120_000);
+  for (const node of cluster.nodes) if (node.id !== alone.id) await cluster.kill(node);
+  let view: Awaited<ReturnType<typeof describePartition>> = null;
+  const ledMs = await waitFor("the rebuilt node to lead", async () => {
+    view = await describePartition(alone.kafka, topic, 0);
+    return view !== null && view.leader === alone.id;
+  }, 60_000).catch((error) => {
+    throw new Error(`${error.message}; its partition as it last described it: ${JSON.stringify(view)}`);
+  });
   const end = await logEndOf(alone, topic);
   return { ledMs: Math.round(ledMs), logEnd: end, ...(await readBackWithKcat(alone.kafka, topic, records)) };
 }
