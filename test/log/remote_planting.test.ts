@@ -1,17 +1,23 @@
 import t from "tap";
-import type { LogConfig } from "../../src/log/log_config.ts";
 import { Partition, partitionDir } from "../../src/log/partition.ts";
-import { encodeRemoteMarker, type RemoteMarker } from "../../src/log/remote_marker.ts";
+import { encodeRemoteMarker } from "../../src/log/remote_marker.ts";
 import { plantedSegmentsMax, settlePlantedDir } from "../../src/log/remote_planting.ts";
 import { segmentStem } from "../../src/log/segment.ts";
-import { writeSeededPartition } from "../../src/log/seeded_partition.ts";
-import { readSuperblock, type RestoredFrom, writeSuperblock } from "../../src/log/superblock.ts";
+import { readSuperblock, writeSuperblock } from "../../src/log/superblock.ts";
 import { initCrc32c } from "../../src/runtime/crc32c.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
 import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+import {
+  plantingConfig,
+  replicaAddress,
+  replicaSource,
+  restoredBelow,
+  sourceMarker,
+  writeCreatedReplica,
+} from "../helpers/planted_partition.ts";
 import { writeWholeFile } from "../../src/runtime/write_whole_file.ts";
 
 // A read replica's log holds markers of its source's objects and an empty active segment: new
@@ -19,46 +25,14 @@ import { writeWholeFile } from "../../src/runtime/write_whole_file.ts";
 await initCrc32c();
 const disk = new NodeDisk();
 const clock = new VirtualClock();
-const config: LogConfig = {
-  segmentSizeBytes: 1024 * 1024,
-  segmentMaxAgeMs: null,
-  indexIntervalBytes: 4096,
-  fsync: "always",
-  fsyncIntervalMs: 1000,
-  writeQueueMax: 100,
-};
-const address = { streamId: 1, topicId: 1, partitionId: 0 };
-const source = {
-  clusterId: "src",
-  streamId: 4,
-  topicId: 9,
-  partitionId: 0,
-  createdRevision: "00000000000000aa",
-  purgeGeneration: 0,
-};
-const marker = (start: number): RemoteMarker => ({
-  startOffset: start,
-  endOffset: start + 9,
-  sizeBytes: 1000,
-  indexSizeBytes: 8,
-  startTimestampUs: start,
-  endTimestampUs: start + 9,
-  maxTimestampUs: start + 9,
-  createdRevision: source.createdRevision,
-  purgeGeneration: source.purgeGeneration,
-  logCrc32: 5,
-});
-const restoredFrom = (belowOffset: number): RestoredFrom => ({ ...source, belowOffset });
+const config = plantingConfig;
+const address = replicaAddress;
+const source = replicaSource;
+const marker = sourceMarker;
+const restoredFrom = restoredBelow;
 
 async function seeded(dataPath: string): Promise<Partition> {
-  await writeSeededPartition(disk, partitionDir(dataPath, address), {
-    createdRevision: source.createdRevision,
-    purgeGeneration: 0,
-    tieredUpToOffset: 20,
-    markers: [marker(0), marker(10)],
-    epochs: [],
-    restoredFrom: restoredFrom(20),
-  });
+  await writeCreatedReplica(disk, dataPath);
   return await Partition.open(disk, clock, dataPath, address, config, silentLogger());
 }
 

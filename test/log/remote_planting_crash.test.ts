@@ -1,9 +1,6 @@
 import t from "tap";
-import type { LogConfig } from "../../src/log/log_config.ts";
 import { Partition, partitionDir } from "../../src/log/partition.ts";
-import type { RemoteMarker } from "../../src/log/remote_marker.ts";
 import { settlePlantedDir } from "../../src/log/remote_planting.ts";
-import { writeSeededPartition } from "../../src/log/seeded_partition.ts";
 import { readSuperblock } from "../../src/log/superblock.ts";
 import { initCrc32c } from "../../src/runtime/crc32c.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
@@ -11,54 +8,29 @@ import { NodeDisk } from "../../src/runtime/node_disk.ts";
 import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
 import { CrashingDisk } from "../helpers/crashing_disk.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+import {
+  plantingConfig,
+  replicaAddress,
+  replicaSource,
+  sourceMarker,
+  writeCreatedReplica,
+} from "../helpers/planted_partition.ts";
 
 // A read replica's planting crashed at every durable step in turn: at the next boot the directory
 // settles into a whole chain whose floor, source watermark and epochs agree with its markers, and
 // planting what is missing then brings it to where an uncrashed planting would have.
 await initCrc32c();
 const disk = new NodeDisk();
-const config: LogConfig = {
-  segmentSizeBytes: 1024 * 1024,
-  segmentMaxAgeMs: null,
-  indexIntervalBytes: 4096,
-  fsync: "always",
-  fsyncIntervalMs: 1000,
-  writeQueueMax: 100,
-};
-const address = { streamId: 1, topicId: 1, partitionId: 0 };
-const source = {
-  clusterId: "src",
-  streamId: 4,
-  topicId: 9,
-  partitionId: 0,
-  createdRevision: "00000000000000aa",
-  purgeGeneration: 0,
-};
-const marker = (start: number): RemoteMarker => ({
-  startOffset: start,
-  endOffset: start + 9,
-  sizeBytes: 1000,
-  indexSizeBytes: 8,
-  startTimestampUs: start,
-  endTimestampUs: start + 9,
-  maxTimestampUs: start + 9,
-  createdRevision: source.createdRevision,
-  purgeGeneration: 0,
-  logCrc32: 5,
-});
+const config = plantingConfig;
+const address = replicaAddress;
+const source = replicaSource;
+const marker = sourceMarker;
 /** Each planted segment starts a new leader epoch: 3 at 20, 4 at 30. */
 const planted = [marker(20), marker(30)];
 const plantedEpochs = [{ epoch: 3, startOffset: 20 }, { epoch: 4, startOffset: 30 }];
 
 async function seeded(dataPath: string): Promise<void> {
-  await writeSeededPartition(disk, partitionDir(dataPath, address), {
-    createdRevision: source.createdRevision,
-    purgeGeneration: 0,
-    tieredUpToOffset: 20,
-    markers: [marker(0), marker(10)],
-    epochs: [{ epoch: 1, startOffset: 0 }],
-    restoredFrom: { ...source, belowOffset: 20 },
-  });
+  await writeCreatedReplica(disk, dataPath, [{ epoch: 1, startOffset: 0 }]);
 }
 
 t.test("a planting crashed at any durable step settles at boot, and planting again completes it", async (t) => {
