@@ -6,9 +6,14 @@ import type { Registry } from "../runtime/metrics.ts";
 import type { Rng } from "../runtime/rng.ts";
 import { FsObjectStore } from "./fs_object_store.ts";
 import type { ObjectStore } from "./object_store.ts";
-import { TransportError } from "./object_store_errors.ts";
+import { ObjectStoreError, TransportError } from "./object_store_errors.ts";
 import { ObjectStoreMetrics } from "./object_store_metrics.ts";
-import { ObjectStoreProbeError, probeObjectStore } from "./probe_object_store.ts";
+import {
+  ObjectStoreProbeError,
+  probeObjectStore,
+  type ProbeResult,
+  type ProbeTarget,
+} from "./probe_object_store.ts";
 import { RetryingObjectStore } from "./retrying_object_store.ts";
 import { S3ObjectStore } from "./s3/s3_object_store.ts";
 import { BucketRouter } from "./bucket_router.ts";
@@ -75,10 +80,10 @@ export async function openObjectStore(
 async function openFs(config: TieredStorageConfig, deps: OpenDeps) {
   await deps.disk.mkdirp(config.fs.path);
   const backend = new FsObjectStore(deps.disk, config.fs.path, deps.rng);
-  const probe = await probeObjectStore(backend, config.s3.prefix, {
+  const probe = await probeAnswering(deps, backend, config.s3.prefix, {
     endpoint: config.fs.path,
     bucket: "(directory)",
-  }, deps.rng);
+  });
   return {
     backend: backend as ObjectStore,
     description: { backend: "fs", path: config.fs.path, conditional_create: probe.conditionalCreateHonoured },
@@ -115,7 +120,7 @@ async function openS3(config: TieredStorageConfig, deps: OpenDeps) {
     // The probe always sends If-None-Match, to learn whether the store honours it.
     const probing = new S3ObjectStore(settings(style, true), deps.clock);
     try {
-      const probe = await probeObjectStore(probing, s3.prefix, { endpoint, bucket: s3.bucket }, deps.rng);
+      const probe = await probeAnswering(deps, probing, s3.prefix, { endpoint, bucket: s3.bucket });
       await probing.close();
       const conditional = s3.conditionalWrites && probe.conditionalCreateHonoured;
       const backend = new S3ObjectStore(settings(style, conditional), deps.clock);
@@ -145,6 +150,39 @@ async function openS3(config: TieredStorageConfig, deps: OpenDeps) {
   throw lastError instanceof Error
     ? lastError
     : new TransportError(String(lastError), null, { cause: lastError });
+}
+
+/** Probes in all when the store answers with a server error or throttles (5xx): it may be restarting. */
+const probeAttemptsMax = 3;
+/** The wait before the second and the third probe. */
+const probeRetryDelaysMs = [250, 1000];
+
+/**
+ * The boot probe, tried again while the store answers but fails (a 5xx or throttling: a store that
+ * restarts or briefly fails is no misconfiguration). A refused connection, a missing bucket or
+ * rejected credentials fail at once, naming what is wrong.
+ */
+export async function probeAnswering(
+  deps: OpenDeps,
+  store: ObjectStore,
+  prefix: string,
+  target: ProbeTarget,
+): Promise<ProbeResult> {
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await probeObjectStore(store, prefix, target, deps.rng);
+    } catch (error) {
+      const cause = error instanceof ObjectStoreProbeError ? error.cause : error;
+      const answered = cause instanceof ObjectStoreError && cause.errorClass === "retry" &&
+        cause.status !== null;
+      if (!answered || attempt >= probeAttemptsMax) throw error;
+      deps.logger.warn("object store probe failed; trying again", {
+        attempt,
+        error: (error as Error).message,
+      });
+      await deps.clock.sleep(probeRetryDelaysMs[attempt - 1]!);
+    }
+  }
 }
 
 function isLocalHost(hostname: string): boolean {

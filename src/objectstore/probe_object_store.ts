@@ -29,7 +29,8 @@ const probeBody = new TextEncoder().encode("strata object store probe");
  * The boot probe: a one-key LIST (are the endpoint, bucket and credentials right?), then a write,
  * read and delete of a small object under `{prefix}/_probe/`, written twice with create-if-absent
  * to learn whether the store honours conditional create. Run against the raw backend, one
- * attempt per step, so a misconfiguration fails at boot rather than at the first upload.
+ * attempt per step, so a misconfiguration fails at boot rather than at the first upload (the
+ * opener probes again, a few times, only a store that answered with a server error).
  */
 export async function probeObjectStore(
   store: ObjectStore,

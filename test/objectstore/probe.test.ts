@@ -1,8 +1,8 @@
 import t from "tap";
 import { FsObjectStore } from "../../src/objectstore/fs_object_store.ts";
-import { AuthError } from "../../src/objectstore/object_store_errors.ts";
+import { AuthError, TransportError } from "../../src/objectstore/object_store_errors.ts";
 import { ObjectStoreProbeError, probeObjectStore } from "../../src/objectstore/probe_object_store.ts";
-import { openObjectStore } from "../../src/objectstore/open_object_store.ts";
+import { openObjectStore, probeAnswering } from "../../src/objectstore/open_object_store.ts";
 import { SimObjectStore } from "../../src/objectstore/sim_object_store.ts";
 import { loadConfig } from "../../src/config/load_config.ts";
 import { initCrc32c } from "../../src/runtime/crc32c.ts";
@@ -112,4 +112,38 @@ t.test("against s3rver, which ignores If-None-Match, the probe turns conditional
     missing.message,
     /^Cannot use the object store: bucket no-such-bucket does not exist at http:\/\/127\.0\.0\.1:\d+/,
   );
+});
+
+t.test("a store that answers with a server error is probed again, at most three times", async (t) => {
+  const deps = {
+    disk: new NodeDisk(),
+    clock: new RealClock(),
+    rng: new Rng(1),
+    registry: createMetricsRegistry(),
+    logger: silentLogger(),
+  };
+  /** A store whose listing answers 500 the first `failures` times (s3rver does while another probe races it). */
+  const failing = (failures: number, status: number | null) => {
+    const store = new SimObjectStore(new VirtualClock(), new Rng(1));
+    const list = store.list.bind(store);
+    let calls = 0;
+    store.list = (prefix, options) => {
+      calls++;
+      if (calls <= failures) {
+        return Promise.reject(new TransportError("Cannot list: 500 InternalError", status));
+      }
+      return list(prefix, options);
+    };
+    return { store, calls: () => calls };
+  };
+  const twice = failing(2, 500);
+  t.same(await probeAnswering(deps, twice.store, "strata", target), { conditionalCreateHonoured: true });
+  t.equal(twice.calls(), 3, "the third probe passed");
+  const always = failing(10, 500);
+  const error = await probeAnswering(deps, always.store, "strata", target).catch((e) => e);
+  t.ok(error instanceof ObjectStoreProbeError);
+  t.equal(always.calls(), 3, "three probes, then start-up stops");
+  const refused = failing(10, null);
+  await probeAnswering(deps, refused.store, "strata", target).catch(() => {});
+  t.equal(refused.calls(), 1, "a store that does not answer at all is not probed again");
 });
