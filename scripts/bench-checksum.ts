@@ -1,15 +1,15 @@
-/**
- * What one 1 MiB piece costs the event loop, by part: reading it from a (page-cached) segment file,
- * and checksumming it with each candidate. `deno run --allow-all scripts/bench-checksum.ts`.
- * Figures are medians of 200 pieces, in milliseconds per MiB.
- */
 import { crc32 } from "node:zlib";
 import { open } from "node:fs/promises";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createCRC32, createXXHash64 } from "hash-wasm";
-import { openIsalCrc32c } from "../src/runtime/isal_crc32c.ts";
+import { openIsalCrc32c } from "../src/runtime/checksum/isal_crc32c.ts";
+/**
+ * What one 1 MiB piece costs the event loop, by part: reading it from a (page-cached) segment file,
+ * and checksumming it with each candidate. `deno run --allow-all scripts/bench-checksum.ts`.
+ * Figures are medians of 200 pieces, in milliseconds per MiB.
+ */
 
 const piece = new Uint8Array(1024 * 1024).map((_, i) => (i * 2654435761) >>> 24);
 const dir = mkdtempSync(join(tmpdir(), "strata-checksum-"));

@@ -1,3 +1,6 @@
+import { parseArgs } from "node:util";
+import { Kafka, logLevel } from "kafkajs";
+import { etcdInstalled, type LocalCluster, startLocalCluster, waitFor } from "./lib/local_cluster.ts";
 /**
  * A 3-node cluster on a 3-member etcd, on loopback: produce latency with acks=all against acks=1 in
  * the same run, and failover time over repeated leader kills.
@@ -12,9 +15,6 @@
  * to be back in sync. The leader's tick lateness (its /health) is read after the latency phase.
  * Targets: acks=all p99 at most 2 × acks=1 p99; failover median at most lease_ttl + 1 s.
  */
-import { parseArgs } from "node:util";
-import { Kafka, logLevel } from "kafkajs";
-import { etcdInstalled, type LocalCluster, startLocalCluster, waitFor } from "./lib/local_cluster.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,

@@ -1,3 +1,26 @@
+import * as zlib from "node:zlib";
+import { parseArgs } from "node:util";
+import { compress as lz4Compress } from "lz4js";
+import { compress as snappyCompress } from "snappyjs";
+import {
+  decompressedRecordsBytesMax,
+  decompressionPieceBytes,
+  decompressionSteps,
+} from "../src/log/compression/batch_compression.ts";
+import type { DecompressionSteps, StepLimits } from "../src/log/compression/decompression_steps.ts";
+import { GzipSteps } from "../src/log/compression/gzip_steps.ts";
+import { Lz4Steps } from "../src/log/compression/lz4_steps.ts";
+import { snappySteps } from "../src/log/compression/snappy_steps.ts";
+import { nativeZstd, ZstdNativeSteps, ZstdSteps } from "../src/log/compression/zstd_steps.ts";
+import {
+  batchHeaderBytes,
+  decodeMessagesInPieces,
+  encodeBatch,
+  type MessageInput,
+} from "../src/log/batch/batch_codec.ts";
+import { batchField, computeBatchCrc } from "../src/log/batch/record_batch.ts";
+import { initCrc32c } from "../src/runtime/checksum/crc32c.ts";
+import { Rng } from "../src/runtime/rng.ts";
 /**
  * How long the synchronous steps of an HTTP read's decoding of a compressed batch take, per codec:
  * a batch of 16 MiB of text-like records (words of a small vocabulary), compressed as Kafka's
@@ -8,32 +31,8 @@
  *
  *   deno task bench:decompression [--runs 5]
  */
-import * as zlib from "node:zlib";
-import { parseArgs } from "node:util";
 // @ts-types="../test/helpers/types/lz4js.d.ts"
-import { compress as lz4Compress } from "lz4js";
 // @ts-types="../test/helpers/types/snappyjs.d.ts"
-import { compress as snappyCompress } from "snappyjs";
-import {
-  decompressedRecordsBytesMax,
-  decompressionPieceBytes,
-  decompressionSteps,
-} from "../src/log/batch_compression.ts";
-import type { DecompressionSteps, StepLimits } from "../src/log/decompression_steps.ts";
-import { GzipSteps } from "../src/log/gzip_steps.ts";
-import { Lz4Steps } from "../src/log/lz4_steps.ts";
-import { snappySteps } from "../src/log/snappy_steps.ts";
-import { nativeZstd, ZstdNativeSteps } from "../src/log/zstd_native_steps.ts";
-import { ZstdSteps } from "../src/log/zstd_steps.ts";
-import {
-  batchHeaderBytes,
-  decodeMessagesInPieces,
-  encodeBatch,
-  type MessageInput,
-} from "../src/log/batch_codec.ts";
-import { batchField, computeBatchCrc } from "../src/log/record_batch.ts";
-import { initCrc32c } from "../src/runtime/crc32c.ts";
-import { Rng } from "../src/runtime/rng.ts";
 
 const { values } = parseArgs({ args: Deno.args, options: { runs: { type: "string", default: "5" } } });
 const runs = Number(values.runs);

@@ -1,3 +1,6 @@
+import { librdkafkaPython, librdkafkaUnavailable } from "./lib/librdkafka_python.ts";
+import { parseArgs } from "node:util";
+import { startServerProcess } from "./lib/server_process.ts";
 /**
  * Produce and consume through the Kafka listener with a librdkafka client (Debian's
  * python3-confluent-kafka, run by /usr/bin/python3), against a null broker (the same Kafka protocol
@@ -12,9 +15,6 @@
  * fsync "interval", produce at least 0.5 × and consume at least 0.7 × the null broker, and both at
  * least 2 × the HTTP path's figures.
  */
-import { librdkafkaPython, librdkafkaUnavailable } from "./lib/librdkafka_python.ts";
-import { parseArgs } from "node:util";
-import { startServerProcess } from "./lib/server_process.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,

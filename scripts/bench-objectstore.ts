@@ -1,3 +1,10 @@
+import { GetObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { parseArgs } from "node:util";
+import { Readable } from "node:stream";
+import { S3ObjectStore } from "../src/objectstore/s3/s3_object_store.ts";
+import { crc32 } from "../src/runtime/checksum/crc32.ts";
+import { RealClock } from "../src/runtime/clock/real_clock.ts";
+import { ensureBucket } from "./lib/ensure_bucket.ts";
 /**
  * Upload and download throughput of 64 MiB objects: Strata's s3 backend against @aws-sdk/client-s3
  * (a streamed PutObject and a GetObject) on the same objects in the same run, as ratios.
@@ -10,13 +17,6 @@
  * `ours` does the same work as the SDK (no checksum); `ours_with_crc32` also declares the
  * object's CRC32 and checks the bytes against it as they go out, as tiering's uploads do.
  */
-import { GetObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
-import { parseArgs } from "node:util";
-import { Readable } from "node:stream";
-import { S3ObjectStore } from "../src/objectstore/s3/s3_object_store.ts";
-import { crc32 } from "../src/runtime/crc32.ts";
-import { RealClock } from "../src/runtime/real_clock.ts";
-import { ensureBucket } from "./lib/ensure_bucket.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,

@@ -1,3 +1,16 @@
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir, totalmem } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { StrataClient } from "../src/client/strata_client.ts";
+import { hostedPartitions, topicLayout, topicPartitionsMax, type TopicPlan } from "./lib/partition_layout.ts";
+import { judgePartitionTargets, missedTargets, partitionTargetLimits } from "./lib/partition_targets.ts";
+import { benchConfigText } from "./lib/bench_config.ts";
+import { latenessBetween, type LatenessScrape, readLatenessScrape } from "./lib/lateness_scrape.ts";
+import { cpuPercentOfCore, readProcess } from "./lib/proc_stats.ts";
+import { type ServerProcess, startServerProcess, withDeadline } from "./lib/server_process.ts";
+import { benchIntArg } from "./lib/bench_args.ts";
 /**
  * What the number of partitions costs a server at rest (docs/BENCHMARKS.md, "Partition count"). The
  * real server runs as its own process, as `deno task server` runs it, with `fs` tiering: once with
@@ -16,19 +29,6 @@
  * `--quick` hosts 2 topics of 64 partitions and idles 2 s. The targets are judged on every run; a full
  * run that misses one exits with code 3 after printing which, a quick run exits 0 either way.
  */
-import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, tmpdir, totalmem } from "node:os";
-import { join } from "node:path";
-import { parseArgs } from "node:util";
-import { StrataClient } from "../src/client/strata_client.ts";
-import { hostedPartitions, topicLayout, topicPartitionsMax, type TopicPlan } from "./lib/partition_layout.ts";
-import { judgePartitionTargets, missedTargets, partitionTargetLimits } from "./lib/partition_targets.ts";
-import { benchConfigText } from "./lib/bench_config.ts";
-import { latenessBetween, type LatenessScrape, readLatenessScrape } from "./lib/lateness_scrape.ts";
-import { cpuPercentOfCore, readProcess } from "./lib/proc_stats.ts";
-import { type ServerProcess, startServerProcess, withDeadline } from "./lib/server_process.ts";
-import { benchIntArg } from "./lib/bench_args.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,

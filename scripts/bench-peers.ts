@@ -1,3 +1,8 @@
+import { parseArgs } from "node:util";
+import { judgeTargets, type Report, reportTable, summarize, throughputSvg } from "./lib/peer_report.ts";
+import { type RunFigures, runVariant } from "./lib/peer_run.ts";
+import { type Variant, variants } from "./lib/peer_variants.ts";
+import { benchIntArg } from "./lib/bench_args.ts";
 /**
  * Strata beside two real streaming servers, on the same machine in the same run (docs/BENCHMARKS.md,
  * "Peers"): NATS with JetStream and RabbitMQ with streams, each started here from Debian's packages
@@ -14,11 +19,6 @@
  * `--quick` is one round of 2 s. `--only` keeps the variants whose keys it lists (`strata`,
  * `strata_kafkajs`, `nats`, `rabbitmq`). A full run of every variant that misses a target exits 3.
  */
-import { parseArgs } from "node:util";
-import { judgeTargets, type Report, reportTable, summarize, throughputSvg } from "./lib/peer_report.ts";
-import { type RunFigures, runVariant } from "./lib/peer_run.ts";
-import { type Variant, variants } from "./lib/peer_variants.ts";
-import { benchIntArg } from "./lib/bench_args.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,

@@ -1,3 +1,7 @@
+import { parseArgs } from "node:util";
+import * as hdr from "hdr-histogram-js";
+import { Packr } from "msgpackr";
+import { serverTask } from "./lib/server_task.ts";
 /**
  * Produce and consume throughput through HTTP, for each fsync policy, against the HTTP ceiling of
  * the machine it runs on (an empty Deno.serve handler that only reads the body and answers).
@@ -8,10 +12,6 @@
  * on the loop is the pump benchmark's subject). Messages are 1 KiB, in batches of 100. Each server runs as its own process on loopback; this
  * process only generates load, with request bodies built once and sent repeatedly.
  */
-import { parseArgs } from "node:util";
-import * as hdr from "hdr-histogram-js";
-import { Packr } from "msgpackr";
-import { serverTask } from "./lib/server_task.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,

@@ -1,3 +1,36 @@
+import { openIsalCrc32c } from "../src/runtime/checksum/isal_crc32c.ts";
+import { mkdtempSync, rmSync } from "node:fs";
+import { cpus, getPriority, release, tmpdir, totalmem } from "node:os";
+import { join } from "node:path";
+import { memoryUsage } from "node:process";
+import { parseArgs } from "node:util";
+import { GCProfiler } from "node:v8";
+import { pack } from "msgpackr";
+import { StrataClient, type TopicCreate } from "../src/client/strata_client.ts";
+import { loadConfig } from "../src/config/load_config.ts";
+import { parseBytes } from "../src/config/units.ts";
+import { type MessageInput, prepareBatch } from "../src/log/batch/batch_codec.ts";
+import { assert } from "../src/runtime/assert.ts";
+import { crc32c } from "../src/runtime/checksum/crc32c.ts";
+import { LatencyRecorder, type LatencySnapshot } from "../src/runtime/cooperation/pump_metrics.ts";
+import { Logger } from "../src/runtime/logger.ts";
+import { NodeDisk } from "../src/runtime/disk/node_disk.ts";
+import { OsThreadControl } from "../src/runtime/process/os_thread_control.ts";
+import { RealClock } from "../src/runtime/clock/real_clock.ts";
+import { Rng } from "../src/runtime/rng.ts";
+import { StrataServer } from "../src/server/server.ts";
+import { writeBufferBytes } from "../src/broker/shards/shard_runtime.ts";
+import { clusterRoot } from "../src/tier/bucket/object_keys.ts";
+import { clusterIo, kafkaClusterServing } from "../src/cluster_io.ts";
+import { openKafkaListener } from "../src/kafka/kafka_service.ts";
+import { NodeNetwork } from "../src/runtime/network/node_network.ts";
+import { awaitThreeNodes, partitionsLedHere, startBenchClusterPeers } from "./lib/bench_cluster_peers.ts";
+import { latenessChartSvg, type PhaseSeries } from "./lib/lateness_chart.ts";
+import { ensureBucket } from "./lib/ensure_bucket.ts";
+import { type GcPauses, summarizeGcPauses } from "./lib/gc_pauses.ts";
+import { pieceStream } from "./lib/piece_stream.ts";
+import { readThreadSchedstat, schedstatRates } from "./lib/thread_schedstat.ts";
+import { benchIntArg } from "./lib/bench_args.ts";
 /**
  * The pump-latency benchmark (docs/BENCHMARKS.md, "What it does"): one process, one shard, the real
  * server code, and the consensus tick's lateness measured over phases of equal length:
@@ -28,40 +61,6 @@
  * run's own figures; a missed target is printed and recorded, and the exit code stays 0 (the
  * benchmark measures, it does not judge the machine).
  */
-import { openIsalCrc32c } from "../src/runtime/isal_crc32c.ts";
-import { mkdtempSync, rmSync } from "node:fs";
-import { cpus, getPriority, release, tmpdir, totalmem } from "node:os";
-import { join } from "node:path";
-import { memoryUsage } from "node:process";
-import { parseArgs } from "node:util";
-import { GCProfiler } from "node:v8";
-import { pack } from "msgpackr";
-import { StrataClient } from "../src/client/strata_client.ts";
-import { loadConfig } from "../src/config/load_config.ts";
-import { parseBytes } from "../src/config/units.ts";
-import { type MessageInput, prepareBatch } from "../src/log/batch_codec.ts";
-import { assert } from "../src/runtime/assert.ts";
-import { crc32c } from "../src/runtime/crc32c.ts";
-import { LatencyRecorder, type LatencySnapshot } from "../src/runtime/latency_recorder.ts";
-import { Logger } from "../src/runtime/logger.ts";
-import { NodeDisk } from "../src/runtime/node_disk.ts";
-import { OsThreadControl } from "../src/runtime/os_thread_control.ts";
-import { RealClock } from "../src/runtime/real_clock.ts";
-import { Rng } from "../src/runtime/rng.ts";
-import { StrataServer } from "../src/server/server.ts";
-import { writeBufferBytes } from "../src/broker/shard_runtime.ts";
-import { clusterRoot } from "../src/tier/object_keys.ts";
-import { clusterIo, kafkaClusterServing } from "../src/cluster_io.ts";
-import { openKafkaListener } from "../src/kafka/kafka_service.ts";
-import { NodeNetwork } from "../src/runtime/node_network.ts";
-import type { TopicCreate } from "../src/client/strata_client.ts";
-import { awaitThreeNodes, partitionsLedHere, startBenchClusterPeers } from "./lib/bench_cluster_peers.ts";
-import { latenessChartSvg, type PhaseSeries } from "./lib/lateness_chart.ts";
-import { ensureBucket } from "./lib/ensure_bucket.ts";
-import { type GcPauses, summarizeGcPauses } from "./lib/gc_pauses.ts";
-import { pieceStream } from "./lib/piece_stream.ts";
-import { readThreadSchedstat, schedstatRates } from "./lib/thread_schedstat.ts";
-import { benchIntArg } from "./lib/bench_args.ts";
 
 const phaseNames = ["idle", "produce", "upload", "storm", "naive"] as const;
 type PhaseName = typeof phaseNames[number];

@@ -1,3 +1,5 @@
+import { serverTask } from "./lib/server_task.ts";
+import { etcdInstalled, runCommand } from "./lib/local_cluster.ts";
 /**
  * `deno task cluster [--dir DIR] [--port-base N] [--nodes N]`: a local Strata cluster for
  * development. Starts a 3-member etcd (Debian's `etcd`, by scripts/etcd-cluster.sh) and N Strata
@@ -6,8 +8,6 @@
  * stops everything on Ctrl-C (or SIGTERM). etcd's client ports are PORT_BASE + 1..3 (peer ports
  * + 11..13), node n's HTTP port PORT_BASE + 20 + n and its Kafka port PORT_BASE + 30 + n.
  */
-import { serverTask } from "./lib/server_task.ts";
-import { etcdInstalled, runCommand } from "./lib/local_cluster.ts";
 
 const usage = "usage: deno task cluster [--dir DIR] [--port-base N] [--nodes N]   (port base 20000 to 60000)";
 

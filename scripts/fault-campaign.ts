@@ -1,23 +1,3 @@
-/**
- * A fault campaign in the manner of Jepsen's Maelstrom "kafka" workload, on real processes: a
- * 3-member etcd and three Strata nodes on loopback, one partition of replication factor 3.
- *
- *   deno task faults [--seed N] [--duration-s 60] [--quick] [--tiered] [--port-base 28000] [--json PATH]
- *
- * Two kafkajs producers send unique values with acks=all, one at a time and never retried, and
- * record how each send ended (acknowledged at an offset, refused, or unknown). Two consumers poll
- * from where they left off, one through kcat, one through the TypeScript client over HTTP, and
- * record every record served. Meanwhile a seeded schedule (scripts/lib/fault_schedule.ts) kills,
- * pauses and restarts leaders and followers, and kills etcd members, until the duration is over.
- * Then every fault is healed, the partition is read whole, and the history is judged
- * (scripts/lib/log_history.ts): no acknowledged record lost or misplaced, none at two offsets, a
- * consumer's offsets only grow, nothing served that was later truncated; and the replicas' segment
- * files are the same bytes. With `--tiered` the topic is tiered to an s3rver (1 MiB segments and
- * local envelope, 2 KiB values), and at the end no replica may have evicted above the committed
- * floor and the bucket must hold one `.log` object per sealed segment below it. The seed is
- * printed first; `--seed` replays the same schedule.
- * Exit 0 when the history is valid, 1 when it is not, 2 when the campaign could not run.
- */
 import { parseArgs } from "node:util";
 import { StrataApiError, StrataClient } from "../src/client/strata_client.ts";
 import { checkTiering, startLocalS3rver } from "./lib/campaign_tiering.ts";
@@ -40,6 +20,26 @@ import {
 } from "./lib/local_cluster.ts";
 import { checkHistory, type ConsumerHistory, type SendRecord } from "./lib/log_history.ts";
 import { Rng } from "../src/runtime/rng.ts";
+/**
+ * A fault campaign in the manner of Jepsen's Maelstrom "kafka" workload, on real processes: a
+ * 3-member etcd and three Strata nodes on loopback, one partition of replication factor 3.
+ *
+ *   deno task faults [--seed N] [--duration-s 60] [--quick] [--tiered] [--port-base 28000] [--json PATH]
+ *
+ * Two kafkajs producers send unique values with acks=all, one at a time and never retried, and
+ * record how each send ended (acknowledged at an offset, refused, or unknown). Two consumers poll
+ * from where they left off, one through kcat, one through the TypeScript client over HTTP, and
+ * record every record served. Meanwhile a seeded schedule (scripts/lib/fault_schedule.ts) kills,
+ * pauses and restarts leaders and followers, and kills etcd members, until the duration is over.
+ * Then every fault is healed, the partition is read whole, and the history is judged
+ * (scripts/lib/log_history.ts): no acknowledged record lost or misplaced, none at two offsets, a
+ * consumer's offsets only grow, nothing served that was later truncated; and the replicas' segment
+ * files are the same bytes. With `--tiered` the topic is tiered to an s3rver (1 MiB segments and
+ * local envelope, 2 KiB values), and at the end no replica may have evicted above the committed
+ * floor and the bucket must hold one `.log` object per sealed segment below it. The seed is
+ * printed first; `--seed` replays the same schedule.
+ * Exit 0 when the history is valid, 1 when it is not, 2 when the campaign could not run.
+ */
 
 const usage =
   "usage: deno task faults [--seed N] [--duration-s S] [--quick] [--tiered] [--port-base N] [--json PATH]";

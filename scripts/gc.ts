@@ -1,26 +1,26 @@
-/**
- * `deno task gc`: finds (and with `--mode delete` removes) objects in the bucket that no live
- * partition needs. The work is `runGc` in src/tier/gc.ts; this entry point reads the command
- * line, the config and the data directory, and prints the report.
- */
 import { ConfigError } from "../src/config/config_error.ts";
 import { loadConfig } from "../src/config/load_config.ts";
 import { openObjectStore } from "../src/objectstore/open_object_store.ts";
 import { ObjectStoreProbeError } from "../src/objectstore/probe_object_store.ts";
 import { Logger } from "../src/runtime/logger.ts";
-import { createMetricsRegistry } from "../src/runtime/metrics.ts";
-import { NodeDisk } from "../src/runtime/node_disk.ts";
-import { RealClock } from "../src/runtime/real_clock.ts";
+import { createMetricsRegistry } from "../src/runtime/metrics/metrics.ts";
+import { NodeDisk } from "../src/runtime/disk/node_disk.ts";
+import { RealClock } from "../src/runtime/clock/real_clock.ts";
 import { Rng } from "../src/runtime/rng.ts";
 import { CliArgsError } from "../src/config/cli_args.ts";
-import { readMetadata } from "../src/broker/local_metadata_store.ts";
-import { namesPartition, referencedIncarnations } from "../src/broker/metadata.ts";
-import { initCrc32c } from "../src/runtime/crc32c.ts";
-import { formatGcTable, gcJson, runGc } from "../src/tier/gc.ts";
-import { gcUsage, parseGcArgs } from "../src/tier/gc_args.ts";
-import { readIncarnationTable } from "../src/tier/incarnation_table.ts";
-import type { PartitionAddress } from "../src/log/partition.ts";
-import { clusterRoot } from "../src/tier/object_keys.ts";
+import { readMetadata } from "../src/broker/metadata/local_metadata_store.ts";
+import { namesPartition, referencedIncarnations } from "../src/broker/metadata/metadata.ts";
+import { initCrc32c } from "../src/runtime/checksum/crc32c.ts";
+import { formatGcTable, gcJson, runGc } from "../src/tier/housekeeping/gc.ts";
+import { gcUsage, parseGcArgs } from "../src/tier/housekeeping/gc_args.ts";
+import { readIncarnationTable } from "../src/tier/bucket/incarnation_table.ts";
+import type { PartitionAddress } from "../src/log/partition/partition.ts";
+import { clusterRoot } from "../src/tier/bucket/object_keys.ts";
+/**
+ * `deno task gc`: finds (and with `--mode delete` removes) objects in the bucket that no live
+ * partition needs. The work is `runGc` in src/tier/housekeeping/gc.ts; this entry point reads the command
+ * line, the config and the data directory, and prints the report.
+ */
 
 class GcRefusedError extends Error {}
 

@@ -1,3 +1,5 @@
+import { parseArgs } from "node:util";
+import { walkPaths } from "./lib/path_walk.ts";
 /**
  * The files of `src/` that two requests run through, measured by V8's precise coverage:
  *
@@ -15,10 +17,11 @@
  * and decoded after the measured window, so no code of `src/` runs for the client inside it.
  * docs/ARCHITECTURE.md, "The path of a Kafka produce" and "The path of a cold fetch", list the files.
  */
-import { parseArgs } from "node:util";
-import { walkPaths } from "./lib/path_walk.ts";
 
-const { values: args } = parseArgs({ args: Deno.args, options: { json: { type: "boolean", default: false } } });
+const { values: args } = parseArgs({
+  args: Deno.args,
+  options: { json: { type: "boolean", default: false } },
+});
 const paths = await walkPaths();
 if (args.json) {
   console.log(JSON.stringify(paths, null, 2));

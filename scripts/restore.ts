@@ -1,23 +1,23 @@
-/**
- * `deno task restore`: restores a topic from the bucket into the server's data directory while the
- * server is stopped. It opens the server in this process (no listener), runs the same restore as
- * `POST /admin/restore` (src/broker/bucket_restore.ts), prints its JSON report and closes it.
- * Exit codes: 0 restored (or planned, with --dry-run), 2 refused (the message says why).
- */
-import { restoreFromBucket } from "../src/broker/bucket_restore.ts";
+import { restoreFromBucket } from "../src/broker/restore/bucket_restore.ts";
 import { RestoreRefusedError } from "../src/broker/broker_errors.ts";
-import { parseRestoreArgs, restoreUsage } from "../src/broker/restore_args.ts";
+import { parseRestoreArgs, restoreUsage } from "../src/broker/restore/restore_args.ts";
 import { CliArgsError } from "../src/config/cli_args.ts";
 import { ConfigError } from "../src/config/config_error.ts";
 import { loadConfig } from "../src/config/load_config.ts";
 import { ObjectStoreProbeError } from "../src/objectstore/probe_object_store.ts";
 import { FormatVersionError } from "../src/runtime/format_version_error.ts";
-import { openIsalCrc32c } from "../src/runtime/isal_crc32c.ts";
+import { openIsalCrc32c } from "../src/runtime/checksum/isal_crc32c.ts";
 import { Logger } from "../src/runtime/logger.ts";
-import { NodeDisk } from "../src/runtime/node_disk.ts";
-import { RealClock } from "../src/runtime/real_clock.ts";
+import { NodeDisk } from "../src/runtime/disk/node_disk.ts";
+import { RealClock } from "../src/runtime/clock/real_clock.ts";
 import { Rng } from "../src/runtime/rng.ts";
 import { StrataServer } from "../src/server/server.ts";
+/**
+ * `deno task restore`: restores a topic from the bucket into the server's data directory while the
+ * server is stopped. It opens the server in this process (no listener), runs the same restore as
+ * `POST /admin/restore` (src/broker/restore/bucket_restore.ts), prints its JSON report and closes it.
+ * Exit codes: 0 restored (or planned, with --dry-run), 2 refused (the message says why).
+ */
 
 async function main(): Promise<number> {
   const args = parseRestoreArgs(Deno.args);

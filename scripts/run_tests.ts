@@ -1,3 +1,4 @@
+import { TapFailureCollector } from "./lib/tap_failures.ts";
 /**
  * Runs the tap suite under Node (tap cannot run under Deno) and ends with the line CI reads,
  * `N passed, N failed`, taken from tap's own final counts. Extra arguments go to tap, so
@@ -5,7 +6,6 @@
  * with the subtests that hold it and tap's diagnostics, so the end of the log names what failed.
  * The exit code is tap's, or 1 when its counts could not be read.
  */
-import { TapFailureCollector } from "./lib/tap_failures.ts";
 
 const args = ["node_modules/.bin/tap", "--reporter=tap", ...Deno.args];
 const child = new Deno.Command("node", { args, stdout: "piped", stderr: "inherit" }).spawn();

@@ -1,3 +1,8 @@
+import { parseArgs } from "node:util";
+import { failArgs as fail, intArg as int } from "./lib/sim_args.ts";
+import { initCrc32c } from "../src/runtime/checksum/crc32c.ts";
+import { clusterScenarios } from "../src/sim/cluster/cluster_scenarios.ts";
+import { type ClusterSimResult, runClusterSimulation } from "../src/sim/cluster/cluster_simulation.ts";
 /**
  * The deterministic simulator with three nodes, the simulated coordinator and network:
  *
@@ -8,11 +13,6 @@
  * run's last line is `trace_hash=<hex>`. A failing run prints the seed, the scenario, the first
  * violated invariant and the trail before it, and the command exits 1. See docs/SIMULATOR.md.
  */
-import { parseArgs } from "node:util";
-import { failArgs as fail, intArg as int } from "./lib/sim_args.ts";
-import { initCrc32c } from "../src/runtime/crc32c.ts";
-import { clusterScenarios } from "../src/sim/cluster/cluster_scenarios.ts";
-import { type ClusterSimResult, runClusterSimulation } from "../src/sim/cluster/cluster_simulation.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,

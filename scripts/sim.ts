@@ -1,3 +1,8 @@
+import { parseArgs } from "node:util";
+import { failArgs as fail, intArg as int } from "./lib/sim_args.ts";
+import { initCrc32c } from "../src/runtime/checksum/crc32c.ts";
+import { scenarios } from "../src/sim/scenarios.ts";
+import { runSimulation, type SimResult } from "../src/sim/simulation.ts";
 /**
  * The deterministic simulator:
  *
@@ -11,11 +16,6 @@
  * seed, the scenario, the first violated invariant and the trail of events before it, and the
  * command exits 1. See docs/SIMULATOR.md.
  */
-import { parseArgs } from "node:util";
-import { failArgs as fail, intArg as int } from "./lib/sim_args.ts";
-import { initCrc32c } from "../src/runtime/crc32c.ts";
-import { scenarios } from "../src/sim/scenarios.ts";
-import { runSimulation, type SimResult } from "../src/sim/simulation.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,

@@ -1,21 +1,3 @@
-/**
- * Tiered storage across a 3-node cluster, end to end on real processes:
- *
- *   deno task tiered-cluster [--quick] [--mib 256] [--store s3rver|rgw] [--port-base 26000] [--json PATH]
- *
- * etcd (3 members), an S3 store (s3rver, or Ceph RGW) and three Strata nodes. A tiered topic with
- * replication factor 3 and 1 MiB segments takes `--mib` MiB (quick: 24) and half a segment more,
- * under a local envelope of
- * 16 MiB (quick: 4). Its leader is killed while it uploads and started again; the load goes on under
- * the new leader. The run then checks: the floor reached the last sealed segment; no replica
- * evicted above it; each replica's local `.log` bytes are within its envelope plus the active
- * segment; the bucket holds one `.log` object per sealed segment below the floor, no other; kcat
- * reads every record back from offset 0; a deleted topic's objects (a dead incarnation) are all
- * gone after the controller's orphan sweep. Last, a follower is wiped and started again: it takes
- * the tiered part by state transfer and copies only the rest from its leader; with the other two
- * nodes killed it leads, and kcat reads everything back from it, the evicted part cold through its
- * chunk cache. Exit code 0 when every check holds.
- */
 import { parseArgs } from "node:util";
 import { StrataClient } from "../src/client/strata_client.ts";
 import { checkTiering, type LocalS3rver, startLocalS3rver } from "./lib/campaign_tiering.ts";
@@ -41,6 +23,24 @@ import {
   recordBytes,
   recordsPerRequest,
 } from "./lib/tiered_cluster_load.ts";
+/**
+ * Tiered storage across a 3-node cluster, end to end on real processes:
+ *
+ *   deno task tiered-cluster [--quick] [--mib 256] [--store s3rver|rgw] [--port-base 26000] [--json PATH]
+ *
+ * etcd (3 members), an S3 store (s3rver, or Ceph RGW) and three Strata nodes. A tiered topic with
+ * replication factor 3 and 1 MiB segments takes `--mib` MiB (quick: 24) and half a segment more,
+ * under a local envelope of
+ * 16 MiB (quick: 4). Its leader is killed while it uploads and started again; the load goes on under
+ * the new leader. The run then checks: the floor reached the last sealed segment; no replica
+ * evicted above it; each replica's local `.log` bytes are within its envelope plus the active
+ * segment; the bucket holds one `.log` object per sealed segment below the floor, no other; kcat
+ * reads every record back from offset 0; a deleted topic's objects (a dead incarnation) are all
+ * gone after the controller's orphan sweep. Last, a follower is wiped and started again: it takes
+ * the tiered part by state transfer and copies only the rest from its leader; with the other two
+ * nodes killed it leads, and kcat reads everything back from it, the evicted part cold through its
+ * chunk cache. Exit code 0 when every check holds.
+ */
 
 const usage =
   "usage: deno task tiered-cluster [--quick] [--mib N] [--store s3rver|rgw] [--port-base N] [--json PATH]";

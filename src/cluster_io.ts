@@ -1,10 +1,9 @@
-import type { ClusterNode } from "./cluster/cluster_node.ts";
+import type { ClusterNode } from "./cluster/node/cluster_node.ts";
 import type { KafkaClusterServing } from "./kafka/kafka_api.ts";
-import { ReplicaLink } from "./kafka/replica_link.ts";
-import type { Clock } from "./runtime/clock.ts";
-import type { Network } from "./runtime/network.ts";
+import { ReplicaLink } from "./kafka/replica/replica_link.ts";
+import type { Clock } from "./runtime/clock/clock.ts";
+import type { Network } from "./runtime/network/network.ts";
 import type { ClusterIo } from "./server/server.ts";
-
 /** How long a follower waits for its leader's listener to accept a connection. */
 const replicaConnectTimeoutMs = 2000;
 /** How long past its own wait a replica fetch's answer may take before the follower gives up on it. */

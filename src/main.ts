@@ -1,24 +1,24 @@
-/**
- * The Deno entry point: reads the command line, the config file and the environment, opens the
- * server and serves its fetch handler with `Deno.serve`. `Deno.*` appears only here; everything
- * it calls is runtime-neutral.
- */
 import { ConfigError } from "./config/config_error.ts";
 import { loadConfig } from "./config/load_config.ts";
 import { ObjectStoreProbeError } from "./objectstore/probe_object_store.ts";
 import { Logger } from "./runtime/logger.ts";
 import { FormatVersionError } from "./runtime/format_version_error.ts";
-import { NodeDisk } from "./runtime/node_disk.ts";
-import { openIsalCrc32c } from "./runtime/isal_crc32c.ts";
-import { OsThreadControl } from "./runtime/os_thread_control.ts";
-import { RealClock } from "./runtime/real_clock.ts";
+import { NodeDisk } from "./runtime/disk/node_disk.ts";
+import { openIsalCrc32c } from "./runtime/checksum/isal_crc32c.ts";
+import { OsThreadControl } from "./runtime/process/os_thread_control.ts";
+import { RealClock } from "./runtime/clock/real_clock.ts";
 import { Rng } from "./runtime/rng.ts";
 import { CliArgsError, parseServerArgs, serverUsage } from "./config/cli_args.ts";
 import { StrataServer } from "./server/server.ts";
 import { clusterIo, kafkaClusterServing } from "./cluster_io.ts";
 import { openKafkaListener } from "./kafka/kafka_service.ts";
 import type { KafkaListener } from "./kafka/kafka_listener.ts";
-import type { ListenAddress, Network, StreamConnection, StreamListener } from "./runtime/network.ts";
+import type { ListenAddress, Network, StreamConnection, StreamListener } from "./runtime/network/network.ts";
+/**
+ * The Deno entry point: reads the command line, the config file and the environment, opens the
+ * server and serves its fetch handler with `Deno.serve`. `Deno.*` appears only here; everything
+ * it calls is runtime-neutral.
+ */
 
 /** Bytes one read of a Kafka connection takes at most. */
 const connectionReadBytes = 64 * 1024;

@@ -1,10 +1,10 @@
+import type { ClusterNode } from "../../src/cluster/node/cluster_node.ts";
+import { startLocalCluster, waitFor } from "./local_cluster.ts";
 /**
  * The cluster mode of the pump benchmark: etcd (3 members) and two follower nodes (ids 2 and 3) as
  * processes of their own on the same machine, tiering to the same fs store as the measured node,
  * which runs in the benchmark's process as node 1 and leads the partitions the benchmark loads.
  */
-import type { ClusterNode } from "../../src/cluster/cluster_node.ts";
-import { startLocalCluster, waitFor } from "./local_cluster.ts";
 
 export const benchClusterSecret = "bench-pump-cluster-secret";
 /** `lease_ttl` of every node, milliseconds. */

@@ -1,10 +1,10 @@
+import type { FaultStep } from "./fault_schedule.ts";
+import { describePartition } from "./kafka_metadata.ts";
+import type { LocalCluster, LocalNode } from "./local_cluster.ts";
 /**
  * The nemesis of a fault campaign: runs a schedule's faults against a local cluster one after
  * another, each on the node its kind names at the moment it starts, and heals each when it ends.
  */
-import { type FaultStep } from "./fault_schedule.ts";
-import { describePartition } from "./kafka_metadata.ts";
-import type { LocalCluster, LocalNode } from "./local_cluster.ts";
 
 /** A fault as it ran: the nodes (or the etcd member) it struck, and when, in ms since the start. */
 export interface FaultRecord {

@@ -1,15 +1,15 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { StrataClient } from "../../src/client/strata_client.ts";
+import { decodeRemoteMarker } from "../../src/log/remote/remote_marker.ts";
+import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
+import { bucketKeys, segmentLogKeysOf } from "./bucket_keys.ts";
+import { ensureBucket } from "./ensure_bucket.ts";
+import type { LocalBucket, LocalCluster } from "./local_cluster.ts";
 /**
  * The tiered part of a fault campaign: an s3rver for the nodes to tier to, and the checks of what
  * tiering left once every fault is healed: no replica evicted above the committed floor, and the
  * bucket holds one `.log` object per sealed segment below it, none missing, none extra.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { StrataClient } from "../../src/client/strata_client.ts";
-import { decodeRemoteMarker } from "../../src/log/remote_marker.ts";
-import { initCrc32c } from "../../src/runtime/crc32c.ts";
-import { bucketKeys, segmentLogKeysOf } from "./bucket_keys.ts";
-import { ensureBucket } from "./ensure_bucket.ts";
-import type { LocalBucket, LocalCluster } from "./local_cluster.ts";
 
 /** s3rver in its own Node process (scripts/s3rver.mjs), with a bucket. */
 export interface LocalS3rver {

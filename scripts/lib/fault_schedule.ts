@@ -1,10 +1,10 @@
+import { Rng } from "../../src/runtime/rng.ts";
 /**
  * The nemesis of a fault campaign, as a pure function of its seed: which fault comes when, and for
  * how long it holds. The same seed gives the same schedule, so a run is replayed from its seed; the
  * node a fault strikes (the leader, a follower) is resolved when it starts, from the cluster's
  * metadata at that moment.
  */
-import { Rng } from "../../src/runtime/rng.ts";
 
 export type FaultKind =
   /** SIGKILL the partition's leader; restart it when the fault ends. */

@@ -1,5 +1,5 @@
-/** What a cluster's Kafka Metadata says, read through kcat (`-L -J`): a partition's leader and in-sync set, the brokers. */
 import { runKcat } from "./campaign_clients.ts";
+/** What a cluster's Kafka Metadata says, read through kcat (`-L -J`): a partition's leader and in-sync set, the brokers. */
 
 /** A partition as Metadata describes it. */
 export interface PartitionView {

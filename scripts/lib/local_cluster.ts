@@ -1,10 +1,10 @@
+import { type ServerProcess, startServerProcess } from "./server_process.ts";
 /**
  * A Strata cluster on loopback for benchmarks and fault campaigns: a 3-member etcd started by
  * scripts/etcd-cluster.sh and `nodes` Strata nodes, each a real `deno task server` process with its
  * own data directory and config. etcd's client ports are `portBase + 1..3` (peer ports `+ 11..13`),
  * node n's HTTP port `portBase + 20 + n` and its Kafka port `portBase + 30 + n`.
  */
-import { type ServerProcess, startServerProcess } from "./server_process.ts";
 
 export interface LocalClusterOptions {
   /** From 20000 to 32000: below the system's ephemeral ports. */

@@ -1,9 +1,9 @@
+import { ensureBucket } from "./ensure_bucket.ts";
+import { type LocalBucket, runCommand } from "./local_cluster.ts";
 /**
  * A throw-away Ceph RGW for scripts (scripts/rgw-start.sh: one monitor, one OSD, one radosgw on
  * 127.0.0.1), with a bucket. Only one runs at a time: the monitor's ports are fixed.
  */
-import { ensureBucket } from "./ensure_bucket.ts";
-import { type LocalBucket, runCommand } from "./local_cluster.ts";
 
 export interface LocalRgw {
   bucket: LocalBucket;

@@ -1,3 +1,19 @@
+import { parseArgs } from "node:util";
+import { encodeApiVersionsResponse } from "../../src/kafka/apis/api_versions_codec.ts";
+import {
+  encodeFetchResponse,
+  type FetchPartitionResponse,
+  readFetchRequest,
+} from "../../src/kafka/apis/fetch_codec.ts";
+import { serveConnection } from "../../src/kafka/kafka_connection.ts";
+import type { KafkaResponse, KafkaSession } from "../../src/kafka/kafka_session.ts";
+import { encodeMetadataResponse, readMetadataRequest } from "../../src/kafka/apis/metadata_codec.ts";
+import { encodeProduceResponse, readProduceRequest } from "../../src/kafka/apis/produce_codec.ts";
+import { apiKey, readRequestHeader, type RequestHeader } from "../../src/kafka/wire/frame_codec.ts";
+import { batchField, setBaseOffset } from "../../src/log/batch/record_batch.ts";
+import { silentLogger } from "../../src/runtime/logger.ts";
+import { PieceGate } from "../../src/runtime/cooperation/piece_gate.ts";
+import { RealClock } from "../../src/runtime/clock/real_clock.ts";
 /**
  * The null broker of bench:kafka: a Kafka listener that answers without storing, on the same frame,
  * connection and codec code as Strata's, so that it measures the protocol's ceiling on the
@@ -9,18 +25,6 @@
  *
  * Prints `null broker listening on 127.0.0.1:PORT` once it accepts connections.
  */
-import { parseArgs } from "node:util";
-import { encodeApiVersionsResponse } from "../../src/kafka/api_versions.ts";
-import { encodeFetchResponse, type FetchPartitionResponse, readFetchRequest } from "../../src/kafka/fetch.ts";
-import { serveConnection } from "../../src/kafka/kafka_connection.ts";
-import type { KafkaResponse, KafkaSession } from "../../src/kafka/kafka_session.ts";
-import { encodeMetadataResponse, readMetadataRequest } from "../../src/kafka/metadata.ts";
-import { encodeProduceResponse, readProduceRequest } from "../../src/kafka/produce.ts";
-import { apiKey, readRequestHeader, type RequestHeader } from "../../src/kafka/request_header.ts";
-import { batchField, setBaseOffset } from "../../src/log/record_batch.ts";
-import { silentLogger } from "../../src/runtime/logger.ts";
-import { PieceGate } from "../../src/runtime/piece_gate.ts";
-import { RealClock } from "../../src/runtime/real_clock.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,

@@ -1,5 +1,4 @@
 import { assert } from "../../src/runtime/assert.ts";
-
 /** One topic of a benchmark's layout: its name and how many partitions it has. */
 export interface TopicPlan {
   name: string;

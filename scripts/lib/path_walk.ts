@@ -4,17 +4,16 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadConfig } from "../../src/config/load_config.ts";
 import { openKafkaListener } from "../../src/kafka/kafka_service.ts";
-import { apiKey } from "../../src/kafka/request_header.ts";
-import { encodeBatch } from "../../src/log/batch_codec.ts";
+import { apiKey } from "../../src/kafka/wire/frame_codec.ts";
+import { encodeBatch } from "../../src/log/batch/batch_codec.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
-import { NodeDisk } from "../../src/runtime/node_disk.ts";
-import { NodeNetwork } from "../../src/runtime/node_network.ts";
+import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
+import { NodeNetwork } from "../../src/runtime/network/node_network.ts";
 import { Rng } from "../../src/runtime/rng.ts";
-import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { StrataServer } from "../../src/server/server.ts";
 import { fetchBody, kafkaRequest, produceBody } from "../../test/helpers/kafka_wire.ts";
 import { virtualSteps, waitFor } from "../../test/helpers/wait_for.ts";
-
 export interface WalkedPaths {
   produce: string[];
   cold_fetch: string[];
@@ -87,7 +86,13 @@ async function partitionStats(server: StrataServer, partition: number): Promise<
 /** A server with the tiered topic `walk` of two partitions, each with evicted segments. */
 async function tieredServer(dir: string, clock: VirtualClock): Promise<StrataServer> {
   const { config } = loadConfig("", "walk", { STRATA_SYSTEM_PATH: join(dir, "data") });
-  const server = await StrataServer.open({ config, logger: silentLogger(), clock, disk: new NodeDisk(), rng: new Rng(7) });
+  const server = await StrataServer.open({
+    config,
+    logger: silentLogger(),
+    clock,
+    disk: new NodeDisk(),
+    rng: new Rng(7),
+  });
   const post = (path: string, body: unknown) =>
     server.handler(new Request(`http://walk${path}`, { method: "POST", body: JSON.stringify(body) }));
   await post("/streams", { name: "kafka" });
@@ -106,7 +111,9 @@ async function tieredServer(dir: string, clock: VirtualClock): Promise<StrataSer
   }
   const evicted = async () => {
     for (const partition of [0, 1]) {
-      const stats = await partitionStats(server, partition) as unknown as { segments: { location: string }[] };
+      const stats = await partitionStats(server, partition) as unknown as {
+        segments: { location: string }[];
+      };
       if (stats.segments[0]?.location !== "remote") return false;
     }
     return true;

@@ -1,9 +1,3 @@
-/**
- * bench:peers's load for a Kafka broker with kafkajs, the JavaScript client: each producer a client
- * of its own sending batches of `batchRecords` with acks 1, at most `window` records unacknowledged;
- * consuming through a consumer group of its own, from the beginning, batch by batch.
- * Usage: `deno run -A peer_load_kafkajs.ts '<LoadArgs as JSON>'`.
- */
 import { Buffer } from "node:buffer";
 import { Kafka, logLevel } from "kafkajs";
 import {
@@ -17,6 +11,12 @@ import {
   runProducers,
   SendWindow,
 } from "./peer_load.ts";
+/**
+ * bench:peers's load for a Kafka broker with kafkajs, the JavaScript client: each producer a client
+ * of its own sending batches of `batchRecords` with acks 1, at most `window` records unacknowledged;
+ * consuming through a consumer group of its own, from the beginning, batch by batch.
+ * Usage: `deno run -A peer_load_kafkajs.ts '<LoadArgs as JSON>'`.
+ */
 
 const topic = "bench";
 /** Records one produce request carries. */

@@ -1,10 +1,3 @@
-/**
- * bench:peers's load for NATS JetStream, with the `nats` client's fastest publish path: raw
- * publishes whose reply subject receives JetStream's acknowledgement (a `js.publish()` awaits each
- * one and is several times slower here). One stream, `BENCH`, with a subject per partition
- * (`bench.0` ...); each producer has its own connection. Consuming reads the stream from its first
- * message with an ordered consumer. Usage: `deno run -A peer_load_nats.ts '<LoadArgs as JSON>'`.
- */
 import { connect, createInbox, type NatsConnection, RetentionPolicy, StorageType } from "nats";
 import {
   Latencies,
@@ -17,6 +10,13 @@ import {
   runProducers,
   SendWindow,
 } from "./peer_load.ts";
+/**
+ * bench:peers's load for NATS JetStream, with the `nats` client's fastest publish path: raw
+ * publishes whose reply subject receives JetStream's acknowledgement (a `js.publish()` awaits each
+ * one and is several times slower here). One stream, `BENCH`, with a subject per partition
+ * (`bench.0` ...); each producer has its own connection. Consuming reads the stream from its first
+ * message with an ordered consumer. Usage: `deno run -A peer_load_nats.ts '<LoadArgs as JSON>'`.
+ */
 
 const streamName = "BENCH";
 const consumeDeadlineMs = 300_000;

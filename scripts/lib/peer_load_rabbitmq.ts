@@ -1,11 +1,3 @@
-/**
- * bench:peers's load for RabbitMQ streams, with `rabbitmq-stream-js-client`: a stream per partition
- * (`bench-0` ...), a publisher per producer on a connection of its own, each record counted once its
- * publish is confirmed. Consuming reads every stream from its first offset. RabbitMQ 3.10 does not
- * know the command-version exchange this client (1.0) always sends, and closes the connection: for
- * servers before 3.11 the exchange is skipped, as clients of that time did.
- * Usage: `deno run -A peer_load_rabbitmq.ts '<LoadArgs as JSON>'`.
- */
 import { Buffer } from "node:buffer";
 import { createRequire } from "node:module";
 import {
@@ -19,6 +11,14 @@ import {
   runProducers,
   SendWindow,
 } from "./peer_load.ts";
+/**
+ * bench:peers's load for RabbitMQ streams, with `rabbitmq-stream-js-client`: a stream per partition
+ * (`bench-0` ...), a publisher per producer on a connection of its own, each record counted once its
+ * publish is confirmed. Consuming reads every stream from its first offset. RabbitMQ 3.10 does not
+ * know the command-version exchange this client (1.0) always sends, and closes the connection: for
+ * servers before 3.11 the exchange is skipped, as clients of that time did.
+ * Usage: `deno run -A peer_load_rabbitmq.ts '<LoadArgs as JSON>'`.
+ */
 
 const require = createRequire(import.meta.url);
 const { Connection } = require("rabbitmq-stream-js-client/dist/connection.js");

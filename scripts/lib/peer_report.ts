@@ -1,10 +1,9 @@
+import { round, type RunFigures } from "./peer_run.ts";
 /**
  * bench:peers's report: each variant's medians over the rounds, the JSON the issue's readers expect
  * (`{modes: {page_cache: {strata, strata_kafkajs, nats, rabbitmq}, durable: {strata}}}`), the targets
  * judged on the medians, a text table and an SVG of the throughputs side by side.
  */
-import type { RunFigures } from "./peer_run.ts";
-import { round } from "./peer_run.ts";
 
 /** One variant's medians over the rounds. */
 export interface VariantSummary {

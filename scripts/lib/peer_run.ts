@@ -1,9 +1,3 @@
-/**
- * One variant of bench:peers, measured once: its server started fresh, an idle window (Strata: the
- * tick's lateness at rest), the produce phase (every producer for `seconds`), the consume phase
- * (every acknowledged record read back and checked), the server stopped. Server CPU comes from
- * `/proc` around each phase, RSS is sampled every `rssSampleIntervalMs`, the load reports its own CPU.
- */
 import {
   latenessBetween,
   type LatenessScrape,
@@ -14,6 +8,12 @@ import type { LoadArgs, LoadResult } from "./peer_load.ts";
 import type { RunningPeer, Variant } from "./peer_variants.ts";
 import { readProcess } from "./proc_stats.ts";
 import { readThreadSchedstat, schedstatRates } from "./thread_schedstat.ts";
+/**
+ * One variant of bench:peers, measured once: its server started fresh, an idle window (Strata: the
+ * tick's lateness at rest), the produce phase (every producer for `seconds`), the consume phase
+ * (every acknowledged record read back and checked), the server stopped. Server CPU comes from
+ * `/proc` around each phase, RSS is sampled every `rssSampleIntervalMs`, the load reports its own CPU.
+ */
 
 export interface RunOptions {
   dir: string;

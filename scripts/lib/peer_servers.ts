@@ -1,5 +1,4 @@
 import { runCommand, waitFor } from "./local_cluster.ts";
-
 /**
  * The peer streaming servers bench:peers measures beside Strata, started from Debian's packages on
  * loopback in a temporary directory and stopped by PID: NATS with JetStream (`nats-server`) and

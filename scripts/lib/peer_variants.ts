@@ -1,14 +1,14 @@
+import { librdkafkaPython, librdkafkaUnavailable } from "./librdkafka_python.ts";
+import { readFileSync, writeFileSync } from "node:fs";
+import { benchConfigText } from "./bench_config.ts";
+import { natsUnavailable, rabbitmqUnavailable, startNats, startRabbitmq } from "./peer_servers.ts";
+import { startServerProcess } from "./server_process.ts";
 /**
  * The servers and clients bench:peers measures: each variant is a server started fresh for it (in a
  * directory of its own, stopped by PID) and the process that loads it (`peer_load_*`). Strata is
  * measured through its Kafka listener with librdkafka and with kafkajs, in the two durability modes;
  * NATS and RabbitMQ with their own clients, in their defaults (neither syncs each write).
  */
-import { librdkafkaPython, librdkafkaUnavailable } from "./librdkafka_python.ts";
-import { readFileSync, writeFileSync } from "node:fs";
-import { benchConfigText } from "./bench_config.ts";
-import { natsUnavailable, rabbitmqUnavailable, startNats, startRabbitmq } from "./peer_servers.ts";
-import { startServerProcess } from "./server_process.ts";
 
 export type DurabilityMode = "page_cache" | "durable";
 

@@ -1,12 +1,12 @@
+import { StrataClient } from "../../src/client/strata_client.ts";
+import { describePartition } from "./kafka_metadata.ts";
+import { runKcat } from "./campaign_clients.ts";
+import { type LocalCluster, type LocalNode, waitFor } from "./local_cluster.ts";
 /**
  * The load and the readers of the tiered-cluster run: records whose key names their offset and
  * whose value is derived from it, produced through the HTTP API to whichever node leads; kcat
  * reading a partition back whole, checksums verified; and the per-node facts the run checks.
  */
-import { StrataClient } from "../../src/client/strata_client.ts";
-import { describePartition } from "./kafka_metadata.ts";
-import { runKcat } from "./campaign_clients.ts";
-import { type LocalCluster, type LocalNode, waitFor } from "./local_cluster.ts";
 
 /** Bytes of each record's value. */
 export const recordBytes = 64 * 1024;

@@ -1,24 +1,37 @@
-import { refuseReadReplica } from "./metadata_changes.ts";
-import type { MessageInput } from "../log/batch_codec.ts";
-import { TooManyConsumersError } from "../log/consumer_offsets.ts";
-import { labelOf, type Partition } from "../log/partition.ts";
-import type { LogStats } from "../log/segment_chain.ts";
-import type { ReadResult } from "../log/segment_reads.ts";
-import type { BatchReadResult } from "../log/batch_reads.ts";
+import { refuseReadReplica } from "./metadata/metadata.ts";
+import type { MessageInput } from "../log/batch/batch_codec.ts";
+import { TooManyConsumersError } from "../log/partition/consumer_offsets.ts";
+import { labelOf, type Partition, type PartitionAddress } from "../log/partition/partition.ts";
+import type { LogStats } from "../log/segment/segment_chain.ts";
+import type { BatchReadResult, ReadResult } from "../log/read/segment_reads.ts";
 import {
   ConsumerLimitError,
   NotEnoughReplicasError,
   NotLeaderError,
   NotReplicatedError,
+  RemoteDataError,
   ReplicationTimeoutError,
   ResourceNotFoundError,
   TieringDisabledError,
+  UnavailableError,
 } from "./broker_errors.ts";
-import { translateDataErrors } from "./data_errors.ts";
-import type { Catalog, CatalogTopic } from "./catalog.ts";
-import { partitionOfKey } from "./partition_placement.ts";
-import type { ShardSet } from "./shard_set.ts";
-import { type Leadership, type Replication, singleNode } from "./replication.ts";
+import type { Catalog, CatalogTopic } from "./catalog/catalog.ts";
+import { partitionOfKey, type ShardSet } from "./shards/shard_runtime.ts";
+import {
+  PartitionUnavailableError,
+  RemoteReadUnavailableError,
+  WriteQueueFullError,
+} from "../log/log_errors.ts";
+import { RemoteCorruptError, RemoteDataLossError } from "../log/remote/remote_reader.ts";
+import {
+  CorruptError,
+  NotFoundError,
+  ThrottledError,
+  TransportError,
+} from "../objectstore/object_store_errors.ts";
+import { QueueFullError } from "../runtime/wait_errors.ts";
+import { CacheFullError, FetchTimeoutError } from "../tier/cache/chunk_cache.ts";
+import { ChunkFileShortError } from "../tier/cache/chunk_files.ts";
 
 /** A partition's log statistics with its shard, floors and where its bytes are. */
 export interface PartitionStats extends LogStats {
@@ -355,3 +368,91 @@ export class DataPlane {
     return (last + 1) % count;
   }
 }
+
+/**
+ * Runs an append, a read or an await, turning the log's and the remote path's typed failures into
+ * the broker's.
+ */
+export async function translateDataErrors<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    const cause = { cause: error };
+    // A full wait queue (the write queue, a shard's fetch slots or fetch bandwidth, the disk's
+    // workers, the floor's waiters) sheds the request: an overload, retried later.
+    if (error instanceof WriteQueueFullError || error instanceof QueueFullError) {
+      throw new UnavailableError("overloaded", error.message, cause);
+    }
+    if (error instanceof PartitionUnavailableError) {
+      throw new UnavailableError("partition_unavailable", error.message, cause);
+    }
+    // Without a remote reader, an evicted range is unavailable, never wrong or missing data.
+    if (error instanceof RemoteReadUnavailableError) {
+      throw new UnavailableError("remote_read_unavailable", error.message, cause);
+    }
+    // Remote reads: a full cache or a slow store is transient (the SDK retries, the fetch goes on);
+    // missing or corrupt remote data is a fault of its own, never an empty or wrong answer.
+    if (
+      error instanceof CacheFullError || error instanceof FetchTimeoutError ||
+      // A cache file cut short twice in a row: dropped, so the retry fetches it afresh.
+      error instanceof ChunkFileShortError ||
+      error instanceof TransportError ||
+      error instanceof ThrottledError
+    ) {
+      throw new UnavailableError("transient", error.message, cause);
+    }
+    if (error instanceof NotFoundError || error instanceof RemoteDataLossError) {
+      throw new RemoteDataError("missing", error.message, cause);
+    }
+    // The store's own integrity checks (an object shorter than its header says, a checksum that does
+    // not match) are corrupt remote data too.
+    if (error instanceof RemoteCorruptError || error instanceof CorruptError) {
+      throw new RemoteDataError("corrupt", error.message, cause);
+    }
+    throw error;
+  }
+}
+
+/** Whether this node may serve a partition's produce and consumer reads now. */
+export type Leadership =
+  | {
+    kind: "leader";
+    leaderEpoch: number;
+    /** In-sync replicas now, this one among them. */
+    isrSize: number;
+    /** `[cluster] min_insync_replicas`: an acks=all produce needs this many in sync. */
+    minInsyncReplicas: number;
+  }
+  /** Another node leads (`leaderId`), or none does now (null): the client asks elsewhere or later. */
+  | { kind: "notLeader"; leaderId: number | null };
+
+/** How an acks=all produce's wait for its replicas ended. */
+export type ReplicatedOutcome = "replicated" | "notEnoughReplicas" | "notLeader" | "timeout";
+
+/**
+ * Replication as the data plane sees it: who leads each partition, and when an append is held by
+ * every in-sync replica. A single node leads everything and its appends are replicated once
+ * written (`singleNode`); a cluster node answers from its replica manager.
+ */
+export interface Replication {
+  /** True on a cluster node: the partitions have replicas on other nodes. */
+  readonly clustered: boolean;
+  leadership(address: PartitionAddress): Leadership;
+  /**
+   * Resolves once the partition's high watermark reaches `endOffset` with at least
+   * `min_insync_replicas` in sync, or with why not: this node stopped leading, the in-sync set
+   * shrank below the minimum, or `timeoutMs` passed.
+   */
+  awaitReplicated(
+    address: PartitionAddress,
+    endOffset: number,
+    timeoutMs: number,
+  ): Promise<ReplicatedOutcome>;
+}
+
+/** One node: it leads every partition, and a written append is as replicated as it gets. */
+export const singleNode: Replication = {
+  clustered: false,
+  leadership: () => ({ kind: "leader", leaderEpoch: 0, isrSize: 1, minInsyncReplicas: 1 }),
+  awaitReplicated: () => Promise.resolve("replicated"),
+};

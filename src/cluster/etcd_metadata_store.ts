@@ -1,15 +1,14 @@
-import type { Metadata } from "../broker/metadata.ts";
+import type { Metadata } from "../broker/metadata/metadata.ts";
 import { ConfigError } from "../config/config_error.ts";
-import type { MetadataStore } from "../broker/metadata_store.ts";
-import { withOptionDefaults } from "../broker/topic_options.ts";
+import type { MetadataStore } from "../broker/metadata/metadata_store.ts";
+import { withOptionDefaults } from "../broker/catalog/topic_options.ts";
 import type { Coordinator, Watch } from "../coordinator/coordinator.ts";
 import { CompactedError } from "../coordinator/coordinator_errors.ts";
 import { assert } from "../runtime/assert.ts";
-import type { Clock } from "../runtime/clock.ts";
+import type { Clock } from "../runtime/clock/clock.ts";
 import { FormatVersionError, storageFormatVersion } from "../runtime/format_version_error.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { Rng } from "../runtime/rng.ts";
-
 /** Times a commit applies its change again after another writer's commit came first, at most. */
 export const commitAttemptsMax = 32;
 

@@ -1,5 +1,5 @@
 import type { Coordinator, KeyValue, Watch, WatchEvent } from "../coordinator/coordinator.ts";
-import type { Clock } from "../runtime/clock.ts";
+import type { Clock } from "../runtime/clock/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
 import {
   type ApplyHook,
@@ -7,8 +7,8 @@ import {
   ControlEpochMismatchError,
   type ControlLog,
   type SubmitPrecondition,
-} from "../tier/control_log.ts";
-import type { ClusterKeys } from "./cluster_keys.ts";
+} from "../tier/control/control_log.ts";
+import type { ClusterKeys } from "./node/cluster_keys.ts";
 import {
   commandsOf,
   decodeFloorRecord,
@@ -16,8 +16,7 @@ import {
   type FloorRecord,
   recordAfter,
 } from "./floor_record.ts";
-import { decodePartitionState } from "./partition_state.ts";
-
+import { decodePartitionState } from "./controller/partition_state.ts";
 /** Reads and compares one submission makes at most before it gives up (another write raced each). */
 export const floorSubmitAttemptsMax = 8;
 /** Watch events waiting to be applied at most; beyond, the log reads the floors again instead. */

@@ -1,5 +1,5 @@
 import { assert } from "../runtime/assert.ts";
-import type { Cancel, Clock } from "../runtime/clock.ts";
+import type { Cancel, Clock } from "../runtime/clock/clock.ts";
 import {
   type Coordinator,
   inRange,
@@ -21,7 +21,6 @@ import {
   LeaseNotFoundError,
 } from "./coordinator_errors.ts";
 import { applyTxn, type StoreState } from "./sim_txn.ts";
-
 export interface SimCoordinatorOptions {
   clock: Clock;
   /** Shortest lease; shorter requests are raised to it (etcd: 1.5 × its election timeout). */

@@ -1,4 +1,4 @@
-import type { Clock } from "../runtime/clock.ts";
+import type { Clock } from "../runtime/clock/clock.ts";
 import type {
   Coordinator,
   KeyRange,
@@ -9,7 +9,6 @@ import type {
   Watch,
   WatchListener,
 } from "./coordinator.ts";
-
 /** The requests a timed coordinator reports, by the name its observer hears. */
 export type CoordinatorOp = "txn" | "range" | "lease_grant" | "lease_keepalive" | "lease_revoke";
 

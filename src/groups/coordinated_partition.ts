@@ -1,9 +1,8 @@
 import { assert } from "../runtime/assert.ts";
-import { CommittedOffsets } from "./committed_offsets.ts";
-import type { GroupState } from "./group_state.ts";
-import type { OffsetsRecord, StoredGroup } from "./offsets_records.ts";
-import { groupFromStored } from "./stored_group.ts";
-
+import { CommittedOffsets } from "./offsets/committed_offsets.ts";
+import type { GroupState } from "./core/group_state.ts";
+import type { OffsetsRecord, StoredGroup } from "./offsets/offsets_records.ts";
+import { groupFromStored } from "./offsets/stored_group.ts";
 /** Appends (commits, group metadata, checkpoints) queued on one offsets partition at most. */
 export const partitionAppendsQueuedMax = 4096;
 

@@ -6,11 +6,10 @@ import {
   UnavailableError,
 } from "../broker/broker_errors.ts";
 import { AppendQueueFullError, type CoordinatedPartition } from "./coordinated_partition.ts";
-import type { GroupError } from "./group_events.ts";
-import type { OffsetsLog } from "./offsets_log.ts";
-import type { OffsetsRecord } from "./offsets_records.ts";
-import { storedGroupOf } from "./stored_group.ts";
-
+import type { GroupError } from "./core/group_events.ts";
+import type { OffsetsLog } from "./offsets/offsets_log.ts";
+import type { OffsetsRecord } from "./offsets/offsets_records.ts";
+import { storedGroupOf } from "./offsets/stored_group.ts";
 /** Records one append of a checkpoint carries at most. */
 export const checkpointRecordsPerAppendMax = 512;
 

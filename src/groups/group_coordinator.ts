@@ -1,13 +1,13 @@
-import { fnv1a32 } from "../broker/stable_hash.ts";
+import { fnv1a32 } from "../broker/shards/shard_runtime.ts";
 import { assert } from "../runtime/assert.ts";
-import type { Clock } from "../runtime/clock.ts";
-import { DueHeap } from "../runtime/due_heap.ts";
+import type { Clock } from "../runtime/clock/clock.ts";
+import { DueHeap } from "../runtime/cooperation/due_looks.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { Rng } from "../runtime/rng.ts";
 import { CoordinatedPartition } from "./coordinated_partition.ts";
 import { appendRefusal, writeCheckpoint } from "./coordinator_appends.ts";
-import { stepGroup } from "./group_core.ts";
-import { joinRefusal, syncRefusal } from "./group_draft.ts";
+import { stepGroup } from "./core/group_core.ts";
+import { joinRefusal, syncRefusal } from "./core/group_draft.ts";
 import type {
   GroupAnswer,
   GroupError,
@@ -18,11 +18,10 @@ import type {
   LeaveEvent,
   SyncAnswer,
   SyncEvent,
-} from "./group_events.ts";
-import { emptyGroup, groupDueMs, type GroupSettings } from "./group_state.ts";
-import type { OffsetsLog } from "./offsets_log.ts";
-import { storedGroupOf } from "./stored_group.ts";
-
+} from "./core/group_events.ts";
+import { emptyGroup, groupDueMs, type GroupSettings } from "./core/group_state.ts";
+import type { OffsetsLog } from "./offsets/offsets_log.ts";
+import { storedGroupOf } from "./offsets/stored_group.ts";
 /** How often the coordinator looks at which offsets partitions this node leads (clock ms). */
 export const leadershipLookIntervalMs = 200;
 /** After a load that failed, how long before it is tried again (clock ms). */

@@ -1,16 +1,15 @@
 import type { DataPlane } from "../broker/data_plane.ts";
 import type { GroupCoordinator } from "../groups/group_coordinator.ts";
-import type { PartitionState } from "../cluster/partition_state.ts";
-import type { ReplicaManager } from "../cluster/replica_manager.ts";
-import type { PartitionAddress } from "../log/partition.ts";
-import type { Clock } from "../runtime/clock.ts";
+import type { PartitionState } from "../cluster/controller/partition_state.ts";
+import type { ReplicaManager } from "../cluster/replication/replica_manager.ts";
+import type { PartitionAddress } from "../log/partition/partition.ts";
+import type { Clock } from "../runtime/clock/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
-import type { ApiVersionRange } from "./api_versions.ts";
+import type { ApiVersionRange } from "./apis/api_versions_codec.ts";
 import type { KafkaCatalog } from "./kafka_catalog.ts";
-import type { KafkaReader } from "./kafka_reader.ts";
-import type { MetadataBroker } from "./metadata.ts";
-import type { RequestHeader } from "./request_header.ts";
-
+import type { KafkaReader } from "./wire/kafka_codec.ts";
+import type { MetadataBroker } from "./apis/metadata_codec.ts";
+import type { RequestHeader } from "./wire/frame_codec.ts";
 /** What every API's handler may use: the topics, this broker as clients reach it, the settings. */
 export interface KafkaServing {
   catalog: KafkaCatalog;

@@ -1,8 +1,11 @@
-import type { Catalog } from "../broker/catalog.ts";
-import { defaultTopicOptions, type TopicDefaults, type TopicOptions } from "../broker/topic_options.ts";
+import type { Catalog } from "../broker/catalog/catalog.ts";
+import {
+  defaultTopicOptions,
+  type TopicDefaults,
+  type TopicOptions,
+} from "../broker/catalog/topic_options.ts";
 import { AlreadyExistsError } from "../broker/broker_errors.ts";
-import type { PartitionAddress } from "../log/partition.ts";
-
+import type { PartitionAddress } from "../log/partition/partition.ts";
 /** A Kafka topic as the listener answers for it: its name and whether each partition is served. */
 export interface KafkaTopicInfo {
   name: string;

@@ -1,12 +1,11 @@
-import type { Clock } from "../runtime/clock.ts";
+import type { Clock } from "../runtime/clock/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
-import type { StreamConnection } from "../runtime/network.ts";
+import type { StreamConnection } from "../runtime/network/network.ts";
 import { assert } from "../runtime/assert.ts";
-import type { BufferPool } from "../runtime/buffer_pool.ts";
-import { FrameError, FrameSplitter } from "./frame_splitter.ts";
-import { KafkaDecodeError } from "./kafka_reader.ts";
+import type { BufferPool } from "../runtime/memory/buffers.ts";
+import { FrameError, FrameSplitter } from "./wire/frame_codec.ts";
+import { KafkaDecodeError } from "./wire/kafka_codec.ts";
 import { KafkaProtocolError, type KafkaResponse, type KafkaSession } from "./kafka_session.ts";
-
 export interface ConnectionLimits {
   /** `max_frame_bytes`: a larger request frame closes the connection. */
   maxFrameBytes: number;

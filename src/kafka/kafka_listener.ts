@@ -1,12 +1,11 @@
-import type { Clock } from "../runtime/clock.ts";
+import type { Clock } from "../runtime/clock/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
-import type { ListenAddress, StreamConnection, StreamListener } from "../runtime/network.ts";
+import type { ListenAddress, StreamConnection, StreamListener } from "../runtime/network/network.ts";
 import { assert } from "../runtime/assert.ts";
-import { BufferPool } from "../runtime/buffer_pool.ts";
+import { BufferPool } from "../runtime/memory/buffers.ts";
 import { type ConnectionLimits, serveConnection } from "./kafka_connection.ts";
 import type { KafkaMetrics } from "./kafka_metrics.ts";
 import type { KafkaSession } from "./kafka_session.ts";
-
 export interface KafkaListenerDeps {
   limits: ConnectionLimits;
   /** `max_connections`: connections served at once at most. */

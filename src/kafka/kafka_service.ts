@@ -1,40 +1,39 @@
-import type { Catalog } from "../broker/catalog.ts";
+import type { Catalog } from "../broker/catalog/catalog.ts";
 import { InvalidNameError } from "../broker/broker_errors.ts";
-import { checkName } from "../broker/names.ts";
+import { checkName } from "../broker/catalog/names.ts";
 import type { KafkaConfig } from "../config/config.ts";
 import { ConfigError } from "../config/config_error.ts";
-import type { Clock } from "../runtime/clock.ts";
+import type { Clock } from "../runtime/clock/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
-import type { Registry } from "../runtime/metrics.ts";
-import type { ListenAddress, Network } from "../runtime/network.ts";
-import { apiVersionsApi } from "./api_versions_api.ts";
+import type { Registry } from "../runtime/metrics/metrics.ts";
+import type { ListenAddress, Network } from "../runtime/network/network.ts";
+import { apiVersionsApi } from "./apis/api_versions_api.ts";
 import type { KafkaApi, KafkaClusterServing, KafkaServing } from "./kafka_api.ts";
-import { replicaFetchApi } from "./replica_fetch_api.ts";
+import { replicaFetchApi } from "./replica/replica_fetch_api.ts";
 import { KafkaCatalog } from "./kafka_catalog.ts";
 import { KafkaListener } from "./kafka_listener.ts";
 import { KafkaMetrics } from "./kafka_metrics.ts";
-import { apisByKey, KafkaRequestSession, servedRanges } from "./kafka_request_session.ts";
-import type { MetadataBroker } from "./metadata.ts";
-import { metadataApi } from "./metadata_api.ts";
-import { findCoordinatorApi } from "./find_coordinator_api.ts";
-import { createTopicsApi } from "./create_topics_api.ts";
-import { deleteTopicsApi } from "./delete_topics_api.ts";
-import { describeConfigsApi } from "./describe_configs_api.ts";
-import { saslAuthenticateApi, saslHandshakeApi } from "./sasl_apis.ts";
-import { produceApi } from "./produce_api.ts";
-import { fetchApi } from "./fetch_api.ts";
-import { listOffsetsApi } from "./list_offsets_api.ts";
-import { heartbeatApi, joinGroupApi, leaveGroupApi, syncGroupApi } from "./group_membership_apis.ts";
+import { apisByKey, KafkaRequestSession, servedRanges } from "./kafka_session.ts";
+import type { MetadataBroker } from "./apis/metadata_codec.ts";
+import { metadataApi } from "./apis/metadata_api.ts";
+import { findCoordinatorApi } from "./apis/find_coordinator_api.ts";
+import { createTopicsApi } from "./apis/create_topics_api.ts";
+import { deleteTopicsApi } from "./apis/delete_topics_api.ts";
+import { describeConfigsApi } from "./apis/describe_configs_api.ts";
+import { saslAuthenticateApi, saslHandshakeApi } from "./apis/sasl_api.ts";
+import { produceApi } from "./apis/produce_api.ts";
+import { fetchApi } from "./apis/fetch_api.ts";
+import { listOffsetsApi } from "./apis/list_offsets_api.ts";
+import { heartbeatApi, joinGroupApi, leaveGroupApi, syncGroupApi } from "./groups/group_membership_api.ts";
 import {
   deleteGroupsApi,
   describeGroupsApi,
   listGroupsApi,
   offsetCommitApi,
   offsetFetchApi,
-} from "./group_admin_apis.ts";
+} from "./groups/group_admin_api.ts";
 import type { DataPlane } from "../broker/data_plane.ts";
 import type { GroupCoordinator } from "../groups/group_coordinator.ts";
-
 /** The Kafka broker id of a node that is not in a cluster. */
 export const standaloneNodeId = 1;
 

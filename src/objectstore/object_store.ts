@@ -1,3 +1,5 @@
+import { MalformedError } from "./object_store_errors.ts";
+
 /**
  * The object store contract every backend (fs, sim, s3) implements: one logical operation per
  * method, plain string keys, bodies as pieces. Backends make one attempt per call and throw the
@@ -122,4 +124,15 @@ export function toPieces(bytes: Uint8Array): Uint8Array[] {
     pieces.push(bytes.subarray(at, at + pieceBytesMax));
   }
   return pieces;
+}
+
+/** Keys are relative paths of non-empty segments, never "." or "..": safe as file paths too. */
+export function checkKey(key: string): string {
+  const segments = key.split("/");
+  const bad = key.length === 0 || key.length > 1024 || key.includes("\u0000") ||
+    segments.some((s) => s === "" || s === "." || s === "..");
+  if (bad) {
+    throw new MalformedError(`Cannot use object key ${JSON.stringify(key.slice(0, 100))}: not a valid key`);
+  }
+  return key;
 }

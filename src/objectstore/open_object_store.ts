@@ -1,8 +1,8 @@
 import type { TieredStorageConfig } from "../config/config.ts";
-import type { Clock } from "../runtime/clock.ts";
-import type { Disk } from "../runtime/disk.ts";
+import type { Clock } from "../runtime/clock/clock.ts";
+import type { Disk } from "../runtime/disk/disk.ts";
 import type { Logger } from "../runtime/logger.ts";
-import type { Registry } from "../runtime/metrics.ts";
+import type { Registry } from "../runtime/metrics/metrics.ts";
 import type { Rng } from "../runtime/rng.ts";
 import { FsObjectStore } from "./fs_object_store.ts";
 import type { ObjectStore } from "./object_store.ts";
@@ -18,7 +18,6 @@ import { RetryingObjectStore } from "./retrying_object_store.ts";
 import { S3ObjectStore } from "./s3/s3_object_store.ts";
 import { BucketRouter } from "./bucket_router.ts";
 import type { S3Settings } from "./s3/s3_settings.ts";
-
 export interface OpenedObjectStore {
   /**
    * The store the tier service uses: retries, deadlines and metrics around the backend; keys under

@@ -1,10 +1,10 @@
 import { assert } from "../runtime/assert.ts";
-import type { Clock } from "../runtime/clock.ts";
-import { Crc32Stream } from "../runtime/crc32.ts";
+import type { Clock } from "../runtime/clock/clock.ts";
+import { Crc32Stream } from "../runtime/checksum/crc32.ts";
 import type { Rng } from "../runtime/rng.ts";
-import { checkKey } from "./key_check.ts";
 import {
   type BodySource,
+  checkKey,
   type DeleteResult,
   type GetOptions,
   keysPerRequestMax,
@@ -29,7 +29,6 @@ import {
   ThrottledError,
   TransportError,
 } from "./object_store_errors.ts";
-
 export type SimOperation = "put" | "get" | "head" | "list" | "delete";
 
 /** Probabilities per attempt, per operation kind. */

@@ -1,5 +1,4 @@
 import { assert } from "./assert.ts";
-
 /** Buckets of a map: a change copies this many slots and one bucket, so about n / 256 entries. */
 const bucketCount = 256;
 

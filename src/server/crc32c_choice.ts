@@ -1,8 +1,12 @@
 import type { Crc32cSetting } from "../config/config.ts";
 import { ConfigError } from "../config/config_error.ts";
-import { type Crc32cEngine, crc32cEngineName, initCrc32c, useCrc32cEngine } from "../runtime/crc32c.ts";
+import {
+  type Crc32cEngine,
+  crc32cEngineName,
+  initCrc32c,
+  useCrc32cEngine,
+} from "../runtime/checksum/crc32c.ts";
 import type { Logger } from "../runtime/logger.ts";
-
 /** Opens a native CRC32C engine from a shared library; throws when it cannot. */
 export type NativeCrc32cOpener = (libraryPath: string) => Crc32cEngine;
 

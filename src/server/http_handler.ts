@@ -1,19 +1,18 @@
-import type { RestoreRunner } from "./restore_route.ts";
-import type { ReadReplicaRunner } from "./read_replica_route.ts";
-import { scrapePieces } from "../runtime/labelled_series.ts";
+import type { RestoreRunner } from "./routes/restore_route.ts";
+import type { ReadReplicaRunner } from "./routes/read_replica_route.ts";
+import { scrapePieces } from "../runtime/metrics/labelled_series.ts";
 import type { GroupCoordinator } from "../groups/group_coordinator.ts";
 import type { Registry } from "prom-client";
-import type { BufferPool } from "../runtime/buffer_pool.ts";
+import type { BufferPool } from "../runtime/memory/buffers.ts";
 import type { Logger } from "../runtime/logger.ts";
-import type { PieceGate } from "../runtime/piece_gate.ts";
-import type { Pump } from "../runtime/pump.ts";
-import type { Catalog } from "../broker/catalog.ts";
+import type { PieceGate } from "../runtime/cooperation/piece_gate.ts";
+import type { Pump } from "../runtime/cooperation/pump.ts";
+import type { Catalog } from "../broker/catalog/catalog.ts";
 import type { DataPlane } from "../broker/data_plane.ts";
-import { matchRoute } from "./api_routes.ts";
+import { matchRoute } from "./routes/api_routes.ts";
 import { apiErrorOf } from "./broker_error_status.ts";
 import { NotLeaderError } from "../broker/broker_errors.ts";
-import { errorResponse, jsonResponse } from "./json_response.ts";
-
+import { errorResponse, jsonResponse } from "./api_errors.ts";
 export type FetchHandler = (request: Request) => Promise<Response>;
 
 export interface HttpHandlerDeps {

@@ -1,14 +1,13 @@
-import type { Catalog } from "../broker/catalog.ts";
+import type { Catalog } from "../broker/catalog/catalog.ts";
 import type { DataPlane } from "../broker/data_plane.ts";
-import type { ShardRuntime } from "../broker/shard_runtime.ts";
+import type { ShardRuntime } from "../broker/shards/shard_runtime.ts";
 import type { Config } from "../config/config.ts";
 import { GroupCoordinator } from "../groups/group_coordinator.ts";
-import { minimumCommitted } from "../groups/group_offsets.ts";
-import { OffsetsTopic } from "../groups/offsets_topic.ts";
-import type { Clock } from "../runtime/clock.ts";
+import { minimumCommitted } from "../groups/core/group_offsets.ts";
+import { OffsetsTopic } from "../groups/offsets/offsets_topic.ts";
+import type { Clock } from "../runtime/clock/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { Rng } from "../runtime/rng.ts";
-
 export interface GroupsDeps {
   config: Config;
   catalog: Catalog;

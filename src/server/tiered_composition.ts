@@ -1,29 +1,28 @@
-import { checkBucketFormat } from "../tier/bucket_format.ts";
-import type { Catalog } from "../broker/catalog.ts";
+import { checkBucketFormat } from "../tier/bucket/bucket_format.ts";
+import type { Catalog } from "../broker/catalog/catalog.ts";
 import { ConfigError } from "../config/config_error.ts";
 import { cacheBudgetMinBytes } from "../config/load_config.ts";
-import type { ShardRuntime, ShardTiering } from "../broker/shard_runtime.ts";
-import type { DeadlineObjectStore } from "../objectstore/deadline_object_store.ts";
-import { BufferPool } from "../runtime/buffer_pool.ts";
+import type { ShardRuntime, ShardTiering } from "../broker/shards/shard_runtime.ts";
+import type { DeadlineObjectStore } from "../objectstore/retrying_object_store.ts";
+import { BufferPool } from "../runtime/memory/buffers.ts";
 import type { Logger } from "../runtime/logger.ts";
-import { Semaphore } from "../runtime/semaphore.ts";
-import { TokenBucket } from "../runtime/token_bucket.ts";
-import { CacheMetrics } from "../tier/cache_metrics.ts";
-import { ChunkCache } from "../tier/chunk_cache.ts";
-import { Housekeeping } from "../tier/housekeeping.ts";
-import { HousekeepingMetrics } from "../tier/housekeeping_metrics.ts";
-import { LocalControlLog } from "../tier/local_control_log.ts";
+import { Semaphore } from "../runtime/cooperation/semaphore.ts";
+import { TokenBucket } from "../runtime/cooperation/token_bucket.ts";
+import { CacheMetrics } from "../tier/cache/cache_metrics.ts";
+import { ChunkCache } from "../tier/cache/chunk_cache.ts";
+import { Housekeeping } from "../tier/housekeeping/housekeeping.ts";
+import { HousekeepingMetrics } from "../tier/housekeeping/housekeeping_metrics.ts";
+import { LocalControlLog } from "../tier/control/local_control_log.ts";
 import { TierMetrics } from "../tier/tier_metrics.ts";
 import {
   pooledWindowBytes,
   pooledWindowsMax,
   type TierRemoteReaderOptions,
-} from "../tier/tier_remote_reader.ts";
+} from "../tier/cache/tier_remote_reader.ts";
 import { TierService } from "../tier/tier_service.ts";
-import { BucketStateTransfer, type StateTransferDeps } from "../tier/state_transfer.ts";
-import type { PartitionSeeder } from "../log/seeded_partition.ts";
+import { BucketStateTransfer, type StateTransferDeps } from "../tier/restore/state_transfer.ts";
+import type { PartitionSeeder } from "../log/partition/seeded_partition.ts";
 import type { BrokerDeps } from "./open_broker.ts";
-
 /** Bound on a shard's uploads waiting for `upload_bandwidth` tokens. */
 export const uploadBandwidthWaitersMax = 1024;
 /** Bound on a shard's chunk fetches waiting for a `fetch_concurrency` slot; one more is refused as overloaded. */

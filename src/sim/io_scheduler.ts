@@ -1,4 +1,4 @@
-import { readSmallFileByOpen } from "../runtime/read_small_file.ts";
+import { readSmallFileByOpen } from "../runtime/disk/file_ops.ts";
 import { assert } from "../runtime/assert.ts";
 import {
   type CreateOptions,
@@ -7,9 +7,8 @@ import {
   type DiskFile,
   type DiskStat,
   type OpenOptions,
-} from "../runtime/disk.ts";
+} from "../runtime/disk/disk.ts";
 import type { Rng } from "../runtime/rng.ts";
-
 /** Most promise hops one disk operation's completion is held back. */
 export const completionHopsMax = 4;
 

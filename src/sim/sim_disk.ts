@@ -1,8 +1,13 @@
-import { readSmallFileByOpen } from "../runtime/read_small_file.ts";
+import { readSmallFileByOpen } from "../runtime/disk/file_ops.ts";
 import { assert } from "../runtime/assert.ts";
-import { type Disk, DiskError, type DiskFile, type DiskStat, type OpenOptions } from "../runtime/disk.ts";
+import {
+  type Disk,
+  DiskError,
+  type DiskFile,
+  type DiskStat,
+  type OpenOptions,
+} from "../runtime/disk/disk.ts";
 import type { Rng } from "../runtime/rng.ts";
-
 /**
  * An in-memory `Disk` with crash semantics, for the simulator. Files are inodes named by
  * directory entries. What a crash keeps follows POSIX durability:

@@ -3,11 +3,10 @@ import type {
   LeaderLinkFactory,
   ReplicaFetchRequest,
   ReplicaFetchResponse,
-} from "../cluster/replica_fetch.ts";
+} from "../cluster/replication/replica_fetch.ts";
 import { assert } from "../runtime/assert.ts";
-import type { Clock } from "../runtime/clock.ts";
+import type { Clock } from "../runtime/clock/clock.ts";
 import type { Rng } from "../runtime/rng.ts";
-
 /** How the simulated network treats each message, drawn from its seed. */
 export interface SimNetworkFaults {
   /** One-way delay of a message, milliseconds: from, to. */

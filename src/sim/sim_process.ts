@@ -1,18 +1,17 @@
-import { Partition } from "../log/partition.ts";
+import { Partition } from "../log/partition/partition.ts";
 import { defaultRetryProfiles } from "../objectstore/retry_policy.ts";
-import { BufferPool } from "../runtime/buffer_pool.ts";
-import type { Disk } from "../runtime/disk.ts";
-import { FileCacheDisk } from "../runtime/file_cache_disk.ts";
-import { OpenFileCache } from "../runtime/open_file_cache.ts";
+import { BufferPool } from "../runtime/memory/buffers.ts";
+import type { Disk } from "../runtime/disk/disk.ts";
+import { FileCacheDisk, OpenFileCache } from "../runtime/disk/open_files.ts";
 import { silentLogger } from "../runtime/logger.ts";
 import { Rng } from "../runtime/rng.ts";
-import { Semaphore } from "../runtime/semaphore.ts";
-import { TokenBucket } from "../runtime/token_bucket.ts";
-import { writeBufferBytes, writeBuffersMax } from "../broker/shard_runtime.ts";
-import { ChunkCache } from "../tier/chunk_cache.ts";
-import { LocalControlLog } from "../tier/local_control_log.ts";
-import { Housekeeping } from "../tier/housekeeping.ts";
-import { TierRemoteReader } from "../tier/tier_remote_reader.ts";
+import { Semaphore } from "../runtime/cooperation/semaphore.ts";
+import { TokenBucket } from "../runtime/cooperation/token_bucket.ts";
+import { writeBufferBytes, writeBuffersMax } from "../broker/shards/shard_runtime.ts";
+import { ChunkCache } from "../tier/cache/chunk_cache.ts";
+import { LocalControlLog } from "../tier/control/local_control_log.ts";
+import { Housekeeping } from "../tier/housekeeping/housekeeping.ts";
+import { TierRemoteReader } from "../tier/cache/tier_remote_reader.ts";
 import { TierService } from "../tier/tier_service.ts";
 import {
   address,
@@ -32,7 +31,6 @@ import {
 } from "./sim_settings.ts";
 import { rngStreams, streamSeed } from "./rng_streams.ts";
 import type { World } from "./world.ts";
-
 /** The process under test: a partition, its tier service, control log, chunk cache and housekeeping. */
 export interface SimProcess {
   partition: Partition;

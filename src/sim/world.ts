@@ -1,9 +1,8 @@
-import type { DeadlineObjectStore } from "../objectstore/deadline_object_store.ts";
-import { RetryingObjectStore } from "../objectstore/retrying_object_store.ts";
+import { type DeadlineObjectStore, RetryingObjectStore } from "../objectstore/retrying_object_store.ts";
 import { defaultRetryProfiles } from "../objectstore/retry_policy.ts";
 import { SimObjectStore } from "../objectstore/sim_object_store.ts";
 import { Rng } from "../runtime/rng.ts";
-import { VirtualClock } from "../runtime/virtual_clock.ts";
+import { VirtualClock } from "../runtime/clock/virtual_clock.ts";
 import { processDisk } from "./crash_restart.ts";
 import { rngStreams, streamSeed } from "./rng_streams.ts";
 import * as inv from "./invariants.ts";
@@ -14,7 +13,6 @@ import { SimDisk } from "./sim_disk.ts";
 import type { SimProcess } from "./sim_process.ts";
 import { housekeepingConfig, requestDeadlineMsMax, stepMs, stretchBytesBound } from "./sim_settings.ts";
 import { Trace } from "./trace.ts";
-
 export interface SimOptions {
   seed: number;
   scenario: Scenario;

@@ -1,9 +1,8 @@
-import { RemoteCorruptError, RemoteDataLossError } from "../log/remote_reader.ts";
-import { incarnationOf, type PartitionIncarnation, segmentKeys } from "../tier/object_keys.ts";
+import { RemoteCorruptError, RemoteDataLossError } from "../log/remote/remote_reader.ts";
+import { incarnationOf, type PartitionIncarnation, segmentKeys } from "../tier/bucket/object_keys.ts";
 import * as inv from "./invariants.ts";
 import { bucketPrefix, clusterId } from "./sim_settings.ts";
 import type { World } from "./world.ts";
-
 /** The incarnation the live partition writes its objects under. */
 export function liveIncarnation(w: World): PartitionIncarnation {
   return incarnationOf(bucketPrefix, clusterId, w.process.partition);

@@ -1,8 +1,7 @@
-import type { AdvanceDeletedUpTo } from "../log/deleted_up_to.ts";
+import type { AdvanceDeletedUpTo } from "../log/retention/floor_state.ts";
 import type { Logger } from "../runtime/logger.ts";
-import type { ControlLog } from "./control_log.ts";
-import type { TieredPartition } from "./tiered_partition.ts";
-
+import type { ControlLog } from "./control/control_log.ts";
+import type { TieredPartition } from "./tier_service.ts";
 /** Pause before a watermark whose commit failed is submitted again. */
 export const deletedCommitRetryMs = 1000;
 

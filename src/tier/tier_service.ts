@@ -1,30 +1,54 @@
-import type { Clock } from "../runtime/clock.ts";
+import type { LocalEnvelope } from "../log/retention/local_retention.ts";
+import type { Partition } from "../log/partition/partition.ts";
+import type { TopicFacts } from "./bucket/topic_manifest.ts";
+import type { Clock } from "../runtime/clock/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { Rng } from "../runtime/rng.ts";
-import type { TokenBucket } from "../runtime/token_bucket.ts";
-import type { Disk } from "../runtime/disk.ts";
-import type { PieceGate } from "../runtime/piece_gate.ts";
-import { type Cooperation, cooperative, naiveConcurrencyMax } from "../runtime/cooperation.ts";
-import type { DeadlineObjectStore } from "../objectstore/deadline_object_store.ts";
+import type { TokenBucket } from "../runtime/cooperation/token_bucket.ts";
+import type { Disk } from "../runtime/disk/disk.ts";
+import type { PieceGate } from "../runtime/cooperation/piece_gate.ts";
+import { type Cooperation, cooperative, naiveConcurrencyMax } from "../runtime/cooperation/cooperation.ts";
+import type { DeadlineObjectStore } from "../objectstore/retrying_object_store.ts";
 import type { RetryProfiles } from "../objectstore/retry_policy.ts";
-import type { ControlLog } from "./control_log.ts";
-import { FloorWaiters } from "./floor_waiters.ts";
-import { LocalEvictions } from "./local_evictions.ts";
-import { SealedScan } from "./sealed_scan.ts";
-import { EvictionLooks } from "./eviction_looks.ts";
-import type { UploadDeps } from "./segment_uploader.ts";
-import type { TieredPartition } from "./tiered_partition.ts";
-import * as core from "./upload_core.ts";
-import { type UploadReport, UploadRuns } from "./upload_runs.ts";
+import type { ControlLog } from "./control/control_log.ts";
+import { FloorWaiters } from "./control/floor_waiters.ts";
+import { EvictionLooks, LocalEvictions } from "./local_evictions.ts";
+import { SealedScan } from "./upload/sealed_scan.ts";
+import type { UploadDeps } from "./upload/segment_uploader.ts";
+import * as core from "./upload/upload_core.ts";
+import {
+  floorRetriesWaiting,
+  inFlightCount,
+  initialState,
+  stalledOffset,
+  stalledPartitions,
+  type Step,
+  type UploadEffect,
+  type UploadState,
+} from "./upload/upload_state.ts";
+import { type UploadReport, UploadRuns } from "./upload/upload_runs.ts";
 import type { TierGaugeSource, TierMetrics } from "./tier_metrics.ts";
 import { type TierLeadership, uploadTermChange } from "./tier_leadership.ts";
-import { reportUploadEffect } from "./upload_effect_report.ts";
-import { DeferredFloors } from "./deferred_floors.ts";
+import { DeferredFloors } from "./control/deferred_floors.ts";
 import { ReplicatedRetention } from "./replicated_retention.ts";
-import { type SubmitFloor, submitFloorCommand } from "./floor_submission.ts";
-import type { AdvanceTieredFloor } from "../log/floor_state.ts";
+import { type SubmitFloor, submitFloorCommand } from "./control/floor_submission.ts";
+import type { AdvanceTieredFloor } from "../log/retention/floor_state.ts";
 
-export type { TieredPartition } from "./tiered_partition.ts";
+/** A partition as the tier service sees it: its log and superblock, and its topic's options. */
+export interface TieredPartition {
+  /** "{stream}/{topic}/{partition}" by id. */
+  key: string;
+  partition: Partition;
+  /** Read at each use: topic options may change. */
+  tiered(): boolean;
+  /** The topic's local envelope, read at each use. */
+  envelope(): LocalEnvelope;
+  /**
+   * Partition 0's topic's facts for the topic manifest, a new object only when they changed; null
+   * (or absent) for other partitions and where no topic manifest is kept.
+   */
+  topicFacts?(): TopicFacts | null;
+}
 
 export interface TierServiceConfig {
   prefix: string;
@@ -68,7 +92,7 @@ const floorWaitersMax = 10_000;
  */
 export class TierService implements TierGaugeSource {
   readonly #deps: TierServiceDeps;
-  #state: core.UploadState;
+  #state: UploadState;
   readonly #partitions = new Map<string, TieredPartition>();
   readonly #scan: SealedScan;
   readonly #evictions: LocalEvictions;
@@ -89,7 +113,7 @@ export class TierService implements TierGaugeSource {
   constructor(deps: TierServiceDeps) {
     this.#deps = deps;
     deps.metrics?.addSource(this);
-    this.#state = core.initialState({
+    this.#state = initialState({
       concurrencyMax: deps.config.uploadConcurrency,
       transferDeadlineMs: 4 * deps.config.segmentUploadTimeoutMs,
       profiles: deps.config.retry,
@@ -129,7 +153,7 @@ export class TierService implements TierGaugeSource {
   }
 
   uploadsInFlight(): number {
-    return core.inFlightCount(this.#state);
+    return inFlightCount(this.#state);
   }
 
   /** Uploads of partitions removed or purged meanwhile, still in flight until they report. */
@@ -138,15 +162,15 @@ export class TierService implements TierGaugeSource {
   }
 
   stalledOffset(): number | null {
-    return core.stalledOffset(this.#state, this.#deps.clock.nowMs());
+    return stalledOffset(this.#state, this.#deps.clock.nowMs());
   }
 
   stalledPartitions(): number {
-    return core.stalledPartitions(this.#state, this.#deps.clock.nowMs());
+    return stalledPartitions(this.#state, this.#deps.clock.nowMs());
   }
 
   floorRetriesWaiting(): number {
-    return core.floorRetriesWaiting(this.#state);
+    return floorRetriesWaiting(this.#state);
   }
 
   /** The sum of each partition's overshoot as its last eviction look found it (within a second). */
@@ -188,7 +212,7 @@ export class TierService implements TierGaugeSource {
   }
 
   /** The state the core holds, for gauges and tests. */
-  get state(): core.UploadState {
+  get state(): UploadState {
     return this.#state;
   }
 
@@ -338,12 +362,12 @@ export class TierService implements TierGaugeSource {
     return this.#deps.clock.nowMs();
   }
 
-  #step(step: core.Step): void {
+  #step(step: Step): void {
     this.#state = step.state;
     for (const effect of step.effects) this.#run(effect);
   }
 
-  #run(effect: core.UploadEffect): void {
+  #run(effect: UploadEffect): void {
     if (effect.kind === "start_upload") this.#uploads.start(effect);
     else if (effect.kind === "submit_floor") this.#submitFloor(effect);
     else reportUploadEffect(effect, this.#deps.logger, this.#deps.metrics);
@@ -386,5 +410,49 @@ export class TierService implements TierGaugeSource {
         this.#step(core.uploadFailed(this.#state, report, nowMs));
         return;
     }
+  }
+}
+
+/** The upload core's effects that only tell: the shell counts and logs them, and does nothing else. */
+export type ReportedEffect = Extract<
+  UploadEffect,
+  { kind: "gave_up_deleted" | "duplicate_discarded" | "anomaly" | "floor_fenced" }
+>;
+
+/** Counts and logs one of the core's telling effects. */
+export function reportUploadEffect(
+  effect: ReportedEffect,
+  logger: Logger,
+  metrics: TierMetrics | undefined,
+): void {
+  switch (effect.kind) {
+    case "gave_up_deleted":
+      metrics?.segmentsGivenUp.inc();
+      logger.warn("segment deleted by retention before upload; the floor moves past it", {
+        partition: effect.partition,
+        start_offset: effect.segment.startOffset,
+        end_offset: effect.segment.endOffset,
+      });
+      return;
+    case "duplicate_discarded":
+      logger.debug("duplicate upload result discarded", {
+        partition: effect.partition,
+        identity: effect.identity,
+      });
+      return;
+    case "anomaly":
+      metrics?.anomalies.inc();
+      logger.error("upload anomaly: an object exists with other bytes; the floor is stalled", {
+        partition: effect.partition,
+        start_offset: effect.segment.startOffset,
+        detail: effect.detail,
+      });
+      return;
+    case "floor_fenced":
+      logger.error("floor command refused: the partition's epoch moved; not submitted again", {
+        partition: effect.partition,
+        up_to_offset: effect.upToOffset,
+      });
+      return;
   }
 }

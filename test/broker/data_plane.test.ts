@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import t, { type Test } from "tap";
+import t, { Test } from "tap";
 import {
   ConsumerLimitError,
   RemoteDataError,
@@ -7,43 +7,44 @@ import {
   TieringDisabledError,
   UnavailableError,
 } from "../../src/broker/broker_errors.ts";
-import { Catalog } from "../../src/broker/catalog.ts";
-import { DataPlane } from "../../src/broker/data_plane.ts";
-import { translateDataErrors } from "../../src/broker/data_errors.ts";
-import { PartitionOpener } from "../../src/broker/partition_opener.ts";
-import { partitionOfKey, shardIndexOf } from "../../src/broker/partition_placement.ts";
-import { ShardRuntime } from "../../src/broker/shard_runtime.ts";
-import { ShardSet } from "../../src/broker/shard_set.ts";
+import { Catalog } from "../../src/broker/catalog/catalog.ts";
+import { DataPlane, translateDataErrors } from "../../src/broker/data_plane.ts";
+import { PartitionOpener } from "../../src/broker/catalog/partition_opener.ts";
+import {
+  partitionOfKey,
+  shardIndexOf,
+  ShardRuntime,
+  ShardSet,
+} from "../../src/broker/shards/shard_runtime.ts";
 import {
   maxMessageBytesDefault,
   segmentSizeBytesMin,
   type TopicOptions,
-} from "../../src/broker/topic_options.ts";
+} from "../../src/broker/catalog/topic_options.ts";
 import { loadConfig } from "../../src/config/load_config.ts";
-import { TooManyConsumersError } from "../../src/log/consumer_offsets.ts";
+import { TooManyConsumersError } from "../../src/log/partition/consumer_offsets.ts";
 import {
   PartitionUnavailableError,
   RemoteReadUnavailableError,
   WriteQueueFullError,
 } from "../../src/log/log_errors.ts";
-import { consumersPerPartitionMax } from "../../src/log/partition.ts";
-import { RemoteCorruptError, RemoteDataLossError } from "../../src/log/remote_reader.ts";
+import { consumersPerPartitionMax } from "../../src/log/partition/partition.ts";
+import { RemoteCorruptError, RemoteDataLossError } from "../../src/log/remote/remote_reader.ts";
 import { NotFoundError, ThrottledError, TransportError } from "../../src/objectstore/object_store_errors.ts";
-import { initCrc32c } from "../../src/runtime/crc32c.ts";
+import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
 import { QueueFullError } from "../../src/runtime/wait_errors.ts";
-import { createMetricsRegistry } from "../../src/runtime/metrics.ts";
-import { NodeDisk } from "../../src/runtime/node_disk.ts";
-import { PieceGate } from "../../src/runtime/piece_gate.ts";
-import { Pump } from "../../src/runtime/pump.ts";
-import { PumpMetrics } from "../../src/runtime/pump_metrics.ts";
+import { createMetricsRegistry } from "../../src/runtime/metrics/metrics.ts";
+import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
+import { PieceGate } from "../../src/runtime/cooperation/piece_gate.ts";
+import { Pump } from "../../src/runtime/cooperation/pump.ts";
+import { PumpMetrics } from "../../src/runtime/cooperation/pump_metrics.ts";
 import { Rng } from "../../src/runtime/rng.ts";
-import { Semaphore } from "../../src/runtime/semaphore.ts";
-import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
-import { CacheFullError, FetchTimeoutError } from "../../src/tier/chunk_cache.ts";
+import { Semaphore } from "../../src/runtime/cooperation/semaphore.ts";
+import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
+import { CacheFullError, FetchTimeoutError } from "../../src/tier/cache/chunk_cache.ts";
 import { MemoryMetadataStore } from "../helpers/memory_metadata_store.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
-
 const message = (key: string | null, text = "m") => ({
   key,
   headers: {},

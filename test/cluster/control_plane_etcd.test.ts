@@ -1,12 +1,11 @@
 import t from "tap";
-import { EtcdCoordinator } from "../../src/coordinator/etcd_coordinator.ts";
-import { ClusterKeys } from "../../src/cluster/cluster_keys.ts";
-import { encodePartitionState, noLeader } from "../../src/cluster/partition_state.ts";
-import { assignReplicas } from "../../src/cluster/replica_assignment.ts";
-import { RealClock } from "../../src/runtime/real_clock.ts";
+import { EtcdCoordinator } from "../../src/coordinator/etcd/etcd_coordinator.ts";
+import { ClusterKeys } from "../../src/cluster/node/cluster_keys.ts";
+import { encodePartitionState, noLeader } from "../../src/cluster/controller/partition_state.ts";
+import { assignReplicas } from "../../src/cluster/controller/replica_assignment.ts";
+import { RealClock } from "../../src/runtime/clock/real_clock.ts";
 import { type ControlPlaneNode, openControlPlaneNode } from "../helpers/control_plane_node.ts";
 import { etcdUnavailableReason, startEtcd } from "../helpers/etcd_harness.ts";
-
 const clock = new RealClock();
 const leaseTtlMs = 2000;
 

@@ -1,11 +1,10 @@
-import t, { type Test } from "tap";
+import t, { Test } from "tap";
 import { SimCoordinatorStore } from "../../src/coordinator/sim_coordinator.ts";
-import { ClusterKeys } from "../../src/cluster/cluster_keys.ts";
-import { encodePartitionState, noLeader } from "../../src/cluster/partition_state.ts";
-import { assignReplicas } from "../../src/cluster/replica_assignment.ts";
-import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import { ClusterKeys } from "../../src/cluster/node/cluster_keys.ts";
+import { encodePartitionState, noLeader } from "../../src/cluster/controller/partition_state.ts";
+import { assignReplicas } from "../../src/cluster/controller/replica_assignment.ts";
+import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { type ControlPlaneNode, openControlPlaneNode } from "../helpers/control_plane_node.ts";
-
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
 const prefix = "/sim";
 const keys = new ClusterKeys(prefix);

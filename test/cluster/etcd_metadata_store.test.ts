@@ -1,13 +1,11 @@
 import t from "tap";
 import { EtcdMetadataStore } from "../../src/cluster/etcd_metadata_store.ts";
-import { addStream } from "../../src/broker/metadata_changes.ts";
-import type { Metadata } from "../../src/broker/metadata.ts";
+import { addStream, type Metadata } from "../../src/broker/metadata/metadata.ts";
 import { SimCoordinatorStore } from "../../src/coordinator/sim_coordinator.ts";
 import { ConfigError } from "../../src/config/config_error.ts";
 import { Logger } from "../../src/runtime/logger.ts";
 import { Rng } from "../../src/runtime/rng.ts";
-import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
-
+import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
 const key = "/t/metadata";
 

@@ -1,14 +1,13 @@
-import t, { type Test } from "tap";
+import t, { Test } from "tap";
 import type { Coordinator, Txn, TxnResult } from "../../src/coordinator/coordinator.ts";
 import { SimCoordinatorStore } from "../../src/coordinator/sim_coordinator.ts";
-import { ClusterKeys } from "../../src/cluster/cluster_keys.ts";
+import { ClusterKeys } from "../../src/cluster/node/cluster_keys.ts";
 import { decodeFloorRecord } from "../../src/cluster/floor_record.ts";
-import { encodePartitionState, type PartitionState } from "../../src/cluster/partition_state.ts";
+import { encodePartitionState, type PartitionState } from "../../src/cluster/controller/partition_state.ts";
 import { floorSubmitAttemptsMax, ReplicatedControlLog } from "../../src/cluster/replicated_control_log.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
-import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
-import { type ControlCommand, ControlEpochMismatchError } from "../../src/tier/control_log.ts";
-
+import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
+import { type ControlCommand, ControlEpochMismatchError } from "../../src/tier/control/control_log.ts";
 const keys = new ClusterKeys("/sim");
 const address = { streamId: 1, topicId: 2, partitionId: 0 };
 const label = "1/2/0";

@@ -2,9 +2,8 @@ import t from "tap";
 import { SimCoordinatorStore } from "../../src/coordinator/sim_coordinator.ts";
 import { CompactedError, CoordinatorUnavailableError } from "../../src/coordinator/coordinator_errors.ts";
 import type { WatchEvent } from "../../src/coordinator/coordinator.ts";
-import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { coordinatorContract } from "../helpers/coordinator_contract.ts";
-
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Waits on virtual time: checks, then moves the clock 50 ms, until the condition holds. */

@@ -2,9 +2,9 @@ import t from "tap";
 import { Kafka, logLevel } from "kafkajs";
 import { etcdUnavailableReason } from "../helpers/etcd_harness.ts";
 import { kcat, kcatUnavailable, spawnKcatProducer } from "../helpers/kcat.ts";
-import { describePartition, readPartition, startStrataCluster, until } from "../helpers/strata_cluster.ts";
+import { describePartition } from "../../scripts/lib/kafka_metadata.ts";
+import { readPartition, startStrataCluster, until } from "../helpers/strata_cluster.ts";
 import { StrataClient } from "../../src/client/strata_client.ts";
-
 const skip = etcdUnavailableReason() ?? kcatUnavailable() ?? false;
 const leaseTtlMs = 2000;
 

@@ -1,15 +1,14 @@
 import t from "tap";
 import { etcdUnavailableReason } from "../helpers/etcd_harness.ts";
 import { kcat, kcatUnavailable } from "../helpers/kcat.ts";
+import { describePartition } from "../../scripts/lib/kafka_metadata.ts";
 import {
-  describePartition,
   readPartition,
   sameSegmentsEverywhere,
   startStrataCluster,
   type StrataCluster,
   until,
 } from "../helpers/strata_cluster.ts";
-
 const skip = etcdUnavailableReason() ?? kcatUnavailable() ?? false;
 const leaseTtlMs = 2000;
 

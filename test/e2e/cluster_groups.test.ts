@@ -2,17 +2,12 @@ import { readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import t from "tap";
 import { Kafka, logLevel } from "kafkajs";
-import { apiKey } from "../../src/kafka/request_header.ts";
+import { apiKey } from "../../src/kafka/wire/frame_codec.ts";
 import { kafkaRequest, KafkaWireClient } from "../helpers/kafka_wire.ts";
 import { etcdUnavailableReason } from "../helpers/etcd_harness.ts";
 import { type GroupMember, startGroupMember } from "../helpers/group_members.ts";
-import {
-  type ClusterNodeProcess,
-  describePartition,
-  startStrataCluster,
-  until,
-} from "../helpers/strata_cluster.ts";
-
+import { type ClusterNodeProcess, startStrataCluster, until } from "../helpers/strata_cluster.ts";
+import { describePartition } from "../../scripts/lib/kafka_metadata.ts";
 // A consumer group on a 3-node cluster: its coordinator is the leader of its partition of
 // __consumer_offsets (replicated as any partition). The coordinator's node is killed while the
 // group rebalances; the group completes on the new coordinator with every committed offset intact.

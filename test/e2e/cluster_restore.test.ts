@@ -1,16 +1,16 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
-import type { PolledMessage } from "../../src/client/strata_client.ts";
-import { StrataClient } from "../../src/client/strata_client.ts";
-import { initCrc32c } from "../../src/runtime/crc32c.ts";
+import { type PolledMessage, StrataClient } from "../../src/client/strata_client.ts";
+import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
 import { configCopy } from "../helpers/config_copy.ts";
 import { etcdUnavailableReason } from "../helpers/etcd_harness.ts";
 import { kcatUnavailable } from "../helpers/kcat.ts";
 import { createBucket, ourStore } from "../helpers/s3_harness.ts";
 import { startS3rver } from "../helpers/s3rver_harness.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
-import { describePartition, partitionDirOf, startStrataCluster, until } from "../helpers/strata_cluster.ts";
+import { describePartition } from "../../scripts/lib/kafka_metadata.ts";
+import { partitionDirOf, startStrataCluster, until } from "../helpers/strata_cluster.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import {
   createSourceTopic,
@@ -19,7 +19,6 @@ import {
   sameRecords,
   waitFor,
 } from "../helpers/topic_records.ts";
-
 // A topic produced and tiered by a single node is restored into a 3-node cluster sharing its bucket
 // (s3rver): every replica seeds the partitions from the source's chain; producing goes on at the
 // next offset and the leader uploads under the cluster's keys; after the leader is killed, the new

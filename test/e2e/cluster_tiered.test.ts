@@ -2,21 +2,20 @@ import { readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import { StrataClient } from "../../src/client/strata_client.ts";
-import { decodeRemoteMarker } from "../../src/log/remote_marker.ts";
-import { initCrc32c } from "../../src/runtime/crc32c.ts";
+import { decodeRemoteMarker } from "../../src/log/remote/remote_marker.ts";
+import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
 import { etcdUnavailableReason } from "../helpers/etcd_harness.ts";
 import { kcatUnavailable } from "../helpers/kcat.ts";
 import { createBucket, ourStore } from "../helpers/s3_harness.ts";
 import { startS3rver } from "../helpers/s3rver_harness.ts";
 import {
   type ClusterNodeProcess,
-  describePartition,
   partitionDirOf,
   startStrataCluster,
   until,
 } from "../helpers/strata_cluster.ts";
+import { describePartition } from "../../scripts/lib/kafka_metadata.ts";
 import { payloadOf } from "../helpers/tiered_e2e.ts";
-
 await initCrc32c();
 const skip = etcdUnavailableReason() ?? kcatUnavailable() ?? false;
 const mib = 1024 * 1024;

@@ -2,12 +2,11 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
-import { decompressRecordsWhole } from "../../src/log/batch_compression.ts";
-import { batchHeaderBytes, decodeBatchHeader } from "../../src/log/batch_codec.ts";
+import { decompressRecordsWhole } from "../../src/log/compression/batch_compression.ts";
+import { batchHeaderBytes, decodeBatchHeader } from "../../src/log/batch/batch_codec.ts";
 import { configCopy } from "../helpers/config_copy.ts";
 import { kafkaAddressOf, kcat, kcatUnavailable } from "../helpers/kcat.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
-
 // kcat (librdkafka) sends batches whose records decompress to several MiB, in every codec: the
 // server keeps them as sent, and the HTTP API decodes them (in pieces) back to every record.
 const unavailable = kcatUnavailable();

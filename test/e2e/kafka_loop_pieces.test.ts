@@ -2,10 +2,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
-import { kafkaErrorCode } from "../../src/kafka/kafka_error_code.ts";
-import { apiKey } from "../../src/kafka/request_header.ts";
-import { encodeRecordBatch, validateRecordBatch } from "../../src/log/batch_records.ts";
-import { initCrc32c } from "../../src/runtime/crc32c.ts";
+import { kafkaErrorCode } from "../../src/kafka/kafka_errors.ts";
+import { apiKey } from "../../src/kafka/wire/frame_codec.ts";
+import { encodeRecordBatch, validateRecordBatch } from "../../src/log/batch/record_batch.ts";
+import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
 import { configCopy } from "../helpers/config_copy.ts";
 import {
   fetchBody,
@@ -18,7 +18,6 @@ import {
 } from "../helpers/kafka_wire.ts";
 import { kafkaAddressOf } from "../helpers/kcat.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
-
 // A large produce and a large fetch through the real server's Kafka listener never hold its loop for
 // much more than one piece: the tick's own lateness gauge (reset by each scrape) is read after each,
 // and compared with the time the same CPU work takes when it is not cut into pieces.

@@ -2,8 +2,8 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import { StrataApiError, StrataClient } from "../../src/client/strata_client.ts";
-import { initCrc32c } from "../../src/runtime/crc32c.ts";
-import { decodeManifest, type PartitionManifest } from "../../src/tier/manifest.ts";
+import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
+import { decodeManifest, type PartitionManifest } from "../../src/tier/bucket/manifest.ts";
 import { configCopy } from "../helpers/config_copy.ts";
 import { kafkaAddressOf, kcat, kcatUnavailable } from "../helpers/kcat.ts";
 import { createBucket, ourStore } from "../helpers/s3_harness.ts";
@@ -17,7 +17,6 @@ import {
   sameRecords,
   waitFor,
 } from "../helpers/topic_records.ts";
-
 // A read-replica topic on a second server follows a topic of the first through a shared bucket
 // (s3rver): created from the bucket, it serves what the source uploaded byte for byte, over HTTP
 // and Kafka; it sees new segments within one poll interval of their manifest; it drops what the

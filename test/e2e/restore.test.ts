@@ -4,11 +4,11 @@ import { join } from "node:path";
 import t from "tap";
 import { StrataClient } from "../../src/client/strata_client.ts";
 import { FsObjectStore } from "../../src/objectstore/fs_object_store.ts";
-import { initCrc32c } from "../../src/runtime/crc32c.ts";
-import { NodeDisk } from "../../src/runtime/node_disk.ts";
+import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
+import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
-import { decodeManifest } from "../../src/tier/manifest.ts";
-import { topicManifestKey } from "../../src/tier/object_keys.ts";
+import { decodeManifest } from "../../src/tier/bucket/manifest.ts";
+import { topicManifestKey } from "../../src/tier/bucket/object_keys.ts";
 import { configCopy } from "../helpers/config_copy.ts";
 import { kafkaAddressOf, kcat, kcatUnavailable } from "../helpers/kcat.ts";
 import { runDenoTask } from "../helpers/run_task.ts";
@@ -20,7 +20,6 @@ import {
   sameRecords,
   waitFor,
 } from "../helpers/topic_records.ts";
-
 // A topic produced, tiered and evicted on one server; that server's data directory deleted; a fresh
 // server of another cluster id restores the topic from the bucket (the objects stay where they are)
 // and every record reads back byte for byte from offset 0, over HTTP and with kcat, and producing

@@ -2,13 +2,12 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { getPriority, setPriority, tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
-import { initCrc32c } from "../../src/runtime/crc32c.ts";
-import { NodeDisk } from "../../src/runtime/node_disk.ts";
-import { writeRecordFile } from "../../src/runtime/record_file.ts";
+import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
+import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
+import { writeRecordFile } from "../../src/runtime/disk/record_file.ts";
 import { configCopy, shippedConfig } from "../helpers/config_copy.ts";
 import { isalUnavailableReason } from "../helpers/isal.ts";
 import { runServerExpectingFailure, spawnServer } from "../helpers/spawn_server.ts";
-
 const shipped = shippedConfig;
 
 t.test("deno run starts the server on a config copy; /metrics shows the tick lateness; SIGTERM exits 0", async (t) => {

@@ -2,13 +2,12 @@ import { join } from "node:path";
 import t from "tap";
 import { StrataClient } from "../../src/client/strata_client.ts";
 import { FsObjectStore } from "../../src/objectstore/fs_object_store.ts";
-import { NodeDisk } from "../../src/runtime/node_disk.ts";
+import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { configCopy } from "../helpers/config_copy.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { getsMade, produceTierAndVerify, readAllBack } from "../helpers/tiered_e2e.ts";
-
 // End to end with `deno run` and the shipped config's fs backend: 200 MiB tiered, evicted to the
 // envelope, and every object checked against what was produced.
 t.test("200 MiB into a tiered topic on the fs backend: floor, envelope and objects", async (t) => {

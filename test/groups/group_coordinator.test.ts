@@ -9,13 +9,12 @@ import {
   fetchOffsets,
   minimumCommitted,
   type OffsetToCommit,
-} from "../../src/groups/group_offsets.ts";
-import { deleteGroups, describeGroups, listGroups } from "../../src/groups/group_views.ts";
+} from "../../src/groups/core/group_offsets.ts";
+import { deleteGroups, describeGroups, listGroups } from "../../src/groups/core/group_views.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
 import { Rng } from "../../src/runtime/rng.ts";
-import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { MemoryOffsetsLog } from "../helpers/memory_offsets_log.ts";
-
 const bytes = (...b: number[]) => new Uint8Array(b);
 /** Lets the promises the coordinator started (a load, an append) run to their end. */
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));

@@ -1,12 +1,11 @@
 import type { Test } from "tap";
 import type { LogConfig } from "../../src/log/log_config.ts";
-import { SegmentChain } from "../../src/log/segment_chain.ts";
-import type { Disk } from "../../src/runtime/disk.ts";
-import { initCrc32c } from "../../src/runtime/crc32c.ts";
-import { NodeDisk } from "../../src/runtime/node_disk.ts";
-import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import { SegmentChain } from "../../src/log/segment/segment_chain.ts";
+import type { Disk } from "../../src/runtime/disk/disk.ts";
+import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
+import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
+import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { tempDir } from "./temp_dir.ts";
-
 // A segment chain on a real directory, filled the way the writer loop fills it: append, flush,
 // publish, one batch at a time.
 await initCrc32c();

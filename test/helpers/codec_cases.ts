@@ -1,11 +1,9 @@
-import t, { type Test } from "tap";
+import t, { Test } from "tap";
 import { Buffer } from "node:buffer";
 import { createRequire } from "node:module";
-import { KafkaDecodeError, KafkaReader } from "../../src/kafka/kafka_reader.ts";
-import type { KafkaWriter } from "../../src/kafka/kafka_writer.ts";
-import { isFlexible, readRequestHeader, type RequestHeader } from "../../src/kafka/request_header.ts";
+import { KafkaDecodeError, KafkaReader, type KafkaWriter } from "../../src/kafka/wire/kafka_codec.ts";
+import { isFlexible, readRequestHeader, type RequestHeader } from "../../src/kafka/wire/frame_codec.ts";
 import { kafkaRequest } from "./kafka_wire.ts";
-
 /**
  * What the wire codecs' tests share (group_codecs.test.ts and group_admin_codecs.test.ts): a codec
  * case per API, and the checks every case goes through.

@@ -1,12 +1,12 @@
 import { gzipSync } from "node:zlib";
-// @ts-types="./types/lz4js.d.ts"
 import { compress as lz4Compress } from "lz4js";
-// @ts-types="./types/snappyjs.d.ts"
 import { compress as snappyCompress } from "snappyjs";
-import { batchHeaderBytes, encodeBatch, type MessageInput } from "../../src/log/batch_codec.ts";
-import { batchField, computeBatchCrc } from "../../src/log/record_batch.ts";
+import { batchHeaderBytes, encodeBatch, type MessageInput } from "../../src/log/batch/batch_codec.ts";
+import { batchField, computeBatchCrc } from "../../src/log/batch/record_batch.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { zstdCompress } from "./zstd_compress.ts";
+// @ts-types="./types/lz4js.d.ts"
+// @ts-types="./types/snappyjs.d.ts"
 
 /** Kafka's codecs as producers write them; snappy in both of its shapes. */
 export type Codec = "gzip" | "snappy" | "xerial" | "lz4" | "zstd";

@@ -1,11 +1,10 @@
 import type { Coordinator } from "../../src/coordinator/coordinator.ts";
-import { ClusterController } from "../../src/cluster/cluster_controller.ts";
-import { ClusterKeys } from "../../src/cluster/cluster_keys.ts";
-import { ClusterView } from "../../src/cluster/cluster_view.ts";
-import { NodeSession } from "../../src/cluster/node_session.ts";
-import type { Clock } from "../../src/runtime/clock.ts";
+import { ClusterController } from "../../src/cluster/controller/cluster_controller.ts";
+import { ClusterKeys } from "../../src/cluster/node/cluster_keys.ts";
+import { ClusterView } from "../../src/cluster/node/cluster_view.ts";
+import { NodeSession } from "../../src/cluster/node/node_session.ts";
+import type { Clock } from "../../src/runtime/clock/clock.ts";
 import { Logger } from "../../src/runtime/logger.ts";
-
 /** One node's control-plane parts (session, view, controller) in a test, ticked by the clock. */
 export interface ControlPlaneNode {
   nodeId: number;

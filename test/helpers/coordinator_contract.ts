@@ -1,7 +1,6 @@
 import type { Test } from "tap";
 import type { Coordinator, WatchEvent } from "../../src/coordinator/coordinator.ts";
 import { CoordinatorRequestError, LeaseNotFoundError } from "../../src/coordinator/coordinator_errors.ts";
-
 /** What the contract needs besides the coordinator: a way to wait for a condition, with a deadline. */
 export interface ContractEnv {
   coordinator: Coordinator;

@@ -1,27 +1,26 @@
 import type { Test } from "tap";
 import type { LogConfig } from "../../src/log/log_config.ts";
-import { Partition } from "../../src/log/partition.ts";
+import { Partition } from "../../src/log/partition/partition.ts";
 import { defaultRetryProfiles } from "../../src/objectstore/retry_policy.ts";
 import { RetryingObjectStore } from "../../src/objectstore/retrying_object_store.ts";
 import { SimObjectStore } from "../../src/objectstore/sim_object_store.ts";
-import type { BufferPool } from "../../src/runtime/buffer_pool.ts";
-import { initCrc32c } from "../../src/runtime/crc32c.ts";
+import type { BufferPool } from "../../src/runtime/memory/buffers.ts";
+import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
-import { createMetricsRegistry } from "../../src/runtime/metrics.ts";
-import type { Disk } from "../../src/runtime/disk.ts";
-import { NodeDisk } from "../../src/runtime/node_disk.ts";
-import type { PieceGate } from "../../src/runtime/piece_gate.ts";
+import { createMetricsRegistry } from "../../src/runtime/metrics/metrics.ts";
+import type { Disk } from "../../src/runtime/disk/disk.ts";
+import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
+import type { PieceGate } from "../../src/runtime/cooperation/piece_gate.ts";
 import { Rng } from "../../src/runtime/rng.ts";
-import { Semaphore } from "../../src/runtime/semaphore.ts";
-import { TokenBucket } from "../../src/runtime/token_bucket.ts";
-import { CacheMetrics } from "../../src/tier/cache_metrics.ts";
-import { ChunkCache } from "../../src/tier/chunk_cache.ts";
-import { segmentKeys } from "../../src/tier/object_keys.ts";
-import { sealedSegmentOf, uploadSegment } from "../../src/tier/segment_uploader.ts";
-import { TierRemoteReader } from "../../src/tier/tier_remote_reader.ts";
+import { Semaphore } from "../../src/runtime/cooperation/semaphore.ts";
+import { TokenBucket } from "../../src/runtime/cooperation/token_bucket.ts";
+import { CacheMetrics } from "../../src/tier/cache/cache_metrics.ts";
+import { ChunkCache } from "../../src/tier/cache/chunk_cache.ts";
+import { segmentKeys } from "../../src/tier/bucket/object_keys.ts";
+import { sealedSegmentOf, uploadSegment } from "../../src/tier/upload/segment_uploader.ts";
+import { TierRemoteReader } from "../../src/tier/cache/tier_remote_reader.ts";
 import { tempDir } from "./temp_dir.ts";
 import { WatchedClock } from "./watched_clock.ts";
-
 // Reads of evicted segments: a partition whose sealed segments are in the sim store (which counts
 // every GET) and no longer on local disk, read through a chunk cache and a tier remote reader.
 await initCrc32c();

@@ -1,11 +1,11 @@
+import { crc32c, crc32cEngineName, initCrc32c, useCrc32cEngine } from "../../src/runtime/checksum/crc32c.ts";
+import { openIsalCrc32c } from "../../src/runtime/checksum/isal_crc32c.ts";
 /**
- * Run by test/runtime/isal_crc32c.test.ts under Deno (the foreign function interface is Deno's):
+ * Run by test/runtime/checksum/isal_crc32c.test.ts under Deno (the foreign function interface is Deno's):
  * compares ISA-L's CRC32C with the WebAssembly hasher on random ranges of random lengths and
  * alignments, and prints `{"engine", "ranges", "bytes", "mismatches"}` as one JSON line.
  * `deno run --allow-ffi --allow-read --allow-env test/helpers/isal_crc32c_agreement.ts [LIBRARY]`
  */
-import { crc32c, crc32cEngineName, initCrc32c, useCrc32cEngine } from "../../src/runtime/crc32c.ts";
-import { openIsalCrc32c } from "../../src/runtime/isal_crc32c.ts";
 
 const rangesCount = 3000;
 const bufferBytes = 2 * 1024 * 1024 + 64;

@@ -1,10 +1,7 @@
 import { connect, type Socket } from "node:net";
-import { FrameSplitter } from "../../src/kafka/frame_splitter.ts";
-import { KafkaReader } from "../../src/kafka/kafka_reader.ts";
-import { KafkaWriter } from "../../src/kafka/kafka_writer.ts";
-import { isFlexible } from "../../src/kafka/request_header.ts";
-import type { StreamConnection } from "../../src/runtime/network.ts";
-
+import { FrameSplitter, isFlexible } from "../../src/kafka/wire/frame_codec.ts";
+import { KafkaReader, KafkaWriter } from "../../src/kafka/wire/kafka_codec.ts";
+import type { StreamConnection } from "../../src/runtime/network/network.ts";
 /** A request as a client writes it on the wire: size field, header (v1 or v2) and body. */
 export function kafkaRequest(
   api: number,

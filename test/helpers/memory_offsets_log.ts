@@ -1,11 +1,10 @@
 import { NotLeaderError } from "../../src/broker/broker_errors.ts";
-import type { AppendedRecords, OffsetsLog, ReplayedRecords } from "../../src/groups/offsets_log.ts";
+import type { AppendedRecords, OffsetsLog, ReplayedRecords } from "../../src/groups/offsets/offsets_log.ts";
 import {
   decodeOffsetsRecord,
   encodeOffsetsRecord,
   type OffsetsRecord,
-} from "../../src/groups/offsets_records.ts";
-
+} from "../../src/groups/offsets/offsets_records.ts";
 interface StoredRecord {
   offset: number;
   key: Uint8Array;

@@ -3,13 +3,12 @@ import type { Test } from "tap";
 import { type ClientEncoding, StrataClient } from "../../src/client/strata_client.ts";
 import { loadConfig } from "../../src/config/load_config.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
-import type { Disk } from "../../src/runtime/disk.ts";
-import { NodeDisk } from "../../src/runtime/node_disk.ts";
+import type { Disk } from "../../src/runtime/disk/disk.ts";
+import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
-import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { StrataServer } from "../../src/server/server.ts";
 import { tempDir } from "./temp_dir.ts";
-
 /**
  * Opens a real server (real disk, virtual clock) in this process; requests go straight to its
  * fetch handler. `env` sets config keys as STRATA_* variables would; `disk` is a fresh NodeDisk by default.

@@ -1,6 +1,5 @@
 import { settlesWithin } from "./settles_within.ts";
 import type { WatchedClock } from "./watched_clock.ts";
-
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**

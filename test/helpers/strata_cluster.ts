@@ -4,11 +4,9 @@ import type { Test } from "tap";
 import { type EtcdCluster, startEtcd } from "./etcd_harness.ts";
 import { kcat } from "./kcat.ts";
 import { brokersListed } from "../../scripts/lib/kafka_metadata.ts";
-export { describePartition, type PartitionView } from "../../scripts/lib/kafka_metadata.ts";
 import type { S3Endpoint } from "./s3_harness.ts";
 import { type RunningServer, spawnServer } from "./spawn_server.ts";
 import { tempDir } from "./temp_dir.ts";
-
 /** The secret every node of a test cluster shares. */
 export const testClusterSecret = "strata-test-cluster-secret";
 

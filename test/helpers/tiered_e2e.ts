@@ -1,12 +1,11 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import type { Test } from "tap";
 import { StrataClient } from "../../src/client/strata_client.ts";
-import { decodeBatchHeader, decodeMessages } from "../../src/log/batch_codec.ts";
-import { decodeRemoteMarker } from "../../src/log/remote_marker.ts";
+import { decodeBatchHeader, decodeMessages } from "../../src/log/batch/batch_codec.ts";
+import { decodeRemoteMarker } from "../../src/log/remote/remote_marker.ts";
 import type { ObjectStore } from "../../src/objectstore/object_store.ts";
-import { initCrc32c } from "../../src/runtime/crc32c.ts";
-import { crc32 } from "../../src/runtime/crc32.ts";
-
+import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
+import { crc32 } from "../../src/runtime/checksum/crc32.ts";
 const mib = 1024 * 1024;
 export const segmentBytes = 8 * mib;
 export const envelopeBytes = 32 * mib;

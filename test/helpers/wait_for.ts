@@ -1,5 +1,4 @@
-import type { VirtualClock } from "../../src/runtime/virtual_clock.ts";
-
+import type { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 /**
  * How a wait moves between two checks of its condition, and on which clock its deadline runs.
  *

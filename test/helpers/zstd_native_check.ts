@@ -1,11 +1,11 @@
+import * as zlib from "node:zlib";
+import { decompressionSteps } from "../../src/log/compression/batch_compression.ts";
+import { nativeZstd } from "../../src/log/compression/zstd_steps.ts";
 /**
  * Runs under Deno, whose node:zlib has libzstd (the tap suite's Node 20 has none): decodes zstd
  * frames through `decompressionSteps` as the server does there, and prints one JSON object of what
- * it found. Used by `test/log/zstd_native_steps.test.ts`.
+ * it found. Used by `test/log/compression/zstd_native_steps.test.ts`.
  */
-import * as zlib from "node:zlib";
-import { decompressionSteps } from "../../src/log/batch_compression.ts";
-import { nativeZstd } from "../../src/log/zstd_native_steps.ts";
 
 const textLike = (bytes: number) => {
   const out = new Uint8Array(bytes);

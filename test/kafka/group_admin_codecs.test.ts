@@ -1,3 +1,25 @@
+import t from "tap";
+import {
+  encodeDeleteGroupsResponse,
+  readDeleteGroupsRequest,
+} from "../../src/kafka/groups/delete_groups_codec.ts";
+import {
+  encodeDescribeGroupsResponse,
+  readDescribeGroupsRequest,
+} from "../../src/kafka/groups/describe_groups_codec.ts";
+import { kafkaErrorCode } from "../../src/kafka/kafka_errors.ts";
+import { KafkaDecodeError, KafkaReader, type KafkaWriter } from "../../src/kafka/wire/kafka_codec.ts";
+import { encodeListGroupsResponse, readListGroupsRequest } from "../../src/kafka/groups/list_groups_codec.ts";
+import {
+  encodeOffsetCommitResponse,
+  readOffsetCommitRequest,
+} from "../../src/kafka/groups/offset_commit_codec.ts";
+import {
+  encodeOffsetFetchResponse,
+  readOffsetFetchRequest,
+} from "../../src/kafka/groups/offset_fetch_codec.ts";
+import { apiKey } from "../../src/kafka/wire/frame_codec.ts";
+import { absent, type CodecCase, requestBody, require, testCases } from "../helpers/codec_cases.ts";
 /**
  * The wire codecs of the consumer-group offset and administration APIs (OffsetCommit, OffsetFetch,
  * ListGroups, DescribeGroups, DeleteGroups): every version's request as a client writes it reads
@@ -5,17 +27,6 @@
  * and kafkajs's decoders read our responses, and a truncated body, a forbidden null or a version
  * out of range is refused. Also: every error code is the one kafkajs knows by the same name.
  */
-import t from "tap";
-import { encodeDeleteGroupsResponse, readDeleteGroupsRequest } from "../../src/kafka/delete_groups.ts";
-import { encodeDescribeGroupsResponse, readDescribeGroupsRequest } from "../../src/kafka/describe_groups.ts";
-import { kafkaErrorCode } from "../../src/kafka/kafka_error_code.ts";
-import { KafkaDecodeError, KafkaReader } from "../../src/kafka/kafka_reader.ts";
-import type { KafkaWriter } from "../../src/kafka/kafka_writer.ts";
-import { encodeListGroupsResponse, readListGroupsRequest } from "../../src/kafka/list_groups.ts";
-import { encodeOffsetCommitResponse, readOffsetCommitRequest } from "../../src/kafka/offset_commit.ts";
-import { encodeOffsetFetchResponse, readOffsetFetchRequest } from "../../src/kafka/offset_fetch.ts";
-import { apiKey } from "../../src/kafka/request_header.ts";
-import { absent, type CodecCase, requestBody, require, testCases } from "../helpers/codec_cases.ts";
 
 const committed = [
   { partitionIndex: 0, committedOffset: 42, committedMetadata: "meta" },

@@ -1,3 +1,25 @@
+import t from "tap";
+import { Buffer } from "node:buffer";
+import {
+  encodeFindCoordinatorResponse,
+  type FindCoordinatorResponse,
+  readFindCoordinatorRequest,
+} from "../../src/kafka/apis/find_coordinator_codec.ts";
+import { encodeHeartbeatResponse, readHeartbeatRequest } from "../../src/kafka/groups/heartbeat_codec.ts";
+import {
+  encodeJoinGroupResponse,
+  type JoinGroupResponse,
+  readJoinGroupRequest,
+} from "../../src/kafka/groups/join_group_codec.ts";
+import { KafkaDecodeError, KafkaReader, type KafkaWriter } from "../../src/kafka/wire/kafka_codec.ts";
+import {
+  encodeLeaveGroupResponse,
+  type LeaveGroupResponse,
+  readLeaveGroupRequest,
+} from "../../src/kafka/groups/leave_group_codec.ts";
+import { apiKey, isFlexible } from "../../src/kafka/wire/frame_codec.ts";
+import { encodeSyncGroupResponse, readSyncGroupRequest } from "../../src/kafka/groups/sync_group_codec.ts";
+import { absent, type CodecCase, requestBody, testCases } from "../helpers/codec_cases.ts";
 /**
  * The wire codecs of the consumer-group membership APIs (FindCoordinator, JoinGroup, SyncGroup,
  * Heartbeat, LeaveGroup): every version's request as a client writes it reads back, every
@@ -5,29 +27,6 @@
  * kafkajs's decoders read our responses, and a truncated body, a forbidden null or a version out
  * of range is refused. Also: the group APIs' first flexible versions are Kafka's.
  */
-import t from "tap";
-import { Buffer } from "node:buffer";
-import {
-  encodeFindCoordinatorResponse,
-  type FindCoordinatorResponse,
-  readFindCoordinatorRequest,
-} from "../../src/kafka/find_coordinator.ts";
-import { encodeHeartbeatResponse, readHeartbeatRequest } from "../../src/kafka/heartbeat.ts";
-import {
-  encodeJoinGroupResponse,
-  type JoinGroupResponse,
-  readJoinGroupRequest,
-} from "../../src/kafka/join_group.ts";
-import { KafkaDecodeError, KafkaReader } from "../../src/kafka/kafka_reader.ts";
-import type { KafkaWriter } from "../../src/kafka/kafka_writer.ts";
-import {
-  encodeLeaveGroupResponse,
-  type LeaveGroupResponse,
-  readLeaveGroupRequest,
-} from "../../src/kafka/leave_group.ts";
-import { apiKey, isFlexible } from "../../src/kafka/request_header.ts";
-import { encodeSyncGroupResponse, readSyncGroupRequest } from "../../src/kafka/sync_group.ts";
-import { absent, type CodecCase, requestBody, testCases } from "../helpers/codec_cases.ts";
 
 const coordinator: FindCoordinatorResponse = {
   errorCode: 15,

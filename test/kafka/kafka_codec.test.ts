@@ -1,7 +1,5 @@
 import t from "tap";
-import { KafkaDecodeError, KafkaReader } from "../../src/kafka/kafka_reader.ts";
-import { KafkaWriter } from "../../src/kafka/kafka_writer.ts";
-
+import { KafkaDecodeError, KafkaReader, KafkaWriter } from "../../src/kafka/wire/kafka_codec.ts";
 t.test("every primitive written reads back, nulls included", (t) => {
   const w = new KafkaWriter(1 << 16, 4);
   w.int8(-3).int16(-300).int32(-70000).int64(1_700_000_000_123).boolean(true).uvarint(300).uvarint(0);

@@ -1,11 +1,10 @@
 import t from "tap";
 import { serveConnection } from "../../src/kafka/kafka_connection.ts";
-import { KafkaDecodeError } from "../../src/kafka/kafka_reader.ts";
+import { KafkaDecodeError } from "../../src/kafka/wire/kafka_codec.ts";
 import type { KafkaResponse, KafkaSession } from "../../src/kafka/kafka_session.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
-import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { MemoryConnection } from "../helpers/kafka_wire.ts";
-
 /** A request frame whose body is its number: 12 bytes after the size field. */
 function frame(n: number): Uint8Array {
   const bytes = new Uint8Array(4 + 12);
@@ -229,7 +228,7 @@ t.test("a large frame is read, and a large answer written, with a turn per piece
 });
 
 t.test("a large frame is read into a pooled buffer, given back once its request is handled", async (t) => {
-  const { BufferPool } = await import("../../src/runtime/buffer_pool.ts");
+  const { BufferPool } = await import("../../src/runtime/memory/buffers.ts");
   const { pooledFrameBytesMin } = await import("../../src/kafka/kafka_connection.ts");
   const frames = new BufferPool({ bufferBytes: 256 * 1024, buffersMax: 2 });
   const connection = new MemoryConnection();
@@ -258,7 +257,7 @@ t.test("a large frame is read into a pooled buffer, given back once its request 
 });
 
 t.test("pooled frame buffers come back when the connection ends mid-frame or on a malformed size", async (t) => {
-  const { BufferPool } = await import("../../src/runtime/buffer_pool.ts");
+  const { BufferPool } = await import("../../src/runtime/memory/buffers.ts");
   const { pooledFrameBytesMin } = await import("../../src/kafka/kafka_connection.ts");
   const bigFrame = (n: number) => {
     const bytes = new Uint8Array(4 + pooledFrameBytesMin);

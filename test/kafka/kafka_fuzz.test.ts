@@ -1,8 +1,8 @@
 import t from "tap";
-import { encodeRecordBatch } from "../../src/log/batch_records.ts";
-import { decodeBatchHeader, decodeMessages } from "../../src/log/batch_codec.ts";
-import { kafkaErrorCode } from "../../src/kafka/kafka_error_code.ts";
-import { apiKey } from "../../src/kafka/request_header.ts";
+import { encodeRecordBatch } from "../../src/log/batch/record_batch.ts";
+import { decodeBatchHeader, decodeMessages } from "../../src/log/batch/batch_codec.ts";
+import { kafkaErrorCode } from "../../src/kafka/kafka_errors.ts";
+import { apiKey } from "../../src/kafka/wire/frame_codec.ts";
 import { openTestListener } from "../helpers/kafka_listener.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { openServer } from "../helpers/open_server.ts";
@@ -15,7 +15,6 @@ import {
   readFetchAnswer,
   readProduceAnswer,
 } from "../helpers/kafka_wire.ts";
-
 // Seeded malformed, truncated, oversized and unknown frames over several connections, while a
 // producer's acknowledged records must all survive; afterwards the server still serves.
 const seed = 27;

@@ -1,9 +1,8 @@
-import t, { type Test } from "tap";
-import { kafkaErrorCode } from "../../src/kafka/kafka_error_code.ts";
-import type { KafkaReader } from "../../src/kafka/kafka_reader.ts";
-import type { KafkaWriter } from "../../src/kafka/kafka_writer.ts";
-import { apiKey } from "../../src/kafka/request_header.ts";
-import { encodeRecordBatch } from "../../src/log/batch_records.ts";
+import t, { Test } from "tap";
+import { kafkaErrorCode } from "../../src/kafka/kafka_errors.ts";
+import type { KafkaReader, KafkaWriter } from "../../src/kafka/wire/kafka_codec.ts";
+import { apiKey } from "../../src/kafka/wire/frame_codec.ts";
+import { encodeRecordBatch } from "../../src/log/batch/record_batch.ts";
 import { openTestListener } from "../helpers/kafka_listener.ts";
 import {
   kafkaRequest,
@@ -14,7 +13,6 @@ import {
   readProduceAnswer,
 } from "../helpers/kafka_wire.ts";
 import { openServer } from "../helpers/open_server.ts";
-
 // The group APIs over TCP against an in-process server, as a client that gets things wrong would
 // send them: every refusal is Kafka's error code, a malformed frame closes its connection, and the
 // server goes on serving.

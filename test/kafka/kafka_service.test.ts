@@ -1,12 +1,12 @@
-import t, { type Test } from "tap";
-import type { KafkaReader } from "../../src/kafka/kafka_reader.ts";
-import { kafkaErrorCode } from "../../src/kafka/kafka_error_code.ts";
+import t, { Test } from "tap";
+import type { KafkaReader } from "../../src/kafka/wire/kafka_codec.ts";
+import { kafkaErrorCode } from "../../src/kafka/kafka_errors.ts";
 import { standaloneNodeId } from "../../src/kafka/kafka_service.ts";
-import { apiKey } from "../../src/kafka/request_header.ts";
+import { apiKey } from "../../src/kafka/wire/frame_codec.ts";
 import { ConfigError } from "../../src/config/config_error.ts";
 import { openTestListener } from "../helpers/kafka_listener.ts";
 import { openServer } from "../helpers/open_server.ts";
-import { encodeRecordBatch } from "../../src/log/batch_records.ts";
+import { encodeRecordBatch } from "../../src/log/batch/record_batch.ts";
 import {
   kafkaRequest,
   KafkaWireClient,
@@ -15,7 +15,6 @@ import {
   readMetadataAnswer,
   readProduceAnswer,
 } from "../helpers/kafka_wire.ts";
-
 async function openKafka(t: Test, env: Record<string, string> = {}) {
   const opened = await openServer(t);
   const listener = await openTestListener(t, opened.server, opened.clock, env);

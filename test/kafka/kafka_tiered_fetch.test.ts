@@ -1,20 +1,19 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import t, { type Test } from "tap";
-import { kafkaErrorCode } from "../../src/kafka/kafka_error_code.ts";
-import { apiKey } from "../../src/kafka/request_header.ts";
+import t, { Test } from "tap";
+import { kafkaErrorCode } from "../../src/kafka/kafka_errors.ts";
+import { apiKey } from "../../src/kafka/wire/frame_codec.ts";
 import { Logger } from "../../src/runtime/logger.ts";
-import type { Disk } from "../../src/runtime/disk.ts";
-import { NodeDisk } from "../../src/runtime/node_disk.ts";
+import type { Disk } from "../../src/runtime/disk/disk.ts";
+import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
 import { HeldDisk } from "../helpers/held_disk.ts";
 import { InFlightDisk } from "../helpers/in_flight_disk.ts";
 import { openTestListener } from "../helpers/kafka_listener.ts";
 import { fetchBody, kafkaRequest, KafkaWireClient, readFetchAnswer } from "../helpers/kafka_wire.ts";
-import type { KafkaReader } from "../../src/kafka/kafka_reader.ts";
+import type { KafkaReader } from "../../src/kafka/wire/kafka_codec.ts";
 import { openServer } from "../helpers/open_server.ts";
 import { filesUnder } from "../helpers/files_under.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
-
 /**
  * An in-process server on the virtual clock with a tiered Kafka topic "t" whose first segments are
  * evicted; `wrap` may put a disk around the harness's (the fs store reads its objects through it).

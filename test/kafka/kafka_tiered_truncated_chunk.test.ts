@@ -1,19 +1,18 @@
 import { truncateSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
-import { kafkaErrorCode } from "../../src/kafka/kafka_error_code.ts";
-import type { KafkaReader } from "../../src/kafka/kafka_reader.ts";
-import { apiKey } from "../../src/kafka/request_header.ts";
+import { kafkaErrorCode } from "../../src/kafka/kafka_errors.ts";
+import type { KafkaReader } from "../../src/kafka/wire/kafka_codec.ts";
+import { apiKey } from "../../src/kafka/wire/frame_codec.ts";
 import { Logger } from "../../src/runtime/logger.ts";
-import { NodeDisk } from "../../src/runtime/node_disk.ts";
-import { yieldToReactor } from "../../src/runtime/yield_to_reactor.ts";
+import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
+import { yieldToReactor } from "../../src/runtime/cooperation/piece_gate.ts";
 import { InFlightDisk } from "../helpers/in_flight_disk.ts";
 import { openTestListener } from "../helpers/kafka_listener.ts";
 import { fetchBody, kafkaRequest, KafkaWireClient, readFetchAnswer } from "../helpers/kafka_wire.ts";
 import { openServer } from "../helpers/open_server.ts";
 import { filesUnder } from "../helpers/files_under.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
-
 // A Kafka fetch of evicted data whose chunk file was truncated on disk after the cache filled it, in
 // process on the virtual clock: the cache drops the file, counts it and fetches the chunk again, and
 // the fetch answers the same records, never an error.

@@ -1,11 +1,10 @@
 import t from "tap";
-import { defaultTopicOptions, type TopicDefaults } from "../../src/broker/topic_options.ts";
+import { defaultTopicOptions, type TopicDefaults } from "../../src/broker/catalog/topic_options.ts";
 import {
   applyKafkaConfigs,
   describeKafkaConfigs,
   InvalidConfigError,
 } from "../../src/kafka/kafka_topic_configs.ts";
-
 const defaults: TopicDefaults = {
   tiered: true,
   localRetentionAgeMs: 86_400_000,

@@ -1,12 +1,11 @@
 import t from "tap";
 import type { LogConfig } from "../../src/log/log_config.ts";
-import { PartitionLog } from "../../src/log/partition_log.ts";
-import { BufferPool } from "../../src/runtime/buffer_pool.ts";
-import { initCrc32c } from "../../src/runtime/crc32c.ts";
-import { NodeDisk } from "../../src/runtime/node_disk.ts";
-import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import { PartitionLog } from "../../src/log/partition/partition_log.ts";
+import { BufferPool } from "../../src/runtime/memory/buffers.ts";
+import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
+import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
+import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
-
 // A Kafka fetch's read windows come from the shard's pool and go back when the read is released, so
 // a busy consumer reuses warm buffers; a read in flight keeps its windows, so reuse never shows one
 // fetch's bytes in another's answer.

@@ -1,16 +1,15 @@
 import { existsSync, writeFileSync } from "node:fs";
 import t from "tap";
 import type { LogConfig } from "../../src/log/log_config.ts";
-import { Partition } from "../../src/log/partition.ts";
-import { initCrc32c } from "../../src/runtime/crc32c.ts";
-import type { Disk } from "../../src/runtime/disk.ts";
+import { Partition } from "../../src/log/partition/partition.ts";
+import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
+import type { Disk } from "../../src/runtime/disk/disk.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
-import { NodeDisk } from "../../src/runtime/node_disk.ts";
+import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
-import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { RecordingDisk } from "../helpers/recording_disk.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
-
 // Boot rebuilds the active segment's index from its log, so an intact partition's boot writes
 // nothing: at ten thousand partitions, one write and fsync each was a good part of the boot.
 await initCrc32c();

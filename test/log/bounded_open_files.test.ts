@@ -1,15 +1,13 @@
 import t from "tap";
 import type { LogConfig } from "../../src/log/log_config.ts";
-import { Partition } from "../../src/log/partition.ts";
-import { initCrc32c } from "../../src/runtime/crc32c.ts";
-import { FileCacheDisk } from "../../src/runtime/file_cache_disk.ts";
+import { Partition } from "../../src/log/partition/partition.ts";
+import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
+import { FileCacheDisk, OpenFileCache } from "../../src/runtime/disk/open_files.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
-import { OpenFileCache } from "../../src/runtime/open_file_cache.ts";
 import { Rng } from "../../src/runtime/rng.ts";
-import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { SimDisk } from "../../src/sim/sim_disk.ts";
 import { OpenCountDisk } from "../helpers/open_count_disk.ts";
-
 await initCrc32c();
 
 const dataPath = "/data";

@@ -1,19 +1,20 @@
-import t, { type Test } from "tap";
+import t, { Test } from "tap";
 import { gzipSync } from "node:zlib";
-import { decompressedRecordsBytesMax, decompressionPieceBytes } from "../../src/log/batch_compression.ts";
-import { decodedRecordsPerStepMax, encodeBatch, type MessageInput } from "../../src/log/batch_codec.ts";
-import { validateRecordBatch } from "../../src/log/batch_records.ts";
-import { RecordBatchError } from "../../src/log/record_batch.ts";
-import { RemoteWalk } from "../../src/log/remote_walk.ts";
-import { SegmentChain } from "../../src/log/segment_chain.ts";
-import { type ReadContext, readSegments } from "../../src/log/segment_reads.ts";
-import { offsetForTimestamp } from "../../src/log/timestamp_lookup.ts";
-import { NodeDisk } from "../../src/runtime/node_disk.ts";
-import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import {
+  decompressedRecordsBytesMax,
+  decompressionPieceBytes,
+} from "../../src/log/compression/batch_compression.ts";
+import { decodedRecordsPerStepMax, encodeBatch, type MessageInput } from "../../src/log/batch/batch_codec.ts";
+import { RecordBatchError, validateRecordBatch } from "../../src/log/batch/record_batch.ts";
+import { RemoteWalk } from "../../src/log/remote/remote_walk.ts";
+import { SegmentChain } from "../../src/log/segment/segment_chain.ts";
+import { type ReadContext, readSegments } from "../../src/log/read/segment_reads.ts";
+import { offsetForTimestamp } from "../../src/log/read/timestamp_lookup.ts";
+import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
+import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { appendOne, chainConfig, filledChain } from "../helpers/chain_fixture.ts";
 import { codecs, compressedBatch, compressibleMessages, withRecords } from "../helpers/compressed_batches.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
-
 // The log's read functions over compressed batches: the records come back exactly, decoded in
 // pieces with a pause between two, which a counting pause observes (no timing).
 const config = { ...chainConfig, segmentSizeBytes: 256 * 1024 * 1024 };

@@ -1,19 +1,18 @@
 import { existsSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
-import t, { type Test } from "tap";
-import type { Disk } from "../../src/runtime/disk.ts";
+import t, { Test } from "tap";
+import type { Disk } from "../../src/runtime/disk/disk.ts";
 import type { LogConfig } from "../../src/log/log_config.ts";
 import { PartitionRefusedError, RemoteReadUnavailableError } from "../../src/log/log_errors.ts";
-import { PartitionLog } from "../../src/log/partition_log.ts";
-import { recoverSegments } from "../../src/log/recover_segments.ts";
-import { decodeRemoteMarker, encodeRemoteMarker } from "../../src/log/remote_marker.ts";
-import { initCrc32c } from "../../src/runtime/crc32c.ts";
-import { crc32 } from "../../src/runtime/crc32.ts";
+import { PartitionLog } from "../../src/log/partition/partition_log.ts";
+import { recoverSegments } from "../../src/log/segment/recover_segments.ts";
+import { decodeRemoteMarker, encodeRemoteMarker } from "../../src/log/remote/remote_marker.ts";
+import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
+import { crc32 } from "../../src/runtime/checksum/crc32.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
-import { NodeDisk } from "../../src/runtime/node_disk.ts";
-import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
+import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { CrashingDisk } from "../helpers/crashing_disk.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
-
 // Local eviction as a behaviour across files, end to end on real disk: the pass the partition log
 // runs (partition_log.ts, evictLocal), its durable steps (segment_eviction.ts, whose own steps are
 // tested in segment_eviction.test.ts), and the boot of an evicted chain, with crashes between the

@@ -1,17 +1,16 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import t, { type Test } from "tap";
+import t, { Test } from "tap";
 import type { LogConfig } from "../../src/log/log_config.ts";
 import { ReplicaAppendError } from "../../src/log/log_errors.ts";
-import { PartitionLog } from "../../src/log/partition_log.ts";
-import { producedBatchesMax } from "../../src/log/produced_batches.ts";
-import { readRecordBatchHeader } from "../../src/log/record_batch.ts";
-import { replicatedRuns } from "../../src/log/replicated_batches.ts";
-import { initCrc32c } from "../../src/runtime/crc32c.ts";
-import { NodeDisk } from "../../src/runtime/node_disk.ts";
-import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import { PartitionLog } from "../../src/log/partition/partition_log.ts";
+import { producedBatchesMax } from "../../src/log/batch/produced_batches.ts";
+import { readRecordBatchHeader } from "../../src/log/batch/record_batch.ts";
+import { replicatedRuns } from "../../src/log/batch/replicated_batches.ts";
+import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
+import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
+import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
-
 await initCrc32c();
 
 const config: LogConfig = {
@@ -198,7 +197,7 @@ t.test("a truncation cuts the log at a batch, deep into a sealed segment, and it
 });
 
 t.test("leader epochs say where each epoch's records end, and survive a reopen without a lost tail", async (t) => {
-  const { LeaderEpochs } = await import("../../src/log/leader_epochs.ts");
+  const { LeaderEpochs } = await import("../../src/log/partition/leader_epochs.ts");
   const disk = new NodeDisk();
   const dir = tempDir(t);
   const epochs = LeaderEpochs.empty(disk, dir);

@@ -3,12 +3,16 @@ import { FsObjectStore, streamBuffersMax, syncEveryBytes } from "../../src/objec
 import { readFileSync, writeFileSync } from "node:fs";
 import { pack } from "msgpackr";
 import { NotFoundError, PreconditionFailedError } from "../../src/objectstore/object_store_errors.ts";
-import { type CreateOptions, directIoAlignBytes, DiskError, type DiskFile } from "../../src/runtime/disk.ts";
-import { NodeDisk } from "../../src/runtime/node_disk.ts";
+import {
+  type CreateOptions,
+  directIoAlignBytes,
+  DiskError,
+  type DiskFile,
+} from "../../src/runtime/disk/disk.ts";
+import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { bodyOf, objectStoreContract } from "../helpers/object_store_contract.ts";
-
 // The contract on the fs backend: a directory with exact create-if-absent through link(2).
 const store = new FsObjectStore(new NodeDisk(), tempDir(t, "strata-fs-store-"), new Rng(1));
 objectStoreContract(t, store, "strata/c1", { exactIfAbsent: true });

@@ -5,17 +5,16 @@ import { ObjectStoreProbeError, probeObjectStore } from "../../src/objectstore/p
 import { openObjectStore, probeAnswering } from "../../src/objectstore/open_object_store.ts";
 import { SimObjectStore } from "../../src/objectstore/sim_object_store.ts";
 import { loadConfig } from "../../src/config/load_config.ts";
-import { initCrc32c } from "../../src/runtime/crc32c.ts";
+import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
-import { createMetricsRegistry } from "../../src/runtime/metrics.ts";
-import { NodeDisk } from "../../src/runtime/node_disk.ts";
-import { RealClock } from "../../src/runtime/real_clock.ts";
+import { createMetricsRegistry } from "../../src/runtime/metrics/metrics.ts";
+import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
+import { RealClock } from "../../src/runtime/clock/real_clock.ts";
 import { Rng } from "../../src/runtime/rng.ts";
-import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { createBucket } from "../helpers/s3_harness.ts";
 import { startS3rver } from "../helpers/s3rver_harness.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
-
 await initCrc32c();
 const target = { endpoint: "http://store.test", bucket: "b" };
 

@@ -1,15 +1,14 @@
 import t from "tap";
 import { FsObjectStore } from "../../src/objectstore/fs_object_store.ts";
 import { SimObjectStore } from "../../src/objectstore/sim_object_store.ts";
-import { initCrc32c } from "../../src/runtime/crc32c.ts";
-import { NodeDisk } from "../../src/runtime/node_disk.ts";
+import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
+import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
-import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { measureSteadyState, mib } from "../helpers/measure_put_rss.ts";
 import { createBucket, ourStore } from "../helpers/s3_harness.ts";
 import { startS3rver } from "../helpers/s3rver_harness.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
-
 // RSS growth during a PUT is bounded and does not scale with the object's size: a 1 GiB PUT grows
 // RSS by no more than 16 MiB over a 256 MiB one, and by under 64 MiB in all. (RGW: rgw.test.ts.)
 await initCrc32c();

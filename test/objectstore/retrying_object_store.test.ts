@@ -1,5 +1,5 @@
 import t from "tap";
-import { createMetricsRegistry } from "../../src/runtime/metrics.ts";
+import { createMetricsRegistry } from "../../src/runtime/metrics/metrics.ts";
 import { ObjectStoreMetrics } from "../../src/objectstore/object_store_metrics.ts";
 import {
   AuthError,
@@ -11,12 +11,11 @@ import {
 import { defaultRetryProfiles } from "../../src/objectstore/retry_policy.ts";
 import { RetryingObjectStore } from "../../src/objectstore/retrying_object_store.ts";
 import { type SimFaults, SimObjectStore } from "../../src/objectstore/sim_object_store.ts";
-import { initCrc32c } from "../../src/runtime/crc32c.ts";
+import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { bodyOf } from "../helpers/object_store_contract.ts";
 import { runVirtual } from "../helpers/run_virtual.ts";
 import { WatchedClock } from "../helpers/watched_clock.ts";
-
 await initCrc32c();
 
 function setup(faults: SimFaults, seed = 1) {

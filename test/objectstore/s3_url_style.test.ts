@@ -1,18 +1,17 @@
 import dns from "node:dns";
 import { createServer } from "node:http";
-import t, { type Test } from "tap";
+import t, { Test } from "tap";
 import { loadConfig } from "../../src/config/load_config.ts";
 import { ObjectStoreProbeError } from "../../src/objectstore/probe_object_store.ts";
 import { openObjectStore } from "../../src/objectstore/open_object_store.ts";
 import { S3ObjectStore } from "../../src/objectstore/s3/s3_object_store.ts";
-import { initCrc32c } from "../../src/runtime/crc32c.ts";
+import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
-import { createMetricsRegistry } from "../../src/runtime/metrics.ts";
-import { NodeDisk } from "../../src/runtime/node_disk.ts";
+import { createMetricsRegistry } from "../../src/runtime/metrics/metrics.ts";
+import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
-import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { s3Settings } from "../helpers/s3_harness.ts";
-
 await initCrc32c();
 
 /**

@@ -12,7 +12,6 @@ import { startS3rver } from "../helpers/s3rver_harness.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { runDenoTask } from "../helpers/run_task.ts";
 import { etcdUnavailableReason } from "../helpers/etcd_harness.ts";
-
 // The pump benchmark's smoke run: the script works end to end under Deno and its JSON report has
 // every field docs/BENCHMARKS.md, "What the report holds", names. The targets are the benchmark's own business, never asserted here.
 t.test("bench:pump --quick runs every phase and writes the JSON report and the SVG chart", {

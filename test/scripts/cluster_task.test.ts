@@ -6,7 +6,6 @@ import { kcat, kcatUnavailable } from "../helpers/kcat.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { until } from "../helpers/strata_cluster.ts";
 import { runDenoTask } from "../helpers/run_task.ts";
-
 t.test("deno task cluster starts etcd and three nodes, prints where they are, and stops them on SIGINT", {
   skip: etcdUnavailableReason() ?? kcatUnavailable() ?? false,
   timeout: 120_000,

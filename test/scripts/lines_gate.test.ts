@@ -2,11 +2,11 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import t from "tap";
 import { fileLineCount, functionLengths, longerThan } from "../../scripts/lib/line_counts.ts";
+// The size limits of src/, measured as `deno task lines` measures them: no function over 70 lines
+// (nested functions counted toward the one that holds them). A file over about 500 lines is worth a
+// look, not a failure: files are cut by concept, and the list of longer ones is printed as a warning.
 
-// The size limits of src/, measured as `deno task lines` measures them: no file over 400 lines, no
-// function over 70 (nested functions counted toward the one that holds them).
-
-const fileLinesMax = 400;
+const fileLinesWarning = 500;
 const functionLinesMax = 70;
 
 const srcDir = new URL("../../src/", import.meta.url).pathname;
@@ -20,7 +20,7 @@ function sources(): string[] {
     .sort();
 }
 
-t.test(`no file in src/ is over ${fileLinesMax} lines and no function over ${functionLinesMax}`, (t) => {
+t.test(`no function in src/ is over ${functionLinesMax} lines; files over ${fileLinesWarning} are named`, (t) => {
   const root = join(srcDir, "..");
   const files = sources().map((path) => {
     const text = readFileSync(path, "utf8");
@@ -32,11 +32,9 @@ t.test(`no file in src/ is over ${fileLinesMax} lines and no function over ${fun
   // The walk found the sources: a gate over nothing would pass whatever src/ holds.
   t.ok(files.length > 100, `${files.length} files measured`);
   t.ok(functions.length > 500, `${functions.length} functions measured`);
-  t.same(
-    longerThan(files, fileLinesMax).map((f) => `${f.path} (${f.lines} lines)`),
-    [],
-    "files over the limit",
-  );
+  for (const file of longerThan(files, fileLinesWarning)) {
+    t.comment(`warning: ${file.path} has ${file.lines} lines; does it hold more than one concept?`);
+  }
   t.same(
     longerThan(functions, functionLinesMax).map((f) => `${f.where} (${f.lines} lines)`),
     [],

@@ -1,14 +1,13 @@
-import { BufferPool } from "../../src/runtime/buffer_pool.ts";
+import { BufferPool } from "../../src/runtime/memory/buffers.ts";
 import { join } from "node:path";
 import t from "tap";
-import { NodeDisk } from "../../src/runtime/node_disk.ts";
+import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
 import type { StrataServer } from "../../src/server/server.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
-import { streamedBodyBytesMin, unpackMsgpack } from "../../src/server/body_codec.ts";
+import { streamedBodyBytesMin, unpackMsgpack } from "../../src/server/codec/body_codec.ts";
 import { createHttpHandler } from "../../src/server/http_handler.ts";
 import { openServer } from "../helpers/open_server.ts";
 import { RecordingGate } from "../helpers/recording_gate.ts";
-
 const get = (server: StrataServer, path: string, method = "GET") =>
   server.handler(new Request(`http://strata.test${path}`, { method }));
 

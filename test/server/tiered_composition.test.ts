@@ -1,13 +1,12 @@
-import t, { type Test } from "tap";
+import t, { Test } from "tap";
 import { type PolledMessage, StrataApiError } from "../../src/client/strata_client.ts";
-import type { Disk } from "../../src/runtime/disk.ts";
-import { firstRangeBytesMax } from "../../src/tier/tier_remote_reader.ts";
-import { NodeDisk } from "../../src/runtime/node_disk.ts";
+import type { Disk } from "../../src/runtime/disk/disk.ts";
+import { firstRangeBytesMax } from "../../src/tier/cache/tier_remote_reader.ts";
+import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
 import { HeldDisk } from "../helpers/held_disk.ts";
 import { InFlightDisk } from "../helpers/in_flight_disk.ts";
 import { openServer } from "../helpers/open_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
-
 // The per-class gates the composition gives each shard, through the API of an in-process server
 // (fs backend, topics tiered, a virtual clock ticked by hand, real disk I/O in between): fetches
 // have their own slots, which uploads never hold, and are paced by fetch_bandwidth alone.

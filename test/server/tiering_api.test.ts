@@ -1,14 +1,13 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import t, { type Test } from "tap";
+import t, { Test } from "tap";
 import { StrataApiError } from "../../src/client/strata_client.ts";
-import { LocalControlLog } from "../../src/tier/local_control_log.ts";
-import type { Disk } from "../../src/runtime/disk.ts";
-import { NodeDisk } from "../../src/runtime/node_disk.ts";
+import { LocalControlLog } from "../../src/tier/control/local_control_log.ts";
+import type { Disk } from "../../src/runtime/disk/disk.ts";
+import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
 import { HeldDisk } from "../helpers/held_disk.ts";
 import { InFlightDisk } from "../helpers/in_flight_disk.ts";
 import { openServer } from "../helpers/open_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
-
 // Tiering through the API of an in-process server: the shipped defaults (fs backend, topics
 // tiered), a virtual clock ticked by hand and real disk I/O in between.
 const payload = (n: number, fill = 7) => new Uint8Array(n).fill(fill);

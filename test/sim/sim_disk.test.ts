@@ -1,11 +1,10 @@
 import t from "tap";
-import { Partition } from "../../src/log/partition.ts";
-import { initCrc32c } from "../../src/runtime/crc32c.ts";
+import { Partition } from "../../src/log/partition/partition.ts";
+import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
 import { Rng } from "../../src/runtime/rng.ts";
-import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { SimDisk } from "../../src/sim/sim_disk.ts";
-
 await initCrc32c();
 const bytes = (...values: number[]) => new Uint8Array(values);
 

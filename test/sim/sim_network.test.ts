@@ -1,9 +1,11 @@
 import t from "tap";
-import type { ReplicaFetchRequest, ReplicaFetchResponse } from "../../src/cluster/replica_fetch.ts";
+import type {
+  ReplicaFetchRequest,
+  ReplicaFetchResponse,
+} from "../../src/cluster/replication/replica_fetch.ts";
 import { Rng } from "../../src/runtime/rng.ts";
-import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { SimNetwork, SimNetworkError, unreachableFailMs } from "../../src/sim/sim_network.ts";
-
 const request: ReplicaFetchRequest = { replicaId: 2, maxWaitMs: 0, maxBytes: 1024, partitions: [] };
 const answer: ReplicaFetchResponse = { error: "none", partitions: [] };
 

@@ -1,5 +1,5 @@
 import t from "tap";
-import { initCrc32c } from "../../src/runtime/crc32c.ts";
+import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
 import {
   acknowledgedPresent,
   cacheWithinBudget,
@@ -15,7 +15,6 @@ import {
 } from "../../src/sim/invariants.ts";
 import { scenarios } from "../../src/sim/scenarios.ts";
 import { runSimulation } from "../../src/sim/simulation.ts";
-
 await initCrc32c();
 
 t.test("every scenario holds its invariants on a fixed set of seeds", async (t) => {

@@ -1,12 +1,11 @@
 import t from "tap";
-import type { Partition } from "../../src/log/partition.ts";
+import type { Partition } from "../../src/log/partition/partition.ts";
 import {
   evictionIdleLookIntervalMs,
   EvictionLooks,
   evictionRecheckMs,
-} from "../../src/tier/eviction_looks.ts";
-import type { TieredPartition } from "../../src/tier/tiered_partition.ts";
-
+} from "../../src/tier/local_evictions.ts";
+import type { TieredPartition } from "../../src/tier/tier_service.ts";
 /** A partition with one sealed local segment whose newest message is at `maxTimestampMs`. */
 function fakePartition(key: string, maxTimestampMs: number, ageMs: number | null) {
   const segments = [

@@ -1,15 +1,14 @@
-import t, { type Test } from "tap";
-import { Partition } from "../../src/log/partition.ts";
+import t, { Test } from "tap";
+import { Partition } from "../../src/log/partition/partition.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
-import { NodeDisk } from "../../src/runtime/node_disk.ts";
+import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
-import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
+import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { LocalEvictions } from "../../src/tier/local_evictions.ts";
-import type { TieredPartition } from "../../src/tier/tiered_partition.ts";
+import type { TieredPartition } from "../../src/tier/tier_service.ts";
 import { logConfig } from "../helpers/tier_harness.ts";
 import { settlesWithin } from "../helpers/settles_within.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
-
 /** A partition of six sealed 50 kB segments, tiered with a 100 kB envelope. */
 async function tieredPartition(t: Test) {
   const clock = new VirtualClock();

@@ -1,14 +1,13 @@
-import t, { type Test } from "tap";
-import { Partition } from "../../src/log/partition.ts";
-import { initCrc32c } from "../../src/runtime/crc32c.ts";
+import t, { Test } from "tap";
+import { Partition } from "../../src/log/partition/partition.ts";
+import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
 import { Logger } from "../../src/runtime/logger.ts";
-import { NodeDisk } from "../../src/runtime/node_disk.ts";
-import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
-import type { ControlCommand, ControlLog, SubmitPrecondition } from "../../src/tier/control_log.ts";
+import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
+import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
+import type { ControlCommand, ControlLog, SubmitPrecondition } from "../../src/tier/control/control_log.ts";
 import { deletedCommitRetryMs, ReplicatedRetention } from "../../src/tier/replicated_retention.ts";
-import type { TieredPartition } from "../../src/tier/tiered_partition.ts";
+import type { TieredPartition } from "../../src/tier/tier_service.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
-
 await initCrc32c();
 const address = { streamId: 1, topicId: 2, partitionId: 0 };
 const key = "1/2/0";

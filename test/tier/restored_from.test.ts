@@ -1,24 +1,23 @@
 import t from "tap";
-import { referencedIncarnations } from "../../src/broker/metadata.ts";
+import { referencedIncarnations } from "../../src/broker/metadata/metadata.ts";
 import type { LogConfig } from "../../src/log/log_config.ts";
-import { Partition, partitionDir } from "../../src/log/partition.ts";
-import { encodeRemoteMarker } from "../../src/log/remote_marker.ts";
-import { writeSeededPartition } from "../../src/log/seeded_partition.ts";
-import { readSuperblock, type RestoredFrom } from "../../src/log/superblock.ts";
-import { initCrc32c } from "../../src/runtime/crc32c.ts";
-import { NodeDisk } from "../../src/runtime/node_disk.ts";
-import { VirtualClock } from "../../src/runtime/virtual_clock.ts";
-import { classifyObject } from "../../src/tier/object_class.ts";
+import { Partition, partitionDir } from "../../src/log/partition/partition.ts";
+import { encodeRemoteMarker } from "../../src/log/remote/remote_marker.ts";
+import { writeSeededPartition } from "../../src/log/partition/seeded_partition.ts";
+import { readSuperblock, type RestoredFrom } from "../../src/log/partition/superblock.ts";
+import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
+import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
+import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
+import { classifyObject } from "../../src/tier/bucket/object_class.ts";
 import {
   clusterRoot,
   incarnationOf,
   objectIncarnation,
   parseObjectKey,
   segmentKeys,
-} from "../../src/tier/object_keys.ts";
+} from "../../src/tier/bucket/object_keys.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
-
 // A restored partition reads its oldest segments from the objects of the incarnation the restore
 // took, under that incarnation's keys; GC keeps those objects while a restored topic names them.
 await initCrc32c();

@@ -1,16 +1,15 @@
 import t from "tap";
-import { crc32 } from "../../src/runtime/crc32.ts";
+import { crc32 } from "../../src/runtime/checksum/crc32.ts";
 import type {
   ApplyHook,
   ControlCommand,
   ControlLog,
   SubmitPrecondition,
-} from "../../src/tier/control_log.ts";
-import { segmentKeys } from "../../src/tier/object_keys.ts";
+} from "../../src/tier/control/control_log.ts";
+import { segmentKeys } from "../../src/tier/bucket/object_keys.ts";
 import { LogReadsDisk } from "../helpers/log_reads_disk.ts";
 import { RecordingGate } from "../helpers/recording_gate.ts";
 import { tierHarness as setup } from "../helpers/tier_harness.ts";
-
 t.test("sealed segments upload oldest first; the floor reaches the last sealed segment; objects match the files", async (t) => {
   const { partition, sim, produce, runUntil, lastSealedEnd } = await setup(t, {
     ageMs: null,

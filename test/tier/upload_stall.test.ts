@@ -3,19 +3,20 @@ import { defaultRetryProfiles } from "../../src/objectstore/retry_policy.ts";
 import {
   floorApplied,
   floorSubmissionFailed,
-  initialState,
   partitionOpened,
   segmentsSealed,
+  tick,
+  uploadFailed,
+  uploadSucceeded,
+} from "../../src/tier/upload/upload_core.ts";
+import {
+  initialState,
   stalledOffset,
   stalledPartitions,
   type Step,
-  tick,
   type UploadEffect,
-  uploadFailed,
   type UploadState,
-  uploadSucceeded,
-} from "../../src/tier/upload_core.ts";
-
+} from "../../src/tier/upload/upload_state.ts";
 // The stalled gauge (`strata_tier_upload_stalled_offset`) as a function of the upload core's state and
 // the time: it rises once sealed segments have waited `stallAfterMs` without the floor moving and an
 // attempt has failed, whatever the error class, and falls when the floor moves again.

@@ -1,6 +1,6 @@
 import type { SignatureV4 } from "@smithy/signature-v4";
 import { Pool } from "undici";
-import type { Clock } from "../../runtime/clock.ts";
+import type { Clock } from "../../runtime/clock/clock.ts";
 import type { OpOptions } from "../object_store.ts";
 import { ObjectStoreError, TransportError } from "../object_store_errors.ts";
 import { mapS3Error } from "./s3_errors.ts";
@@ -8,7 +8,6 @@ import { describeTransport, drain, header, readText, type S3Response } from "./s
 import type { S3Settings } from "./s3_settings.ts";
 import { createS3Signer, encodeKeyPath } from "./s3_signer.ts";
 import { parseErrorBody } from "./s3_xml.ts";
-
 /** One S3 request before it is signed: the path is already URI-encoded, the query not yet. */
 export interface S3Request {
   method: "GET" | "HEAD" | "PUT" | "POST";

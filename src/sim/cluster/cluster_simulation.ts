@@ -1,4 +1,4 @@
-import { labelOf } from "../../log/partition.ts";
+import { labelOf } from "../../log/partition/partition.ts";
 import { Rng } from "../../runtime/rng.ts";
 import { reliableNetwork } from "../sim_network.ts";
 import { checkSealedIdentical, checkStep, committedFloor } from "./cluster_checks.ts";
@@ -12,7 +12,6 @@ import { produceOne, readBack } from "./cluster_workload.ts";
 import { ClusterWorld, type EventCounts } from "./cluster_world.ts";
 import * as inv from "./cluster_invariants.ts";
 import { killProcess } from "./sim_cluster_node.ts";
-
 export interface ClusterSimOptions {
   seed: number;
   scenario: ClusterScenario;

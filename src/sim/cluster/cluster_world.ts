@@ -1,15 +1,14 @@
 import { SimCoordinatorStore } from "../../coordinator/sim_coordinator.ts";
-import { ClusterKeys } from "../../cluster/cluster_keys.ts";
+import { ClusterKeys } from "../../cluster/node/cluster_keys.ts";
 import { SimObjectStore } from "../../objectstore/sim_object_store.ts";
 import { Rng } from "../../runtime/rng.ts";
-import { VirtualClock } from "../../runtime/virtual_clock.ts";
+import { VirtualClock } from "../../runtime/clock/virtual_clock.ts";
 import { SimNetwork } from "../sim_network.ts";
 import { Trace } from "../trace.ts";
 import { clusterStreams, clusterStreamSeed } from "./cluster_streams.ts";
 import { etcdPrefix, nodeIds, type SimPartition } from "./cluster_settings.ts";
 import type { ClusterScenario } from "./cluster_scenarios.ts";
 import { SimClusterNode } from "./sim_cluster_node.ts";
-
 /** A produce the workload sent and has not heard the end of. */
 export interface PendingProduce {
   value: string;

@@ -1,26 +1,24 @@
-import { ClusterNode } from "../../cluster/cluster_node.ts";
+import { ClusterNode } from "../../cluster/node/cluster_node.ts";
 import type { Config } from "../../config/config.ts";
-import { serveReplicaFetch } from "../../cluster/replica_serving.ts";
-import type { ReplicaFetchResponse } from "../../cluster/replica_fetch.ts";
-import type { Partition } from "../../log/partition.ts";
+import { serveReplicaFetch } from "../../cluster/replication/replica_serving.ts";
+import type { ReplicaFetchResponse } from "../../cluster/replication/replica_fetch.ts";
+import type { Partition } from "../../log/partition/partition.ts";
 import { RetryingObjectStore } from "../../objectstore/retrying_object_store.ts";
-import { cooperative } from "../../runtime/cooperation.ts";
-import { FileCacheDisk } from "../../runtime/file_cache_disk.ts";
-import { GatedDisk } from "../../runtime/gated_disk.ts";
+import { cooperative } from "../../runtime/cooperation/cooperation.ts";
+import { FileCacheDisk, OpenFileCache } from "../../runtime/disk/open_files.ts";
+import { GatedDisk } from "../../runtime/disk/around_disk.ts";
 import { Logger } from "../../runtime/logger.ts";
-import { createMetricsRegistry } from "../../runtime/metrics.ts";
-import { OpenFileCache } from "../../runtime/open_file_cache.ts";
-import { PieceGate } from "../../runtime/piece_gate.ts";
+import { createMetricsRegistry } from "../../runtime/metrics/metrics.ts";
+import { PieceGate } from "../../runtime/cooperation/piece_gate.ts";
 import { Rng } from "../../runtime/rng.ts";
 import { openBroker, type OpenedBroker } from "../../server/open_broker.ts";
 import { IoScheduler } from "../io_scheduler.ts";
 import { SimDisk } from "../sim_disk.ts";
 import { clusterStreams, nodeStreamSeed } from "./cluster_streams.ts";
 import { dataPath, diskCapacityBytes, nodeConfig } from "./cluster_settings.ts";
-import { markStorage, storageKnown } from "../../cluster/fresh_storage.ts";
+import { markStorage, storageKnown } from "../../cluster/replication/fresh_storage.ts";
 import { ProcessClock } from "./process_clock.ts";
 import type { ClusterWorld } from "./cluster_world.ts";
-
 /** The retrying store client's deadlines per request kind, retries included. */
 const storeDeadlines = { putMs: 10_000, getMs: 5000, otherMs: 10_000 };
 /** Log lines one process keeps, newest last; the rest are dropped. */

@@ -1,0 +1,39 @@
+import type { Disk } from "../../runtime/disk/disk.ts";
+import type { Logger } from "../../runtime/logger.ts";
+import type { Metadata } from "../metadata/metadata.ts";
+
+/**
+ * Removes the stream and topic directories under `streamsDir` that the metadata no longer
+ * names: what an interrupted delete left (the metadata commits first, the directories go after).
+ */
+export async function sweepOrphanDirectories(
+  disk: Disk,
+  streamsDir: string,
+  doc: Readonly<Metadata>,
+  logger: Logger,
+): Promise<void> {
+  const root = streamsDir;
+  const streams = new Map(doc.streams.map((s) => [String(s.id), s]));
+  for (const streamDir of await disk.list(root)) {
+    const stream = streams.get(streamDir);
+    if (stream === undefined) {
+      logger.warn("removing orphan stream directory", { dir: `${root}/${streamDir}` });
+      await disk.removeTree(`${root}/${streamDir}`);
+      continue;
+    }
+    const topicsRoot = `${root}/${streamDir}/topics`;
+    if ((await disk.stat(topicsRoot)) === null) continue;
+    const topicIds = new Set(stream.topics.map((t) => String(t.id)));
+    for (const topicDir of await disk.list(topicsRoot)) {
+      if (topicIds.has(topicDir)) continue;
+      logger.warn("removing orphan topic directory", { dir: `${topicsRoot}/${topicDir}` });
+      await disk.removeTree(`${topicsRoot}/${topicDir}`);
+    }
+  }
+}
+
+/** The stream ids that have a directory under `streamsDir` (none when it cannot be listed). */
+export async function streamIdsOnDisk(disk: Disk, streamsDir: string): Promise<number[]> {
+  const names = await disk.list(streamsDir).catch(() => [] as string[]);
+  return names.map(Number).filter((id) => Number.isInteger(id) && id > 0);
+}

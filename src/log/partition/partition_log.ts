@@ -1,0 +1,460 @@
+import type { PieceGate } from "../../runtime/cooperation/piece_gate.ts";
+import type { BufferPool } from "../../runtime/memory/buffers.ts";
+import { assert } from "../../runtime/assert.ts";
+import type { Cancel, Clock } from "../../runtime/clock/clock.ts";
+import type { Disk } from "../../runtime/disk/disk.ts";
+import type { MessageInput } from "../batch/batch_codec.ts";
+import { installRemoteIndex } from "../segment/sparse_index.ts";
+import { evictionVictims, type KeepLocal } from "../retention/local_retention.ts";
+import type { LogConfig } from "../log_config.ts";
+import type { MarkerIdentity, RemoteMarker } from "../remote/remote_marker.ts";
+import type { RemoteReader } from "../remote/remote_reader.ts";
+import { RemoteWalk } from "../remote/remote_walk.ts";
+import type { Segment } from "../segment/segment.ts";
+import {
+  type AppendInput,
+  type AppendResult,
+  type LogStats,
+  SegmentChain,
+} from "../segment/segment_chain.ts";
+import { checkProducedBatches, noProduceLimits, type ProduceChecks } from "../batch/produced_batches.ts";
+import { hashLog } from "../segment/segment_eviction.ts";
+import {
+  type BatchReadResult,
+  readBatchesFrom,
+  type ReadContext,
+  type ReadResult,
+  readRetrying,
+  readSegments,
+} from "../read/segment_reads.ts";
+import { offsetForTimestamp } from "../read/timestamp_lookup.ts";
+import type { RetentionDecision } from "../retention/total_retention.ts";
+import { applyWriteOp, type WriteContext, type WriteOp, WriteQueue } from "./write_queue.ts";
+import { belowWatermark, checkReplicatedBatches, replicatedRuns } from "../batch/replicated_batches.ts";
+import type { EpochStart, LeaderEpochs } from "./leader_epochs.ts";
+
+/** Bound on `onActivity` listeners of one log (the shard's tick and its tier service use one each). */
+const activityListenersMax = 4;
+
+/**
+ * A partition's segmented log. Every change goes through one writer loop (`WriteQueue`): appends,
+ * rolls, the interval fsync, retention, eviction and purge are operations on it, run in order
+ * against the segment chain (`SegmentChain`), group-committed, and only then made visible to
+ * readers and acknowledged. Reads snapshot the segment list and never see unacknowledged bytes;
+ * they span local segments and evicted ones, read through the attached remote reader.
+ */
+export class PartitionLog {
+  readonly label: string;
+  readonly #disk: Disk;
+  readonly #dir: string;
+  readonly #clock: Clock;
+  #config: LogConfig;
+  readonly #chain: SegmentChain;
+  readonly #queue: WriteQueue<WriteOp>;
+  readonly #writeContext: WriteContext;
+  readonly #reads: ReadContext;
+  readonly #activityListeners = new Map<string, () => void>();
+  readonly #appendWaiters: AppendWaiters;
+  /** Waiters on the log's end (replica fetches), where `#appendWaiters` wait on the high watermark. */
+  readonly #logEndWaiters: AppendWaiters;
+  /** Replicated: the offset below which every in-sync replica holds the log; null: a single node. */
+  #highWatermark: number | null = null;
+  /** A follower's segments roll where the leader's did, never by its own size or age. */
+  #following = false;
+
+  constructor(
+    disk: Disk,
+    dir: string,
+    clock: Clock,
+    config: LogConfig,
+    segments: Segment[],
+    label: string,
+    epochs?: LeaderEpochs,
+  ) {
+    this.#disk = disk;
+    this.#dir = dir;
+    this.#clock = clock;
+    this.#config = config;
+    this.#chain = new SegmentChain(disk, dir, clock, segments, epochs);
+    this.#appendWaiters = new AppendWaiters(clock);
+    this.#logEndWaiters = new AppendWaiters(clock);
+    this.label = label;
+    this.#queue = new WriteQueue<WriteOp>(label, () => this.#config.writeQueueMax, {
+      apply: (op) => applyWriteOp(this.#writeContext, op),
+      flush: () => this.#chain.flushPending(),
+      syncDue: () => this.#config.fsync === "always" && this.#chain.dirty,
+      sync: () => this.#chain.syncActive(),
+      publish: () => {
+        this.#chain.publishVisible();
+        this.#logEndWaiters.published(this.#chain.visibleNextOffset());
+        this.#appendWaiters.published(this.highWatermark);
+        this.#noteActivity();
+      },
+    });
+    this.#reads = { disk, label, remote: new RemoteWalk(label) };
+    this.#writeContext = {
+      disk,
+      dir,
+      chain: this.#chain,
+      config: () => this.#config,
+      fail: (error) => this.#queue.fail(error),
+    };
+  }
+
+  /** Creates the files of an empty active segment at `startOffset` and makes them durable. */
+  static createSegment(disk: Disk, dir: string, startOffset: number): Promise<Segment> {
+    return SegmentChain.createSegment(disk, dir, startOffset);
+  }
+
+  get config(): LogConfig {
+    return this.#config;
+  }
+
+  /** Topic options may change at run time; they apply from the next write or tick. */
+  updateConfig(config: LogConfig): void {
+    this.#config = config;
+    this.#noteActivity();
+  }
+
+  /**
+   * Calls `listener` after every group of writes is published and after a change of config: the moments
+   * when the shard's duties or the tier service may have work here. Returns what removes the listener.
+   */
+  onActivity(name: string, listener: () => void): () => void {
+    assert(
+      !this.#activityListeners.has(name),
+      `Cannot listen to ${this.label} as ${name}: already listening`,
+    );
+    assert(
+      this.#activityListeners.size < activityListenersMax,
+      `Cannot listen to ${this.label}: ${activityListenersMax} listeners already`,
+    );
+    this.#activityListeners.set(name, listener);
+    return () => this.#activityListeners.delete(name);
+  }
+
+  #noteActivity(): void {
+    for (const listener of this.#activityListeners.values()) listener();
+  }
+
+  get #logAppendTime(): boolean {
+    return this.#config.timestampType === "log_append_time";
+  }
+
+  get nextOffset(): number {
+    return this.#chain.visibleNextOffset();
+  }
+
+  /** The first offset still held (the log start): the start of the oldest segment. */
+  get firstOffset(): number {
+    return this.#chain.segments[0]!.startOffset;
+  }
+
+  /** The end of what consumers read: the high watermark when replicated, else the log's end. */
+  get highWatermark(): number {
+    const end = this.nextOffset;
+    return this.#highWatermark === null ? end : Math.min(this.#highWatermark, end);
+  }
+
+  /**
+   * Replication's view of this log: the epoch its batches are stamped with while it leads (-1: none), whether
+   * it follows (rolls only where the leader's segments start), and the high watermark (null: a single node),
+   * which never goes back but by a truncation.
+   */
+  setReplication(
+    replication: { leaderEpoch: number; following: boolean; highWatermark: number | null },
+  ): void {
+    this.#chain.leaderEpoch = replication.leaderEpoch;
+    this.#following = replication.following;
+    this.setHighWatermark(replication.highWatermark);
+  }
+
+  /** Moves the high watermark (null: none); consumers waiting below it wake. */
+  setHighWatermark(highWatermark: number | null): void {
+    assert(
+      highWatermark === null || (Number.isSafeInteger(highWatermark) && highWatermark >= 0),
+      `Cannot set the high watermark of ${this.label} to ${highWatermark}`,
+    );
+    this.#highWatermark = highWatermark;
+    this.#appendWaiters.published(this.highWatermark);
+  }
+
+  /** Resolves once the readable end (`highWatermark`) passes `afterOffset`, or after `timeoutMs`. */
+  waitForAppend(afterOffset: number, timeoutMs: number): Promise<void> {
+    return this.#appendWaiters.wait(afterOffset, timeoutMs, () => this.highWatermark);
+  }
+
+  /** Resolves once the log's own end passes `afterOffset`, or after `timeoutMs`: a replica fetch's wait. */
+  waitForLogEnd(afterOffset: number, timeoutMs: number): Promise<void> {
+    return this.#logEndWaiters.wait(afterOffset, timeoutMs, () => this.nextOffset);
+  }
+
+  /**
+   * Whole batches from the one holding `offset` (within the log) for about `maxBytes`, at least
+   * one, below `endOffset` (the high watermark unless a replica reads up to the log's end).
+   */
+  readBatches(offset: number, maxBytes: number, endOffset = this.highWatermark): Promise<BatchReadResult> {
+    return readRetrying(
+      () => readBatchesFrom(this.#reads, this.#chain.segments, offset, maxBytes, endOffset),
+      (watermark) => this.enforceRetention((s) => s.location === "remote" && s.endOffset < watermark),
+    );
+  }
+
+  /** The leader epochs this log's batches were written under (Kafka's leader epoch cache). */
+  get leaderEpochs(): LeaderEpochs {
+    return this.#chain.epochs;
+  }
+
+  /**
+   * Cuts the log at `offset` (a batch boundary at or above the log start): everything from it on
+   * is deleted, and the high watermark comes down to it if it was above. A follower does this where
+   * its log diverged from its leader's.
+   */
+  async truncateTo(offset: number): Promise<void> {
+    await this.#queue.enqueue<void>((done) => ({ kind: "truncate", offset, done }));
+    if (this.#highWatermark !== null && this.#highWatermark > offset) this.#highWatermark = offset;
+  }
+
+  /** A read replica's new segments, planted at its head (`plantRemoteSegments`). */
+  plantRemote(markers: readonly RemoteMarker[], epochs: readonly EpochStart[]): Promise<void> {
+    return this.#queue.enqueue<void>((done) => ({ kind: "plant", markers, epochs, done }));
+  }
+
+  /** Start offsets of the segments that start in [`fromOffset`, `toOffset`): a follower rolls there. */
+  segmentStartsIn(fromOffset: number, toOffset: number): number[] {
+    return this.#chain.segments.map((s) => s.startOffset).filter((o) => o >= fromOffset && o < toOffset);
+  }
+
+  /** Lends the log its write buffers: a group's batches share one buffer and one write. */
+  useWriteBuffers(pool: BufferPool): void {
+    this.#chain.useWriteBuffers(pool);
+  }
+
+  /**
+   * Lends batch reads (a Kafka fetch's) their read windows, taken back when the read is released:
+   * without a pool each window is a fresh buffer, a megabyte of garbage per window.
+   */
+  useBatchWindows(pool: BufferPool): void {
+    this.#reads.batchWindows = pool;
+  }
+
+  /** Reads of evicted segments go through this once the tier service attaches its cache. */
+  attachRemoteReader(reader: RemoteReader, gate?: PieceGate): void {
+    this.#reads.remote.attach(reader, gate);
+  }
+
+  /** Grows by one at every seal: the tier service's cue to look for new work. */
+  get sealedCount(): number {
+    return this.#chain.sealedCount;
+  }
+
+  get segments(): readonly Segment[] {
+    return this.#chain.segments;
+  }
+
+  /** Bytes of the segments whose `.log` is on local disk (local or uploaded). */
+  get localSizeBytes(): number {
+    return this.#chain.localBytes();
+  }
+
+  /** Bytes of the evicted segments, held only in the object store. */
+  get remoteSizeBytes(): number {
+    return this.#chain.segments.reduce((n, s) => s.location === "remote" ? n + s.sizeBytes : n, 0);
+  }
+
+  append(messages: readonly MessageInput[]): Promise<AppendResult> {
+    assert(messages.length > 0, "Cannot append an empty batch");
+    const input: AppendInput = { kind: "messages", messages, stampAppendTime: this.#logAppendTime };
+    return this.#queue.enqueue<AppendResult>((done) => ({ kind: "append", input, done }));
+  }
+
+  /**
+   * Appends the Kafka record batches of `records` (one or more, back to back, as a producer sends a
+   * partition's records) at consecutive offsets, each kept as sent but for its base offset (and,
+   * when the topic keeps log append time, that time). Every batch is checked first
+   * (`checkProducedBatches`, in pieces with `checks.turn` between them): a refusal appends none.
+   */
+  async appendRecordBatches(
+    records: Uint8Array,
+    checks: ProduceChecks = noProduceLimits,
+  ): Promise<AppendResult> {
+    const batches = await checkProducedBatches(records, checks);
+    const input: AppendInput = { kind: "batches", batches, stampAppendTime: this.#logAppendTime };
+    return await this.#queue.enqueue<AppendResult>((done) => ({ kind: "append", input, done }));
+  }
+
+  /**
+   * A follower's append of its leader's batches, byte for byte (`SegmentChain`'s "replicated"
+   * append) in runs as large as a produce, rolling where `segmentStarts` says the leader's segments
+   * start. Each run is checked as a produce is and must continue this log exactly, else it and the
+   * rest are not appended and the call throws `ReplicaAppendError`. Resolves with the last run's result.
+   */
+  async appendReplicated(records: Uint8Array, segmentStarts: ReadonlySet<number>, checks = noProduceLimits) {
+    let result: AppendResult = { baseOffset: this.#chain.pendingNextOffset, count: 0 };
+    for (const run of replicatedRuns(records)) {
+      const batches = await checkReplicatedBatches(run, checks, this.#chain.pendingNextOffset, this.label);
+      const input: AppendInput = { kind: "replicated", batches, segmentStarts };
+      result = await this.#queue.enqueue<AppendResult>((done) => ({ kind: "append", input, done }));
+    }
+    return result;
+  }
+
+  /**
+   * Called from the shard's tick: rolls an aged active segment and runs the interval fsync. Returns
+   * when (clock ms) it next has something to do if nothing is written meanwhile; `Infinity` when only
+   * a write can give it work. A write, roll or sync calls the activity listeners, so the shard calls
+   * this again then instead of on every tick.
+   */
+  onTick(nowMs: number): number {
+    if (this.#queue.failure !== null || this.#queue.closed) return Infinity;
+    return Math.min(this.#rollDueMs(nowMs), this.#syncDueMs(nowMs));
+  }
+
+  #rollDueMs(nowMs: number): number {
+    if (this.#following) return Infinity;
+    const active = this.#chain.active;
+    const maxAgeMs = this.#config.segmentMaxAgeMs;
+    if (maxAgeMs === null || active.firstTimestampUs === null || this.#queue.has("roll")) return Infinity;
+    // The age is wall time; the answer is on the tick's clock.
+    const leftMs = active.firstTimestampUs / 1000 + maxAgeMs - this.#clock.wallMs();
+    if (leftMs > 0) return nowMs + leftMs;
+    this.#queue.enqueue<void>((done) => ({ kind: "roll", done })).catch(() => {});
+    // The roll's publish calls the listeners; a roll refused (queue full) is tried at the next tick.
+    return this.#queue.has("roll") ? Infinity : nowMs;
+  }
+
+  #syncDueMs(nowMs: number): number {
+    if (this.#config.fsync !== "interval" || !this.#chain.dirty || this.#queue.has("sync")) return Infinity;
+    const dueMs = this.#chain.lastSyncMs + this.#config.fsyncIntervalMs;
+    if (nowMs < dueMs) return dueMs;
+    this.#queue.enqueue<void>((done) => ({ kind: "sync", done })).catch(() => {});
+    return this.#queue.has("sync") ? Infinity : nowMs;
+  }
+
+  /** Deletes the oldest sealed segments `decide` selects, at most 16 per pass; never the active one. */
+  enforceRetention(decide: RetentionDecision): Promise<number> {
+    return this.#queue.enqueue<number>((done) => ({ kind: "retention", decide, done }));
+  }
+
+  /**
+   * Local eviction of the segments `evictionVictims` chooses (below the tiered floor, exclusive,
+   * and not wanted by `keepLocal`; at most 16 per pass). Each victim's `.log` checksum comes from
+   * `knownLogCrc32` or is computed first, outside the writer loop, piece by piece; then, inside
+   * it, `evictSegments` takes its durable steps in order.
+   */
+  async evictLocal(
+    floor: number,
+    identity: MarkerIdentity,
+    keepLocal: KeepLocal,
+    knownLogCrc32: (startOffset: number) => number | undefined = () => undefined,
+  ): Promise<number> {
+    const victims = new Map<number, number>();
+    for (const segment of evictionVictims(this.#chain.segments, floor, keepLocal)) {
+      // The uploader already hashed the .log; only an unknown checksum (after a restart) is read again.
+      victims.set(
+        segment.startOffset,
+        knownLogCrc32(segment.startOffset) ?? await hashLog(this.#disk, segment),
+      );
+    }
+    if (victims.size === 0) return 0;
+    return await this.#queue.enqueue<number>((done) => ({ kind: "evict", victims, floor, identity, done }));
+  }
+
+  /** Deletes every segment and starts again at offset 0; `commit` runs before anything is acknowledged. */
+  purge(commit: () => Promise<void>): Promise<void> {
+    return this.#queue.enqueue<void>((done) => ({ kind: "purge", commit, done }));
+  }
+
+  /**
+   * Messages from `offset` on (clamped to the log start) below `endOffset`: the high watermark, or the log's
+   * end for a leader's own reader (a group coordinator loading its partition).
+   */
+  async read(offset: number, count: number, maxBytes: number, endOffset?: number): Promise<ReadResult> {
+    const end = endOffset ?? this.highWatermark;
+    const result = await readRetrying(
+      () => readSegments(this.#reads, this.#chain.segments, offset, count, maxBytes),
+      (watermark) => this.enforceRetention((s) => s.location === "remote" && s.endOffset < watermark),
+    );
+    return belowWatermark(result, end);
+  }
+
+  /** The offset of the first message stamped at or after `timestampUs`; past every one, the next offset. */
+  offsetForTimestamp(timestampUs: number): Promise<number> {
+    return offsetForTimestamp(this.#reads, this.#chain.segments, timestampUs);
+  }
+
+  /** Messages from the first one stamped at or after `timestampUs`. */
+  async readFromTimestamp(timestampUs: number, count: number, maxBytes: number): Promise<ReadResult> {
+    const offset = await offsetForTimestamp(this.#reads, this.#chain.segments, timestampUs);
+    return await this.read(offset, count, maxBytes);
+  }
+
+  /** Stores a remote segment's fetched `.index` (see `installRemoteIndex`); false when refused. */
+  installRemoteIndex(segment: Segment, bytes: Uint8Array): Promise<boolean> {
+    return installRemoteIndex(this.#disk, segment, bytes);
+  }
+
+  stats(): LogStats {
+    return this.#chain.stats();
+  }
+
+  /** Finishes queued writes, syncs, and closes the files. Later writes are refused. */
+  close(): Promise<void> {
+    if (this.#queue.closed) return Promise.resolve();
+    this.#appendWaiters.wakeAll();
+    this.#logEndWaiters.wakeAll();
+    const writing = this.#queue.close();
+    return this.#chain.close(writing, () => this.#queue.failure !== null);
+  }
+}
+
+/** Fetches waiting for one partition's next append at most; one more answers at once. */
+export const appendWaitersMax = 4096;
+
+/**
+ * Long polls of one log waiting for its next published append: each resolves when the log's
+ * visible end passes the offset it waits beyond, or when its wait is over, whichever comes first.
+ * Bounded: past `appendWaitersMax` a wait resolves at once, and the fetch answers what it has.
+ */
+export class AppendWaiters {
+  readonly #clock: Clock;
+  readonly #waiters = new Set<{ afterOffset: number; wake: () => void }>();
+
+  constructor(clock: Clock) {
+    this.#clock = clock;
+  }
+
+  get size(): number {
+    return this.#waiters.size;
+  }
+
+  /** Resolves once `nextOffset()` is past `afterOffset`, or after `timeoutMs`. */
+  wait(afterOffset: number, timeoutMs: number, nextOffset: () => number): Promise<void> {
+    if (nextOffset() > afterOffset || timeoutMs <= 0 || this.#waiters.size >= appendWaitersMax) {
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      let cancel: Cancel = () => {};
+      const waiter = {
+        afterOffset,
+        wake: () => {
+          cancel();
+          this.#waiters.delete(waiter);
+          resolve();
+        },
+      };
+      this.#waiters.add(waiter);
+      cancel = this.#clock.schedule(timeoutMs, waiter.wake);
+    });
+  }
+
+  /** The log published appends up to `nextOffset`: wakes the waits they satisfy. */
+  published(nextOffset: number): void {
+    for (const waiter of [...this.#waiters]) if (nextOffset > waiter.afterOffset) waiter.wake();
+  }
+
+  /** Wakes every wait (the log closes or is purged). */
+  wakeAll(): void {
+    for (const waiter of [...this.#waiters]) waiter.wake();
+  }
+}

@@ -1,0 +1,167 @@
+import { assert } from "../../runtime/assert.ts";
+import type { Disk } from "../../runtime/disk/disk.ts";
+import { unlinkIfPresent, writeWholeFile } from "../../runtime/disk/file_ops.ts";
+import type { EpochStart } from "../partition/leader_epochs.ts";
+import { PartitionRefusedError } from "../log_errors.ts";
+import {
+  decodeRemoteMarker,
+  encodeRemoteMarker,
+  type RemoteMarker,
+  remoteMarkerBytes,
+} from "./remote_marker.ts";
+import { Segment, segmentStem } from "../segment/segment.ts";
+import { closeFiles, SegmentChain } from "../segment/segment_chain.ts";
+import { readSuperblock, type Superblock, writeSuperblock } from "../partition/superblock.ts";
+
+/**
+ * A read replica's log (docs/DESIGN.md, "Read replicas") holds no data of its own: tiered segments
+ * as markers of its source's objects, and an empty active segment after them, which no produce ever
+ * fills. New segments of the source are planted at its head: the empty active segment gives way to
+ * their markers and a new empty one after them.
+ */
+
+/** Segments one planting takes at most; a follower plants the rest in the next one. */
+export const plantedSegmentsMax = 256;
+
+/**
+ * Plants `markers` (contiguous, the first at the empty active segment's offset, or past it when
+ * that segment is the whole log), run in the writer
+ * loop: the markers are written and the new active segment created before the old one goes, so a
+ * crash leaves files that `settlePlantedDir` puts right at the next boot.
+ */
+export async function plantRemoteSegments(
+  disk: Disk,
+  dir: string,
+  chain: SegmentChain,
+  markers: readonly RemoteMarker[],
+  epochs: readonly EpochStart[],
+): Promise<void> {
+  const old = chain.active;
+  assert(
+    markers.length > 0 && markers.length <= plantedSegmentsMax,
+    `Cannot plant ${markers.length} segments`,
+  );
+  assert(
+    old.isEmpty && chain.pendingNextOffset === old.startOffset,
+    `Cannot plant segments in ${dir}: its active segment holds data`,
+  );
+  // A log that holds nothing but its empty active segment may start again further on.
+  let next = chain.segments.length === 1
+    ? Math.max(old.startOffset, markers[0]!.startOffset)
+    : old.startOffset;
+  for (const m of markers) {
+    assert(m.startOffset === next && m.endOffset >= m.startOffset, `Cannot plant segment ${m.startOffset}`);
+    next = m.endOffset + 1;
+  }
+  // The epochs first: boot drops those that start past the log's end, and markers that survive a
+  // crash are never planted again.
+  for (const e of epochs) chain.epochs.assign(e.epoch, e.startOffset);
+  await chain.epochs.persist();
+  for (const m of markers) {
+    await writeWholeFile(disk, `${dir}/${segmentStem(m.startOffset)}.remote`, encodeRemoteMarker(m));
+  }
+  const active = await SegmentChain.createSegment(disk, dir, next);
+  const before = chain.takeAll();
+  assert(before.pop() === old, "the planted chain ends at its active segment");
+  chain.restart(active, [...before, ...markers.map((m) => remoteSegment(dir, m))]);
+  await closeFiles(old);
+  await disk.unlink(old.logPath);
+  await disk.fsyncDir(dir);
+}
+
+/** A segment held only in the store, as its marker describes it. */
+function remoteSegment(dir: string, m: RemoteMarker): Segment {
+  const segment = new Segment(dir, m.startOffset);
+  segment.sizeBytes = m.sizeBytes;
+  segment.endOffset = m.endOffset;
+  segment.firstTimestampUs = m.startTimestampUs;
+  segment.maxTimestampUs = m.maxTimestampUs;
+  segment.sealed = true;
+  segment.marker = m;
+  segment.location = "remote";
+  segment.visibleSizeBytes = m.sizeBytes;
+  segment.visibleEndOffset = m.endOffset;
+  return segment;
+}
+
+/** What settling a read replica's directory found. */
+export interface SettledDir {
+  /** Where its markers end (exclusive), which is where its active segment starts. */
+  endOffset: number;
+  /** Markers dropped: torn, or not following the one before (the follower plants them again). */
+  droppedMarkers: number;
+  /** The superblock's floor was brought to `endOffset` (a planting a crash cut short). */
+  floorRewritten: boolean;
+}
+
+/**
+ * Puts a read replica's directory right before recovery reads it: the markers are the log, oldest
+ * first, up to the first that is torn or does not follow the one before (a planting a crash cut
+ * short; those and the ones after go, and the follower plants them again); every `.log` is empty
+ * (one that is not refuses the partition); the active segment is the one after the last marker, or
+ * the newest `.log` with no marker. The superblock's floor and source watermark are brought to that
+ * offset. Null for a directory with neither markers nor a `.log`.
+ */
+export async function settlePlantedDir(disk: Disk, dir: string, label: string): Promise<SettledDir | null> {
+  const names = (await disk.list(dir)).sort();
+  const logs = names.filter((n) => /^\d{20}\.log$/.test(n));
+  const markers = names.filter((n) => /^\d{20}\.remote$/.test(n));
+  for (const log of logs) {
+    const stat = await disk.stat(`${dir}/${log}`);
+    if (stat !== null && stat.sizeBytes > 0) {
+      throw new PartitionRefusedError(label, `${log} holds data, and a read replica writes none`);
+    }
+  }
+  const { end, dropped } = await settleMarkers(disk, dir, markers);
+  const endOffset = end ?? (logs.length === 0 ? null : Number(logs.at(-1)!.slice(0, 20)));
+  if (endOffset === null) return null;
+  const activeName = `${segmentStem(endOffset)}.log`;
+  for (const log of logs) if (log !== activeName) await disk.unlink(`${dir}/${log}`);
+  if (!logs.includes(activeName)) await writeWholeFile(disk, `${dir}/${activeName}`, new Uint8Array(0));
+  await disk.fsyncDir(dir);
+  const superblock = await readSuperblock(disk, dir);
+  const floorRewritten = superblock !== null && superblock.restoredFrom !== null &&
+    superblock.tieredUpToOffset !== endOffset;
+  if (floorRewritten) await writeSuperblock(disk, dir, plantedSuperblock(superblock!, endOffset));
+  return { endOffset, droppedMarkers: dropped, floorRewritten };
+}
+
+/** The markers' chain, oldest first, up to the first torn or out-of-line one, which goes with the rest. */
+async function settleMarkers(
+  disk: Disk,
+  dir: string,
+  markers: readonly string[],
+): Promise<{ end: number | null; dropped: number }> {
+  let end: number | null = null;
+  let dropped = 0;
+  for (const name of markers) {
+    const marker: RemoteMarker | null = end === null || Number(name.slice(0, 20)) === end
+      ? await readMarker(disk, `${dir}/${name}`)
+      : null;
+    if (marker === null || (end !== null && marker.startOffset !== end)) {
+      await disk.unlink(`${dir}/${name}`);
+      await unlinkIfPresent(disk, `${dir}/${name.slice(0, 20)}.index`);
+      dropped++;
+      continue;
+    }
+    end = marker.endOffset + 1;
+  }
+  return { end, dropped };
+}
+
+/** The superblock of a read replica whose markers end at `end` (exclusive). */
+export function plantedSuperblock(current: Superblock, end: number): Superblock {
+  const from = current.restoredFrom;
+  assert(from !== null, "a read replica's superblock names its source");
+  return { ...current, tieredUpToOffset: end, restoredFrom: { ...from, belowOffset: end } };
+}
+
+async function readMarker(disk: Disk, path: string): Promise<RemoteMarker | null> {
+  const bytes = await disk.readSmallFile(path, remoteMarkerBytes);
+  if (bytes === null || bytes.length !== remoteMarkerBytes) return null;
+  try {
+    return decodeRemoteMarker(bytes);
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,151 @@
+import type { DiskFile } from "../../runtime/disk/disk.ts";
+import type { RemoteMarker } from "../remote/remote_marker.ts";
+import { SparseIndex } from "./sparse_index.ts";
+import { assert } from "../../runtime/assert.ts";
+import type { BufferPool } from "../../runtime/memory/buffers.ts";
+
+/**
+ * Where a segment's bytes are: only on local disk, in both places (uploaded, a marker beside the
+ * `.log`), or only in the object store (the `.log` evicted; the marker and `.index` remain).
+ */
+export type SegmentLocation = "local" | "uploaded" | "remote";
+
+/** The zero-padded stem shared by a segment's files and, later, its object keys. */
+export function segmentStem(startOffset: number): string {
+  return String(startOffset).padStart(20, "0");
+}
+
+/**
+ * One segment of a partition's log: `{stem}.log` (batches) and `{stem}.index` (sparse index).
+ * The active segment holds its files (opened `reopenable`: a disk bounding its open files closes
+ * them between uses and reopens them on the next) and grows; a sealed one is immutable. `visibleSizeBytes` is
+ * how far readers may go: the bytes of acknowledged batches.
+ */
+export class Segment {
+  readonly dir: string;
+  readonly startOffset: number;
+  readonly index: SparseIndex;
+  /** Last offset in the segment; `startOffset - 1` while it is empty. */
+  endOffset: number;
+  sizeBytes: number;
+  visibleSizeBytes: number;
+  visibleEndOffset: number;
+  sealed: boolean;
+  /** Base timestamp of the first batch, for the age roll; null while empty. */
+  firstTimestampUs: number | null;
+  maxTimestampUs: number;
+  /** Position of the last index entry's batch, for the index interval. */
+  lastIndexedPosition: number;
+  location: SegmentLocation = "local";
+  /** The `.remote` marker's fields when one exists (uploaded or remote). */
+  marker: RemoteMarker | null = null;
+  logFile: DiskFile | null = null;
+
+  constructor(dir: string, startOffset: number, index = new SparseIndex()) {
+    this.dir = dir;
+    this.startOffset = startOffset;
+    this.index = index;
+    this.endOffset = startOffset - 1;
+    this.sizeBytes = 0;
+    this.visibleSizeBytes = 0;
+    this.visibleEndOffset = startOffset - 1;
+    this.sealed = false;
+    this.firstTimestampUs = null;
+    this.maxTimestampUs = 0;
+    this.lastIndexedPosition = -1;
+  }
+
+  get stem(): string {
+    return segmentStem(this.startOffset);
+  }
+
+  get logPath(): string {
+    return `${this.dir}/${this.stem}.log`;
+  }
+
+  get indexPath(): string {
+    return `${this.dir}/${this.stem}.index`;
+  }
+
+  get markerPath(): string {
+    return `${this.dir}/${this.stem}.remote`;
+  }
+
+  get isEmpty(): boolean {
+    return this.endOffset < this.startOffset;
+  }
+}
+
+/**
+ * The bytes of the active segment encoded and not yet written. Batches are encoded straight into a
+ * write buffer, borrowed from the shard's pool for one write and given back once it is written:
+ * `#pendingBytes` of it are not yet written, and go at `#pendingPosition` in the active segment.
+ */
+export class WriteBuffer {
+  #pool: BufferPool | null = null;
+  #pending: Uint8Array | null = null;
+  #pendingBytes = 0;
+  #pendingPosition = 0;
+
+  /**
+   * Without a pool each batch is encoded into a buffer of its own and written alone; with one, a
+   * group's batches share one buffer and one write, and a produce allocates nothing for its batch.
+   */
+  usePool(pool: BufferPool): void {
+    assert(this.#pending === null, "Cannot change write buffers with a write pending");
+    this.#pool = pool;
+  }
+
+  /** Whether a batch of `lengthBytes` would not fit in what the pending buffer has left. */
+  wouldOverflow(lengthBytes: number): boolean {
+    return this.#pending !== null && this.#pendingBytes + lengthBytes > this.#pending.length;
+  }
+
+  /**
+   * Room for `lengthBytes` more at `position` in the segment; the caller has written the pending
+   * bytes out if the batch did not fit. A batch larger than a pooled buffer gets a buffer of its
+   * own, never pooled. `filled` then counts the bytes encoded into it.
+   */
+  space(lengthBytes: number, position: number): Uint8Array {
+    if (this.#pending === null) {
+      // With every pooled buffer out (more partitions writing at once than the pool keeps), the batch
+      // gets a buffer of its own size, as it would have without a pool, rather than a new 1 MiB one.
+      const pool = this.#pool;
+      const pooled = pool !== null && lengthBytes <= pool.bufferBytes
+        ? pool.takeBounded(pool.bufferBytes)
+        : null;
+      this.#pending = pooled ?? new Uint8Array(lengthBytes);
+      this.#pendingBytes = 0;
+      this.#pendingPosition = position;
+    }
+    assert(
+      this.#pendingPosition + this.#pendingBytes === position &&
+        this.#pendingBytes + lengthBytes <= this.#pending.length,
+      "pending bytes must end where the segment does, with room for the batch",
+    );
+    return this.#pending.subarray(this.#pendingBytes, this.#pendingBytes + lengthBytes);
+  }
+
+  /** Counts `lengthBytes` encoded into the room `space` gave. */
+  filled(lengthBytes: number): void {
+    this.#pendingBytes += lengthBytes;
+  }
+
+  /**
+   * Writes the pending bytes to the file `target` names (the active segment's `.log`), then gives
+   * the buffer back: nothing refers to it after the write.
+   */
+  async flush(target: () => DiskFile): Promise<void> {
+    const buffer = this.#pending;
+    if (buffer === null) return;
+    const bytes = buffer.subarray(0, this.#pendingBytes);
+    const position = this.#pendingPosition;
+    this.#pending = null;
+    this.#pendingBytes = 0;
+    try {
+      await target().writeAt(bytes, position);
+    } finally {
+      this.#pool?.give(buffer);
+    }
+  }
+}

@@ -1,0 +1,51 @@
+import { assert } from "../../runtime/assert.ts";
+import type { IndexEntry } from "../../log/segment/sparse_index.ts";
+
+export interface ChunkSpan {
+  /** Chunk number within the segment. */
+  chunk: number;
+  /** Byte range [start, end) of the segment's `.log`. */
+  start: number;
+  end: number;
+}
+
+/**
+ * Where a remote segment's chunks start: chunk k at the sparse-index entry nearest to k ×
+ * `chunkBytes` (docs/DESIGN.md, "The chunk cache"). Index entries point at batch starts, so a chunk
+ * boundary never splits a batch and a batch never costs two GETs. Pure: a function of the index
+ * alone.
+ */
+export function chunkStarts(
+  entries: readonly IndexEntry[],
+  segmentBytes: number,
+  chunkBytes: number,
+): number[] {
+  assert(chunkBytes > 0, "chunk size must be positive");
+  const positions = [0, ...entries.map((e) => e.position).filter((p) => p > 0 && p < segmentBytes)];
+  const starts = new Set<number>([0]);
+  const chunks = Math.ceil(segmentBytes / chunkBytes);
+  let from = 0;
+  for (let k = 1; k < chunks; k++) {
+    const target = k * chunkBytes;
+    // Positions are increasing, so the nearest one is found by walking forward from the last.
+    while (
+      from + 1 < positions.length &&
+      Math.abs(positions[from + 1]! - target) <= Math.abs(positions[from]! - target)
+    ) from++;
+    starts.add(positions[from]!);
+  }
+  return [...starts].sort((a, b) => a - b);
+}
+
+/** The chunk holding byte `position` of the segment. */
+export function chunkAt(starts: readonly number[], segmentBytes: number, position: number): ChunkSpan {
+  assert(position >= 0 && position < segmentBytes, "position must be inside the segment");
+  let lo = 0;
+  let hi = starts.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >>> 1;
+    if (starts[mid]! <= position) lo = mid;
+    else hi = mid - 1;
+  }
+  return { chunk: lo, start: starts[lo]!, end: starts[lo + 1] ?? segmentBytes };
+}

@@ -1,0 +1,218 @@
+import type { Partition } from "../../log/partition/partition.ts";
+import {
+  type RemoteChunk,
+  RemoteCorruptError,
+  RemoteDataLossError,
+  type RemoteReader,
+  RemoteSegmentRetiredError,
+} from "../../log/remote/remote_reader.ts";
+import type { Segment } from "../../log/segment/segment.ts";
+import { remoteWindowFirstBytes } from "../../log/remote/remote_walk.ts";
+import { NotFoundError } from "../../objectstore/object_store_errors.ts";
+import type { CacheMetrics } from "./cache_metrics.ts";
+import type { ChunkCache } from "./chunk_cache.ts";
+import type { ChunkRead, ChunkRef } from "./cache_core.ts";
+import { ChunkObjectShortError } from "./chunk_files.ts";
+import { chunkAt, type ChunkSpan, chunkStarts } from "./chunk_layout.ts";
+import {
+  incarnationOf,
+  incarnationPath,
+  objectIncarnation,
+  type PartitionIncarnation,
+  segmentKeys,
+} from "../bucket/object_keys.ts";
+
+/** A cold poll's first range: the walk's own bytes, 64 KiB to 1 MiB (docs/DESIGN.md, "The chunk cache"). */
+export const firstRangeBytesMin = 64 * 1024;
+export const firstRangeBytesMax = 1024 * 1024;
+/** The least a poll reads from a cached chunk at once. */
+const windowBytesMin = 64 * 1024;
+/**
+ * The size of the pooled window buffers: a poll's first window (`remoteWindowFirstBytes` plus the
+ * room to finish a batch), which is all most polls read.
+ */
+export const pooledWindowBytes = remoteWindowFirstBytes + windowBytesMin;
+/** Bound on the window buffers a shard keeps for reuse (8 MiB of them). */
+export const pooledWindowsMax = 64;
+
+/** Where a chunk's file lies in the cache directory: under its incarnation and segment. */
+function chunkCacheKey(incarnation: PartitionIncarnation, segment: Segment, span: ChunkSpan): string {
+  return `${incarnationPath(incarnation)}${segment.stem}.log_chunks/${span.start}`;
+}
+
+export interface TierRemoteReaderOptions {
+  prefix: string;
+  clusterId: string;
+  chunkBytes: number;
+  /** `readahead_max`: chunks fetched ahead of a sequential reader at most; 0 turns readahead off. */
+  readaheadChunksMax: number;
+  metrics?: CacheMetrics;
+}
+
+/**
+ * Reads a partition's evicted segments through the shard's chunk cache: chunk boundaries come
+ * from the segment's sparse index (kept locally, fetched once if missing), object keys from the
+ * partition's incarnation. A cold poll fetches only its own range first; a sequential reader gets
+ * readahead that doubles from one chunk up to `readahead_max`.
+ */
+export class TierRemoteReader implements RemoteReader {
+  readonly #partition: Partition;
+  readonly #cache: ChunkCache;
+  readonly #o: TierRemoteReaderOptions;
+  readonly #starts = new WeakMap<Segment, number[]>();
+  readonly #indexFetches = new WeakMap<Segment, Promise<void>>();
+  /** The last chunk served, to tell a sequential reader, and the readahead it has earned. */
+  #last: { segment: Segment; chunk: number; chunks: number } | null = null;
+  #readaheadChunks = 1;
+
+  constructor(partition: Partition, cache: ChunkCache, options: TierRemoteReaderOptions) {
+    this.#partition = partition;
+    this.#cache = cache;
+    this.#o = options;
+  }
+
+  async chunkAt(segment: Segment, position: number, wantBytes: number): Promise<RemoteChunk> {
+    const starts = this.#chunkStarts(segment);
+    const span = chunkAt(starts, segment.sizeBytes, position);
+    const read = this.#read(segment, span, position, wantBytes);
+    try {
+      const chunk = await this.#cache.read(read);
+      this.#readahead(segment, span, starts);
+      return chunk;
+    } catch (error) {
+      if (error instanceof ChunkObjectShortError) {
+        const reason = `its object ${read.objectKey} is shorter than the segment`;
+        throw new RemoteCorruptError(this.#partition.log.label, segment.startOffset, position, reason, {
+          cause: error,
+        });
+      }
+      throw this.#missing(error, segment, read.objectKey);
+    }
+  }
+
+  async ensureIndex(segment: Segment): Promise<void> {
+    const indexBytes = segment.marker?.indexSizeBytes ?? 0;
+    if (segment.location !== "remote" || segment.index.entries().length > 0 || indexBytes === 0) return;
+    let fetching = this.#indexFetches.get(segment);
+    if (fetching === undefined) {
+      const key = this.#keys(segment).index;
+      fetching = this.#cache.fetchIndex(key, indexBytes)
+        .then((bytes) => this.#partition.log.installRemoteIndex(segment, bytes))
+        .then(() => {
+          this.#starts.delete(segment);
+        })
+        .catch((error) => {
+          // Without the index the read scans from the segment's start: slower, never wrong.
+          this.#indexFetches.delete(segment);
+          if (error instanceof NotFoundError) throw this.#missing(error, segment, key);
+        });
+      this.#indexFetches.set(segment, fetching);
+    }
+    await fetching;
+  }
+
+  drop(chunk: RemoteChunk): Promise<void> {
+    return this.#cache.drop(chunk.cacheKey);
+  }
+
+  recycle(chunk: RemoteChunk): void {
+    this.#cache.recycleWindow(chunk.bytes);
+  }
+
+  /**
+   * Where a cold poll's first range ends: the first batch boundary at or past its own bytes (64 KiB
+   * to 1 MiB). Null when the whole chunk is fetched anyway: little more than the walk needs, or no
+   * index to snap to.
+   */
+  #firstRangeEnd(segment: Segment, span: ChunkSpan, position: number, wantBytes: number): number | null {
+    if (span.end - position <= firstRangeBytesMax) return null;
+    const target = position + Math.min(firstRangeBytesMax, Math.max(firstRangeBytesMin, wantBytes));
+    const end = segment.index.entries().find((e) => e.position >= target && e.position < span.end)?.position;
+    if (end === undefined || end - position > 2 * firstRangeBytesMax) return null;
+    return end;
+  }
+
+  /** Sequential reads earn readahead: one chunk, doubling up to `readahead_max`; a jump resets it. */
+  #readahead(segment: Segment, span: ChunkSpan, starts: number[]): void {
+    if (this.#o.readaheadChunksMax === 0) return;
+    const last = this.#last;
+    if (last !== null && last.segment === segment && last.chunk === span.chunk) return;
+    const sequential = last !== null &&
+      ((last.segment === segment && span.chunk === last.chunk + 1) ||
+        (last.segment !== segment && span.chunk === 0 && last.chunk === last.chunks - 1));
+    this.#readaheadChunks = sequential ? Math.min(this.#readaheadChunks * 2, this.#o.readaheadChunksMax) : 1;
+    this.#last = { segment, chunk: span.chunk, chunks: starts.length };
+    let ahead = this.#readaheadChunks;
+    for (let k = span.chunk + 1; k < starts.length && ahead > 0; k++, ahead--) {
+      const next = { chunk: k, start: starts[k]!, end: starts[k + 1] ?? segment.sizeBytes };
+      this.#cache.prefetch(this.#chunk(segment, next));
+    }
+  }
+
+  #missing(error: unknown, segment: Segment, key: string): unknown {
+    if (!(error instanceof NotFoundError)) return error;
+    const deletedUpTo = this.#partition.superblock.deletedUpToOffset;
+    if (segment.endOffset < deletedUpTo) {
+      return new RemoteSegmentRetiredError(this.#partition.log.label, segment.startOffset, deletedUpTo, {
+        cause: error,
+      });
+    }
+    this.#o.metrics?.dataLoss.inc();
+    return new RemoteDataLossError(this.#partition.log.label, segment.startOffset, key, { cause: error });
+  }
+
+  #chunkStarts(segment: Segment): number[] {
+    let starts = this.#starts.get(segment);
+    if (starts === undefined) {
+      starts = chunkStarts(segment.index.entries(), segment.sizeBytes, this.#o.chunkBytes);
+      this.#starts.set(segment, starts);
+    }
+    return starts;
+  }
+
+  #keys(segment: Segment) {
+    return segmentKeys(this.#incarnation(segment), segment.startOffset);
+  }
+
+  /** Whose keys the segment's objects have: the partition's, or a restore's source's. */
+  #incarnation(segment: Segment): PartitionIncarnation {
+    const own = incarnationOf(this.#o.prefix, this.#o.clusterId, this.#partition);
+    return objectIncarnation(own, this.#partition.superblock.restoredFrom, segment.startOffset);
+  }
+
+  #chunk(segment: Segment, span: ChunkSpan): ChunkRef {
+    const incarnation = this.#incarnation(segment);
+    return {
+      objectKey: segmentKeys(incarnation, segment.startOffset).log,
+      cacheKey: chunkCacheKey(incarnation, segment, span),
+      span,
+    };
+  }
+
+  #read(segment: Segment, span: ChunkSpan, position: number, wantBytes: number): ChunkRead {
+    const incarnation = this.#incarnation(segment);
+    return {
+      objectKey: segmentKeys(incarnation, segment.startOffset).log,
+      cacheKey: chunkCacheKey(incarnation, segment, span),
+      span,
+      // A reader further behind the head than the cache could hold is a backfill: its chunks enter
+      // the LRU at the cold end, and its hits do not promote them, so it cannot evict the working
+      // set near the head.
+      cold: this.#bytesFromHead(segment, position) > this.#cache.budgetBytes,
+      position,
+      // A poll reads only what it wants from the chunk file (with room to finish its last batch).
+      windowBytes: Math.max(windowBytesMin, wantBytes + windowBytesMin),
+      firstRangeEnd: this.#firstRangeEnd(segment, span, position, wantBytes),
+    };
+  }
+
+  #bytesFromHead(segment: Segment, position: number): number {
+    let behind = segment.sizeBytes - position;
+    let after = false;
+    for (const s of this.#partition.log.segments) {
+      if (after) behind += s.sizeBytes;
+      if (s === segment) after = true;
+    }
+    return behind;
+  }
+}

@@ -1,0 +1,60 @@
+import type { AdvanceDeletedUpTo, AdvanceTieredFloor } from "../../log/retention/floor_state.ts";
+
+/**
+ * Commands of the partition state machines a shard owns: the tiered floor and, in a cluster, the
+ * watermark total retention deleted below.
+ */
+export type ControlCommand = AdvanceTieredFloor | AdvanceDeletedUpTo;
+
+/** Hears every committed command once per replay or commit, in index order. */
+export type ApplyHook = (index: number, command: ControlCommand) => Promise<void>;
+
+/** What a submission requires of the log at the moment it commits. */
+export interface SubmitPrecondition {
+  /**
+   * The epoch the submitter holds (as a partition leader): the command commits only while the log
+   * is still at it, so a deposed leader's commands never commit.
+   */
+  expectedEpoch: number;
+}
+
+/** A submission's precondition failed: the log's epoch is no longer the submitter's. */
+export class ControlEpochMismatchError extends Error {
+  override name = "ControlEpochMismatchError";
+  readonly expectedEpoch: number;
+  readonly epoch: number;
+  constructor(expectedEpoch: number, epoch: number) {
+    super(`Cannot submit a control command: the control log is at epoch ${epoch}, not ${expectedEpoch}`);
+    this.expectedEpoch = expectedEpoch;
+    this.epoch = epoch;
+  }
+}
+
+/**
+ * A shard's control log, separate from the data logs: the commands of its partitions' state
+ * machines, committed in one order. The tier service only submits commands and learns of them
+ * through the apply hook, so it never knows which implementation it has (docs/DESIGN.md, "The
+ * control log"). The only implementation is the local fsynced log (`LocalControlLog`), whose epoch
+ * never changes; a replicated one would compare the epoch when it commits.
+ */
+export interface ControlLog {
+  /** The epoch commands commit under now; a submitter reads it once, when it starts to lead. */
+  epoch(): number;
+  /**
+   * Applies every committed command the log still holds through `apply`, in order, and resolves
+   * once they are applied; every later commit goes through `apply` too. Called once, before the
+   * first submission. Apply hooks must be idempotent: a replay repeats what was applied before.
+   */
+  replay(apply: ApplyHook): Promise<void>;
+  /**
+   * Commits the command durably if `precondition` holds, applies it, and resolves with its index.
+   * Rejects with `ControlEpochMismatchError` when the epoch moved, and with the failure's error
+   * when the command could not be made durable (then it may or may not commit later).
+   */
+  submit(command: ControlCommand, precondition: SubmitPrecondition): Promise<number>;
+  /** Index of the last committed command (0 when none). */
+  committed(): number;
+  /** Everything up to `index` is captured by the state machines' own durable snapshots (superblocks). */
+  snapshot(index: number): Promise<void>;
+  close(): Promise<void>;
+}
