@@ -34,8 +34,10 @@ export class ControlEpochMismatchError extends Error {
  * A shard's control log, separate from the data logs: the commands of its partitions' state
  * machines, committed in one order. The tier service only submits commands and learns of them
  * through the apply hook, so it never knows which implementation it has (docs/DESIGN.md, "The
- * control log"). The only implementation is the local fsynced log (`LocalControlLog`), whose epoch
- * never changes; a replicated one would compare the epoch when it commits.
+ * control log"). Two implement it: a single node's local fsynced log (`LocalControlLog`), whose
+ * epoch never changes, and a cluster's `ReplicatedControlLog`, which keeps each partition's floor in
+ * etcd, has no epoch of its own (0) and commits only while the partition's leader epoch is still
+ * the one the submission names.
  */
 export interface ControlLog {
   /** The epoch commands commit under now; a submitter reads it once, when it starts to lead. */
