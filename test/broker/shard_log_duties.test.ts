@@ -2,7 +2,7 @@ import t, { Test } from "tap";
 import { PartitionLog } from "../../src/log/partition/partition_log.ts";
 import { CountingDisk } from "../helpers/counting_disk.ts";
 import { openServer } from "../helpers/open_server.ts";
-import { settlesWithin } from "../helpers/settles_within.ts";
+import { settlesWithin } from "../helpers/wait_for.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 // The shard's log duties (interval fsync, roll by age) follow what is due, not the partition count.
 

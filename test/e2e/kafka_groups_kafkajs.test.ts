@@ -7,7 +7,7 @@ import { configCopy } from "../helpers/config_copy.ts";
 import { type GroupMember, startGroupMember } from "../helpers/group_members.ts";
 import { kafkaAddressOf } from "../helpers/kcat.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
-import { waitUntil } from "../helpers/wait_until.ts";
+import { realTime, waitFor } from "../helpers/wait_for.ts";
 // kafkajs consumers in one group over a 12-partition topic, each a process of its own: three share
 // the partitions; a fourth joins; one leaves; one is killed without leaving and its partitions move
 // once its session lapses. Every record produced is consumed, and at the end the group's committed
@@ -17,6 +17,8 @@ const perRound = 240;
 const sessionTimeoutMs = 6000;
 const topic = "orders";
 const group = "billing";
+/** The waits of the test: checked every 50 ms of real time, for a minute at most. */
+const minute = { deadlineMs: 60_000, pace: realTime(50) };
 
 t.test("a kafkajs consumer group through joins, a leave and a kill", { timeout: 240_000 }, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), "strata-groups-"));
@@ -61,16 +63,16 @@ t.test("a kafkajs consumer group through joins, a leave and a kill", { timeout: 
       messages: values.map((value, i) => ({ partition: i % partitions, value })),
     });
     produced = [...produced, ...values];
-    await waitUntil(
-      () => produced.every((v) => consumed().has(v)),
+    await waitFor(
       `every record of round ${round} consumed`,
-      60_000,
+      () => produced.every((v) => consumed().has(v)),
+      minute,
     );
   };
   const describe = () => admin.describeGroups([group]).then((d) => d.groups[0]!);
 
   const first = [start("a"), start("b"), start("c")];
-  await waitUntil(() => balanced(3), "three members sharing the 12 partitions", 60_000);
+  await waitFor("three members sharing the 12 partitions", () => balanced(3), minute);
   await produceRound("one");
   t.ok(
     [...consumed().values()].every((n) => n === 1),
@@ -80,19 +82,19 @@ t.test("a kafkajs consumer group through joins, a leave and a kill", { timeout: 
   t.equal((await describe()).state, "Stable");
 
   start("d");
-  await waitUntil(() => balanced(4), "four members after the fourth joined", 60_000);
+  await waitFor("four members after the fourth joined", () => balanced(4), minute);
   await produceRound("two");
   t.equal((await describe()).members.length, 4, "DescribeGroups lists four members");
 
   await first[0]!.stop("SIGTERM");
-  await waitUntil(() => balanced(3), "three members after one left", 60_000);
+  await waitFor("three members after one left", () => balanced(3), minute);
   await produceRound("three");
 
   const killed = first[1]!;
   const orphaned = killed.assigned;
   const killedAtMs = Date.now();
   await killed.stop("SIGKILL");
-  const movedAfterMs = await waitUntil(() => balanced(2), "two members after one was killed", 60_000);
+  const movedAfterMs = await waitFor("two members after one was killed", () => balanced(2), minute);
   t.ok(
     movedAfterMs >= sessionTimeoutMs - 1500,
     `the killed member's partitions ${orphaned} moved after its session lapsed (${movedAfterMs} ms after the kill)`,
@@ -104,16 +106,10 @@ t.test("a kafkajs consumer group through joins, a leave and a kill", { timeout: 
   t.same(missing, [], "at least once: no record produced was skipped");
   const offsets = await admin.fetchOffsets({ groupId: group, topics: [topic] });
   const ends = await admin.fetchTopicOffsets(topic);
-  await waitUntil(
-    async () => {
-      const now = await admin.fetchOffsets({ groupId: group, topics: [topic] });
-      return now[0]!.partitions.every((p) =>
-        p.offset === ends.find((e) => e.partition === p.partition)!.high
-      );
-    },
-    "the committed offsets to reach every partition's end",
-    30_000,
-  );
+  await waitFor("the committed offsets to reach every partition's end", async () => {
+    const now = await admin.fetchOffsets({ groupId: group, topics: [topic] });
+    return now[0]!.partitions.every((p) => p.offset === ends.find((e) => e.partition === p.partition)!.high);
+  }, { deadlineMs: 30_000, pace: realTime(50) });
   t.equal(offsets[0]!.partitions.length, partitions, "an offset committed for every partition");
   const http = await (await fetch(`${server.baseUrl}/groups/${group}`)).json();
   t.equal(http.state, "Stable");

@@ -1,4 +1,4 @@
-import { settlesWithin } from "./settles_within.ts";
+import { settlesWithin } from "./wait_for.ts";
 import type { WatchedClock } from "./watched_clock.ts";
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
 

@@ -7,7 +7,7 @@ import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { LocalEvictions } from "../../src/tier/local_evictions.ts";
 import type { TieredPartition } from "../../src/tier/tier_service.ts";
 import { logConfig } from "../helpers/tier_harness.ts";
-import { settlesWithin } from "../helpers/settles_within.ts";
+import { settlesWithin } from "../helpers/wait_for.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 /** A partition of six sealed 50 kB segments, tiered with a 100 kB envelope. */
 async function tieredPartition(t: Test) {

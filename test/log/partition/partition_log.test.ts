@@ -12,7 +12,7 @@ import { VirtualClock } from "../../../src/runtime/clock/virtual_clock.ts";
 import { recoverSegments } from "../../../src/log/segment/recover_segments.ts";
 import { CountingDisk } from "../../helpers/counting_disk.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
-import { settlesWithin } from "../../helpers/settles_within.ts";
+import { settlesWithin } from "../../helpers/wait_for.ts";
 await initCrc32c();
 
 const config = (overrides: Partial<LogConfig> = {}): LogConfig => ({

@@ -3,8 +3,7 @@ import { retentionCheckIntervalMs } from "../../../src/broker/shards/shard_runti
 import type { GroupCoordinator } from "../../../src/groups/group_coordinator.ts";
 import { commitOffsets } from "../../../src/groups/core/group_offsets.ts";
 import { openServer } from "../../helpers/open_server.ts";
-import { settlesWithin } from "../../helpers/settles_within.ts";
-import { waitUntil } from "../../helpers/wait_until.ts";
+import { realTime, settlesWithin, waitFor } from "../../helpers/wait_for.ts";
 // The consumer groups seen through a running server: their committed offsets in total retention's
 // consumer barrier, and the HTTP API's /groups.
 
@@ -18,7 +17,10 @@ async function groupsServer(t: Test) {
   });
   const groups = opened.server.groups!;
   await groups.ensureOffsetsTopic();
-  await waitUntil(() => groups.route("g").error === null, "the offsets partitions to load", 10_000);
+  await waitFor("the offsets partitions to load", () => groups.route("g").error === null, {
+    deadlineMs: 10_000,
+    pace: realTime(50),
+  });
   const json = async (path: string, init?: RequestInit) => {
     const response = await opened.raw(path, init);
     return { status: response.status, body: response.status === 204 ? null : await response.json() };

@@ -16,7 +16,7 @@ import { tempDir } from "../../helpers/temp_dir.ts";
 import { takesDirectIo } from "../../helpers/direct_io.ts";
 import { sharedWriteWorker } from "../../../src/runtime/disk/worker/file_workers.ts";
 import { evicted, payloadOk } from "../../helpers/evicted_partition.ts";
-import { settlesWithin } from "../../helpers/settles_within.ts";
+import { settlesWithin } from "../../helpers/wait_for.ts";
 // The chunk cache, driven as a shard drives it: polls of an evicted partition through the tier
 // remote reader, and the cache opened on its own where a test needs no partition. The sim store
 // counts every GET.

@@ -6,7 +6,7 @@ import type { Disk, DiskFile, OpenOptions } from "../../../src/runtime/disk/disk
 import { ChunkFileShortError } from "../../../src/tier/cache/chunk_files.ts";
 import { evicted, payloadOk } from "../../helpers/evicted_partition.ts";
 import { runVirtual } from "../../helpers/run_virtual.ts";
-import { settlesWithin } from "../../helpers/settles_within.ts";
+import { settlesWithin } from "../../helpers/wait_for.ts";
 // Chunk files and objects shorter than their chunk: a cache file truncated on disk is corrupt (it is
 // dropped, counted and fetched again, and the read is served right), while an object in the store
 // shorter than its segment is a typed corrupt-data error, fetched once, not dropped and fetched again

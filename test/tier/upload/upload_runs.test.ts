@@ -13,7 +13,7 @@ import { VirtualClock } from "../../../src/runtime/clock/virtual_clock.ts";
 import type { TieredPartition } from "../../../src/tier/tier_service.ts";
 import { type StartUpload, type UploadReport, UploadRuns } from "../../../src/tier/upload/upload_runs.ts";
 import { logConfig } from "../../helpers/tier_harness.ts";
-import { settlesWithin } from "../../helpers/settles_within.ts";
+import { settlesWithin } from "../../helpers/wait_for.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
 async function setup(t: Test) {
   const clock = new VirtualClock();
