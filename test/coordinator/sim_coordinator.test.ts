@@ -4,27 +4,12 @@ import { CompactedError, CoordinatorUnavailableError } from "../../src/coordinat
 import type { WatchEvent } from "../../src/coordinator/coordinator.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { coordinatorContract } from "../helpers/coordinator_contract.ts";
-const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
-
-/** Waits on virtual time: checks, then moves the clock 50 ms, until the condition holds. */
-function virtualUntil(clock: VirtualClock) {
-  return async (what: string, condition: () => boolean | Promise<boolean>, deadlineMs: number) => {
-    const endMs = clock.nowMs() + deadlineMs;
-    for (;;) {
-      await flush();
-      if (await condition()) return;
-      if (clock.nowMs() >= endMs) {
-        throw new Error(`Timed out after ${deadlineMs} virtual ms waiting for ${what}`);
-      }
-      clock.advance(50);
-    }
-  };
-}
+import { virtualTime } from "../helpers/wait_for.ts";
 
 t.test("the simulated coordinator keeps the contract", (t) => {
   const clock = new VirtualClock();
   const store = new SimCoordinatorStore({ clock });
-  coordinatorContract(t, { coordinator: store.client("node-1"), until: virtualUntil(clock) }, "/contract");
+  coordinatorContract(t, { coordinator: store.client("node-1"), pace: virtualTime(clock, 50) }, "/contract");
   t.end();
 });
 

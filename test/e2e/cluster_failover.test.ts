@@ -3,8 +3,11 @@ import { Kafka, logLevel } from "kafkajs";
 import { etcdUnavailableReason } from "../helpers/etcd_harness.ts";
 import { kcat, kcatUnavailable, spawnKcatProducer } from "../helpers/kcat.ts";
 import { describePartition } from "../../scripts/lib/kafka_metadata.ts";
-import { readPartition, startStrataCluster, until } from "../helpers/strata_cluster.ts";
+import { readPartition, startStrataCluster } from "../helpers/strata_cluster.ts";
 import { StrataClient } from "../../src/client/strata_client.ts";
+import { realTime, waitFor } from "../helpers/wait_for.ts";
+/** The waits on the cluster: real time, checked every 50 ms. */
+const pace = realTime(50);
 const skip = etcdUnavailableReason() ?? kcatUnavailable() ?? false;
 const leaseTtlMs = 2000;
 
@@ -27,10 +30,10 @@ t.test(
       await admin.createTopics({ topics: [{ topic: "orders", numPartitions: 1, replicationFactor: 3 }] }),
       true,
     );
-    const placed = await until("the partition to be led with three in sync", async () => {
+    const placed = await waitFor("the partition to be led with three in sync", async () => {
       const p = await describePartition(cluster.bootstrap, "orders", 0);
       return p !== null && p.leader > 0 && p.isr.length === 3;
-    }, 10_000);
+    }, { deadlineMs: 10_000, pace });
     t.ok(placed < 10_000, `placed ${placed} ms after creation`);
 
     // What the cluster cannot serve is refused at creation, by the error its API has for it.
@@ -84,7 +87,7 @@ t.test(
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
     })();
-    await until("kcat to write 20 lines", () => kcatLines.length >= 20, 10_000);
+    await waitFor("kcat to write 20 lines", () => kcatLines.length >= 20, { deadlineMs: 10_000, pace });
 
     const before = (await describePartition(cluster.bootstrap, "orders", 0))!;
     const killedAtMs = Date.now();
@@ -93,10 +96,10 @@ t.test(
     const others = cluster.nodes.filter((n) => n.id !== before.leader).map((n) => n.kafka).join(",");
     // Beside the producer: when another node's metadata names a live new leader, it serves.
     let kcatLinesAtServed = -1;
-    const servedAfterMs = until("a new leader in the metadata", async () => {
+    const servedAfterMs = waitFor("a new leader in the metadata", async () => {
       const p = await describePartition(others, "orders", 0);
       return p !== null && p.leader > 0 && p.leader !== before.leader;
-    }, 4 * leaseTtlMs).then(() => {
+    }, { deadlineMs: 4 * leaseTtlMs, pace }).then(() => {
       kcatLinesAtServed = kcatLines.length;
       return Date.now() - killedAtMs;
     });
@@ -106,7 +109,10 @@ t.test(
     }
     const servedMs = await servedAfterMs;
     const kcatLinesAfterSends = kcatLines.length;
-    await until("kcat to write 20 lines more", () => kcatLines.length >= kcatLinesAfterSends + 20, 10_000);
+    await waitFor("kcat to write 20 lines more", () => kcatLines.length >= kcatLinesAfterSends + 20, {
+      deadlineMs: 10_000,
+      pace,
+    });
     kcatWriting = false;
     await kcatWriter;
     const kcatEnded = await kcatProducer.end();
@@ -157,10 +163,10 @@ t.test(
 
     // The killed node comes back, catches up and rejoins the in-sync set.
     await cluster.node(before.leader).restart();
-    const rejoined = await until("the restarted node to rejoin the in-sync set", async () => {
+    const rejoined = await waitFor("the restarted node to rejoin the in-sync set", async () => {
       const p = await describePartition(cluster.bootstrap, "orders", 0);
       return p !== null && p.isr.includes(before.leader);
-    }, 20_000);
+    }, { deadlineMs: 20_000, pace });
     t.ok(rejoined < 20_000, `rejoined ${rejoined} ms after its restart`);
 
     // Over HTTP a node that does not lead the partition redirects to the one that does, and the

@@ -7,8 +7,10 @@ import {
   sameSegmentsEverywhere,
   startStrataCluster,
   type StrataCluster,
-  until,
 } from "../helpers/strata_cluster.ts";
+import { realTime, waitFor } from "../helpers/wait_for.ts";
+/** The waits on the cluster: real time, checked every 50 ms. */
+const pace = realTime(50);
 const skip = etcdUnavailableReason() ?? kcatUnavailable() ?? false;
 const leaseTtlMs = 2000;
 
@@ -50,10 +52,10 @@ async function createTopic(cluster: StrataCluster, topic: string): Promise<void>
   if (created.status !== 201) {
     throw new Error(`Cannot create ${topic}: ${created.status} ${await created.text()}`);
   }
-  await until(
+  await waitFor(
     "three in sync",
     async () => (await describePartition(cluster.bootstrap, topic, 0))?.isr.length === 3,
-    10_000,
+    { deadlineMs: 10_000, pace },
   );
 }
 
@@ -68,19 +70,19 @@ t.test(
     t.equal((await produce(cluster.bootstrap, "f", ["one", "two"])).code, 0);
 
     await a!.signal("SIGKILL");
-    await until(
+    await waitFor(
       "the in-sync set to shrink to two",
       async () => (await describePartition(cluster.bootstrap, "f", 0))?.isr.length === 2,
-      3 * leaseTtlMs,
+      { deadlineMs: 3 * leaseTtlMs, pace },
     );
     const withTwo = await produce(cluster.bootstrap, "f", ["three"]);
     t.equal(withTwo.code, 0, "acks=all goes on with min_insync_replicas = 2");
 
     await b!.signal("SIGKILL");
-    await until(
+    await waitFor(
       "the in-sync set to shrink to the leader",
       async () => (await describePartition(cluster.node(leader).kafka, "f", 0))?.isr.length === 1,
-      3 * leaseTtlMs,
+      { deadlineMs: 3 * leaseTtlMs, pace },
     );
     // Without retries librdkafka reports the broker's refusal itself rather than a timeout.
     const alone = await produce(cluster.node(leader).kafka, "f", ["four"], 15_000, ["-X", "retries=0"]);
@@ -92,18 +94,17 @@ t.test(
 
     await a!.restart();
     await b!.restart();
-    await until(
+    await waitFor(
       "both followers back in sync",
       async () => (await describePartition(cluster.bootstrap, "f", 0))?.isr.length === 3,
-      20_000,
+      { deadlineMs: 20_000, pace },
     );
     t.equal((await produce(cluster.bootstrap, "f", ["five"])).code, 0);
     t.same(await readValues(cluster.bootstrap, "f"), ["one", "two", "three", "five"]);
-    await until(
-      "every replica to hold the same segment bytes",
-      () => sameSegmentsEverywhere(cluster),
-      10_000,
-    );
+    await waitFor("every replica to hold the same segment bytes", () => sameSegmentsEverywhere(cluster), {
+      deadlineMs: 10_000,
+      pace,
+    });
   },
 );
 
@@ -130,18 +131,18 @@ t.test("a leader paused past its lease is fenced, rejoins as a follower and trun
   t.equal(unreplicated.code, 0, "the leader alone took a record with acks=1");
   await cluster.node(paused).signal("SIGSTOP");
   for (const f of followers) await f.signal("SIGCONT");
-  await until("another node to lead", async () => {
+  await waitFor("another node to lead", async () => {
     const p = await describePartition(others, "z", 0);
     return p !== null && p.leader !== paused && p.leader > 0;
-  }, 3 * leaseTtlMs);
+  }, { deadlineMs: 3 * leaseTtlMs, pace });
   t.equal((await produce(others, "z", ["c", "d"])).code, 0, "the new leader acknowledges");
   // Twice the lease in all, then the old leader runs again.
   await new Promise((resolve) => setTimeout(resolve, Math.max(0, 2 * leaseTtlMs - 1000)));
   await cluster.node(paused).signal("SIGCONT");
-  const rejoined = await until("the paused node back in sync as a follower", async () => {
+  const rejoined = await waitFor("the paused node back in sync as a follower", async () => {
     const p = await describePartition(others, "z", 0);
     return p !== null && p.leader !== paused && p.isr.includes(paused);
-  }, 20_000);
+  }, { deadlineMs: 20_000, pace });
   t.ok(rejoined < 20_000, `back in sync ${rejoined} ms after SIGCONT`);
   t.match(cluster.node(paused).server!.stderr(), /truncating a diverged log/, "it cut its unreplicated tail");
   // What the old leader may still think it serves, it must not acknowledge.
@@ -150,11 +151,10 @@ t.test("a leader paused past its lease is fenced, rejoins as a follower and trun
     await readValues(others, "z"),
     stale.code === 0 ? ["a", "b", "c", "d", "stale"] : ["a", "b", "c", "d"],
   );
-  await until(
-    "the old leader's segments equal the new leader's",
-    () => sameSegmentsEverywhere(cluster),
-    10_000,
-  );
+  await waitFor("the old leader's segments equal the new leader's", () => sameSegmentsEverywhere(cluster), {
+    deadlineMs: 10_000,
+    pace,
+  });
 });
 
 t.test("etcd: one member lost changes nothing; its majority lost stops acknowledgements until it returns", {
@@ -171,23 +171,23 @@ t.test("etcd: one member lost changes nothing; its majority lost stops acknowled
   // Without a majority no lease is renewed: a lone etcd member may answer keepalives until it
   // notices it lost its quorum, and lease_ttl after the last one answered every node holds its lease
   // no longer (its own gauge says so), and no leader acknowledges.
-  const lapsed = await until("every node's lease to lapse", async () => {
+  const lapsed = await waitFor("every node's lease to lapse", async () => {
     const ages = await Promise.all(cluster.nodes.map(async (n) => {
       const text = await (await fetch(`${n.httpUrl}/metrics`)).text();
       return Number(/^strata_cluster_lease_keepalive_age_seconds ([0-9.e+-]+)$/m.exec(text)?.[1] ?? 0);
     }));
     return ages.every((age) => age * 1000 > leaseTtlMs);
-  }, 20_000);
+  }, { deadlineMs: 20_000, pace });
   t.comment(`every lease lapsed ${lapsed} ms after etcd lost its majority`);
   const lost = await produce(cluster.bootstrap, "e", ["three"], 15_000);
   t.not(lost.code, 0, "refused or timed out, never acknowledged");
   t.notOk((await readValues(cluster.bootstrap, "e")).includes("three") && lost.code === 0);
   cluster.etcd.restart(1);
   cluster.etcd.restart(2);
-  await until(
+  await waitFor(
     "produce to succeed again",
     async () => (await produce(cluster.bootstrap, "e", ["four"], 10_000)).code === 0,
-    30_000,
+    { deadlineMs: 30_000, pace },
   );
   const values = await readValues(cluster.bootstrap, "e");
   t.same(values.filter((v) => v !== "three"), ["one", "two", ...values.filter((v) => v === "four")]);

@@ -6,8 +6,11 @@ import { apiKey } from "../../src/kafka/wire/frame_codec.ts";
 import { kafkaRequest, KafkaWireClient } from "../helpers/kafka_wire.ts";
 import { etcdUnavailableReason } from "../helpers/etcd_harness.ts";
 import { type GroupMember, startGroupMember } from "../helpers/group_members.ts";
-import { type ClusterNodeProcess, startStrataCluster, until } from "../helpers/strata_cluster.ts";
+import { type ClusterNodeProcess, startStrataCluster } from "../helpers/strata_cluster.ts";
 import { describePartition } from "../../scripts/lib/kafka_metadata.ts";
+import { realTime, waitFor } from "../helpers/wait_for.ts";
+/** The waits on the cluster: real time, checked every 50 ms. */
+const pace = realTime(50);
 // A consumer group on a 3-node cluster: its coordinator is the leader of its partition of
 // __consumer_offsets (replicated as any partition). The coordinator's node is killed while the
 // group rebalances; the group completes on the new coordinator with every committed offset intact.
@@ -35,12 +38,12 @@ t.test("the coordinator's node killed during a rebalance: the group completes on
   await admin.connect();
   t.teardown(() => admin.disconnect());
   await admin.createTopics({ topics: [{ topic, numPartitions: partitions, replicationFactor: 3 }] });
-  await until("every partition led with three in sync", async () => {
+  await waitFor("every partition led with three in sync", async () => {
     const states = await Promise.all(
       Array.from({ length: partitions }, (_, p) => describePartition(cluster.bootstrap, topic, p)),
     );
     return states.every((s) => s !== null && s.leader > 0 && s.isr.length === 3);
-  }, 20_000);
+  }, { deadlineMs: 20_000, pace });
   const producer = kafka.producer({ allowAutoTopicCreation: false });
   await producer.connect();
   t.teardown(() => producer.disconnect());
@@ -79,39 +82,44 @@ t.test("the coordinator's node killed during a rebalance: the group completes on
   await produce("one", 600);
   start("a");
   start("b");
-  await until("two members sharing the partitions", () => balanced(2), 60_000);
-  await until("every record consumed", () => produced.every((v) => consumed().has(v)), 60_000);
-  await until("the commits to reach every partition's end", async () => {
+  await waitFor("two members sharing the partitions", () => balanced(2), { deadlineMs: 60_000, pace });
+  await waitFor("every record consumed", () => produced.every((v) => consumed().has(v)), {
+    deadlineMs: 60_000,
+    pace,
+  });
+  await waitFor("the commits to reach every partition's end", async () => {
     const [c, e] = await Promise.all([committed(), ends()]);
     return c.join() === e.join();
-  }, 30_000);
+  }, { deadlineMs: 30_000, pace });
   const before = await committed();
 
   const coordinator = await coordinatorNode(cluster.nodes);
   t.ok(coordinator !== null, `node ${coordinator?.id} coordinates the group`);
   start("c");
   // Killed while the group rebalances for its third member.
-  await until("the group to rebalance", async () => {
+  await waitFor("the group to rebalance", async () => {
     const state = await groupState(coordinator!);
     return state === "PreparingRebalance" || state === "CompletingRebalance";
-  }, 30_000);
+  }, { deadlineMs: 30_000, pace });
   await coordinator!.signal("SIGKILL");
-  const completedMs = await until("three members sharing the partitions", () => balanced(3), 90_000);
+  const completedMs = await waitFor("three members sharing the partitions", () => balanced(3), {
+    deadlineMs: 90_000,
+    pace,
+  });
   t.pass(`the group completed ${completedMs} ms after the coordinator's node was killed`);
   const next = await coordinatorNode(cluster.nodes.filter((n) => n !== coordinator));
   t.ok(next !== null && next !== coordinator, `node ${next?.id} coordinates it now`);
   t.same(await committed(), before, "every committed offset intact on the new coordinator");
 
   await produce("two", 300);
-  await until(
-    "every record of the second round consumed",
-    () => produced.every((v) => consumed().has(v)),
-    60_000,
-  );
-  await until("the commits to reach every partition's end again", async () => {
+  await waitFor("every record of the second round consumed", () => produced.every((v) => consumed().has(v)), {
+    deadlineMs: 60_000,
+    pace,
+  });
+  await waitFor("the commits to reach every partition's end again", async () => {
     const [c, e] = await Promise.all([committed(), ends()]);
     return c.join() === e.join();
-  }, 30_000);
+  }, { deadlineMs: 30_000, pace });
   t.same(produced.filter((v) => !consumed().has(v)), [], "at least once: nothing produced was skipped");
 
   // Checkpoints: 1.5 MiB of commits to one group makes its coordinator write the live offsets again
@@ -137,10 +145,10 @@ t.test("the coordinator's node killed during a rebalance: the group completes on
   }
   const partition = offsetsPartitionOf("bulk");
   const firsts = () => Promise.all(live.map((n) => firstSegmentOffset(n, partition)));
-  await until(
+  await waitFor(
     "every live replica of the group's offsets partition to drop its first segment",
     async () => (await firsts()).every((first) => first > 0),
-    30_000,
+    { deadlineMs: 30_000, pace },
   );
   t.pass(`the replicas' oldest segments now start at ${await firsts()}`);
   const bulk = await admin.fetchOffsets({ groupId: "bulk", topics: [topic] });
@@ -185,8 +193,10 @@ async function groupState(node: ClusterNodeProcess): Promise<string | null> {
 async function coordinatorPort(groupId: string, nodes: ClusterNodeProcess[]): Promise<number> {
   const wire = await KafkaWireClient.connect(Number(nodes[0]!.kafka.split(":")[1]));
   try {
-    for (let attempt = 0; attempt < 100; attempt++) {
-      wire.send(kafkaRequest(apiKey.findCoordinator, 1, attempt, (w) => w.nullableString(groupId).int8(0)));
+    let attempt = 0;
+    let port = 0;
+    await waitFor(`a coordinator of ${groupId}`, async () => {
+      wire.send(kafkaRequest(apiKey.findCoordinator, 1, attempt++, (w) => w.nullableString(groupId).int8(0)));
       const answer = (await wire.next())!;
       answer.int32();
       answer.int32();
@@ -194,11 +204,10 @@ async function coordinatorPort(groupId: string, nodes: ClusterNodeProcess[]): Pr
       answer.nullableString();
       answer.int32();
       answer.string();
-      const port = answer.int32();
-      if (error === 0) return port;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    throw new Error(`no coordinator found for ${groupId}`);
+      port = answer.int32();
+      return error === 0;
+    }, { deadlineMs: 20_000, pace: realTime(100) });
+    return port;
   } finally {
     wire.close();
   }
@@ -207,11 +216,11 @@ async function coordinatorPort(groupId: string, nodes: ClusterNodeProcess[]): Pr
 /** The node whose HTTP API describes the group: its coordinator. */
 async function coordinatorNode(nodes: ClusterNodeProcess[]): Promise<ClusterNodeProcess | null> {
   let found: ClusterNodeProcess | null = null;
-  await until("one node to coordinate the group", async () => {
+  await waitFor("one node to coordinate the group", async () => {
     for (const node of nodes) {
       if (node.server !== null && (await groupState(node)) !== null) found = node;
     }
     return found !== null;
-  }, 30_000);
+  }, { deadlineMs: 30_000, pace });
   return found;
 }

@@ -8,14 +8,12 @@ import { etcdUnavailableReason } from "../helpers/etcd_harness.ts";
 import { kcatUnavailable } from "../helpers/kcat.ts";
 import { createBucket, ourStore } from "../helpers/s3_harness.ts";
 import { startS3rver } from "../helpers/s3rver_harness.ts";
-import {
-  type ClusterNodeProcess,
-  partitionDirOf,
-  startStrataCluster,
-  until,
-} from "../helpers/strata_cluster.ts";
+import { type ClusterNodeProcess, partitionDirOf, startStrataCluster } from "../helpers/strata_cluster.ts";
 import { describePartition } from "../../scripts/lib/kafka_metadata.ts";
 import { payloadOf } from "../helpers/tiered_e2e.ts";
+import { realTime, waitFor } from "../helpers/wait_for.ts";
+/** The waits on the cluster: real time, checked every 50 ms. */
+const pace = realTime(50);
 await initCrc32c();
 const skip = etcdUnavailableReason() ?? kcatUnavailable() ?? false;
 const mib = 1024 * 1024;
@@ -65,10 +63,10 @@ t.test(
       segment_size: segmentBytes,
       local_retention_size: envelopeBytes,
     });
-    await until("three replicas in sync", async () => {
+    await waitFor("three replicas in sync", async () => {
       const p = await describePartition(cluster.bootstrap, "tiered", 0);
       return p !== null && p.leader > 0 && p.isr.length === 3;
-    }, 20_000);
+    }, { deadlineMs: 20_000, pace });
 
     // 16 MiB: 16 sealed segments or so; the leader uploads them, every replica evicts below the floor.
     await produce(client, 0, 256);
@@ -81,14 +79,14 @@ t.test(
       await client.awaitTiered("kafka", "tiered", 0, sealedEnd + 1, 60_000),
       `the floor passed ${sealedEnd}`,
     );
-    const spent = await until(
+    const spent = await waitFor(
       "every replica to evict down to its envelope",
       () =>
         cluster.nodes.every((n) => {
           const local = localState(n);
           return local.markers.length > 0 && local.logBytes <= envelopeBytes + 2 * segmentBytes;
         }),
-      30_000,
+      { deadlineMs: 30_000, pace },
     );
     t.comment(`every replica evicted within ${spent} ms of the floor`);
     for (const node of cluster.nodes) {
@@ -117,17 +115,17 @@ t.test(
       fetch(`${leaderUrl}/metrics`).then((r) => r.text()).then((m) =>
         /^strata_tier_uploads_in_flight [1-9]/m.test(m)
       );
-    await until("the leader to be uploading", uploading, 20_000);
+    await waitFor("the leader to be uploading", uploading, { deadlineMs: 20_000, pace });
     const floorAtKill = (await client.partition("kafka", "tiered", 0) as { tiered_up_to_offset: number })
       .tiered_up_to_offset;
     await cluster.node(first.leader).signal("SIGKILL");
     t.comment(`killed with an upload in flight, its floor at ${floorAtKill}`);
     const others = cluster.nodes.filter((n) => n.id !== first.leader);
     const elsewhere = new StrataClient({ baseUrl: others[0]!.httpUrl, encoding: "msgpack" });
-    await until("a new leader", async () => {
+    await waitFor("a new leader", async () => {
       const p = await describePartition(others.map((n) => n.kafka).join(","), "tiered", 0);
       return p !== null && p.leader > 0 && p.leader !== first.leader;
-    }, 15_000);
+    }, { deadlineMs: 15_000, pace });
     await produce(elsewhere, 384, 64);
     const after = await elsewhere.partition("kafka", "tiered", 0) as {
       segments: { end_offset: number; sealed: boolean }[];
@@ -184,14 +182,14 @@ t.test(
     await wiped.signal("SIGKILL");
     rmSync(join(partitionDirOf(wiped), "../../../../../.."), { recursive: true, force: true });
     await wiped.restart();
-    const rejoinedMs = await until("the wiped follower back in sync", async () => {
+    const rejoinedMs = await waitFor("the wiped follower back in sync", async () => {
       const p = await describePartition(others.map((n) => n.kafka).join(","), "tiered", 0);
       return p !== null && p.isr.includes(wiped.id);
-    }, 60_000);
-    await until("the wiped follower to evict to its envelope", () => {
+    }, { deadlineMs: 60_000, pace });
+    await waitFor("the wiped follower to evict to its envelope", () => {
       const local = localState(wiped);
       return local.markers.length >= 8 && local.logBytes <= envelopeBytes + 2 * segmentBytes;
-    }, 30_000);
+    }, { deadlineMs: 30_000, pace });
     t.comment(`the wiped follower was back in sync ${rejoinedMs} ms after its restart`);
     const metrics = await fetch(`${wiped.httpUrl}/metrics`).then((r) => r.text());
     const counter = (name: string) => Number(new RegExp(`^${name} (\\d+)`, "m").exec(metrics)?.[1] ?? NaN);
@@ -206,10 +204,10 @@ t.test(
     t.ok(transferred >= totalBytes / 2, "most of the log came by state transfer, not from a peer");
     t.ok(copied <= totalBytes - transferred + segmentBytes, "only the part above the floor was copied");
     await cluster.node(leaderNow).signal("SIGKILL");
-    await until("the rebuilt node to lead", async () => {
+    await waitFor("the rebuilt node to lead", async () => {
       const p = await describePartition(wiped.kafka, "tiered", 0);
       return p !== null && p.leader === wiped.id;
-    }, 15_000);
+    }, { deadlineMs: 15_000, pace });
     const rebuilt = new StrataClient({ baseUrl: wiped.httpUrl, encoding: "msgpack" });
     let read = 0;
     let wrong = 0;

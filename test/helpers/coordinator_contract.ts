@@ -1,11 +1,12 @@
 import type { Test } from "tap";
 import type { Coordinator, WatchEvent } from "../../src/coordinator/coordinator.ts";
 import { CoordinatorRequestError, LeaseNotFoundError } from "../../src/coordinator/coordinator_errors.ts";
-/** What the contract needs besides the coordinator: a way to wait for a condition, with a deadline. */
+import { waitFor, type WaitPace } from "./wait_for.ts";
+/** What the contract needs besides the coordinator: the pace its waits step by, on the coordinator's clock. */
 export interface ContractEnv {
   coordinator: Coordinator;
-  /** Resolves once `condition` holds; rejects naming `what` when `deadlineMs` passes first. */
-  until(what: string, condition: () => boolean | Promise<boolean>, deadlineMs: number): Promise<unknown>;
+  /** Real time for a real etcd, virtual time for the simulated one; the contract's deadlines are on its clock. */
+  pace: WaitPace;
 }
 
 async function errorOf(call: Promise<unknown>): Promise<unknown> {
@@ -141,10 +142,10 @@ export function coordinatorContract(t: Test, env: ContractEnv, prefix: string) {
   t.test("a lease not kept alive expires with its keys after its TTL", async (t) => {
     const lease = await c.leaseGrant(1000);
     await c.txn({ compare: [], success: [{ kind: "put", key: k("node/2"), value: "up", lease: lease.id }] });
-    await env.until(
+    await waitFor(
       "the lease's key to expire",
       async () => (await c.range({ key: k("node/2") })).kvs.length === 0,
-      10_000,
+      { deadlineMs: 10_000, pace: env.pace },
     );
     t.type(await errorOf(c.leaseKeepAlive(lease.id)), LeaseNotFoundError);
   });
@@ -158,11 +159,11 @@ export function coordinatorContract(t: Test, env: ContractEnv, prefix: string) {
     await c.txn({ compare: [], success: [{ kind: "put", key: k("wx"), value: "outside" }] });
     const seen = recorder();
     const watch = c.watch({ key: k("w/"), prefix: true }, first.revision, seen.listener);
-    await env.until("the past events", () => seen.events.length >= 3, 5000);
+    await waitFor("the past events", () => seen.events.length >= 3, { deadlineMs: 5000, pace: env.pace });
     await c.txn({ compare: [], success: [{ kind: "delete", key: k("w/a") }] });
-    await env.until("the delete", () => seen.events.length >= 4, 5000);
+    await waitFor("the delete", () => seen.events.length >= 4, { deadlineMs: 5000, pace: env.pace });
     watch.close();
-    await env.until("the watch to end", () => seen.ended !== undefined, 5000);
+    await waitFor("the watch to end", () => seen.ended !== undefined, { deadlineMs: 5000, pace: env.pace });
     t.equal(seen.ended, null, "closed, not failed");
     t.same(seen.events.map((e) => `${e.kind} ${e.kv.key.slice(prefix.length)} ${e.kv.value}`), [
       "put /w/a 1",
@@ -181,10 +182,10 @@ export function coordinatorContract(t: Test, env: ContractEnv, prefix: string) {
     const watch = c.watch({ key: k("now/"), prefix: true }, 0, seen.listener);
     // The watch is in place once a write made after it is heard; writes go on until one is.
     let n = 0;
-    await env.until("a write after the watch", async () => {
+    await waitFor("a write after the watch", async () => {
       await c.txn({ compare: [], success: [{ kind: "put", key: k(`now/new${n++}`), value: "new" }] });
       return seen.events.length > 0;
-    }, 5000);
+    }, { deadlineMs: 5000, pace: env.pace });
     watch.close();
     t.notOk(seen.events.some((e) => e.kv.value === "old"));
   });

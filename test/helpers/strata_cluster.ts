@@ -7,6 +7,7 @@ import { brokersListed } from "../../scripts/lib/kafka_metadata.ts";
 import type { S3Endpoint } from "./s3_harness.ts";
 import { type RunningServer, spawnServer } from "./spawn_server.ts";
 import { tempDir } from "./temp_dir.ts";
+import { realTime, waitFor } from "./wait_for.ts";
 /** The secret every node of a test cluster shares. */
 export const testClusterSecret = "strata-test-cluster-secret";
 
@@ -101,10 +102,10 @@ export async function startStrataCluster(t: Test, options: ClusterOptions): Prom
   if (options.tiered === undefined) await Promise.all(nodes.map((n) => n.restart()));
   else for (const node of nodes) await node.restart();
   // Every node listening is not every node registered: wait until each one's Metadata lists them all.
-  await until("every node to see the whole cluster", async () => {
+  await waitFor("every node to see the whole cluster", async () => {
     const counts = await Promise.all(nodes.map((n) => brokersListed(n.kafka)));
     return counts.every((c) => c === count);
-  }, 20_000);
+  }, { deadlineMs: 20_000, pace: realTime(50) });
   return {
     etcd,
     nodes,
@@ -156,20 +157,16 @@ function tieredSection(tiered: ClusterOptions["tiered"]): string[] {
   ];
 }
 
-/** Waits, checking every 50 ms, until `condition` resolves true; fails naming `what` after `deadlineMs`. */
-export async function until(
+/**
+ * @deprecated Call `waitFor` (test/helpers/wait_for.ts) with `realTime(50)`: this adapter is kept
+ * only while test/e2e/cluster_restore.test.ts imports it, and goes once that test does.
+ */
+export function until(
   what: string,
   condition: () => Promise<boolean> | boolean,
   deadlineMs: number,
 ): Promise<number> {
-  const startedMs = Date.now();
-  for (;;) {
-    if (await condition()) return Date.now() - startedMs;
-    if (Date.now() - startedMs > deadlineMs) {
-      throw new Error(`Timed out after ${deadlineMs} ms waiting for ${what}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  return waitFor(what, condition, { deadlineMs, pace: realTime(50) });
 }
 
 /** Partition 0 of `topic` read whole through kcat from whichever node leads: offset to value. */

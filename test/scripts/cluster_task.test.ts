@@ -4,8 +4,10 @@ import t from "tap";
 import { etcdUnavailableReason } from "../helpers/etcd_harness.ts";
 import { kcat, kcatUnavailable } from "../helpers/kcat.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
-import { until } from "../helpers/strata_cluster.ts";
 import { runDenoTask } from "../helpers/run_task.ts";
+import { realTime, waitFor } from "../helpers/wait_for.ts";
+/** The waits on the cluster: real time, checked every 50 ms. */
+const pace = realTime(50);
 t.test("deno task cluster starts etcd and three nodes, prints where they are, and stops them on SIGINT", {
   skip: etcdUnavailableReason() ?? kcatUnavailable() ?? false,
   timeout: 120_000,
@@ -26,14 +28,17 @@ t.test("deno task cluster starts etcd and three nodes, prints where they are, an
   let out = "";
   child.stdout!.on("data", (d) => (out += d));
   t.teardown(() => child.exitCode === null && child.kill("SIGKILL"));
-  await until("the task to print the bootstrap servers", () => /bootstrap: (\S+)/.test(out), 30_000);
+  await waitFor("the task to print the bootstrap servers", () => /bootstrap: (\S+)/.test(out), {
+    deadlineMs: 30_000,
+    pace,
+  });
   const bootstrap = /bootstrap: (\S+)/.exec(out)![1]!;
   t.equal(bootstrap, "127.0.0.1:26531,127.0.0.1:26532,127.0.0.1:26533");
   t.match(out, /node 2: +http:\/\/127\.0\.0\.1:26522/);
-  await until("three brokers in the metadata", async () => {
+  await waitFor("three brokers in the metadata", async () => {
     const listed = await kcat(["-L", "-b", bootstrap, "-m", "3"], "", 10_000);
     return /3 brokers/.test(listed.stdout);
-  }, 30_000);
+  }, { deadlineMs: 30_000, pace });
   const exited = once(child, "exit");
   child.kill("SIGINT");
   const [code] = await exited;

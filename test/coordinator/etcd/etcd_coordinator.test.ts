@@ -5,11 +5,12 @@ import type { WatchEvent } from "../../../src/coordinator/coordinator.ts";
 import { RealClock } from "../../../src/runtime/clock/real_clock.ts";
 import { coordinatorContract } from "../../helpers/coordinator_contract.ts";
 import { etcdUnavailableReason, startEtcd } from "../../helpers/etcd_harness.ts";
-import { until } from "../../helpers/strata_cluster.ts";
+import { realTime, waitFor } from "../../helpers/wait_for.ts";
 const unavailable = etcdUnavailableReason();
 const clock = new RealClock();
 
-/** Waits in real time, checking every 20 ms, until the condition holds or the deadline passes. */
+/** The waits of these tests: real time, checked every 50 ms. */
+const pace = realTime(50);
 const coordinatorOf = (endpoints: string[], requestTimeoutMs = 2000) =>
   new EtcdCoordinator({ endpoints, fetch: (url, init) => fetch(url, init), clock, requestTimeoutMs });
 
@@ -19,7 +20,7 @@ t.test("etcd through its JSON gateway", { skip: unavailable ?? false, timeout: 1
   t.test("keeps the coordinator contract", (t) => {
     const c = coordinatorOf(etcd.endpoints);
     t.teardown(() => c.close());
-    coordinatorContract(t, { coordinator: c, until }, `/contract-${process.pid}`);
+    coordinatorContract(t, { coordinator: c, pace }, `/contract-${process.pid}`);
     t.end();
   });
 
@@ -34,7 +35,7 @@ t.test("etcd through its JSON gateway", { skip: unavailable ?? false, timeout: 1
     }).then((r) => r.text());
     let ended: Error | null | undefined;
     c.watch({ key: "/compact/k" }, first.revision, { events: () => {}, ended: (e) => (ended = e) });
-    await until("the watch to end", () => ended !== undefined, 5000);
+    await waitFor("the watch to end", () => ended !== undefined, { deadlineMs: 5000, pace });
     t.type(ended, CompactedError);
   });
 
@@ -50,7 +51,10 @@ t.test("etcd through its JSON gateway", { skip: unavailable ?? false, timeout: 1
     let n = 0;
     const put = () =>
       c.txn({ compare: [], success: [{ kind: "put", key: `/failover/${n}`, value: String(n++) }] });
-    await until("the watch to hear a write", async () => (await put(), heard.length > 0), 5000);
+    await waitFor("the watch to hear a write", async () => (await put(), heard.length > 0), {
+      deadlineMs: 5000,
+      pace,
+    });
     // The client talks to the first member first: killing it forces both paths to move on.
     etcd.kill(1);
     const writes = 20;
@@ -64,7 +68,10 @@ t.test("etcd through its JSON gateway", { skip: unavailable ?? false, timeout: 1
       }
     }
     const stored = (await c.range({ key: "/failover/", prefix: true })).kvs;
-    await until("the watch to hear every stored write", () => heard.length >= stored.length, 10_000);
+    await waitFor("the watch to hear every stored write", () => heard.length >= stored.length, {
+      deadlineMs: 10_000,
+      pace,
+    });
     t.same(heard.map((e) => e.kv.key).sort(), stored.map((kv) => kv.key).sort(), "each write heard once");
     t.equal(ended, undefined, "the watch went on");
     etcd.restart(1);
