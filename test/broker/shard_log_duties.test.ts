@@ -2,7 +2,7 @@ import t, { Test } from "tap";
 import { PartitionLog } from "../../src/log/partition/partition_log.ts";
 import { CountingDisk } from "../helpers/counting_disk.ts";
 import { openServer } from "../helpers/open_server.ts";
-import { settlesWithin } from "../helpers/wait_for.ts";
+import { realTime, waitFor } from "../helpers/wait_for.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 // The shard's log duties (interval fsync, roll by age) follow what is due, not the partition count.
 
@@ -38,12 +38,10 @@ t.test("quiet logs cost the tick nothing, and each written log is fsynced once i
   t.ok(ticks.calls <= 2 * partitions, `${ticks.calls} log duties over 90 ticks of ${partitions} logs`);
   const dueCalls = ticks.calls;
   for (let i = 0; i < 20; i++) clock.advance(10);
-  await settlesWithin(
-    (async () => {
-      while (disk.fileSyncs < syncsBefore + partitions) await new Promise((r) => setImmediate(r));
-    })(),
-    "every written log's interval fsync",
-  );
+  await waitFor("every written log's interval fsync", () => disk.fileSyncs >= syncsBefore + partitions, {
+    deadlineMs: 10_000,
+    pace: realTime(0),
+  });
   t.equal(disk.fileSyncs - syncsBefore, partitions, "each written log was fsynced once");
   t.ok(ticks.calls - dueCalls <= 2 * partitions, "the fsyncs were the only duties served");
   const quiet = ticks.calls;
@@ -62,11 +60,9 @@ t.test("a log rolls by segment_max_age at its due time, with no write to remind 
   for (let i = 0; i < 490; i++) clock.advance(10);
   t.equal(await sealed(), 0, "not rolled before its age");
   for (let i = 0; i < 20; i++) clock.advance(10);
-  await settlesWithin(
-    (async () => {
-      while ((await sealed()) === 0) await new Promise((r) => setImmediate(r));
-    })(),
-    "the roll by age",
-  );
+  await waitFor("the roll by age", async () => (await sealed()) > 0, {
+    deadlineMs: 10_000,
+    pace: realTime(0),
+  });
   t.equal(await sealed(), 1, "rolled once its first message was 5 s old");
 });

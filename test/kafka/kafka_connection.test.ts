@@ -5,6 +5,7 @@ import type { KafkaResponse, KafkaSession } from "../../src/kafka/kafka_session.
 import { silentLogger } from "../../src/runtime/logger.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { MemoryConnection } from "../helpers/kafka_wire.ts";
+import { realTime, waitFor } from "../helpers/wait_for.ts";
 /** A request frame whose body is its number: 12 bytes after the size field. */
 function frame(n: number): Uint8Array {
   const bytes = new Uint8Array(4 + 12);
@@ -60,10 +61,8 @@ const runtimeOf = (clock: VirtualClock, turn = () => Promise.resolve()) => ({
   logger: silentLogger(),
 });
 
-async function until(condition: () => boolean): Promise<void> {
-  for (let i = 0; i < 1000 && !condition(); i++) await new Promise((r) => setImmediate(r));
-  if (!condition()) throw new Error("condition not met within 1000 turns");
-}
+/** The waits of these tests: a few turns of the loop between checks, for at most 5 s of real time. */
+const briefly = { deadlineMs: 5000, pace: realTime(0) };
 
 t.test("pipelined requests are handled together and answered in request order", async (t) => {
   const connection = new MemoryConnection();
@@ -71,13 +70,13 @@ t.test("pipelined requests are handled together and answered in request order", 
   const served = serveConnection(connection, session, limits, runtimeOf(new VirtualClock()));
   const joined = new Uint8Array([...frame(1), ...frame(2), ...frame(3)]);
   connection.deliver(joined);
-  await until(() => session.handled.length === 3);
+  await waitFor("three requests handled", () => session.handled.length === 3, briefly);
   session.answer(3);
   session.answer(2);
   await new Promise((r) => setImmediate(r));
   t.same(answered(connection), [], "nothing goes out before the first answer");
   session.answer(1);
-  await until(() => answered(connection).length === 3);
+  await waitFor("three answers written", () => answered(connection).length === 3, briefly);
   t.same(answered(connection), [1, 2, 3]);
   t.same(session.released.sort(), [1, 2, 3], "each answer gave back what it held once written");
   connection.deliver(null);
@@ -90,16 +89,16 @@ t.test("past max_in_flight_requests a request waits for an answer before it is h
   const session = new HeldSession();
   const served = serveConnection(connection, session, limits, runtimeOf(new VirtualClock()));
   for (let n = 1; n <= 5; n++) connection.deliver(frame(n));
-  await until(() => session.handled.length === 3);
+  await waitFor("three requests handled", () => session.handled.length === 3, briefly);
   for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
   t.same(session.handled, [1, 2, 3], "the fourth is not handled while three are in flight");
   session.answer(1);
-  await until(() => session.handled.length === 4);
+  await waitFor("the fourth request handled", () => session.handled.length === 4, briefly);
   t.same(session.handled, [1, 2, 3, 4]);
   session.answer(2);
   session.answer(3);
   session.answer(4);
-  await until(() => session.handled.length === 5);
+  await waitFor("the fifth request handled", () => session.handled.length === 5, briefly);
   session.answer(5, null);
   connection.deliver(null);
   t.equal(await served, null);
@@ -112,7 +111,7 @@ t.test("a frame split across reads is whole before it is handled", async (t) => 
   const served = serveConnection(connection, session, limits, runtimeOf(new VirtualClock()));
   const bytes = frame(7);
   for (const b of bytes) connection.deliver(new Uint8Array([b]));
-  await until(() => session.handled.length === 1);
+  await waitFor("the request handled", () => session.handled.length === 1, briefly);
   session.answer(7);
   connection.deliver(null);
   t.equal(await served, null);
@@ -143,14 +142,14 @@ t.test("a request the session rejects closes the connection after the answers be
   const session = new HeldSession();
   const served = serveConnection(connection, session, limits, runtimeOf(new VirtualClock()));
   connection.deliver(new Uint8Array([...frame(1), ...frame(2), ...frame(3)]));
-  await until(() => session.handled.length === 3);
+  await waitFor("three requests handled", () => session.handled.length === 3, briefly);
   session.answer(2, new KafkaDecodeError("a truncated body"));
   session.answer(1);
   t.equal(await served, "malformed_request");
   t.same(answered(connection), [1], "the answer before the bad request went out, none after");
   t.ok(connection.closed);
   session.answer(3);
-  await until(() => session.released.includes(3));
+  await waitFor("the third answer given back", () => session.released.includes(3), briefly);
   t.same(session.released, [1, 3], "an answer that is never written still gives back what it holds");
 });
 
@@ -163,12 +162,12 @@ t.test("connection_idle_timeout closes a connection with nothing read or owed, a
   served.then((r) => (result = r));
   clock.advance(idleTimeoutMs - 1);
   connection.deliver(frame(1));
-  await until(() => session.handled.length === 1);
+  await waitFor("the request handled", () => session.handled.length === 1, briefly);
   clock.advance(idleTimeoutMs * 3);
   await new Promise((r) => setImmediate(r));
   t.notOk(connection.closed, "a connection owed an answer (a long poll) is kept");
   session.answer(1);
-  await until(() => answered(connection).length === 1);
+  await waitFor("the answer written", () => answered(connection).length === 1, briefly);
   clock.advance(idleTimeoutMs - 1);
   await new Promise((r) => setImmediate(r));
   t.notOk(connection.closed, "the idle time counts from the last answer written");
@@ -210,13 +209,13 @@ t.test("a large frame is read, and a large answer written, with a turn per piece
   for (let at = 0; at < request.length; at += 64 * 1024) {
     connection.deliver(request.subarray(at, at + 64 * 1024));
   }
-  await until(() => session.handled.length === 1);
+  await waitFor("the request handled", () => session.handled.length === 1, briefly);
   t.equal(turns.length, 3, "three turns for 3 MiB read");
   // A 3 MiB answer of twelve 256 KiB pieces: a turn before each 1 MiB after the first.
   const pieces = Array.from({ length: 12 }, () => new Uint8Array(256 * 1024));
   turns.length = 0;
   session.answer(9, pieces);
-  await until(() => session.released.includes(9));
+  await waitFor("the answer given back", () => session.released.includes(9), briefly);
   t.same(
     turns,
     ["after 5 writes", "after 9 writes"],
@@ -245,11 +244,11 @@ t.test("a large frame is read into a pooled buffer, given back once its request 
   connection.deliver(big.subarray(0, 1000));
   connection.deliver(big.subarray(1000));
   connection.deliver(frame(8));
-  await until(() => session.handled.length === 2);
+  await waitFor("both requests handled", () => session.handled.length === 2, briefly);
   t.equal(frames.lentCount, 1, "the large frame's buffer is lent; the small one has its own");
   session.answer(7);
   session.answer(8);
-  await until(() => frames.lentCount === 0);
+  await waitFor("the large frame's buffer given back", () => frames.lentCount === 0, briefly);
   t.equal(frames.freeCount, 1, "given back to the pool once handled");
   t.same(answered(connection), [7, 8]);
   connection.deliver(null);
@@ -281,7 +280,7 @@ t.test("pooled frame buffers come back when the connection ends mid-frame or on 
   const half = new MemoryConnection();
   const halfServed = serve(halfPool, new HeldSession(), half);
   half.deliver(bigFrame(1).subarray(0, 1000));
-  await until(() => halfPool.lentCount === 1);
+  await waitFor("a buffer lent to the half-gathered frame", () => halfPool.lentCount === 1, briefly);
   half.deliver(null);
   t.equal(await halfServed, null, "the peer closed it");
   t.equal(halfPool.lentCount, 0, "the half-gathered frame's buffer is given back");

@@ -18,6 +18,7 @@ import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
 import { Rng } from "../../../src/runtime/rng.ts";
 import { VirtualClock } from "../../../src/runtime/clock/virtual_clock.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
+import { virtualSteps, waitFor } from "../../helpers/wait_for.ts";
 const options: TopicOptions = {
   partitions: 2,
   segmentSizeBytes: segmentSizeBytesMin,
@@ -71,7 +72,7 @@ async function nodeAt(
   clock: VirtualClock,
   name: string,
   dataPath: string,
-  whileOpening: (() => Promise<void>) | null = null,
+  whileOpening: ((store: EtcdMetadataStore) => Promise<void>) | null = null,
 ) {
   await initCrc32c();
   mkdirSync(join(dataPath, "streams"), { recursive: true });
@@ -93,7 +94,7 @@ async function nodeAt(
     disk,
     clock,
     logger,
-    partitions: new HookedOpener(whileOpening, {
+    partitions: new HookedOpener(whileOpening === null ? null : () => whileOpening(store), {
       disk,
       clock,
       rng: new Rng(name.length),
@@ -113,18 +114,10 @@ async function nodeAt(
 }
 
 /**
- * Lets the watch deliver (virtual time) and the followers' disk work finish (real time) until
- * `condition` holds, for at most 10 s of real time.
+ * Lets the watch deliver (virtual time, 1 ms a step) and the followers' disk work finish (2 ms of
+ * real time after each step) until `condition` holds, for at most 10 s of real time.
  */
-async function until(clock: VirtualClock, condition: () => boolean) {
-  const deadlineMs = Date.now() + 10_000;
-  while (Date.now() < deadlineMs) {
-    await new Promise<void>((resolve) => setTimeout(resolve, 2));
-    if (condition()) return;
-    clock.advance(1);
-  }
-  throw new Error("the condition never held within 10 s");
-}
+const following = (clock: VirtualClock) => ({ deadlineMs: 10_000, pace: virtualSteps(clock, 1, 2) });
 
 t.test("a topic created, changed and deleted on one server is opened, changed and removed on the other", async (t) => {
   const clock = new VirtualClock();
@@ -133,7 +126,7 @@ t.test("a topic created, changed and deleted on one server is opened, changed an
   const b = await node(t, sim, clock, "b");
   await a.catalog.createStream("s");
   await a.catalog.createTopic("s", "orders", options);
-  await until(clock, () => b.catalog.findTopic("s", "orders") !== null);
+  await waitFor("b to open the topic", () => b.catalog.findTopic("s", "orders") !== null, following(clock));
   t.same([...b.host.hosted].sort(), ["1/1/0", "1/1/1"], "b hosts the partitions it created for it");
   t.ok(existsSync(join(b.dataPath, "streams/1/topics/1/partitions/1")));
   const partition = b.catalog.openPartition(b.catalog.topic("s", "orders"), 0);
@@ -141,15 +134,23 @@ t.test("a topic created, changed and deleted on one server is opened, changed an
   t.equal(partition.log.nextOffset, 1, "b's partition takes writes");
 
   await a.catalog.patchTopic("s", "orders", (o) => ({ ...o, retentionMaxBytes: 1 << 30 }));
-  await until(clock, () => b.catalog.topic("s", "orders").meta.options.retentionMaxBytes === 1 << 30);
+  await waitFor(
+    "b to take the topic's new retention",
+    () => b.catalog.topic("s", "orders").meta.options.retentionMaxBytes === 1 << 30,
+    following(clock),
+  );
 
   await a.catalog.deleteTopic("s", "orders");
-  await until(clock, () => b.catalog.findTopic("s", "orders") === null);
-  await until(clock, () => !existsSync(join(b.dataPath, "streams/1/topics/1")));
+  await waitFor("b to drop the topic", () => b.catalog.findTopic("s", "orders") === null, following(clock));
+  await waitFor(
+    "b to remove the topic's directory",
+    () => !existsSync(join(b.dataPath, "streams/1/topics/1")),
+    following(clock),
+  );
   t.same([...b.host.hosted], [], "released");
 
   await a.catalog.deleteStream("s");
-  await until(clock, () => b.catalog.streams().length === 0);
+  await waitFor("b to drop the stream", () => b.catalog.streams().length === 0, following(clock));
 });
 
 t.test("a commit the store takes while the catalog opens its topics is followed once it has", async (t) => {
@@ -160,12 +161,19 @@ t.test("a commit the store takes while the catalog opens its topics is followed 
   await a.catalog.createTopic("s", "early", options);
   // b opens "early"; while it does, a creates "late" and b's store takes it, before b's catalog
   // listens for changes.
-  const b = await nodeAt(t, sim, clock, "b", join(tempDir(t), "data"), async () => {
+  const b = await nodeAt(t, sim, clock, "b", join(tempDir(t), "data"), async (store) => {
     await a.catalog.createTopic("s", "late", options);
-    clock.advance(1);
-    await new Promise<void>((resolve) => setTimeout(resolve, 5));
+    await waitFor(
+      'b\'s store to take the topic "late"',
+      () => store.doc.streams.some((s) => s.topics.some((topic) => topic.name === "late")),
+      following(clock),
+    );
   });
-  await until(clock, () => b.catalog.findTopic("s", "late") !== null);
+  await waitFor(
+    "b to open the topic it heard of late",
+    () => b.catalog.findTopic("s", "late") !== null,
+    following(clock),
+  );
   t.same(
     [...b.host.hosted].sort(),
     ["1/1/0", "1/1/1", "1/2/0", "1/2/1"],
@@ -179,7 +187,7 @@ t.test("topics created on both servers at once both exist on both, each under it
   const a = await node(t, sim, clock, "a");
   const b = await node(t, sim, clock, "b");
   await a.catalog.createStream("s");
-  await until(clock, () => b.catalog.streams().length === 1);
+  await waitFor("b to open the stream", () => b.catalog.streams().length === 1, following(clock));
   const results = await Promise.allSettled([
     a.catalog.createTopic("s", "x", options),
     b.catalog.createTopic("s", "y", options),
@@ -190,15 +198,17 @@ t.test("topics created on both servers at once both exist on both, each under it
   t.ok(refused.length <= 1);
   if (refused.length === 1) {
     const loser = results[0]!.status === "rejected" ? a : b;
-    await until(
-      clock,
+    await waitFor(
+      "the refused node to see the other's topic",
       () => loser.catalog.findTopic("s", results[0]!.status === "rejected" ? "y" : "x") !== null,
+      following(clock),
     );
     await loser.catalog.createTopic("s", results[0]!.status === "rejected" ? "x" : "y", options);
   }
-  await until(
-    clock,
+  await waitFor(
+    "both topics on both nodes",
     () => ["x", "y"].every((n) => a.catalog.findTopic("s", n) && b.catalog.findTopic("s", n)),
+    following(clock),
   );
   const ids = (c: Catalog) => ["x", "y"].map((n) => c.topic("s", n).meta.id);
   t.same(ids(a.catalog), ids(b.catalog));
@@ -224,7 +234,7 @@ t.test("every node derives the same created revision for a partition, so its obj
   const b = await node(t, sim, clock, "bb");
   await a.catalog.createStream("s");
   await a.catalog.createTopic("s", "orders", options);
-  await until(clock, () => b.catalog.findTopic("s", "orders") !== null);
+  await waitFor("b to open the topic", () => b.catalog.findTopic("s", "orders") !== null, following(clock));
   const revisions = (n: typeof a) =>
     [0, 1].map((p) => n.catalog.openPartition(n.catalog.topic("s", "orders"), p).superblock.createdRevision);
   t.same(revisions(b), revisions(a), "the same on both nodes");
@@ -235,7 +245,11 @@ t.test("every node derives the same created revision for a partition, so its obj
   await a.catalog.deleteTopic("s", "orders");
   clock.advance(5);
   await a.catalog.createTopic("s", "orders", options);
-  await until(clock, () => b.catalog.findTopic("s", "orders")?.meta.id === 2);
+  await waitFor(
+    "b to open the topic created again",
+    () => b.catalog.findTopic("s", "orders")?.meta.id === 2,
+    following(clock),
+  );
   t.not(revisions(a)[0], before[0], "recreated: another revision");
   t.same(revisions(b), revisions(a), "the same on both nodes again");
 });
