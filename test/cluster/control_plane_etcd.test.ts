@@ -6,17 +6,12 @@ import { assignReplicas } from "../../src/cluster/controller/replica_assignment.
 import { RealClock } from "../../src/runtime/clock/real_clock.ts";
 import { type ControlPlaneNode, openControlPlaneNode } from "../helpers/control_plane_node.ts";
 import { etcdUnavailableReason, startEtcd } from "../helpers/etcd_harness.ts";
+import { realTime, waitFor } from "../helpers/wait_for.ts";
 const clock = new RealClock();
 const leaseTtlMs = 2000;
 
-async function until(what: string, condition: () => boolean, deadlineMs: number): Promise<number> {
-  const endMs = clock.nowMs() + deadlineMs;
-  for (;;) {
-    if (condition()) return clock.nowMs();
-    if (clock.nowMs() >= endMs) throw new Error(`Timed out after ${deadlineMs} ms waiting for ${what}`);
-    await clock.sleep(5);
-  }
-}
+/** The waits of the test: real time, checked every 5 ms. */
+const pace = realTime(5);
 
 const controllers = (nodes: ControlPlaneNode[]) => nodes.filter((n) => n.controller.epoch() !== null);
 
@@ -53,13 +48,12 @@ t.test("the control plane on a real 3-member etcd", {
       value: encodePartitionState(state),
     })),
   });
-  await until(
-    "one controller and every view complete",
-    () =>
-      controllers(nodes).length === 1 &&
-      nodes.every((n) => n.view.partitions().size === 6 && n.view.liveNodes().length === 3),
-    5000,
-  );
+  await waitFor("one controller and every view complete", () =>
+    controllers(nodes).length === 1 &&
+    nodes.every((n) => n.view.partitions().size === 6 && n.view.liveNodes().length === 3), {
+    deadlineMs: 5000,
+    pace,
+  });
 
   t.test("one etcd member killed changes nothing", async (t) => {
     const before = JSON.stringify([...nodes[0]!.view.partitions().values()].map((p) => p.state));
@@ -78,16 +72,16 @@ t.test("the control plane on a real 3-member etcd", {
     const others = nodes.filter((n) => n !== victim);
     const pausedAtMs = clock.nowMs();
     victim.pause();
-    const fencedAtMs = await until(
-      "the victim to fence itself",
-      () => !victim.session.leaseHeld(),
-      2 * leaseTtlMs,
-    );
+    await waitFor("the victim to fence itself", () => !victim.session.leaseHeld(), {
+      deadlineMs: 2 * leaseTtlMs,
+      pace,
+    });
+    const fencedAtMs = clock.nowMs();
     t.ok(
       fencedAtMs - pausedAtMs <= leaseTtlMs + 50,
       `fenced ${Math.round(fencedAtMs - pausedAtMs)} ms after the pause`,
     );
-    const movedAtMs = await until(
+    await waitFor(
       "every partition led by a live node",
       () =>
         others.every((n) =>
@@ -95,8 +89,9 @@ t.test("the control plane on a real 3-member etcd", {
             p.state.leader !== victim.nodeId && p.state.leader !== noLeader
           )
         ),
-      3 * leaseTtlMs + 2000,
+      { deadlineMs: 3 * leaseTtlMs + 2000, pace },
     );
+    const movedAtMs = clock.nowMs();
     const failoverMs = Math.round(movedAtMs - pausedAtMs);
     t.ok(fencedAtMs <= movedAtMs, "the old controller stopped before its partitions moved");
     t.ok(
@@ -105,11 +100,10 @@ t.test("the control plane on a real 3-member etcd", {
     );
     t.equal(controllers(others).length, 1);
     victim.resume();
-    await until(
-      "the victim to rejoin",
-      () => others[0]!.view.liveNodes().length === 3,
-      3 * leaseTtlMs + 2000,
-    );
+    await waitFor("the victim to rejoin", () => others[0]!.view.liveNodes().length === 3, {
+      deadlineMs: 3 * leaseTtlMs + 2000,
+      pace,
+    });
     t.equal(controllers(nodes).length, 1, "one controller after the rejoin");
   });
 });

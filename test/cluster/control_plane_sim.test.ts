@@ -5,23 +5,13 @@ import { encodePartitionState, noLeader } from "../../src/cluster/controller/par
 import { assignReplicas } from "../../src/cluster/controller/replica_assignment.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { type ControlPlaneNode, openControlPlaneNode } from "../helpers/control_plane_node.ts";
-const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
+import { virtualTime, waitFor } from "../helpers/wait_for.ts";
 const prefix = "/sim";
 const keys = new ClusterKeys(prefix);
 const leaseTtlMs = 2000;
 
-/** Moves virtual time in 10 ms steps, letting promises settle, until the condition holds. */
-async function until(clock: VirtualClock, what: string, condition: () => boolean, deadlineMs: number) {
-  const endMs = clock.nowMs() + deadlineMs;
-  for (;;) {
-    for (let i = 0; i < 5; i++) await flush();
-    if (condition()) return clock.nowMs();
-    if (clock.nowMs() >= endMs) {
-      throw new Error(`Timed out after ${deadlineMs} virtual ms waiting for ${what}`);
-    }
-    clock.advance(10);
-  }
-}
+/** A wait on virtual time in 10 ms steps, promises settled after each, for at most `deadlineMs` of it. */
+const virtually = (clock: VirtualClock, deadlineMs: number) => ({ deadlineMs, pace: virtualTime(clock, 10) });
 
 async function cluster(t: Test) {
   const clock = new VirtualClock();
@@ -44,11 +34,10 @@ async function cluster(t: Test) {
       value: encodePartitionState(state),
     })),
   });
-  await until(
-    clock,
+  await waitFor(
     "every view to see the partitions",
     () => nodes.every((n) => n.view.partitions().size === 6),
-    1000,
+    virtually(clock, 1000),
   );
   return { clock, store, nodes };
 }
@@ -57,7 +46,7 @@ const controllers = (nodes: ControlPlaneNode[]) => nodes.filter((n) => n.control
 
 t.test("exactly one node holds the controller seat; its epoch is the seat's create revision", async (t) => {
   const { clock, store, nodes } = await cluster(t);
-  await until(clock, "a controller", () => controllers(nodes).length === 1, 1000);
+  await waitFor("a controller", () => controllers(nodes).length === 1, virtually(clock, 1000));
   const seat = (await store.client("admin").range({ key: keys.controller })).kvs[0]!;
   const [held] = controllers(nodes);
   t.equal(held!.controller.epoch(), seat.createRevision);
@@ -68,22 +57,20 @@ t.test("exactly one node holds the controller seat; its epoch is the seat's crea
 
 t.test("a paused node loses its lease after lease_ttl: its partitions move to in-sync replicas", async (t) => {
   const { clock, nodes } = await cluster(t);
-  await until(clock, "a controller", () => controllers(nodes).length === 1, 1000);
+  await waitFor("a controller", () => controllers(nodes).length === 1, virtually(clock, 1000));
   const victim = controllers(nodes)[0]!;
   const others = nodes.filter((n) => n !== victim);
   const pausedAtMs = clock.nowMs();
   victim.pause();
   // By its own clock the paused node stops holding its lease within lease_ttl.
-  await until(
-    clock,
+  await waitFor(
     "the victim to see its lease lapse",
     () => !victim.session.leaseHeld(),
-    leaseTtlMs + 100,
+    virtually(clock, leaseTtlMs + 100),
   );
   t.ok(clock.nowMs() - pausedAtMs <= leaseTtlMs, "it fences itself no later than the lease ends in etcd");
   t.equal(victim.controller.epoch(), null, "and stops acting as controller");
-  const movedAtMs = await until(
-    clock,
+  await waitFor(
     "every partition led by a live node",
     () =>
       others.every((n) =>
@@ -91,8 +78,9 @@ t.test("a paused node loses its lease after lease_ttl: its partitions move to in
           p.state.leader !== victim.nodeId && p.state.leader !== noLeader
         )
       ),
-    3 * leaseTtlMs,
+    virtually(clock, 3 * leaseTtlMs),
   );
+  const movedAtMs = clock.nowMs();
   t.ok(movedAtMs - pausedAtMs <= leaseTtlMs + 1000, `moved ${movedAtMs - pausedAtMs} ms after the pause`);
   const view = others[0]!.view;
   for (const p of view.partitions().values()) {
@@ -106,7 +94,11 @@ t.test("a paused node loses its lease after lease_ttl: its partitions move to in
 
   // Resumed, it registers under a new lease and rejoins; it leads nothing until reassigned.
   victim.resume();
-  await until(clock, "the victim to rejoin", () => others[0]!.view.liveNodes().length === 3, 3 * leaseTtlMs);
+  await waitFor(
+    "the victim to rejoin",
+    () => others[0]!.view.liveNodes().length === 3,
+    virtually(clock, 3 * leaseTtlMs),
+  );
   t.ok(victim.session.leaseHeld());
   t.equal(controllers(nodes).length, 1, "still one controller");
   t.ok(victim.logs.some((l) => l.includes("registering again")));
@@ -114,35 +106,32 @@ t.test("a paused node loses its lease after lease_ttl: its partitions move to in
 
 t.test("with every in-sync replica gone a partition has no leader, and gets one back when one returns", async (t) => {
   const { clock, nodes } = await cluster(t);
-  await until(clock, "a controller", () => controllers(nodes).length === 1, 1000);
+  await waitFor("a controller", () => controllers(nodes).length === 1, virtually(clock, 1000));
   const survivor = controllers(nodes)[0]!;
   const [other, third] = nodes.filter((n) => n !== survivor) as [ControlPlaneNode, ControlPlaneNode];
   other.pause();
   third.pause();
   const states = () => [...other.view.partitions().values()].map((p) => p.state);
-  await until(
-    clock,
+  await waitFor(
     "the survivor to lead everything alone",
     () =>
       [...survivor.view.partitions().values()].every((p) =>
         p.state.leader === survivor.nodeId && p.state.isr.join() === String(survivor.nodeId)
       ),
-    3 * leaseTtlMs,
+    virtually(clock, 3 * leaseTtlMs),
   );
   // A node that was not in sync returns; then the only in-sync one goes.
   other.resume();
-  await until(
-    clock,
+  await waitFor(
     "the other node to rejoin",
     () => survivor.view.liveNodes().includes(other.nodeId),
-    3 * leaseTtlMs,
+    virtually(clock, 3 * leaseTtlMs),
   );
   survivor.pause();
-  await until(
-    clock,
+  await waitFor(
     "every partition to be without a leader",
     () => states().every((s) => s.leader === noLeader),
-    3 * leaseTtlMs,
+    virtually(clock, 3 * leaseTtlMs),
   );
   t.ok(
     states().every((s) => s.isr.join() === String(survivor.nodeId)),
@@ -151,18 +140,17 @@ t.test("with every in-sync replica gone a partition has no leader, and gets one 
   t.equal(other.controller.epoch() !== null, true, "the returned node controls the cluster");
   const epochs = states().map((s) => s.leaderEpoch);
   survivor.resume();
-  await until(
-    clock,
+  await waitFor(
     "the last in-sync replica to lead again",
     () => states().every((s) => s.leader === survivor.nodeId),
-    3 * leaseTtlMs,
+    virtually(clock, 3 * leaseTtlMs),
   );
   t.same(states().map((s) => s.leaderEpoch), epochs.map((e) => e + 1), "under the next epoch");
 });
 
 t.test("a topic gone from the metadata takes its partition states and its committed floors with it", async (t) => {
   const { clock, store, nodes } = await cluster(t);
-  await until(clock, "a controller", () => controllers(nodes).length === 1, 1000);
+  await waitFor("a controller", () => controllers(nodes).length === 1, virtually(clock, 1000));
   const admin = store.client("admin");
   const doc = (topics: unknown[]) =>
     JSON.stringify({
@@ -179,11 +167,10 @@ t.test("a topic gone from the metadata takes its partition states and its commit
   });
   await admin.txn({ compare: [], success: [{ kind: "put", key: keys.metadata, value: doc([topic(2)]) }] });
   const states = () => admin.range({ key: keys.topicPartitions(1, 2), prefix: true });
-  await until(
-    clock,
+  await waitFor(
     "the controller to place topic 2",
     () => nodes[0]!.view.partition({ streamId: 1, topicId: 2, partitionId: 1 }) !== null,
-    2000,
+    virtually(clock, 2000),
   );
   t.equal((await states()).kvs.length, 2);
   // Its leader committed floors; another topic's floor is not this one's.
@@ -197,11 +184,10 @@ t.test("a topic gone from the metadata takes its partition states and its commit
     })),
   });
   await admin.txn({ compare: [], success: [{ kind: "put", key: keys.metadata, value: doc([]) }] });
-  await until(
-    clock,
+  await waitFor(
     "the partition states to go",
     () => nodes[0]!.view.partition({ streamId: 1, topicId: 2, partitionId: 0 }) === null,
-    2000,
+    virtually(clock, 2000),
   );
   t.equal((await states()).kvs.length, 0, "no partition state left");
   const floors = (await admin.range({ key: keys.floors, prefix: true })).kvs.map((kv) => kv.key);

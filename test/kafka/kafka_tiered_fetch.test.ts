@@ -14,6 +14,7 @@ import type { KafkaReader } from "../../src/kafka/wire/kafka_codec.ts";
 import { openServer } from "../helpers/open_server.ts";
 import { filesUnder } from "../helpers/files_under.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+import { virtualTime, waitFor } from "../helpers/wait_for.ts";
 /**
  * An in-process server on the virtual clock with a tiered Kafka topic "t" whose first segments are
  * evicted; `wrap` may put a disk around the harness's (the fs store reads its objects through it).
@@ -23,37 +24,35 @@ async function evictedTopic(t: Test, wrap: (disk: Disk, dir: string) => Disk = (
   const dir = tempDir(t);
   const s = await openServer(t, {}, dir, wrap(inFlight, dir));
   const c = s.client();
-  const until = async (done: () => Promise<boolean> | boolean, ticksMax = 3000) => {
-    const deadline = Date.now() + 120_000;
-    for (let i = 0; i < ticksMax; i++) {
-      if (await done()) return true;
-      s.clock.advance(20);
-      await new Promise((r) => setTimeout(r, 2));
-      await inFlight.quiet(deadline);
-    }
-    return await done();
-  };
+  /**
+   * Ticks virtual time 20 ms at a time, letting the work each tick started run; the clock stands
+   * still while disk operations are in flight (for 120 s of real time at most per wait). A wait may
+   * take 3000 ticks (60 virtual s).
+   */
+  const ticks = () => ({
+    deadlineMs: 60_000,
+    pace: virtualTime(s.clock, 20, { settleMs: 2, quietDisk: inFlight, ioWaitMaxMs: 120_000 }),
+  });
   await c.createStream("kafka");
   await c.createTopic("kafka", { name: "t", segment_size: "1 MiB", local_retention_size: "1 MiB" });
   for (let i = 0; i < 40; i++) {
     await c.produce("kafka", "t", [{ payload: new Uint8Array(100_000).fill(i) }], 0);
   }
   let remote: { start_offset: number; location: string }[] = [];
-  const evicted = await until(async () => {
+  await waitFor("two segments to be evicted", async () => {
     const p = await c.partition("kafka", "t", 0) as {
       segments: { start_offset: number; location: string }[];
     };
     remote = p.segments.filter((x) => x.location === "remote");
     return remote.length >= 2;
-  });
-  t.ok(evicted, "segments were evicted");
-  return { s, dir, until, remote };
+  }, ticks());
+  return { s, dir, ticks, remote };
 }
 
 // A Kafka fetch of an evicted range, in process on the virtual clock: served through the chunk
 // cache, and answered KAFKA_STORAGE_ERROR, never with wrong records, when the object is corrupt.
 t.test("a fetch of evicted data: through the cache, and a storage error when the object is damaged", async (t) => {
-  const { s, dir, until, remote } = await evictedTopic(t);
+  const { s, dir, ticks, remote } = await evictedTopic(t);
   const logged: string[] = [];
   const listener = await openTestListener(
     t,
@@ -71,7 +70,7 @@ t.test("a fetch of evicted data: through the cache, and a storage error when the
     client.send(kafkaRequest(apiKey.fetch, 11, correlation, fetchBody("t", 0, offset)));
     let answer: KafkaReader | null = null;
     const pending = client.next(120_000).then((r) => (answer = r));
-    t.ok(await until(() => answer !== null), "answered");
+    await waitFor("the fetch to answer", () => answer !== null, ticks());
     await pending;
     answer!.int32();
     return readFetchAnswer(answer!);
@@ -106,7 +105,7 @@ t.test("a fetch of evicted data: through the cache, and a storage error when the
 // error, so the client fetches again; the fill goes on, and the next fetch is served warm.
 t.test("a fetch of evicted data that outlasts fetch_timeout answers no records and no error", async (t) => {
   let store!: HeldDisk;
-  const { s, until, remote } = await evictedTopic(t, (disk, dir) => {
+  const { s, ticks, remote } = await evictedTopic(t, (disk, dir) => {
     store = new HeldDisk(disk, `${dir}/data/objects/objects`, "open");
     return store;
   });
@@ -122,7 +121,7 @@ t.test("a fetch of evicted data that outlasts fetch_timeout answers no records a
   client.send(kafkaRequest(apiKey.fetch, 11, 1, fetchBody("t", 0, victim)));
   let answer: KafkaReader | null = null;
   const pending = client.next(120_000).then((r) => (answer = r));
-  t.ok(await until(() => answer !== null), "answered while the store held the read");
+  await waitFor("the fetch to answer while the store holds the read", () => answer !== null, ticks());
   await pending;
   t.ok(store.waiting >= 1, "its read of the object was held");
   t.ok(s.clock.nowMs() - fetchedAtMs >= fetchTimeoutMs, "after fetch_timeout, not before");
@@ -138,12 +137,12 @@ t.test("a fetch of evicted data that outlasts fetch_timeout answers no records a
       /strata_cache_chunks (\d+)/.exec(await s.server.registry.getSingleMetricAsString("strata_cache_chunks"))
         ?.[1],
     );
-  t.ok(await until(async () => store.waiting === 0 && await chunks() >= 1), "the fill went on");
+  await waitFor("the fill to go on", async () => store.waiting === 0 && await chunks() >= 1, ticks());
   const opens = store.calls;
   client.send(kafkaRequest(apiKey.fetch, 11, 2, fetchBody("t", 0, victim)));
   answer = null;
   const again = client.next(120_000).then((r) => (answer = r));
-  t.ok(await until(() => answer !== null), "answered");
+  await waitFor("the fetch to answer", () => answer !== null, ticks());
   await again;
   answer!.int32();
   const warm = readFetchAnswer(answer!);
@@ -157,7 +156,7 @@ t.test("a fetch of evicted data that outlasts fetch_timeout answers no records a
 // fetches answer no records and no error (the fill goes on); then the partition answers
 // KAFKA_STORAGE_ERROR, and never a record.
 t.test("a fetch of evicted data whose object file was cut short ends in KAFKA_STORAGE_ERROR", async (t) => {
-  const { s, dir, until, remote } = await evictedTopic(t);
+  const { s, dir, ticks, remote } = await evictedTopic(t);
   const logged: string[] = [];
   const listener = await openTestListener(
     t,
@@ -179,7 +178,7 @@ t.test("a fetch of evicted data whose object file was cut short ends in KAFKA_ST
     client.send(kafkaRequest(apiKey.fetch, 11, correlation, fetchBody("t", 0, remote[1]!.start_offset)));
     let answer: KafkaReader | null = null;
     const pending = client.next(120_000).then((r) => (answer = r));
-    t.ok(await until(() => answer !== null), `fetch ${correlation} answered`);
+    await waitFor(`fetch ${correlation} to answer`, () => answer !== null, ticks());
     await pending;
     answer!.int32();
     const cut = readFetchAnswer(answer!);

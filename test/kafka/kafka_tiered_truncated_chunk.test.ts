@@ -6,13 +6,13 @@ import type { KafkaReader } from "../../src/kafka/wire/kafka_codec.ts";
 import { apiKey } from "../../src/kafka/wire/frame_codec.ts";
 import { Logger } from "../../src/runtime/logger.ts";
 import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
-import { yieldToReactor } from "../../src/runtime/cooperation/piece_gate.ts";
 import { InFlightDisk } from "../helpers/in_flight_disk.ts";
 import { openTestListener } from "../helpers/kafka_listener.ts";
 import { fetchBody, kafkaRequest, KafkaWireClient, readFetchAnswer } from "../helpers/kafka_wire.ts";
 import { openServer } from "../helpers/open_server.ts";
 import { filesUnder } from "../helpers/files_under.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+import { virtualTime, waitFor } from "../helpers/wait_for.ts";
 // A Kafka fetch of evicted data whose chunk file was truncated on disk after the cache filled it, in
 // process on the virtual clock: the cache drops the file, counts it and fetches the chunk again, and
 // the fetch answers the same records, never an error.
@@ -21,26 +21,24 @@ t.test("a fetch of evicted data whose cached chunk file was truncated on disk an
   const dir = tempDir(t);
   const s = await openServer(t, {}, dir, disk);
   const c = s.client();
-  const until = async (done: () => Promise<boolean> | boolean, ticksMax = 3000) => {
-    const deadline = Date.now() + 120_000;
-    for (let i = 0; i < ticksMax; i++) {
-      if (await done()) return true;
-      s.clock.advance(20);
-      await yieldToReactor();
-      await disk.quiet(deadline);
-    }
-    return await done();
-  };
+  /**
+   * Ticks virtual time 20 ms at a time, letting the work each tick started run; the clock stands
+   * still while disk operations are in flight (for 120 s of real time at most per wait). A wait may
+   * take 3000 ticks (60 virtual s).
+   */
+  const ticks = () => ({
+    deadlineMs: 60_000,
+    pace: virtualTime(s.clock, 20, { quietDisk: disk, ioWaitMaxMs: 120_000 }),
+  });
   await c.createStream("kafka");
   await c.createTopic("kafka", { name: "t", segment_size: "1 MiB", local_retention_size: "1 MiB" });
   for (let i = 0; i < 40; i++) {
     await c.produce("kafka", "t", [{ payload: new Uint8Array(100_000).fill(i) }], 0);
   }
-  const evicted = await until(async () => {
+  await waitFor("two segments to be evicted", async () => {
     const p = await c.partition("kafka", "t", 0) as { segments: { location: string }[] };
     return p.segments.filter((x) => x.location === "remote").length >= 2;
-  });
-  t.ok(evicted, "segments were evicted");
+  }, ticks());
 
   const logged: string[] = [];
   const logger = new Logger({ level: "error", sink: (line) => logged.push(line) });
@@ -51,7 +49,7 @@ t.test("a fetch of evicted data whose cached chunk file was truncated on disk an
     client.send(kafkaRequest(apiKey.fetch, 11, correlation, fetchBody("t", 0, offset)));
     let answer: KafkaReader | null = null;
     const pending = client.next(120_000).then((r) => (answer = r));
-    t.ok(await until(() => answer !== null), "answered");
+    await waitFor("the fetch to answer", () => answer !== null, ticks());
     await pending;
     answer!.int32();
     return readFetchAnswer(answer!);
@@ -63,7 +61,7 @@ t.test("a fetch of evicted data whose cached chunk file was truncated on disk an
   const healthy = await fetchAt(1, 0);
   t.equal(healthy.errorCode, kafkaErrorCode.none);
   t.ok(healthy.records.length > 100_000, `${healthy.records.length} bytes of records`);
-  t.ok(await until(async () => await metric("strata_cache_chunks") >= 1), "the chunk is cached");
+  await waitFor("the chunk to be cached", async () => await metric("strata_cache_chunks") >= 1, ticks());
   const files = filesUnder(join(dir, "data", "cache")).filter((f) => f.includes(".log_chunks/"));
   t.ok(files.length >= 1, `${files.length} chunk files`);
   const getsBefore = await gets();

@@ -7,11 +7,12 @@ import { HeldDisk } from "../helpers/held_disk.ts";
 import { InFlightDisk } from "../helpers/in_flight_disk.ts";
 import { openServer } from "../helpers/open_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+import { virtualTime, waitFor } from "../helpers/wait_for.ts";
 // The per-class gates the composition gives each shard, through the API of an in-process server
 // (fs backend, topics tiered, a virtual clock ticked by hand, real disk I/O in between): fetches
 // have their own slots, which uploads never hold, and are paced by fetch_bandwidth alone.
 
-/** Bound on the real time one `until` waits for disk I/O: a stuck operation ends the wait, not the test run. */
+/** Bound on the real time one wait spends waiting for disk I/O: a stuck operation ends the wait, not the test run. */
 const ioWaitMaxMs = 120_000;
 const messageBytes = 100_000;
 const payloadOf = (offset: number) => new Uint8Array(messageBytes).fill(offset & 0xff);
@@ -38,19 +39,14 @@ async function tieredServer(
     local_retention_size: "1 MiB",
   });
   /**
-   * Ticks virtual time 20 ms at a time until `done` holds (bounded), with a turn of the timers phase
-   * after each tick; the clock stands still while disk operations are in flight.
+   * Ticks virtual time 20 ms at a time, with 2 ms of real time after each tick for the work it
+   * started; the clock stands still while disk operations are in flight. A wait may take 2000 ticks
+   * (40 virtual s).
    */
-  const until = async (done: () => Promise<boolean> | boolean, ticksMax = 2000) => {
-    const ioDeadlineAtMs = Date.now() + ioWaitMaxMs;
-    for (let i = 0; i < ticksMax; i++) {
-      if (await done()) return true;
-      s.clock.advance(20);
-      await new Promise((r) => setTimeout(r, 2));
-      await disk.quiet(ioDeadlineAtMs);
-    }
-    return await done();
-  };
+  const ticks = (deadlineMs = 40_000) => ({
+    deadlineMs,
+    pace: virtualTime(s.clock, 20, { settleMs: 2, quietDisk: disk, ioWaitMaxMs }),
+  });
   const metric = async (name: string) => {
     const text = await (await s.raw("/metrics")).text();
     const values = [...text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\d+)$`, "gm"))];
@@ -73,10 +69,10 @@ async function tieredServer(
   const poll = async (offset: number, count: number) => {
     let answer: { messages: PolledMessage[] } | Error | null = null;
     void c.poll("s", "t", 0, { offset, count }).then((r) => (answer = r), (e: Error) => (answer = e));
-    await until(() => answer !== null);
+    await waitFor("the poll to answer", () => answer !== null, ticks());
     return answer as { messages: PolledMessage[] } | Error | null;
   };
-  return { ...s, c, until, metric, produce, remoteSegments, poll };
+  return { ...s, c, ticks, metric, produce, remoteSegments, poll };
 }
 
 const intact = (messages: PolledMessage[]) =>
@@ -98,7 +94,7 @@ t.test("a poll of evicted data is served while every upload slot is held in a PU
     return creates;
   });
   await s.produce(0, 30);
-  t.ok(await s.until(async () => (await s.remoteSegments()).length > 0), "a segment was evicted");
+  await waitFor("a segment to be evicted", async () => (await s.remoteSegments()).length > 0, s.ticks());
   const victim = (await s.remoteSegments())[0]!;
 
   creates.hold();
@@ -106,9 +102,10 @@ t.test("a poll of evicted data is served while every upload slot is held in a PU
   // One upload at a time per partition: two partitions take both slots.
   await s.produce(0, 15);
   await s.produce(1, 15);
-  t.ok(
-    await s.until(async () => creates.waiting === 2 && await s.metric("strata_tier_uploads_in_flight") === 2),
-    "both upload slots (upload_concurrency 2) are taken by uploads whose PUTs hang",
+  await waitFor(
+    "both upload slots (upload_concurrency 2) taken by uploads whose PUTs hang",
+    async () => creates.waiting === 2 && await s.metric("strata_tier_uploads_in_flight") === 2,
+    s.ticks(),
   );
 
   const polledAtMs = s.clock.nowMs();
@@ -144,7 +141,11 @@ async function readEvicted(t: Test, fetchBandwidth: string) {
     STRATA_TIERED_STORAGE_CACHE_READAHEAD_MAX: "0",
   }, 1);
   await s.produce(0, 60);
-  t.ok(await s.until(async () => (await s.remoteSegments()).length >= 3), "three segments evicted");
+  await waitFor(
+    "three segments to be evicted",
+    async () => (await s.remoteSegments()).length >= 3,
+    s.ticks(),
+  );
   const remote = (await s.remoteSegments()).slice(0, 3);
   const fetchedBefore = await s.metric("strata_cache_fetched_bytes_total");
   const startedMs = s.clock.nowMs();

@@ -8,11 +8,12 @@ import { HeldDisk } from "../helpers/held_disk.ts";
 import { InFlightDisk } from "../helpers/in_flight_disk.ts";
 import { openServer } from "../helpers/open_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+import { passTime, virtualTime, waitFor } from "../helpers/wait_for.ts";
 // Tiering through the API of an in-process server: the shipped defaults (fs backend, topics
 // tiered), a virtual clock ticked by hand and real disk I/O in between.
 const payload = (n: number, fill = 7) => new Uint8Array(n).fill(fill);
 
-/** Bound on the real time one `until` waits for disk I/O: a stuck operation ends the wait, not the test run. */
+/** Bound on the real time one wait spends waiting for disk I/O: a stuck operation ends the wait, not the test run. */
 const ioWaitMaxMs = 120_000;
 
 /**
@@ -30,25 +31,19 @@ async function tieredServer(
   const c = s.client();
   await c.createStream("s");
   /**
-   * Ticks virtual time 20 ms at a time until `done` holds (bounded), with a turn of the timers phase
-   * after each tick in which the work it started runs. The clock stands still while disk operations
-   * are in flight, so a slow disk slows the test instead of letting virtual time run ahead of it.
+   * Ticks virtual time 20 ms at a time, with 2 ms of real time after each tick for the work it
+   * started; the clock stands still while disk operations are in flight, so a slow disk slows the
+   * test instead of letting virtual time run ahead of it. A wait may take 2000 ticks (40 virtual s).
    */
-  const until = async (done: () => Promise<boolean>, ticksMax = 2000) => {
-    const ioDeadlineAtMs = Date.now() + ioWaitMaxMs;
-    for (let i = 0; i < ticksMax; i++) {
-      if (await done()) return true;
-      s.clock.advance(20);
-      await new Promise((r) => setTimeout(r, 2));
-      await disk.quiet(ioDeadlineAtMs);
-    }
-    return await done();
-  };
-  return { ...s, c, until };
+  const ticks = (deadlineMs = 40_000) => ({
+    deadlineMs,
+    pace: virtualTime(s.clock, 20, { settleMs: 2, quietDisk: disk, ioWaitMaxMs }),
+  });
+  return { ...s, c, ticks };
 }
 
 t.test("a tiered topic uploads and evicts; stats, metrics and await report the floor; PATCH and its refusal", async (t) => {
-  const { c, until, server, raw } = await tieredServer(t);
+  const { c, ticks, server, raw } = await tieredServer(t);
   const topic = await c.createTopic("s", { name: "t", segment_size: "1 MiB", local_retention_size: "2 MiB" });
   t.match(topic, { tiered: true, local_retention_size: 2 * 1024 * 1024, local_retention_age: 86_400_000 });
   for (let i = 0; i < 60; i++) await c.produce("s", "t", [{ payload: payload(100_000, i) }], 0);
@@ -58,13 +53,12 @@ t.test("a tiered topic uploads and evicts; stats, metrics and await report the f
   const lastSealedEnd = stats.segments.filter((s) => s.sealed).at(-1)!.end_offset;
   let awaited: boolean | null = null;
   void c.awaitTiered("s", "t", 0, lastSealedEnd + 1, 60_000).then((r) => (awaited = r));
-  t.ok(await until(() => Promise.resolve(awaited !== null)), "await answered");
+  await waitFor("the await to answer", () => awaited !== null, ticks());
   t.equal(awaited, true, "200 once the floor passed the last sealed segment");
-  const evicted = await until(async () => {
+  await waitFor("segments beyond the 2 MiB envelope to be evicted", async () => {
     const p = await c.partition("s", "t", 0) as { remote_size_bytes: number };
     return p.remote_size_bytes > 0;
-  });
-  t.ok(evicted, "segments beyond the 2 MiB envelope were evicted");
+  }, ticks());
   const after = await c.partition("s", "t", 0) as Record<string, unknown> & {
     segments: { location: string }[];
   };
@@ -134,23 +128,24 @@ t.test("a tiered topic uploads and evicts; stats, metrics and await report the f
 });
 
 t.test("await times out with 408 when the floor does not get there", async (t) => {
-  const { c, until } = await tieredServer(t);
+  const { c, ticks } = await tieredServer(t);
   await c.createTopic("s", { name: "t" });
   await c.produce("s", "t", [{ payload: payload(10) }], 0);
   let answer: boolean | null = null;
   void c.awaitTiered("s", "t", 0, 1, 500).then((r) => (answer = r));
-  t.ok(await until(() => Promise.resolve(answer !== null)));
+  await waitFor("the await to answer", () => answer !== null, ticks());
   t.equal(answer, false, "408: the active segment is never uploaded");
 });
 
 t.test("an untiered topic is never uploaded, and total retention raises deleted_up_to_offset", async (t) => {
-  const { c, until, dir } = await tieredServer(t);
+  const { c, ticks, dir } = await tieredServer(t);
   await c.createTopic("s", { name: "t", segment_size: "1 MiB", tiered: false, retention_max_bytes: "2 MiB" });
   for (let i = 0; i < 40; i++) await c.produce("s", "t", [{ payload: payload(100_000) }], 0);
-  const deleted = await until(async () =>
-    ((await c.partition("s", "t", 0))["deleted_up_to_offset"] as number) > 0
+  await waitFor(
+    "the watermark to rise",
+    async () => ((await c.partition("s", "t", 0))["deleted_up_to_offset"] as number) > 0,
+    ticks(),
   );
-  t.ok(deleted, "the watermark rose");
   const p = await c.partition("s", "t", 0);
   t.equal(p["deleted_up_to_offset"], p["first_offset"]);
   t.equal(p["tiered_up_to_offset"], 0, "nothing was uploaded");
@@ -182,14 +177,13 @@ t.test("crash between the floor command's commit and its apply: the next boot ap
 });
 
 t.test("a byte flipped in an object of the fs store is detected and never served: 502 remote_data_corrupt", async (t) => {
-  const { c, until, dir, raw } = await tieredServer(t);
+  const { c, ticks, dir, raw } = await tieredServer(t);
   await c.createTopic("s", { name: "t", segment_size: "1 MiB", local_retention_size: "1 MiB" });
   for (let i = 0; i < 40; i++) await c.produce("s", "t", [{ payload: payload(100_000, i) }], 0);
-  const evicted = await until(async () => {
+  await waitFor("two segments to be evicted", async () => {
     const p = await c.partition("s", "t", 0) as { segments: { location: string }[] };
     return p.segments.filter((s) => s.location === "remote").length >= 2;
-  });
-  t.ok(evicted, "segments were evicted");
+  }, ticks());
   const p = await c.partition("s", "t", 0) as { segments: { start_offset: number; location: string }[] };
   const victim = p.segments.find((s) => s.location === "remote")!;
   const stem = String(victim.start_offset).padStart(20, "0");
@@ -231,42 +225,43 @@ t.test("a byte flipped in an object of the fs store is detected and never served
 });
 
 t.test("turning tiering on uploads the sealed segments at once, not after the idle scan's backoff", async (t) => {
-  const { c, until, raw } = await tieredServer(t);
+  const { c, ticks, raw } = await tieredServer(t);
   const started = async () =>
     Number(
       (await (await raw("/metrics")).text()).match(/strata_tier_uploads_started_total (\d+)/)?.[1] ?? NaN,
     );
   await c.createTopic("s", { name: "t", segment_size: "1 MiB", tiered: false });
   for (let i = 0; i < 25; i++) await c.produce("s", "t", [{ payload: payload(100_000) }], 0);
-  await until(() => Promise.resolve(false), 1500); // 30 s of idle scans: the backoff is at its 10 s cap
+  await passTime(30_000, ticks().pace); // 30 s of idle scans: the backoff is at its 10 s cap
   t.equal(await started(), 0, "nothing uploaded while the topic was untiered");
   await c.patchTopic("s", "t", { tiered: true });
   // The start, not the floor: an upload's real disk I/O takes virtual time on a slow disk (the floor
   // once took longer than a virtual second in CI), its start only the scan.
-  t.ok(
-    await until(async () => (await started()) > 0, 50),
-    "an upload started within one second of the PATCH",
+  await waitFor(
+    "an upload to start within one second of the PATCH",
+    async () => (await started()) > 0,
+    ticks(1000),
   );
-  t.ok(
-    await until(async () => ((await c.partition("s", "t", 0))["tiered_up_to_offset"] as number) > 0),
-    "and the floor moved once it landed",
+  await waitFor(
+    "the floor to move once the upload landed",
+    async () => ((await c.partition("s", "t", 0))["tiered_up_to_offset"] as number) > 0,
+    ticks(),
   );
 });
 
 t.test("a poll whose remote read outlasts fetch_timeout answers 503 transient, counted, and its retry is served from the cache the read filled", async (t) => {
   let store!: HeldDisk;
-  const { c, until, raw, clock } = await tieredServer(t, {}, (disk, dir) => {
+  const { c, ticks, raw, clock } = await tieredServer(t, {}, (disk, dir) => {
     // The fs store's objects: while held, its GETs do not answer.
     store = new HeldDisk(disk, `${dir}/data/objects/objects`, "open");
     return store;
   });
   await c.createTopic("s", { name: "t", segment_size: "1 MiB", local_retention_size: "1 MiB" });
   for (let i = 0; i < 30; i++) await c.produce("s", "t", [{ payload: payload(100_000, i) }], 0);
-  const evicted = await until(async () => {
+  await waitFor("a segment to be evicted", async () => {
     const p = await c.partition("s", "t", 0) as { segments: { location: string }[] };
     return p.segments.some((s) => s.location === "remote");
-  });
-  t.ok(evicted, "a segment was evicted");
+  }, ticks());
   const p = await c.partition("s", "t", 0) as { segments: { start_offset: number; location: string }[] };
   const victim = p.segments.find((s) => s.location === "remote")!;
   const metric = async (name: string) => {
@@ -282,10 +277,7 @@ t.test("a poll whose remote read outlasts fetch_timeout answers 503 transient, c
   const polledAtMs = clock.nowMs();
   let answer: Response | null = null;
   void raw(path).then((r) => (answer = r));
-  t.ok(
-    await until(() => Promise.resolve(answer !== null)),
-    "the poll answered while the store held the read",
-  );
+  await waitFor("the poll to answer while the store holds the read", () => answer !== null, ticks());
   t.ok(store.waiting >= 1, "its read of the object was held");
   t.ok(clock.nowMs() - polledAtMs >= fetchTimeoutMs, "after fetch_timeout, not before");
   const refused = answer! as Response;
@@ -295,9 +287,10 @@ t.test("a poll whose remote read outlasts fetch_timeout answers 503 transient, c
   t.equal(await metric("strata_cache_transient_replies_total"), 1, "counted");
 
   store.release();
-  t.ok(
-    await until(async () => store.waiting === 0 && await metric("strata_cache_chunks") >= 1),
-    "the read went on",
+  await waitFor(
+    "the read to go on and fill the cache",
+    async () => store.waiting === 0 && await metric("strata_cache_chunks") >= 1,
+    ticks(),
   );
   const opens = store.calls;
   const hits = await metric("strata_cache_hits_total");
@@ -314,7 +307,7 @@ t.test("a poll whose remote read outlasts fetch_timeout answers 503 transient, c
 });
 
 t.test("a poll from a timestamp whose message is in an evicted segment starts there, read through the store", async (t) => {
-  const { c, until, raw, clock } = await tieredServer(t);
+  const { c, ticks, raw, clock } = await tieredServer(t);
   await c.createTopic("s", { name: "t", segment_size: "1 MiB", local_retention_size: "1 MiB" });
   const stampsMs: number[] = [];
   for (let i = 0; i < 30; i++) {
@@ -322,11 +315,10 @@ t.test("a poll from a timestamp whose message is in an evicted segment starts th
     stampsMs.push(Math.floor(clock.wallMs()));
     await c.produce("s", "t", [{ payload: payload(100_000, i) }], 0);
   }
-  const evicted = await until(async () => {
+  await waitFor("a segment to be evicted", async () => {
     const p = await c.partition("s", "t", 0) as { segments: { location: string }[] };
     return p.segments.some((s) => s.location === "remote");
-  });
-  t.ok(evicted, "a segment was evicted");
+  }, ticks());
   const p = await c.partition("s", "t", 0) as {
     segments: { start_offset: number; end_offset: number; location: string }[];
   };
