@@ -26,6 +26,7 @@ import { TierMetrics } from "../../src/tier/tier_metrics.ts";
 import { TierService } from "../../src/tier/tier_service.ts";
 import type { TierLeadership } from "../../src/tier/tier_leadership.ts";
 import { InFlightDisk } from "./in_flight_disk.ts";
+import { virtualTime } from "./wait_for.ts";
 import { tempDir } from "./temp_dir.ts";
 // The tier service shell (and, on request, housekeeping) with the sim store, a real partition on
 // disk and virtual time.
@@ -52,7 +53,7 @@ export const housekeepingDefaults: HousekeepingConfig = {
   verifyIntervalMs: 3_600_000,
 };
 
-/** Bound on the real time one `runUntil` waits for disk I/O: a stuck operation ends the wait, not the test run. */
+/** Bound on the real time one wait spends waiting for disk I/O: a stuck operation ends the wait, not the test run. */
 const ioWaitMaxMs = 120_000;
 
 export interface TierHarnessOptions {
@@ -164,23 +165,25 @@ export async function tierHarness(t: Test, envelope: LocalEnvelope, options: Tie
     }
   };
   /**
-   * Ticks every 10 ms of virtual time until `done` or the bound, with a turn of the timers phase
-   * after each tick in which the work it started runs. The clock stands still while disk
+   * Ticks every 10 ms of virtual time, each tick handed to the tier service and housekeeping, with
+   * 1 ms of real time after each tick for the work it started. The clock stands still while disk
    * operations are in flight (until the disk is quiet, for at most `ioWaitMaxMs` of real time per
-   * call), so a slow disk slows the test instead of letting deadlines and intervals in virtual
-   * time expire under work that has not had its real time yet.
+   * wait), so a slow disk slows the test instead of letting deadlines and intervals in virtual time
+   * expire under work that has not had its real time yet. A wait may take 3000 ticks (30 virtual s)
+   * unless told otherwise.
    */
-  const runUntil = async (done: () => boolean, ticksMax = 3000) => {
-    const ioDeadlineAtMs = Date.now() + ioWaitMaxMs;
-    for (let i = 0; i < ticksMax && !done(); i++) {
-      clock.advance(10);
-      tier.onTick(clock.nowMs());
-      housekeeping?.onTick(clock.nowMs());
-      await new Promise((r) => setTimeout(r, 1));
-      await disk.quiet(ioDeadlineAtMs);
-    }
-    return done();
-  };
+  const ticks = (deadlineMs = 30_000) => ({
+    deadlineMs,
+    pace: virtualTime(clock, 10, {
+      settleMs: 1,
+      quietDisk: disk,
+      ioWaitMaxMs,
+      onStep: (nowMs) => {
+        tier.onTick(nowMs);
+        housekeeping?.onTick(nowMs);
+      },
+    }),
+  });
   const lastSealedEnd = () => partition.log.segments.filter((s) => s.sealed).at(-1)!.endOffset;
-  return { partition, sim, store, tier, clock, produce, runUntil, lastSealedEnd, housekeeping, registry };
+  return { partition, sim, store, tier, clock, produce, ticks, lastSealedEnd, housekeeping, registry };
 }

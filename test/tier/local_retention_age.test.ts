@@ -1,6 +1,7 @@
 import { scrapeText } from "../../src/runtime/metrics/labelled_series.ts";
 import t from "tap";
 import { tierHarness } from "../helpers/tier_harness.ts";
+import { waitFor } from "../helpers/wait_for.ts";
 // Local retention by age, end to end through the tier service: an uploaded segment stays local until
 // its newest message is `local_retention_age` old, then is evicted, even while a stored consumer
 // offset lags behind it (the consumer barrier holds back total retention only).
@@ -8,7 +9,7 @@ import { tierHarness } from "../helpers/tier_harness.ts";
 const ageMs = 20_000;
 
 t.test("uploaded segments are evicted once older than local_retention_age, a lagging consumer or not", async (t) => {
-  const { partition, clock, produce, runUntil, lastSealedEnd } = await tierHarness(t, {
+  const { partition, clock, produce, ticks, lastSealedEnd } = await tierHarness(t, {
     ageMs,
     sizeBytes: null,
   });
@@ -16,18 +17,20 @@ t.test("uploaded segments are evicted once older than local_retention_age, a lag
   await partition.offsets.set("lagging", 0);
   const sealed = () => partition.log.segments.filter((s) => s.sealed);
   const remote = () => sealed().filter((s) => s.location === "remote");
-  t.ok(
-    await runUntil(() => partition.superblock.tieredUpToOffset === lastSealedEnd() + 1),
+  await waitFor(
     "every sealed segment uploaded",
+    () => partition.superblock.tieredUpToOffset === lastSealedEnd() + 1,
+    ticks(),
   );
   const uploadedAtMs = clock.nowMs();
   t.ok(uploadedAtMs < ageMs, `uploaded at ${uploadedAtMs} ms, before the segments are ${ageMs} ms old`);
-  await runUntil(() => clock.nowMs() >= ageMs - 1000);
-  t.same(remote(), [], "uploaded but younger than local_retention_age: all still local");
-  t.ok(
-    await runUntil(() => remote().length === sealed().length, 3000),
-    "then every sealed segment is evicted",
+  await waitFor(
+    "the clock to reach a second before local_retention_age",
+    () => clock.nowMs() >= ageMs - 1000,
+    ticks(),
   );
+  t.same(remote(), [], "uploaded but younger than local_retention_age: all still local");
+  await waitFor("every sealed segment evicted", () => remote().length === sealed().length, ticks(30_000));
   const newestUs = Math.max(...sealed().map((s) => s.maxTimestampUs));
   t.ok(clock.wallMs() * 1000 - newestUs >= ageMs * 1000, "not before the newest of them was that old");
   t.equal(partition.offsets.get("lagging"), 0, "the lagging consumer's offset did not hold eviction back");
@@ -35,7 +38,7 @@ t.test("uploaded segments are evicted once older than local_retention_age, a lag
 });
 
 t.test("the gauges: bytes per partition local and remote, and the age envelope's overshoot while uploads lag", async (t) => {
-  const { partition, sim, clock, registry, produce, runUntil, lastSealedEnd, tier } = await tierHarness(t, {
+  const { partition, sim, clock, registry, produce, ticks, lastSealedEnd, tier } = await tierHarness(t, {
     ageMs,
     sizeBytes: null,
   });
@@ -50,7 +53,11 @@ t.test("the gauges: bytes per partition local and remote, and the age envelope's
   const sealedBytes = () =>
     partition.log.segments.filter((s) => s.sealed).reduce((n, s) => n + s.sizeBytes, 0);
   t.equal(await gauge("strata_tier_local_overshoot_bytes"), 0, "young segments: no overshoot");
-  await runUntil(() => clock.nowMs() >= ageMs + 1000);
+  await waitFor(
+    "the clock to pass local_retention_age by a second",
+    () => clock.nowMs() >= ageMs + 1000,
+    ticks(),
+  );
   t.equal(partition.superblock.tieredUpToOffset, 0, "the store is down: nothing uploaded");
   t.equal(
     await gauge("strata_tier_local_overshoot_bytes"),
@@ -59,13 +66,22 @@ t.test("the gauges: bytes per partition local and remote, and the age envelope's
   );
   t.equal(await gauge("strata_tier_partition_local_bytes"), partition.log.localSizeBytes);
   t.equal(await gauge("strata_tier_partition_remote_bytes"), 0);
-  t.ok(
-    await runUntil(() => partition.superblock.tieredUpToOffset === lastSealedEnd() + 1, 6000),
-    "the store is back",
+  await waitFor(
+    "the floor to catch up once the store is back",
+    () => partition.superblock.tieredUpToOffset === lastSealedEnd() + 1,
+    ticks(60_000),
   );
-  t.ok(await runUntil(() => partition.log.segments.every((s) => !s.sealed || s.location === "remote"), 1000));
+  await waitFor(
+    "every sealed segment evicted",
+    () => partition.log.segments.every((s) => !s.sealed || s.location === "remote"),
+    ticks(10_000),
+  );
   // The overshoot is as the last eviction look found it: the look after the eviction's write.
-  t.ok(await runUntil(() => tier.localOvershootBytes() === 0, 1100), "the look after eviction");
+  await waitFor(
+    "the look after the eviction to see no overshoot",
+    () => tier.localOvershootBytes() === 0,
+    ticks(11_000),
+  );
   t.equal(await gauge("strata_tier_local_overshoot_bytes"), 0, "evicted: the overshoot is gone");
   t.equal(await gauge("strata_tier_partition_remote_bytes"), sealedBytes(), "the sealed bytes are remote");
   t.equal(

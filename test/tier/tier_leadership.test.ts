@@ -8,6 +8,7 @@ import {
 } from "../../src/tier/control/control_log.ts";
 import { type TierLeadership, uploadTermChange } from "../../src/tier/tier_leadership.ts";
 import { tierHarness as setup } from "../helpers/tier_harness.ts";
+import { passTime, waitFor } from "../helpers/wait_for.ts";
 t.test("a term closes and opens only when the epoch this node leads under changes", (t) => {
   t.same(uploadTermChange(undefined, null), { close: false, open: null }, "not led, and still not");
   t.same(uploadTermChange(undefined, 3), { close: false, open: 3 }, "starts to lead");
@@ -68,21 +69,24 @@ class PartitionEpochLog implements ControlLog {
 t.test("only the leader uploads, and its floor commands carry the epoch it leads under", async (t) => {
   const leadership = new SetLeadership();
   let log: PartitionEpochLog | null = null;
-  const { partition, sim, tier, produce, runUntil, lastSealedEnd } = await setup(
+  const { partition, sim, tier, produce, ticks, lastSealedEnd } = await setup(
     t,
     { ageMs: null, sizeBytes: null },
     { leadership, controlLog: (local) => (log = new PartitionEpochLog(local)) },
   );
   await produce(20);
-  await runUntil(() => false, 1000);
+  await passTime(10_000, ticks().pace);
   t.equal(tier.uploadsInFlight(), 0, "a follower uploads nothing");
   t.equal(sim.keys().length, 0, "nothing in the store");
   t.equal(partition.superblock.tieredUpToOffset, 0);
 
   log!.partitionEpoch = 5;
   leadership.set(5);
-  const caughtUp = await runUntil(() => partition.superblock.tieredUpToOffset === lastSealedEnd() + 1);
-  t.ok(caughtUp, `led under epoch 5, the floor reached ${partition.superblock.tieredUpToOffset}`);
+  await waitFor(
+    "the floor to catch up under epoch 5",
+    () => partition.superblock.tieredUpToOffset === lastSealedEnd() + 1,
+    ticks(),
+  );
   t.ok(log!.submittedUnder.length > 0 && log!.submittedUnder.every((e) => e === 5), "every command under 5");
 
   // Another node leads now: this one stops, and what it had under way is no longer its to commit.
@@ -90,7 +94,7 @@ t.test("only the leader uploads, and its floor commands carry the epoch it leads
   const floor = partition.superblock.tieredUpToOffset;
   const objects = sim.keys().length;
   await produce(20);
-  await runUntil(() => false, 1000);
+  await passTime(10_000, ticks().pace);
   t.equal(partition.superblock.tieredUpToOffset, floor, "no floor moves from a node that stopped leading");
   t.equal(sim.keys().length, objects, "and it uploads nothing more");
   t.equal(tier.state.partitions.has("1/1/0"), false, "the core holds nothing of the partition");
@@ -99,7 +103,7 @@ t.test("only the leader uploads, and its floor commands carry the epoch it leads
 t.test("a deposed leader's commands are refused by the epoch and not retried", async (t) => {
   const leadership = new SetLeadership();
   let log: PartitionEpochLog | null = null;
-  const { partition, tier, produce, runUntil } = await setup(
+  const { partition, tier, produce, ticks } = await setup(
     t,
     { ageMs: null, sizeBytes: null },
     { leadership, controlLog: (local) => (log = new PartitionEpochLog(local)) },
@@ -108,11 +112,13 @@ t.test("a deposed leader's commands are refused by the epoch and not retried", a
   log!.partitionEpoch = 6;
   leadership.set(5);
   await produce(20);
-  const uploaded = await runUntil(() =>
-    log!.submittedUnder.length >= 2 && tier.uploadsInFlight() === 0 &&
-    tier.state.partitions.get("1/1/0")!.pending.length === 0
+  await waitFor(
+    "the commands under epochs 4 and 5 and every upload to end",
+    () =>
+      log!.submittedUnder.length >= 2 && tier.uploadsInFlight() === 0 &&
+      tier.state.partitions.get("1/1/0")!.pending.length === 0,
+    ticks(),
   );
-  t.ok(uploaded, `${log!.submittedUnder.length} commands submitted`);
   t.equal(partition.superblock.tieredUpToOffset, 0, "none committed");
   t.equal(tier.floorRetriesWaiting(), 0, "none waits to be retried");
 });
@@ -120,7 +126,7 @@ t.test("a deposed leader's commands are refused by the epoch and not retried", a
 t.test("a follower applies a committed floor beyond its log's end once its log reaches it", async (t) => {
   const leadership = new SetLeadership();
   let log: PartitionEpochLog | null = null;
-  const { partition, produce, runUntil } = await setup(
+  const { partition, produce, ticks } = await setup(
     t,
     { ageMs: null, sizeBytes: null },
     { leadership, controlLog: (local) => (log = new PartitionEpochLog(local)) },
@@ -135,19 +141,23 @@ t.test("a follower applies a committed floor beyond its log's end once its log r
   });
   await log!.submit(floor(9), { expectedEpoch: 0 });
   await log!.submit(floor(12), { expectedEpoch: 0 });
-  await runUntil(() => false, 100);
+  await passTime(1_000, ticks().pace);
   t.equal(partition.superblock.tieredUpToOffset, 0, "not applied beyond the log's end");
   await produce(5);
-  await runUntil(() => false, 100);
+  await passTime(1_000, ticks().pace);
   t.equal(partition.superblock.tieredUpToOffset, 0, "the latest one waits, not the earlier one");
   await produce(5);
-  t.ok(await runUntil(() => partition.superblock.tieredUpToOffset === 12), "applied once the log reached it");
+  await waitFor(
+    "the floor to be applied once the log reached it",
+    () => partition.superblock.tieredUpToOffset === 12,
+    ticks(),
+  );
 });
 
 t.test("a follower applies a floor only below its high watermark: records above it may yet be cut", async (t) => {
   const leadership = new SetLeadership();
   let log: PartitionEpochLog | null = null;
-  const { partition, produce, runUntil } = await setup(
+  const { partition, produce, ticks } = await setup(
     t,
     { ageMs: null, sizeBytes: null },
     { leadership, controlLog: (local) => (log = new PartitionEpochLog(local)) },
@@ -158,11 +168,12 @@ t.test("a follower applies a floor only below its high watermark: records above 
   await log!.submit({ kind: "advance_tiered_floor", partition: "1/1/0", purgeGeneration: 0, upToOffset: 8 }, {
     expectedEpoch: 0,
   });
-  await runUntil(() => false, 100);
+  await passTime(1_000, ticks().pace);
   t.equal(partition.superblock.tieredUpToOffset, 0, "not applied above the high watermark");
   partition.log.setHighWatermark(8);
-  t.ok(
-    await runUntil(() => partition.superblock.tieredUpToOffset === 8),
-    "applied once the watermark reached it",
+  await waitFor(
+    "the floor to be applied once the watermark reached it",
+    () => partition.superblock.tieredUpToOffset === 8,
+    ticks(),
   );
 });

@@ -2,6 +2,7 @@ import t from "tap";
 import { manifestKey } from "../../../src/tier/bucket/object_keys.ts";
 import { incOf, metric } from "../../helpers/housekeeping_fixture.ts";
 import { tierHarness } from "../../helpers/tier_harness.ts";
+import { passTime, waitFor } from "../../helpers/wait_for.ts";
 // The housekeeping shell: how it runs the jobs the core plans. Each job has its own tests
 // (housekeeping_deletes, housekeeping_manifests, housekeeping_verify, housekeeping_orphan_sweep).
 
@@ -10,7 +11,11 @@ t.test("a job that fails is counted, the run's other jobs still go, and it runs 
     housekeeping: { idleTimeoutMs: 1000, orphanSweepIntervalMs: 2000, manifestUploadIntervalMs: 1000 },
   });
   await h.produce(20);
-  t.ok(await h.runUntil(() => h.partition.superblock.tieredUpToOffset === h.lastSealedEnd() + 1), "uploaded");
+  await waitFor(
+    "the upload of every sealed segment",
+    () => h.partition.superblock.tieredUpToOffset === h.lastSealedEnd() + 1,
+    h.ticks(),
+  );
   // Every listing is refused (a 403 is never retried): the orphan sweep fails, the manifest upload does not.
   h.sim.faults = { errorRates: { list: { auth: 1 } } };
   const sweptBefore = h.housekeeping!.state.sweptAtMs;
@@ -19,23 +24,24 @@ t.test("a job that fails is counted, the run's other jobs still go, and it runs 
   // One read of the metrics at a time, as the verify pass's test does.
   let reading = false;
   const manifest = manifestKey(incOf(h.partition.superblock.createdRevision, 0));
-  t.ok(
-    await h.runUntil(() => {
-      if (!reading) {
-        reading = true;
-        void failures().then((n) => {
-          failed = n;
-          reading = false;
-        });
-      }
-      return failed >= 1 && h.sim.peek(manifest) !== undefined;
-    }, 10_000),
-    "the sweep failed and the manifest went up",
-  );
+  await waitFor("the sweep to fail and the manifest to go up", () => {
+    if (!reading) {
+      reading = true;
+      void failures().then((n) => {
+        failed = n;
+        reading = false;
+      });
+    }
+    return failed >= 1 && h.sim.peek(manifest) !== undefined;
+  }, h.ticks(100_000));
   t.equal(h.housekeeping!.state.sweptAtMs, sweptBefore, "a failed sweep is not taken for a finished one");
 
   h.sim.faults = {};
-  t.ok(await h.runUntil(() => h.housekeeping!.state.sweptAtMs > sweptBefore, 10_000), "a later run sweeps");
+  await waitFor(
+    "a later run to sweep",
+    () => h.housekeeping!.state.sweptAtMs > sweptBefore,
+    h.ticks(100_000),
+  );
 });
 
 t.test("stop ends the run in progress after its request in flight, and no run starts after it", async (t) => {
@@ -43,19 +49,23 @@ t.test("stop ends the run in progress after its request in flight, and no run st
     housekeeping: { idleTimeoutMs: 1000, orphanSweepIntervalMs: 2000 },
   });
   await h.produce(20);
-  t.ok(await h.runUntil(() => h.partition.superblock.tieredUpToOffset === h.lastSealedEnd() + 1), "uploaded");
+  await waitFor(
+    "the upload of every sealed segment",
+    () => h.partition.superblock.tieredUpToOffset === h.lastSealedEnd() + 1,
+    h.ticks(),
+  );
   // Each request now takes 2 s of virtual time, so that a run is seen in progress.
   h.sim.faults = { latencyMs: { min: 2000, max: 2000 } };
-  t.ok(await h.runUntil(() => h.housekeeping!.state.running), "a run is in progress");
+  await waitFor("a run to be in progress", () => h.housekeeping!.state.running, h.ticks());
   const requestsAtStop = h.sim.records.length;
   let stopped = false;
   void h.housekeeping!.stop().then(() => stopped = true);
-  t.ok(await h.runUntil(() => stopped), "stop resolved");
+  await waitFor("stop to resolve", () => stopped, h.ticks());
   t.notOk(h.housekeeping!.state.running, "once the run had ended");
   t.ok(h.sim.records.length <= requestsAtStop + 1, "after the request in flight at most");
   const runs = () => metric(h.registry, /strata_housekeeping_runs_total (\d+)/);
   const runsAtStop = await runs();
   // 20 s of virtual time: with a 1 s idle timeout and a 2 s sweep interval, runs would be due many times over.
-  await h.runUntil(() => false, 2000);
+  await passTime(20_000, h.ticks().pace);
   t.equal(await runs(), runsAtStop, "no run started after stop");
 });

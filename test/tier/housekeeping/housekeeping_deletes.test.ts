@@ -12,6 +12,7 @@ import {
 import { incarnationPrefix, parseObjectKey, segmentKeys } from "../../../src/tier/bucket/object_keys.ts";
 import { incOf, metric, root } from "../../helpers/housekeeping_fixture.ts";
 import { tierHarness } from "../../helpers/tier_harness.ts";
+import { passTime, waitFor } from "../../helpers/wait_for.ts";
 // Deletions below the retention watermark: first the job on its own over the sim store, then
 // through the housekeeping shell on the tier harness.
 
@@ -177,9 +178,10 @@ for (const pendingMax of [5000, 1]) {
       },
     });
     await h.produce(40);
-    t.ok(
-      await h.runUntil(() => h.partition.superblock.tieredUpToOffset === h.lastSealedEnd() + 1),
-      "uploaded",
+    await waitFor(
+      "the upload of every sealed segment",
+      () => h.partition.superblock.tieredUpToOffset === h.lastSealedEnd() + 1,
+      h.ticks(),
     );
     await h.partition.enforceRetention((s) => s.endOffset < 20);
     const watermark = h.partition.superblock.deletedUpToOffset;
@@ -208,7 +210,7 @@ for (const pendingMax of [5000, 1]) {
       if (fresh > 0) deletedPerCheck.push(fresh);
       return goneAtMs.size === below.length;
     };
-    t.ok(await h.runUntil(track, 20_000), "every object below the watermark was deleted in the end");
+    await waitFor("every object below the watermark to be deleted", track, h.ticks(200_000));
     const first = Math.min(...goneAtMs.values());
     t.ok(
       first - retiredAtMs >= 60_000,
@@ -239,8 +241,12 @@ for (const pendingMax of [5000, 1]) {
 t.test("no object younger than delete_grace is deleted, even below the watermark", async (t) => {
   const h = await tierHarness(t, { ageMs: null, sizeBytes: null }, { housekeeping: { idleTimeoutMs: 1000 } });
   await h.produce(20);
-  t.ok(await h.runUntil(() => h.partition.superblock.tieredUpToOffset === h.lastSealedEnd() + 1));
-  await h.runUntil(() => false, 7000); // 70 s: the uploaded objects are older than the grace
+  await waitFor(
+    "the upload of every sealed segment",
+    () => h.partition.superblock.tieredUpToOffset === h.lastSealedEnd() + 1,
+    h.ticks(),
+  );
+  await passTime(70_000, h.ticks().pace); // 70 s: the uploaded objects are older than the grace
   await h.partition.enforceRetention((s) => s.endOffset < 10);
   const keys = segmentKeys(incOf(h.partition.superblock.createdRevision, 0), 0);
   // The object of the first segment is written again now, as a late duplicate upload would.
@@ -249,7 +255,11 @@ t.test("no object younger than delete_grace is deleted, even below the watermark
     yield copy.bytes;
   }, { sizeBytes: copy.bytes.length, metadata: copy.metadata, ifAbsent: false });
   const rewrittenAtMs = h.clock.nowMs();
-  t.ok(await h.runUntil(() => h.sim.peek(keys.log) === undefined, 20_000), "deleted in the end");
+  await waitFor(
+    "the rewritten object to be deleted",
+    () => h.sim.peek(keys.log) === undefined,
+    h.ticks(200_000),
+  );
   t.ok(
     h.clock.nowMs() - rewrittenAtMs >= 60_000,
     `not before it was 60 s old (${h.clock.nowMs() - rewrittenAtMs} ms)`,

@@ -6,13 +6,18 @@ import { manifestKey, topicManifestKey } from "../../../src/tier/bucket/object_k
 import { decodeTopicManifest, type TopicFacts } from "../../../src/tier/bucket/topic_manifest.ts";
 import { incOf } from "../../helpers/housekeeping_fixture.ts";
 import { tierHarness } from "../../helpers/tier_harness.ts";
+import { waitFor } from "../../helpers/wait_for.ts";
 // The manifest job on its own, over the tier harness's partition and store. The verify pass's
 // test follows manifests through the housekeeping shell.
 
 t.test("the manifest of the partition as it is now goes up in one request, and the job says what it describes", async (t) => {
   const h = await tierHarness(t, { ageMs: null, sizeBytes: null });
   await h.produce(20);
-  t.ok(await h.runUntil(() => h.partition.superblock.tieredUpToOffset === h.lastSealedEnd() + 1), "uploaded");
+  await waitFor(
+    "the upload of every sealed segment",
+    () => h.partition.superblock.tieredUpToOffset === h.lastSealedEnd() + 1,
+    h.ticks(),
+  );
   const inc = incOf(h.partition.superblock.createdRevision, 0);
   const budget = new RequestBudget(3, undefined);
   const outcome = await uploadManifest({ store: h.store }, "1/1/0", h.partition, inc, budget);
@@ -46,7 +51,11 @@ const facts = (retentionMs: number): TopicFacts => ({
 t.test("partition 0's job puts the topic manifest beside its own, when its run has room for both", async (t) => {
   const h = await tierHarness(t, { ageMs: null, sizeBytes: null });
   await h.produce(20);
-  t.ok(await h.runUntil(() => h.partition.superblock.tieredUpToOffset === h.lastSealedEnd() + 1), "uploaded");
+  await waitFor(
+    "the upload of every sealed segment",
+    () => h.partition.superblock.tieredUpToOffset === h.lastSealedEnd() + 1,
+    h.ticks(),
+  );
   const inc = incOf(h.partition.superblock.createdRevision, 0);
   const floor = h.partition.superblock.tieredUpToOffset;
   const topicKey = topicManifestKey("strata", "c1", 1, 1);
@@ -92,30 +101,25 @@ t.test("housekeeping uploads the topic manifest, again when the topic's facts ch
     const object = h.sim.peek(topicKey);
     return object === undefined ? null : decodeTopicManifest(object.bytes).options;
   };
-  t.ok(await h.runUntil(() => topicOptions() !== null, 30_000), "the topic manifest went up");
+  await waitFor("the topic manifest to go up", () => topicOptions() !== null, h.ticks(300_000));
   t.same(topicOptions(), current.options);
   current = facts(2000);
-  t.ok(
-    await h.runUntil(
-      () => (topicOptions() as { retentionMaxAgeMs?: number })?.retentionMaxAgeMs === 2000,
-      30_000,
-    ),
-    "changed options go up again",
+  await waitFor(
+    "the topic manifest to follow the options",
+    () => (topicOptions() as { retentionMaxAgeMs?: number })?.retentionMaxAgeMs === 2000,
+    h.ticks(300_000),
   );
   const inc = incOf(h.partition.superblock.createdRevision, 0);
   const evicted = () => h.partition.log.segments.filter((s) => s.location === "remote");
-  t.ok(await h.runUntil(() => evicted().length > 0, 30_000), "a segment was evicted");
-  t.ok(
-    await h.runUntil(() => {
-      const object = h.sim.peek(manifestKey(inc));
-      if (object === undefined) return false;
-      const entries = decodeManifest(object.bytes).segments;
-      return evicted().every((s) =>
-        entries.some((e) => e.startOffset === s.startOffset && e.logCrc32 !== null)
-      );
-    }, 60_000),
-    "the manifest names every evicted segment with its checksum",
-  );
+  await waitFor("a segment to be evicted", () => evicted().length > 0, h.ticks(300_000));
+  await waitFor("a manifest listing the evicted segment", () => {
+    const object = h.sim.peek(manifestKey(inc));
+    if (object === undefined) return false;
+    const entries = decodeManifest(object.bytes).segments;
+    return evicted().every((s) =>
+      entries.some((e) => e.startOffset === s.startOffset && e.logCrc32 !== null)
+    );
+  }, h.ticks(600_000));
   const entries = decodeManifest(h.sim.peek(manifestKey(inc))!.bytes).segments;
   for (const s of evicted()) {
     const entry = entries.find((e) => e.startOffset === s.startOffset)!;

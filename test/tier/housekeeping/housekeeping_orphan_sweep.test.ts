@@ -19,6 +19,7 @@ import {
 } from "../../../src/tier/bucket/object_keys.ts";
 import { incOf, metric, root } from "../../helpers/housekeeping_fixture.ts";
 import { tierHarness } from "../../helpers/tier_harness.ts";
+import { passTime, waitFor } from "../../helpers/wait_for.ts";
 // The orphan sweep: first on its own over the sim store, then through the housekeeping shell on
 // the tier harness.
 
@@ -188,13 +189,17 @@ t.test("purge during an upload: it lands under the old generation, its floor is 
   });
   h.sim.faults = { latencyMs: { min: 2000, max: 2000 } };
   await h.produce(6);
-  t.ok(await h.runUntil(() => h.tier.uploadsInFlight() > 0), "an upload is in flight");
+  await waitFor("an upload in flight", () => h.tier.uploadsInFlight() > 0, h.ticks());
   const revision = h.partition.superblock.createdRevision;
   await h.partition.purge();
   h.tier.purged("1/1/0");
   t.equal(h.partition.superblock.purgeGeneration, 1);
   const oldKeys = segmentKeys(incOf(revision, 0), 0);
-  t.ok(await h.runUntil(() => h.tier.uploadsInFlight() === 0 && h.sim.peek(oldKeys.index) !== undefined));
+  await waitFor(
+    "the upload to land under the old generation's prefix",
+    () => h.tier.uploadsInFlight() === 0 && h.sim.peek(oldKeys.index) !== undefined,
+    h.ticks(),
+  );
   t.ok(h.sim.peek(oldKeys.log), "the upload landed under the old generation's prefix");
   t.equal(
     h.partition.superblock.tieredUpToOffset,
@@ -205,11 +210,12 @@ t.test("purge during an upload: it lands under the old generation, its floor is 
   h.sim.faults = {};
   await h.produce(12);
   const newKeys = segmentKeys(incOf(revision, 1), 0);
-  t.ok(await h.runUntil(() => h.sim.peek(newKeys.log) !== undefined), "the new generation uploads");
+  await waitFor("the new generation to upload", () => h.sim.peek(newKeys.log) !== undefined, h.ticks());
   const purgedAtMs = h.clock.nowMs();
-  t.ok(
-    await h.runUntil(() => h.sim.peek(oldKeys.log) === undefined, 30_000),
-    "the orphan sweep deleted the old objects",
+  await waitFor(
+    "the orphan sweep to delete the old objects",
+    () => h.sim.peek(oldKeys.log) === undefined,
+    h.ticks(300_000),
   );
   t.equal(h.sim.peek(oldKeys.index), undefined);
   t.ok(h.clock.nowMs() - purgedAtMs >= 60_000, "not before the grace");
@@ -232,26 +238,32 @@ t.test("a deleted topic's objects are orphans: the sweep deletes them after the 
     },
   });
   await h.produce(20);
-  t.ok(await h.runUntil(() => h.partition.superblock.tieredUpToOffset === h.lastSealedEnd() + 1));
+  await waitFor(
+    "the upload of every sealed segment",
+    () => h.partition.superblock.tieredUpToOffset === h.lastSealedEnd() + 1,
+    h.ticks(),
+  );
   const inc = incOf(h.partition.superblock.createdRevision, 0);
-  t.ok(await h.runUntil(() => h.sim.peek(manifestKey(inc)) !== undefined), "a manifest was uploaded");
+  await waitFor("a manifest to go up", () => h.sim.peek(manifestKey(inc)) !== undefined, h.ticks());
   const objects = h.sim.keys().filter((k) => k.startsWith(root));
   t.ok(objects.length >= 7, `${objects.length} objects, manifest included`);
   const sweptBefore = h.housekeeping!.state.sweptAtMs;
-  await h.runUntil(() => false, 1000); // 10 s: sweeps run while the topic exists
+  await passTime(10_000, h.ticks().pace); // 10 s: sweeps run while the topic exists
   t.ok(h.housekeeping!.state.sweptAtMs > sweptBefore, "the sweep ran meanwhile");
   t.ok(objects.every((k) => h.sim.peek(k) !== undefined), "a live incarnation is never swept");
 
   exists = false; // the topic is deleted: its partition leaves the metadata
   h.tier.removePartition("1/1/0");
   const deletedAtMs = h.clock.nowMs();
-  t.ok(
-    await h.runUntil(() => h.sim.peek(deadMarkKey(inc)) !== undefined, 30_000),
-    "the sweep marks the incarnation dead",
+  await waitFor(
+    "the sweep to mark the incarnation dead",
+    () => h.sim.peek(deadMarkKey(inc)) !== undefined,
+    h.ticks(300_000),
   );
-  t.ok(
-    await h.runUntil(() => [...objects, deadMarkKey(inc)].every((k) => h.sim.peek(k) === undefined), 60_000),
+  await waitFor(
     "every object swept, its dead mark last",
+    () => [...objects, deadMarkKey(inc)].every((k) => h.sim.peek(k) === undefined),
+    h.ticks(600_000),
   );
   t.ok(h.clock.nowMs() - deletedAtMs >= 60_000, "after the grace");
   t.ok(await metric(h.registry, /strata_housekeeping_orphans_found_total (\d+)/) >= objects.length);
@@ -278,21 +290,26 @@ t.test("the orphan sweep goes by its own clock, not the store's: an hour of skew
     });
     h.sim.faults = { wallSkewMs: skewMs };
     await h.produce(20);
-    t.ok(await h.runUntil(() => h.partition.superblock.tieredUpToOffset === h.lastSealedEnd() + 1));
+    await waitFor(
+      "the upload of every sealed segment",
+      () => h.partition.superblock.tieredUpToOffset === h.lastSealedEnd() + 1,
+      h.ticks(),
+    );
     const objects = h.sim.keys().filter((k) => k.startsWith(root));
     exists = false;
     h.tier.removePartition("1/1/0");
     const deletedAtMs = h.clock.nowMs();
     const createdLastMs = Math.max(...objects.map((k) => h.sim.peek(k)!.createdAtMs));
     // 40 s of sweeps: none may delete yet (the grace is 60 s of the server's clock, whatever LastModified says).
-    await h.runUntil(() => false, 4000);
+    await passTime(40_000, h.ticks().pace);
     t.ok(
       objects.every((k) => h.sim.peek(k) !== undefined),
       `skew ${skewMs} ms: nothing deleted within the grace`,
     );
-    t.ok(
-      await h.runUntil(() => objects.every((k) => h.sim.peek(k) === undefined), 30_000),
-      `skew ${skewMs} ms: every orphan swept soon after the grace`,
+    await waitFor(
+      "every orphan swept after the grace",
+      () => objects.every((k) => h.sim.peek(k) === undefined),
+      h.ticks(300_000),
     );
     t.ok(
       h.clock.nowMs() - deletedAtMs >= 60_000 && h.clock.nowMs() - createdLastMs >= 60_000,
@@ -319,19 +336,24 @@ t.test("in a cluster only the controller's node sweeps: no sweep while it is not
     },
   });
   await h.produce(20);
-  t.ok(await h.runUntil(() => h.partition.superblock.tieredUpToOffset === h.lastSealedEnd() + 1));
+  await waitFor(
+    "the upload of every sealed segment",
+    () => h.partition.superblock.tieredUpToOffset === h.lastSealedEnd() + 1,
+    h.ticks(),
+  );
   const objects = h.sim.keys().filter((k) => k.startsWith(root));
   exists = false;
   h.tier.removePartition("1/1/0");
   const sweptBefore = h.housekeeping!.state.sweptAtMs;
-  await h.runUntil(() => false, 15_000); // 150 s: past the grace, many sweep intervals
+  await passTime(150_000, h.ticks().pace); // 150 s: past the grace, many sweep intervals
   t.equal(h.housekeeping!.state.sweptAtMs, sweptBefore, "no sweep while another node controls");
   t.ok(objects.every((k) => h.sim.peek(k) !== undefined), "nothing deleted");
   controller = true;
   const becameMs = h.clock.nowMs();
-  t.ok(
-    await h.runUntil(() => objects.every((k) => h.sim.peek(k) === undefined), 30_000),
-    "swept once it controls",
+  await waitFor(
+    "every orphan swept once this node controls",
+    () => objects.every((k) => h.sim.peek(k) === undefined),
+    h.ticks(300_000),
   );
   t.ok(h.housekeeping!.state.sweptAtMs >= becameMs, "by a sweep of its own");
 });

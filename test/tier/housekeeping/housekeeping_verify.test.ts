@@ -4,6 +4,7 @@ import { decodeManifest } from "../../../src/tier/bucket/manifest.ts";
 import { manifestKey, segmentKeys } from "../../../src/tier/bucket/object_keys.ts";
 import { incOf, metric } from "../../helpers/housekeeping_fixture.ts";
 import { tierHarness } from "../../helpers/tier_harness.ts";
+import { waitFor } from "../../helpers/wait_for.ts";
 // The verify pass (and the manifests it runs beside), through the housekeeping shell on the tier
 // harness.
 
@@ -20,7 +21,7 @@ t.test("the verify pass re-uploads a missing object from a local .log, reports o
     h.partition.superblock.tieredUpToOffset === h.lastSealedEnd() + 1 &&
     h.partition.log.segments.some((s) => s.location === "remote") &&
     h.partition.log.localSizeBytes <= envelopeBytes;
-  t.ok(await h.runUntil(evictedToEnvelope), "uploaded and evicted down to the envelope");
+  await waitFor("the upload and eviction down to the envelope", evictedToEnvelope, h.ticks());
   const inc = incOf(h.partition.superblock.createdRevision, 0);
   const floor = h.partition.superblock.tieredUpToOffset;
   const remote = h.partition.log.segments.find((s) => s.location === "remote")!;
@@ -35,20 +36,17 @@ t.test("the verify pass re-uploads a missing object from a local .log, reports o
   let seen = [0, 0];
   // One read of the metrics at a time: a render per tick would pile up under load and starve the pass.
   let reading = false;
-  t.ok(
-    await h.runUntil(() => {
-      if (!reading) {
-        reading = true;
-        void Promise.all([anomalies(), reuploads()]).then((n) => {
-          seen = n;
-          reading = false;
-        });
-      }
-      return seen[0]! >= 1 && seen[1]! >= 1;
-      // The pass is due 20 s of virtual time after the first look (about 2,000 ticks).
-    }, 10_000),
-    "the verify pass ran",
-  );
+  await waitFor("the verify pass", () => {
+    if (!reading) {
+      reading = true;
+      void Promise.all([anomalies(), reuploads()]).then((n) => {
+        seen = n;
+        reading = false;
+      });
+    }
+    return seen[0]! >= 1 && seen[1]! >= 1;
+    // The pass is due 20 s of virtual time after the first look (about 2,000 ticks).
+  }, h.ticks(100_000));
   t.ok(h.sim.peek(healable), "the object with a local .log was uploaded again");
   t.equal(await reuploads(), 1);
   t.equal(h.sim.peek(lost), undefined, "the lost one is not invented");
@@ -61,7 +59,11 @@ t.test("the verify pass re-uploads a missing object from a local .log, reports o
     const object = h.sim.peek(manifestKey(inc));
     return object === undefined ? null : decodeManifest(object.bytes);
   };
-  t.ok(await h.runUntil(() => manifestNow()?.tieredUpToOffset === floor, 40_000), "a manifest of this floor");
+  await waitFor(
+    "a manifest of this floor",
+    () => manifestNow()?.tieredUpToOffset === floor,
+    h.ticks(400_000),
+  );
   const manifest = manifestNow()!;
   t.equal(manifest.tieredUpToOffset, floor);
   t.same(
@@ -85,7 +87,7 @@ t.test("the verify pass reports an object of another size, and one of the same s
     h.partition.superblock.tieredUpToOffset === h.lastSealedEnd() + 1 &&
     h.partition.log.segments.filter((s) => s.location === "remote").length >= 2 &&
     h.partition.log.localSizeBytes <= envelopeBytes;
-  t.ok(await h.runUntil(evictedToEnvelope), "uploaded and evicted down to the envelope");
+  await waitFor("the upload and eviction down to the envelope", evictedToEnvelope, h.ticks());
   const inc = incOf(h.partition.superblock.createdRevision, 0);
   const floor = h.partition.superblock.tieredUpToOffset;
   const [shorter, altered] = h.partition.log.segments.filter((s) => s.location === "remote");
@@ -119,7 +121,11 @@ t.test("the verify pass reports an object of another size, and one of the same s
   const headsBefore = { index: h.sim.count("head", laterIndexKey), log: h.sim.count("head", alteredKey) };
   t.ok(
     // The pass is due 20 s of virtual time after the first look (about 2,000 ticks).
-    await h.runUntil(() => h.sim.count("head", laterIndexKey) > headsBefore.index, 10_000),
+    await waitFor(
+      "the verify pass to look at both segments",
+      () => h.sim.count("head", laterIndexKey) > headsBefore.index,
+      h.ticks(100_000),
+    ),
     "the verify pass looked at both segments",
   );
   t.equal(h.sim.count("head", alteredKey), headsBefore.log + 1, "in one pass");
