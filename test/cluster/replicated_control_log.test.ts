@@ -8,6 +8,7 @@ import { floorSubmitAttemptsMax, ReplicatedControlLog } from "../../src/cluster/
 import { silentLogger } from "../../src/runtime/logger.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { type ControlCommand, ControlEpochMismatchError } from "../../src/tier/control/control_log.ts";
+import { virtualTime, waitFor } from "../helpers/wait_for.ts";
 const keys = new ClusterKeys("/sim");
 const address = { streamId: 1, topicId: 2, partitionId: 0 };
 const label = "1/2/0";
@@ -61,16 +62,18 @@ async function setup(t: Test) {
       await flush();
     }
   };
-  return { clock, store, admin, writeState, open, settle };
+  /** A wait on virtual time in 5 ms steps, promises settled after each: for what a replica hears. */
+  const hearing = { deadlineMs: 1000, pace: virtualTime(clock, 5) };
+  return { clock, store, admin, writeState, open, settle, hearing };
 }
 
 t.test("a leader's floor commits under its epoch, and every replica applies it", async (t) => {
-  const { store, open, settle, admin } = await setup(t);
+  const { store, open, hearing, admin } = await setup(t);
   const leader = await open(store.client("node-1"));
   const follower = await open(store.client("node-2"));
   const index = await leader.log.submit(floor(100), { expectedEpoch: 4 });
   t.same(leader.applied, [{ index, command: floor(100) }], "the submitter applies it at once");
-  await settle();
+  await waitFor("the replica to hear the floor", () => follower.applied.length > 0, hearing);
   t.same(follower.applied, [{ index, command: floor(100) }], "a replica hears it through its watch");
   const stored = (await admin.range({ key: keys.floor(label) })).kvs[0]!;
   t.same(decodeFloorRecord(stored.key, stored.value), {
@@ -156,7 +159,7 @@ t.test("an in-sync change between the read and the write is raced again; endless
 });
 
 t.test("a replica cut off from etcd catches up on what it missed when it is back", async (t) => {
-  const { store, open, settle } = await setup(t);
+  const { store, open, settle, clock } = await setup(t);
   const leader = await open(store.client("node-1"));
   const follower = await open(store.client("node-2"));
   store.setReachable("node-2", false);
@@ -165,12 +168,15 @@ t.test("a replica cut off from etcd catches up on what it missed when it is back
   await settle();
   t.same(follower.applied, [], "nothing heard while cut off");
   store.setReachable("node-2", true);
-  for (let i = 0; i < 200 && follower.log.committed() < leader.log.committed(); i++) await settle();
+  await waitFor("the follower to catch up", () => follower.log.committed() >= leader.log.committed(), {
+    deadlineMs: 5000,
+    pace: virtualTime(clock, 5),
+  });
   t.equal(follower.applied.at(-1)?.command.upToOffset, 150, "the latest floor, once back");
 });
 
 t.test("a floor that fails to apply on a replica is logged, and the later ones still apply", async (t) => {
-  const { store, open, settle, clock } = await setup(t);
+  const { store, open, hearing, clock } = await setup(t);
   const leader = await open(store.client("node-1"));
   const applied: number[] = [];
   let failures = 1;
@@ -187,14 +193,14 @@ t.test("a floor that fails to apply on a replica is logged, and the later ones s
     return Promise.resolve();
   });
   await leader.log.submit(floor(100), { expectedEpoch: 4 });
-  await settle();
+  await waitFor("the replica to try the first floor", () => failures < 1, hearing);
   await leader.log.submit(floor(150), { expectedEpoch: 4 });
-  await settle();
+  await waitFor("the replica to apply the next floor", () => applied.length > 0, hearing);
   t.same(applied, [150], "the failed one is skipped, the next applies");
 });
 
 t.test("the deleted watermark commits beside the floor, under the epoch, and replicas apply both", async (t) => {
-  const { store, open, settle, admin } = await setup(t);
+  const { store, open, hearing, admin } = await setup(t);
   const leader = await open(store.client("node-1"));
   const follower = await open(store.client("node-2"));
   await leader.log.submit(floor(100), { expectedEpoch: 4 });
@@ -205,7 +211,11 @@ t.test("the deleted watermark commits beside the floor, under the epoch, and rep
     { purgeGeneration: 0, upToOffset: 100, deletedUpToOffset: 40, leaderEpoch: 4 },
     "one record holds both; the watermark did not move the floor",
   );
-  await settle();
+  await waitFor(
+    "the replica to hear the watermark",
+    () => follower.applied.filter((a) => a.index === index).length >= 2,
+    hearing,
+  );
   t.same(follower.applied.at(-1), { index, command: deleted(40) }, "a replica hears the watermark");
   t.same(follower.applied.at(-2), { index, command: floor(100) }, "with the floor it stands beside");
   // Lower: a no-op. A deposed leader's: refused.

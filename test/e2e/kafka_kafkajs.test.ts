@@ -6,6 +6,7 @@ import { CompressionTypes, Kafka, logLevel } from "kafkajs";
 import { configCopy } from "../helpers/config_copy.ts";
 import { kafkaAddressOf } from "../helpers/kcat.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
+import { realTime, waitFor } from "../helpers/wait_for.ts";
 // kafkajs 2.2 (pure JavaScript, a second client beside librdkafka) against the real server: its
 // admin client creates, describes, lists offsets and deletes topics; its producer sends with acks
 // 0, 1 and -1 and gzip. Its consumer needs consumer groups, which are not served yet.
@@ -69,12 +70,11 @@ t.test("kafkajs admin and producer", async (t) => {
     t.equal(sent[0]!.errorCode, 0, `acks ${acks}`);
   }
   await producer.send({ topic: "kjs", acks: 0, messages: [{ partition: 0, value: "fire-and-forget" }] });
-  const deadline = Date.now() + 10_000;
   let offsets = await admin.fetchTopicOffsets("kjs");
-  while (offsets.find((o) => o.partition === 0)!.high !== "21" && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 20));
+  await waitFor("the acks=0 record to be written", async () => {
     offsets = await admin.fetchTopicOffsets("kjs");
-  }
+    return offsets.find((o) => o.partition === 0)!.high === "21";
+  }, { deadlineMs: 10_000, pace: realTime(20) });
   t.same(
     offsets.find((o) => o.partition === 0),
     { partition: 0, offset: "21", high: "21", low: "0" },

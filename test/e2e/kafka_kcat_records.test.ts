@@ -6,6 +6,7 @@ import { Rng } from "../../src/runtime/rng.ts";
 import { configCopy } from "../helpers/config_copy.ts";
 import { kafkaAddressOf, kcat, kcatBytes, kcatUnavailable } from "../helpers/kcat.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
+import { realTime, waitFor } from "../helpers/wait_for.ts";
 // kcat (librdkafka 2.0) produces and consumes through the real server: keys, repeated headers,
 // null values, every compression codec, binary values, and every way of choosing where to start.
 const unavailable = kcatUnavailable();
@@ -146,8 +147,10 @@ t.test("kcat produces and consumes through the Kafka listener", { skip: unavaila
     const lines = Array.from({ length: 10 }, (_, i) => `r${i}`);
     await kcat(["-b", broker, "-P", "-t", "starts"], lines.slice(0, 5).join("\n") + "\n");
     const between = Date.now() + 1;
-    const deadline = Date.now() + 5000;
-    while (Date.now() <= between && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
+    await waitFor("the wall clock to pass the first records' millisecond", () => Date.now() > between, {
+      deadlineMs: 5000,
+      pace: realTime(2),
+    });
     await kcat(["-b", broker, "-P", "-t", "starts"], lines.slice(5).join("\n") + "\n");
     const from = async (...offset: string[]) => (await consume("starts", "%o\n", ...offset)).stdout.trimEnd();
     t.equal(await from("-o", "7"), "7\n8\n9");

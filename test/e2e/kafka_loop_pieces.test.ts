@@ -18,6 +18,7 @@ import {
 } from "../helpers/kafka_wire.ts";
 import { kafkaAddressOf } from "../helpers/kcat.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
+import { realTime, waitFor } from "../helpers/wait_for.ts";
 // A large produce and a large fetch through the real server's Kafka listener never hold its loop for
 // much more than one piece: the tick's own lateness gauge (reset by each scrape) is read after each,
 // and compared with the time the same CPU work takes when it is not cut into pieces.
@@ -70,11 +71,14 @@ async function ticksFired(baseUrl: string): Promise<number> {
  */
 async function tickWindow(baseUrl: string, ticks: number): Promise<number> {
   const target = (await ticksFired(baseUrl)) + ticks;
-  const deadline = Date.now() + 10_000;
-  while ((await ticksFired(baseUrl)) < target) {
-    if (Date.now() > deadline) throw new Error(`the tick fired fewer than ${ticks} times in 10 s`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await waitFor(
+    `every shard's tick to fire ${ticks} times`,
+    async () => (await ticksFired(baseUrl)) >= target,
+    {
+      deadlineMs: 10_000,
+      pace: realTime(20),
+    },
+  );
   return await latenessMaxMs(baseUrl);
 }
 

@@ -10,13 +10,8 @@ import { createBucket, ourStore } from "../helpers/s3_harness.ts";
 import { startS3rver } from "../helpers/s3rver_harness.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
-import {
-  createSourceTopic,
-  produceRecords,
-  readAll,
-  sameRecords,
-  waitFor,
-} from "../helpers/topic_records.ts";
+import { createSourceTopic, produceRecords, readAll, sameRecords } from "../helpers/topic_records.ts";
+import { realTime, waitFor } from "../helpers/wait_for.ts";
 // A read-replica topic on a second server follows a topic of the first through a shared bucket
 // (s3rver): created from the bucket, it serves what the source uploaded byte for byte, over HTTP
 // and Kafka; it sees new segments within one poll interval of their manifest; it drops what the
@@ -65,11 +60,10 @@ t.test("a read replica follows its source through the bucket", {
     for (let p = 0; p < partitions; p++) {
       t.ok(await a.awaitTiered("kafka", "t", p, end, 60_000), `partition ${p} tiered to ${end}`);
     }
-    const ok = await waitFor(async () => {
+    await waitFor(`the source's manifests to describe the floor ${end}`, async () => {
       const ms = await Promise.all([0, 1].map(manifestOf));
       return ms.every((m) => m?.tieredUpToOffset === end);
-    }, 60_000);
-    t.ok(ok, `the source's manifests describe the floor ${end}`);
+    }, { deadlineMs: 60_000, pace: realTime(100) });
   };
   await produceRecords(a, partitions, "t", 0, 200);
   await manifestsAt(200);
@@ -127,7 +121,11 @@ t.test("a read replica follows its source through the bucket", {
   await produceRecords(a, partitions, "t", 200, 200);
   await manifestsAt(400);
   const describedAtMs = Date.now();
-  t.ok(await waitFor(async () => (await nextOffsets()).every((o) => o === 400), 30_000));
+  await waitFor(
+    "the replica to serve every record",
+    async () => (await nextOffsets()).every((o) => o === 400),
+    { deadlineMs: 30_000, pace: realTime(100) },
+  );
   const lagMs = Date.now() - describedAtMs;
   t.ok(
     lagMs <= pollIntervalMs + 1500,
@@ -176,15 +174,22 @@ t.test("a read replica follows its source through the bucket", {
   // The source's retention deletes its oldest segments: the replica retires them too.
   await a.patchTopic("kafka", "t", { retention_max_bytes: "2 MiB" });
   const sourceStart = async (p: number) => (await a.partition("kafka", "t", p))["first_offset"] as number;
-  t.ok(await waitFor(async () => (await sourceStart(0)) > 0 && (await sourceStart(1)) > 0, 60_000));
+  await waitFor(
+    "the source's retention to delete its oldest segments",
+    async () => (await sourceStart(0)) > 0 && (await sourceStart(1)) > 0,
+    { deadlineMs: 60_000, pace: realTime(100) },
+  );
   const starts = [await sourceStart(0), await sourceStart(1)];
-  const retired = await waitFor(async () => {
-    const replica = await Promise.all(
-      [0, 1].map(async (p) => (await b.partition("kafka", "r", p))["first_offset"]),
-    );
-    return replica[0] === starts[0] && replica[1] === starts[1];
-  }, 30_000);
-  t.ok(retired, `both replicas' partitions start where the source's do: ${starts.join(", ")}`);
+  await waitFor(
+    `both replicas' partitions to start where the source's do: ${starts.join(", ")}`,
+    async () => {
+      const replica = await Promise.all(
+        [0, 1].map(async (p) => (await b.partition("kafka", "r", p))["first_offset"]),
+      );
+      return replica[0] === starts[0] && replica[1] === starts[1];
+    },
+    { deadlineMs: 30_000, pace: realTime(100) },
+  );
   await sameAsSource("after the source's retention");
 
   t.equal(await target.stop("SIGTERM"), 0);

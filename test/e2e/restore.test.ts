@@ -13,13 +13,8 @@ import { configCopy } from "../helpers/config_copy.ts";
 import { kafkaAddressOf, kcat, kcatUnavailable } from "../helpers/kcat.ts";
 import { runDenoTask } from "../helpers/run_task.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
-import {
-  createSourceTopic,
-  produceRecords,
-  readAll,
-  sameRecords,
-  waitFor,
-} from "../helpers/topic_records.ts";
+import { createSourceTopic, produceRecords, readAll, sameRecords } from "../helpers/topic_records.ts";
+import { realTime, waitFor } from "../helpers/wait_for.ts";
 // A topic produced, tiered and evicted on one server; that server's data directory deleted; a fresh
 // server of another cluster id restores the topic from the bucket (the objects stay where they are)
 // and every record reads back byte for byte from offset 0, over HTTP and with kcat, and producing
@@ -72,13 +67,11 @@ t.test("a topic restored from the bucket reads back whole, and producing goes on
     for (let p = 0; p < partitions; p++) {
       t.ok(await a.awaitTiered("kafka", "t", p, end, 60_000), `partition ${p} tiered to ${end}`);
     }
-    t.ok(
-      await waitFor(
-        async () =>
-          (await manifestOf(0))?.tieredUpToOffset === end && (await manifestOf(1))?.tieredUpToOffset === end,
-        60_000,
-      ),
-      `both manifests describe the floor ${end}`,
+    await waitFor(
+      `both manifests to describe the floor ${end}`,
+      async () =>
+        (await manifestOf(0))?.tieredUpToOffset === end && (await manifestOf(1))?.tieredUpToOffset === end,
+      { deadlineMs: 60_000, pace: realTime(100) },
     );
   };
   await produceRecords(a, partitions, "t", 0, 300);
@@ -206,12 +199,10 @@ t.test("a topic restored from the bucket reads back whole, and producing goes on
     t.match((await r.json()).message, message);
   }
   // The restored topic's own manifests say where its oldest segments are: restoring it again is refused.
-  t.ok(
-    await waitFor(
-      async () => (await store.head(topicManifestKey("strata", "0b0b0b0b", 1, 1))) !== null,
-      30_000,
-    ),
-    "the restored topic's manifest is in the bucket under the target's cluster id",
+  await waitFor(
+    "the restored topic's manifest in the bucket under the target's cluster id",
+    async () => (await store.head(topicManifestKey("strata", "0b0b0b0b", 1, 1))) !== null,
+    { deadlineMs: 30_000, pace: realTime(100) },
   );
   const chained = await admin({ cluster_id: "0b0b0b0b", stream: "kafka", topic: "t", as: "t-again" });
   t.equal(chained.status, 409);

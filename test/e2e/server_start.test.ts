@@ -8,6 +8,7 @@ import { writeRecordFile } from "../../src/runtime/disk/record_file.ts";
 import { configCopy, shippedConfig } from "../helpers/config_copy.ts";
 import { isalUnavailableReason } from "../helpers/isal.ts";
 import { runServerExpectingFailure, spawnServer } from "../helpers/spawn_server.ts";
+import { realTime, waitFor } from "../helpers/wait_for.ts";
 const shipped = shippedConfig;
 
 t.test("deno run starts the server on a config copy; /metrics shows the tick lateness; SIGTERM exits 0", async (t) => {
@@ -19,10 +20,10 @@ t.test("deno run starts the server on a config copy; /metrics shows the tick lat
   // metrics are polled until they show one, for at most 10 s.
   const ticked = /strata_pump_tick_lateness_seconds_count\{shard="0"\} [1-9]\d*/;
   let metrics = "";
-  for (const deadline = Date.now() + 10_000; !ticked.test(metrics) && Date.now() < deadline;) {
+  await waitFor("the metrics to show a tick", async () => {
     metrics = await (await fetch(`${server.baseUrl}/metrics`)).text();
-    if (!ticked.test(metrics)) await new Promise((r) => setTimeout(r, 20));
-  }
+    return ticked.test(metrics);
+  }, { deadlineMs: 10_000, pace: realTime(20) });
   t.match(metrics, /strata_pump_tick_lateness_seconds_bucket\{le="0\.001",shard="0"\} \d+/);
   t.match(metrics, ticked, "ticks have fired");
   const health = await (await fetch(`${server.baseUrl}/health`)).json();

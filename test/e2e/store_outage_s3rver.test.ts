@@ -6,6 +6,7 @@ import { startControlledS3rver } from "../helpers/s3rver_harness.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { payloadOf } from "../helpers/tiered_e2e.ts";
+import { realTime, waitFor } from "../helpers/wait_for.ts";
 // A store outage, end to end: the real server on s3rver, which is stopped for a while as producers
 // write. Producing goes on, the floor stalls, nothing that is not in the store is evicted, the
 // stalled signal rises; once the store is back the floor catches up and the signal falls.
@@ -13,23 +14,14 @@ import { payloadOf } from "../helpers/tiered_e2e.ts";
 const messagesPerRequest = 16;
 const requests = 6;
 const waitDeadlineMs = 60_000;
+/** The waits of the test: real time, checked every 100 ms, for a minute at most. */
+const polled = { deadlineMs: waitDeadlineMs, pace: realTime(100) };
 
 interface SegmentView {
   start_offset: number;
   end_offset: number;
   sealed: boolean;
   location: string;
-}
-
-/** Polls `read` until `done` holds or `deadlineMs` of real time pass; the last value read. */
-async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean, deadlineMs = waitDeadlineMs) {
-  const deadline = Date.now() + deadlineMs;
-  let value = await read();
-  while (!done(value) && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 100));
-    value = await read();
-  }
-  return value;
 }
 
 t.test("a store outage stalls the floor and raises the stalled signal while producing goes on", async (t) => {
@@ -95,7 +87,7 @@ t.test("a store outage stalls the floor and raises the stalled signal while prod
     duringMs < Math.max(10 * beforeMs, 5000),
     `producing went on (${duringMs} ms against ${beforeMs} ms before)`,
   );
-  t.equal(await waitFor(stalled, (n) => n === 1), 1, "the stalled signal rose");
+  await waitFor("the stalled signal to rise", async () => (await stalled()) === 1, polled);
   const during = await stats();
   t.equal(during.tiered_up_to_offset, floorBefore, "the floor did not move");
   t.ok(lastSealedEnd(during) + 1 > floorBefore, "sealed segments wait above it");
@@ -110,7 +102,7 @@ t.test("a store outage stalls the floor and raises the stalled signal while prod
   await s3.restart();
   const caughtUp = await client.awaitTiered("outage", "t", 0, lastSealedEnd(during) + 1, waitDeadlineMs);
   t.ok(caughtUp, "after the store returns the floor catches up");
-  t.equal(await waitFor(stalled, (n) => n === 0), 0, "and the stalled signal falls");
+  await waitFor("the stalled signal to fall", async () => (await stalled()) === 0, polled);
   let next = 0;
   let intact = 0;
   for (let polls = 0; next < produced && polls < produced; polls++) {

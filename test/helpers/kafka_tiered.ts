@@ -4,6 +4,7 @@ import { Rng } from "../../src/runtime/rng.ts";
 import { kafkaAddressOf, kcat } from "./kcat.ts";
 import { type RunningServer, spawnServer } from "./spawn_server.ts";
 import { getsMade } from "./tiered_e2e.ts";
+import { realTime, waitFor } from "./wait_for.ts";
 /**
  * Produces 6000 lz4 records of 1 KiB with kcat into a tiered topic with a 1 MiB envelope, waits for
  * eviction, and reads them back with kcat from the beginning, before and after a SIGKILL and restart
@@ -97,15 +98,13 @@ async function createTiered(server: RunningServer): Promise<void> {
   }
 }
 
-/** Polls the partition's stats until a remote part exists and the local part is small; 60 s at most. */
+/** Waits, polling the partition's stats, until a remote part exists and the local part is small; 60 s at most. */
 async function waitForEviction(server: RunningServer): Promise<{ remote: number; local: number }> {
-  const deadline = Date.now() + 60_000;
   let stats = { remote: 0, local: Infinity };
-  while (Date.now() < deadline) {
+  await waitFor("eviction down to about the envelope", async () => {
     const p = await (await fetch(`${server.baseUrl}/streams/kafka/topics/tiered/partitions/0`)).json();
     stats = { remote: p.remote_size_bytes, local: p.local_size_bytes };
-    if (stats.remote > 4 * 1024 * 1024 && stats.local < 3 * 1024 * 1024) return stats;
-    await new Promise((r) => setTimeout(r, 100));
-  }
+    return stats.remote > 4 * 1024 * 1024 && stats.local < 3 * 1024 * 1024;
+  }, { deadlineMs: 60_000, pace: realTime(100) });
   return stats;
 }

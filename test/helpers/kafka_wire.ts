@@ -2,6 +2,7 @@ import { connect, type Socket } from "node:net";
 import { FrameSplitter, isFlexible } from "../../src/kafka/wire/frame_codec.ts";
 import { KafkaReader, KafkaWriter } from "../../src/kafka/wire/kafka_codec.ts";
 import type { StreamConnection } from "../../src/runtime/network/network.ts";
+import { realTime, waitFor } from "./wait_for.ts";
 /** A request as a client writes it on the wire: size field, header (v1 or v2) and body. */
 export function kafkaRequest(
   api: number,
@@ -26,6 +27,8 @@ export class KafkaWireClient {
   readonly #frames: Uint8Array[] = [];
   #waiter: (() => void) | null = null;
   #closed = false;
+  /** The pace of its waits: a check as soon as bytes arrive or the socket closes, and every 100 ms. */
+  readonly #woken = realTime(100, () => new Promise<void>((resolve) => (this.#waiter = resolve)));
 
   private constructor(socket: Socket) {
     this.#socket = socket;
@@ -53,28 +56,20 @@ export class KafkaWireClient {
 
   /** The next response frame (correlation id first), or null once the server closed the connection. */
   async next(deadlineMs = 10_000): Promise<KafkaReader | null> {
-    const until = Date.now() + deadlineMs;
-    while (this.#frames.length === 0 && !this.#closed) {
-      if (Date.now() > until) throw new Error(`no Kafka response within ${deadlineMs} ms`);
-      await new Promise<void>((resolve) => {
-        this.#waiter = resolve;
-        setTimeout(resolve, 100);
-      });
-    }
+    await waitFor("a Kafka response", () => this.#frames.length > 0 || this.#closed, {
+      deadlineMs,
+      pace: this.#woken,
+    });
     const frame = this.#frames.shift();
     return frame === undefined ? null : new KafkaReader(frame);
   }
 
   /** Resolves once the server has closed the connection; rejects after `deadlineMs`. */
   async closedByServer(deadlineMs = 10_000): Promise<void> {
-    const until = Date.now() + deadlineMs;
-    while (!this.#closed) {
-      if (Date.now() > until) throw new Error(`connection still open after ${deadlineMs} ms`);
-      await new Promise<void>((resolve) => {
-        this.#waiter = resolve;
-        setTimeout(resolve, 100);
-      });
-    }
+    await waitFor("the server to close the connection", () => this.#closed, {
+      deadlineMs,
+      pace: this.#woken,
+    });
   }
 
   close(): void {

@@ -6,6 +6,7 @@ import { decodeRemoteMarker } from "../../src/log/remote/remote_marker.ts";
 import type { ObjectStore } from "../../src/objectstore/object_store.ts";
 import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
 import { crc32 } from "../../src/runtime/checksum/crc32.ts";
+import { realTime, waitFor } from "./wait_for.ts";
 const mib = 1024 * 1024;
 export const segmentBytes = 8 * mib;
 export const envelopeBytes = 32 * mib;
@@ -58,13 +59,13 @@ export async function produceTierAndVerify(
   // Eviction runs from the tick once the floor has passed; give it a bounded moment. It may unlink
   // a .log between the listing and its stat (CI once saw ENOENT there): a file gone counts as 0 bytes.
   let localLogBytes = Infinity;
-  for (let i = 0; i < 100 && localLogBytes > envelopeBytes + segmentBytes; i++) {
+  await waitFor("eviction down to the envelope plus one segment", () => {
     localLogBytes = readdirSync(partitionDir).filter((n) => n.endsWith(".log")).reduce(
       (n, f) => n + (statSync(`${partitionDir}/${f}`, { throwIfNoEntry: false })?.size ?? 0),
       0,
     );
-    if (localLogBytes > envelopeBytes + segmentBytes) await new Promise((r) => setTimeout(r, 100));
-  }
+    return localLogBytes <= envelopeBytes + segmentBytes;
+  }, { deadlineMs: 15_000, pace: realTime(100) });
   t.ok(
     localLogBytes <= envelopeBytes + segmentBytes,
     `local .log bytes ${localLogBytes} within the envelope plus one segment`,

@@ -15,6 +15,7 @@ import {
   readMetadataAnswer,
   readProduceAnswer,
 } from "../helpers/kafka_wire.ts";
+import { realTime, waitFor } from "../helpers/wait_for.ts";
 async function openKafka(t: Test, env: Record<string, string> = {}) {
   const opened = await openServer(t);
   const listener = await openTestListener(t, opened.server, opened.clock, env);
@@ -145,8 +146,10 @@ t.test("max_connections: one more connection is closed as it is accepted", async
   t.equal(listener.connectionCount, 2);
   t.match(await metric("strata_kafka_connections_refused_total"), /refused_total 1/);
   first.close();
-  const deadline = Date.now() + 10_000;
-  while (listener.connectionCount !== 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  await waitFor("the first connection to close", () => listener.connectionCount === 1, {
+    deadlineMs: 10_000,
+    pace: realTime(10),
+  });
   const fourth = await connect();
   fourth.send(kafkaRequest(apiKey.apiVersions, 0, 4));
   t.equal((await fourth.next())!.int32(), 4, "served once a connection closed");

@@ -8,6 +8,7 @@ import { Rng } from "../../src/runtime/rng.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { SimDisk } from "../../src/sim/sim_disk.ts";
 import { OpenCountDisk } from "../helpers/open_count_disk.ts";
+import { realTime, waitFor } from "../helpers/wait_for.ts";
 await initCrc32c();
 
 const dataPath = "/data";
@@ -106,7 +107,11 @@ t.test("with fsync = interval, a file closed for another is synced: the tick's f
   for (const p of hosted) p.log.onTick(clock.nowMs());
   // The tick's fsync runs beside the writer; an append after it waits for the writer loop's turn.
   await appendRounds(hosted, 1);
-  await new Promise((resolve) => setTimeout(resolve, 5));
+  await waitFor(
+    "the tick's fsyncs",
+    () => logPaths.some((path, i) => (counted.syncsByPath.get(path) ?? 0) > syncsBefore[i]!),
+    { deadlineMs: 5000, pace: realTime(0) },
+  );
   t.ok(counted.openMax <= 2, `at most 2 files open (${counted.openMax})`);
 
   raw.crash();

@@ -6,6 +6,7 @@ import type {
 import { Rng } from "../../src/runtime/rng.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { SimNetwork, SimNetworkError, unreachableFailMs } from "../../src/sim/sim_network.ts";
+import { virtualTime, waitFor } from "../helpers/wait_for.ts";
 const request: ReplicaFetchRequest = { replicaId: 2, maxWaitMs: 0, maxBytes: 1024, partitions: [] };
 const answer: ReplicaFetchResponse = { error: "none", partitions: [] };
 
@@ -13,13 +14,11 @@ const answer: ReplicaFetchResponse = { error: "none", partitions: [] };
 async function drive<T>(clock: VirtualClock, promise: Promise<T>) {
   let outcome: { ok: true; value: T } | { ok: false; error: unknown } | null = null;
   promise.then((value) => (outcome = { ok: true, value }), (error) => (outcome = { ok: false, error }));
-  const startMs = clock.nowMs();
-  for (let i = 0; i < 100_000 && outcome === null; i++) {
-    await Promise.resolve();
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    if (outcome === null) clock.advance(1);
-  }
-  return { outcome: outcome!, tookMs: clock.nowMs() - startMs };
+  const tookMs = await waitFor("the promise to settle", () => outcome !== null, {
+    deadlineMs: 100_000,
+    pace: virtualTime(clock, 1),
+  });
+  return { outcome: outcome!, tookMs };
 }
 
 function network(seed = 1, faults?: ConstructorParameters<typeof SimNetwork>[2]) {

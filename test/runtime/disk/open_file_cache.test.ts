@@ -5,6 +5,7 @@ import { Rng } from "../../../src/runtime/rng.ts";
 import { QueueFullError } from "../../../src/runtime/wait_errors.ts";
 import { SimDisk } from "../../../src/sim/sim_disk.ts";
 import { OpenCountDisk } from "../../helpers/open_count_disk.ts";
+import { waitFor } from "../../helpers/wait_for.ts";
 /** A simulated disk, counted underneath a file cache of `maxOpenFiles` handles. */
 async function cachedDisk(maxOpenFiles: number, seed = 1, waitersMax?: number) {
   const raw = new SimDisk(new Rng(seed));
@@ -90,11 +91,6 @@ function holdReads(disk: OpenCountDisk): () => void {
   };
 }
 
-/** Lets every pending callback and timer of this turn run. */
-function settle(): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, 5));
-}
-
 t.test("a handle in use is not closed: the next open waits for it to fall idle", async (t) => {
   const { counted, cache, disk } = await cachedDisk(1);
   const a = await disk.createExclusive("/d/a", { reopenable: true });
@@ -106,7 +102,7 @@ t.test("a handle in use is not closed: the next open waits for it to fall idle",
     bOpened = true;
     return b;
   });
-  await settle();
+  await waitFor("b to wait for a handle", () => cache.waiting === 1, { deadlineMs: 5000 });
   t.notOk(bOpened, "b waits while a's read holds the only handle");
   t.equal(cache.waiting, 1);
   t.equal(counted.openNow, 1, "a's handle is still open");
@@ -126,7 +122,7 @@ t.test("the wait for a handle is bounded: past its waiters, an open fails with Q
   const release = holdReads(counted);
   const reading = a.readAt(new Uint8Array(1), 0);
   const b = disk.createExclusive("/d/b", { reopenable: true });
-  await settle();
+  await waitFor("b to wait for a handle", () => cache.waiting === 1, { deadlineMs: 5000 });
   t.equal(cache.waiting, 1, "b waits");
   await t.rejects(disk.createExclusive("/d/c", { reopenable: true }), QueueFullError, "c is refused");
   release();

@@ -3,8 +3,12 @@ import { DiskError, type DiskFile, type OpenOptions } from "../../../src/runtime
 import { Rng } from "../../../src/runtime/rng.ts";
 import { SimDisk } from "../../../src/sim/sim_disk.ts";
 import { ChunkFileHandles, openChunkFilesMax } from "../../../src/tier/cache/chunk_files.ts";
+import { realTime, waitFor } from "../../helpers/wait_for.ts";
 // The open chunk files behind polls' window reads: one open per chunk while it is cached, closed
 // when it leaves the cache or the bound pushes it out, never while a read uses it.
+
+/** The waits of these tests: a few turns of the loop between checks, for at most 5 s of real time. */
+const briefly = { deadlineMs: 5000, pace: realTime(0) };
 
 /** A simulated disk that counts opens and closes. */
 class CountingSimDisk extends SimDisk {
@@ -49,7 +53,7 @@ t.test("reads of one chunk share one open; forgetting the chunk closes it, and t
   t.equal(disk.opens, 1, "five reads, one open");
   t.equal(disk.closes, 0, "kept open while cached");
   handles.forget("/cache/a");
-  await new Promise((r) => setImmediate(r));
+  await waitFor("the forgotten chunk's handle to close", () => disk.closes > 0, briefly);
   t.equal(disk.closes, 1, "closed when forgotten");
   t.equal(handles.openCount, 0);
   await handles.read("/cache/a", firstByte);
@@ -129,7 +133,7 @@ t.test("closeAll closes idle handles at once and busy ones after their readers",
   const busy = handles.read("/cache/b", async (file) => (await held, firstByte(file)));
   await new Promise((r) => setImmediate(r));
   handles.closeAll();
-  await new Promise((r) => setImmediate(r));
+  await waitFor("the idle handle to close", () => disk.closes > 0, briefly);
   t.equal(disk.closes, 1, "the idle one closed");
   release();
   await busy;
