@@ -102,6 +102,14 @@ async function main(): Promise<number> {
   }
   const { config, secrets } = loadConfig(text, args.configPath, Deno.env.toObject());
   const logger = new Logger({ level: config.log.level, secrets });
+  // A bug thrown out of a background duty ends the process: logged first, as every line logs an
+  // error (its causes and the first one's stack), then the runtime reports it and exits.
+  globalThis.addEventListener("unhandledrejection", (event) => {
+    logger.error("bug: an unhandled rejection; the process stops", { error: event.reason });
+  });
+  globalThis.addEventListener("error", (event) => {
+    logger.error("bug: an uncaught exception; the process stops", { error: event.error });
+  });
   const clock = new RealClock();
   const network = new DenoNetwork();
   const server = await StrataServer.open({

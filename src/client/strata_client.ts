@@ -55,8 +55,10 @@ function textOf(bytes: Uint8Array | null): string | null {
   if (bytes === null) return null;
   try {
     return strictUtf8.decode(bytes);
-  } catch {
-    return null;
+  } catch (error) {
+    // Bytes that are not UTF-8 (the strict decoder's TypeError) have no text; the bytes stay.
+    if (error instanceof TypeError) return null;
+    throw error;
   }
 }
 

@@ -4,7 +4,7 @@ import type { MetadataStore } from "../broker/metadata/metadata_store.ts";
 import { withOptionDefaults } from "../broker/catalog/topic_options.ts";
 import type { Coordinator, Watch } from "../coordinator/coordinator.ts";
 import { CompactedError } from "../coordinator/coordinator_errors.ts";
-import { assert } from "../runtime/assert.ts";
+import { assert, rethrowBug } from "../runtime/assert.ts";
 import type { Clock } from "../runtime/clock/clock.ts";
 import { FormatVersionError, storageFormatVersion } from "../runtime/format_version_error.ts";
 import type { Logger } from "../runtime/logger.ts";
@@ -91,6 +91,7 @@ export class EtcdMetadataStore implements MetadataStore {
 
   commit<T>(change: (doc: Metadata) => T): Promise<T> {
     const committed = this.#writing.then(() => this.#commitNow(change));
+    // The chain goes on after a failed commit; its caller hears of the failure.
     this.#writing = committed.then(() => {}, () => {});
     return committed;
   }
@@ -167,7 +168,7 @@ export class EtcdMetadataStore implements MetadataStore {
     if (this.#closed) return;
     if (!(error instanceof CompactedError)) {
       this.#deps.logger.warn("the metadata watch ended; reading the document again", {
-        error: String(error),
+        error,
       });
     }
     const reload = () => {
@@ -176,7 +177,11 @@ export class EtcdMetadataStore implements MetadataStore {
         const kv = kvs[0];
         if (kv !== undefined) this.#adopt(kv.value, kv.modRevision);
         this.#startWatch(revision + 1);
-      }, () => this.#deps.clock.schedule(reloadRetryMs, reload));
+      }, (error) => {
+        rethrowBug(error, this.#deps.logger, "reading the metadata document threw; the process stops");
+        this.#deps.logger.warn("Cannot read the metadata document; trying again", { error });
+        this.#deps.clock.schedule(reloadRetryMs, reload);
+      });
     };
     reload();
   }

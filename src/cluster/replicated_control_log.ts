@@ -1,3 +1,4 @@
+import { rethrowBug } from "../runtime/assert.ts";
 import type { Coordinator, KeyValue, Watch, WatchEvent } from "../coordinator/coordinator.ts";
 import type { Clock } from "../runtime/clock/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
@@ -140,7 +141,10 @@ export class ReplicatedControlLog implements ControlLog {
     this.#pendingEvents += puts.length;
     this.#applying = this.#applying.then(() => this.#applyKvs(puts)).finally(() => {
       this.#pendingEvents -= puts.length;
-    }).catch((error) => this.#deps.logger.error("Cannot apply the floors' events", { error }));
+    }).catch((error) => {
+      rethrowBug(error, this.#deps.logger, "applying the floors' events threw; the process stops");
+      this.#deps.logger.error("Cannot apply the floors' events", { error });
+    });
   }
 
   #ended(error: Error | null): void {
@@ -157,6 +161,7 @@ export class ReplicatedControlLog implements ControlLog {
         await this.#load();
         return;
       } catch (error) {
+        rethrowBug(error, this.#deps.logger, "reading the floors threw; the process stops");
         this.#deps.logger.warn("Cannot read the floors; trying again", { error });
         await this.#deps.clock.sleep(reloadRetryMs);
       }
@@ -177,6 +182,9 @@ export class ReplicatedControlLog implements ControlLog {
       try {
         for (const command of commandsOf(label, record)) await this.#applyOne(kv.modRevision, command);
       } catch (error) {
+        rethrowBug(error, this.#deps.logger, "applying a committed floor threw; the process stops", {
+          partition: label,
+        });
         // Not applied here (a superblock write failed): this replica evicts less until a later
         // floor of the partition, or a reread, applies; the others go on.
         this.#deps.logger.error("Cannot apply a committed floor", { partition: label, error });

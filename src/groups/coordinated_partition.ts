@@ -102,6 +102,7 @@ export class CoordinatedPartition {
     const run = this.#chain.then(append).finally(() => {
       this.#queued -= 1;
     });
+    // The chain goes on after a failed append: that append's caller heard of its failure.
     this.#chain = run.catch(() => {});
     return run;
   }

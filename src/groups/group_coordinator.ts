@@ -1,5 +1,5 @@
 import { fnv1a32 } from "../broker/shards/shard_runtime.ts";
-import { assert } from "../runtime/assert.ts";
+import { assert, rethrowBug } from "../runtime/assert.ts";
 import type { Clock } from "../runtime/clock/clock.ts";
 import { DueHeap } from "../runtime/cooperation/due_looks.ts";
 import type { Logger } from "../runtime/logger.ts";
@@ -135,6 +135,7 @@ export class GroupCoordinator {
     const p = this.#partitions.get(this.partitionOf(groupId)!);
     if (p === undefined || p.status !== "loading") return;
     const timeout = new AbortController();
+    // Aborted (AbortedError) just below once the load settles first: the end of a wait, no failure.
     const expired = this.#deps.clock.sleep(timeoutMs, timeout.signal).catch(() => {});
     await Promise.race([p.loadSettled, expired]);
     timeout.abort();
@@ -274,6 +275,9 @@ export class GroupCoordinator {
       this.appended(p, appended.bytes);
     };
     p.enqueue(write).catch((error) => {
+      rethrowBug(error, this.#deps.logger, "writing a group's metadata threw; the process stops", {
+        group: groupId,
+      });
       p.persistQueued.delete(groupId);
       this.#deps.logger.warn("group metadata not written", {
         group: groupId,
@@ -291,6 +295,9 @@ export class GroupCoordinator {
     if (p.appendedBytes < due || p.checkpointQueued) return;
     p.checkpointQueued = true;
     p.enqueue(() => writeCheckpoint(this.#deps.log, p)).catch((error) => {
+      rethrowBug(error, this.#deps.logger, "writing an offsets checkpoint threw; the process stops", {
+        partition: p.index,
+      });
       this.#deps.logger.warn("offsets checkpoint not written", { partition: p.index, error });
     }).finally(() => {
       p.checkpointQueued = false;
@@ -338,6 +345,9 @@ export class GroupCoordinator {
       this.appended(p, replayed.bytes);
       this.#deps.logger.info("offsets partition loaded", { partition: index, groups: p.groups.size });
     }).catch((error) => {
+      rethrowBug(error, this.#deps.logger, "loading an offsets partition threw; the process stops", {
+        partition: index,
+      });
       if (this.#partitions.get(index) !== p) return;
       p.failed(this.#deps.clock.nowMs() + loadRetryMs);
       this.#deps.logger.error("offsets partition not loaded", { partition: index, error });

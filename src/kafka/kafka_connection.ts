@@ -1,7 +1,7 @@
 import type { Clock } from "../runtime/clock/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { StreamConnection } from "../runtime/network/network.ts";
-import { assert } from "../runtime/assert.ts";
+import { assert, isBug } from "../runtime/assert.ts";
 import type { BufferPool } from "../runtime/memory/buffers.ts";
 import { FrameError, FrameSplitter } from "./wire/frame_codec.ts";
 import { KafkaDecodeError } from "./wire/kafka_codec.ts";
@@ -102,11 +102,16 @@ export async function serveConnection(
     await answers.drained();
   } catch (error) {
     reason = closeReason(error);
-    if (!idle.fired) {
+    if (isBug(error)) {
+      logger.error("bug: serving a Kafka request threw; its connection stops", {
+        remote: connection.remoteAddress,
+        error,
+      });
+    } else if (!idle.fired) {
       logger.warn("closing Kafka connection", {
         remote: connection.remoteAddress,
         reason,
-        error: error instanceof Error ? error.message : String(error),
+        error,
       });
     }
   } finally {
@@ -176,6 +181,7 @@ class IdleWatch {
 }
 
 function closeReason(error: unknown): string {
+  if (isBug(error)) return "bug";
   if (error instanceof FrameError) return "malformed_frame";
   if (error instanceof KafkaDecodeError) return "malformed_request";
   if (error instanceof KafkaProtocolError) return error.reason;

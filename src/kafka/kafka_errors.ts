@@ -1,3 +1,4 @@
+import { isBug } from "../runtime/assert.ts";
 import {
   NotEnoughReplicasError,
   NotLeaderError,
@@ -98,9 +99,10 @@ export function kafkaErrorOf(error: unknown, logger: Logger, what: string): numb
       : kafkaErrorCode.kafkaStorageError;
   }
   if (error instanceof RemoteDataError) return kafkaErrorCode.kafkaStorageError;
-  logger.error(`Cannot ${what}: an unexpected failure`, {
-    error: error instanceof Error ? error.message : String(error),
-  });
+  const message = isBug(error)
+    ? `bug: ${what} threw; the request stops`
+    : `Cannot ${what}: an unexpected failure`;
+  logger.error(message, { error });
   return kafkaErrorCode.unknownServerError;
 }
 

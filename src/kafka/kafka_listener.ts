@@ -77,7 +77,7 @@ export class KafkaListener {
       return await this.#listener.accept();
     } catch (error) {
       this.#deps.logger.error("Cannot accept Kafka connections: the listener failed", {
-        error: error instanceof Error ? error.message : String(error),
+        error,
       });
       return null;
     }
@@ -100,7 +100,7 @@ export class KafkaListener {
       metrics.connectionsClosed.inc({ reason: "session_error" });
       logger.error("Cannot serve a Kafka connection", {
         remote: connection.remoteAddress,
-        error: error instanceof Error ? error.message : String(error),
+        error,
       });
     } finally {
       this.#open.delete(connection);

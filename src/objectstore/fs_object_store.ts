@@ -128,6 +128,8 @@ export class FsObjectStore implements ObjectStore {
       await this.#publish(tempPath, path, options.ifAbsent, key);
       return { etag };
     } finally {
+      // After a publish the temporary name is gone (not found); after a failed write, the failure
+      // being thrown is the one to report, and a leftover under tmp/ is overwritten by no one.
       await this.#disk.unlink(tempPath).catch(() => {});
     }
   }

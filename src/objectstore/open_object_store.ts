@@ -177,7 +177,7 @@ export async function probeAnswering(
       if (!answered || attempt >= probeAttemptsMax) throw error;
       deps.logger.warn("object store probe failed; trying again", {
         attempt,
-        error: (error as Error).message,
+        error,
       });
       await deps.clock.sleep(probeRetryDelaysMs[attempt - 1]!);
     }

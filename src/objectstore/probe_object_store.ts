@@ -66,6 +66,8 @@ export async function probeObjectStore(
   } catch (error) {
     throw error instanceof ObjectStoreProbeError ? error : explain(error, target);
   } finally {
+    // A probe object left behind (under _probe/) is harmless: no topic, restore or sweep reads it,
+    // and the probe's own answer, already decided, is what start-up reports.
     await store.delete([key]).catch(() => {});
   }
 }

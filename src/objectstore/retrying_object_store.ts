@@ -1,3 +1,4 @@
+import { isBug } from "../runtime/assert.ts";
 import type {
   BodySource,
   DeleteResult,
@@ -225,6 +226,8 @@ export class RetryingObjectStore implements DeadlineObjectStore {
       try {
         return await attempt(remainingMs);
       } catch (error) {
+        // A bug is no failure of the store: never retried, it goes to the caller as it is.
+        if (isBug(error)) throw error;
         lastError = error;
         const errorClass = classify(error);
         this.#metrics?.errors.inc({ op, class: errorClass });

@@ -292,6 +292,7 @@ export class SimObjectStore implements ObjectStore {
     const rates = this.faults.errorRates?.[op];
     if (rates?.lostReply !== undefined && this.#rng.chance(rates.lostReply)) {
       this.#record({ op, key, atMs, outcome: "lost" });
+      // A lost reply hangs until the attempt's timeout or its abort; either way it ends as below.
       await this.#clock.sleep(options.timeoutMs ?? lostReplyHangMsDefault, options.signal).catch(() => {});
       throw new TransportError(`Cannot ${op} ${key}: timed out waiting for the reply`);
     }

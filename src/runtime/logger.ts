@@ -84,11 +84,61 @@ export class Logger {
   }
 }
 
+/** Bound on the causes a logged error lists: a chain longer than this (or a cycle) is cut. */
+export const loggedCausesMax = 8;
+
+/** An error as a log line holds it: each cause under it, and the stack of the first one raised. */
+export interface LoggedError {
+  name: string;
+  message: string;
+  /** The error's own code where it has one (a disk error's `not_found`, Node's `ENOENT`). */
+  code?: string;
+  /** The `cause` chain below this error, outermost first; the last is the first error raised. */
+  causes?: LoggedCause[];
+  /** The stack of the first error raised: the deepest `Error` of the chain, this one if none. */
+  stack?: string;
+}
+
+export interface LoggedCause {
+  name: string;
+  message: string;
+  code?: string;
+}
+
+function causeOf(value: unknown): LoggedCause {
+  if (!(value instanceof Error)) return { name: typeof value, message: String(value) };
+  const code = (value as { code?: unknown }).code;
+  return { name: value.name, message: value.message, ...(typeof code === "string" ? { code } : {}) };
+}
+
+/**
+ * What a log line says of `error`: its name, message and code, the whole chain of causes below it,
+ * each by name, message and code (at most `loggedCausesMax`), and the stack of the first error
+ * raised, the deepest `Error` of the chain, which shows where the failure began.
+ */
+export function loggedError(error: Error): LoggedError {
+  const causes: LoggedCause[] = [];
+  const seen = new Set<unknown>([error]);
+  let first: Error = error;
+  let cause: unknown = error.cause;
+  while (cause !== undefined && !seen.has(cause) && causes.length < loggedCausesMax) {
+    seen.add(cause);
+    causes.push(causeOf(cause));
+    if (cause instanceof Error) first = cause;
+    cause = cause instanceof Error ? cause.cause : undefined;
+  }
+  return {
+    ...causeOf(error),
+    ...(causes.length > 0 ? { causes } : {}),
+    ...(first.stack !== undefined ? { stack: first.stack } : {}),
+  };
+}
+
 function sanitize(key: string, value: unknown): unknown {
   if (key !== "" && secretKeyPattern.test(key) && value !== undefined && value !== "") {
     return redacted;
   }
-  if (value instanceof Error) return { name: value.name, message: value.message };
+  if (value instanceof Error) return loggedError(value);
   if (typeof value === "bigint") return value.toString();
   return value;
 }

@@ -1,3 +1,4 @@
+import { isBug } from "../runtime/assert.ts";
 import type { RestoreRunner } from "./routes/restore_route.ts";
 import type { ReadReplicaRunner } from "./routes/read_replica_route.ts";
 import { scrapePieces } from "../runtime/metrics/labelled_series.ts";
@@ -96,7 +97,8 @@ export function createHttpHandler(deps: HttpHandlerDeps): FetchHandler {
       if (refusal !== null) {
         return errorResponse(refusal.status, refusal.code, refusal.message, refusal.headers);
       }
-      deps.logger.error("request failed", { method: request.method, path: url.pathname, error });
+      const what = isBug(error) ? "bug: a request threw; the request stops" : "request failed";
+      deps.logger.error(what, { method: request.method, path: url.pathname, error });
       return errorResponse(500, "internal_error", `Cannot ${request.method} ${url.pathname}: internal error`);
     }
   };
@@ -163,7 +165,9 @@ function methodNotAllowed(request: Request, url: URL, allowed: string[]): Respon
 function splitPath(pathname: string): string[] | null {
   try {
     return pathname.split("/").filter((s) => s !== "").map((s) => decodeURIComponent(s));
-  } catch {
-    return null;
+  } catch (error) {
+    // Bad percent-encoding: the caller answers 400, which is the client's record of it.
+    if (error instanceof URIError) return null;
+    throw error;
   }
 }

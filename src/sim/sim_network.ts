@@ -126,6 +126,7 @@ export class SimNetwork {
       if (this.#rng.chance(this.faults.lossRate)) {
         throw new SimNetworkError(`Cannot fetch from node ${to}: the request was lost`);
       }
+      // A duplicate delivery: the network serves the request twice and its answer goes nowhere.
       if (this.#rng.chance(this.faults.duplicateRate)) serving.handler(request).catch(() => {});
       const response = await Promise.race([serving.handler(request), serving.ended]);
       if (response === null) {

@@ -8,7 +8,7 @@ import {
 import type { Clock } from "../runtime/clock/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { TieredPartition } from "./tier_service.ts";
-import { assert } from "../runtime/assert.ts";
+import { assert, rethrowBug } from "../runtime/assert.ts";
 import { DueLooks } from "../runtime/cooperation/due_looks.ts";
 
 /**
@@ -66,7 +66,10 @@ export class LocalEvictions {
       keepLocal,
       (start) => this.#uploadedCrc32.get(p.key)?.get(start),
     )
-      .catch((error) => this.#logger.error("eviction failed", { partition: p.key, error }))
+      .catch((error) => {
+        rethrowBug(error, this.#logger, "an eviction threw; the process stops", { partition: p.key });
+        this.#logger.error("eviction failed", { partition: p.key, error });
+      })
       .finally(() => {
         this.#evicting.delete(p.key);
         // Checksums are kept only while their segment still has a local .log: the map stays bounded.

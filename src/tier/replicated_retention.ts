@@ -1,3 +1,4 @@
+import { rethrowBug } from "../runtime/assert.ts";
 import type { AdvanceDeletedUpTo } from "../log/retention/floor_state.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { ControlLog } from "./control/control_log.ts";
@@ -89,6 +90,9 @@ export class ReplicatedRetention {
     };
     this.#submitting.add(key);
     control.submit(command, { expectedEpoch }).catch((error) => {
+      rethrowBug(error, this.#deps.logger, "committing the deleted watermark threw; the process stops", {
+        partition: key,
+      });
       this.#deps.logger.warn("Cannot commit the deleted watermark; trying again", { partition: key, error });
       if (!this.#waiting.has(key)) this.#waiting.set(key, nowMs + deletedCommitRetryMs);
     }).finally(() => this.#submitting.delete(key));

@@ -13,6 +13,8 @@ import { RetryingObjectStore } from "../../src/objectstore/retrying_object_store
 import { type SimFaults, SimObjectStore } from "../../src/objectstore/sim_object_store.ts";
 import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
 import { Rng } from "../../src/runtime/rng.ts";
+import { AssertionError } from "../../src/runtime/assert.ts";
+import type { ObjectStore } from "../../src/objectstore/object_store.ts";
 import { bodyOf } from "../helpers/object_store_contract.ts";
 import { runVirtual } from "../helpers/run_virtual.ts";
 import { WatchedClock } from "../helpers/watched_clock.ts";
@@ -80,6 +82,26 @@ t.test("not found and auth are answers: one attempt, no retry", async (t) => {
   t.ok(authError instanceof AuthError);
   t.equal(denied.sim.count("head"), 1);
   t.match(await denied.registry.metrics(), /strata_objectstore_responses_total\{op="head",status="403"\} 1/);
+});
+
+t.test("a bug in a backend is never retried: one attempt, and the assertion itself surfaces", async (t) => {
+  const clock = new WatchedClock();
+  const sim = new SimObjectStore(clock, new Rng(1));
+  let attempts = 0;
+  const buggy: ObjectStore = Object.create(sim);
+  buggy.put = () => {
+    attempts++;
+    throw new AssertionError("Assertion failed: a body of a known size");
+  };
+  const store = new RetryingObjectStore(buggy, clock, new Rng(2), defaultRetryProfiles, {
+    putMs: 90_000,
+    getMs: 5_000,
+    otherMs: 30_000,
+  }, null);
+  const put = store.put("k", bodyOf(new Uint8Array([1])), { sizeBytes: 1, metadata: {}, ifAbsent: false });
+  const error = await runVirtual(clock, put).catch((e) => e);
+  t.ok(error instanceof AssertionError, `the assertion, not a wrapper: ${error}`);
+  t.equal(attempts, 1, "one attempt: a bug is not a failure to try again");
 });
 
 t.test("throttling backs off instead of hammering the store", async (t) => {

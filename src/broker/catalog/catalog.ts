@@ -1,5 +1,5 @@
 import { labelOf, type Partition } from "../../log/partition/partition.ts";
-import { assert } from "../../runtime/assert.ts";
+import { assert, rethrowBug } from "../../runtime/assert.ts";
 import type { Clock } from "../../runtime/clock/clock.ts";
 import type { Disk } from "../../runtime/disk/disk.ts";
 import { QueueFullError } from "../../runtime/wait_errors.ts";
@@ -310,7 +310,8 @@ export class Catalog {
    */
   #followRemote(): void {
     this.#following = this.#following.then(() => this.#syncWithStore()).catch((error) => {
-      this.#deps.logger.error("Cannot follow the cluster's metadata", { error: String(error) });
+      rethrowBug(error, this.#deps.logger, "following the cluster's metadata threw; the process stops");
+      this.#deps.logger.error("Cannot follow the cluster's metadata", { error });
     });
   }
 

@@ -1,4 +1,4 @@
-import type { Disk } from "../../runtime/disk/disk.ts";
+import { type Disk, DiskError } from "../../runtime/disk/disk.ts";
 import type { Logger } from "../../runtime/logger.ts";
 import type { Metadata } from "../metadata/metadata.ts";
 
@@ -32,8 +32,12 @@ export async function sweepOrphanDirectories(
   }
 }
 
-/** The stream ids that have a directory under `streamsDir` (none when it cannot be listed). */
+/** The stream ids that have a directory under `streamsDir` (none before the first stream's). */
 export async function streamIdsOnDisk(disk: Disk, streamsDir: string): Promise<number[]> {
-  const names = await disk.list(streamsDir).catch(() => [] as string[]);
+  const names = await disk.list(streamsDir).catch((error) => {
+    // No streams directory yet: no stream. Any other failure is the disk's, and stops the boot.
+    if (error instanceof DiskError && error.code === "not_found") return [] as string[];
+    throw error;
+  });
   return names.map(Number).filter((id) => Number.isInteger(id) && id > 0);
 }

@@ -1,7 +1,7 @@
 import type { Partition } from "../../log/partition/partition.ts";
 import { plantedSegmentsMax } from "../../log/remote/remote_planting.ts";
 import { NotModifiedError } from "../../objectstore/object_store_errors.ts";
-import { assert } from "../../runtime/assert.ts";
+import { assert, rethrowBug } from "../../runtime/assert.ts";
 import { concatBytes } from "../../runtime/memory/buffers.ts";
 import type { Clock } from "../../runtime/clock/clock.ts";
 import { concurrently } from "../../runtime/cooperation/concurrently.ts";
@@ -78,7 +78,8 @@ export class ReadReplicaFollower {
   onTick(nowMs: number): void {
     if (this.#stopped || this.#running !== null || nowMs < this.#nextPollMs) return;
     const poll = this.pollOnce().catch((error) => {
-      // A topic's or partition's failure is counted inside; this is one outside them (a bug).
+      rethrowBug(error, this.#deps.logger, "a read replica poll threw; the process stops");
+      // A topic's or partition's failure is counted inside; this one is outside them.
       this.#deps.logger.error("read replica poll failed", { error });
       return null;
     });
@@ -91,6 +92,7 @@ export class ReadReplicaFollower {
   /** Waits for a poll in flight; none starts after this. */
   async stop(): Promise<void> {
     this.#stopped = true;
+    // A poll's failure was logged where it happened (`onTick`); stopping only waits for it to end.
     await this.#running?.catch(() => {});
   }
 
@@ -99,6 +101,7 @@ export class ReadReplicaFollower {
    * a topic's failure is logged and counted, never thrown.
    */
   pollOnce(): Promise<PollReport> {
+    // The chain goes on after a failed poll: that poll's caller heard of its failure.
     const poll = this.#polls.catch(() => {}).then(() => this.#poll());
     this.#polls = poll;
     return poll;
@@ -145,6 +148,7 @@ export class ReadReplicaFollower {
         await listAll(this.#deps.store, `${root}meta/${from.streamId}/${from.topicId}/`),
       );
     } catch (error) {
+      rethrowBug(error, this.#deps.logger, "listing a read replica's source threw; the process stops");
       report.failures++;
       this.#deps.logger.warn("Cannot list a read replica's source", { topic: topic.meta.name, error });
       return;
@@ -162,6 +166,9 @@ export class ReadReplicaFollower {
       try {
         await this.#pollPartition(slot.partition, listed.get(partitionId) ?? [], source, prefix, report);
       } catch (error) {
+        rethrowBug(error, this.#deps.logger, "following a read replica's source threw; the process stops", {
+          partition: slot.partition.log.label,
+        });
         report.failures++;
         this.#deps.logger.warn("Cannot follow a read replica's source partition", {
           partition: slot.partition.log.label,

@@ -1,5 +1,5 @@
 import { labelOf, type Partition, type PartitionAddress } from "../../log/partition/partition.ts";
-import { assert } from "../../runtime/assert.ts";
+import { assert, isBug, rethrowBug } from "../../runtime/assert.ts";
 import { readWindowBytesMax } from "../../log/read/scan_batches.ts";
 import { BufferPool } from "../../runtime/memory/buffers.ts";
 import type { Clock } from "../../runtime/clock/clock.ts";
@@ -169,6 +169,8 @@ export class ShardRuntime implements RequestCounter {
   readonly #retentionLooks: DueLooks<Partition>;
   /** Each partition's total-retention pass in flight: the segments it deleted, or null when it failed. */
   readonly #retentionInFlight = new Map<Partition, Promise<number | null>>();
+  /** Hosted partitions whose stop (a failed write) was logged; bounded by the hosted ones. */
+  readonly #stoppedReported = new WeakSet<Partition>();
   readonly #logger: Logger;
   readonly #clock: Clock;
   #requestsServed = 0;
@@ -297,6 +299,7 @@ export class ShardRuntime implements RequestCounter {
    */
   #onLogTick(nowMs: number): void {
     for (const partition of this.#logDuties.takeDue(nowMs, logDutiesPerTickMax)) {
+      this.#reportStopped(partition);
       // A listener may have brought it forward meanwhile: the earlier time stands.
       this.#logDuties.bringForward(partition, partition.log.onTick(nowMs));
     }
@@ -315,6 +318,22 @@ export class ShardRuntime implements RequestCounter {
       // The limits are on the wall clock, the looks on the monotonic one: the wait carries over.
       if (nextWallMs !== null) this.#retentionLooks.bringForward(partition, nowMs + nextWallMs - wallMs);
     }
+  }
+
+  /**
+   * Logs, once, the failure that stopped a partition's writes: loudly as a bug when it is one (its
+   * stack and causes), else as the disk failure it is. The partition refuses writes from then on
+   * (503 `partition_unavailable`, Kafka's KAFKA_STORAGE_ERROR); the rest of the shard serves.
+   */
+  #reportStopped(partition: Partition): void {
+    const error = partition.log.failure;
+    if (error === null || this.#stoppedReported.has(partition)) return;
+    this.#stoppedReported.add(partition);
+    const label = partition.log.label;
+    const what = isBug(error)
+      ? `bug: a write of partition ${label} threw; the partition stops`
+      : "partition stopped: a write failed";
+    this.#logger.error(what, { partition: label, error });
   }
 
   #runRetention(partition: Partition, topic: HostedTopic, wallMs: number): void {
@@ -348,6 +367,9 @@ export class ShardRuntime implements RequestCounter {
         return deleted;
       })
       .catch((error) => {
+        rethrowBug(error, this.#logger, "a retention pass threw; the process stops", {
+          partition: partition.log.label,
+        });
         this.#logger.error("retention failed", { partition: partition.log.label, error });
         return null;
       })

@@ -1,3 +1,4 @@
+import { rethrowBug } from "../../runtime/assert.ts";
 import { type Coordinator, txnOpsMax } from "../../coordinator/coordinator.ts";
 import type { Clock } from "../../runtime/clock/clock.ts";
 import type { Logger } from "../../runtime/logger.ts";
@@ -76,7 +77,8 @@ export class ClusterController {
       },
       (error) => {
         this.#campaigning = false;
-        this.#deps.logger.warn("Cannot campaign for controller; trying again", { error: String(error) });
+        rethrowBug(error, this.#deps.logger, "campaigning for controller threw; the process stops");
+        this.#deps.logger.warn("Cannot campaign for controller; trying again", { error });
         this.#deps.clock.schedule(writeRetryMs, () => this.#campaign());
       },
     );
@@ -195,9 +197,12 @@ export class ClusterController {
         () => this.#epoch !== null && this.#feed({ kind: "placementFailed", topicKey: effect.topicKey }),
       );
     }, (error) => {
+      rethrowBug(error, logger, "placing a topic's partitions threw; the process stops", {
+        topic: effect.topicKey,
+      });
       logger.warn("Cannot place a topic's partitions; deciding again", {
         topic: effect.topicKey,
-        error: String(error),
+        error,
       });
       clock.schedule(
         writeRetryMs,
@@ -238,9 +243,12 @@ export class ClusterController {
         this.#feed({ kind: "partition", key: effect.key, stored });
       },
       (error) => {
+        rethrowBug(error, logger, "writing a partition's state threw; the process stops", {
+          key: effect.key,
+        });
         logger.warn("Cannot write a partition's state; deciding again", {
           key: effect.key,
-          error: String(error),
+          error,
         });
         clock.schedule(
           writeRetryMs,

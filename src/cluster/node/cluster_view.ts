@@ -1,3 +1,4 @@
+import { rethrowBug } from "../../runtime/assert.ts";
 import type { Coordinator, KeyValue, Watch, WatchEvent } from "../../coordinator/coordinator.ts";
 import { CompactedError } from "../../coordinator/coordinator_errors.ts";
 import type { PartitionAddress } from "../../log/partition/partition.ts";
@@ -156,7 +157,7 @@ export class ClusterView {
       this.#nodes.set(nodeId, { nodeId, kafka: String(record.kafka), http: String(record.http) });
       return !had;
     } catch (error) {
-      this.#logger.error("Cannot read a node's record", { key: event.kv.key, error: String(error) });
+      this.#logger.error("Cannot read a node's record", { key: event.kv.key, error });
       return false;
     }
   }
@@ -165,7 +166,7 @@ export class ClusterView {
     try {
       return { state: decodePartitionState(kv.key, kv.value), modRevision: kv.modRevision };
     } catch (error) {
-      this.#logger.error("Cannot read a partition's state", { key: kv.key, error: String(error) });
+      this.#logger.error("Cannot read a partition's state", { key: kv.key, error });
       return null;
     }
   }
@@ -183,7 +184,7 @@ export class ClusterView {
         }))
       );
     } catch (error) {
-      this.#logger.error("Cannot read the cluster's metadata", { error: String(error) });
+      this.#logger.error("Cannot read the cluster's metadata", { error });
       return;
     }
     this.#emit({ kind: "topics", topics: this.#topics });
@@ -200,12 +201,13 @@ export class ClusterView {
     this.#watch = null;
     if (this.#closed) return;
     if (error !== null && !(error instanceof CompactedError)) {
-      this.#logger.warn("the cluster watch ended; reading the cluster again", { error: String(error) });
+      this.#logger.warn("the cluster watch ended; reading the cluster again", { error });
     }
     const reload = () => {
       if (this.#closed) return;
       this.#load().catch((failure) => {
-        this.#logger.warn("Cannot read the cluster; trying again", { error: String(failure) });
+        rethrowBug(failure, this.#logger, "reading the cluster threw; the process stops");
+        this.#logger.warn("Cannot read the cluster; trying again", { error: failure });
         this.#clock.schedule(reloadRetryMs, reload);
       });
     };

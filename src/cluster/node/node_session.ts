@@ -1,6 +1,6 @@
 import type { Coordinator, LeaseId } from "../../coordinator/coordinator.ts";
 import { LeaseNotFoundError } from "../../coordinator/coordinator_errors.ts";
-import { assert } from "../../runtime/assert.ts";
+import { assert, rethrowBug } from "../../runtime/assert.ts";
 import type { Clock } from "../../runtime/clock/clock.ts";
 import type { Logger } from "../../runtime/logger.ts";
 import type { ClusterKeys } from "./cluster_keys.ts";
@@ -98,7 +98,7 @@ export class NodeSession {
     this.#closed = true;
     await this.#deps.coordinator.leaseRevoke(this.#leaseId).catch((error) => {
       this.#deps.logger.warn("Cannot revoke the node's lease; it expires by itself", {
-        error: String(error),
+        error,
       });
     });
   }
@@ -117,6 +117,7 @@ export class NodeSession {
     this.#deps.coordinator.leaseKeepAlive(leaseId).then(
       () => this.#leaseId === leaseId && this.#step({ kind: "answered", sentAtMs }, this.#deps.clock.nowMs()),
       (error) => {
+        rethrowBug(error, this.#deps.logger, "keeping the node's lease alive threw; the process stops");
         if (this.#leaseId !== leaseId) return;
         const leaseGone = error instanceof LeaseNotFoundError;
         if (leaseGone) {
@@ -138,7 +139,8 @@ export class NodeSession {
       (error) => {
         // Tried again from the next tick's failed keepalive: the old lease is gone for good.
         this.#renewing = false;
-        this.#deps.logger.error("Cannot register the node again", { error: String(error) });
+        rethrowBug(error, this.#deps.logger, "registering the node threw; the process stops");
+        this.#deps.logger.error("Cannot register the node again", { error });
         this.#keeper = { ...this.#keeper, lost: true };
         this.#deps.clock.schedule(registerRetryMs, () => this.#renew());
       },

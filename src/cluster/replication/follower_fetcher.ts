@@ -1,3 +1,4 @@
+import { rethrowBug } from "../../runtime/assert.ts";
 import { alignmentOf } from "./segment_alignment.ts";
 import { labelOf, type Partition, type PartitionAddress } from "../../log/partition/partition.ts";
 import { ReplicaAppendError } from "../../log/log_errors.ts";
@@ -66,13 +67,14 @@ class LeaderLoop {
         await this.#fetchOnce();
         this.#failures = 0;
       } catch (error) {
+        rethrowBug(error, logger, "a replica fetch threw; the process stops", { leader: this.leaderId });
         this.#failures++;
         this.#link?.close();
         this.#link = null;
         if (this.#failures === 1 || this.#failures % 20 === 0) {
           logger.warn("Cannot fetch from the leader; trying again", {
             leader: this.leaderId,
-            error: String(error),
+            error,
           });
         }
         await clock.sleep(Math.min(retryMaxMs, 20 * 2 ** Math.min(this.#failures, 6)));
@@ -134,7 +136,7 @@ class LeaderLoop {
         if (!(error instanceof ReplicaAppendError)) throw error;
         this.deps.logger.warn("Cannot append the leader's batches", {
           partition: labelOf(answer.address),
-          error: error.message,
+          error,
         });
         return true;
       }

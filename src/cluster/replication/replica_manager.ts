@@ -1,3 +1,4 @@
+import { rethrowBug } from "../../runtime/assert.ts";
 import type { PartitionHost } from "../../broker/catalog/catalog.ts";
 import type { Leadership, ReplicatedOutcome, Replication } from "../../broker/data_plane.ts";
 import type { Coordinator } from "../../coordinator/coordinator.ts";
@@ -339,9 +340,12 @@ export class ReplicaManager implements Replication, PartitionHost {
       // brings that too, and the change is decided again on it.
       if (!result.succeeded) failed();
     }, (error) => {
+      rethrowBug(error, logger, "writing the in-sync replicas threw; the process stops", {
+        partition: label,
+      });
       logger.warn("Cannot write the in-sync replicas; deciding again", {
         partition: label,
-        error: String(error),
+        error,
       });
       failed();
     });

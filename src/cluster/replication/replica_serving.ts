@@ -1,5 +1,7 @@
+import { rethrowBug } from "../../runtime/assert.ts";
 import type { BatchReadResult } from "../../log/read/segment_reads.ts";
 import type { Clock } from "../../runtime/clock/clock.ts";
+import type { Logger } from "../../runtime/logger.ts";
 import type {
   ReplicaFetchPartitionRequest,
   ReplicaFetchPartitionResponse,
@@ -31,13 +33,15 @@ export async function serveReplicaFetch(
   replicas: ReplicaManager,
   clock: Clock,
   request: ReplicaFetchRequest,
+  logger: Logger,
 ): Promise<ReplicaFetchServed> {
   const deadlineMs = clock.nowMs() + Math.min(request.maxWaitMs, replicaFetchWaitMsMax);
-  let answer = await readAll(replicas, request.replicaId, request.partitions, request.maxBytes);
+  const readAll = () => readPartitions(replicas, request, logger);
+  let answer = await readAll();
   if (answer.sizeBytes === 0 && !answer.refused && deadlineMs > clock.nowMs()) {
     answer.release();
     await waitForAnyLogEnd(replicas, request.partitions, deadlineMs - clock.nowMs(), clock);
-    answer = await readAll(replicas, request.replicaId, request.partitions, request.maxBytes);
+    answer = await readAll();
   }
   const errorCount = answer.partitions.filter((p) => p.error !== "none").length;
   return { response: { error: "none", partitions: answer.partitions }, errorCount, release: answer.release };
@@ -50,12 +54,12 @@ interface Answer {
   release(): void;
 }
 
-async function readAll(
+async function readPartitions(
   replicas: ReplicaManager,
-  replicaId: number,
-  requests: readonly ReplicaFetchPartitionRequest[],
-  maxBytes: number,
+  request: ReplicaFetchRequest,
+  logger: Logger,
 ): Promise<Answer> {
+  const { replicaId, partitions: requests, maxBytes } = request;
   const reads: BatchReadResult[] = [];
   const partitions: ReplicaFetchPartitionResponse[] = [];
   let sizeBytes = 0;
@@ -67,6 +71,7 @@ async function readAll(
       replicaId,
       p,
       sizeBytes === 0 || budget > 1 ? budget : 0,
+      logger,
     );
     if (read !== null) {
       reads.push(read);
@@ -83,6 +88,7 @@ async function readPartition(
   replicaId: number,
   p: ReplicaFetchPartitionRequest,
   budgetBytes: number,
+  logger: Logger,
 ): Promise<{ response: ReplicaFetchPartitionResponse; read: BatchReadResult | null }> {
   const empty = (error: ReplicaFetchPartitionResponse["error"], hw = -1, start = -1, end = -1) => ({
     address: p.address,
@@ -125,7 +131,11 @@ async function readPartition(
       response: { ...empty("none", log.highWatermark, start, end), segmentStarts, records: read.batches },
       read,
     };
-  } catch {
+  } catch (error) {
+    rethrowBug(error, logger, "a read for a follower threw; the request stops", { partition: log.label });
+    // The follower hears KAFKA_STORAGE_ERROR for this partition (counted among the API's errors)
+    // and fetches again; the read failure itself is logged here, on the leader that met it.
+    logger.warn("Cannot read a partition for a follower", { partition: log.label, error });
     return { response: empty("storage", hw, start, end), read: null };
   }
 }

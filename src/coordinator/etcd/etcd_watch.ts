@@ -1,4 +1,4 @@
-import { assert } from "../../runtime/assert.ts";
+import { assert, isBug } from "../../runtime/assert.ts";
 import type { Clock } from "../../runtime/clock/clock.ts";
 import type { KeyRange, Watch, WatchListener } from "../coordinator.ts";
 import { CompactedError, CoordinatorUnavailableError } from "../coordinator_errors.ts";
@@ -48,7 +48,12 @@ export class EtcdWatch implements Watch {
   start(): void {
     this.#run().then(
       (error) => this.#end(error),
-      (error) => this.#end(error instanceof Error ? error : new Error(String(error))),
+      (error) => {
+        // A bug (a listener's included) is not the watch's failure to report and retry: it goes
+        // on up, unhandled, and the process stops.
+        if (isBug(error)) throw error;
+        this.#end(error instanceof Error ? error : new Error(String(error)));
+      },
     );
   }
 
@@ -79,12 +84,15 @@ export class EtcdWatch implements Watch {
         if (stop !== null) return stop;
         lastReason = "the stream ended";
       } catch (error) {
+        // A bug is no broken stream: it ends the watch as the watch's failure, never reconnected.
+        if (isBug(error)) throw error;
         if (signal.aborted) return null;
         lastReason = error instanceof Error ? error.message : String(error);
       }
       this.#failures++;
       this.#options.moveOn();
       const pauseMs = Math.min(watchRetryMaxMs, watchRetryInitialMs * 2 ** Math.min(this.#failures, 10));
+      // Only a close aborts the pause (AbortedError), and the loop then ends on `signal.aborted`.
       await this.#options.clock.sleep(pauseMs, signal).catch(() => {});
     }
     return null;
@@ -110,6 +118,7 @@ export class EtcdWatch implements Watch {
       }
     } finally {
       reader.releaseLock();
+      // Cancelling a stream that already failed or ended fails too; the stream's end was handled.
       response.body.cancel().catch(() => {});
     }
   }

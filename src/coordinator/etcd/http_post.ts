@@ -58,8 +58,9 @@ function parseAnswer(text: string, status: number): Record<string, unknown> {
   try {
     const json = JSON.parse(text);
     if (json !== null && typeof json === "object" && !Array.isArray(json)) return json;
-  } catch {
-    // Not JSON: reported below as the status with the text's start.
+  } catch (error) {
+    // Not JSON: reported below as the status with the text's start, in the caller's typed error.
+    if (!(error instanceof SyntaxError)) throw error;
   }
   return { error: `HTTP ${status}: ${text.slice(0, 200)}`, message: `HTTP ${status}: ${text.slice(0, 200)}` };
 }

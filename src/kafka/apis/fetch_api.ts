@@ -11,7 +11,7 @@ import {
   fetchVersionMin,
   readFetchRequest,
 } from "./fetch_codec.ts";
-import { UnavailableError } from "../../broker/broker_errors.ts";
+import { NotLeaderError, ResourceNotFoundError, UnavailableError } from "../../broker/broker_errors.ts";
 import { apiKey } from "../wire/frame_codec.ts";
 
 /** Reads of one fetch, at most, while it waits for `min_bytes`: each after an append woke it. */
@@ -163,8 +163,9 @@ async function waitForAnyAppend(request: FetchRequest, waitMs: number, serving: 
         // Past what the partition holds now: what it holds already was too little.
         const { next } = serving.data.offsetRange(stream, topic.name, p.partition);
         waits.push(serving.data.waitForAppend(stream, topic.name, p.partition, next, waitMs));
-      } catch {
-        // A partition that cannot be found answers its error at the next read.
+      } catch (error) {
+        // A partition that cannot be found, or is not led here, answers its error at the next read.
+        if (!(error instanceof ResourceNotFoundError || error instanceof NotLeaderError)) throw error;
       }
     }
   }

@@ -1,3 +1,4 @@
+import { rethrowBug } from "../../runtime/assert.ts";
 import { offsetsTopicName } from "../../groups/offsets/offsets_log.ts";
 import type { KafkaApi, KafkaServing } from "../kafka_api.ts";
 import { kafkaErrorCode } from "../kafka_errors.ts";
@@ -64,6 +65,7 @@ async function groupCoordinator(groupId: string, serving: KafkaServing): Promise
     try {
       await groups.ensureOffsetsTopic();
     } catch (error) {
+      rethrowBug(error, serving.logger, "creating the offsets topic threw; the request stops");
       serving.logger.warn("offsets topic not created", { error });
       return refusal(kafkaErrorCode.coordinatorNotAvailable, `${offsetsTopicName} cannot be created now`);
     }

@@ -70,7 +70,7 @@ async function namedTopic(name: string, allowCreate: boolean, serving: KafkaServ
     if (!(error instanceof UnavailableError)) {
       serving.logger.error("Cannot create a topic on first use", {
         topic: name,
-        error: error instanceof Error ? error.message : String(error),
+        error,
       });
     }
     return topicError(name, kafkaErrorCode.leaderNotAvailable);

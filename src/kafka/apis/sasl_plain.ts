@@ -22,8 +22,11 @@ export function authenticatePlain(message: Uint8Array, users: ReadonlyMap<string
   try {
     authzid = fromUtf8.decode(message.subarray(0, first));
     user = fromUtf8.decode(message.subarray(first + 1, second));
-  } catch {
-    return null;
+  } catch (error) {
+    // Names that are not UTF-8 (the strict decoder's TypeError): a malformed message, refused as one
+    // by the caller, which counts and logs the refused authentication.
+    if (error instanceof TypeError) return null;
+    throw error;
   }
   if (authzid !== "" && authzid !== user) return null;
   const expected = users.get(user);

@@ -30,7 +30,7 @@ export const replicaFetchApi: KafkaApi = {
         closeAfter: "authentication_failed",
       };
     }
-    const served = await serveReplicaFetch(cluster.replicas, serving.clock, request);
+    const served = await serveReplicaFetch(cluster.replicas, serving.clock, request, serving.logger);
     return {
       pieces: encodeReplicaFetchResponse(header, served.response),
       errorCount: served.errorCount,

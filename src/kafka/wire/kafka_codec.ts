@@ -7,8 +7,8 @@
  */
 export class KafkaDecodeError extends Error {
   override name = "KafkaDecodeError";
-  constructor(reason: string) {
-    super(`Cannot decode Kafka request: ${reason}`);
+  constructor(reason: string, options?: ErrorOptions) {
+    super(`Cannot decode Kafka request: ${reason}`, options);
   }
 }
 
@@ -139,8 +139,9 @@ export class KafkaReader {
     if (bytes === null) return null;
     try {
       return utf8.decode(bytes);
-    } catch {
-      throw new KafkaDecodeError("a string is not UTF-8");
+    } catch (error) {
+      // The strict decoder's TypeError for bytes that are not UTF-8: a malformed request.
+      throw new KafkaDecodeError("a string is not UTF-8", { cause: error });
     }
   }
 

@@ -71,6 +71,7 @@ export class ConsumerOffsets {
 
   #persist(): Promise<void> {
     const snapshot = Object.fromEntries(this.#offsets);
+    // The chain goes on after a failed write: that write's caller heard of its failure.
     this.#writing = this.#writing.catch(() => {}).then(() =>
       writeRecordFile(this.#disk, this.#dir, fileName, magic, snapshot)
     );

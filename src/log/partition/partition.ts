@@ -301,6 +301,7 @@ export class Partition {
    * no two share the temporary file.
    */
   #changeSuperblock<T>(change: (current: Superblock) => { next: Superblock | null; result: T }): Promise<T> {
+    // The chain goes on after a failed change: that change's caller heard of its failure.
     const changed = this.#superblockWrites.catch(() => {}).then(async () => {
       const { next, result } = change(this.#superblock);
       if (next !== null) {

@@ -90,6 +90,8 @@ export class PartitionLog {
         this.#appendWaiters.published(this.highWatermark);
         this.#noteActivity();
       },
+      // The listeners' next look finds `failure` set: the host reports the stop, once.
+      stopped: () => this.#noteActivity(),
     });
     this.#reads = { disk, label, remote: new RemoteWalk(label) };
     this.#writeContext = {
@@ -110,6 +112,11 @@ export class PartitionLog {
     return this.#config;
   }
 
+  /** The failure that stopped this log's writes for good; null while it serves them. */
+  get failure(): Error | null {
+    return this.#queue.failure;
+  }
+
   /** Topic options may change at run time; they apply from the next write or tick. */
   updateConfig(config: LogConfig): void {
     this.#config = config;
@@ -117,8 +124,9 @@ export class PartitionLog {
   }
 
   /**
-   * Calls `listener` after every group of writes is published and after a change of config: the moments
-   * when the shard's duties or the tier service may have work here. Returns what removes the listener.
+   * Calls `listener` after every group of writes is published, after a change of config and when a
+   * failed write stops the log (`failure`): the moments when the shard's duties or the tier service
+   * may have work here. Returns what removes the listener.
    */
   onActivity(name: string, listener: () => void): () => void {
     assert(
@@ -318,6 +326,8 @@ export class PartitionLog {
     // The age is wall time; the answer is on the tick's clock.
     const leftMs = active.firstTimestampUs / 1000 + maxAgeMs - this.#clock.wallMs();
     if (leftMs > 0) return nowMs + leftMs;
+    // A roll that fails stops the log (`failure`), which the host logs; a full queue refuses it,
+    // and the next tick tries again. Neither is lost by dropping the rejection here.
     this.#queue.enqueue<void>((done) => ({ kind: "roll", done })).catch(() => {});
     // The roll's publish calls the listeners; a roll refused (queue full) is tried at the next tick.
     return this.#queue.has("roll") ? Infinity : nowMs;
@@ -327,6 +337,7 @@ export class PartitionLog {
     if (this.#config.fsync !== "interval" || !this.#chain.dirty || this.#queue.has("sync")) return Infinity;
     const dueMs = this.#chain.lastSyncMs + this.#config.fsyncIntervalMs;
     if (nowMs < dueMs) return dueMs;
+    // As the roll above: a failed fsync stops the log and is logged by the host.
     this.#queue.enqueue<void>((done) => ({ kind: "sync", done })).catch(() => {});
     return this.#queue.has("sync") ? Infinity : nowMs;
   }

@@ -104,6 +104,8 @@ export interface GroupCommit<Op extends QueuedOp> {
   sync(): Promise<void>;
   /** Makes the group's writes visible to readers. */
   publish(): void;
+  /** Told once, of the first failure, after which the queue refuses every operation. */
+  stopped(error: Error): void;
 }
 
 /**
@@ -142,7 +144,14 @@ export class WriteQueue<Op extends QueuedOp> {
 
   /** Records a failure from outside the loop (the background fsync); the first one is kept. */
   fail(error: Error): void {
-    this.#failure ??= error;
+    this.#stop(error);
+  }
+
+  /** The first failure stops the queue for good, and the commit hears of it once. */
+  #stop(error: Error): void {
+    if (this.#failure !== null) return;
+    this.#failure = error;
+    this.#commit.stopped(error);
   }
 
   /** Whether an operation of this kind is queued and not yet taken. */
@@ -222,7 +231,7 @@ export class WriteQueue<Op extends QueuedOp> {
       for (const ack of acks) ack();
     } catch (cause) {
       const error = cause instanceof Error ? cause : new Error(String(cause), { cause });
-      this.#failure = error;
+      this.#stop(error);
       const failed = new PartitionUnavailableError(this.#label, `write failed: ${error.message}`, {
         cause: error,
       });

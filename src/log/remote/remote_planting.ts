@@ -1,3 +1,4 @@
+import { FormatVersionError } from "../../runtime/format_version_error.ts";
 import { assert } from "../../runtime/assert.ts";
 import type { Disk } from "../../runtime/disk/disk.ts";
 import { unlinkIfPresent, writeWholeFile } from "../../runtime/disk/file_ops.ts";
@@ -6,6 +7,7 @@ import { PartitionRefusedError } from "../log_errors.ts";
 import {
   decodeRemoteMarker,
   encodeRemoteMarker,
+  MarkerError,
   type RemoteMarker,
   remoteMarkerBytes,
 } from "./remote_marker.ts";
@@ -161,7 +163,10 @@ async function readMarker(disk: Disk, path: string): Promise<RemoteMarker | null
   if (bytes === null || bytes.length !== remoteMarkerBytes) return null;
   try {
     return decodeRemoteMarker(bytes);
-  } catch {
-    return null;
+  } catch (error) {
+    // Unreadable (torn, foreign, another version): the caller settles it as a marker that is not
+    // there, and says so in what it logs of the settling.
+    if (error instanceof MarkerError || error instanceof FormatVersionError) return null;
+    throw error;
   }
 }

@@ -74,6 +74,7 @@ export async function recoverSegments(
   } catch (error) {
     // A refused partition keeps no file open: the active segment's handle is closed here.
     for (const segment of opened) {
+      // The refusal below is what is reported; a close that fails on its way has nothing to add.
       await segment.logFile?.close().catch(() => {});
       segment.logFile = null;
     }

@@ -1,3 +1,4 @@
+import { isBug } from "../../runtime/assert.ts";
 import { XMLParser } from "fast-xml-parser";
 import type { ListedObject } from "../object_store.ts";
 import { trimEtag } from "./s3_response.ts";
@@ -20,7 +21,10 @@ export function parseErrorBody(xml: string): S3ErrorBody {
     const doc = parser.parse(xml);
     const error = Array.isArray(doc?.Error) ? doc.Error[0] : doc?.Error;
     return { code: String(error?.Code ?? ""), message: String(error?.Message ?? "") };
-  } catch {
+  } catch (error) {
+    if (isBug(error)) throw error;
+    // An error answer whose body is not XML: the caller's typed error then names the answer by its
+    // HTTP status alone, and that error is what gets logged and counted.
     return { code: "", message: "" };
   }
 }

@@ -1,4 +1,4 @@
-import { assert } from "../assert.ts";
+import { assert, rethrowBug } from "../assert.ts";
 import type { Cancel, Clock } from "../clock/clock.ts";
 import {
   LatencyRecorder,
@@ -136,6 +136,10 @@ export class Pump implements TickCountsSource {
         handler(nowMs);
       } catch (error) {
         this.tickCounts.handlerErrors += 1;
+        rethrowBug(error, this.#logger, "a tick handler threw; the process stops", {
+          shard: this.shard,
+          handler: name,
+        });
         this.#logger.error("tick handler failed", { shard: this.shard, handler: name, error });
       }
     }

@@ -1,6 +1,6 @@
 import { constants as fsConstants } from "node:fs";
 import * as fs from "node:fs/promises";
-import { assert } from "../assert.ts";
+import { assert, isBug } from "../assert.ts";
 import { directIoAlignBytes } from "./disk.ts";
 
 /**
@@ -58,7 +58,9 @@ export class DirectReads {
     let handle: fs.FileHandle;
     try {
       handle = await fs.open(path, O_RDONLY | O_DIRECT);
-    } catch {
+    } catch (error) {
+      if (isBug(error)) throw error;
+      // Refused (see above): the caller reads buffered, which the direct-read byte count shows.
       return null;
     }
     if (Number((await handle.stat()).ino) === inode) return handle;

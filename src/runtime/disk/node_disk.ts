@@ -327,12 +327,14 @@ class NodeDiskFile implements DiskFile {
     );
     this.#closed = true;
     try {
-      // Each worker closes only what it has: release is a no-op for a file it never saw.
+      // Each worker closes only what it has: release is a no-op for a file it never saw. An open
+      // that failed was reported to the operation that needed it, and leaves nothing to close.
       const file = await this.#workerFile?.catch(() => null);
       if (file) {
         await this.#writeWorker?.release(file.id);
         await this.#readWorker?.release(file.id);
       }
+      // The same for the direct handle: a refused open left the reads buffered, nothing to close.
       const direct = await this.#directHandle?.catch(() => null);
       await direct?.close();
     } finally {

@@ -38,8 +38,10 @@ export async function growFdTable(disk: Disk, path: string, descriptors: number)
     error = cause instanceof Error ? cause.message : String(cause);
   } finally {
     // Closed one at a time: a descriptor left open would hold the file for the process's life.
+    // A close that fails has nothing to retry; the growth already happened or is reported in `error`.
     for (const file of held) await file.close().catch(() => {});
   }
+  // A leftover scratch file costs nothing; the next start-up opens it again.
   await disk.unlink(path).catch(() => {});
   return { heldMax: held.length, error };
 }

@@ -140,8 +140,11 @@ function headerEntry(raw: unknown, where: string): [string, unknown, unknown] {
 export function utf8Text(bytes: Uint8Array): string | null {
   try {
     return strictUtf8.decode(bytes);
-  } catch {
-    return null;
+  } catch (error) {
+    // The strict decoder's refusal of bytes that are not UTF-8 (a TypeError): the answer is "not
+    // text", which the caller gives as base64 instead.
+    if (error instanceof TypeError) return null;
+    throw error;
   }
 }
 

@@ -1,3 +1,4 @@
+import { NotLeaderError, ResourceNotFoundError, UnavailableError } from "../../broker/broker_errors.ts";
 import type { Catalog } from "../../broker/catalog/catalog.ts";
 import type { DataPlane } from "../../broker/data_plane.ts";
 import { decodeConsumerAssignment } from "../../groups/core/consumer_protocol.ts";
@@ -135,9 +136,12 @@ export function offsetsView(deps: GroupRouteDeps, groupId: string) {
 function highWatermarkOf(data: DataPlane, stream: string, topic: string, partition: number): number | null {
   try {
     return data.offsetRange(stream, topic, partition).next;
-  } catch {
-    // A topic deleted since the commit, or a partition another node leads: no lag to give here.
-    return null;
+  } catch (error) {
+    // A topic deleted since the commit, or a partition another node leads or cannot serve: no lag
+    // to give here, which the answer shows as a null lag.
+    if (error instanceof ResourceNotFoundError || error instanceof NotLeaderError) return null;
+    if (error instanceof UnavailableError) return null;
+    throw error;
   }
 }
 

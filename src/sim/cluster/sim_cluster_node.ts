@@ -173,7 +173,7 @@ async function openLife(w: ClusterWorld, node: SimClusterNode, parts: LifeParts)
   });
   // The simulated network carries no credential: it joins the cluster's nodes only.
   w.network.serve(node.id, async (request) => {
-    const served = await serveReplicaFetch(cluster.replicas, clock, request);
+    const served = await serveReplicaFetch(cluster.replicas, clock, request, logger);
     return copied(served.response, served.release);
   });
   return { ...parts, cluster, broker };

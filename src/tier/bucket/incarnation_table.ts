@@ -1,3 +1,4 @@
+import { isBug } from "../../runtime/assert.ts";
 import { labelOf, type PartitionAddress, partitionDir } from "../../log/partition/partition.ts";
 import { readSuperblock } from "../../log/partition/superblock.ts";
 import type { Disk } from "../../runtime/disk/disk.ts";
@@ -37,7 +38,10 @@ async function readKnown(disk: Disk, dir: string): Promise<KnownPartition> {
       purgeGeneration: sb.purgeGeneration,
       deletedUpToOffset: sb.deletedUpToOffset,
     };
-  } catch {
+  } catch (error) {
+    if (isBug(error)) throw error;
+    // A superblock that cannot be read: nothing of the partition is judged garbage, and the
+    // partition itself was refused, and logged, when the catalog opened it.
     return "unreadable";
   }
 }

@@ -1,3 +1,4 @@
+import { rethrowBug } from "../../runtime/assert.ts";
 import type { Disk } from "../../runtime/disk/disk.ts";
 import type { Logger } from "../../runtime/logger.ts";
 import { readRecordFile, writeRecordFile } from "../../runtime/disk/record_file.ts";
@@ -38,6 +39,7 @@ export class CacheAccessTable {
       accessTableMagic,
     )
       .catch((error) => {
+        rethrowBug(error, logger, "reading the cache access table threw; the cache does not open");
         logger.warn("cache access table unreadable; chunks are ranked cold", { error });
         return null;
       });
@@ -46,6 +48,7 @@ export class CacheAccessTable {
 
   /** Saves `order` (coldest first) once the saves before it are done. */
   save(order: string[]): Promise<void> {
+    // The chain goes on after a failed save: that save's caller heard of its failure.
     this.#saving = this.#saving.catch(() => {}).then(() =>
       writeRecordFile(
         this.#disk,

@@ -20,45 +20,31 @@ export class CacheMetrics {
   readonly reservationRefusals: Counter;
   readonly fetchSeconds: Histogram<"kind">;
   readonly dataLoss: Counter;
+  readonly indexFetchFailures: Counter;
   readonly #sources = new Set<CacheGaugeSource>();
 
   constructor(registry: Registry) {
     const registers = [registry];
-    this.hits = new Counter({
-      name: "strata_cache_hits_total",
-      help: "Chunk reads served from the cache.",
-      registers,
-    });
-    this.misses = new Counter({
-      name: "strata_cache_misses_total",
-      help: "Chunk reads that needed a GET (shared fetches count once).",
-      registers,
-    });
-    this.fetchedBytes = new Counter({
-      name: "strata_cache_fetched_bytes_total",
-      help: "Bytes downloaded into the cache.",
-      registers,
-    });
-    this.evictions = new Counter({
-      name: "strata_cache_evictions_total",
-      help: "Chunks trimmed from the cache.",
-      registers,
-    });
-    this.checksumFailures = new Counter({
-      name: "strata_cache_checksum_failures_total",
-      help: "Remote chunks whose batches failed their CRC32C (dropped and fetched again).",
-      registers,
-    });
-    this.corruptChunkFiles = new Counter({
-      name: "strata_cache_corrupt_chunk_files_total",
-      help: "Cached chunk files shorter than their chunk (truncated on disk): dropped and fetched again.",
-      registers,
-    });
-    this.transientReplies = new Counter({
-      name: "strata_cache_transient_replies_total",
-      help: "Polls answered 503 transient: fetch_timeout passed or the cache was full.",
-      registers,
-    });
+    const counter = (name: string, help: string) => new Counter({ name, help, registers });
+    this.hits = counter("strata_cache_hits_total", "Chunk reads served from the cache.");
+    this.misses = counter(
+      "strata_cache_misses_total",
+      "Chunk reads that needed a GET (shared fetches count once).",
+    );
+    this.fetchedBytes = counter("strata_cache_fetched_bytes_total", "Bytes downloaded into the cache.");
+    this.evictions = counter("strata_cache_evictions_total", "Chunks trimmed from the cache.");
+    this.checksumFailures = counter(
+      "strata_cache_checksum_failures_total",
+      "Remote chunks whose batches failed their CRC32C (dropped and fetched again).",
+    );
+    this.corruptChunkFiles = counter(
+      "strata_cache_corrupt_chunk_files_total",
+      "Cached chunk files shorter than their chunk (truncated on disk): dropped and fetched again.",
+    );
+    this.transientReplies = counter(
+      "strata_cache_transient_replies_total",
+      "Polls answered 503 transient: fetch_timeout passed or the cache was full.",
+    );
     this.hydrations = new Counter({
       name: "strata_cache_hydrations_total",
       help:
@@ -79,11 +65,14 @@ export class CacheMetrics {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     });
-    this.dataLoss = new Counter({
-      name: "strata_tier_data_loss_total",
-      help: "Reads that found an object missing above deleted_up_to_offset: data loss, answered 502.",
-      registers,
-    });
+    this.dataLoss = counter(
+      "strata_tier_data_loss_total",
+      "Reads that found an object missing above deleted_up_to_offset: data loss, answered 502.",
+    );
+    this.indexFetchFailures = counter(
+      "strata_cache_index_fetch_failures_total",
+      "Remote segments' .index fetches that failed: the read scans the segment from its start instead.",
+    );
     registerGauges(registers, this.#sources);
   }
 

@@ -1,3 +1,4 @@
+import { isBug } from "../../runtime/assert.ts";
 import type { Partition } from "../../log/partition/partition.ts";
 import {
   type RemoteChunk,
@@ -102,9 +103,12 @@ export class TierRemoteReader implements RemoteReader {
           this.#starts.delete(segment);
         })
         .catch((error) => {
-          // Without the index the read scans from the segment's start: slower, never wrong.
           this.#indexFetches.delete(segment);
+          if (isBug(error)) throw error;
           if (error instanceof NotFoundError) throw this.#missing(error, segment, key);
+          // Without the index the read scans from the segment's start: slower, never wrong. The
+          // failure is counted (strata_cache_index_fetch_failures_total); the next read fetches again.
+          this.#o.metrics?.indexFetchFailures.inc();
         });
       this.#indexFetches.set(segment, fetching);
     }

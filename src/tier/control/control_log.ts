@@ -30,6 +30,14 @@ export class ControlEpochMismatchError extends Error {
   }
 }
 
+/** A submission reached a control log that is closing or closed: the server is stopping. */
+export class ControlLogClosedError extends Error {
+  override name = "ControlLogClosedError";
+  constructor() {
+    super("Cannot submit a control command: the control log is closed");
+  }
+}
+
 /**
  * A shard's control log, separate from the data logs: the commands of its partitions' state
  * machines, committed in one order. The tier service only submits commands and learns of them

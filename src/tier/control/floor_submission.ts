@@ -1,5 +1,11 @@
+import { rethrowBug } from "../../runtime/assert.ts";
 import type { Logger } from "../../runtime/logger.ts";
-import { type ControlCommand, ControlEpochMismatchError, type ControlLog } from "./control_log.ts";
+import {
+  type ControlCommand,
+  ControlEpochMismatchError,
+  type ControlLog,
+  ControlLogClosedError,
+} from "./control_log.ts";
 import type { UploadEffect } from "../upload/upload_state.ts";
 
 /** The upload core's request to commit a partition's floor. */
@@ -34,7 +40,12 @@ export function submitFloorCommand(
     upToOffset: effect.upToOffset,
   };
   log.submit(command, { expectedEpoch }).catch((error) => {
-    logger.error("floor command failed", { partition: effect.partition, error });
+    rethrowBug(error, logger, "a floor command threw; the process stops", { partition: effect.partition });
+    if (error instanceof ControlLogClosedError) {
+      logger.info("floor command not submitted: the server is stopping", { partition: effect.partition });
+    } else {
+      logger.error("floor command failed", { partition: effect.partition, error });
+    }
     failed(error instanceof ControlEpochMismatchError);
   });
 }

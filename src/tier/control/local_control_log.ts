@@ -10,6 +10,7 @@ import {
   type ControlCommand,
   ControlEpochMismatchError,
   type ControlLog,
+  ControlLogClosedError,
   type SubmitPrecondition,
 } from "./control_log.ts";
 
@@ -47,6 +48,7 @@ export class LocalControlLog implements ControlLog {
   #snapshotIndex = 0;
   #writing: Promise<unknown> = Promise.resolve();
   #queued = 0;
+  #closed = false;
   readonly #compactAboveBytes: number;
   readonly #submissionsQueuedMax: number;
 
@@ -116,6 +118,9 @@ export class LocalControlLog implements ControlLog {
   submit(command: ControlCommand, precondition: SubmitPrecondition): Promise<number> {
     const apply = this.#apply;
     assert(apply !== null, "Cannot submit a control command before the log is replayed");
+    // An upload that ends while the server stops: its floor is not committed, and is submitted
+    // again after the restart (the segment is uploaded, and found so).
+    if (this.#closed) return Promise.reject(new ControlLogClosedError());
     if (precondition.expectedEpoch !== localControlEpoch) {
       return Promise.reject(new ControlEpochMismatchError(precondition.expectedEpoch, localControlEpoch));
     }
@@ -124,6 +129,7 @@ export class LocalControlLog implements ControlLog {
       return Promise.reject(new QueueFullError("submit a control command", this.#submissionsQueuedMax));
     }
     this.#queued++;
+    // The chain goes on after a failed append: that submission's caller heard of its failure.
     const done = this.#writing.catch(() => {}).then(async () => {
       const index = this.#committed + 1;
       const record = encodeRecord({ index, command });
@@ -142,12 +148,15 @@ export class LocalControlLog implements ControlLog {
     assert(index <= this.#committed, "Cannot snapshot past the committed index");
     this.#snapshotIndex = Math.max(this.#snapshotIndex, index);
     if (this.#sizeBytes <= this.#compactAboveBytes) return Promise.resolve();
+    // As above: the write before reported its own failure; the compaction runs after it either way.
     const compacting = this.#writing.catch(() => {}).then(() => this.#compact());
     this.#writing = compacting;
     return compacting;
   }
 
   async close(): Promise<void> {
+    this.#closed = true;
+    // Closing waits for the last write to end; its failure went to its caller.
     await this.#writing.catch(() => {});
     await this.#file.close();
   }

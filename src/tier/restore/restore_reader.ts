@@ -1,3 +1,4 @@
+import { NotFoundError } from "../../objectstore/object_store_errors.ts";
 import type { PartitionSeed } from "../../log/partition/seeded_partition.ts";
 import type { ListedObject, ObjectStore } from "../../objectstore/object_store.ts";
 import { concatBytes } from "../../runtime/memory/buffers.ts";
@@ -15,7 +16,7 @@ import {
   RestoreError,
 } from "./restore_plan.ts";
 import { decodeTopicManifest, type TopicManifest, topicManifestBytesMax } from "../bucket/topic_manifest.ts";
-import { markerOfObject, type TieredObject, tieredObjectOf } from "./transfer_chain.ts";
+import { markerOfObject, StateTransferError, type TieredObject, tieredObjectOf } from "./transfer_chain.ts";
 
 /** What reading a restore from the bucket needs of the store. */
 export type RestoreStore = Pick<ObjectStore, "list" | "head" | "getRange">;
@@ -127,8 +128,10 @@ export async function readPartitionPlan(
     const startOffset = segments.find((s) => s.logKey === key)!.startOffset;
     try {
       heads.set(key, tieredObjectOf(key, startOffset, await store.head(key)));
-    } catch {
-      // Reported by the plan: a segment whose object says nothing usable is left out, with why.
+    } catch (error) {
+      // Reported by the plan: a segment whose object is gone or says nothing usable is left out,
+      // with why. Any other failure (the store's) fails the restore, rather than leave data out.
+      if (!(error instanceof NotFoundError || error instanceof StateTransferError)) throw error;
     }
   });
   return planPartition(chosen, manifest, segments, heads);

@@ -1,3 +1,4 @@
+import { rethrowBug } from "../../runtime/assert.ts";
 import type { Segment } from "../../log/segment/segment.ts";
 import { classify, type ErrorClass } from "../../objectstore/object_store_errors.ts";
 import type { Clock } from "../../runtime/clock/clock.ts";
@@ -115,8 +116,15 @@ export class UploadRuns {
     );
   }
 
-  /** An upload threw: its segment is gone (retention took it), or it failed and is retried. */
+  /**
+   * An upload threw: its segment is gone (retention took it), or it failed and is retried. A bug is
+   * neither: it leaves the upload and stops the process, never retried.
+   */
   #threw(effect: StartUpload, segment: Segment, error: unknown): void {
+    rethrowBug(error, this.#deps.logger, "an upload threw; the process stops", {
+      partition: effect.partition,
+      start_offset: segment.startOffset,
+    });
     if (error instanceof DiskError && error.code === "not_found") {
       this.#deps.report({
         kind: "segment_deleted",

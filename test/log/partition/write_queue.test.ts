@@ -7,6 +7,7 @@ type Op = { kind: "put" | "other"; value: number; done: Deferred<number> };
 /** A group commit that writes to an event list: apply, flush, sync, publish and acks, in order. */
 function recordingCommit(options: { failOn?: number; syncDue?: boolean } = {}) {
   const events: string[] = [];
+  const stops: Error[] = [];
   const groups: number[] = [];
   let inGroup = 0;
   const commit: GroupCommit<Op> = {
@@ -31,8 +32,9 @@ function recordingCommit(options: { failOn?: number; syncDue?: boolean } = {}) {
       return Promise.resolve();
     },
     publish: () => events.push("publish"),
+    stopped: (error) => stops.push(error),
   };
-  return { commit, events, groups };
+  return { commit, events, groups, stops };
 }
 
 const put = (queue: WriteQueue<Op>, value: number, kind: Op["kind"] = "put") =>
@@ -86,7 +88,7 @@ t.test("the queue is bounded; the bound is read at each enqueue", async (t) => {
 });
 
 t.test("a failed operation fails its group and everything queued; later operations are refused", async (t) => {
-  const { commit, events } = recordingCommit({ failOn: 2 });
+  const { commit, events, stops } = recordingCommit({ failOn: 2 });
   const queue = new WriteQueue<Op>("p", () => 100, commit);
   const results = await Promise.allSettled([put(queue, 1), put(queue, 2), put(queue, 3)]);
   t.same(results.map((r) => r.status), ["fulfilled", "rejected", "rejected"]);
@@ -99,10 +101,11 @@ t.test("a failed operation fails its group and everything queued; later operatio
   const later = await put(queue, 4).catch((error: unknown) => error);
   t.match((later as Error).message, /an earlier write failed/);
   t.equal((later as Error).cause, queue.failure, "a later refusal keeps the same cause");
+  t.same(stops, [queue.failure], "the commit hears of the stop once");
 });
 
 t.test("a failure from outside the loop (the background fsync) refuses later operations; the first is kept", async (t) => {
-  const { commit } = recordingCommit();
+  const { commit, stops } = recordingCommit();
   const queue = new WriteQueue<Op>("p", () => 100, commit);
   const fsyncFailure = new Error("fsync failed");
   queue.fail(fsyncFailure);
@@ -110,6 +113,7 @@ t.test("a failure from outside the loop (the background fsync) refuses later ope
   const refused = await put(queue, 1).catch((error: unknown) => error);
   t.match((refused as Error).message, /an earlier write failed \(fsync failed\)/);
   t.equal((refused as Error).cause, fsyncFailure, "the first failure is the cause");
+  t.same(stops, [fsyncFailure], "the commit hears of the stop once, with the first failure");
 });
 
 t.test("a failure from outside the loop while operations wait refuses them once the running group ends", async (t) => {

@@ -6,6 +6,7 @@ import { PumpMetrics } from "../../../src/runtime/cooperation/pump_metrics.ts";
 import { RealClock } from "../../../src/runtime/clock/real_clock.ts";
 import { VirtualClock } from "../../../src/runtime/clock/virtual_clock.ts";
 import { yieldToReactor } from "../../../src/runtime/cooperation/piece_gate.ts";
+import { assert, AssertionError } from "../../../src/runtime/assert.ts";
 function virtualPump(tickIntervalMs = 10, logger = silentLogger()) {
   const clock = new VirtualClock();
   const registry = createMetricsRegistry();
@@ -68,6 +69,30 @@ t.test("a throwing handler is counted and logged; the other handlers and later t
   t.match(lines[0]!, /"handler":"bad"/);
   t.match(lines[0]!, /"message":"boom"/);
   pump.stop();
+});
+
+t.test("a handler that breaks an assertion is logged as a bug with its stack and stops the ticks", (t) => {
+  const lines: string[] = [];
+  const logger = new Logger({ level: "info", sink: (l) => lines.push(l) });
+  const { clock, pump } = virtualPump(10, logger);
+  let calls = 0;
+  pump.onTick("bad", () => {
+    calls++;
+    assert(calls > 1, "the first tick is never the bad one");
+  });
+  pump.start();
+  t.throws(() => clock.advance(10), AssertionError, "the bug leaves the tick, as it would leave the timer");
+  const logged = JSON.parse(lines[0]!);
+  t.match(logged, {
+    level: "error",
+    msg: "bug: a tick handler threw; the process stops",
+    shard: "0",
+    handler: "bad",
+    error: { name: "AssertionError", stack: /Assertion failed: the first tick[^\n]*\n\s+at /m },
+  });
+  t.equal(calls, 1, "run once, never again within that tick");
+  pump.stop();
+  t.end();
 });
 
 t.test("handler registration is unique and bounded; unregistering stops calls", (t) => {

@@ -6,6 +6,7 @@ import {
   type ApplyHook,
   type ControlCommand,
   ControlEpochMismatchError,
+  ControlLogClosedError,
 } from "../../../src/tier/control/control_log.ts";
 import { LocalControlLog } from "../../../src/tier/control/local_control_log.ts";
 import { QueueFullError } from "../../../src/runtime/wait_errors.ts";
@@ -106,6 +107,23 @@ t.test("a submission under another epoch is refused with a typed error and nothi
   t.equal(await log.submit(floor(20), epoch), 1, "a submission under the log's epoch commits");
   t.same(applied, [1]);
   await log.close();
+});
+
+t.test("a submission after close is refused with a typed error; one queued before it is written", async (t) => {
+  const path = `${tempDir(t)}/shard-0.log`;
+  const log = await openReplayed(path, () => Promise.resolve());
+  const queued = log.submit(floor(10), epoch);
+  const closing = log.close();
+  await t.rejects(
+    log.submit(floor(20), epoch),
+    ControlLogClosedError,
+    "an upload that ends while the server stops",
+  );
+  t.equal(await queued, 1, "the submission before the close is committed");
+  await closing;
+  const reopened = await openReplayed(path, () => Promise.resolve());
+  t.equal(reopened.committed(), 1, "and only it is in the file");
+  await reopened.close();
 });
 
 t.test("replay runs once, and comes before any submission", async (t) => {

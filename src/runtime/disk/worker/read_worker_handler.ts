@@ -1,3 +1,4 @@
+import { isBug } from "../../assert.ts";
 import { directIoAlignBytes } from "../disk.ts";
 import {
   type CloseRequest,
@@ -101,7 +102,10 @@ export class ReadHandler {
     let fd: number | null = null;
     try {
       if (O_DIRECT !== undefined) fd = this.#openIfSame(file, O_RDONLY | O_DIRECT);
-    } catch {
+    } catch (error) {
+      if (isBug(error)) throw error;
+      // Direct reads are only a faster way to the same bytes: refused (EINVAL, EMFILE, a file gone),
+      // the file is read through the cache, which the direct-read byte count shows.
       fd = null;
     }
     this.#files.keepDirectFd(fileId, fd);
