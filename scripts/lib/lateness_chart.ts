@@ -1,7 +1,7 @@
 /**
  * Draws tick lateness over time as one SVG: phases side by side on the time axis, each in its own
- * colour, lateness on a logarithmic axis (0.01 ms to 10 s) so an idle millisecond and a naive
- * half-second are both readable. Samples are reduced to the worst value per bucket, so a run of any
+ * colour, lateness on a logarithmic axis (0.01 ms to 10 s) so an idle millisecond and a
+ * half-second stall are both readable. Samples are reduced to the worst value per bucket, so a run of any
  * length draws as at most `bucketsMax` points per phase.
  */
 export interface PhaseSeries {

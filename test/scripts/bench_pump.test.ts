@@ -12,6 +12,16 @@ import { startS3rver } from "../helpers/s3rver_harness.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { runDenoTask } from "../helpers/run_task.ts";
 import { etcdUnavailableReason } from "../helpers/etcd_harness.ts";
+import { uploadAllWhole } from "../../scripts/lib/whole_upload.ts";
+import { defaultRetryProfiles } from "../../src/objectstore/retry_policy.ts";
+import { RetryingObjectStore } from "../../src/objectstore/retrying_object_store.ts";
+import { SimObjectStore } from "../../src/objectstore/sim_object_store.ts";
+import { crc32 } from "../../src/runtime/checksum/crc32.ts";
+import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
+import type { Disk } from "../../src/runtime/disk/disk.ts";
+import { writeWholeFile } from "../../src/runtime/disk/file_ops.ts";
+import { Rng } from "../../src/runtime/rng.ts";
+import { SimDisk } from "../../src/sim/sim_disk.ts";
 // The pump benchmark's smoke run: the script works end to end under Deno and its JSON report has
 // every field docs/BENCHMARKS.md, "What the report holds", names. The targets are the benchmark's own business, never asserted here.
 t.test("bench:pump --quick runs every phase and writes the JSON report and the SVG chart", {
@@ -48,7 +58,7 @@ t.test("bench:pump --quick runs every phase and writes the JSON report and the S
     Math.max(report.copy_buffered_mb_s, report.copy_direct_mb_s),
     "the ceiling is the faster of the two copies",
   );
-  for (const phase of ["idle", "produce", "upload", "storm", "naive"]) {
+  for (const phase of ["idle", "produce", "upload", "storm", "whole"]) {
     const p = report.phases[phase];
     t.match(p, {
       tick_lateness_ms: { p50: Number, p99: Number, p999: Number, max: Number },
@@ -84,6 +94,16 @@ t.test("bench:pump --quick runs every phase and writes the JSON report and the S
     `the storm's polls are counted: ${report.phases.storm.cold_polls}`,
   );
   t.equal(report.phases.upload.cold_polls, 0, "no reader polls in the upload phase");
+  // The whole phase's backlog goes up by the stand-in (scripts/lib/whole_upload.ts), not the server.
+  t.ok(report.phases.whole.upload_mb_s > 0, "the stand-in uploaded the whole phase's backlog");
+  t.ok(report.phases.whole.cold_polls > 0, "the readers read beside the stand-in");
+  t.same(
+    report.targets.map((target: { name: string }) => target.name).filter((name: string) =>
+      name.startsWith("whole")
+    ),
+    ["whole max >= 20 x storm max"],
+    "the whole phase is compared with the storm",
+  );
   t.ok(
     report.phases.storm.scavenges > 0 && report.phases.storm.scavenge_pause_ms_max > 0,
     `the storm's collections are counted: ${report.phases.storm.scavenges} scavenges`,
@@ -106,9 +126,70 @@ t.test("bench:pump --quick runs every phase and writes the JSON report and the S
   );
   const chart = readFileSync(svg, "utf8");
   t.match(chart, /^<svg/);
-  for (const phase of ["idle", "produce", "upload", "storm", "naive"]) {
+  for (const phase of ["idle", "produce", "upload", "storm", "whole"]) {
     t.match(chart, new RegExp(`>${phase}<`));
   }
+});
+
+// The whole phase's stand-in does what the server's uploads never do: it reads each file in one
+// call and puts it whole, every file at once. What it stores must still be the files, with their
+// CRC32s, or the phase would measure work the server does not stand for.
+t.test("the stand-in uploads each file whole: one read of all of it, the object its bytes and CRC32", async (t) => {
+  const clock = new VirtualClock();
+  const sim = new SimObjectStore(clock, new Rng(1));
+  const store = new RetryingObjectStore(sim, clock, new Rng(2), defaultRetryProfiles, {
+    putMs: 90_000,
+    getMs: 5000,
+    otherMs: 30_000,
+  }, null);
+  const disk = new SimDisk(new Rng(3));
+  await disk.mkdirp("/segments");
+  const files = new Map([
+    ["/segments/0.log", Uint8Array.from({ length: 3 * 1024 * 1024 + 17 }, (_, i) => (i * 7) & 0xff)],
+    ["/segments/0.index", Uint8Array.from({ length: 96 }, (_, i) => i)],
+  ]);
+  for (const [path, bytes] of files) await writeWholeFile(disk, path, bytes);
+  const reads: string[] = [];
+  const readCountingDisk: Pick<Disk, "open"> = {
+    open: async (path, options) => {
+      const file = await disk.open(path, options);
+      return {
+        path: file.path,
+        readAt: (buffer, position) => {
+          reads.push(`${path} ${buffer.length} bytes at ${position}`);
+          return file.readAt(buffer, position);
+        },
+        writeAt: (data, position) => file.writeAt(data, position),
+        append: (data) => file.append(data),
+        sizeBytes: () => file.sizeBytes(),
+        truncate: (lengthBytes) => file.truncate(lengthBytes),
+        sync: () => file.sync(),
+        close: () => file.close(),
+      };
+    },
+  };
+  const uploads = [...files.keys()].map((path) => ({ path, key: `bench${path}` }));
+  const uploaded = await uploadAllWhole(readCountingDisk, store, uploads, 1e12);
+  t.equal(uploaded, 3 * 1024 * 1024 + 17 + 96, "every byte of both files");
+  t.same(
+    reads.sort(),
+    ["/segments/0.index 96 bytes at 0", `/segments/0.log ${3 * 1024 * 1024 + 17} bytes at 0`],
+    "one read of each file, all of it",
+  );
+  for (const { path, key } of uploads) {
+    const object = sim.peek(key)!;
+    // Buffer.compare, not t.same: tap compares a typed array element by element.
+    t.equal(Buffer.compare(object.bytes, files.get(path)!), 0, `${key} holds ${path}`);
+    t.equal(object.metadata["crc32"], String(crc32(files.get(path)!)), `${key} carries its CRC32`);
+  }
+});
+
+// `--help` prints the usage, naming every phase, and starts nothing.
+t.test("bench:pump --help prints the usage with every phase and exits 0", async (t) => {
+  const { code, out } = await runDenoTask("bench:pump", ["--help"]);
+  t.equal(code, 0);
+  t.match(out, /^deno task bench:pump /);
+  t.match(out, /--phases idle,produce,upload,storm,whole/);
 });
 
 // Cluster mode: the measured server is node 1 of three (etcd and two followers in processes of
