@@ -75,6 +75,12 @@ export interface ProduceResult {
 }
 
 /**
+ * What serving a partition asks of this node's leadership: that it leads (reads, acks 0 and 1), or
+ * also that `min_insync_replicas` are in sync (an acks=all produce, and every HTTP produce).
+ */
+type LeaderCheck = "leading" | "leading_with_min_insync";
+
+/**
  * The operations on messages and offsets, addressed by stream, topic and partition names: each
  * finds its partition in the catalog and runs on the partition's shard. Results are typed; every
  * refusal is one of the broker's errors (`broker_errors.ts`), with the log's or store's as cause.
@@ -102,7 +108,7 @@ export class DataPlane {
     const topic = this.#catalog.topic(streamName, topicName);
     refuseReadReplica(topic.meta, `${streamName}/${topicName}`, "produce to");
     const id = partitionId ?? this.#choosePartition(topic, messages[0]!.key);
-    const partition = this.#led(this.#catalog.openPartition(topic, id), -1);
+    const partition = this.#led(this.#catalog.openPartition(topic, id), "leading_with_min_insync");
     this.#shards.shardOf(partition.address).countRequest();
     const result = await translateDataErrors(() => partition.log.append(messages));
     // Over HTTP a produce is acknowledged once every in-sync replica holds it.
@@ -124,7 +130,10 @@ export class DataPlane {
   ): Promise<ProduceResult> {
     const topic = this.#catalog.topic(streamName, topicName);
     refuseReadReplica(topic.meta, `${streamName}/${topicName}`, "produce to");
-    const partition = this.#led(this.#catalog.openPartition(topic, partitionId), acks);
+    const partition = this.#led(
+      this.#catalog.openPartition(topic, partitionId),
+      acks === -1 ? "leading_with_min_insync" : "leading",
+    );
     const shard = this.#shards.shardOf(partition.address);
     shard.countRequest();
     // The batches' checks (CRC32C over every byte, the records' framing) are CPU work: a piece of
@@ -302,14 +311,16 @@ export class DataPlane {
 
   /** The partition, led here: served to producers and consumers. */
   #partition(streamName: string, topicName: string, partitionId: number): Partition {
-    return this.#led(this.#catalog.openPartition(this.#catalog.topic(streamName, topicName), partitionId), 1);
+    const topic = this.#catalog.topic(streamName, topicName);
+    return this.#led(this.#catalog.openPartition(topic, partitionId), "leading");
   }
 
   /**
-   * The partition if this node leads it, else `NotLeaderError`; for an acks=all produce, also
-   * `NotEnoughReplicasError` when fewer than `min_insync_replicas` are in sync (nothing written).
+   * The partition if this node leads it, else `NotLeaderError`; with `leading_with_min_insync` (an
+   * acks=all produce), also `NotEnoughReplicasError` when fewer than `min_insync_replicas` are in
+   * sync (nothing written).
    */
-  #led(partition: Partition, acks: 0 | 1 | -1): Partition {
+  #led(partition: Partition, check: LeaderCheck): Partition {
     const leadership = this.#replication.leadership(partition.address);
     const label = labelOf(partition.address);
     if (leadership.kind === "notLeader") {
@@ -318,7 +329,7 @@ export class DataPlane {
         : `node ${leadership.leaderId} leads it`;
       throw new NotLeaderError(`Cannot serve partition ${label} here: ${who}`, leadership.leaderId);
     }
-    if (acks === -1 && leadership.isrSize < leadership.minInsyncReplicas) {
+    if (check === "leading_with_min_insync" && leadership.isrSize < leadership.minInsyncReplicas) {
       throw new NotEnoughReplicasError(
         `Cannot produce to ${label} with acks=all: ${leadership.isrSize} in sync, ${leadership.minInsyncReplicas} needed`,
         false,
