@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import { Kafka, logLevel } from "kafkajs";
-import { etcdInstalled, type LocalCluster, startLocalCluster, waitFor } from "./lib/local_cluster.ts";
+import { clusterPolling, etcdInstalled, type LocalCluster, startLocalCluster } from "./lib/local_cluster.ts";
+import { waitFor } from "../test/helpers/wait_for.ts";
 /**
  * A 3-node cluster on a 3-member etcd, on loopback: produce latency with acks=all against acks=1 in
  * the same run, and failover time over repeated leader kills.
@@ -91,15 +92,14 @@ async function failover(cluster: LocalCluster, kafka: Kafka): Promise<number> {
     if (now.leader === before.leader || now.leader < 0) return false;
     await producer.send({ topic, acks: -1, timeout: 2000, messages: [{ partition: 0, value: "failover" }] });
     return true;
-  }, 6 * leaseTtlMs);
+  }, { deadlineMs: 6 * leaseTtlMs, ...clusterPolling });
   const elapsedMs = performance.now() - killedAtMs;
   await producer.disconnect();
   await cluster.restart(victim);
-  await waitFor(
-    "the restarted node back in sync",
-    async () => (await describe(kafka)).isr.length === 3,
-    30_000,
-  );
+  await waitFor("the restarted node back in sync", async () => (await describe(kafka)).isr.length === 3, {
+    deadlineMs: 30_000,
+    ...clusterPolling,
+  });
   return elapsedMs;
 }
 
@@ -126,14 +126,16 @@ async function main(): Promise<number> {
     const admin = kafka.admin();
     await admin.connect();
     // A node that listens may not be registered yet: the replication factor counts live nodes.
-    await waitFor(
-      "every node registered",
-      async () => (await admin.describeCluster()).brokers.length === 3,
-      20_000,
-    );
+    await waitFor("every node registered", async () => (await admin.describeCluster()).brokers.length === 3, {
+      deadlineMs: 20_000,
+      ...clusterPolling,
+    });
     await admin.createTopics({ topics: [{ topic, numPartitions: 1, replicationFactor: 3 }] });
     await admin.disconnect();
-    await waitFor("three replicas in sync", async () => (await describe(kafka)).isr.length === 3, 20_000);
+    await waitFor("three replicas in sync", async () => (await describe(kafka)).isr.length === 3, {
+      deadlineMs: 20_000,
+      ...clusterPolling,
+    });
     const { acks1, acksAll } = await latencies(kafka);
     const leaderId = (await describe(kafka)).leader;
     const leader = cluster.node(leaderId);

@@ -9,7 +9,8 @@ import { judgePartitionTargets, missedTargets, partitionTargetLimits } from "./l
 import { benchConfigText } from "./lib/bench_config.ts";
 import { latenessBetween, type LatenessScrape, readLatenessScrape } from "./lib/lateness_scrape.ts";
 import { cpuPercentOfCore, readProcess } from "./lib/proc_stats.ts";
-import { type ServerProcess, startServerProcess, withDeadline } from "./lib/server_process.ts";
+import { type ServerProcess, startServerProcess } from "./lib/server_process.ts";
+import { realTime, settlesWithin, waitFor } from "../test/helpers/wait_for.ts";
 import { benchIntArg } from "./lib/bench_args.ts";
 /**
  * What the number of partitions costs a server at rest (docs/BENCHMARKS.md, "Partition count"). The
@@ -80,14 +81,14 @@ function progress(text: string): void {
 
 /** The stream, its topics in order, and one record produced into every partition. */
 async function populate(client: StrataClient, topics: readonly TopicPlan[]) {
-  await withDeadline(client.createStream(stream), deadlinesMs.request, "create the stream");
+  await settlesWithin(client.createStream(stream), "the stream's creation", deadlinesMs.request);
   const createMs: number[] = [];
   for (const topic of topics) {
     const started = performance.now();
-    await withDeadline(
+    await settlesWithin(
       client.createTopic(stream, { name: topic.name, partitions: topic.partitions, segment_size: "1 MiB" }),
+      `the creation of topic ${topic.name}`,
       deadlinesMs.createTopic,
-      `create topic ${topic.name}`,
     );
     createMs.push(performance.now() - started);
   }
@@ -100,10 +101,10 @@ async function populate(client: StrataClient, topics: readonly TopicPlan[]) {
   await Promise.all(Array.from({ length: produceConcurrency }, async () => {
     while (next < partitions.length) {
       const { topic, p } = partitions[next++]!;
-      await withDeadline(
+      await settlesWithin(
         client.produce(stream, topic.name, [{ payload }], p),
+        `a produce into ${topic.name}/${p}`,
         deadlinesMs.request,
-        `produce into ${topic.name}/${p}`,
       );
     }
   }));
@@ -116,7 +117,7 @@ async function populate(client: StrataClient, topics: readonly TopicPlan[]) {
 /** One scrape of shard 0's lateness figures, and how long the scrape took to answer. */
 async function scrapeLateness(client: StrataClient): Promise<LatenessScrape & { scrapeMs: number }> {
   const started = performance.now();
-  const text = await withDeadline(client.metrics(), deadlinesMs.request, "scrape /metrics");
+  const text = await settlesWithin(client.metrics(), "a scrape of /metrics", deadlinesMs.request);
   return { ...readLatenessScrape(text, "0"), scrapeMs: performance.now() - started };
 }
 
@@ -148,14 +149,14 @@ async function measureIdle(server: ServerProcess, client: StrataClient) {
 async function measureCreate(client: StrataClient) {
   const opening = await scrapeLateness(client);
   const started = performance.now();
-  await withDeadline(
+  await settlesWithin(
     client.createTopic(stream, {
       name: createdTopic.name,
       partitions: createdTopic.partitions,
       segment_size: "1 MiB",
     }),
+    `the creation of topic ${createdTopic.name}`,
     deadlinesMs.createTopic,
-    `create topic ${createdTopic.name}`,
   );
   const ms = performance.now() - started;
   return {
@@ -189,31 +190,20 @@ async function measureBoot(server: ServerProcess, configPath: string) {
 async function awaitLastRecord(client: StrataClient): Promise<void> {
   const last = layout.at(-1)!;
   const partition = last.partitions - 1;
-  let lastAnswer: unknown = null;
-  for (const deadline = performance.now() + deadlinesMs.serve; performance.now() < deadline;) {
-    try {
-      const polled = await withDeadline(
-        client.poll(stream, last.name, partition, { offset: 0, count: 1 }),
-        deadlinesMs.request,
-        `poll ${last.name}/${partition}`,
-      );
-      if (polled.messages.length === 1) return;
-      lastAnswer = `${polled.messages.length} messages`;
-    } catch (error) {
-      lastAnswer = error;
-    }
-    // The server may refuse while it opens its partitions: ask again shortly.
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(
-    `Cannot measure the boot: ${last.name}/${partition} did not answer its record within ${deadlinesMs.serve} ms`,
-    { cause: lastAnswer },
-  );
+  // The server may refuse while it opens its partitions: that is not yet, and asked again shortly.
+  await waitFor(`${last.name}/${partition} to answer its record`, async () => {
+    const polled = await settlesWithin(
+      client.poll(stream, last.name, partition, { offset: 0, count: 1 }),
+      `a poll of ${last.name}/${partition}`,
+      deadlinesMs.request,
+    );
+    return polled.messages.length === 1;
+  }, { deadlineMs: deadlinesMs.serve, pace: realTime(10), throwMeansNotYet: true });
 }
 
 /** What the server lists: partitions of the layout's topics, and of every topic. */
 async function countHosted(client: StrataClient) {
-  const streams = await withDeadline(client.listStreams(), deadlinesMs.request, "list the streams");
+  const streams = await settlesWithin(client.listStreams(), "the list of streams", deadlinesMs.request);
   const hosted = hostedPartitions(streams.find((s) => s["name"] === stream));
   const ofLayout = layout.reduce((n, topic) => n + (hosted.get(topic.name) ?? 0), 0);
   return { layout: ofLayout, all: sum([...hosted.values()]) };

@@ -12,12 +12,13 @@ import {
 import { type FaultRecord, runNemesis } from "./lib/campaign_nemesis.ts";
 import { brokersListed, describePartition } from "./lib/kafka_metadata.ts";
 import {
+  clusterPolling,
   etcdInstalled,
   type LocalBucket,
   type LocalCluster,
   startLocalCluster,
-  waitFor,
 } from "./lib/local_cluster.ts";
+import { waitFor } from "../test/helpers/wait_for.ts";
 import { checkHistory, type ConsumerHistory, type SendRecord } from "./lib/log_history.ts";
 import { Rng } from "../src/runtime/rng.ts";
 /**
@@ -91,7 +92,7 @@ async function createTopic(cluster: LocalCluster, tiered: boolean): Promise<void
   await waitFor(
     "the first node to see all three",
     async () => (await brokersListed(cluster.nodes[0]!.kafka)) === 3,
-    20_000,
+    { deadlineMs: 20_000, ...clusterPolling },
   );
   const client = new StrataClient({ baseUrl: `http://${cluster.nodes[0]!.http}` });
   await client.createStream("kafka").catch((error) => {
@@ -106,7 +107,7 @@ async function createTopic(cluster: LocalCluster, tiered: boolean): Promise<void
   await waitFor(
     "three replicas in sync",
     async () => (await describePartition(cluster.bootstrap, topic))?.isr.length === 3,
-    30_000,
+    { deadlineMs: 30_000, ...clusterPolling },
   );
 }
 
@@ -119,7 +120,7 @@ async function heal(cluster: LocalCluster): Promise<number> {
   return await waitFor("three replicas in sync after the heal", async () => {
     const view = await describePartition(cluster.bootstrap, topic);
     return view !== null && view.isr.length === 3;
-  }, healDeadlineMs);
+  }, { deadlineMs: healDeadlineMs, ...clusterPolling });
 }
 
 /** The partition's `.log` files on every node, compared: the names of those that differ. */
@@ -196,7 +197,7 @@ async function campaign(cluster: LocalCluster, dir: string, opts: Options, bucke
   await waitFor("the replicas' segments to be the same bytes", async () => {
     divergent = await divergentSegments(dir, cluster);
     return divergent.length === 0;
-  }, 30_000).catch(() => {});
+  }, { deadlineMs: 30_000, ...clusterPolling }).catch(() => {});
   const verdict = checkHistory({ sends: workload.sends.flat(), consumers: workload.consumers, final });
   const valid = verdict.valid && divergent.length === 0 && healMs !== null && (tiering?.valid ?? true);
   return {

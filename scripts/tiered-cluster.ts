@@ -4,13 +4,14 @@ import { checkTiering, type LocalS3rver, startLocalS3rver } from "./lib/campaign
 import { bucketKeys } from "./lib/bucket_keys.ts";
 import { brokersListed, describePartition } from "./lib/kafka_metadata.ts";
 import {
+  clusterPolling,
   etcdInstalled,
   type LocalBucket,
   type LocalCluster,
   type LocalNode,
   startLocalCluster,
-  waitFor,
 } from "./lib/local_cluster.ts";
+import { waitFor } from "../test/helpers/wait_for.ts";
 import { type LocalRgw, rgwInstalled, startLocalRgw } from "./lib/local_rgw.ts";
 import {
   leaderOf,
@@ -95,11 +96,10 @@ async function startStore(o: Options, dir: string): Promise<LocalS3rver | LocalR
  * total retention limit (id 3).
  */
 async function createTopics(cluster: LocalCluster, o: Options): Promise<StrataClient> {
-  await waitFor(
-    "every node registered",
-    async () => (await brokersListed(cluster.nodes[0]!.kafka)) === 3,
-    30_000,
-  );
+  await waitFor("every node registered", async () => (await brokersListed(cluster.nodes[0]!.kafka)) === 3, {
+    deadlineMs: 30_000,
+    ...clusterPolling,
+  });
   const client = new StrataClient({ baseUrl: `http://${cluster.nodes[0]!.http}`, encoding: "msgpack" });
   await client.createStream("kafka");
   for (const name of [topic, "doomed", "retained"]) {
@@ -116,7 +116,7 @@ async function createTopics(cluster: LocalCluster, o: Options): Promise<StrataCl
     await waitFor(`three replicas of ${name} in sync`, async () => {
       const p = await describePartition(cluster.bootstrap, name, 0);
       return p !== null && p.leader > 0 && p.isr.length === 3;
-    }, 30_000);
+    }, { deadlineMs: 30_000, ...clusterPolling });
   }
   return client;
 }
@@ -132,7 +132,7 @@ async function settledFloor(node: LocalNode, deadlineMs: number): Promise<number
     };
     floor = stats.tiered_up_to_offset;
     return floor === (stats.segments.filter((s) => s.sealed).at(-1)?.end_offset ?? -1) + 1;
-  }, deadlineMs);
+  }, { deadlineMs: deadlineMs, ...clusterPolling });
   return floor;
 }
 
@@ -178,7 +178,7 @@ async function checkRetentionFollowsLeader(cluster: LocalCluster) {
   const withinMs = await waitFor("every replica to delete what the leader deleted", async () => {
     starts = await retainedStarts(cluster);
     return starts.deletedUpTo > 0 && starts.firstOffsets.every((f) => f === starts.deletedUpTo);
-  }, 60_000).catch(() => null);
+  }, { deadlineMs: 60_000, ...clusterPolling }).catch(() => null);
   return { ...starts, withinMs: withinMs === null ? null : Math.round(withinMs) };
 }
 
@@ -191,7 +191,7 @@ async function loadThroughLeaderKill(cluster: LocalCluster, records: number) {
   await waitFor(
     "the leader to be uploading",
     async () => (await metricOf(first, "strata_tier_uploads_in_flight")) > 0,
-    30_000,
+    { deadlineMs: 30_000, ...clusterPolling },
   );
   const floorAtKill =
     (await new StrataClient({ baseUrl: `http://${first.http}` }).partition("kafka", topic, 0) as {
@@ -212,7 +212,7 @@ async function localBytesSettled(cluster: LocalCluster, dir: string, envelopeByt
   const withinMs = await waitFor(
     "every replica within its envelope",
     async () => (await bytes()).every((b) => b <= limit),
-    60_000,
+    { deadlineMs: 60_000, ...clusterPolling },
   )
     .catch(() => null);
   return { perNode: await bytes(), limitBytes: limit, withinEnvelope: withinMs !== null };
@@ -229,7 +229,7 @@ async function rebuildFollower(cluster: LocalCluster, dir: string) {
   await waitFor("the wiped follower back in sync", async () => {
     const p = await describePartition(leader.kafka, topic, 0);
     return p !== null && p.isr.includes(wiped.id);
-  }, 120_000);
+  }, { deadlineMs: 120_000, ...clusterPolling });
   const rejoinMs = Math.round(performance.now() - startedMs);
   const transferredBytes = await metricOf(wiped, "strata_tier_state_transfer_bytes_total");
   const copiedBytes = await metricOf(wiped, "strata_cluster_replica_fetched_bytes_total");
@@ -251,13 +251,13 @@ async function readFromRebuilt(cluster: LocalCluster, alone: LocalNode, records:
   await waitFor("the rebuilt node in the in-sync set", async () => {
     const p = await describePartition(alone.kafka, topic, 0);
     return p !== null && p.isr.includes(alone.id);
-  }, 120_000);
+  }, { deadlineMs: 120_000, ...clusterPolling });
   for (const node of cluster.nodes) if (node.id !== alone.id) await cluster.kill(node);
   let view: Awaited<ReturnType<typeof describePartition>> = null;
   const ledMs = await waitFor("the rebuilt node to lead", async () => {
     view = await describePartition(alone.kafka, topic, 0);
     return view !== null && view.leader === alone.id;
-  }, 60_000).catch((error) => {
+  }, { deadlineMs: 60_000, ...clusterPolling }).catch((error) => {
     throw new Error(`${error.message}; its partition as it last described it: ${JSON.stringify(view)}`);
   });
   const end = await logEndOf(alone, topic);
@@ -279,7 +279,7 @@ async function run(o: Options, dir: string, cluster: LocalCluster, bucket: Local
   const deadGoneMs = await waitFor(
     "the dead incarnation's objects to be swept",
     async () => (await bucketKeys(bucket, deadTopicKeys)).length === 0,
-    120_000,
+    { deadlineMs: 120_000, ...clusterPolling },
   ).catch(() => null);
   const rebuilt = await rebuildFollower(cluster, dir);
   // The leader's retention may have gone on meanwhile: the replicas are compared at one moment.
@@ -287,7 +287,7 @@ async function run(o: Options, dir: string, cluster: LocalCluster, bucket: Local
   const rebuiltAgrees = await waitFor("the rebuilt replica to start where the others do", async () => {
     rebuiltRetained = await retainedStarts(cluster);
     return rebuiltRetained.firstOffsets.every((f) => f === rebuiltRetained.deletedUpTo);
-  }, 30_000).then(() => true, () => false);
+  }, { deadlineMs: 30_000, ...clusterPolling }).then(() => true, () => false);
   const cold = await readFromRebuilt(cluster, rebuilt.wiped, records);
   const localPartBytes = rebuilt.logBytes - rebuilt.transferredBytes;
   const checks = {

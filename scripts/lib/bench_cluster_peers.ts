@@ -1,5 +1,6 @@
 import type { ClusterNode } from "../../src/cluster/node/cluster_node.ts";
-import { startLocalCluster, waitFor } from "./local_cluster.ts";
+import { clusterPolling, startLocalCluster } from "./local_cluster.ts";
+import { waitFor } from "../../test/helpers/wait_for.ts";
 /**
  * The cluster mode of the pump benchmark: etcd (3 members) and two follower nodes (ids 2 and 3) as
  * processes of their own on the same machine, tiering to the same fs store as the measured node,
@@ -47,7 +48,10 @@ export async function startBenchClusterPeers(
 
 /** Waits until the measured node sees all three nodes live: a topic of 3 replicas counts them. */
 export async function awaitThreeNodes(cluster: ClusterNode): Promise<void> {
-  await waitFor("three live nodes", () => Promise.resolve(cluster.brokers().length === 3), 60_000);
+  await waitFor("three live nodes", () => cluster.brokers().length === 3, {
+    deadlineMs: 60_000,
+    ...clusterPolling,
+  });
 }
 
 /**
@@ -63,8 +67,8 @@ export async function partitionsLedHere(
   const all = Array.from({ length: topic.partitions }, (_, p) => p);
   await waitFor(
     "every partition's state",
-    () => Promise.resolve(all.every((p) => cluster.partitionState(address(p)) !== null)),
-    30_000,
+    () => all.every((p) => cluster.partitionState(address(p)) !== null),
+    { deadlineMs: 30_000, ...clusterPolling },
   );
   return all.filter((p) => cluster.partitionState(address(p))!.leader === cluster.nodeId);
 }

@@ -1,6 +1,7 @@
 import type { FaultStep } from "./fault_schedule.ts";
 import { describePartition } from "./kafka_metadata.ts";
 import type { LocalCluster, LocalNode } from "./local_cluster.ts";
+import { MissedDeadlineError, realTime, waitFor } from "../../test/helpers/wait_for.ts";
 /**
  * The nemesis of a fault campaign: runs a schedule's faults against a local cluster one after
  * another, each on the node its kind names at the moment it starts, and heals each when it ends.
@@ -29,14 +30,16 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The partition's leader as a live node names it, waiting (bounded) for one that runs. */
 async function currentLeader(cluster: LocalCluster, topic: string): Promise<LocalNode | null> {
-  const startedMs = performance.now();
-  while (performance.now() - startedMs < leaderWaitMs) {
+  let leader: LocalNode | undefined;
+  const found = await waitFor(`a running leader of ${topic}`, async () => {
     const view = await describePartition(liveBootstrap(cluster), topic);
-    const leader = view === null ? undefined : cluster.nodes.find((n) => n.id === view.leader);
-    if (leader !== undefined && leader.process !== null && !leader.paused) return leader;
-    await pause(100);
-  }
-  return null;
+    leader = view === null ? undefined : cluster.nodes.find((n) => n.id === view.leader);
+    return leader !== undefined && leader.process !== null && !leader.paused;
+  }, { deadlineMs: leaderWaitMs, pace: realTime(100) }).then(() => true, (error) => {
+    if (error instanceof MissedDeadlineError) return false;
+    throw error;
+  });
+  return found ? leader! : null;
 }
 
 /** Strikes the nodes (or the etcd member) the step's kind names, holds, and heals them. */

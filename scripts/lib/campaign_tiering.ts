@@ -5,6 +5,7 @@ import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
 import { bucketKeys, segmentLogKeysOf } from "./bucket_keys.ts";
 import { ensureBucket } from "./ensure_bucket.ts";
 import type { LocalBucket, LocalCluster } from "./local_cluster.ts";
+import { MissedDeadlineError, realTime, waitFor } from "../../test/helpers/wait_for.ts";
 /**
  * The tiered part of a fault campaign: an s3rver for the nodes to tier to, and the checks of what
  * tiering left once every fault is healed: no replica evicted above the committed floor, and the
@@ -84,14 +85,17 @@ async function settledStats(
   client: StrataClient,
   topic: string,
 ): Promise<{ stats: PartitionStats; caughtUp: boolean }> {
-  const startedMs = performance.now();
-  for (;;) {
-    const stats = await client.partition("kafka", topic, 0) as unknown as PartitionStats;
+  let stats!: PartitionStats;
+  const caughtUp = await waitFor("the floor to pass the last sealed segment", async () => {
+    stats = await client.partition("kafka", topic, 0) as unknown as PartitionStats;
     const lastSealedEnd = stats.segments.filter((s) => s.sealed).at(-1)?.end_offset ?? -1;
-    const caughtUp = stats.tiered_up_to_offset === lastSealedEnd + 1;
-    if (caughtUp || performance.now() - startedMs > floorCatchUpMs) return { stats, caughtUp };
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+    return stats.tiered_up_to_offset === lastSealedEnd + 1;
+  }, { deadlineMs: floorCatchUpMs, pace: realTime(200) }).then(() => true, (error) => {
+    // Not caught up within the deadline is a finding the check reports, not a failure of the check.
+    if (error instanceof MissedDeadlineError) return false;
+    throw error;
+  });
+  return { stats, caughtUp };
 }
 
 /**

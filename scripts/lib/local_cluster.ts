@@ -1,4 +1,5 @@
 import { type ServerProcess, startServerProcess } from "./server_process.ts";
+import { realTime } from "../../test/helpers/wait_for.ts";
 /**
  * A Strata cluster on loopback for benchmarks and fault campaigns: a 3-member etcd started by
  * scripts/etcd-cluster.sh and `nodes` Strata nodes, each a real `deno task server` process with its
@@ -223,18 +224,8 @@ function signal(node: LocalNode, name: "SIGSTOP" | "SIGCONT"): void {
   node.paused = name === "SIGSTOP";
 }
 
-/** Waits, checking every 20 ms, until `condition` holds (a throw counts as not yet); throws naming `what` after `deadlineMs`. */
-export async function waitFor(
-  what: string,
-  condition: () => Promise<boolean>,
-  deadlineMs: number,
-): Promise<number> {
-  const startedMs = performance.now();
-  while (!(await condition().catch(() => false))) {
-    if (performance.now() - startedMs > deadlineMs) {
-      throw new Error(`Cannot go on: ${what} did not happen within ${deadlineMs} ms`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  return performance.now() - startedMs;
-}
+/**
+ * How scripts wait on a local cluster, beside a deadline: a check every 20 ms, a condition that
+ * throws (a node still starting refuses) counting as not yet.
+ */
+export const clusterPolling = { pace: realTime(20), throwMeansNotYet: true };

@@ -1,4 +1,5 @@
-import { runCommand, waitFor } from "./local_cluster.ts";
+import { runCommand } from "./local_cluster.ts";
+import { MissedDeadlineError, realTime, waitFor } from "../../test/helpers/wait_for.ts";
 /**
  * The peer streaming servers bench:peers measures beside Strata, started from Debian's packages on
  * loopback in a temporary directory and stopped by PID: NATS with JetStream (`nats-server`) and
@@ -19,6 +20,8 @@ export interface PeerServer {
 
 /** How long a peer may take to start listening. */
 const startDeadlineMs = 90_000;
+/** How long a process may take to be gone once SIGKILLed. */
+const killedExitMs = 60_000;
 
 async function installed(command: string): Promise<boolean> {
   return (await runCommand("sh", ["-c", `command -v ${command}`])).code === 0;
@@ -39,12 +42,12 @@ export async function rabbitmqUnavailable(): Promise<string | null> {
     : "rabbitmq-server is not installed (Debian: apt-get install -y rabbitmq-server); RabbitMQ is left out";
 }
 
-/** Resolves once a TCP connection to `port` on loopback succeeds; throws after `startDeadlineMs`. */
+/** Resolves once a TCP connection to `port` on loopback succeeds (a refused one is not yet); throws after `startDeadlineMs`. */
 async function awaitPort(port: number, what: string): Promise<void> {
   await waitFor(`${what} listening on port ${port}`, async () => {
     (await Deno.connect({ hostname: "127.0.0.1", port })).close();
     return true;
-  }, startDeadlineMs);
+  }, { deadlineMs: startDeadlineMs, pace: realTime(20), throwMeansNotYet: true });
 }
 
 /** Sends SIGTERM, and SIGKILL if the process has not exited after `graceMs`; resolves once it is gone. */
@@ -55,17 +58,20 @@ export async function stopPid(pid: number, graceMs = 15_000): Promise<void> {
   } catch {
     return;
   }
-  const started = Date.now();
-  while (await alive()) {
-    if (Date.now() - started > graceMs) {
-      try {
-        Deno.kill(pid, "SIGKILL");
-      } catch {
-        return;
-      }
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
+  const gone = (deadlineMs: number) =>
+    waitFor(`process ${pid} to exit`, async () => !(await alive()), { deadlineMs, pace: realTime(50) });
+  try {
+    await gone(graceMs);
+    return;
+  } catch (error) {
+    if (!(error instanceof MissedDeadlineError)) throw error;
   }
+  try {
+    Deno.kill(pid, "SIGKILL");
+  } catch {
+    return;
+  }
+  await gone(killedExitMs);
 }
 
 /**

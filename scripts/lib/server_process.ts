@@ -83,19 +83,3 @@ function listeningAddress(child: ChildProcess, tail: () => string, timeoutMs: nu
     child.once("exit", onExit);
   });
 }
-
-/** Resolves with `promise`, or rejects with "Cannot <what>: no answer within N ms" after `timeoutMs`. */
-export async function withDeadline<T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`Cannot ${what}: no answer within ${timeoutMs} ms`)),
-      timeoutMs,
-    );
-  });
-  try {
-    return await Promise.race([promise, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
-}

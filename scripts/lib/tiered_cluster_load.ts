@@ -1,7 +1,8 @@
 import { StrataClient } from "../../src/client/strata_client.ts";
 import { describePartition } from "./kafka_metadata.ts";
 import { runKcat } from "./campaign_clients.ts";
-import { type LocalCluster, type LocalNode, waitFor } from "./local_cluster.ts";
+import { clusterPolling, type LocalCluster, type LocalNode } from "./local_cluster.ts";
+import { waitFor } from "../../test/helpers/wait_for.ts";
 /**
  * The load and the readers of the tiered-cluster run: records whose key names their offset and
  * whose value is derived from it, produced through the HTTP API to whichever node leads; kcat
@@ -46,7 +47,7 @@ export async function leaderOf(
     const p = await describePartition(live.map((n) => n.kafka).join(","), topic, 0);
     leader = p === null || p.leader <= 0 ? null : live.find((n) => n.id === p.leader) ?? null;
     return leader !== null;
-  }, deadlineMs);
+  }, { deadlineMs, ...clusterPolling });
   return leader!;
 }
 
