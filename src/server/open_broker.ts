@@ -7,7 +7,6 @@ import { topicDefaultsOf } from "../broker/catalog/topic_options.ts";
 import type { Config } from "../config/config.ts";
 import type { DeadlineObjectStore } from "../objectstore/retrying_object_store.ts";
 import type { Clock } from "../runtime/clock/clock.ts";
-import type { Cooperation } from "../runtime/cooperation/cooperation.ts";
 import type { Disk } from "../runtime/disk/disk.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { Registry } from "../runtime/metrics/metrics.ts";
@@ -30,8 +29,6 @@ export interface BrokerDeps {
   registry: Registry;
   /** The object store, when tiered storage is enabled: each shard then runs a tier service. */
   objectStore: DeadlineObjectStore | null;
-  /** The cooperative controls (benchmark switch; `cooperative` in production). */
-  cooperation: Cooperation;
   /**
    * The process's piece gate: one event loop per process, so one piece of work per turn of it,
    * whichever shard does it. The disk's callers resume on the same gate (`GatedDisk`).

@@ -11,7 +11,6 @@ import { createMetricsRegistry, type Registry } from "../runtime/metrics/metrics
 import type { Pump } from "../runtime/cooperation/pump.ts";
 import type { Rng } from "../runtime/rng.ts";
 import { chooseCrc32c, type NativeCrc32cOpener } from "./crc32c_choice.ts";
-import { type Cooperation, cooperative } from "../runtime/cooperation/cooperation.ts";
 import { FileCacheDisk, OpenFileCache, registerOpenFileMetrics } from "../runtime/disk/open_files.ts";
 import { GatedDisk } from "../runtime/disk/around_disk.ts";
 import { ExternalMemoryReserve } from "../runtime/memory/external_memory_reserve.ts";
@@ -43,8 +42,6 @@ export interface ServerDeps {
   disk: Disk;
   rng: Rng;
   registry?: Registry;
-  /** The pump benchmark's switch for its naive phase; never set from configuration. */
-  cooperation?: Cooperation;
   /**
    * The system's thread scheduling, for `[system] loop_thread_nice`. Entry points pass
    * `OsThreadControl`; without one (tests sharing a process) no thread's priority is touched.
@@ -165,11 +162,10 @@ export class StrataServer {
 
   static async open(deps: ServerDeps): Promise<StrataServer> {
     const { config, logger, clock, rng } = deps;
-    const cooperation = deps.cooperation ?? cooperative;
     const reserve = reserveExternalMemory(config.system.externalMemoryReserveBytes);
     // One loop, one gate: pieces of work and the resumptions of disk callers take turns of the
     // loop, so no turn carries more than one of them ahead of the consensus tick.
-    const pieceGate = new PieceGate(cooperation);
+    const pieceGate = new PieceGate();
     // The files held between uses (active segments') share max_open_files handles, whatever the
     // number of partitions; the cache is inside the gate, so its closes and reopens take no turns.
     const openFiles = new OpenFileCache({ maxOpenFiles: config.system.maxOpenFiles });
@@ -195,7 +191,6 @@ export class StrataServer {
       logger,
       registry,
       objectStore: objectStore?.store ?? null,
-      cooperation,
       pieceGate,
     });
     const groups = config.kafka.enabled

@@ -141,7 +141,6 @@ export class TieredComposition {
         name: "upload bandwidth",
       }),
       metrics: this.#metrics.tier,
-      cooperation: this.#deps.cooperation,
       pieceGate: this.#deps.pieceGate,
       ...(this.#deps.cluster !== null ? { leadership: this.#deps.cluster.tierLeadership() } : {}),
       config: {
@@ -175,7 +174,6 @@ export class TieredComposition {
       },
       fetchTimeoutMs: t.fetchTimeoutMs,
       fetchDeadlineMs: t.requestTimeoutMs,
-      cooperation: this.#deps.cooperation,
       gate: this.#deps.pieceGate,
       windowPool: new BufferPool({ bufferBytes: pooledWindowBytes, buffersMax: pooledWindowsMax }),
       fetchSlots: new Semaphore({

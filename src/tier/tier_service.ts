@@ -7,7 +7,6 @@ import type { Rng } from "../runtime/rng.ts";
 import type { TokenBucket } from "../runtime/cooperation/token_bucket.ts";
 import type { Disk } from "../runtime/disk/disk.ts";
 import type { PieceGate } from "../runtime/cooperation/piece_gate.ts";
-import { type Cooperation, cooperative, naiveConcurrencyMax } from "../runtime/cooperation/cooperation.ts";
 import type { DeadlineObjectStore } from "../objectstore/retrying_object_store.ts";
 import type { RetryProfiles } from "../objectstore/retry_policy.ts";
 import type { ControlLog } from "./control/control_log.ts";
@@ -71,8 +70,6 @@ export interface TierServiceDeps {
   bandwidth: TokenBucket;
   config: TierServiceConfig;
   metrics?: TierMetrics;
-  /** The benchmark's switch; `cooperative` unless the pump benchmark's naive phase runs. */
-  cooperation?: Cooperation;
   /** The shard's piece gate, shared with the chunk cache. */
   pieceGate?: PieceGate;
   /** In a cluster, the partitions this node leads: only those upload. Absent: it leads every one. */
@@ -202,13 +199,8 @@ export class TierService implements TierGaugeSource {
       store: this.#deps.store,
       pieceBytes: this.#deps.config.uploadPieceBytes,
       bandwidth: this.#deps.bandwidth,
-      naive: this.#naive,
       ...(this.#deps.pieceGate !== undefined ? { gate: this.#deps.pieceGate } : {}),
     };
-  }
-
-  get #naive(): boolean {
-    return (this.#deps.cooperation ?? cooperative).naive;
   }
 
   /** The state the core holds, for gauges and tests. */
@@ -295,11 +287,6 @@ export class TierService implements TierGaugeSource {
 
   /** The tick: deadlines and retries in the core, the scan, and local retention. */
   onTick(nowMs: number): void {
-    // The naive benchmark phase lifts the concurrency cap; leaving it puts the configured one back.
-    const concurrencyMax = this.#naive ? naiveConcurrencyMax : this.#deps.config.uploadConcurrency;
-    if (this.#state.config.concurrencyMax !== concurrencyMax) {
-      this.#state = { ...this.#state, config: { ...this.#state.config, concurrencyMax } };
-    }
     this.#step(core.tick(this.#state, nowMs));
     this.#scan.onTick(this.#partitions, nowMs, (p, segments) => {
       const before = this.#state;

@@ -111,28 +111,7 @@ t.test("await resolves once the floor passes the offset, and times out otherwise
   t.ok(partition.superblock.tieredUpToOffset >= 5);
 });
 
-t.test("the service's own uploads follow the benchmark's naive switch: each .log is read whole, in one read", async (t) => {
-  const disk = new LogReadsDisk();
-  const { partition, produce, ticks, lastSealedEnd } = await setup(t, { ageMs: null, sizeBytes: null }, {
-    disk,
-    cooperation: { naive: true },
-  });
-  await produce(12);
-  await waitFor(
-    "the floor to catch up",
-    () => partition.superblock.tieredUpToOffset === lastSealedEnd() + 1,
-    ticks(),
-  );
-  const sealedSizes = partition.log.segments.filter((s) => s.sealed).map((s) => s.sizeBytes);
-  t.ok(sealedSizes.length >= 2, `${sealedSizes.length} sealed segments`);
-  // The piece size is 16 KiB and the segments about 50 kB: pieces would read at most 16 KiB.
-  for (const size of sealedSizes) {
-    t.ok(disk.reads.some((r) => r.lengthBytes === size), `a read of the whole ${size}-byte .log`);
-  }
-  t.notOk(disk.reads.some((r) => r.lengthBytes === 16 * 1024), "no read of a piece's size");
-});
-
-t.test("cooperative uploads read each .log in pieces and take a turn of the piece gate for each", async (t) => {
+t.test("uploads read each .log in pieces and take a turn of the piece gate for each", async (t) => {
   const disk = new LogReadsDisk();
   const gate = new RecordingGate();
   t.teardown(() => gate.stop());

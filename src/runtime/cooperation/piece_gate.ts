@@ -1,5 +1,4 @@
 import { setImmediate } from "node:timers";
-import { type Cooperation, cooperative } from "./cooperation.ts";
 import { Semaphore } from "./semaphore.ts";
 
 /**
@@ -24,18 +23,15 @@ export function yieldToReactor(): Promise<void> {
  * and the tick waits behind the sum. Tasks that do pieces (hashing an
  * upload's piece, checking a downloaded one) take a turn first: the turn's holder runs its piece
  * at once, synchronously, and the turn passes on only after a yield to the reactor, so the tick
- * waits behind one piece at most, whatever the number of tasks. In the benchmark's naive mode
- * (read at each turn, since the benchmark switches it per phase) every turn is granted at once.
+ * waits behind one piece at most, whatever the number of tasks.
  */
 export class PieceGate {
   readonly #turns: Semaphore;
-  readonly #cooperation: Cooperation;
   readonly #waitersMax: number;
 
-  constructor(cooperation: Cooperation = cooperative, waitersMax = 4096) {
+  constructor(waitersMax = 4096) {
     this.#turns = new Semaphore({ permits: 1, waitersMax, name: "piece gate" });
     this.#waitersMax = waitersMax;
-    this.#cooperation = cooperation;
   }
 
   /**
@@ -45,7 +41,6 @@ export class PieceGate {
    * so the queue stays bounded and an overload costs the tick's protection, not an error.
    */
   async turn(): Promise<void> {
-    if (this.#cooperation.naive) return;
     if (this.#turns.waiting >= this.#waitersMax) return await yieldToReactor();
     const permit = await this.#turns.acquire();
     void yieldToReactor().then(() => permit.release());

@@ -224,8 +224,8 @@ class NodeDiskFile implements DiskFile {
   /**
    * Whether a read of `length` bytes goes to the read worker: a piece's size, from
    * `offLoopReadBytesMin` to one slot, while the worker can open this file. A larger read (a whole
-   * index at recovery, the benchmark's naive upload) stays one task of the runtime's pool, rather
-   * than a slot's round trip and a copy per MiB.
+   * index at recovery) stays one task of the runtime's pool, rather than a slot's round trip and a
+   * copy per MiB.
    */
   #readsOffLoop(worker: ReadWorker, length: number): boolean {
     return !this.#readWorkerRefused && length >= offLoopReadBytesMin && length <= worker.slotBytes;

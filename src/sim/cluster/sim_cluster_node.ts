@@ -4,7 +4,6 @@ import { serveReplicaFetch } from "../../cluster/replication/replica_serving.ts"
 import type { ReplicaFetchResponse } from "../../cluster/replication/replica_fetch.ts";
 import type { Partition } from "../../log/partition/partition.ts";
 import { RetryingObjectStore } from "../../objectstore/retrying_object_store.ts";
-import { cooperative } from "../../runtime/cooperation/cooperation.ts";
 import { FileCacheDisk, OpenFileCache } from "../../runtime/disk/open_files.ts";
 import { GatedDisk } from "../../runtime/disk/around_disk.ts";
 import { Logger } from "../../runtime/logger.ts";
@@ -129,7 +128,7 @@ interface LifeParts {
 async function openLife(w: ClusterWorld, node: SimClusterNode, parts: LifeParts): Promise<NodeLife> {
   const { clock, disk, config, rng, logger } = parts;
   const coordinator = w.coordinator.client(parts.coordinatorName);
-  const pieceGate = new PieceGate(cooperative);
+  const pieceGate = new PieceGate();
   const gatedDisk = new GatedDisk(
     new FileCacheDisk(disk, new OpenFileCache({ maxOpenFiles: 256 })),
     pieceGate,
@@ -167,7 +166,6 @@ async function openLife(w: ClusterWorld, node: SimClusterNode, parts: LifeParts)
     logger,
     registry,
     objectStore: store,
-    cooperation: cooperative,
     pieceGate,
     cluster,
   });

@@ -3,7 +3,6 @@ import type { RemoteChunk } from "../../log/remote/remote_reader.ts";
 import type { DeadlineObjectStore } from "../../objectstore/retrying_object_store.ts";
 import { type BufferPool, concatBytes } from "../../runtime/memory/buffers.ts";
 import type { Clock } from "../../runtime/clock/clock.ts";
-import { type Cooperation, cooperative } from "../../runtime/cooperation/cooperation.ts";
 import { type Disk, DiskError } from "../../runtime/disk/disk.ts";
 import type { Logger } from "../../runtime/logger.ts";
 import type { PieceGate } from "../../runtime/cooperation/piece_gate.ts";
@@ -53,8 +52,6 @@ export interface ChunkCacheDeps {
   /** `fetch_bandwidth`, this shard's share. */
   fetchBandwidth: TokenBucket;
   metrics?: CacheMetrics;
-  /** The benchmark's switch: in its naive phase fetches skip the slots and fill a chunk without yields. */
-  cooperation?: Cooperation;
   /** The shard's piece gate: each piece written into a chunk file waits for its turn (else a yield). */
   gate?: PieceGate;
   /** Buffers for the windows polls read, given back through `recycleWindow` once answered. */
@@ -327,12 +324,11 @@ export class ChunkCache {
   async #fetchChunk(chunk: ChunkRef): Promise<void> {
     const key = chunk.cacheKey;
     try {
-      using admission = await this.#fetcher.admit(chunk.span.end - chunk.span.start);
+      using _admission = await this.#fetcher.admit(chunk.span.end - chunk.span.start);
       const sizeBytes = await this.#files.fill(
         key,
         chunk.span.end - chunk.span.start,
-        admission.naive,
-        (write) => this.#fetcher.streamChunk(chunk.objectKey, chunk.span, admission, write),
+        (write) => this.#fetcher.streamChunk(chunk.objectKey, chunk.span, write),
       );
       this.#state = cacheCore.chunkFetched(this.#state, { key, sizeBytes });
       this.#deps.metrics?.fetchedBytes.inc(sizeBytes);
@@ -399,15 +395,10 @@ export interface RangeFetcherDeps {
   /** `fetch_bandwidth`, this shard's share. */
   fetchBandwidth: TokenBucket;
   metrics?: CacheMetrics;
-  /** The benchmark's switch: in its naive phase fetches skip the slots and take a chunk whole. */
-  cooperation?: Cooperation;
 }
 
-/** A fetch let in: it holds a `fetch_concurrency` permit (none when naive) until disposed. */
-export interface FetchAdmission extends Disposable {
-  /** The benchmark's naive phase: no permit, and a chunk is fetched whole rather than streamed. */
-  readonly naive: boolean;
-}
+/** A fetch let in: it holds a `fetch_concurrency` permit until disposed. */
+export type FetchAdmission = Disposable;
 
 /** Which GET a duration is recorded for. */
 type RangeKind = "first" | "index";
@@ -427,15 +418,14 @@ export class RangeFetcher {
 
   /** Waits for a permit, then for the tokens of `bytes`. */
   async admit(bytes: number): Promise<FetchAdmission> {
-    const naive = (this.#deps.cooperation ?? cooperative).naive;
-    const permit = naive ? null : await this.#deps.fetchSlots.acquire();
+    const permit = await this.#deps.fetchSlots.acquire();
     try {
       await this.#deps.fetchBandwidth.take(bytes);
     } catch (error) {
-      permit?.[Symbol.dispose]();
+      permit[Symbol.dispose]();
       throw error;
     }
-    return { naive, [Symbol.dispose]: () => permit?.[Symbol.dispose]() };
+    return permit;
   }
 
   /** `[start, end)` of an object, whole: a cold poll's first range, or a segment's `.index`. */
@@ -454,26 +444,13 @@ export class RangeFetcher {
   }
 
   /**
-   * A chunk's bytes, handed to `write` at their positions: piece by piece as they arrive, or
-   * (`admission.naive`) whole. Returns how many. The caller holds the admission.
+   * A chunk's bytes, handed to `write` at their positions piece by piece as they arrive. Returns
+   * how many. The caller holds the chunk's admission.
    */
-  async streamChunk(
-    objectKey: string,
-    span: ChunkSpan,
-    admission: FetchAdmission,
-    write: PieceSink,
-  ): Promise<number> {
+  async streamChunk(objectKey: string, span: ChunkSpan, write: PieceSink): Promise<number> {
     const startedMs = this.#deps.clock.nowMs();
     const deadline = { deadlineAtMs: startedMs + this.#deps.fetchDeadlineMs };
-    let sizeBytes: number;
-    if (admission.naive) {
-      const pieces = await this.#deps.store.getRange(objectKey, span.start, span.end, deadline);
-      const whole = concatBytes(pieces, pieces.reduce((n, p) => n + p.length, 0));
-      await write(whole, 0);
-      sizeBytes = whole.length;
-    } else {
-      sizeBytes = await this.#deps.store.streamRange(objectKey, span.start, span.end, write, deadline);
-    }
+    const sizeBytes = await this.#deps.store.streamRange(objectKey, span.start, span.end, write, deadline);
     this.#deps.metrics?.fetchSeconds.observe(
       { kind: "chunk" },
       (this.#deps.clock.nowMs() - startedMs) / 1000,

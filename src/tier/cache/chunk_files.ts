@@ -210,40 +210,24 @@ export class ChunkFiles {
    * is given, each piece at its position, and returns how many there were: into `key.part`,
    * truncated to that length (a retried attempt writes from position 0 again), fsynced, renamed into
    * place, the directory fsynced. Each piece takes a turn of the piece gate (else a yield after
-   * it); `naive` (the benchmark's switch) writes without either and takes the chunk whole. Fewer
-   * bytes than `spanBytes` (a short object) fail with `ChunkObjectShortError`, and nothing is
-   * renamed into place.
+   * it). Fewer bytes than `spanBytes` (a short object) fail with `ChunkObjectShortError`, and
+   * nothing is renamed into place.
    */
-  fill(
-    key: string,
-    spanBytes: number,
-    naive: boolean,
-    source: (write: PieceSink) => Promise<number>,
-  ): Promise<number> {
+  fill(key: string, spanBytes: number, source: (write: PieceSink) => Promise<number>): Promise<number> {
     // Around the page cache: filling fresh page-cache pages cost the write worker a third of a core in a
     // storm, and the chunk cache is itself the cache of these bytes (docs/TUNING.md, "Direct I/O").
     const path = `${this.#dir}/${key}`;
-    const options = { tempPath: `${path}.part`, makeDirectory: true, bypassCache: true };
-    const whole = async (write: PieceSink) => {
-      const sizeBytes = await source(write);
-      if (sizeBytes !== spanBytes) throw new ChunkObjectShortError(key, sizeBytes, spanBytes);
-      return sizeBytes;
-    };
-    if (naive) {
-      return replaceFileWith(
-        this.#disk,
-        path,
-        (part) => whole((piece, at) => part.writeAt(piece, at)),
-        options,
-      );
-    }
     // Each piece goes to the file as it arrives: the chunk is never whole in memory, and the store
     // may read the next piece into the same buffer once this one is written.
     return replaceFileWith(
       this.#disk,
       path,
-      (part) => whole((piece, at) => this.#writePiece(part, piece, at)),
-      { ...options, trimTo: (sizeBytes) => sizeBytes },
+      async (part) => {
+        const sizeBytes = await source((piece, at) => this.#writePiece(part, piece, at));
+        if (sizeBytes !== spanBytes) throw new ChunkObjectShortError(key, sizeBytes, spanBytes);
+        return sizeBytes;
+      },
+      { tempPath: `${path}.part`, makeDirectory: true, bypassCache: true, trimTo: (sizeBytes) => sizeBytes },
     );
   }
 

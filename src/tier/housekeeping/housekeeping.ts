@@ -27,10 +27,7 @@ export interface HousekeptPartition {
 export interface HousekeptTier {
   /** The shard's tiered partitions. */
   partitions(): Iterable<HousekeptPartition>;
-  /**
-   * How the verify pass uploads a missing object again from a local .log, with the uploads' own
-   * pacing; read at each re-upload, since the pump benchmark's naive phase changes it at run time.
-   */
+  /** How the verify pass uploads a missing object again from a local .log, with the uploads' own pacing. */
   readonly uploadDeps: UploadDeps;
 }
 

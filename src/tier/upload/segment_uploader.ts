@@ -2,11 +2,10 @@ import { storageFormatVersion } from "../../runtime/format_version_error.ts";
 import type { Segment } from "../../log/segment/segment.ts";
 import { assert } from "../../runtime/assert.ts";
 import type { Disk, DiskFile } from "../../runtime/disk/disk.ts";
-import { crc32, Crc32Stream } from "../../runtime/checksum/crc32.ts";
-import { toPieces } from "../../objectstore/object_store.ts";
+import { Crc32Stream } from "../../runtime/checksum/crc32.ts";
 import type { TokenBucket } from "../../runtime/cooperation/token_bucket.ts";
 import { type PieceGate, yieldToReactor } from "../../runtime/cooperation/piece_gate.ts";
-import { readUpTo, readUpToInto } from "../../runtime/disk/file_ops.ts";
+import { readUpToInto } from "../../runtime/disk/file_ops.ts";
 import { PreconditionFailedError } from "../../objectstore/object_store_errors.ts";
 import type { DeadlineObjectStore } from "../../objectstore/retrying_object_store.ts";
 
@@ -44,8 +43,6 @@ export interface UploadDeps {
   pieceBytes: number;
   /** `upload_bandwidth`, charged once per segment. */
   bandwidth: TokenBucket;
-  /** The pump benchmark's naive phase: whole-file read and hash, no pieces, no yields. */
-  naive?: boolean;
   /** The piece gate: each piece's CPU work waits for its turn (else a yield after each piece). */
   gate?: PieceGate;
 }
@@ -77,7 +74,7 @@ export async function uploadSegment(
   });
   const upload: OpenUpload = { segment, log, index, keys, deadlineAtMs };
   try {
-    return deps.naive ? await uploadWhole(deps, upload) : await uploadInPieces(deps, upload);
+    return await uploadInPieces(deps, upload);
   } finally {
     await log.close();
     await index.close();
@@ -140,47 +137,6 @@ async function uploadInPieces(deps: UploadDeps, upload: OpenUpload): Promise<Upl
   // Indexes may legitimately differ (flush timing); an existing one with another checksum is kept.
   void indexResult;
   return { kind: "uploaded", logCrc32, sizeBytes, indexSizeBytes, alreadyThere: logResult === "same" };
-}
-
-/**
- * What the cooperative design prevents, for the benchmark's naive phase only: the whole `.log` read
- * in one call and hashed in one synchronous stretch, then sent without a yield between pieces.
- */
-async function uploadWhole(deps: UploadDeps, upload: OpenUpload): Promise<UploadOutcome> {
-  const { segment, log, index, keys, deadlineAtMs } = upload;
-  const logBytes = await readUpTo(log, 0, await log.sizeBytes());
-  const indexBytes = await readUpTo(index, 0, await index.sizeBytes());
-  const logCrc32 = crc32(logBytes);
-  const indexCrc32 = crc32(indexBytes);
-  const metadata = segmentMetadata(segment, logBytes.length, indexBytes.length, logCrc32);
-  const whole = (bytes: Uint8Array) => () =>
-    (async function* () {
-      yield* toPieces(bytes);
-    })();
-  for (
-    const [key, bytes, crc, meta] of [
-      [keys.log, logBytes, logCrc32, metadata],
-      [keys.index, indexBytes, indexCrc32, indexMetadata(indexCrc32)],
-    ] as const
-  ) {
-    await deps.store.put(key, whole(bytes), {
-      sizeBytes: bytes.length,
-      metadata: meta,
-      ifAbsent: false,
-      crc32: crc,
-      deadlineAtMs,
-    })
-      .catch((error) => {
-        if (!(error instanceof PreconditionFailedError)) throw error;
-      });
-  }
-  return {
-    kind: "uploaded",
-    logCrc32,
-    sizeBytes: logBytes.length,
-    indexSizeBytes: indexBytes.length,
-    alreadyThere: false,
-  };
 }
 
 async function putOnce(

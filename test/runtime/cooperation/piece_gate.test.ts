@@ -62,26 +62,8 @@ t.test("without the gate, tasks that only yield run their pieces back to back in
   t.end();
 });
 
-t.test("in the benchmark's naive mode every turn is granted at once, and the switch is read at each turn", async (t) => {
-  const cooperation = { naive: true };
-  const gate = new PieceGate(cooperation);
-  const order: string[] = [];
-  // Held turns would make these wait for loop turns; naive ones resolve in microtasks, before the immediate.
-  setImmediate(() => order.push("immediate"));
-  await Promise.all([1, 2, 3].map(async (i) => {
-    await gate.turn();
-    order.push(`piece ${i}`);
-  }));
-  t.same(order, ["piece 1", "piece 2", "piece 3"], "three turns without waiting for the loop");
-  cooperation.naive = false;
-  await gate.turn();
-  await gate.turn();
-  t.ok(order.includes("immediate"), "cooperative again: the second turn waited for the loop");
-  t.end();
-});
-
 t.test("beyond its bound of queued turns the gate does not fail a caller: it yields instead of queueing", async (t) => {
-  const gate = new PieceGate(undefined, 2);
+  const gate = new PieceGate(2);
   const outcomes = await Promise.allSettled(Array.from({ length: 6 }, () => gate.turn()));
   t.ok(outcomes.every((o) => o.status === "fulfilled"), "every caller got its turn or a yield");
   t.equal(gate.waiting, 0, "nobody left queued");

@@ -35,7 +35,7 @@ t.test("a fill writes its .part piece by piece, fsyncs and renames it: the chunk
   const files = new ChunkFiles({ disk, dir: "/cache", gate });
   await files.walk(() => false);
   const bytes = bytesOf(10_000);
-  t.equal(await files.fill("inc/seg.log_chunks/0", 10_000, false, pieces(bytes, 4096)), 10_000, "its length");
+  t.equal(await files.fill("inc/seg.log_chunks/0", 10_000, pieces(bytes, 4096)), 10_000, "its length");
   t.equal(gate.turns, 3, "each of the three pieces took a turn of the gate");
   t.equal(disk.peek("/cache/inc/seg.log_chunks/0.part"), null, "no .part left");
   disk.crash();
@@ -51,18 +51,8 @@ t.test("a retried stream writes from position 0 again: the file ends where the l
     await write(good, 0);
     return good.length;
   };
-  await files.fill("k", 3000, false, retried);
+  await files.fill("k", 3000, retried);
   t.same(disk.peek("/cache/k"), good, "nothing of the first attempt past the end");
-});
-
-t.test("naive (the benchmark's switch): the chunk is written whole, without the gate", async (t) => {
-  const disk = new SimDisk(new Rng(3));
-  const gate = new CountingGate();
-  const files = new ChunkFiles({ disk, dir: "/cache", gate });
-  const bytes = bytesOf(9000);
-  await files.fill("k", 9000, true, pieces(bytes, 9000));
-  t.equal(gate.turns, 0, "no turns");
-  t.same(disk.peek("/cache/k"), bytes);
 });
 
 t.test("a fill that fails leaves no chunk file; its .part is a leftover the walk at open deletes", async (t) => {
@@ -72,10 +62,10 @@ t.test("a fill that fails leaves no chunk file; its .part is a leftover the walk
     await write(bytesOf(100), 0);
     throw new Error("the store went away");
   };
-  await t.rejects(files.fill("a/b", 100, false, failing), /the store went away/);
+  await t.rejects(files.fill("a/b", 100, failing), /the store went away/);
   t.equal(disk.peek("/cache/a/b"), null, "no chunk file");
   t.not(disk.peek("/cache/a/b.part"), null, "the .part is left");
-  await files.fill("a/c", 700, false, pieces(bytesOf(700), 512));
+  await files.fill("a/c", 700, pieces(bytesOf(700), 512));
   const top = await disk.open("/cache/access-table.bin", { create: true });
   await top.close();
   const found = await files.walk((name) => name.startsWith("access-table"));
@@ -89,7 +79,7 @@ t.test("a window starts at its position in the object, never runs past the chunk
   const windowPool = new BufferPool({ bufferBytes: 4096, buffersMax: 2 });
   const files = new ChunkFiles({ disk, dir: "/cache", windowPool });
   const bytes = bytesOf(5000, 3);
-  await files.fill("k", 5000, false, pieces(bytes, 5000));
+  await files.fill("k", 5000, pieces(bytes, 5000));
   const span = { chunk: 1, start: 10_000, end: 15_000 };
   const window = await files.readWindow("k", span, 11_000, 1000);
   t.same(window, bytes.subarray(1000, 2000), "1000 bytes from object byte 11000, file byte 1000");
@@ -102,7 +92,7 @@ t.test("a window starts at its position in the object, never runs past the chunk
 t.test("a deleted chunk's file is gone: the next window read fails not_found rather than using a held handle", async (t) => {
   const disk = new SimDisk(new Rng(6));
   const files = new ChunkFiles({ disk, dir: "/cache" });
-  await files.fill("k", 100, false, pieces(bytesOf(100), 100));
+  await files.fill("k", 100, pieces(bytesOf(100), 100));
   const span = { chunk: 0, start: 0, end: 100 };
   t.equal((await files.readWindow("k", span, 0, 100)).length, 100, "read through a handle kept open");
   await files.delete("k");
@@ -113,19 +103,17 @@ t.test("a deleted chunk's file is gone: the next window read fails not_found rat
 t.test("a fill given fewer bytes than its chunk spans (a short object) fails and renames nothing into place", async (t) => {
   const disk = new SimDisk(new Rng(7));
   const files = new ChunkFiles({ disk, dir: "/cache" });
-  for (const naive of [false, true]) {
-    const error = await files.fill("k", 5000, naive, pieces(bytesOf(3000), 1024)).catch((e) => e);
-    t.ok(error instanceof ChunkObjectShortError, `naive ${naive}: ${error}`);
-    t.match(String(error), /Cannot fill chunk k: the object gave 3000 of its 5000 bytes/);
-    t.equal(disk.peek("/cache/k"), null, "no chunk file");
-  }
+  const error = await files.fill("k", 5000, pieces(bytesOf(3000), 1024)).catch((e) => e);
+  t.ok(error instanceof ChunkObjectShortError, `${error}`);
+  t.match(String(error), /Cannot fill chunk k: the object gave 3000 of its 5000 bytes/);
+  t.equal(disk.peek("/cache/k"), null, "no chunk file");
 });
 
 t.test("a chunk file truncated on disk fails the window read with ChunkFileShortError, its buffer back in the pool", async (t) => {
   const disk = new SimDisk(new Rng(8));
   const windowPool = new BufferPool({ bufferBytes: 4096, buffersMax: 2 });
   const files = new ChunkFiles({ disk, dir: "/cache", windowPool });
-  await files.fill("k", 3000, false, pieces(bytesOf(3000), 3000));
+  await files.fill("k", 3000, pieces(bytesOf(3000), 3000));
   const span = { chunk: 0, start: 0, end: 3000 };
   const whole = await files.readWindow("k", span, 0, 3000);
   t.equal(whole.length, 3000, "whole, before the truncation");

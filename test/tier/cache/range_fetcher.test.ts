@@ -14,7 +14,7 @@ import { RangeFetcher } from "../../../src/tier/cache/chunk_cache.ts";
 const objectBytes = 3 * pieceBytesMax + 1000;
 const body = Uint8Array.from({ length: objectBytes }, (_, i) => (i * 7) & 0xff);
 
-async function fetcher(options: { burstBytes?: number; naive?: boolean; latencyMs?: number } = {}) {
+async function fetcher(options: { burstBytes?: number; latencyMs?: number } = {}) {
   const clock = new VirtualClock();
   const sim = new SimObjectStore(clock, new Rng(1));
   await sim.put("o", () =>
@@ -42,7 +42,6 @@ async function fetcher(options: { burstBytes?: number; naive?: boolean; latencyM
     fetchDeadlineMs: 60_000,
     fetchSlots,
     fetchBandwidth,
-    cooperation: { naive: options.naive ?? false },
   });
   return { ranges, clock, sim, fetchSlots, fetchBandwidth };
 }
@@ -78,10 +77,10 @@ t.test("a chunk streams piece by piece to the writer, each at its position", asy
   const { ranges, fetchSlots } = await fetcher();
   const writes: [number, number][] = [];
   const received = new Uint8Array(objectBytes);
-  using admission = await ranges.admit(objectBytes);
+  using _admission = await ranges.admit(objectBytes);
   t.equal(fetchSlots.inUse, 1, "the caller holds the permit");
   const span = { chunk: 0, start: 0, end: objectBytes };
-  const size = await ranges.streamChunk("o", span, admission, (piece, position) => {
+  const size = await ranges.streamChunk("o", span, (piece, position) => {
     writes.push([position, piece.length]);
     received.set(piece, position);
     return Promise.resolve();
@@ -90,19 +89,4 @@ t.test("a chunk streams piece by piece to the writer, each at its position", asy
   t.same(writes.map(([p]) => p), [0, pieceBytesMax, 2 * pieceBytesMax, 3 * pieceBytesMax], "four pieces");
   // Buffer.compare, not t.same: tap compares a typed array element by element (seconds for 3 MiB).
   t.equal(Buffer.compare(received, body), 0, "every byte where it belongs");
-});
-
-t.test("naive (the benchmark's switch): no permit, and the chunk comes whole in one write", async (t) => {
-  const { ranges, fetchSlots } = await fetcher({ naive: true });
-  using admission = await ranges.admit(objectBytes);
-  t.equal(admission.naive, true);
-  t.equal(fetchSlots.inUse, 0, "no permit");
-  const writes: number[] = [];
-  const span = { chunk: 1, start: 1000, end: objectBytes };
-  await ranges.streamChunk("o", span, admission, (piece, position) => {
-    writes.push(position);
-    t.equal(Buffer.compare(piece, body.subarray(1000)), 0, "the whole chunk");
-    return Promise.resolve();
-  });
-  t.same(writes, [0], "one write at position 0");
 });

@@ -147,34 +147,6 @@ t.test("an existing object with other bytes is an anomaly: reported, never overw
   t.same([...sim.peek(keys.log)!.bytes.subarray(0, 3)], [9, 9, 9], "the existing object is untouched");
 });
 
-t.test("the benchmark's naive upload (whole file, no pieces) stores the same objects and metadata", async (t) => {
-  const cooperativeRun = await setup(t);
-  const naiveRun = await setup(t);
-  await uploadSegment(cooperativeRun.deps, cooperativeRun.segment, cooperativeRun.keys, 1e12);
-  const outcome = await uploadSegment(
-    { ...naiveRun.deps, naive: true },
-    naiveRun.segment,
-    naiveRun.keys,
-    1e12,
-  );
-  t.match(outcome, { kind: "uploaded", logCrc32: crc32(readFileSync(naiveRun.segment.logPath)) });
-  for (const key of [naiveRun.keys.log, naiveRun.keys.index]) {
-    const naive = naiveRun.sim.peek(key)!;
-    t.ok(
-      Buffer.compare(
-        naive.bytes,
-        readFileSync(key.endsWith(".log") ? naiveRun.segment.logPath : naiveRun.segment.indexPath),
-      ) === 0,
-      `${key} is the file`,
-    );
-    t.equal(
-      naive.metadata["crc32"],
-      cooperativeRun.sim.peek(key)!.metadata["crc32"],
-      "same checksum metadata",
-    );
-  }
-});
-
 /**
  * The uploader's store (the sim store itself, without the retry layer, so that an error ends the
  * upload), with a look at each piece of the `.log`'s PUT as it arrives: `onPiece`
