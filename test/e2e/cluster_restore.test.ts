@@ -10,15 +10,10 @@ import { createBucket, ourStore } from "../helpers/s3_harness.ts";
 import { startS3rver } from "../helpers/s3rver_harness.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 import { describePartition } from "../../scripts/lib/kafka_metadata.ts";
-import { partitionDirOf, startStrataCluster, until } from "../helpers/strata_cluster.ts";
+import { partitionDirOf, startStrataCluster } from "../helpers/strata_cluster.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
-import {
-  createSourceTopic,
-  produceRecords,
-  readAll,
-  sameRecords,
-  waitFor,
-} from "../helpers/topic_records.ts";
+import { createSourceTopic, produceRecords, readAll, sameRecords } from "../helpers/topic_records.ts";
+import { realTime, waitFor } from "../helpers/wait_for.ts";
 // A topic produced and tiered by a single node is restored into a 3-node cluster sharing its bucket
 // (s3rver): every replica seeds the partitions from the source's chain; producing goes on at the
 // next offset and the leader uploads under the cluster's keys; after the leader is killed, the new
@@ -30,6 +25,19 @@ const skip = etcdUnavailableReason() ?? kcatUnavailable() ?? false;
 const partitions = 2;
 const sourceCluster = "5ca1ab1e";
 const bucket = "strata-restore";
+
+/**
+ * Waits until `client`'s node serves `offset` of partition `partition` of `topic`: after a failover
+ * the new leader holds every acknowledged record, but serves them only once its high watermark,
+ * which it took over from its time as a follower, has moved past them (its followers' next fetch
+ * moves it). A read before that is short without anything being lost.
+ */
+function servesOffset(client: StrataClient, topic: string, partition: number, offset: number) {
+  return waitFor(`the new leader of ${topic}/${partition} to serve offset ${offset}`, async () => {
+    const polled = await client.poll("kafka", topic, partition, { offset, count: 1 });
+    return polled.messages.length === 1;
+  }, { deadlineMs: 30_000, pace: realTime(50), throwMeansNotYet: true });
+}
 
 /** The `.remote` markers of the restored topic's partition on a node, by start offset. */
 function markersOn(node: Parameters<typeof partitionDirOf>[0], topicId: number, partition: number): number[] {
@@ -63,11 +71,10 @@ t.test("a topic restored into a cluster is seeded on every replica and survives 
   await produceRecords(a, partitions, "t", 0, 150);
   for (let p = 0; p < partitions; p++) t.ok(await a.awaitTiered("kafka", "t", p, 150, 60_000));
   const manifests = async () => (await store.list(`strata/${sourceCluster}/meta/1/1/`)).objects;
-  t.ok(
-    await waitFor(
-      async () => (await manifests()).filter((o) => o.key.endsWith("manifest.bin")).length === 2,
-      60_000,
-    ),
+  await waitFor(
+    "the source's partition manifests",
+    async () => (await manifests()).filter((o) => o.key.endsWith("manifest.bin")).length === 2,
+    { deadlineMs: 60_000, pace: realTime(100) },
   );
   const expected = [await readAll(a, "t", 0), await readAll(a, "t", 1)];
   t.equal(await source.stop("SIGTERM"), 0);
@@ -83,18 +90,13 @@ t.test("a topic restored into a cluster is seeded on every replica and survives 
   const topicId = (await c.getTopic("kafka", "t"))["id"] as number;
   const sourceMarkers = report.partitions.map((p: { segments: number }) => p.segments);
   const opened = async (url: string) => (await fetch(`${url}/streams/kafka/topics/t`)).status === 200;
-  await until("every node to seed the restored partitions and open the topic", async () => {
+  await waitFor("every node to seed the restored partitions and open the topic", async () => {
+    // A node that has not made the partition's directory yet throws here: not yet.
     const seeded = cluster.nodes.every((node) =>
-      [0, 1].every((p) => {
-        try {
-          return markersOn(node, topicId, p).length === sourceMarkers[p];
-        } catch {
-          return false;
-        }
-      })
+      [0, 1].every((p) => markersOn(node, topicId, p).length === sourceMarkers[p])
     );
     return seeded && (await Promise.all(cluster.nodes.map((n) => opened(n.httpUrl)))).every((o) => o);
-  }, 30_000);
+  }, { deadlineMs: 30_000, pace: realTime(50), throwMeansNotYet: true });
   t.pass("every node holds the source's chain as markers");
   for (let p = 0; p < partitions; p++) {
     sameRecords(t, await readAll(c, "t", p), expected[p]!, `restored, partition ${p}`);
@@ -123,24 +125,21 @@ t.test("a topic restored into a cluster is seeded on every replica and survives 
   await leader.signal("SIGKILL");
   const survivor = cluster.nodes.find((n) => n.id !== leader.id)!;
   const s = new StrataClient({ baseUrl: survivor.httpUrl, encoding: "msgpack" });
-  await until("another leader", async () => {
+  await waitFor("another leader", async () => {
     const view = await describePartition(survivor.kafka, "t", 0);
     return view !== null && view.leader !== leader.id && view.leader !== -1;
-  }, 30_000);
+  }, { deadlineMs: 30_000, pace: realTime(50) });
+  await servesOffset(s, "t", 0, whole[0]!.length - 1);
   sameRecords(t, await readAll(s, "t", 0), whole[0]!, "after failover, partition 0");
 
   // A replica whose data directory was wiped: seeded from the source's chain and the cluster's own.
   rmSync(join(leader.configPath, "..", `data${leader.id}`), { recursive: true, force: true });
   await leader.restart();
   const floor = async () => (await s.partition("kafka", "t", 0))["tiered_up_to_offset"] as number;
-  await until("the wiped node to seed partition 0 up to the floor", async () => {
-    try {
-      const markers = markersOn(leader, topicId, 0);
-      return markers.length > sourceMarkers[0] && markers[0] === 0 && markers.at(-1)! < (await floor());
-    } catch {
-      return false;
-    }
-  }, 60_000);
+  await waitFor("the wiped node to seed partition 0 up to the floor", async () => {
+    const markers = markersOn(leader, topicId, 0);
+    return markers.length > sourceMarkers[0] && markers[0] === 0 && markers.at(-1)! < (await floor());
+  }, { deadlineMs: 60_000, pace: realTime(50), throwMeansNotYet: true });
   t.pass("the wiped replica holds the source's segments and the cluster's as markers");
 
   // A topic the cluster wrote (its batches carry leader epochs), restored under another name: its
@@ -158,21 +157,28 @@ t.test("a topic restored into a cluster is seeded on every replica and survives 
   t.ok(await s.awaitTiered("kafka", "u", 0, 150, 60_000), "the cluster's topic tiered");
   const uManifests = async () =>
     (await store.list(`strata/${clusterId}/meta/1/${uId}/`)).objects.map((o) => o.key);
-  t.ok(await waitFor(async () => (await uManifests()).some((k) => k.endsWith("topic.bin")), 60_000));
+  await waitFor(
+    "the topic manifest of u",
+    async () => (await uManifests()).some((k) => k.endsWith("topic.bin")),
+    {
+      deadlineMs: 60_000,
+      pace: realTime(100),
+    },
+  );
   const expectedU = await readAll(s, "u", 0);
   const again = await fetch(`${survivor.httpUrl}/admin/restore`, {
     method: "POST",
     body: JSON.stringify({ stream: "kafka", topic: "u", as: "u2", cluster_id: clusterId }),
   });
   t.equal(again.status, 201, JSON.stringify(await again.json()));
-  await until(
+  await waitFor(
     "every node to open u2",
     async () =>
       (await Promise.all(
         cluster.nodes.map(async (n) => (await fetch(`${n.httpUrl}/streams/kafka/topics/u2`)).status),
       ))
         .every((status) => status === 200),
-    30_000,
+    { deadlineMs: 30_000, pace: realTime(50) },
   );
   sameRecords(t, await readAll(s, "u2", 0), expectedU, "the cluster's own topic, restored");
   const u2Id = (await s.getTopic("kafka", "u2"))["id"] as number;
@@ -186,11 +192,12 @@ t.test("a topic restored into a cluster is seeded on every replica and survives 
   );
   await u2Leader.signal("SIGKILL");
   const reader = cluster.nodes.find((n) => n.id !== u2Leader.id && n.server !== null)!;
-  await until("another leader of u2", async () => {
+  await waitFor("another leader of u2", async () => {
     const view = await describePartition(reader.kafka, "u2", 0);
     return view !== null && view.leader !== u2Leader.id && view.leader !== -1;
-  }, 30_000);
+  }, { deadlineMs: 30_000, pace: realTime(50) });
   const u2 = new StrataClient({ baseUrl: reader.httpUrl, encoding: "msgpack" });
+  await servesOffset(u2, "u2", 0, 150);
   const afterFailover = await readAll(u2, "u2", 0);
   t.equal(afterFailover.length, 151, "the new leader holds the restored records and the new one");
   sameRecords(t, afterFailover.slice(0, 150), expectedU, "u2 after failover");
