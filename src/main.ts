@@ -86,6 +86,19 @@ function closeQuietly(resource: { close(): void }): void {
   }
 }
 
+/**
+ * A bug thrown out of a background duty ends the process: it is logged first, as every line logs an
+ * error (its causes and the first one's stack), then the runtime reports it and exits.
+ */
+function logFailuresThatEndTheProcess(logger: Logger): void {
+  globalThis.addEventListener("unhandledrejection", (event) => {
+    logger.error("bug: an unhandled rejection; the process stops", { error: event.reason });
+  });
+  globalThis.addEventListener("error", (event) => {
+    logger.error("bug: an uncaught exception; the process stops", { error: event.error });
+  });
+}
+
 async function main(): Promise<number> {
   const args = parseServerArgs(Deno.args);
   if (args.help) {
@@ -102,14 +115,7 @@ async function main(): Promise<number> {
   }
   const { config, secrets } = loadConfig(text, args.configPath, Deno.env.toObject());
   const logger = new Logger({ level: config.log.level, secrets });
-  // A bug thrown out of a background duty ends the process: logged first, as every line logs an
-  // error (its causes and the first one's stack), then the runtime reports it and exits.
-  globalThis.addEventListener("unhandledrejection", (event) => {
-    logger.error("bug: an unhandled rejection; the process stops", { error: event.reason });
-  });
-  globalThis.addEventListener("error", (event) => {
-    logger.error("bug: an uncaught exception; the process stops", { error: event.error });
-  });
+  logFailuresThatEndTheProcess(logger);
   const clock = new RealClock();
   const network = new DenoNetwork();
   const server = await StrataServer.open({

@@ -102,18 +102,7 @@ export async function serveConnection(
     await answers.drained();
   } catch (error) {
     reason = closeReason(error);
-    if (isBug(error)) {
-      logger.error("bug: serving a Kafka request threw; its connection stops", {
-        remote: connection.remoteAddress,
-        error,
-      });
-    } else if (!idle.fired) {
-      logger.warn("closing Kafka connection", {
-        remote: connection.remoteAddress,
-        reason,
-        error,
-      });
-    }
+    if (!idle.fired || isBug(error)) logClose(logger, connection.remoteAddress, reason, error);
   } finally {
     idle.stop();
     connection.close();
@@ -128,6 +117,15 @@ export async function serveConnection(
   if (!idle.fired) return reason;
   logger.info("closed an idle Kafka connection", { remote: connection.remoteAddress });
   return "idle";
+}
+
+/** The one line a connection closed by a failure logs: loudly when the failure is a bug. */
+function logClose(logger: Logger, remote: string, reason: CloseReason, error: unknown): void {
+  if (isBug(error)) {
+    logger.error("bug: serving a Kafka request threw; its connection stops", { remote, error });
+  } else {
+    logger.warn("closing Kafka connection", { remote, reason, error });
+  }
 }
 
 /**
