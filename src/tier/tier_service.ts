@@ -1,3 +1,4 @@
+import { rethrowBug } from "../runtime/assert.ts";
 import type { LocalEnvelope } from "../log/retention/local_retention.ts";
 import type { Partition } from "../log/partition/partition.ts";
 import type { TopicFacts } from "./bucket/topic_manifest.ts";
@@ -300,6 +301,9 @@ export class TierService implements TierGaugeSource {
     this.retention.onTick(nowMs);
     for (const command of this.#deferredFloors.takeDue(this.#partitions, nowMs)) {
       this.#applyFloor(command).catch((error) => {
+        rethrowBug(error, this.#deps.logger, "applying a floor threw; the process stops", {
+          partition: command.partition,
+        });
         this.#deps.logger.error("floor not applied; trying again", { partition: command.partition, error });
         this.#deferredFloors.defer(command);
       });

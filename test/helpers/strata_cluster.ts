@@ -157,18 +157,6 @@ function tieredSection(tiered: ClusterOptions["tiered"]): string[] {
   ];
 }
 
-/**
- * @deprecated Call `waitFor` (test/helpers/wait_for.ts) with `realTime(50)`: this adapter is kept
- * only while test/e2e/cluster_restore.test.ts imports it, and goes once that test does.
- */
-export function until(
-  what: string,
-  condition: () => Promise<boolean> | boolean,
-  deadlineMs: number,
-): Promise<number> {
-  return waitFor(what, condition, { deadlineMs, pace: realTime(50) });
-}
-
 /** Partition 0 of `topic` read whole through kcat from whichever node leads: offset to value. */
 export async function readPartition(brokers: string, topic: string): Promise<Map<number, string>> {
   const args = ["-C", "-b", brokers, "-t", topic, "-p", "0", "-o", "beginning", "-e", "-q", "-f", "%o %s\\n"];

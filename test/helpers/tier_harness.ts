@@ -1,7 +1,6 @@
 import type { TopicFacts } from "../../src/tier/bucket/topic_manifest.ts";
 import type { Test } from "tap";
 import type { HousekeepingConfig } from "../../src/config/config.ts";
-import type { Cooperation } from "../../src/runtime/cooperation/cooperation.ts";
 import type { Disk } from "../../src/runtime/disk/disk.ts";
 import type { PieceGate } from "../../src/runtime/cooperation/piece_gate.ts";
 import type { LogConfig } from "../../src/log/log_config.ts";
@@ -65,8 +64,6 @@ export interface TierHarnessOptions {
   disk?: Disk;
   /** The tier service's piece gate; none by default. */
   pieceGate?: PieceGate;
-  /** The benchmark's switch; cooperative by default. */
-  cooperation?: Cooperation;
   /** What the tier service gets as its control log, made from the local one; the local one by default. */
   controlLog?: (local: LocalControlLog) => ControlLog;
   /** The tier service's `upload_stall_after`; 120 s by default. */
@@ -119,7 +116,6 @@ export async function tierHarness(t: Test, envelope: LocalEnvelope, options: Tie
     },
     metrics: new TierMetrics(registry),
     ...(options.pieceGate !== undefined ? { pieceGate: options.pieceGate } : {}),
-    ...(options.cooperation !== undefined ? { cooperation: options.cooperation } : {}),
     ...(options.leadership !== undefined ? { leadership: options.leadership } : {}),
   });
   tier.addPartition({

@@ -1,7 +1,6 @@
 import type { Test } from "tap";
 import type { PolledMessage, StrataClient } from "../../src/client/strata_client.ts";
 import { Rng } from "../../src/runtime/rng.ts";
-import { MissedDeadlineError, realTime, waitFor as waitForCondition } from "./wait_for.ts";
 // Records of end-to-end tests that read a topic back byte for byte: each partition's records are
 // reproducible from their partition and index, and compared field by field.
 
@@ -80,19 +79,4 @@ export function sameRecords(t: Test, got: PolledMessage[], want: PolledMessage[]
       JSON.stringify(m.headers) !== JSON.stringify(w.headers);
   });
   t.equal(differing, -1, `${what}: every record byte for byte, offsets and timestamps unchanged`);
-}
-
-/**
- * @deprecated Call `waitFor` (test/helpers/wait_for.ts) with `realTime(100)`: this adapter, which
- * answers false at the deadline instead of throwing, is kept only while
- * test/e2e/cluster_restore.test.ts imports it, and goes once that test does.
- */
-export async function waitFor(check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
-  try {
-    await waitForCondition("the condition", check, { deadlineMs: timeoutMs, pace: realTime(100) });
-    return true;
-  } catch (error) {
-    if (error instanceof MissedDeadlineError) return false;
-    throw error;
-  }
 }

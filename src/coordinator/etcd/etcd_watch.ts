@@ -102,13 +102,13 @@ export class EtcdWatch implements Watch {
   async #stream(signal: AbortSignal): Promise<Error | null> {
     const request: Json = { ...rangeJson(this.#options.range) };
     if (this.#nextRevision > 0) request.start_revision = String(this.#nextRevision);
-    const response = await this.#options.open({ create_request: request }, signal);
+    const response = await this.#options.open({ create_request: request }, signal).catch(streamFailed);
     assert(response.body !== null, "Cannot watch etcd: the answer has no body");
     const lines = new JsonLines(this.#options.lineBytesMax);
     const reader = response.body.getReader();
     try {
       for (;;) {
-        const { done, value } = await reader.read();
+        const { done, value } = await reader.read().catch(streamFailed);
         const documents = done ? lines.end() : lines.push(value);
         for (const document of documents) {
           const stop = this.#take(document as Json);
@@ -145,4 +145,15 @@ export class EtcdWatch implements Watch {
     this.#options.listener.events(events);
     return null;
   }
+}
+
+/** The watch's stream broke (refused, reset, cut: what fetch reports as a TypeError): reconnected. */
+export class EtcdStreamError extends Error {
+  override name = "EtcdStreamError";
+}
+
+function streamFailed(error: unknown): never {
+  throw new EtcdStreamError(`Cannot read the watch's stream: ${(error as Error)?.message ?? String(error)}`, {
+    cause: error,
+  });
 }

@@ -1,4 +1,4 @@
-import { assert } from "../../runtime/assert.ts";
+import { assert, rethrowBug } from "../../runtime/assert.ts";
 import type { RemoteChunk } from "../../log/remote/remote_reader.ts";
 import type { DeadlineObjectStore } from "../../objectstore/retrying_object_store.ts";
 import { type BufferPool, concatBytes } from "../../runtime/memory/buffers.ts";
@@ -104,9 +104,10 @@ export class ChunkCache {
     // A smaller budget than before: what does not fit goes now, file and all.
     for (const effect of step.effects) {
       if (effect.kind === "delete_chunk") {
-        await files.delete(effect.key).catch((error) =>
-          deps.logger.warn("cache open could not delete a chunk over the budget", { key: effect.key, error })
-        );
+        await files.delete(effect.key).catch((error) => {
+          rethrowBug(error, deps.logger, "deleting a chunk file threw; the cache does not open");
+          deps.logger.warn("cache open could not delete a chunk over the budget", { key: effect.key, error });
+        });
       }
     }
     return cache;
@@ -189,12 +190,13 @@ export class ChunkCache {
     this.#deps.metrics?.corruptChunkFiles.inc();
     this.#deps.logger.warn("cache dropped a chunk file shorter than its chunk", { key: cacheKey, error });
     this.#state = cacheCore.chunkForgotten(this.#state, { key: cacheKey });
-    await this.#files.delete(cacheKey).catch((failure) =>
+    await this.#files.delete(cacheKey).catch((failure) => {
+      rethrowBug(failure, this.#deps.logger, "deleting a chunk file threw; the read stops");
       this.#deps.logger.warn("cache could not delete a chunk file shorter than its chunk", {
         key: cacheKey,
         error: failure,
-      })
-    );
+      });
+    });
   }
 
   async #readMissed(r: ChunkRead): Promise<RemoteChunk> {
@@ -240,12 +242,13 @@ export class ChunkCache {
   async drop(cacheKey: string): Promise<void> {
     this.#deps.metrics?.checksumFailures.inc();
     this.#state = cacheCore.chunkForgotten(this.#state, { key: cacheKey });
-    await this.#files.delete(cacheKey).catch((error) =>
+    await this.#files.delete(cacheKey).catch((error) => {
+      rethrowBug(error, this.#deps.logger, "deleting a chunk file threw; the read stops");
       this.#deps.logger.warn("cache could not delete a chunk that failed its checksum", {
         key: cacheKey,
         error,
-      })
-    );
+      });
+    });
   }
 
   /** Takes back a window `read` returned, once nothing reads it (a no-op for other bytes). */
@@ -280,9 +283,10 @@ export class ChunkCache {
         case "delete_chunk":
           this.#deps.metrics?.evictions.inc();
           this.#inBackground(
-            this.#files.delete(effect.key).catch((error) =>
-              this.#deps.logger.warn("cache trim could not delete a chunk", { key: effect.key, error })
-            ),
+            this.#files.delete(effect.key).catch((error) => {
+              rethrowBug(error, this.#deps.logger, "a cache trim threw; the process stops");
+              this.#deps.logger.warn("cache trim could not delete a chunk", { key: effect.key, error });
+            }),
           );
           break;
         case "fetch_chunk":
@@ -293,7 +297,10 @@ export class ChunkCache {
           break;
         case "save_access_order":
           this.#inBackground(
-            this.save().catch((error) => this.#deps.logger.warn("cache access table not saved", { error })),
+            this.save().catch((error) => {
+              rethrowBug(error, this.#deps.logger, "saving the cache access table threw; the process stops");
+              this.#deps.logger.warn("cache access table not saved", { error });
+            }),
           );
           break;
       }
@@ -310,12 +317,14 @@ export class ChunkCache {
     if (why === "miss") this.#deps.metrics?.misses.inc();
     else this.#deps.metrics?.hydrations.inc({ kind: why });
     const fetching = this.#fetchChunk(chunk);
-    // The fetch is shared: a poll that gives up must not leave an unhandled rejection behind.
+    // The fetch is shared: a poll that gives up must not leave an unhandled rejection behind; the
+    // polls that wait for it hear of its failure.
     if (why === "miss") fetching.catch(() => {});
     else {
-      fetching.catch((error) =>
-        this.#deps.logger.debug("background chunk fetch failed", { key: chunk.cacheKey, error })
-      );
+      fetching.catch((error) => {
+        rethrowBug(error, this.#deps.logger, "a background chunk fetch threw; the process stops");
+        this.#deps.logger.debug("background chunk fetch failed", { key: chunk.cacheKey, error });
+      });
     }
     this.#chunkFetches.set(chunk.cacheKey, fetching);
   }
@@ -352,6 +361,7 @@ export class ChunkCache {
       this.#firstRanges.delete(chunk.cacheKey);
       this.#run(cacheCore.firstRangeSettled(this.#state, { chunk, cold }, this.#deps.clock.nowMs()));
     });
+    // Shared by the readers whose position it holds, which hear of its failure when they await it.
     bytes.catch(() => {});
     this.#firstRanges.set(chunk.cacheKey, bytes);
   }

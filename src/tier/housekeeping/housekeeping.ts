@@ -1,3 +1,4 @@
+import { rethrowBug } from "../../runtime/assert.ts";
 import type { HousekeepingConfig } from "../../config/config.ts";
 import type { Partition } from "../../log/partition/partition.ts";
 import type { DeadlineObjectStore } from "../../objectstore/retrying_object_store.ts";
@@ -255,6 +256,9 @@ export class Housekeeping implements HousekeepingGaugeSource {
         const outcome = await this.#job(job, budget);
         if (outcome !== null) outcomes.push(outcome);
       } catch (error) {
+        rethrowBug(error, this.#deps.logger, "a housekeeping job threw; the process stops", {
+          job: job.kind,
+        });
         this.#deps.metrics?.failures.inc({ job: job.kind });
         this.#deps.logger.warn("housekeeping job failed; it is retried next run", { job: job.kind, error });
       }

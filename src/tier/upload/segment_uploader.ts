@@ -208,7 +208,7 @@ async function* pieces(
       buffer.subarray(0, Math.min(buffer.length, sizeBytes - position)),
       position,
     );
-    reading.catch(() => {});
+    reading.catch(() => {}); // its failure is thrown where it is awaited, as said above
     return reading;
   };
   let at = 0;
