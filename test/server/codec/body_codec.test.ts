@@ -74,7 +74,7 @@ t.test("under Deno, the server's runtime, a read answer's buffer is really freed
   // Node 20, which runs these tests, has no ArrayBuffer transfer; Deno has. The script reads an
   // answer to its end as a client would and reports what it read and what is left of the buffer.
   const script = `
-    import { msgpackResponse } from "./src/server/body_codec.ts";
+    import { msgpackResponse } from "./src/server/codec/body_codec.ts";
     const bytes = new Uint8Array(200000).map((_, i) => (i * 7) & 0xff);
     const response = msgpackResponse(200, bytes, { freeWhenRead: true });
     let sum = 0, read = 0;
