@@ -12,7 +12,7 @@ import { type RestoredFrom, type Superblock, writeSuperblock } from "./superbloc
  * What a new replica of a tiered partition starts from instead of an empty log: the tiered part
  * of the chain as markers (read from the bucket's object metadata), the leader epochs those
  * segments were written under, and the committed floor. The replica then fetches only what lies
- * at and above the floor from its leader (docs/DESIGN.md, "State transfer").
+ * at and above the floor from its leader (docs/DESIGN.md, "Tiering across replicas").
  */
 export interface PartitionSeed {
   createdRevision: string;

@@ -39,7 +39,7 @@ export interface StateTransferDeps {
 }
 
 /**
- * State transfer from the bucket (docs/DESIGN.md, "State transfer"): a replica about to create a
+ * State transfer from the bucket (docs/DESIGN.md, "Tiering across replicas"): a replica about to create a
  * tiered partition that already has a committed floor takes the tiered part of the chain from the
  * bucket's object metadata (bounds, sizes, timestamps, checksums), and the leader epochs from the
  * headers of the segments' first batches, instead of copying those bytes from a peer. Each segment

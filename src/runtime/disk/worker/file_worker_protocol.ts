@@ -1,7 +1,7 @@
 /**
- * What the loop and a file worker (`file_workers.ts`, `file_workers.ts`) say to each other. A request
- * names a file by the caller's id; the file's name and inode come with its first request only, since
- * a string per request would be garbage in the worker's heap. Requests are answered in order, one
+ * What the loop and a file worker (a `ReadWorker` or `WriteWorker`, `file_workers.ts`) say to each
+ * other. A request names a file by the caller's id; the file's name and inode come with its first
+ * request only, since a string per request would be garbage in the worker's heap. Requests are answered in order, one
  * answer each, matched by `seq`; bytes never travel in a message, only through the shared slots.
  */
 
