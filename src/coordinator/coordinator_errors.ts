@@ -12,6 +12,14 @@ export class CoordinatorUnavailableError extends Error {
   }
 }
 
+/**
+ * The store's answer is not what its protocol says (a field of the wrong type, a count that does not
+ * match the request, a streamed line over its bound): a failure of what came back, not a bug here.
+ */
+export class CoordinatorAnswerError extends Error {
+  override name = "CoordinatorAnswerError";
+}
+
 /** The store refused the request as malformed or too large: retrying it cannot help. */
 export class CoordinatorRequestError extends Error {
   override name = "CoordinatorRequestError";

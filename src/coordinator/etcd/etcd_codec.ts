@@ -9,6 +9,7 @@ import {
   type TxnResult,
   type WatchEvent,
 } from "../coordinator.ts";
+import { CoordinatorAnswerError } from "../coordinator_errors.ts";
 
 /**
  * etcd's v3 JSON gateway encoding, both ways, with no I/O: keys and values travel as base64 of
@@ -32,7 +33,9 @@ export function toBase64(text: string): string {
 
 export function fromBase64(encoded: unknown): string {
   if (encoded === undefined || encoded === null || encoded === "") return "";
-  if (typeof encoded !== "string") throw new TypeError(`expected base64 text, got ${typeof encoded}`);
+  if (typeof encoded !== "string") {
+    throw new CoordinatorAnswerError(`expected base64 text, got ${typeof encoded}`);
+  }
   const binary = atob(encoded);
   const bytes = new Uint8Array(binary.length);
   for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
@@ -43,7 +46,7 @@ export function fromBase64(encoded: unknown): string {
 export function numberOf(value: unknown): number {
   if (value === undefined || value === null) return 0;
   const n = typeof value === "number" ? value : Number(value);
-  if (!Number.isSafeInteger(n)) throw new TypeError(`expected an integer, got ${String(value)}`);
+  if (!Number.isSafeInteger(n)) throw new CoordinatorAnswerError(`expected an integer, got ${String(value)}`);
   return n;
 }
 
@@ -113,7 +116,7 @@ export function keyValueOf(json: Json): KeyValue {
 export function kvsOf(json: Json): KeyValue[] {
   const kvs = json.kvs;
   if (kvs === undefined) return [];
-  if (!Array.isArray(kvs)) throw new TypeError("kvs is not a list");
+  if (!Array.isArray(kvs)) throw new CoordinatorAnswerError("kvs is not a list");
   return kvs.map((kv) => keyValueOf(kv as Json));
 }
 
@@ -127,7 +130,9 @@ export function txnResultOf(json: Json, txn: Txn): TxnResult {
   const ops = succeeded ? txn.success : txn.failure ?? [];
   const answers = (json.responses ?? []) as Json[];
   if (answers.length !== ops.length) {
-    throw new TypeError(`the transaction answered ${answers.length} responses to ${ops.length} operations`);
+    throw new CoordinatorAnswerError(
+      `the transaction answered ${answers.length} responses to ${ops.length} operations`,
+    );
   }
   const responses: TxnResponse[] = ops.map((op, i) => {
     const answer = answers[i]!;

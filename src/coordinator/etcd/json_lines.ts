@@ -1,3 +1,5 @@
+import { CoordinatorAnswerError } from "../coordinator_errors.ts";
+
 /**
  * Splits a byte stream of newline-separated JSON documents (etcd's streamed watch answers) into
  * parsed documents, with no I/O: bytes in, documents out. A line longer than `lineBytesMax` is an
@@ -24,7 +26,7 @@ export class JsonLines {
       newline = this.#pending.indexOf("\n");
     }
     if (this.#pending.length > this.#lineBytesMax) {
-      throw new RangeError(
+      throw new CoordinatorAnswerError(
         `Cannot read a streamed answer: a line is longer than ${this.#lineBytesMax} bytes`,
       );
     }
