@@ -14,10 +14,12 @@ import { clusterIo, kafkaClusterServing } from "./cluster_io.ts";
 import { openKafkaListener } from "./kafka/kafka_service.ts";
 import type { KafkaListener } from "./kafka/kafka_listener.ts";
 import type { ListenAddress, Network, StreamConnection, StreamListener } from "./runtime/network/network.ts";
+
 /**
  * The Deno entry point: reads the command line, the config file and the environment, opens the
- * server and serves its fetch handler with `Deno.serve`. `Deno.*` appears only here; everything
- * it calls is runtime-neutral.
+ * server and serves its fetch handler with `Deno.serve`. `Deno.*` appears only here and in the
+ * native CRC32C's loader (`isal_crc32c.ts`, which this file hands to the server); everything else it
+ * calls is runtime-neutral.
  */
 
 /** Bytes one read of a Kafka connection takes at most. */

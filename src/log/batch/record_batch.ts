@@ -145,7 +145,6 @@ export function computeBatchCrc(batch: Uint8Array): number {
   return crc32c(batch.subarray(batchField.attributes));
 }
 
-/** Writes `baseOffset` into the batch (outside the CRC, so the CRC stands). */
 /** Stamps the epoch of the leader that appended the batch (outside the CRC, like the base offset). */
 export function setLeaderEpoch(batch: Uint8Array, leaderEpoch: number): void {
   if (!Number.isInteger(leaderEpoch) || leaderEpoch < 0 || leaderEpoch > 0x7fffffff) {
@@ -157,6 +156,7 @@ export function setLeaderEpoch(batch: Uint8Array, leaderEpoch: number): void {
   );
 }
 
+/** Writes `baseOffset` into the batch (outside the CRC, so the CRC stands). */
 export function setBaseOffset(batch: Uint8Array, baseOffset: number): void {
   if (!Number.isSafeInteger(baseOffset) || baseOffset < 0) {
     throw new RangeError(`Cannot set base offset ${baseOffset}: not an offset`);

@@ -5,8 +5,8 @@ import { constants, createGunzip } from "node:zlib";
 /**
  * One node:zlib native stream (gzip's inflate, zstd's decompress) driven one bounded synchronous
  * call at a time, through the undocumented `_handle.writeSync` that node:zlib's own `*Sync`
- * functions loop over (Node's and Deno's alike). The decoders that need it are `gzip_steps.ts` and
- * `zstd_steps.ts`.
+ * functions loop over (Node's and Deno's alike). The decoders that need it are `GzipSteps` (below)
+ * and `ZstdNativeSteps` (`zstd_steps.ts`).
  */
 
 /** The part of node:zlib's native stream the steps use. */
@@ -91,8 +91,8 @@ export class NativeZlibStream {
 /**
  * Kafka's gzip (compression code 1), inflated by zlib one bounded call at a time: each step hands
  * zlib at most one piece of input and an output buffer of at most one piece, synchronously, through
- * the native stream's `writeSync` (`gzip_steps.ts`; what node:zlib's own `gunzipSync` loops over). Neither of zlib's
- * asynchronous forms would do: under Deno both run on the loop's thread, and one write of a piece of
+ * the native stream's `writeSync` (`NativeZlibStream`, above; what node:zlib's own `gunzipSync` loops
+ * over). Neither of zlib's asynchronous forms would do: under Deno both run on the loop's thread, and one write of a piece of
  * compressed input inflates all of it (up to a thousand times its size) before the loop turns.
  * Concatenated gzip members are read as one stream and bytes after the last are ignored, as
  * `gunzipSync` does.

@@ -202,11 +202,11 @@ function joined(a: Uint8Array, b: Uint8Array): Uint8Array {
 
 /**
  * Kafka's zstd (compression code 4) through libzstd, where node:zlib has it (Deno, and Node from
- * 22.15): one bounded call of the native stream (`gzip_steps.ts`) per step, at most one piece of input
- * and one piece of output, as `gzip_steps.ts` does for zlib. libzstd stops anywhere, so a step is a
+ * 22.15): one bounded call of the native stream (`NativeZlibStream`, `gzip_steps.ts`) per step, at
+ * most one piece of input and one piece of output, as `GzipSteps` does for zlib. libzstd stops anywhere, so a step is a
  * piece whatever the frame's window; its windows are refused past 128 MiB (libzstd's default
- * `windowLogMax`, 27), as corrupt. Where node:zlib has no zstd (Node 20), `zstd_steps.ts` decodes
- * with fzstd a block at a time.
+ * `windowLogMax`, 27), as corrupt. Where node:zlib has no zstd (Node 20), `ZstdSteps` (above)
+ * decodes with fzstd a block at a time.
  */
 
 type CreateZstdDecompress = () => unknown;

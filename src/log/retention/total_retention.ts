@@ -2,8 +2,8 @@ import { assert } from "../../runtime/assert.ts";
 import type { SegmentLocation } from "../segment/segment.ts";
 
 /**
- * What the retention decisions, local (`local_retention.ts`) and total (`total_retention.ts`), look
- * at in a segment. A `Segment` is one.
+ * What the retention decisions, local (`local_retention.ts`) and total (below), look at in a
+ * segment. A `Segment` is one.
  */
 export interface RetentionSegment {
   readonly startOffset: number;

@@ -5,7 +5,7 @@ import type { ChunkSpan } from "./chunk_layout.ts";
  * The chunk cache's state and its accounting, pure: the budget (bytes and objects), the space
  * chunk fetches reserve before they start, the LRU order by access with cold readers' chunks at
  * the cold end, and trims down to the low watermark at most once per `trim_min_interval` unless
- * forced. The events that change it are `cache_core.ts`.
+ * forced. The events that change it follow, below.
  */
 export interface CacheConfig {
   /** The smaller of `size` and `size_percent` of the data disk. */
@@ -182,7 +182,7 @@ export function trim(
  * {state, effects}`, effects as data that the shell (`chunk_cache.ts`) runs. The core owns every
  * fetch in flight by the chunk it is for: a chunk fetch holds its reservation under that name until
  * it lands or fails, and a cold poll's first-range fetch is shared by the readers whose position it
- * holds. The accounting under it (budget, LRU order, trims) is `cache_core.ts`. No I/O, no
+ * holds. The accounting under it (budget, LRU order, trims) is above. No I/O, no
  * timers: the shell fetches, writes the files and deletes the ones the effects name.
  */
 

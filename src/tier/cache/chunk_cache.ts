@@ -62,7 +62,7 @@ export interface ChunkCacheDeps {
  * A shard's chunk cache: chunks of remote `.log` objects as files under the shard's cache
  * directory. The shell around the pure core (`cache_core.ts`), which decides every read, fetch,
  * reservation and trim; this runs the effects. A cached chunk is read from its file with no
- * request. A miss reserves space first, issues one ranged GET (`chunk_cache.ts`), writes a
+ * request. A miss reserves space first, issues one ranged GET (`RangeFetcher`, below), writes a
  * `.part` file piece by piece and renames it into place (`chunk_files.ts`); concurrent readers of
  * one chunk share that fetch. A cold poll fetches only its own range first and the chunk hydrates
  * behind it. A poll waits at most `fetch_timeout`; the fetch goes on.

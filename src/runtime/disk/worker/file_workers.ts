@@ -450,7 +450,7 @@ export class WriteWorker extends FileWorker<WriteRequest, WriteAnswer> {
   async #writeOne(file: WorkerFile, part: Uint8Array, position: number): Promise<void> {
     using slot = await this.slots.acquire();
     slot.bytes.set(part);
-    // The name goes with a file's first write only, as for reads (`file_workers.ts`); requests are
+    // The name goes with a file's first write only, as for reads (`ReadWorker`); requests are
     // answered in order, so the first arrives before the ones after it.
     const known = this.openIds.has(file.id);
     this.openIds.add(file.id);
