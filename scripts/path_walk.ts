@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { walkPaths } from "./lib/path_walk.ts";
+
 /**
  * The files of `src/` that two requests run through, measured by V8's precise coverage:
  *
@@ -13,7 +14,8 @@ import { walkPaths } from "./lib/path_walk.ts";
  * A server runs in this process on a virtual clock (so no periodic duty runs while a request is
  * measured) over real disks and the `fs` object store. Each request is made once first, so that what
  * runs only the first time is not counted; then the coverage counters are reset, the same request is
- * made again, and every file with a function that ran counts. The client's bytes are encoded before
+ * made again, and every file with a function that ran counts, until the server is quiet again (what
+ * the request set off in the background counts too). The client's bytes are encoded before
  * and decoded after the measured window, so no code of `src/` runs for the client inside it.
  * docs/ARCHITECTURE.md, "The path of a Kafka produce" and "The path of a cold fetch", list the files.
  */
