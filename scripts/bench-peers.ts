@@ -1,8 +1,9 @@
 import { parseArgs } from "node:util";
-import { judgeTargets, type Report, reportTable, summarize, throughputSvg } from "./lib/peer_report.ts";
-import { type RunFigures, runVariant } from "./lib/peer_run.ts";
-import { type Variant, variants } from "./lib/peer_variants.ts";
+import { judgeTargets, type Report, reportTable, summarize, throughputSvg } from "./lib/peers/peer_report.ts";
+import { type RunFigures, runVariant } from "./lib/peers/peer_run.ts";
+import { type Variant, variants } from "./lib/peers/peer_variants.ts";
 import { benchIntArg } from "./lib/bench_args.ts";
+
 /**
  * Strata beside two real streaming servers, on the same machine in the same run (docs/BENCHMARKS.md,
  * "Peers"): NATS with JetStream and RabbitMQ with streams, each started here from Debian's packages

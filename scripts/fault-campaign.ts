@@ -1,15 +1,15 @@
 import { parseArgs } from "node:util";
 import { StrataApiError, StrataClient } from "../src/client/strata_client.ts";
-import { checkTiering, startLocalS3rver } from "./lib/campaign_tiering.ts";
-import { faultSchedule } from "./lib/fault_schedule.ts";
+import { checkTiering, startLocalS3rver } from "./lib/campaign/campaign_tiering.ts";
+import { faultSchedule } from "./lib/campaign/fault_schedule.ts";
 import {
   type CampaignTarget,
   readWholePartition,
   runHttpConsumer,
   runKcatConsumer,
   runProducer,
-} from "./lib/campaign_clients.ts";
-import { type FaultRecord, runNemesis } from "./lib/campaign_nemesis.ts";
+} from "./lib/campaign/campaign_clients.ts";
+import { type FaultRecord, runNemesis } from "./lib/campaign/campaign_nemesis.ts";
 import { brokersListed, describePartition } from "./lib/kafka_metadata.ts";
 import {
   clusterPolling,
@@ -21,6 +21,7 @@ import {
 import { waitFor } from "../test/helpers/wait_for.ts";
 import { checkHistory, type ConsumerHistory, type SendRecord } from "./lib/log_history.ts";
 import { Rng } from "../src/runtime/rng.ts";
+
 /**
  * A fault campaign in the manner of Jepsen's Maelstrom "kafka" workload, on real processes: a
  * 3-member etcd and three Strata nodes on loopback, one partition of replication factor 3.
@@ -30,7 +31,7 @@ import { Rng } from "../src/runtime/rng.ts";
  * Two kafkajs producers send unique values with acks=all, one at a time and never retried, and
  * record how each send ended (acknowledged at an offset, refused, or unknown). Two consumers poll
  * from where they left off, one through kcat, one through the TypeScript client over HTTP, and
- * record every record served. Meanwhile a seeded schedule (scripts/lib/fault_schedule.ts) kills,
+ * record every record served. Meanwhile a seeded schedule (scripts/lib/campaign/fault_schedule.ts) kills,
  * pauses and restarts leaders and followers, and kills etcd members, until the duration is over.
  * Then every fault is healed, the partition is read whole, and the history is judged
  * (scripts/lib/log_history.ts): no acknowledged record lost or misplaced, none at two offsets, a

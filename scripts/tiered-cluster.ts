@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { StrataClient } from "../src/client/strata_client.ts";
-import { checkTiering, type LocalS3rver, startLocalS3rver } from "./lib/campaign_tiering.ts";
+import { checkTiering, type LocalS3rver, startLocalS3rver } from "./lib/campaign/campaign_tiering.ts";
 import { bucketKeys } from "./lib/bucket_keys.ts";
 import { brokersListed, describePartition } from "./lib/kafka_metadata.ts";
 import {
@@ -24,6 +24,7 @@ import {
   recordBytes,
   recordsPerRequest,
 } from "./lib/tiered_cluster_load.ts";
+
 /**
  * Tiered storage across a 3-node cluster, end to end on real processes:
  *

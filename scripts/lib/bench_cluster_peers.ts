@@ -1,6 +1,7 @@
 import type { ClusterNode } from "../../src/cluster/node/cluster_node.ts";
 import { clusterPolling, startLocalCluster } from "./local_cluster.ts";
 import { waitFor } from "../../test/helpers/wait_for.ts";
+
 /**
  * The cluster mode of the pump benchmark: etcd (3 members) and two follower nodes (ids 2 and 3) as
  * processes of their own on the same machine, tiering to the same fs store as the measured node,

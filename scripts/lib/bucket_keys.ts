@@ -1,5 +1,6 @@
 import { ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
 import type { LocalBucket } from "./local_cluster.ts";
+
 /** Keys one listing page asks for. */
 const listPageKeys = 1000;
 /** Pages one listing reads at most: a script's bucket holds far fewer keys than pages × keys. */

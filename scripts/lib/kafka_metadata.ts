@@ -1,4 +1,5 @@
-import { runKcat } from "./campaign_clients.ts";
+import { runKcat } from "./campaign/campaign_clients.ts";
+
 /** What a cluster's Kafka Metadata says, read through kcat (`-L -J`): a partition's leader and in-sync set, the brokers. */
 
 /** A partition as Metadata describes it. */

@@ -6,6 +6,7 @@ import {
   parsePrometheusText,
   sampleValue,
 } from "./prometheus_text.ts";
+
 /**
  * What one scrape of `/metrics` says about one shard's pump: the lateness histogram so far
  * (`strata_pump_tick_lateness_seconds`), the worst lateness since the scrape before

@@ -1,5 +1,6 @@
 import { type ServerProcess, startServerProcess } from "./server_process.ts";
 import { realTime } from "../../test/helpers/wait_for.ts";
+
 /**
  * A Strata cluster on loopback for benchmarks and fault campaigns: a 3-member etcd started by
  * scripts/etcd-cluster.sh and `nodes` Strata nodes, each a real `deno task server` process with its

@@ -1,5 +1,6 @@
 import { ensureBucket } from "./ensure_bucket.ts";
 import { type LocalBucket, runCommand } from "./local_cluster.ts";
+
 /**
  * A throw-away Ceph RGW for scripts (scripts/rgw-start.sh: one monitor, one OSD, one radosgw on
  * 127.0.0.1), with a bucket. Only one runs at a time: the monitor's ports are fixed.

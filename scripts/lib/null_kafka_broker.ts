@@ -14,6 +14,7 @@ import { batchField, setBaseOffset } from "../../src/log/batch/record_batch.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
 import { PieceGate } from "../../src/runtime/cooperation/piece_gate.ts";
 import { RealClock } from "../../src/runtime/clock/real_clock.ts";
+
 /**
  * The null broker of bench:kafka: a Kafka listener that answers without storing, on the same frame,
  * connection and codec code as Strata's, so that it measures the protocol's ceiling on the

@@ -1,4 +1,5 @@
 import { assert } from "../../src/runtime/assert.ts";
+
 /** One topic of a benchmark's layout: its name and how many partitions it has. */
 export interface TopicPlan {
   name: string;

@@ -1,4 +1,5 @@
 import { assert } from "../../src/runtime/assert.ts";
+
 /** One sample of Prometheus text exposition: `name{label="value",...} value`. */
 export interface PrometheusSample {
   name: string;

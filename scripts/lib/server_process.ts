@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { serverTask } from "./server_task.ts";
+
 /** Bytes of the server's standard error kept for error messages: the end of it. */
 const stderrTailBytesMax = 64 * 1024;
 

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { assert } from "../../src/runtime/assert.ts";
+
 /** How `deno task server` starts `deno`: the environment it sets and the arguments it gives. */
 export interface ServerTask {
   /** Variables the task sets for the process (`NAME=value` words before `deno`). */

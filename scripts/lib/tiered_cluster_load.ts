@@ -1,8 +1,9 @@
 import { StrataClient } from "../../src/client/strata_client.ts";
 import { describePartition } from "./kafka_metadata.ts";
-import { runKcat } from "./campaign_clients.ts";
+import { runKcat } from "./campaign/campaign_clients.ts";
 import { clusterPolling, type LocalCluster, type LocalNode } from "./local_cluster.ts";
 import { waitFor } from "../../test/helpers/wait_for.ts";
+
 /**
  * The load and the readers of the tiered-cluster run: records whose key names their offset and
  * whose value is derived from it, produced through the HTTP API to whichever node leads; kcat

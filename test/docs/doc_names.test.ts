@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import t from "tap";
 import ts from "typescript";
+
 /**
  * The names the reference docs (docs/*.md and README.md) put in backticks must exist, so a file
  * moved or a method renamed fails here until the docs say what the code says now. docs/notes/ is
@@ -352,12 +353,12 @@ t.test("the check finds a wrong path, file, owner, member, identifier and class,
   ].join("\n");
   const decls = declarationsOf(new Map([["src/a.ts", source]]));
   const files: RepoFiles = {
-    paths: new Set(["src", "src/a.ts", "scripts", "scripts/lib", "scripts/lib/peer_load_nats.ts"]),
+    paths: new Set(["src", "src/a.ts", "scripts", "scripts/lib", "scripts/lib/peers/peer_load_nats.ts"]),
     sourceNames: new Set(["a.ts", "peer_load_nats.ts"]),
     topLevel: new Set(["src", "scripts", "docs"]),
   };
   const doc = [
-    "Right: `src/a.ts`, `a.ts`, `scripts/lib/peer_load_*`, `src/`, `Pump.#tick`, `Pump.every()`, `Pump.clockRate`,",
+    "Right: `src/a.ts`, `a.ts`, `scripts/lib/peers/peer_load_*`, `src/`, `Pump.#tick`, `Pump.every()`, `Pump.clockRate`,",
     "`Pump.sharedStep`, `ShardView.pollAnswer`, `Cooperation.pieceBytes`, `yieldToReactor()`, `readsInFlight`,",
     "`Deno.serve`, `Pump`, `PreparingRebalance`, `pump.clockRate`, `fsync_interval`, `deno task bench:pump`.",
     "Wrong: `src/b.ts`, `b.ts`, `Pump.#apply`, `GatedDisk.read`, `writeIndex`, `GatedDisk`, `#drain`,",

@@ -1,6 +1,7 @@
 import t from "tap";
 import kafkajs from "kafkajs";
-import { parsePolledLines, sendOutcomeOfError } from "../../scripts/lib/campaign_clients.ts";
+import { parsePolledLines, sendOutcomeOfError } from "../../scripts/lib/campaign/campaign_clients.ts";
+
 // kafkajs spreads its errors into its exports, which Node's named CommonJS imports cannot see.
 const { KafkaJSNumberOfRetriesExceeded, KafkaJSProtocolError, KafkaJSRequestTimeoutError } = kafkajs;
 

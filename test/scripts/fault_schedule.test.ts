@@ -1,5 +1,6 @@
 import t from "tap";
-import { faultKinds, faultSchedule, faultStepsMax } from "../../scripts/lib/fault_schedule.ts";
+import { faultKinds, faultSchedule, faultStepsMax } from "../../scripts/lib/campaign/fault_schedule.ts";
+
 const leaseTtlMs = 2000;
 
 t.test("a seed gives one schedule, and another seed another", (t) => {

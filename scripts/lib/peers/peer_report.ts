@@ -1,4 +1,5 @@
 import { round, type RunFigures } from "./peer_run.ts";
+
 /**
  * bench:peers's report: each variant's medians over the rounds, the JSON the issue's readers expect
  * (`{modes: {page_cache: {strata, strata_kafkajs, nats, rabbitmq}, durable: {strata}}}`), the targets

@@ -1,11 +1,12 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { StrataClient } from "../../src/client/strata_client.ts";
-import { decodeRemoteMarker } from "../../src/log/remote/remote_marker.ts";
-import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
-import { bucketKeys, segmentLogKeysOf } from "./bucket_keys.ts";
-import { ensureBucket } from "./ensure_bucket.ts";
-import type { LocalBucket, LocalCluster } from "./local_cluster.ts";
-import { MissedDeadlineError, realTime, waitFor } from "../../test/helpers/wait_for.ts";
+import { StrataClient } from "../../../src/client/strata_client.ts";
+import { decodeRemoteMarker } from "../../../src/log/remote/remote_marker.ts";
+import { initCrc32c } from "../../../src/runtime/checksum/crc32c.ts";
+import { bucketKeys, segmentLogKeysOf } from "../bucket_keys.ts";
+import { ensureBucket } from "../ensure_bucket.ts";
+import type { LocalBucket, LocalCluster } from "../local_cluster.ts";
+import { MissedDeadlineError, realTime, waitFor } from "../../../test/helpers/wait_for.ts";
+
 /**
  * The tiered part of a fault campaign: an s3rver for the nodes to tier to, and the checks of what
  * tiering left once every fault is healed: no replica evicted above the committed floor, and the
@@ -23,7 +24,7 @@ const credentials = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" };
 const s3rverStartMs = 30_000;
 
 export async function startLocalS3rver(dir: string, bucket: string): Promise<LocalS3rver> {
-  const script = new URL("../s3rver.mjs", import.meta.url).pathname;
+  const script = new URL("../../s3rver.mjs", import.meta.url).pathname;
   const child: ChildProcess = spawn("node", ["--openssl-legacy-provider", script, dir], {
     stdio: ["ignore", "pipe", "ignore"],
   });

@@ -10,6 +10,7 @@ import {
   runProducers,
   SendWindow,
 } from "./peer_load.ts";
+
 /**
  * bench:peers's load for NATS JetStream, with the `nats` client's fastest publish path: raw
  * publishes whose reply subject receives JetStream's acknowledgement (a `js.publish()` awaits each

@@ -1,5 +1,6 @@
-import { runCommand } from "./local_cluster.ts";
-import { MissedDeadlineError, realTime, waitFor } from "../../test/helpers/wait_for.ts";
+import { runCommand } from "../local_cluster.ts";
+import { MissedDeadlineError, realTime, waitFor } from "../../../test/helpers/wait_for.ts";
+
 /**
  * The peer streaming servers bench:peers measures beside Strata, started from Debian's packages on
  * loopback in a temporary directory and stopped by PID: NATS with JetStream (`nats-server`) and

@@ -11,6 +11,7 @@ import {
   runProducers,
   SendWindow,
 } from "./peer_load.ts";
+
 /**
  * bench:peers's load for a Kafka broker with kafkajs, the JavaScript client: each producer a client
  * of its own sending batches of `batchRecords` with acks 1, at most `window` records unacknowledged;

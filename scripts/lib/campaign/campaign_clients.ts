@@ -1,7 +1,8 @@
 import { execFile } from "node:child_process";
 import { Kafka, logLevel, type Producer } from "kafkajs";
-import { StrataClient } from "../../src/client/strata_client.ts";
-import type { ConsumerHistory, PolledRecord, SendOutcome, SendRecord } from "./log_history.ts";
+import { StrataClient } from "../../../src/client/strata_client.ts";
+import type { ConsumerHistory, PolledRecord, SendOutcome, SendRecord } from "../log_history.ts";
+
 /**
  * The clients of a fault campaign, each a real client of the cluster that records what it did:
  * producers (kafkajs, acks=all, one send at a time and never retried, so that every value is sent

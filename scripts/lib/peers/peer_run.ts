@@ -3,11 +3,12 @@ import {
   type LatenessScrape,
   readLatenessScrape,
   type WindowLateness,
-} from "./lateness_scrape.ts";
+} from "../lateness_scrape.ts";
 import type { LoadArgs, LoadResult } from "./peer_load.ts";
 import type { RunningPeer, Variant } from "./peer_variants.ts";
-import { readProcess } from "./proc_stats.ts";
-import { readThreadSchedstat, schedstatRates } from "./thread_schedstat.ts";
+import { readProcess } from "../proc_stats.ts";
+import { readThreadSchedstat, schedstatRates } from "../thread_schedstat.ts";
+
 /**
  * One variant of bench:peers, measured once: its server started fresh, an idle window (Strata: the
  * tick's lateness at rest), the produce phase (every producer for `seconds`), the consume phase
@@ -60,7 +61,7 @@ async function runLoad(variant: Variant, args: LoadArgs): Promise<LoadResult> {
   const [command, ...rest] = variant.loadCommand(JSON.stringify(args));
   const child = new Deno.Command(command!, {
     args: rest,
-    cwd: new URL("../..", import.meta.url).pathname,
+    cwd: new URL("../../..", import.meta.url).pathname,
     stdout: "piped",
     stderr: "piped",
     signal: AbortSignal.timeout(loadDeadlineMs),

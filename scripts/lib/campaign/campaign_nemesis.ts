@@ -1,7 +1,8 @@
 import type { FaultStep } from "./fault_schedule.ts";
-import { describePartition } from "./kafka_metadata.ts";
-import type { LocalCluster, LocalNode } from "./local_cluster.ts";
-import { MissedDeadlineError, realTime, waitFor } from "../../test/helpers/wait_for.ts";
+import { describePartition } from "../kafka_metadata.ts";
+import type { LocalCluster, LocalNode } from "../local_cluster.ts";
+import { MissedDeadlineError, realTime, waitFor } from "../../../test/helpers/wait_for.ts";
+
 /**
  * The nemesis of a fault campaign: runs a schedule's faults against a local cluster one after
  * another, each on the node its kind names at the moment it starts, and heals each when it ends.

@@ -1,8 +1,9 @@
-import { librdkafkaPython, librdkafkaUnavailable } from "./librdkafka_python.ts";
+import { librdkafkaPython, librdkafkaUnavailable } from "../librdkafka_python.ts";
 import { readFileSync, writeFileSync } from "node:fs";
-import { benchConfigText } from "./bench_config.ts";
+import { benchConfigText } from "../bench_config.ts";
 import { natsUnavailable, rabbitmqUnavailable, startNats, startRabbitmq } from "./peer_servers.ts";
-import { startServerProcess } from "./server_process.ts";
+import { startServerProcess } from "../server_process.ts";
+
 /**
  * The servers and clients bench:peers measures: each variant is a server started fresh for it (in a
  * directory of its own, stopped by PID) and the process that loads it (`peer_load_*`). Strata is
@@ -50,7 +51,7 @@ export const strataTopic = { name: "bench", tiered: false };
 /** Strata as `deno task server` runs it, on its shipped config but for the data path, ports and `fsync`. */
 async function startStrata(dir: string, portBase: number, fsync: "always" | "interval", partitions: number) {
   const configPath = `${dir}/strata.toml`;
-  const shipped = readFileSync(new URL("../../config.toml", import.meta.url), "utf8");
+  const shipped = readFileSync(new URL("../../../config.toml", import.meta.url), "utf8");
   const text = benchConfigText(shipped, `${dir}/strata-data`, null, fsync);
   writeFileSync(configPath, text);
   const kafka = `127.0.0.1:${portBase}`;

@@ -11,6 +11,7 @@ import {
   runProducers,
   SendWindow,
 } from "./peer_load.ts";
+
 /**
  * bench:peers's load for RabbitMQ streams, with `rabbitmq-stream-js-client`: a stream per partition
  * (`bench-0` ...), a publisher per producer on a connection of its own, each record counted once its

@@ -1,4 +1,5 @@
-import { Rng } from "../../src/runtime/rng.ts";
+import { Rng } from "../../../src/runtime/rng.ts";
+
 /**
  * The nemesis of a fault campaign, as a pure function of its seed: which fault comes when, and for
  * how long it holds. The same seed gives the same schedule, so a run is replayed from its seed; the
