@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createCRC32, createXXHash64 } from "hash-wasm";
 import { openIsalCrc32c } from "../src/runtime/checksum/isal_crc32c.ts";
+
 /**
  * What one 1 MiB piece costs the event loop, by part: reading it from a (page-cached) segment file,
  * and checksumming it with each candidate. `deno run --allow-all scripts/bench-checksum.ts`.

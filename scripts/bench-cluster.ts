@@ -2,6 +2,7 @@ import { parseArgs } from "node:util";
 import { Kafka, logLevel } from "kafkajs";
 import { clusterPolling, etcdInstalled, type LocalCluster, startLocalCluster } from "./lib/local_cluster.ts";
 import { waitFor } from "../test/helpers/wait_for.ts";
+
 /**
  * A 3-node cluster on a 3-member etcd, on loopback: produce latency with acks=all against acks=1 in
  * the same run, and failover time over repeated leader kills.

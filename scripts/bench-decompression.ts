@@ -21,6 +21,7 @@ import {
 import { batchField, computeBatchCrc } from "../src/log/batch/record_batch.ts";
 import { initCrc32c } from "../src/runtime/checksum/crc32c.ts";
 import { Rng } from "../src/runtime/rng.ts";
+
 /**
  * How long the synchronous steps of an HTTP read's decoding of a compressed batch take, per codec:
  * a batch of 16 MiB of text-like records (words of a small vocabulary), compressed as Kafka's

@@ -1,6 +1,7 @@
 import { librdkafkaPython, librdkafkaUnavailable } from "./lib/librdkafka_python.ts";
 import { parseArgs } from "node:util";
 import { startServerProcess } from "./lib/server_process.ts";
+
 /**
  * Produce and consume through the Kafka listener with a librdkafka client (Debian's
  * python3-confluent-kafka, run by /usr/bin/python3), against a null broker (the same Kafka protocol

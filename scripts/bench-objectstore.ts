@@ -5,6 +5,7 @@ import { S3ObjectStore } from "../src/objectstore/s3/s3_object_store.ts";
 import { crc32 } from "../src/runtime/checksum/crc32.ts";
 import { RealClock } from "../src/runtime/clock/real_clock.ts";
 import { ensureBucket } from "./lib/ensure_bucket.ts";
+
 /**
  * Upload and download throughput of 64 MiB objects: Strata's s3 backend against @aws-sdk/client-s3
  * (a streamed PutObject and a GetObject) on the same objects in the same run, as ratios.

@@ -12,6 +12,7 @@ import { cpuPercentOfCore, readProcess } from "./lib/proc_stats.ts";
 import { type ServerProcess, startServerProcess } from "./lib/server_process.ts";
 import { realTime, settlesWithin, waitFor } from "../test/helpers/wait_for.ts";
 import { benchIntArg } from "./lib/bench_args.ts";
+
 /**
  * What the number of partitions costs a server at rest (docs/BENCHMARKS.md, "Partition count"). The
  * real server runs as its own process, as `deno task server` runs it, with `fs` tiering: once with

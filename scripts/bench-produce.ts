@@ -2,6 +2,7 @@ import { parseArgs } from "node:util";
 import * as hdr from "hdr-histogram-js";
 import { Packr } from "msgpackr";
 import { serverTask } from "./lib/server_task.ts";
+
 /**
  * Produce and consume throughput through HTTP, for each fsync policy, against the HTTP ceiling of
  * the machine it runs on (an empty Deno.serve handler that only reads the body and answers).

@@ -34,6 +34,7 @@ import { benchIntArg } from "./lib/bench_args.ts";
 import { uploadAllWhole, type WholeUpload } from "./lib/whole_upload.ts";
 import { segmentStem } from "../src/log/segment/segment.ts";
 import { realTime, waitFor } from "../test/helpers/wait_for.ts";
+
 /**
  * The pump-latency benchmark (docs/BENCHMARKS.md, "What it does"): one process, one shard, the real
  * server code, and the consensus tick's lateness measured over phases of equal length:

@@ -1,5 +1,6 @@
 import { serverTask } from "./lib/server_task.ts";
 import { etcdInstalled, runCommand } from "./lib/local_cluster.ts";
+
 /**
  * `deno task cluster [--dir DIR] [--port-base N] [--nodes N]`: a local Strata cluster for
  * development. Starts a 3-member etcd (Debian's `etcd`, by scripts/etcd-cluster.sh) and N Strata

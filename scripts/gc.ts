@@ -16,6 +16,7 @@ import { gcUsage, parseGcArgs } from "../src/tier/housekeeping/gc_args.ts";
 import { readIncarnationTable } from "../src/tier/bucket/incarnation_table.ts";
 import type { PartitionAddress } from "../src/log/partition/partition.ts";
 import { clusterRoot } from "../src/tier/bucket/object_keys.ts";
+
 /**
  * `deno task gc`: finds (and with `--mode delete` removes) objects in the bucket that no live
  * partition needs. The work is `runGc` in src/tier/housekeeping/gc.ts; this entry point reads the command

@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { fileLineCount, type FunctionLength, functionLengths, longerThan } from "./lib/line_counts.ts";
+
 /**
  * Prints the longest files and the longest functions of the TypeScript sources under `src/` (or the
  * directories given), measured as `scripts/lib/line_counts.ts` says: a file by its lines, a function

@@ -12,6 +12,7 @@ import { NodeDisk } from "../src/runtime/disk/node_disk.ts";
 import { RealClock } from "../src/runtime/clock/real_clock.ts";
 import { Rng } from "../src/runtime/rng.ts";
 import { StrataServer } from "../src/server/server.ts";
+
 /**
  * `deno task restore`: restores a topic from the bucket into the server's data directory while the
  * server is stopped. It opens the server in this process (no listener), runs the same restore as

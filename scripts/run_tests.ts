@@ -1,4 +1,5 @@
 import { TapFailureCollector } from "./lib/tap_failures.ts";
+
 /**
  * Runs the tap suite under Node (tap cannot run under Deno) and ends with the line CI reads,
  * `N passed, N failed`, taken from tap's own final counts. Extra arguments go to tap, so

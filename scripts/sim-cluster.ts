@@ -3,6 +3,7 @@ import { failArgs as fail, intArg as int } from "./lib/sim_args.ts";
 import { initCrc32c } from "../src/runtime/checksum/crc32c.ts";
 import { clusterScenarios } from "../src/sim/cluster/cluster_scenarios.ts";
 import { type ClusterSimResult, runClusterSimulation } from "../src/sim/cluster/cluster_simulation.ts";
+
 /**
  * The deterministic simulator with three nodes, the simulated coordinator and network:
  *

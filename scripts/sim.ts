@@ -3,6 +3,7 @@ import { failArgs as fail, intArg as int } from "./lib/sim_args.ts";
 import { initCrc32c } from "../src/runtime/checksum/crc32c.ts";
 import { scenarios } from "../src/sim/scenarios.ts";
 import { runSimulation, type SimResult } from "../src/sim/simulation.ts";
+
 /**
  * The deterministic simulator:
  *

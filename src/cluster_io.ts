@@ -4,6 +4,7 @@ import { ReplicaLink } from "./kafka/replica/replica_link.ts";
 import type { Clock } from "./runtime/clock/clock.ts";
 import type { Network } from "./runtime/network/network.ts";
 import type { ClusterIo } from "./server/server.ts";
+
 /** How long a follower waits for its leader's listener to accept a connection. */
 const replicaConnectTimeoutMs = 2000;
 /** How long past its own wait a replica fetch's answer may take before the follower gives up on it. */

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join, posix } from "node:path";
 import t from "tap";
+
 /**
  * The layers of src/, bottom up. A file may import files of its own folder and of folders with a
  * lower rank, never a higher one, nor another folder of the same rank (log and objectstore know

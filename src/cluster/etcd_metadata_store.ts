@@ -9,6 +9,7 @@ import type { Clock } from "../runtime/clock/clock.ts";
 import { FormatVersionError, storageFormatVersion } from "../runtime/format_version_error.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { Rng } from "../runtime/rng.ts";
+
 /** Times a commit applies its change again after another writer's commit came first, at most. */
 export const commitAttemptsMax = 32;
 

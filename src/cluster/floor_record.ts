@@ -1,4 +1,5 @@
 import type { ControlCommand } from "../tier/control/control_log.ts";
+
 /**
  * A tiered partition's committed control state as etcd stores it: the floor, the watermark total
  * retention deleted below, and the epoch of the leader that wrote either last.

@@ -18,6 +18,7 @@ import {
   recordAfter,
 } from "./floor_record.ts";
 import { decodePartitionState } from "./controller/partition_state.ts";
+
 /** Reads and compares one submission makes at most before it gives up (another write raced each). */
 export const floorSubmitAttemptsMax = 8;
 /** Watch events waiting to be applied at most; beyond, the log reads the floors again instead. */

@@ -2,6 +2,7 @@ import type { LogLevel } from "../runtime/logger.ts";
 import type { Address, ValidatedConfig } from "./key_spec.ts";
 import { parseAddress } from "./validate_config.ts";
 import { ConfigError } from "./config_error.ts";
+
 /**
  * `[system] fsync`: "always" acknowledges a produce after its fsync (group commit), "interval" after
  * its write. The partition log has a policy of the same values; the broker hands this one to it.

@@ -4,6 +4,7 @@ import { ConfigError } from "./config_error.ts";
 import type { ConfigSchema, ValidatedConfig } from "./key_spec.ts";
 import { configSchema } from "./schema.ts";
 import { validateConfig } from "./validate_config.ts";
+
 export interface LoadedConfig {
   config: Config;
   /** Secret values to scrub from every log line. */

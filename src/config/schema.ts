@@ -4,6 +4,7 @@ import { niceMax, niceMin } from "../runtime/process/thread_priority.ts";
 import { fdTableReserveMax } from "../runtime/process/fd_table_reserve.ts";
 import { maxOpenFilesMax } from "../runtime/disk/open_files.ts";
 import type { ConfigSchema } from "./key_spec.ts";
+
 /**
  * Every configuration key Strata knows, with its type, default and bounds. The shipped
  * `config.toml` lists the same keys with the same defaults (a test holds the two together), and

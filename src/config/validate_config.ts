@@ -1,6 +1,7 @@
 import { ConfigError } from "./config_error.ts";
 import type { Address, ConfigSchema, ConfigValue, KeySpec, ValidatedConfig } from "./key_spec.ts";
 import { parseBytes, parseDurationMs } from "./units.ts";
+
 /** One raw value and where it came from, for error messages. */
 interface RawValue {
   value: unknown;

@@ -21,6 +21,7 @@ import {
   LeaseNotFoundError,
 } from "./coordinator_errors.ts";
 import { applyTxn, type StoreState } from "./sim_txn.ts";
+
 export interface SimCoordinatorOptions {
   clock: Clock;
   /** Shortest lease; shorter requests are raised to it (etcd: 1.5 × its election timeout). */

@@ -9,6 +9,7 @@ import {
   type TxnResult,
   type WatchEvent,
 } from "./coordinator.ts";
+
 /** The simulated store's keys and revision. */
 export interface StoreState {
   kvs: Map<string, KeyValue>;

@@ -9,6 +9,7 @@ import type {
   Watch,
   WatchListener,
 } from "./coordinator.ts";
+
 /** The requests a timed coordinator reports, by the name its observer hears. */
 export type CoordinatorOp = "txn" | "range" | "lease_grant" | "lease_keepalive" | "lease_revoke";
 

@@ -3,6 +3,7 @@ import { CommittedOffsets } from "./offsets/committed_offsets.ts";
 import type { GroupState } from "./core/group_state.ts";
 import type { OffsetsRecord, StoredGroup } from "./offsets/offsets_records.ts";
 import { groupFromStored } from "./offsets/stored_group.ts";
+
 /** Appends (commits, group metadata, checkpoints) queued on one offsets partition at most. */
 export const partitionAppendsQueuedMax = 4096;
 

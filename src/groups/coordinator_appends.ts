@@ -10,6 +10,7 @@ import type { GroupError } from "./core/group_events.ts";
 import type { OffsetsLog } from "./offsets/offsets_log.ts";
 import type { OffsetsRecord } from "./offsets/offsets_records.ts";
 import { storedGroupOf } from "./offsets/stored_group.ts";
+
 /** Records one append of a checkpoint carries at most. */
 export const checkpointRecordsPerAppendMax = 512;
 

@@ -22,6 +22,7 @@ import type {
 import { emptyGroup, groupDueMs, type GroupSettings } from "./core/group_state.ts";
 import type { OffsetsLog } from "./offsets/offsets_log.ts";
 import { storedGroupOf } from "./offsets/stored_group.ts";
+
 /** How often the coordinator looks at which offsets partitions this node leads (clock ms). */
 export const leadershipLookIntervalMs = 200;
 /** After a load that failed, how long before it is tried again (clock ms). */

@@ -10,6 +10,7 @@ import type { KafkaCatalog } from "./kafka_catalog.ts";
 import type { KafkaReader } from "./wire/kafka_codec.ts";
 import type { MetadataBroker } from "./apis/metadata_codec.ts";
 import type { RequestHeader } from "./wire/frame_codec.ts";
+
 /** What every API's handler may use: the topics, this broker as clients reach it, the settings. */
 export interface KafkaServing {
   catalog: KafkaCatalog;

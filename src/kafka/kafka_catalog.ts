@@ -6,6 +6,7 @@ import {
 } from "../broker/catalog/topic_options.ts";
 import { AlreadyExistsError } from "../broker/broker_errors.ts";
 import type { PartitionAddress } from "../log/partition/partition.ts";
+
 /** A Kafka topic as the listener answers for it: its name and whether each partition is served. */
 export interface KafkaTopicInfo {
   name: string;

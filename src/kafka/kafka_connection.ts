@@ -6,6 +6,7 @@ import type { BufferPool } from "../runtime/memory/buffers.ts";
 import { FrameError, FrameSplitter } from "./wire/frame_codec.ts";
 import { KafkaDecodeError } from "./wire/kafka_codec.ts";
 import { KafkaProtocolError, type KafkaResponse, type KafkaSession } from "./kafka_session.ts";
+
 export interface ConnectionLimits {
   /** `max_frame_bytes`: a larger request frame closes the connection. */
   maxFrameBytes: number;

@@ -6,6 +6,7 @@ import { BufferPool } from "../runtime/memory/buffers.ts";
 import { type ConnectionLimits, serveConnection } from "./kafka_connection.ts";
 import type { KafkaMetrics } from "./kafka_metrics.ts";
 import type { KafkaSession } from "./kafka_session.ts";
+
 export interface KafkaListenerDeps {
   limits: ConnectionLimits;
   /** `max_connections`: connections served at once at most. */

@@ -34,6 +34,7 @@ import {
 } from "./groups/group_admin_api.ts";
 import type { DataPlane } from "../broker/data_plane.ts";
 import type { GroupCoordinator } from "../groups/group_coordinator.ts";
+
 /** The Kafka broker id of a node that is not in a cluster. */
 export const standaloneNodeId = 1;
 

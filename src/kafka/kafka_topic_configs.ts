@@ -5,6 +5,7 @@ import {
   type TopicDefaults,
   type TopicOptions,
 } from "../broker/catalog/topic_options.ts";
+
 /**
  * Kafka's topic config names for Strata's topic options (KIP-405's for tiering), both ways: a
  * CreateTopics request's configs become options, and DescribeConfigs answers options by these

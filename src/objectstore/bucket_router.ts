@@ -8,6 +8,7 @@ import type {
 } from "./retrying_object_store.ts";
 import type { BodySource, DeleteResult, ListPage, ObjectHead, PieceSink, PutResult } from "./object_store.ts";
 import { MalformedError } from "./object_store_errors.ts";
+
 /** Other buckets open at once at most: each is a store with its own connections. */
 export const otherBucketsMax = 8;
 

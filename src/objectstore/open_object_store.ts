@@ -18,6 +18,7 @@ import { RetryingObjectStore } from "./retrying_object_store.ts";
 import { S3ObjectStore } from "./s3/s3_object_store.ts";
 import { BucketRouter } from "./bucket_router.ts";
 import type { S3Settings } from "./s3/s3_settings.ts";
+
 export interface OpenedObjectStore {
   /**
    * The store the tier service uses: retries, deadlines and metrics around the backend; keys under

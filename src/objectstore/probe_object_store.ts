@@ -6,6 +6,7 @@ import {
   TransportError,
   UnsupportedError,
 } from "./object_store_errors.ts";
+
 /** The store cannot be used; the message says whether the endpoint, the bucket or the credentials is wrong. */
 export class ObjectStoreProbeError extends Error {
   override name = "ObjectStoreProbeError";

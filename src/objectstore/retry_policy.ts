@@ -1,4 +1,5 @@
 import type { ErrorClass } from "./object_store_errors.ts";
+
 /** Backoff of one profile: `initialMs × factor^(n-1)`, capped at `maxMs`. */
 export interface BackoffProfile {
   initialMs: number;

@@ -29,6 +29,7 @@ import {
   ThrottledError,
   TransportError,
 } from "./object_store_errors.ts";
+
 export type SimOperation = "put" | "get" | "head" | "list" | "delete";
 
 /** Probabilities per attempt, per operation kind. */

@@ -1,4 +1,5 @@
 import { assert } from "./assert.ts";
+
 /** Buckets of a map: a change copies this many slots and one bucket, so about n / 256 entries. */
 const bucketCount = 256;
 

@@ -1,4 +1,5 @@
 import { assert } from "./assert.ts";
+
 /**
  * A small seeded PRNG, xoshiro128** (Blackman and Vigna), seeded through splitmix32 so that any
  * 32-bit seed, zero included, gives a well-mixed state. Deterministic for a given seed: the

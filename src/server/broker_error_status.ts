@@ -17,6 +17,7 @@ import {
   type UnavailableReason,
 } from "../broker/broker_errors.ts";
 import { ApiError, badRequest, conflict, notFound, unavailable } from "./api_errors.ts";
+
 /** The `retry-after` each kind of unavailability answers with, in seconds. */
 const retryAfterSeconds: Record<UnavailableReason, number> = {
   overloaded: 1,

@@ -7,6 +7,7 @@ import {
   useCrc32cEngine,
 } from "../runtime/checksum/crc32c.ts";
 import type { Logger } from "../runtime/logger.ts";
+
 /** Opens a native CRC32C engine from a shared library; throws when it cannot. */
 export type NativeCrc32cOpener = (libraryPath: string) => Crc32cEngine;
 

@@ -14,6 +14,7 @@ import { matchRoute } from "./routes/api_routes.ts";
 import { apiErrorOf } from "./broker_error_status.ts";
 import { NotLeaderError } from "../broker/broker_errors.ts";
 import { errorResponse, jsonResponse } from "./api_errors.ts";
+
 export type FetchHandler = (request: Request) => Promise<Response>;
 
 export interface HttpHandlerDeps {

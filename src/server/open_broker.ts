@@ -20,6 +20,7 @@ import { ReadReplicaMetrics } from "../broker/restore/read_replica_metrics.ts";
 import type { ClusterNode } from "../cluster/node/cluster_node.ts";
 import type { HostedTopic } from "../broker/catalog/hosted_topic.ts";
 import type { Partition } from "../log/partition/partition.ts";
+
 export interface BrokerDeps {
   config: Config;
   disk: Disk;

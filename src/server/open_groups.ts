@@ -8,6 +8,7 @@ import { OffsetsTopic } from "../groups/offsets/offsets_topic.ts";
 import type { Clock } from "../runtime/clock/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { Rng } from "../runtime/rng.ts";
+
 export interface GroupsDeps {
   config: Config;
   catalog: Catalog;

@@ -35,6 +35,7 @@ import type { HttpFetch } from "../coordinator/etcd/http_post.ts";
 import type { Address } from "../config/key_spec.ts";
 import type { GroupCoordinator } from "../groups/group_coordinator.ts";
 import { openGroups } from "./open_groups.ts";
+
 export interface ServerDeps {
   config: Config;
   logger: Logger;

@@ -23,6 +23,7 @@ import { TierService } from "../tier/tier_service.ts";
 import { BucketStateTransfer, type StateTransferDeps } from "../tier/restore/state_transfer.ts";
 import type { PartitionSeeder } from "../log/partition/seeded_partition.ts";
 import type { BrokerDeps } from "./open_broker.ts";
+
 /** Bound on a shard's uploads waiting for `upload_bandwidth` tokens. */
 export const uploadBandwidthWaitersMax = 1024;
 /** Bound on a shard's chunk fetches waiting for a `fetch_concurrency` slot; one more is refused as overloaded. */

@@ -6,6 +6,7 @@ import { buildProcess, createPartition, openPartition } from "./sim_process.ts";
 import { cacheDir, dataPath } from "./sim_settings.ts";
 import type { World } from "./world.ts";
 import { check } from "./world_checks.ts";
+
 /** The chance that a crash strikes before a durable step of an eviction, where the scenario asks for it. */
 const crashAtEvictionStepChance = 0.05;
 

@@ -4,6 +4,7 @@ import { gcWindowMs, recoveryMs, stepMs } from "./sim_settings.ts";
 import { advance } from "./virtual_time.ts";
 import type { World } from "./world.ts";
 import { check, liveIncarnation, optionsChanged } from "./world_checks.ts";
+
 /** Steps of virtual time between two looks at the bucket in the GC window. */
 const gcStepsPerLook = 10;
 

@@ -9,6 +9,7 @@ import {
   type OpenOptions,
 } from "../runtime/disk/disk.ts";
 import type { Rng } from "../runtime/rng.ts";
+
 /** Most promise hops one disk operation's completion is held back. */
 export const completionHopsMax = 4;
 

@@ -1,4 +1,5 @@
 import { assert } from "../runtime/assert.ts";
+
 /**
  * The bytes each turn of the event loop moves through the disk, and the most any turn moved so far.
  * An immediate queued from the check phase runs in the next turn, so a chain of immediates closes one

@@ -2,6 +2,7 @@ import * as inv from "./invariants.ts";
 import { advance, withTime } from "./virtual_time.ts";
 import type { World } from "./world.ts";
 import { expectedLoss, isDataLoss } from "./world_checks.ts";
+
 /** Messages one read of the read-back asks for, and the bytes it may return. */
 const readCountMax = 100;
 const readBytesMax = 1 << 20;

@@ -7,6 +7,7 @@ import { advance, settle, withTime } from "./virtual_time.ts";
 import type { SabotageTarget, WorkloadStep } from "./workload_step.ts";
 import type { World } from "./world.ts";
 import { expectedLoss, isDataLoss, optionsChanged } from "./world_checks.ts";
+
 /**
  * Runs one step of the workload. A step that takes no time (sabotage, a consumer's offset, an
  * options change) returns nothing and runs to its end synchronously, so the loop goes on without

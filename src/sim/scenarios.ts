@@ -1,5 +1,6 @@
 import type { SimFaults } from "../objectstore/sim_object_store.ts";
 import type { Rng } from "../runtime/rng.ts";
+
 /** What a scenario does to the world; faults apply until the run's recovery window. */
 export interface Scenario {
   name: string;

@@ -8,6 +8,7 @@ import {
   type OpenOptions,
 } from "../runtime/disk/disk.ts";
 import type { Rng } from "../runtime/rng.ts";
+
 /**
  * An in-memory `Disk` with crash semantics, for the simulator. Files are inodes named by
  * directory entries. What a crash keeps follows POSIX durability:

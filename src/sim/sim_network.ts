@@ -7,6 +7,7 @@ import type {
 import { assert } from "../runtime/assert.ts";
 import type { Clock } from "../runtime/clock/clock.ts";
 import type { Rng } from "../runtime/rng.ts";
+
 /** How the simulated network treats each message, drawn from its seed. */
 export interface SimNetworkFaults {
   /** One-way delay of a message, milliseconds: from, to. */

@@ -31,6 +31,7 @@ import {
 } from "./sim_settings.ts";
 import { rngStreams, streamSeed } from "./rng_streams.ts";
 import type { World } from "./world.ts";
+
 /** The process under test: a partition, its tier service, control log, chunk cache and housekeeping. */
 export interface SimProcess {
   partition: Partition;

@@ -1,5 +1,6 @@
 import type { HousekeepingConfig } from "../config/config.ts";
 import type { LogConfig } from "../log/log_config.ts";
+
 /** The simulated shard's settings: small segments, chunks and pieces, so a short run exercises them all. */
 
 export const address = { streamId: 1, topicId: 1, partitionId: 0 };

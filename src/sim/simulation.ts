@@ -7,6 +7,7 @@ import { withTime } from "./virtual_time.ts";
 import { drawStep, type WorkloadView } from "./workload_step.ts";
 import { type SimOptions, World } from "./world.ts";
 import { check, segmentLogKey } from "./world_checks.ts";
+
 export interface SimResult {
   seed: number;
   scenario: string;

@@ -1,6 +1,7 @@
 import { stepMs } from "./sim_settings.ts";
 import { tickProcess } from "./sim_process.ts";
 import type { World } from "./world.ts";
+
 /** Loop turns that settle the simulated I/O in flight: each completes after a few promise hops. */
 const settleTurns = 30;
 

@@ -1,5 +1,6 @@
 import type { Rng } from "../runtime/rng.ts";
 import type { Scenario } from "./scenarios.ts";
+
 /** How a sabotaged object is damaged: lost from the store, or one of its bytes flipped. */
 export type Damage = { kind: "lose" } | { kind: "corrupt"; byteIndex: number };
 

@@ -13,6 +13,7 @@ import { SimDisk } from "./sim_disk.ts";
 import type { SimProcess } from "./sim_process.ts";
 import { housekeepingConfig, requestDeadlineMsMax, stepMs, stretchBytesBound } from "./sim_settings.ts";
 import { Trace } from "./trace.ts";
+
 export interface SimOptions {
   seed: number;
   scenario: Scenario;

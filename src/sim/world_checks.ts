@@ -3,6 +3,7 @@ import { incarnationOf, type PartitionIncarnation, segmentKeys } from "../tier/b
 import * as inv from "./invariants.ts";
 import { bucketPrefix, clusterId } from "./sim_settings.ts";
 import type { World } from "./world.ts";
+
 /** The incarnation the live partition writes its objects under. */
 export function liveIncarnation(w: World): PartitionIncarnation {
   return incarnationOf(bucketPrefix, clusterId, w.process.partition);

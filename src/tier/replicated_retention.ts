@@ -3,6 +3,7 @@ import type { AdvanceDeletedUpTo } from "../log/retention/floor_state.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { ControlLog } from "./control/control_log.ts";
 import type { TieredPartition } from "./tier_service.ts";
+
 /** Pause before a watermark whose commit failed is submitted again. */
 export const deletedCommitRetryMs = 1000;
 

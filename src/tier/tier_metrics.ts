@@ -1,5 +1,6 @@
 import { labelledGaugesOf } from "../runtime/metrics/labelled_series.ts";
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+
 /** What a tier service reports at scrape time; the gauges are read from state, never kept by hand. */
 export interface TierGaugeSource {
   uploadsInFlight(): number;

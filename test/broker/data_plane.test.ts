@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import {
   ConsumerLimitError,
   RemoteDataError,
@@ -45,6 +45,7 @@ import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { CacheFullError, FetchTimeoutError } from "../../src/tier/cache/chunk_cache.ts";
 import { MemoryMetadataStore } from "../helpers/memory_metadata_store.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+
 const message = (key: string | null, text = "m") => ({
   key,
   headers: {},

@@ -1,9 +1,10 @@
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import { PartitionLog } from "../../src/log/partition/partition_log.ts";
 import { CountingDisk } from "../helpers/counting_disk.ts";
 import { openServer } from "../helpers/open_server.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+
 // The shard's log duties (interval fsync, roll by age) follow what is due, not the partition count.
 
 const partitions = 64;

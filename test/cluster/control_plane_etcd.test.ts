@@ -7,6 +7,7 @@ import { RealClock } from "../../src/runtime/clock/real_clock.ts";
 import { type ControlPlaneNode, openControlPlaneNode } from "../helpers/control_plane_node.ts";
 import { etcdUnavailableReason, startEtcd } from "../helpers/etcd_harness.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
+
 const clock = new RealClock();
 const leaseTtlMs = 2000;
 

@@ -1,4 +1,4 @@
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import { SimCoordinatorStore } from "../../src/coordinator/sim_coordinator.ts";
 import { ClusterKeys } from "../../src/cluster/node/cluster_keys.ts";
 import { encodePartitionState, noLeader } from "../../src/cluster/controller/partition_state.ts";
@@ -6,6 +6,7 @@ import { assignReplicas } from "../../src/cluster/controller/replica_assignment.
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { type ControlPlaneNode, openControlPlaneNode } from "../helpers/control_plane_node.ts";
 import { virtualTime, waitFor } from "../helpers/wait_for.ts";
+
 const prefix = "/sim";
 const keys = new ClusterKeys(prefix);
 const leaseTtlMs = 2000;

@@ -6,6 +6,7 @@ import { ConfigError } from "../../src/config/config_error.ts";
 import { Logger } from "../../src/runtime/logger.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
+
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
 const key = "/t/metadata";
 

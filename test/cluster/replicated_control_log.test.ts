@@ -1,4 +1,4 @@
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import type { Coordinator, Txn, TxnResult } from "../../src/coordinator/coordinator.ts";
 import { SimCoordinatorStore } from "../../src/coordinator/sim_coordinator.ts";
 import { ClusterKeys } from "../../src/cluster/node/cluster_keys.ts";
@@ -9,6 +9,7 @@ import { silentLogger } from "../../src/runtime/logger.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { type ControlCommand, ControlEpochMismatchError } from "../../src/tier/control/control_log.ts";
 import { virtualTime, waitFor } from "../helpers/wait_for.ts";
+
 const keys = new ClusterKeys("/sim");
 const address = { streamId: 1, topicId: 2, partitionId: 0 };
 const label = "1/2/0";

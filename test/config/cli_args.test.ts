@@ -1,5 +1,6 @@
 import t from "tap";
 import { CliArgsError, parseServerArgs } from "../../src/config/cli_args.ts";
+
 t.test("without --config the server reads ./config.toml", (t) => {
   t.same(parseServerArgs([]), { configPath: "./config.toml", configPathGiven: false, help: false });
   t.end();

@@ -3,6 +3,7 @@ import t from "tap";
 import { toConfig } from "../../src/config/config.ts";
 import { configSchema } from "../../src/config/schema.ts";
 import { validateConfig } from "../../src/config/validate_config.ts";
+
 /** The typed tiered-storage settings of a TOML text, validated against the schema (no cross-key rules). */
 const tieredOf = (text: string) => toConfig(validateConfig(configSchema, parse(text), {})).tieredStorage;
 

@@ -1,11 +1,12 @@
 import { readFileSync } from "node:fs";
 import { TomlError } from "smol-toml";
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import { ConfigError } from "../../src/config/config_error.ts";
 import type { ConfigSchema } from "../../src/config/key_spec.ts";
 import { loadConfig } from "../../src/config/load_config.ts";
 import { configSchema } from "../../src/config/schema.ts";
 import { envVariableName, validateConfig } from "../../src/config/validate_config.ts";
+
 const shipped = readFileSync(new URL("../../config.toml", import.meta.url), "utf8");
 
 /** Loads `text` and returns the ConfigError it raises, failing the test when none is raised. */

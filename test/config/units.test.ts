@@ -1,5 +1,6 @@
 import t from "tap";
 import { formatBytes, formatDurationMs, parseBytes, parseDurationMs } from "../../src/config/units.ts";
+
 t.test("sizes parse with binary and decimal units; a bare number is bytes", (t) => {
   t.equal(parseBytes("1 MiB"), 1048576);
   t.equal(parseBytes("4GiB"), 4 * 2 ** 30);

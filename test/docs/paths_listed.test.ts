@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import t from "tap";
 import { runDenoTask } from "../helpers/run_task.ts";
+
 /**
  * docs/ARCHITECTURE.md lists, in "The path of a Kafka produce" and "The path of a cold fetch", every
  * file of src/ the request runs through, as `deno task paths` (scripts/path_walk.ts) measures it.

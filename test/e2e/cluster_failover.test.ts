@@ -6,6 +6,7 @@ import { describePartition } from "../../scripts/lib/kafka_metadata.ts";
 import { readPartition, startStrataCluster } from "../helpers/strata_cluster.ts";
 import { StrataClient } from "../../src/client/strata_client.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
+
 /** The waits on the cluster: real time, checked every 50 ms. */
 const pace = realTime(50);
 const skip = etcdUnavailableReason() ?? kcatUnavailable() ?? false;

@@ -9,6 +9,7 @@ import {
   type StrataCluster,
 } from "../helpers/strata_cluster.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
+
 /** The waits on the cluster: real time, checked every 50 ms. */
 const pace = realTime(50);
 const skip = etcdUnavailableReason() ?? kcatUnavailable() ?? false;

@@ -9,6 +9,7 @@ import { type GroupMember, startGroupMember } from "../helpers/group_members.ts"
 import { type ClusterNodeProcess, startStrataCluster } from "../helpers/strata_cluster.ts";
 import { describePartition } from "../../scripts/lib/kafka_metadata.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
+
 /** The waits on the cluster: real time, checked every 50 ms. */
 const pace = realTime(50);
 // A consumer group on a 3-node cluster: its coordinator is the leader of its partition of

@@ -14,6 +14,7 @@ import { partitionDirOf, startStrataCluster } from "../helpers/strata_cluster.ts
 import { tempDir } from "../helpers/temp_dir.ts";
 import { createSourceTopic, produceRecords, readAll, sameRecords } from "../helpers/topic_records.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
+
 // A topic produced and tiered by a single node is restored into a 3-node cluster sharing its bucket
 // (s3rver): every replica seeds the partitions from the source's chain; producing goes on at the
 // next offset and the leader uploads under the cluster's keys; after the leader is killed, the new

@@ -12,6 +12,7 @@ import { type ClusterNodeProcess, partitionDirOf, startStrataCluster } from "../
 import { describePartition } from "../../scripts/lib/kafka_metadata.ts";
 import { payloadOf } from "../helpers/tiered_e2e.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
+
 /** The waits on the cluster: real time, checked every 50 ms. */
 const pace = realTime(50);
 await initCrc32c();

@@ -4,6 +4,7 @@ import { Rng } from "../../src/runtime/rng.ts";
 import { configCopy } from "../helpers/config_copy.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+
 const messagesTarget = 20_000;
 const batchSize = 100;
 const partitions = 3;

@@ -8,6 +8,7 @@ import { type GroupMember, startGroupMember } from "../helpers/group_members.ts"
 import { kafkaAddressOf } from "../helpers/kcat.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
+
 // kafkajs consumers in one group over a 12-partition topic, each a process of its own: three share
 // the partitions; a fourth joins; one leaves; one is killed without leaving and its partitions move
 // once its session lapses. Every record produced is consumed, and at the end the group's committed

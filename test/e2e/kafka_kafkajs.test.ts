@@ -7,6 +7,7 @@ import { configCopy } from "../helpers/config_copy.ts";
 import { kafkaAddressOf } from "../helpers/kcat.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
+
 // kafkajs 2.2 (pure JavaScript, a second client beside librdkafka) against the real server: its
 // admin client creates, describes, lists offsets and deletes topics; its producer sends with acks
 // 0, 1 and -1 and gzip. Its consumer needs consumer groups, which are not served yet.

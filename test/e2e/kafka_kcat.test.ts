@@ -5,6 +5,7 @@ import t from "tap";
 import { configCopy } from "../helpers/config_copy.ts";
 import { kafkaAddressOf, kcat, kcatUnavailable } from "../helpers/kcat.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
+
 const unavailable = kcatUnavailable();
 
 t.test("kcat -L against the real server", { skip: unavailable ?? false }, async (t) => {

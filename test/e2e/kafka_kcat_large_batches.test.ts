@@ -7,6 +7,7 @@ import { batchHeaderBytes, decodeBatchHeader } from "../../src/log/batch/batch_c
 import { configCopy } from "../helpers/config_copy.ts";
 import { kafkaAddressOf, kcat, kcatUnavailable } from "../helpers/kcat.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
+
 // kcat (librdkafka) sends batches whose records decompress to several MiB, in every codec: the
 // server keeps them as sent, and the HTTP API decodes them (in pieces) back to every record.
 const unavailable = kcatUnavailable();

@@ -7,6 +7,7 @@ import { configCopy } from "../helpers/config_copy.ts";
 import { kafkaAddressOf, kcat, kcatBytes, kcatUnavailable } from "../helpers/kcat.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
+
 // kcat (librdkafka 2.0) produces and consumes through the real server: keys, repeated headers,
 // null values, every compression codec, binary values, and every way of choosing where to start.
 const unavailable = kcatUnavailable();

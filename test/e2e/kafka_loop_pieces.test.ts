@@ -19,6 +19,7 @@ import {
 import { kafkaAddressOf } from "../helpers/kcat.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
+
 // A large produce and a large fetch through the real server's Kafka listener never hold its loop for
 // much more than one piece: the tick's own lateness gauge (reset by each scrape) is read after each,
 // and compared with the time the same CPU work takes when it is not cut into pieces.

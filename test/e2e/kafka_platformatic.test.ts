@@ -6,6 +6,7 @@ import t from "tap";
 import { configCopy } from "../helpers/config_copy.ts";
 import { kafkaAddressOf } from "../helpers/kcat.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
+
 interface Record {
   key: string | null;
   value: string | null;

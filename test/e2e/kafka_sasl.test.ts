@@ -5,6 +5,7 @@ import t from "tap";
 import { configCopy } from "../helpers/config_copy.ts";
 import { kafkaAddressOf, kcat, kcatUnavailable } from "../helpers/kcat.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
+
 // SASL/PLAIN with `[kafka] users`: kcat with the right credentials produces and consumes; with a
 // wrong password or none it is refused; the password never reaches the log.
 const unavailable = kcatUnavailable();

@@ -5,6 +5,7 @@ import t from "tap";
 import { configCopy } from "../helpers/config_copy.ts";
 import { kafkaTieredRoundTrip } from "../helpers/kafka_tiered.ts";
 import { kcatUnavailable } from "../helpers/kcat.ts";
+
 // A tiered topic through the Kafka listener on the fs backend: produced with kcat, uploaded and
 // evicted below a 1 MiB local envelope (the topic made by CreateTopics with KIP-405 configs), then read
 // back from the beginning with kcat, byte for byte,

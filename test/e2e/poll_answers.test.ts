@@ -5,6 +5,7 @@ import { streamedBodyBytesMin } from "../../src/server/codec/body_codec.ts";
 import { configCopy } from "../helpers/config_copy.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+
 const messages = 2000;
 const messageBytes = 1024;
 const pollCount = 100;

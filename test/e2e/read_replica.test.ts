@@ -12,6 +12,7 @@ import { spawnServer } from "../helpers/spawn_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { createSourceTopic, produceRecords, readAll, sameRecords } from "../helpers/topic_records.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
+
 // A read-replica topic on a second server follows a topic of the first through a shared bucket
 // (s3rver): created from the bucket, it serves what the source uploaded byte for byte, over HTTP
 // and Kafka; it sees new segments within one poll interval of their manifest; it drops what the

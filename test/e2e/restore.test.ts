@@ -15,6 +15,7 @@ import { runDenoTask } from "../helpers/run_task.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 import { createSourceTopic, produceRecords, readAll, sameRecords } from "../helpers/topic_records.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
+
 // A topic produced, tiered and evicted on one server; that server's data directory deleted; a fresh
 // server of another cluster id restores the topic from the bucket (the objects stay where they are)
 // and every record reads back byte for byte from offset 0, over HTTP and with kcat, and producing

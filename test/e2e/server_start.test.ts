@@ -9,6 +9,7 @@ import { configCopy, shippedConfig } from "../helpers/config_copy.ts";
 import { isalUnavailableReason } from "../helpers/isal.ts";
 import { runServerExpectingFailure, spawnServer } from "../helpers/spawn_server.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
+
 const shipped = shippedConfig;
 
 t.test("deno run starts the server on a config copy; /metrics shows the tick lateness; SIGTERM exits 0", async (t) => {

@@ -7,6 +7,7 @@ import { spawnServer } from "../helpers/spawn_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { payloadOf } from "../helpers/tiered_e2e.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
+
 // A store outage, end to end: the real server on s3rver, which is stopped for a while as producers
 // write. Producing goes on, the floor stalls, nothing that is not in the store is evicted, the
 // stalled signal rises; once the store is back the floor catches up and the signal falls.

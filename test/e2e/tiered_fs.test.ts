@@ -8,6 +8,7 @@ import { configCopy } from "../helpers/config_copy.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { getsMade, produceTierAndVerify, readAllBack } from "../helpers/tiered_e2e.ts";
+
 // End to end with `deno run` and the shipped config's fs backend: 200 MiB tiered, evicted to the
 // envelope, and every object checked against what was produced.
 t.test("200 MiB into a tiered topic on the fs backend: floor, envelope and objects", async (t) => {

@@ -5,6 +5,7 @@ import { startS3rver } from "../helpers/s3rver_harness.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { produceTierAndVerify, readAllBack } from "../helpers/tiered_e2e.ts";
+
 // The same end-to-end run as on RGW (rgw.test.ts), against s3rver: it always runs, so the s3
 // path is covered end to end even where RGW's packages are absent.
 t.test("end to end on s3rver: 200 MiB tiered by the real server, objects verified, a sample read back with the SDK", async (t) => {

@@ -6,6 +6,7 @@ import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
 import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { tempDir } from "./temp_dir.ts";
+
 // A segment chain on a real directory, filled the way the writer loop fills it: append, flush,
 // publish, one batch at a time.
 await initCrc32c();

@@ -5,6 +5,7 @@ import { batchHeaderBytes, encodeBatch, type MessageInput } from "../../src/log/
 import { batchField, computeBatchCrc } from "../../src/log/batch/record_batch.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { zstdCompress } from "./zstd_compress.ts";
+
 // @ts-types="./types/lz4js.d.ts"
 // @ts-types="./types/snappyjs.d.ts"
 

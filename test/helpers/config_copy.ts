@@ -1,5 +1,6 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+
 export const shippedConfig = readFileSync(new URL("../../config.toml", import.meta.url), "utf8");
 
 /** A copy of the shipped config.toml in `dir` with its data under `dir` and free ports; returns its path. */

@@ -5,6 +5,7 @@ import { ClusterView } from "../../src/cluster/node/cluster_view.ts";
 import { NodeSession } from "../../src/cluster/node/node_session.ts";
 import type { Clock } from "../../src/runtime/clock/clock.ts";
 import { Logger } from "../../src/runtime/logger.ts";
+
 /** One node's control-plane parts (session, view, controller) in a test, ticked by the clock. */
 export interface ControlPlaneNode {
   nodeId: number;

@@ -2,6 +2,7 @@ import type { Test } from "tap";
 import type { Coordinator, WatchEvent } from "../../src/coordinator/coordinator.ts";
 import { CoordinatorRequestError, LeaseNotFoundError } from "../../src/coordinator/coordinator_errors.ts";
 import { waitFor, type WaitPace } from "./wait_for.ts";
+
 /** What the contract needs besides the coordinator: the pace its waits step by, on the coordinator's clock. */
 export interface ContractEnv {
   coordinator: Coordinator;

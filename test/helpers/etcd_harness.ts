@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Test } from "tap";
+
 const script = new URL("../../scripts/etcd-cluster.sh", import.meta.url).pathname;
 
 /** Why etcd cannot run here, or null when its package is installed. */

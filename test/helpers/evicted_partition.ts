@@ -21,6 +21,7 @@ import { sealedSegmentOf, uploadSegment } from "../../src/tier/upload/segment_up
 import { TierRemoteReader } from "../../src/tier/cache/tier_remote_reader.ts";
 import { tempDir } from "./temp_dir.ts";
 import { WatchedClock } from "./watched_clock.ts";
+
 // Reads of evicted segments: a partition whose sealed segments are in the sim store (which counts
 // every GET) and no longer on local disk, read through a chunk cache and a tier remote reader.
 await initCrc32c();

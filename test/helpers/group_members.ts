@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { createInterface } from "node:readline";
+
 /** What a group member process reported: its assignments in order, and every record it processed. */
 export class GroupMember {
   readonly name: string;

@@ -1,6 +1,7 @@
 import type { FsObjectStore } from "../../src/objectstore/fs_object_store.ts";
 import { type PartitionIncarnation, segmentKeys } from "../../src/tier/bucket/object_keys.ts";
 import type { TopicManifest } from "../../src/tier/bucket/topic_manifest.ts";
+
 // A bucket laid out by hand, as tests of what reads a bucket back (restores, read replicas) use it:
 // a source cluster "5ca1ab1e" with topic kafka/orders (stream 3, topic 8) of one partition, and
 // segments of 10 offsets and 100 bytes.

@@ -1,4 +1,5 @@
 import type { PartitionIncarnation } from "../../src/tier/bucket/object_keys.ts";
+
 // What the housekeeping tests share: the harness's cluster root, its partition's incarnations and
 // a metric read from the registry.
 

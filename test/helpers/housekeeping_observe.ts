@@ -4,6 +4,7 @@ import {
   observeChanges,
   type PartitionView,
 } from "../../src/tier/housekeeping/housekeeping_core.ts";
+
 /**
  * `observeChanges` from a whole snapshot, as a test states it: the partitions in `partitions` are
  * every one housekeeping serves; what differs from the state is passed as changed, and a partition

@@ -1,5 +1,6 @@
 import { crc32c, crc32cEngineName, initCrc32c, useCrc32cEngine } from "../../src/runtime/checksum/crc32c.ts";
 import { openIsalCrc32c } from "../../src/runtime/checksum/isal_crc32c.ts";
+
 /**
  * Run by test/runtime/checksum/isal_crc32c.test.ts under Deno (the foreign function interface is Deno's):
  * compares ISA-L's CRC32C with the WebAssembly hasher on random ranges of random lengths and

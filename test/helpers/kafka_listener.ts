@@ -6,6 +6,7 @@ import type { Clock } from "../../src/runtime/clock/clock.ts";
 import { type Logger, silentLogger } from "../../src/runtime/logger.ts";
 import { NodeNetwork } from "../../src/runtime/network/node_network.ts";
 import type { StrataServer } from "../../src/server/server.ts";
+
 /**
  * A Kafka listener over an in-process server, on a free loopback port through `node:net`; `env`
  * sets `[kafka]` keys as STRATA_KAFKA_* variables would. Closed when the test ends.

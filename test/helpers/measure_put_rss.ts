@@ -1,5 +1,6 @@
 import { memoryUsage } from "node:process";
 import type { ObjectStore } from "../../src/objectstore/object_store.ts";
+
 /**
  * Puts an object of `sizeBytes` (a 1 MiB piece sent again and again, so the body allocates
  * nothing) and returns how far RSS rose above its level before the put, sampled every 10 ms.

@@ -1,5 +1,6 @@
 import type { Metadata } from "../../src/broker/metadata/metadata.ts";
 import type { MetadataStore } from "../../src/broker/metadata/metadata_store.ts";
+
 /**
  * A metadata store in memory, for tests of the catalog: it proves the catalog needs nothing of a
  * store but the interface, lets a test fail the next commit or hold commits, and can play a

@@ -5,6 +5,7 @@ import {
   encodeOffsetsRecord,
   type OffsetsRecord,
 } from "../../src/groups/offsets/offsets_records.ts";
+
 interface StoredRecord {
   offset: number;
   key: Uint8Array;

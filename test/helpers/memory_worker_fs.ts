@@ -1,4 +1,5 @@
 import type { WorkerFs } from "../../src/runtime/disk/worker/worker_file_table.ts";
+
 interface MemoryFile {
   inode: number;
   bytes: Uint8Array;

@@ -9,6 +9,7 @@ import {
 } from "../../src/objectstore/object_store_errors.ts";
 import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
 import { crc32 } from "../../src/runtime/checksum/crc32.ts";
+
 /** A body of `bytes` split into pieces of `pieceBytes`, regenerated on every call. */
 export function bodyOf(bytes: Uint8Array, pieceBytes = 256 * 1024) {
   return async function* () {

@@ -9,6 +9,7 @@ import { Rng } from "../../src/runtime/rng.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { StrataServer } from "../../src/server/server.ts";
 import { tempDir } from "./temp_dir.ts";
+
 /**
  * Opens a real server (real disk, virtual clock) in this process; requests go straight to its
  * fetch handler. `env` sets config keys as STRATA_* variables would; `disk` is a fresh NodeDisk by default.

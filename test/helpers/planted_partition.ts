@@ -5,6 +5,7 @@ import type { RemoteMarker } from "../../src/log/remote/remote_marker.ts";
 import { writeSeededPartition } from "../../src/log/partition/seeded_partition.ts";
 import type { RestoredFrom } from "../../src/log/partition/superblock.ts";
 import type { Disk } from "../../src/runtime/disk/disk.ts";
+
 // A read replica's partition as the planting tests use it: partition 1/1/0 following partition
 // 4/9/0 of cluster "src" (incarnation 00000000000000aa-0), segments of 10 offsets.
 

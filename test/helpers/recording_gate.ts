@@ -1,5 +1,6 @@
 import { setImmediate } from "node:timers";
 import { PieceGate } from "../../src/runtime/cooperation/piece_gate.ts";
+
 /** A piece gate that notes the loop iteration in which each turn's holder runs. */
 export class RecordingGate extends PieceGate {
   readonly turnsAt: number[] = [];

@@ -1,4 +1,5 @@
 import type { RetentionSegment } from "../../src/log/retention/total_retention.ts";
+
 /**
  * A chain for the retention tables: segments of 100 offsets and 1000 bytes each, contiguous, the last
  * one active; `newestMs[i]` stamps segment i, and `locations[i]` places it (else `otherwise`).

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Test } from "tap";
 import type { S3Endpoint } from "./s3_harness.ts";
+
 const scripts = new URL("../../scripts/", import.meta.url).pathname;
 
 /** Why RGW cannot run here, or null when its packages are installed. */

@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
+
 /** Runs `deno task <task>` from the repository's root, as a user would; its exit code and output. */
 export async function runDenoTask(
   task: string,

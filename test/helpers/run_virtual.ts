@@ -1,5 +1,6 @@
 import { settlesWithin } from "./wait_for.ts";
 import type { WatchedClock } from "./watched_clock.ts";
+
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Test } from "tap";
 import type { S3Endpoint } from "./s3_harness.ts";
+
 /** An s3rver that a test can stop and start again: the same port, the same objects. */
 export interface ControlledS3rver {
   endpoint: S3Endpoint;

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { serverTask } from "../../scripts/lib/server_task.ts";
+
 export interface RunningServer {
   child: ChildProcess;
   baseUrl: string;

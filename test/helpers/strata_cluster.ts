@@ -8,6 +8,7 @@ import type { S3Endpoint } from "./s3_harness.ts";
 import { type RunningServer, spawnServer } from "./spawn_server.ts";
 import { tempDir } from "./temp_dir.ts";
 import { realTime, waitFor } from "./wait_for.ts";
+
 /** The secret every node of a test cluster shares. */
 export const testClusterSecret = "strata-test-cluster-secret";
 

@@ -27,6 +27,7 @@ import type { TierLeadership } from "../../src/tier/tier_leadership.ts";
 import { InFlightDisk } from "./in_flight_disk.ts";
 import { virtualTime } from "./wait_for.ts";
 import { tempDir } from "./temp_dir.ts";
+
 // The tier service shell (and, on request, housekeeping) with the sim store, a real partition on
 // disk and virtual time.
 await initCrc32c();

@@ -7,6 +7,7 @@ import type { ObjectStore } from "../../src/objectstore/object_store.ts";
 import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
 import { crc32 } from "../../src/runtime/checksum/crc32.ts";
 import { realTime, waitFor } from "./wait_for.ts";
+
 const mib = 1024 * 1024;
 export const segmentBytes = 8 * mib;
 export const envelopeBytes = 32 * mib;

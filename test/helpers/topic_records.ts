@@ -1,6 +1,7 @@
 import type { Test } from "tap";
 import type { PolledMessage, StrataClient } from "../../src/client/strata_client.ts";
 import { Rng } from "../../src/runtime/rng.ts";
+
 // Records of end-to-end tests that read a topic back byte for byte: each partition's records are
 // reproducible from their partition and index, and compared field by field.
 

@@ -1,6 +1,7 @@
 import t from "tap";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { MissedDeadlineError, passTime, realTime, settlesWithin, virtualTime, waitFor } from "./wait_for.ts";
+
 // The one wait helper of tests and scripts: its paces, its deadlines on their clocks, and what it
 // throws when a condition does not hold in time.
 

@@ -1,5 +1,6 @@
 import type { Cancel } from "../../src/runtime/clock/clock.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
+
 /** Bound on the timers `scheduledFor` looks at before it gives up. */
 const schedulesWatchedMax = 100_000;
 

@@ -1,6 +1,7 @@
 import * as zlib from "node:zlib";
 import { decompressionSteps } from "../../src/log/compression/batch_compression.ts";
 import { nativeZstd } from "../../src/log/compression/zstd_steps.ts";
+
 /**
  * Runs under Deno, whose node:zlib has libzstd (the tap suite's Node 20 has none): decodes zstd
  * frames through `decompressionSteps` as the server does there, and prints one JSON object of what

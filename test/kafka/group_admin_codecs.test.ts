@@ -20,6 +20,7 @@ import {
 } from "../../src/kafka/groups/offset_fetch_codec.ts";
 import { apiKey } from "../../src/kafka/wire/frame_codec.ts";
 import { absent, type CodecCase, requestBody, require, testCases } from "../helpers/codec_cases.ts";
+
 /**
  * The wire codecs of the consumer-group offset and administration APIs (OffsetCommit, OffsetFetch,
  * ListGroups, DescribeGroups, DeleteGroups): every version's request as a client writes it reads

@@ -20,6 +20,7 @@ import {
 import { apiKey, isFlexible } from "../../src/kafka/wire/frame_codec.ts";
 import { encodeSyncGroupResponse, readSyncGroupRequest } from "../../src/kafka/groups/sync_group_codec.ts";
 import { absent, type CodecCase, requestBody, testCases } from "../helpers/codec_cases.ts";
+
 /**
  * The wire codecs of the consumer-group membership APIs (FindCoordinator, JoinGroup, SyncGroup,
  * Heartbeat, LeaveGroup): every version's request as a client writes it reads back, every

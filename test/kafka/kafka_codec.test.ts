@@ -1,5 +1,6 @@
 import t from "tap";
 import { KafkaDecodeError, KafkaReader, KafkaWriter } from "../../src/kafka/wire/kafka_codec.ts";
+
 t.test("every primitive written reads back, nulls included", (t) => {
   const w = new KafkaWriter(1 << 16, 4);
   w.int8(-3).int16(-300).int32(-70000).int64(1_700_000_000_123).boolean(true).uvarint(300).uvarint(0);

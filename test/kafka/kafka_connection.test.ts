@@ -6,6 +6,7 @@ import { silentLogger } from "../../src/runtime/logger.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { MemoryConnection } from "../helpers/kafka_wire.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
+
 /** A request frame whose body is its number: 12 bytes after the size field. */
 function frame(n: number): Uint8Array {
   const bytes = new Uint8Array(4 + 12);

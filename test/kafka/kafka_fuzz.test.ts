@@ -15,6 +15,7 @@ import {
   readFetchAnswer,
   readProduceAnswer,
 } from "../helpers/kafka_wire.ts";
+
 // Seeded malformed, truncated, oversized and unknown frames over several connections, while a
 // producer's acknowledged records must all survive; afterwards the server still serves.
 const seed = 27;

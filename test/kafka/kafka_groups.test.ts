@@ -1,4 +1,4 @@
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import { kafkaErrorCode } from "../../src/kafka/kafka_errors.ts";
 import type { KafkaReader, KafkaWriter } from "../../src/kafka/wire/kafka_codec.ts";
 import { apiKey } from "../../src/kafka/wire/frame_codec.ts";
@@ -13,6 +13,7 @@ import {
   readProduceAnswer,
 } from "../helpers/kafka_wire.ts";
 import { openServer } from "../helpers/open_server.ts";
+
 // The group APIs over TCP against an in-process server, as a client that gets things wrong would
 // send them: every refusal is Kafka's error code, a malformed frame closes its connection, and the
 // server goes on serving.

@@ -1,4 +1,4 @@
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import type { KafkaReader } from "../../src/kafka/wire/kafka_codec.ts";
 import { kafkaErrorCode } from "../../src/kafka/kafka_errors.ts";
 import { standaloneNodeId } from "../../src/kafka/kafka_service.ts";
@@ -16,6 +16,7 @@ import {
   readProduceAnswer,
 } from "../helpers/kafka_wire.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
+
 async function openKafka(t: Test, env: Record<string, string> = {}) {
   const opened = await openServer(t);
   const listener = await openTestListener(t, opened.server, opened.clock, env);

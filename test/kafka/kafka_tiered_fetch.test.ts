@@ -1,6 +1,6 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import { kafkaErrorCode } from "../../src/kafka/kafka_errors.ts";
 import { apiKey } from "../../src/kafka/wire/frame_codec.ts";
 import { Logger } from "../../src/runtime/logger.ts";
@@ -15,6 +15,7 @@ import { openServer } from "../helpers/open_server.ts";
 import { filesUnder } from "../helpers/files_under.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { virtualTime, waitFor } from "../helpers/wait_for.ts";
+
 /**
  * An in-process server on the virtual clock with a tiered Kafka topic "t" whose first segments are
  * evicted; `wrap` may put a disk around the harness's (the fs store reads its objects through it).

@@ -13,6 +13,7 @@ import { openServer } from "../helpers/open_server.ts";
 import { filesUnder } from "../helpers/files_under.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { virtualTime, waitFor } from "../helpers/wait_for.ts";
+
 // A Kafka fetch of evicted data whose chunk file was truncated on disk after the cache filled it, in
 // process on the virtual clock: the cache drops the file, counts it and fetches the chunk again, and
 // the fetch answers the same records, never an error.

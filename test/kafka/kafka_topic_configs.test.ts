@@ -5,6 +5,7 @@ import {
   describeKafkaConfigs,
   InvalidConfigError,
 } from "../../src/kafka/kafka_topic_configs.ts";
+
 const defaults: TopicDefaults = {
   tiered: true,
   localRetentionAgeMs: 86_400_000,

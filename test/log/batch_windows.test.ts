@@ -6,6 +6,7 @@ import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
 import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+
 // A Kafka fetch's read windows come from the shard's pool and go back when the read is released, so
 // a busy consumer reuses warm buffers; a read in flight keeps its windows, so reuse never shows one
 // fetch's bytes in another's answer.

@@ -10,6 +10,7 @@ import { Rng } from "../../src/runtime/rng.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { RecordingDisk } from "../helpers/recording_disk.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+
 // Boot rebuilds the active segment's index from its log, so an intact partition's boot writes
 // nothing: at ten thousand partitions, one write and fsync each was a good part of the boot.
 await initCrc32c();

@@ -1,4 +1,4 @@
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import { gzipSync } from "node:zlib";
 import {
   decompressedRecordsBytesMax,
@@ -15,6 +15,7 @@ import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { appendOne, chainConfig, filledChain } from "../helpers/chain_fixture.ts";
 import { codecs, compressedBatch, compressibleMessages, withRecords } from "../helpers/compressed_batches.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+
 // The log's read functions over compressed batches: the records come back exactly, decoded in
 // pieces with a pause between two, which a counting pause observes (no timing).
 const config = { ...chainConfig, segmentSizeBytes: 256 * 1024 * 1024 };

@@ -1,5 +1,5 @@
 import { existsSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import type { Disk } from "../../src/runtime/disk/disk.ts";
 import type { LogConfig } from "../../src/log/log_config.ts";
 import { PartitionRefusedError, RemoteReadUnavailableError } from "../../src/log/log_errors.ts";
@@ -13,6 +13,7 @@ import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { CrashingDisk } from "../helpers/crashing_disk.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+
 // Local eviction as a behaviour across files, end to end on real disk: the pass the partition log
 // runs (partition_log.ts, evictLocal), its durable steps (segment_eviction.ts, whose own steps are
 // tested in segment_eviction.test.ts), and the boot of an evicted chain, with crashes between the

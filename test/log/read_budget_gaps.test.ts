@@ -1,4 +1,4 @@
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import { decodeBatchHeader } from "../../src/log/batch/batch_codec.ts";
 import type { LogConfig } from "../../src/log/log_config.ts";
 import { PartitionLog } from "../../src/log/partition/partition_log.ts";
@@ -6,6 +6,7 @@ import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
 import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+
 // A read that runs out of budget on a large record at the end of a segment ends there: it never
 // goes on to the next segment's smaller records, which would leave a gap the reader cannot see.
 await initCrc32c();

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import type { LogConfig } from "../../src/log/log_config.ts";
 import { ReplicaAppendError } from "../../src/log/log_errors.ts";
 import { PartitionLog } from "../../src/log/partition/partition_log.ts";
@@ -11,6 +11,7 @@ import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
 import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+
 await initCrc32c();
 
 const config: LogConfig = {

@@ -5,6 +5,7 @@ import { MalformedError } from "../../src/objectstore/object_store_errors.ts";
 import { SimObjectStore } from "../../src/objectstore/sim_object_store.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
+
 // Keys under `~bucket/{name}/` read another bucket of the same service; every other key is the
 // server's own bucket's, untouched; another bucket is never written.
 

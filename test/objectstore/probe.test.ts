@@ -15,6 +15,7 @@ import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { createBucket } from "../helpers/s3_harness.ts";
 import { startS3rver } from "../helpers/s3rver_harness.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+
 await initCrc32c();
 const target = { endpoint: "http://store.test", bucket: "b" };
 

@@ -9,6 +9,7 @@ import { measureSteadyState, mib } from "../helpers/measure_put_rss.ts";
 import { createBucket, ourStore } from "../helpers/s3_harness.ts";
 import { startS3rver } from "../helpers/s3rver_harness.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+
 // RSS growth during a PUT is bounded and does not scale with the object's size: a 1 GiB PUT grows
 // RSS by no more than 16 MiB over a 256 MiB one, and by under 64 MiB in all. (RGW: rgw.test.ts.)
 await initCrc32c();

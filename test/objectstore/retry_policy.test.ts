@@ -5,6 +5,7 @@ import {
   defaultRetryProfiles,
   jittered,
 } from "../../src/objectstore/retry_policy.ts";
+
 const p = defaultRetryProfiles;
 
 t.test("transient errors retry at once, then back off from 10 ms by ×2 to 5 s", (t) => {

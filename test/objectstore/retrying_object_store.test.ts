@@ -18,6 +18,7 @@ import type { ObjectStore } from "../../src/objectstore/object_store.ts";
 import { bodyOf } from "../helpers/object_store_contract.ts";
 import { runVirtual } from "../helpers/run_virtual.ts";
 import { WatchedClock } from "../helpers/watched_clock.ts";
+
 await initCrc32c();
 
 function setup(faults: SimFaults, seed = 1) {

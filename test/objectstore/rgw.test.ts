@@ -14,6 +14,7 @@ import { getsMade, produceTierAndVerify, readAllBack } from "../helpers/tiered_e
 import { StrataClient } from "../../src/client/strata_client.ts";
 import { kafkaTieredRoundTrip } from "../helpers/kafka_tiered.ts";
 import { kcatUnavailable } from "../helpers/kcat.ts";
+
 // The s3 backend against Ceph's RADOS Gateway, a production S3: strict SigV4, If-None-Match: *
 // honoured with 412, ranged GETs answered with 206 as AWS does.
 const unavailable = rgwUnavailableReason();

@@ -1,9 +1,10 @@
 import { createServer as createHttpServer, type Server } from "node:http";
 import { createServer as createTcpServer, type Socket } from "node:net";
 import { inspect } from "node:util";
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import { MalformedError, TransportError } from "../../src/objectstore/object_store_errors.ts";
 import { ourStore } from "../helpers/s3_harness.ts";
+
 // The S3 backend's wrapped errors, against local servers that fail on purpose: each keeps the error
 // it was made from as its `cause`, and neither the message nor the cause holds a credential.
 const credentials = {

@@ -2,6 +2,7 @@ import t from "tap";
 import { CorruptError, MalformedError } from "../../src/objectstore/object_store_errors.ts";
 import { checkedBody, crc32Base64 } from "../../src/objectstore/s3/s3_put_body.ts";
 import { crc32 } from "../../src/runtime/checksum/crc32.ts";
+
 /** A body source that reads every piece into one reused buffer, as the uploader does. */
 function reusedBuffer(pieces: number[][]) {
   return () => {

@@ -13,6 +13,7 @@ import {
   streamPieces,
   trimEtag,
 } from "../../src/objectstore/s3/s3_response.ts";
+
 /** A body delivering `chunks`, then failing with `failure` when one is given. */
 async function* bodyOf(chunks: Uint8Array[], failure?: Error): AsyncGenerator<Uint8Array> {
   for (const chunk of chunks) yield chunk;

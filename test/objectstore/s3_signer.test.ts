@@ -1,5 +1,6 @@
 import t from "tap";
 import { createS3Signer, encodeKeyPath } from "../../src/objectstore/s3/s3_signer.ts";
+
 // Known answers from AWS: the S3 examples of "Signature Calculations for the Authorization Header:
 // Transferring Payload in a Single Chunk", and the get-vanilla cases of the SigV4 test suite.
 const s3Example = {

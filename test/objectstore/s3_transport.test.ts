@@ -1,9 +1,10 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import { AuthError, TransportError } from "../../src/objectstore/object_store_errors.ts";
 import { emptyPayloadSha256, S3Transport } from "../../src/objectstore/s3/s3_transport.ts";
 import { RealClock } from "../../src/runtime/clock/real_clock.ts";
 import { s3Settings } from "../helpers/s3_harness.ts";
+
 const hourMs = 3_600_000;
 
 /** A wall clock an hour behind the server's. */

@@ -1,6 +1,6 @@
 import dns from "node:dns";
 import { createServer } from "node:http";
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import { loadConfig } from "../../src/config/load_config.ts";
 import { ObjectStoreProbeError } from "../../src/objectstore/probe_object_store.ts";
 import { openObjectStore } from "../../src/objectstore/open_object_store.ts";
@@ -12,6 +12,7 @@ import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { s3Settings } from "../helpers/s3_harness.ts";
+
 await initCrc32c();
 
 /**

@@ -1,6 +1,7 @@
 import t from "tap";
 import type { DiskFile } from "../../src/runtime/disk/disk.ts";
 import { SyncBehind } from "../../src/objectstore/fs_object_store.ts";
+
 /** A file whose fsyncs end when the test says, each recorded. */
 class HeldSyncFile {
   readonly path = "/held";

@@ -1,5 +1,6 @@
 import t from "tap";
 import { loggedCausesMax, Logger } from "../../src/runtime/logger.ts";
+
 function capture(level: "debug" | "info" | "warn" | "error" = "info", secrets: string[] = []) {
   const lines: string[] = [];
   const logger = new Logger({ level, sink: (l) => lines.push(l), secrets, wallMs: () => 0 });

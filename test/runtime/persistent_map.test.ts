@@ -1,6 +1,7 @@
 import t from "tap";
 import { PersistentMap } from "../../src/runtime/persistent_map.ts";
 import { Rng } from "../../src/runtime/rng.ts";
+
 t.test("a persistent map agrees with a Map over random changes, and no change touches an older map", (t) => {
   const rng = new Rng(7);
   const model = new Map<string, number>();

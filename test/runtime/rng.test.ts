@@ -1,5 +1,6 @@
 import t from "tap";
 import { Rng } from "../../src/runtime/rng.ts";
+
 t.test("one seed gives one sequence; another seed gives another", (t) => {
   const a = new Rng(42);
   const b = new Rng(42);

@@ -1,5 +1,6 @@
 import t from "tap";
 import { readZigzag, varintBytesMax, writeZigzag, zigzagBytes } from "../../src/runtime/zigzag_varint.ts";
+
 t.test("zigzag varints: protobuf's known encodings, and round trips at the edges", (t) => {
   // Protobuf's sint encodings: 0 → 00, -1 → 01, 1 → 02, -64 → 7f, 64 → 80 01, 300 → d8 04.
   const known: [number, number[]][] = [[0, [0]], [-1, [1]], [1, [2]], [-64, [0x7f]], [64, [0x80, 1]], [300, [

@@ -4,6 +4,7 @@ import t from "tap";
 import { etcdUnavailableReason } from "../helpers/etcd_harness.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { runDenoTask } from "../helpers/run_task.ts";
+
 // `deno task bench:cluster --quick`: both phases run on etcd and three nodes, and report what the
 // full run reports.
 t.test("bench:cluster --quick measures acks=all against acks=1 and failovers", {

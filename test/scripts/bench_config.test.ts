@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import t from "tap";
 import { parse } from "smol-toml";
 import { benchConfigText } from "../../scripts/lib/bench_config.ts";
+
 const shipped = readFileSync(new URL("../../config.toml", import.meta.url), "utf8");
 
 t.test("benchConfigText moves the data and the port and leaves every other line as shipped", (t) => {

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import t from "tap";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { runDenoTask } from "../helpers/run_task.ts";
+
 // `deno task bench:kafka --quick`: every phase runs and reports what the full run reports.
 const clientMissing = spawnSync("/usr/bin/python3", ["-c", "import confluent_kafka"]).status !== 0;
 

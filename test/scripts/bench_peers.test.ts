@@ -4,6 +4,7 @@ import { join } from "node:path";
 import t from "tap";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { runDenoTask } from "../helpers/run_task.ts";
+
 /** Whether a command is on the path. */
 function installed(command: string): boolean {
   try {

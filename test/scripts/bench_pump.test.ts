@@ -22,6 +22,7 @@ import type { Disk } from "../../src/runtime/disk/disk.ts";
 import { writeWholeFile } from "../../src/runtime/disk/file_ops.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { SimDisk } from "../../src/sim/sim_disk.ts";
+
 // The pump benchmark's smoke run: the script works end to end under Deno and its JSON report has
 // every field docs/BENCHMARKS.md, "What the report holds", names. The targets are the benchmark's own business, never asserted here.
 t.test("bench:pump --quick runs every phase and writes the JSON report and the SVG chart", {

@@ -6,6 +6,7 @@ import { kcat, kcatUnavailable } from "../helpers/kcat.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { runDenoTask } from "../helpers/run_task.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
+
 /** The waits on the cluster: real time, checked every 50 ms. */
 const pace = realTime(50);
 t.test("deno task cluster starts etcd and three nodes, prints where they are, and stops them on SIGINT", {

@@ -5,6 +5,7 @@ import { etcdUnavailableReason } from "../helpers/etcd_harness.ts";
 import { kcatUnavailable } from "../helpers/kcat.ts";
 import { runDenoTask } from "../helpers/run_task.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+
 // `deno task faults --quick`: a seeded schedule of faults against etcd and three real nodes, with
 // real producers and consumers, judged by the history checker. A run with a new seed each time.
 t.test("faults --quick: a seeded campaign finds a valid history, and names its seed", {

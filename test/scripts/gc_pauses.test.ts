@@ -1,6 +1,7 @@
 import { GCProfiler } from "node:v8";
 import t from "tap";
 import { summarizeGcPauses } from "../../scripts/lib/gc_pauses.ts";
+
 // Each kind is counted apart and its longest pause converted to milliseconds; incremental marking
 // steps are neither kind.
 t.test("summarizeGcPauses counts each kind and keeps its longest pause in ms", (t) => {

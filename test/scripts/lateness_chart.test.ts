@@ -1,5 +1,6 @@
 import t from "tap";
 import { latenessChartSvg } from "../../scripts/lib/lateness_chart.ts";
+
 t.test("the chart draws one line per phase, labelled, and reduces long series to bounded points", (t) => {
   const samples = Array.from(
     { length: 100_000 },

@@ -1,5 +1,6 @@
 import t from "tap";
 import { latenessBetween, readLatenessScrape } from "../../scripts/lib/lateness_scrape.ts";
+
 /** A page as the server writes it for two shards: ticks per bucket, the max gauge, missed ticks. */
 function page(counts: [number, number, number, number], maxSeconds: number, missed: number): string {
   const bounds = ["0.001", "0.002", "0.01", "+Inf"];

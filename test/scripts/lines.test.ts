@@ -1,5 +1,6 @@
 import t from "tap";
 import { fileLineCount, functionLengths, longerThan } from "../../scripts/lib/line_counts.ts";
+
 /** A function declaration spanning exactly `lines` lines: its header, `lines - 2` statements, its brace. */
 function functionOf(name: string, lines: number): string {
   const body = Array.from({ length: lines - 2 }, (_, i) => `  const v${i} = ${i};`);

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import t from "tap";
 import { fileLineCount, functionLengths, longerThan } from "../../scripts/lib/line_counts.ts";
+
 // The size limits of src/, measured as `deno task lines` measures them: no function over 70 lines
 // (nested functions counted toward the one that holds them). A file over about 500 lines is worth a
 // look, not a failure: files are cut by concept, and the list of longer ones is printed as a warning.

@@ -1,5 +1,6 @@
 import t from "tap";
 import { anomaliesMax, checkHistory, type History } from "../../scripts/lib/log_history.ts";
+
 const acked = (value: string, offset: number) => ({ value, outcome: { kind: "acked" as const, offset } });
 const final = (...values: string[]) => values.map((value, offset) => ({ offset, value }));
 

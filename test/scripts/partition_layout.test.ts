@@ -1,5 +1,6 @@
 import t from "tap";
 import { hostedPartitions, topicLayout } from "../../scripts/lib/partition_layout.ts";
+
 // Topics hold the asked count exactly: full ones, then a smaller last one when it does not divide.
 t.test("topicLayout fills topics of the given size and ends with the remainder", (t) => {
   t.same(topicLayout(128, 64), [{ name: "t0000", partitions: 64 }, { name: "t0001", partitions: 64 }]);

@@ -1,5 +1,6 @@
 import t from "tap";
 import { judgePartitionTargets, missedTargets } from "../../scripts/lib/partition_targets.ts";
+
 const met = {
   idleCpuPercentOfCore: 1.5,
   idleTickP99Ms: 1.4,

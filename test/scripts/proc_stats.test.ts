@@ -8,6 +8,7 @@ import {
   readProcess,
 } from "../../scripts/lib/proc_stats.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+
 // Field 2 of /proc/PID/stat is the command in parentheses, which may hold spaces and parentheses.
 const stat = "4242 (deno (main) x) S 1 4242 4242 0 -1 4194560 9000 0 0 0 150 37 0 0 20 0 12 0 100 0 0\n";
 

@@ -6,6 +6,7 @@ import {
   parsePrometheusText,
   sampleValue,
 } from "../../scripts/lib/prometheus_text.ts";
+
 const page = `# HELP strata_pump_tick_lateness_seconds How late the consensus tick fired.
 # TYPE strata_pump_tick_lateness_seconds histogram
 strata_pump_tick_lateness_seconds_bucket{le="0.001",shard="0"} 90

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import t from "tap";
 import { diagnosticLinesMax, failuresKeptMax, TapFailureCollector } from "../../scripts/lib/tap_failures.ts";
+
 // tap's raw output for a file with a failed assertion two subtests deep and one at the first level.
 const sample = readFileSync(new URL("./fixtures/tap_failures.tap", import.meta.url), "utf8");
 

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import t from "tap";
 import { parseSchedstat, readThreadSchedstat, schedstatRates } from "../../scripts/lib/thread_schedstat.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+
 // Linux's schedstat line is read as time on a core and time in the run queue; anything else is
 // refused rather than read as zeros, which would claim the loop never waited.
 t.test("parseSchedstat reads the first two of three counters and refuses anything else", (t) => {

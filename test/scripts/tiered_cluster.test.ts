@@ -5,6 +5,7 @@ import { etcdUnavailableReason } from "../helpers/etcd_harness.ts";
 import { kcatUnavailable } from "../helpers/kcat.ts";
 import { runDenoTask } from "../helpers/run_task.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+
 // `deno task tiered-cluster --quick`: etcd, s3rver and three real nodes; the leader killed while it
 // uploads; the floor, the envelopes, the bucket, kcat's read-back, the dead incarnation's sweep and
 // a rebuild by state transfer, each checked by the script and read here from its report.

@@ -1,9 +1,10 @@
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import { StrataApiError } from "../../src/client/strata_client.ts";
 import { packMsgpack } from "../../src/server/codec/body_codec.ts";
 import { pieceStream } from "../../scripts/lib/piece_stream.ts";
 import { byteStream } from "../helpers/byte_stream.ts";
 import { openServer } from "../helpers/open_server.ts";
+
 const bytes = (s: string) => new TextEncoder().encode(s);
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
 

@@ -12,6 +12,7 @@ import {
 } from "../../src/broker/broker_errors.ts";
 import { ApiError, badRequest, conflict, notFound, unavailable } from "../../src/server/api_errors.ts";
 import { apiErrorOf } from "../../src/server/broker_error_status.ts";
+
 t.test("each broker refusal answers with its status, code and retry-after, and its own message", (t) => {
   const cases: [Error, number, string, string | null][] = [
     [new InvalidNameError("m"), 400, "invalid_name", null],

@@ -3,6 +3,7 @@ import { ConfigError } from "../../src/config/config_error.ts";
 import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
 import { openServer } from "../helpers/open_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+
 // The chunk cache's budget is the smaller of `size` and `size_percent` of the data disk's capacity,
 // divided among shards; a budget under 2 × chunk_size × fetch_concurrency × shards stops start-up.
 

@@ -4,6 +4,7 @@ import { ConfigError } from "../../src/config/config_error.ts";
 import { crc32c, crc32cEngineName } from "../../src/runtime/checksum/crc32c.ts";
 import { Logger } from "../../src/runtime/logger.ts";
 import { chooseCrc32c, type NativeCrc32cOpener } from "../../src/server/crc32c_choice.ts";
+
 function setup() {
   const lines: string[] = [];
   const opened: string[] = [];

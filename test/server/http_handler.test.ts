@@ -8,6 +8,7 @@ import { streamedBodyBytesMin, unpackMsgpack } from "../../src/server/codec/body
 import { createHttpHandler } from "../../src/server/http_handler.ts";
 import { openServer } from "../helpers/open_server.ts";
 import { RecordingGate } from "../helpers/recording_gate.ts";
+
 const get = (server: StrataServer, path: string, method = "GET") =>
   server.handler(new Request(`http://strata.test${path}`, { method }));
 

@@ -1,4 +1,4 @@
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import { type PolledMessage, StrataApiError } from "../../src/client/strata_client.ts";
 import type { Disk } from "../../src/runtime/disk/disk.ts";
 import { firstRangeBytesMax } from "../../src/tier/cache/tier_remote_reader.ts";
@@ -8,6 +8,7 @@ import { InFlightDisk } from "../helpers/in_flight_disk.ts";
 import { openServer } from "../helpers/open_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { virtualTime, waitFor } from "../helpers/wait_for.ts";
+
 // The per-class gates the composition gives each shard, through the API of an in-process server
 // (fs backend, topics tiered, a virtual clock ticked by hand, real disk I/O in between): fetches
 // have their own slots, which uploads never hold, and are paced by fetch_bandwidth alone.

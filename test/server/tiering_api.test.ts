@@ -1,5 +1,5 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import { StrataApiError } from "../../src/client/strata_client.ts";
 import { LocalControlLog } from "../../src/tier/control/local_control_log.ts";
 import type { Disk } from "../../src/runtime/disk/disk.ts";
@@ -9,6 +9,7 @@ import { InFlightDisk } from "../helpers/in_flight_disk.ts";
 import { openServer } from "../helpers/open_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { passTime, virtualTime, waitFor } from "../helpers/wait_for.ts";
+
 // Tiering through the API of an in-process server: the shipped defaults (fs backend, topics
 // tiered), a virtual clock ticked by hand and real disk I/O in between.
 const payload = (n: number, fill = 7) => new Uint8Array(n).fill(fill);

@@ -2,6 +2,7 @@ import t from "tap";
 import { Rng } from "../../src/runtime/rng.ts";
 import { IoScheduler } from "../../src/sim/io_scheduler.ts";
 import { SimDisk } from "../../src/sim/sim_disk.ts";
+
 /** Issues eight writes together and returns the order in which their callers hear back. */
 async function completionOrder(seed: number): Promise<number[]> {
   let moved = 0;

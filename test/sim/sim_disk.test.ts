@@ -5,6 +5,7 @@ import { silentLogger } from "../../src/runtime/logger.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { SimDisk } from "../../src/sim/sim_disk.ts";
+
 await initCrc32c();
 const bytes = (...values: number[]) => new Uint8Array(values);
 

@@ -7,6 +7,7 @@ import { Rng } from "../../src/runtime/rng.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { SimNetwork, SimNetworkError, unreachableFailMs } from "../../src/sim/sim_network.ts";
 import { virtualTime, waitFor } from "../helpers/wait_for.ts";
+
 const request: ReplicaFetchRequest = { replicaId: 2, maxWaitMs: 0, maxBytes: 1024, partitions: [] };
 const answer: ReplicaFetchResponse = { error: "none", partitions: [] };
 

@@ -15,6 +15,7 @@ import {
 } from "../../src/sim/invariants.ts";
 import { scenarios } from "../../src/sim/scenarios.ts";
 import { runSimulation } from "../../src/sim/simulation.ts";
+
 await initCrc32c();
 
 t.test("every scenario holds its invariants on a fixed set of seeds", async (t) => {

@@ -2,6 +2,7 @@ import t from "tap";
 import { Rng } from "../../src/runtime/rng.ts";
 import { scenarios } from "../../src/sim/scenarios.ts";
 import { drawStep, type WorkloadView } from "../../src/sim/workload_step.ts";
+
 /** An Rng that returns the floats it is given, in order, and fails when asked for one more. */
 class ScriptedRng extends Rng {
   readonly #floats: number[];

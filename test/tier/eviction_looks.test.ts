@@ -6,6 +6,7 @@ import {
   evictionRecheckMs,
 } from "../../src/tier/local_evictions.ts";
 import type { TieredPartition } from "../../src/tier/tier_service.ts";
+
 /** A partition with one sealed local segment whose newest message is at `maxTimestampMs`. */
 function fakePartition(key: string, maxTimestampMs: number, ageMs: number | null) {
   const segments = [

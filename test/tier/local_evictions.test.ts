@@ -1,4 +1,4 @@
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import { Partition } from "../../src/log/partition/partition.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
 import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
@@ -9,6 +9,7 @@ import type { TieredPartition } from "../../src/tier/tier_service.ts";
 import { logConfig } from "../helpers/tier_harness.ts";
 import { settlesWithin } from "../helpers/wait_for.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+
 /** A partition of six sealed 50 kB segments, tiered with a 100 kB envelope. */
 async function tieredPartition(t: Test) {
   const clock = new VirtualClock();

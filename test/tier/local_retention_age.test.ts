@@ -2,6 +2,7 @@ import { scrapeText } from "../../src/runtime/metrics/labelled_series.ts";
 import t from "tap";
 import { tierHarness } from "../helpers/tier_harness.ts";
 import { waitFor } from "../helpers/wait_for.ts";
+
 // Local retention by age, end to end through the tier service: an uploaded segment stays local until
 // its newest message is `local_retention_age` old, then is evicted, even while a stored consumer
 // offset lags behind it (the consumer barrier holds back total retention only).

@@ -1,4 +1,4 @@
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import { Partition } from "../../src/log/partition/partition.ts";
 import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
 import { Logger } from "../../src/runtime/logger.ts";
@@ -8,6 +8,7 @@ import type { ControlCommand, ControlLog, SubmitPrecondition } from "../../src/t
 import { deletedCommitRetryMs, ReplicatedRetention } from "../../src/tier/replicated_retention.ts";
 import type { TieredPartition } from "../../src/tier/tier_service.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+
 await initCrc32c();
 const address = { streamId: 1, topicId: 2, partitionId: 0 };
 const key = "1/2/0";

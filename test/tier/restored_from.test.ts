@@ -18,6 +18,7 @@ import {
 } from "../../src/tier/bucket/object_keys.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+
 // A restored partition reads its oldest segments from the objects of the incarnation the restore
 // took, under that incarnation's keys; GC keeps those objects while a restored topic names them.
 await initCrc32c();

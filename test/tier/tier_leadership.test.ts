@@ -9,6 +9,7 @@ import {
 import { type TierLeadership, uploadTermChange } from "../../src/tier/tier_leadership.ts";
 import { tierHarness as setup } from "../helpers/tier_harness.ts";
 import { passTime, waitFor } from "../helpers/wait_for.ts";
+
 t.test("a term closes and opens only when the epoch this node leads under changes", (t) => {
   t.same(uploadTermChange(undefined, null), { close: false, open: null }, "not led, and still not");
   t.same(uploadTermChange(undefined, 3), { close: false, open: 3 }, "starts to lead");

@@ -11,6 +11,7 @@ import { LogReadsDisk } from "../helpers/log_reads_disk.ts";
 import { RecordingGate } from "../helpers/recording_gate.ts";
 import { tierHarness as setup } from "../helpers/tier_harness.ts";
 import { passTime, waitFor } from "../helpers/wait_for.ts";
+
 t.test("sealed segments upload oldest first; the floor reaches the last sealed segment; objects match the files", async (t) => {
   const { partition, sim, produce, ticks, lastSealedEnd } = await setup(t, {
     ageMs: null,

@@ -17,6 +17,7 @@ import {
   type UploadEffect,
   type UploadState,
 } from "../../src/tier/upload/upload_state.ts";
+
 // The stalled gauge (`strata_tier_upload_stalled_offset`) as a function of the upload core's state and
 // the time: it rises once sealed segments have waited `stallAfterMs` without the floor moving and an
 // attempt has failed, whatever the error class, and falls when the floor moves again.

@@ -10,6 +10,7 @@ import {
   TransportError,
   UnsupportedError,
 } from "../object_store_errors.ts";
+
 /** S3 error codes that mean the request's bytes did not match their checksum. */
 const checksumCodes = new Set([
   "BadDigest",

@@ -31,6 +31,7 @@ import {
 import type { S3Settings } from "./s3_settings.ts";
 import { emptyPayloadSha256, S3Transport } from "./s3_transport.ts";
 import { deleteRequestXml, parseDeleteResult, parseListV2 } from "./s3_xml.ts";
+
 /**
  * The S3 backend: each operation of the contract as S3 requests, sent by `S3Transport` (signing,
  * the connection pool, timeouts, clock skew, errors). A PUT is one streamed request with an exact

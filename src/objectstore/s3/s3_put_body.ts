@@ -2,6 +2,7 @@ import { Buffer } from "node:buffer";
 import { Crc32Stream } from "../../runtime/checksum/crc32.ts";
 import type { BodySource, PutOptions } from "../object_store.ts";
 import { CorruptError, MalformedError } from "../object_store_errors.ts";
+
 /**
  * The body as sent: counted and checksummed on the way. One piece is held back, so the size and
  * the CRC32 are checked before the final bytes go out: a body that does not match aborts the

@@ -1,6 +1,7 @@
 import { Buffer } from "node:buffer";
 import { pieceBytesMax, type PieceSink } from "../object_store.ts";
 import { MalformedError, ObjectStoreError, TransportError } from "../object_store_errors.ts";
+
 /** An S3 answer as the transport hands it over: status, headers, and a body not read yet. */
 export interface S3Response {
   status: number;

@@ -8,6 +8,7 @@ import { describeTransport, drain, header, readText, type S3Response } from "./s
 import type { S3Settings } from "./s3_settings.ts";
 import { createS3Signer, encodeKeyPath } from "./s3_signer.ts";
 import { parseErrorBody } from "./s3_xml.ts";
+
 /** One S3 request before it is signed: the path is already URI-encoded, the query not yet. */
 export interface S3Request {
   method: "GET" | "HEAD" | "PUT" | "POST";

@@ -2,6 +2,7 @@ import { isBug } from "../../runtime/assert.ts";
 import { XMLParser } from "fast-xml-parser";
 import type { ListedObject } from "../object_store.ts";
 import { trimEtag } from "./s3_response.ts";
+
 // Tag values stay strings: keys such as "00000000000000000001.log" must not become numbers.
 const parser = new XMLParser({
   ignoreAttributes: true,

@@ -4,6 +4,7 @@ import { clusterRoot, parseObjectKey } from "../../tier/bucket/object_keys.ts";
 import { bucketPrefix } from "./cluster_settings.ts";
 import * as inv from "./cluster_invariants.ts";
 import type { ClusterWorld } from "./cluster_world.ts";
+
 /** The committed floor of the workload's partition, read from the coordinator now; null before the first. */
 export function committedFloor(w: ClusterWorld): FloorRecord | null {
   if (w.partition === null) return null;

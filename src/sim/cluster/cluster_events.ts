@@ -6,6 +6,7 @@ import { simTopicOptions, streamName, topicName } from "./cluster_settings.ts";
 import type { ClusterEvent, EventTarget } from "./cluster_scenarios.ts";
 import { type ClusterWorld, newPromises } from "./cluster_world.ts";
 import { killProcess, setEtcdCut, type SimClusterNode, startProcess } from "./sim_cluster_node.ts";
+
 /** How long a restart refused (etcd unreachable) waits before the next attempt. */
 const restartRetryMs = 1000;
 /** Steps a crash in the middle of an upload waits for one to be in flight before it gives up. */

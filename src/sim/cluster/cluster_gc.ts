@@ -3,6 +3,7 @@ import * as inv from "./cluster_invariants.ts";
 import { deleteGraceMs, orphanSweepIntervalMs } from "./cluster_settings.ts";
 import { until } from "./cluster_time.ts";
 import type { ClusterWorld } from "./cluster_world.ts";
+
 /** How long the leader has to upload every sealed segment once the cluster is healed. */
 const uploadDeadlineMs = 60_000;
 /** GC's window: a few sweeps and graces, after which no orphan may remain. */

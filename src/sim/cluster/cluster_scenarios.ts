@@ -1,6 +1,7 @@
 import type { SimFaults } from "../../objectstore/sim_object_store.ts";
 import type { Rng } from "../../runtime/rng.ts";
 import type { SimNetworkFaults } from "../sim_network.ts";
+
 /** Which node an event strikes, chosen when it strikes. */
 export type EventTarget = "leader" | "follower";
 

@@ -2,6 +2,7 @@ import type { Config } from "../../config/config.ts";
 import { loadConfig } from "../../config/load_config.ts";
 import { defaultTopicOptions, type TopicOptions } from "../../broker/catalog/topic_options.ts";
 import type { PartitionAddress } from "../../log/partition/partition.ts";
+
 /** The simulated cluster's nodes, by id. */
 export const nodeIds = [1, 2, 3] as const;
 /** Virtual milliseconds of one step of the workload. */

@@ -12,6 +12,7 @@ import { produceOne, readBack } from "./cluster_workload.ts";
 import { ClusterWorld, type EventCounts } from "./cluster_world.ts";
 import * as inv from "./cluster_invariants.ts";
 import { killProcess } from "./sim_cluster_node.ts";
+
 export interface ClusterSimOptions {
   seed: number;
   scenario: ClusterScenario;

@@ -1,6 +1,7 @@
 import { settle } from "../virtual_time.ts";
 import { clusterStepMs } from "./cluster_settings.ts";
 import type { ClusterWorld } from "./cluster_world.ts";
+
 /** One step: the tasks due run, the clock moves on (every process's timers fire), and the I/O settles. */
 export async function advance(w: ClusterWorld): Promise<void> {
   w.runDueTasks();

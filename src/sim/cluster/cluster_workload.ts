@@ -1,6 +1,7 @@
 import * as inv from "./cluster_invariants.ts";
 import { producesInFlightMax, streamName, topicName } from "./cluster_settings.ts";
 import type { ClusterWorld, PendingProduce } from "./cluster_world.ts";
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 /** Messages one read-back poll asks for. */

@@ -9,6 +9,7 @@ import { clusterStreams, clusterStreamSeed } from "./cluster_streams.ts";
 import { etcdPrefix, nodeIds, type SimPartition } from "./cluster_settings.ts";
 import type { ClusterScenario } from "./cluster_scenarios.ts";
 import { SimClusterNode } from "./sim_cluster_node.ts";
+
 /** A produce the workload sent and has not heard the end of. */
 export interface PendingProduce {
   value: string;

@@ -1,5 +1,6 @@
 import { type Cancel, type Clock, everyWith, sleepWith } from "../../runtime/clock/clock.ts";
 import type { VirtualClock } from "../../runtime/clock/virtual_clock.ts";
+
 /** Bound on one process's timers pending at once; one more is a runaway loop in the code under test. */
 export const processTimersMax = 100_000;
 

@@ -18,6 +18,7 @@ import { dataPath, diskCapacityBytes, nodeConfig } from "./cluster_settings.ts";
 import { markStorage, storageKnown } from "../../cluster/replication/fresh_storage.ts";
 import { ProcessClock } from "./process_clock.ts";
 import type { ClusterWorld } from "./cluster_world.ts";
+
 /** The retrying store client's deadlines per request kind, retries included. */
 const storeDeadlines = { putMs: 10_000, getMs: 5000, otherMs: 10_000 };
 /** Log lines one process keeps, newest last; the rest are dropped. */

@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readdirSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import {
   AlreadyExistsError,
   InvalidNameError,
@@ -34,6 +34,7 @@ import { VirtualClock } from "../../../src/runtime/clock/virtual_clock.ts";
 import { MemoryMetadataStore } from "../../helpers/memory_metadata_store.ts";
 import { openServer } from "../../helpers/open_server.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
+
 const defaults: TopicDefaults = { tiered: false, localRetentionAgeMs: null, localRetentionSizeBytes: null };
 const options = (overrides: Partial<TopicOptions>): TopicOptions => ({
   partitions: 1,

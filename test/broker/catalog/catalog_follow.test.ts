@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import { Catalog, type PartitionHost } from "../../../src/broker/catalog/catalog.ts";
 import { PartitionOpener } from "../../../src/broker/catalog/partition_opener.ts";
 import {
@@ -19,6 +19,7 @@ import { Rng } from "../../../src/runtime/rng.ts";
 import { VirtualClock } from "../../../src/runtime/clock/virtual_clock.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
 import { virtualSteps, waitFor } from "../../helpers/wait_for.ts";
+
 const options: TopicOptions = {
   partitions: 2,
   segmentSizeBytes: segmentSizeBytesMin,

@@ -14,6 +14,7 @@ import { Rng } from "../../../src/runtime/rng.ts";
 import { VirtualClock } from "../../../src/runtime/clock/virtual_clock.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
 import type { PartitionSeed, PartitionSeeder } from "../../../src/log/partition/seeded_partition.ts";
+
 await initCrc32c();
 
 const options: TopicOptions = {

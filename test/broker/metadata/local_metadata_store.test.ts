@@ -9,6 +9,7 @@ import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
 import { writeRecordFile } from "../../../src/runtime/disk/record_file.ts";
 import { Rng } from "../../../src/runtime/rng.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
+
 /** A disk whose renames fail while `failing` is set: a record file's write never completes. */
 class FailingRenameDisk extends NodeDisk {
   failing = false;

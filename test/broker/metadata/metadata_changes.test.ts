@@ -18,6 +18,7 @@ import {
   segmentSizeBytesMin,
   type TopicOptions,
 } from "../../../src/broker/catalog/topic_options.ts";
+
 const options: TopicOptions = {
   partitions: 1,
   segmentSizeBytes: segmentSizeBytesMin,

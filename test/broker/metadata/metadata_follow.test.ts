@@ -2,6 +2,7 @@ import t from "tap";
 import { planFollow } from "../../../src/broker/metadata/metadata_follow.ts";
 import type { Metadata, TopicMeta } from "../../../src/broker/metadata/metadata.ts";
 import { defaultTopicOptions } from "../../../src/broker/catalog/topic_options.ts";
+
 const defaults = { tiered: false, localRetentionAgeMs: null, localRetentionSizeBytes: null };
 const topic = (id: number, name: string, partitions = 1): TopicMeta => ({
   id,

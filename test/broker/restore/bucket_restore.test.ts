@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import { FsObjectStore } from "../../../src/objectstore/fs_object_store.ts";
 import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
 import { Rng } from "../../../src/runtime/rng.ts";
@@ -18,6 +18,7 @@ import {
   putObject,
   putSegment as putLaidSegment,
 } from "../../helpers/hand_laid_bucket.ts";
+
 // The restore's refusals and its plan over a bucket laid out by hand (the end-to-end restore of a
 // real topic is test/e2e/restore.test.ts): a source cluster "5ca1ab1e" with topic kafka/orders, one
 // partition of two segments of 10 offsets, under incarnation 00000000000000aa-1.

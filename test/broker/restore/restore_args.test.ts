@@ -1,5 +1,6 @@
 import t from "tap";
 import { parseRestoreArgs } from "../../../src/broker/restore/restore_args.ts";
+
 t.test("restore arguments: every option in both spellings, and clear refusals", (t) => {
   t.same(parseRestoreArgs(["--stream", "kafka", "--topic=orders"]), {
     request: { stream: "kafka", topic: "orders", dryRun: false },

@@ -1,5 +1,6 @@
 import t from "tap";
 import { partitionOfKey, shardIndexOf } from "../../../src/broker/shards/shard_runtime.ts";
+
 // Placement is part of the on-disk contract: a partition's shard and a key's partition must come
 // out the same on every boot and every version, so these values are pinned.
 t.test("a partition's shard is a stable hash of its address", (t) => {

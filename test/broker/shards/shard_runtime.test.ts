@@ -1,9 +1,10 @@
 import { existsSync } from "node:fs";
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import { retentionCheckIntervalMs } from "../../../src/broker/shards/shard_runtime.ts";
 import { accessOrderSaveIntervalMs } from "../../../src/tier/cache/cache_core.ts";
 import { openServer } from "../../helpers/open_server.ts";
 import { settlesWithin } from "../../helpers/wait_for.ts";
+
 // The shard runtime's duties, seen through a running server: total retention from the tick.
 
 const payload = (n: number) => new Uint8Array(n).fill(7);

@@ -6,6 +6,7 @@ import { PieceGate } from "../../../src/runtime/cooperation/piece_gate.ts";
 import { Pump } from "../../../src/runtime/cooperation/pump.ts";
 import { PumpMetrics } from "../../../src/runtime/cooperation/pump_metrics.ts";
 import { VirtualClock } from "../../../src/runtime/clock/virtual_clock.ts";
+
 type Step = "housekeeping" | "control log" | "cache";
 
 /** A shard that records each shutdown step it is asked for and fails the steps it is told to. */

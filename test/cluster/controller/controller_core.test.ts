@@ -14,6 +14,7 @@ import {
 } from "../../../src/cluster/controller/partition_state.ts";
 import { firstLeaderEpochOf } from "../../../src/broker/metadata/metadata.ts";
 import type { TopicOptions } from "../../../src/broker/catalog/topic_options.ts";
+
 const p = (leader: number, leaderEpoch: number, isr: number[], replicas = [1, 2, 3]): PartitionState => ({
   leader,
   leaderEpoch,

@@ -5,6 +5,7 @@ import {
   encodePartitionState,
 } from "../../../src/cluster/controller/partition_state.ts";
 import { ClusterKeys } from "../../../src/cluster/node/cluster_keys.ts";
+
 t.test("replicas are consecutive live nodes from a moving start, each partition led by its first", (t) => {
   const states = assignReplicas(4, [3, 1, 2], 2, 0);
   t.same(states.map((s) => s.replicas), [[1, 2], [2, 3], [3, 1], [1, 2]]);

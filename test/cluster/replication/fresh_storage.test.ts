@@ -1,6 +1,7 @@
 import t from "tap";
 import { withoutNode } from "../../../src/cluster/replication/fresh_storage.ts";
 import { noLeader, type PartitionState } from "../../../src/cluster/controller/partition_state.ts";
+
 const p = (leader: number, leaderEpoch: number, isr: number[], eligible: number[] = []): PartitionState => ({
   leader,
   leaderEpoch,

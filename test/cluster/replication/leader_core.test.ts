@@ -5,6 +5,7 @@ import {
   leaderStep,
   startLeading,
 } from "../../../src/cluster/replication/leader_core.ts";
+
 const settings = { replicaLagMaxMs: 10_000 };
 const stored = { leader: 1, leaderEpoch: 4, isr: [1, 2, 3], replicas: [1, 2, 3] };
 

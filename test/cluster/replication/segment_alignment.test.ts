@@ -1,5 +1,6 @@
 import t from "tap";
 import { type AlignedSegment, alignmentOf } from "../../../src/cluster/replication/segment_alignment.ts";
+
 const seg = (startOffset: number, endOffset: number, location: AlignedSegment["location"] = "local") => ({
   startOffset,
   endOffset,

@@ -6,6 +6,7 @@ import { RealClock } from "../../../src/runtime/clock/real_clock.ts";
 import { coordinatorContract } from "../../helpers/coordinator_contract.ts";
 import { etcdUnavailableReason, startEtcd } from "../../helpers/etcd_harness.ts";
 import { realTime, waitFor } from "../../helpers/wait_for.ts";
+
 const unavailable = etcdUnavailableReason();
 const clock = new RealClock();
 

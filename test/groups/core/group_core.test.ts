@@ -14,6 +14,7 @@ import {
   type GroupState,
 } from "../../../src/groups/core/group_state.ts";
 import { Rng } from "../../../src/runtime/rng.ts";
+
 const settings: GroupSettings = {
   membersMax: 8,
   sessionTimeoutMinMs: 1_000,

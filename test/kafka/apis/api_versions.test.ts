@@ -6,6 +6,7 @@ import {
 import { kafkaErrorCode } from "../../../src/kafka/kafka_errors.ts";
 import { KafkaDecodeError, KafkaReader, KafkaWriter } from "../../../src/kafka/wire/kafka_codec.ts";
 import { apiKey, isFlexible, readRequestHeader } from "../../../src/kafka/wire/frame_codec.ts";
+
 const ranges = [
   { apiKey: apiKey.apiVersions, minVersion: 0, maxVersion: 3 },
   { apiKey: apiKey.metadata, minVersion: 0, maxVersion: 8 },

@@ -7,6 +7,7 @@ import {
   readMetadataRequest,
 } from "../../../src/kafka/apis/metadata_codec.ts";
 import { apiKey } from "../../../src/kafka/wire/frame_codec.ts";
+
 // A Kafka broker's Metadata v5 answer after its correlation id (kafkajs's fixture "v5_response").
 const brokerV5 = hexBytes(`
   000000000000000300000002000b31302e332e3232302e38390000238affff00000001000b31302e332e3232302e3839

@@ -8,6 +8,7 @@ import { encodeProduceResponse, readProduceRequest } from "../../../src/kafka/ap
 import { KafkaReader } from "../../../src/kafka/wire/kafka_codec.ts";
 import { apiKey, readRequestHeader } from "../../../src/kafka/wire/frame_codec.ts";
 import { kafkaRequest } from "../../helpers/kafka_wire.ts";
+
 const header = (api: number, version: number) => ({
   apiKey: api,
   apiVersion: version,

@@ -8,6 +8,7 @@ import {
   replicaFetchApiKey,
 } from "../../../src/kafka/replica/replica_fetch_codec.ts";
 import { readRequestHeader } from "../../../src/kafka/wire/frame_codec.ts";
+
 const concat = (pieces: Uint8Array[]) => new Uint8Array(Buffer.concat(pieces));
 
 t.test("a replica fetch request and its answer survive the wire", (t) => {

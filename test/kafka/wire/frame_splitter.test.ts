@@ -1,5 +1,6 @@
 import t from "tap";
 import { FrameError, FrameSplitter, requestHeaderBytesMin } from "../../../src/kafka/wire/frame_codec.ts";
+
 /** A frame: an int32 size, then `body`. */
 function frame(body: number[]): Uint8Array {
   const bytes = new Uint8Array(4 + body.length);

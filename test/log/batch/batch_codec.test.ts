@@ -18,6 +18,7 @@ import {
 } from "../../../src/log/batch/record_batch.ts";
 import { gzipSync } from "node:zlib";
 import { initCrc32c } from "../../../src/runtime/checksum/crc32c.ts";
+
 await initCrc32c();
 const bytes = (s: string) => new TextEncoder().encode(s);
 const text = (b: Uint8Array) => new TextDecoder().decode(b);

@@ -12,6 +12,7 @@ import {
 } from "../../../src/log/batch/record_batch.ts";
 import { initCrc32c } from "../../../src/runtime/checksum/crc32c.ts";
 import { writeZigzag } from "../../../src/runtime/zigzag_varint.ts";
+
 await initCrc32c();
 
 // A gzip batch as a Kafka client sent it (kafkajs's fixture "v0_recordbatch"): one record, log-append time.

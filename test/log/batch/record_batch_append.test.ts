@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import {
   batchField,
   type BatchRecord,
@@ -16,6 +16,7 @@ import { silentLogger } from "../../../src/runtime/logger.ts";
 import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
 import { VirtualClock } from "../../../src/runtime/clock/virtual_clock.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
+
 // Kafka record batches appended as producers send them: kept byte for byte but for the base
 // offset, refused whole when any check fails, stamped when the topic keeps log append time.
 await initCrc32c();

@@ -9,6 +9,7 @@ import {
 } from "../../../src/log/batch/record_batch.ts";
 import { Rng } from "../../../src/runtime/rng.ts";
 import { initCrc32c } from "../../../src/runtime/checksum/crc32c.ts";
+
 await initCrc32c();
 
 /** The framing check as decoding every record makes it: the reference the walker must agree with. */

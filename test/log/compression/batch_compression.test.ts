@@ -1,5 +1,5 @@
 import { gzipSync } from "node:zlib";
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import { compress as lz4Compress } from "lz4js";
 import { compress as snappyCompress } from "snappyjs";
 import {
@@ -22,6 +22,7 @@ import {
   xerialFrame,
 } from "../../helpers/compressed_batches.ts";
 import { zstdCompress } from "../../helpers/zstd_compress.ts";
+
 // @ts-types="../helpers/types/lz4js.d.ts"
 // @ts-types="../helpers/types/snappyjs.d.ts"
 

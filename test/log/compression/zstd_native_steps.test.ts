@@ -1,6 +1,7 @@
 import { execFile } from "node:child_process";
 import t from "tap";
 import { nativeZstd } from "../../../src/log/compression/zstd_steps.ts";
+
 // Under Deno (as the server runs) zstd decodes through libzstd one bounded call at a time, whatever
 // the frame's window; under the suite's Node 20, which has no zstd, through fzstd a block at a time.
 interface Result {

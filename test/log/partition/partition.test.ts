@@ -10,6 +10,7 @@ import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
 import { Rng } from "../../../src/runtime/rng.ts";
 import { VirtualClock } from "../../../src/runtime/clock/virtual_clock.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
+
 await initCrc32c();
 const config: LogConfig = {
   segmentSizeBytes: 1 << 20,

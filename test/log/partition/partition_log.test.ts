@@ -1,4 +1,4 @@
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import type { MessageInput } from "../../../src/log/batch/batch_codec.ts";
 import type { LogConfig } from "../../../src/log/log_config.ts";
 import { WriteQueueFullError } from "../../../src/log/log_errors.ts";
@@ -13,6 +13,7 @@ import { recoverSegments } from "../../../src/log/segment/recover_segments.ts";
 import { CountingDisk } from "../../helpers/counting_disk.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
 import { settlesWithin } from "../../helpers/wait_for.ts";
+
 await initCrc32c();
 
 const config = (overrides: Partial<LogConfig> = {}): LogConfig => ({

@@ -8,6 +8,7 @@ import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
 import { Rng } from "../../../src/runtime/rng.ts";
 import { VirtualClock } from "../../../src/runtime/clock/virtual_clock.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
+
 // A purge unlinks every segment and starts an empty log at offset 0 before it writes the new
 // generation's superblock. A crash in that window must not leave the old generation's floor over
 // the new log, where it would let eviction drop segments that were never uploaded.

@@ -7,6 +7,7 @@ import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
 import { Rng } from "../../../src/runtime/rng.ts";
 import { VirtualClock } from "../../../src/runtime/clock/virtual_clock.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
+
 // The floor and the retention watermark both live in the superblock, written whole by tasks that
 // run concurrently (a floor command applied from the control log, a retention pass from the tick).
 // Neither may lose the other's change, nor fail on the other's temporary file.

@@ -2,6 +2,7 @@ import t from "tap";
 import { groupOpsMax } from "../../../src/log/log_config.ts";
 import { PartitionUnavailableError, WriteQueueFullError } from "../../../src/log/log_errors.ts";
 import { type Deferred, type GroupCommit, WriteQueue } from "../../../src/log/partition/write_queue.ts";
+
 type Op = { kind: "put" | "other"; value: number; done: Deferred<number> };
 
 /** A group commit that writes to an event list: apply, flush, sync, publish and acks, in order. */

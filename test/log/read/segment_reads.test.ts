@@ -5,6 +5,7 @@ import { type ReadResult, readRetrying, readSegments } from "../../../src/log/re
 import { DiskError } from "../../../src/runtime/disk/disk.ts";
 import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
 import { chainConfig, filledChain } from "../../helpers/chain_fixture.ts";
+
 const result: ReadResult = { messages: [], nextOffset: 7, release: () => {} };
 const vanished = () => new DiskError("not_found", "open", "/x.log");
 

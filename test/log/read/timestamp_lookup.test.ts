@@ -5,6 +5,7 @@ import { offsetForTimestamp } from "../../../src/log/read/timestamp_lookup.ts";
 import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
 import { VirtualClock } from "../../../src/runtime/clock/virtual_clock.ts";
 import { appendOne, filledChain } from "../../helpers/chain_fixture.ts";
+
 t.test("the first message at or after a timestamp, across segments; past every message, the next offset", async (t) => {
   const clock = new VirtualClock();
   const { chain } = await filledChain(t, 0, new NodeDisk(), clock);

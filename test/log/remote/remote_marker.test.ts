@@ -7,6 +7,7 @@ import {
 } from "../../../src/log/remote/remote_marker.ts";
 import { crc32c, initCrc32c } from "../../../src/runtime/checksum/crc32c.ts";
 import { FormatVersionError } from "../../../src/runtime/format_version_error.ts";
+
 await initCrc32c();
 const marker = {
   startOffset: 1_000_000,

@@ -19,6 +19,7 @@ import {
   writeCreatedReplica,
 } from "../../helpers/planted_partition.ts";
 import { writeWholeFile } from "../../../src/runtime/disk/file_ops.ts";
+
 // A read replica's log holds markers of its source's objects and an empty active segment: new
 // segments are planted at its head, and a planting a crash cut short is put right at the next boot.
 await initCrc32c();

@@ -15,6 +15,7 @@ import {
   sourceMarker,
   writeCreatedReplica,
 } from "../../helpers/planted_partition.ts";
+
 // A read replica's planting crashed at every durable step in turn: at the next boot the directory
 // settles into a whole chain whose floor, source watermark and epochs agree with its markers, and
 // planting what is missing then brings it to where an uncrashed planting would have.

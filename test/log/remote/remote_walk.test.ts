@@ -9,6 +9,7 @@ import {
 import { RemoteWalk, remoteWindowFirstBytes } from "../../../src/log/remote/remote_walk.ts";
 import { Segment } from "../../../src/log/segment/segment.ts";
 import { initCrc32c } from "../../../src/runtime/checksum/crc32c.ts";
+
 await initCrc32c();
 
 /** A remote segment of `count` one-message batches of `payloadBytes` each, as one chunk. */

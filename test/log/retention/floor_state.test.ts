@@ -1,6 +1,7 @@
 import t from "tap";
 import { AssertionError } from "../../../src/runtime/assert.ts";
 import { applyAdvanceTieredFloor, resetForPurge } from "../../../src/log/retention/floor_state.ts";
+
 const cmd = (upToOffset: number, purgeGeneration = 0) => ({
   kind: "advance_tiered_floor" as const,
   partition: "p",

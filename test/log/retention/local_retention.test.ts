@@ -12,6 +12,7 @@ import {
   nextLocalAgeOutUs,
   overshootBytes,
 } from "../../../src/log/retention/local_retention.ts";
+
 // Local retention is pure: tables of segments, floor and envelope, and the decisions they give.
 
 /** Segments of 100 offsets and 1000 bytes each, the last one active; `newestMs[i]` stamps segment i. */

@@ -2,6 +2,7 @@ import t from "tap";
 import { AssertionError } from "../../../src/runtime/assert.ts";
 import { assertChainOrder, type RetentionSegment } from "../../../src/log/retention/total_retention.ts";
 import { retentionChain } from "../../helpers/retention_chain.ts";
+
 const chain = retentionChain([1, 2, 3], [], "local");
 const edit = (i: number, change: Partial<RetentionSegment>) =>
   chain.map((s, j) => (j === i ? { ...s, ...change } : s));

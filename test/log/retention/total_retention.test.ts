@@ -10,6 +10,7 @@ import {
   retentionSegmentsPerPassMax,
 } from "../../../src/log/retention/total_retention.ts";
 import { retentionChain } from "../../helpers/retention_chain.ts";
+
 // Total retention is pure: tables of segments and limits, and the number of front segments deleted.
 
 /** Segments of 100 offsets and 1000 bytes each, the last one active; `newestMs[i]` stamps segment i. */

@@ -11,6 +11,7 @@ import {
 import { Segment } from "../../../src/log/segment/segment.ts";
 import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
+
 const e = (relativeOffset: number, position: number, timestampUs = relativeOffset): IndexEntry => ({
   relativeOffset,
   position,

@@ -1,5 +1,5 @@
 import { readFileSync, truncateSync, unlinkSync, writeFileSync } from "node:fs";
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import { batchHeaderBytes, type MessageInput } from "../../../src/log/batch/batch_codec.ts";
 import type { LogConfig } from "../../../src/log/log_config.ts";
 import { PartitionRefusedError } from "../../../src/log/log_errors.ts";
@@ -10,6 +10,7 @@ import { silentLogger } from "../../../src/runtime/logger.ts";
 import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
 import { VirtualClock } from "../../../src/runtime/clock/virtual_clock.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
+
 // recoverSegments at boot, over logs written by a PartitionLog and then damaged: torn and corrupt
 // tails, holes, missing indexes. The boot of evicted chains (markers) is in eviction.test.ts.
 await initCrc32c();

@@ -9,6 +9,7 @@ import { VirtualClock } from "../../../src/runtime/clock/virtual_clock.ts";
 import { appendOne, chainConfig, filledChain } from "../../helpers/chain_fixture.ts";
 import { RecordingDisk } from "../../helpers/recording_disk.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
+
 t.test("appends take dense offsets and roll the active segment at its size", async (t) => {
   const { chain } = await filledChain(t, 10);
   const stats = chain.stats();

@@ -4,6 +4,7 @@ import { deleteFront, purgeSegments } from "../../../src/log/segment/segment_del
 import { segmentStem } from "../../../src/log/segment/segment.ts";
 import { filledChain } from "../../helpers/chain_fixture.ts";
 import { RecordingDisk } from "../../helpers/recording_disk.ts";
+
 const stem = segmentStem;
 
 t.test("retention deletes the front oldest first, each segment's files, then one directory fsync", async (t) => {

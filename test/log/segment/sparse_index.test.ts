@@ -1,5 +1,6 @@
 import t from "tap";
 import { decodeIndexEntries, encodeIndexEntry, SparseIndex } from "../../../src/log/segment/sparse_index.ts";
+
 t.test("lookups by offset and timestamp find the last entry at or before the target", (t) => {
   const index = new SparseIndex();
   index.add({ relativeOffset: 0, position: 0, timestampUs: 100 });

@@ -2,6 +2,7 @@ import t from "tap";
 import { WriteBuffer } from "../../../src/log/segment/segment.ts";
 import { BufferPool } from "../../../src/runtime/memory/buffers.ts";
 import type { DiskFile } from "../../../src/runtime/disk/disk.ts";
+
 /** A file that notes its writes (a copy of the bytes and the position). */
 function notingFile() {
   const writes: { position: number; bytes: number[] }[] = [];

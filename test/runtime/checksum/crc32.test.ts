@@ -1,5 +1,6 @@
 import t from "tap";
 import { crc32, Crc32Stream } from "../../../src/runtime/checksum/crc32.ts";
+
 t.test("crc32 is the CRC32 S3 means by x-amz-checksum-crc32 (the standard check value)", (t) => {
   // CRC-32/ISO-HDLC of "123456789" is 0xCBF43926 by definition; CRC32C's would be 0xE3069283.
   t.equal(crc32(new TextEncoder().encode("123456789")), 0xcbf43926);

@@ -6,6 +6,7 @@ import {
   initCrc32c,
   useCrc32cEngine,
 } from "../../../src/runtime/checksum/crc32c.ts";
+
 t.test("the WebAssembly engine gives the standard check value and the bitwise CRC's answers", async (t) => {
   await initCrc32c();
   t.equal(crc32cEngineName(), "wasm");

@@ -1,6 +1,7 @@
 import { spawnSync } from "node:child_process";
 import t from "tap";
 import { isalUnavailableReason } from "../../helpers/isal.ts";
+
 const unavailable = isalUnavailableReason();
 
 function agreement(library?: string) {

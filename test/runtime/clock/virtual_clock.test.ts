@@ -1,6 +1,7 @@
 import t from "tap";
 import { AbortedError } from "../../../src/runtime/wait_errors.ts";
 import { VirtualClock } from "../../../src/runtime/clock/virtual_clock.ts";
+
 t.test("timers fire in due order, ties in creation order, each seeing its own due time", (t) => {
   const clock = new VirtualClock();
   const seen: string[] = [];

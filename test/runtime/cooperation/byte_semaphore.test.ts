@@ -1,5 +1,6 @@
 import t from "tap";
 import { ByteSemaphore } from "../../../src/runtime/cooperation/semaphore.ts";
+
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 t.test("a request larger than the whole capacity is admitted when first in line and nothing is held", async (t) => {

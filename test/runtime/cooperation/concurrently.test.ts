@@ -1,5 +1,6 @@
 import t from "tap";
 import { concurrently } from "../../../src/runtime/cooperation/concurrently.ts";
+
 t.test("steps run at most concurrencyMax at once and resolve in index order", async (t) => {
   let inFlight = 0;
   let most = 0;

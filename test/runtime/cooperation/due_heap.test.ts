@@ -1,6 +1,7 @@
 import t from "tap";
 import { DueHeap } from "../../../src/runtime/cooperation/due_looks.ts";
 import { Rng } from "../../../src/runtime/rng.ts";
+
 t.test("a due heap hands out what is due, earliest first, and agrees with a model over random changes", (t) => {
   const rng = new Rng(11);
   const heap = new DueHeap<number>();

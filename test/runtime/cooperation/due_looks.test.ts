@@ -1,5 +1,6 @@
 import t from "tap";
 import { DueLooks } from "../../../src/runtime/cooperation/due_looks.ts";
+
 t.test("an idle key is looked at once per idle interval, a share per tick", (t) => {
   const looks = new DueLooks<number>({ idleLookIntervalMs: 1000, dueLooksPerTickMax: 100 });
   for (let k = 0; k < 1000; k++) looks.add(k, 0);

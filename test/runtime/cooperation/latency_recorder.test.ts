@@ -1,5 +1,6 @@
 import t from "tap";
 import { LatencyRecorder } from "../../../src/runtime/cooperation/pump_metrics.ts";
+
 t.test("percentiles are never reported above the largest value recorded", (t) => {
   const recorder = new LatencyRecorder();
   recorder.recordMs(734.766);

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import t from "tap";
 import { PieceGate } from "../../../src/runtime/cooperation/piece_gate.ts";
+
 t.test("pieces of many tasks are spread over turns of the event loop: a timer runs between any two", async (t) => {
   const gate = new PieceGate();
   const events: string[] = [];

@@ -7,6 +7,7 @@ import { RealClock } from "../../../src/runtime/clock/real_clock.ts";
 import { VirtualClock } from "../../../src/runtime/clock/virtual_clock.ts";
 import { yieldToReactor } from "../../../src/runtime/cooperation/piece_gate.ts";
 import { assert, AssertionError } from "../../../src/runtime/assert.ts";
+
 function virtualPump(tickIntervalMs = 10, logger = silentLogger()) {
   const clock = new VirtualClock();
   const registry = createMetricsRegistry();

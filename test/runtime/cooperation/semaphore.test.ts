@@ -2,6 +2,7 @@ import t from "tap";
 import { AssertionError } from "../../../src/runtime/assert.ts";
 import { AbortedError, QueueFullError } from "../../../src/runtime/wait_errors.ts";
 import { Semaphore } from "../../../src/runtime/cooperation/semaphore.ts";
+
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 t.test("waiters are admitted in strict FIFO order under contention", async (t) => {

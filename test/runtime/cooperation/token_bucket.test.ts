@@ -2,6 +2,7 @@ import t from "tap";
 import { AbortedError, QueueFullError } from "../../../src/runtime/wait_errors.ts";
 import { TokenBucket } from "../../../src/runtime/cooperation/token_bucket.ts";
 import { VirtualClock } from "../../../src/runtime/clock/virtual_clock.ts";
+
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Steps virtual time in 1 ms increments, flushing promise callbacks between steps. */

@@ -1,5 +1,6 @@
 import t from "tap";
 import { yieldToReactor } from "../../../src/runtime/cooperation/piece_gate.ts";
+
 t.test("a 1 ms interval timer fires between consecutive pieces of a CPU-only loop that yields", async (t) => {
   let fired = 0;
   const timer = setInterval(() => fired++, 1);

@@ -7,6 +7,7 @@ import { directIoAlignBytes } from "../../../src/runtime/disk/disk.ts";
 import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
 import { takesDirectIo } from "../../helpers/direct_io.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
+
 function patterned(length: number, seed: number): Uint8Array {
   const bytes = new Uint8Array(length);
   for (let i = 0; i < length; i++) bytes[i] = (i * 13 + seed) & 0xff;

@@ -6,6 +6,7 @@ import { GatedDisk } from "../../../src/runtime/disk/around_disk.ts";
 import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
 import { PieceGate } from "../../../src/runtime/cooperation/piece_gate.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
+
 /**
  * Runs `readers` tasks that each read a file 5 times and then spend 2 ms of CPU on what they read,
  * beside a timer re-armed at every firing; returns how often two of those stretches ran with no

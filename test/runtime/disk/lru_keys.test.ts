@@ -1,5 +1,6 @@
 import t from "tap";
 import { LruKeys } from "../../../src/runtime/disk/open_files.ts";
+
 t.test("the oldest key is the least recently touched; a touch makes a key the newest", (t) => {
   const lru = new LruKeys<string>();
   t.equal(lru.oldest(), undefined, "none when empty");

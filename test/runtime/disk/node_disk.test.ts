@@ -11,6 +11,7 @@ import {
   WriteWorker,
 } from "../../../src/runtime/disk/worker/file_workers.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
+
 const bytes = (s: string) => new TextEncoder().encode(s);
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
 

@@ -6,6 +6,7 @@ import { QueueFullError } from "../../../src/runtime/wait_errors.ts";
 import { SimDisk } from "../../../src/sim/sim_disk.ts";
 import { OpenCountDisk } from "../../helpers/open_count_disk.ts";
 import { waitFor } from "../../helpers/wait_for.ts";
+
 /** A simulated disk, counted underneath a file cache of `maxOpenFiles` handles. */
 async function cachedDisk(maxOpenFiles: number, seed = 1, waitersMax?: number) {
   const raw = new SimDisk(new Rng(seed));

@@ -1,6 +1,7 @@
 import t from "tap";
 import { AssertionError } from "../../../src/runtime/assert.ts";
 import { dirOf } from "../../../src/runtime/disk/file_ops.ts";
+
 t.test("dirOf: everything before the last slash, the root for a file at the root", (t) => {
   const rows: [string, string][] = [
     ["/data/p0/superblock.bin", "/data/p0"],

@@ -1,6 +1,7 @@
 import t from "tap";
 import type { DiskFile } from "../../../src/runtime/disk/disk.ts";
 import { readUpTo, readUpToInto } from "../../../src/runtime/disk/file_ops.ts";
+
 /** A file held in memory whose reads return at most `readBytesMax` bytes each, counting them. */
 function shortReadFile(contents: Uint8Array, readBytesMax: number): DiskFile & { reads: number } {
   const file = {

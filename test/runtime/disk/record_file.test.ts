@@ -10,6 +10,7 @@ import {
 } from "../../../src/runtime/disk/record_file.ts";
 import { readSmallFileByOpen } from "../../../src/runtime/disk/file_ops.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
+
 const magic = "TESTREC1";
 
 t.before(() => initCrc32c());

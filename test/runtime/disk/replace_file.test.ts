@@ -6,6 +6,7 @@ import { replaceFile, replaceFileWith } from "../../../src/runtime/disk/file_ops
 import { CrashingDisk, SimulatedCrash } from "../../helpers/crashing_disk.ts";
 import { RecordingDisk } from "../../helpers/recording_disk.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
+
 const bytes = (text: string) => new TextEncoder().encode(text);
 
 t.test("a replacement goes temp, fsync, rename, directory fsync, in that order", async (t) => {

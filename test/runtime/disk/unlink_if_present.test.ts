@@ -5,6 +5,7 @@ import { DiskError } from "../../../src/runtime/disk/disk.ts";
 import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
 import { unlinkIfPresent } from "../../../src/runtime/disk/file_ops.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
+
 t.test("unlinkIfPresent removes a file, and a missing one is not an error", async (t) => {
   const dir = tempDir(t);
   writeFileSync(join(dir, "index"), "x");

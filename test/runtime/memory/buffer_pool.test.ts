@@ -1,5 +1,6 @@
 import t from "tap";
 import { BufferPool } from "../../../src/runtime/memory/buffers.ts";
+
 t.test("a buffer given back is lent again; one larger than the pool's size is never pooled", (t) => {
   const pool = new BufferPool({ bufferBytes: 1024, buffersMax: 2 });
   const a = pool.take(100);

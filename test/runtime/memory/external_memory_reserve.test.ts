@@ -7,6 +7,7 @@ import {
 } from "../../../src/runtime/memory/external_memory_reserve.ts";
 import { reserveExternalMemory } from "../../../src/server/server.ts";
 import { ConfigError } from "../../../src/config/config_error.ts";
+
 const MiB = 1024 * 1024;
 
 t.test("the engine counts a reserve as external memory, which is what raises its collection limit", (t) => {

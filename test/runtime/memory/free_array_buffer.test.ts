@@ -1,5 +1,6 @@
 import t from "tap";
 import { freeArrayBuffer } from "../../../src/runtime/memory/buffers.ts";
+
 const hasTransfer = typeof (ArrayBuffer.prototype as { transfer?: unknown }).transfer === "function";
 
 t.test("where the runtime can transfer, the buffer is detached at once; elsewhere it is left whole", (t) => {

@@ -8,6 +8,7 @@ import {
   seriesPerPieceMax,
 } from "../../../src/runtime/metrics/labelled_series.ts";
 import { createMetricsRegistry } from "../../../src/runtime/metrics/metrics.ts";
+
 t.test("labelled gauges are written in the text format, escaped, after the registry's own", async (t) => {
   const registry = createMetricsRegistry();
   new Gauge({ name: "plain_total", help: "a plain gauge", registers: [registry] }).set(3);

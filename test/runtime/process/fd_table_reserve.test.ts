@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import { loadConfig } from "../../../src/config/load_config.ts";
 import { AssertionError } from "../../../src/runtime/assert.ts";
 import type { DiskFile, OpenOptions } from "../../../src/runtime/disk/disk.ts";
@@ -9,6 +9,7 @@ import { Logger } from "../../../src/runtime/logger.ts";
 import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
 import { reserveFdTable } from "../../../src/server/server.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
+
 /** Counts the descriptors a disk holds; refuses opens beyond `limit`, as a process out of them. */
 class DescriptorCountingDisk extends NodeDisk {
   held = 0;

@@ -7,6 +7,7 @@ import { Logger } from "../../../src/runtime/logger.ts";
 import { OsThreadControl } from "../../../src/runtime/process/os_thread_control.ts";
 import { setLoopThreadNice, type ThreadControl } from "../../../src/runtime/process/thread_priority.ts";
 import { applyLoopThreadNice } from "../../../src/server/server.ts";
+
 /** A thread at `nice` that refuses a raise of its priority unless privileged, as Linux does. */
 class FakeThreadControl implements ThreadControl {
   readonly set: number[] = [];

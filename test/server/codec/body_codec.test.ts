@@ -4,6 +4,7 @@ import t from "tap";
 import { AssertionError } from "../../../src/runtime/assert.ts";
 import { ApiError } from "../../../src/server/api_errors.ts";
 import { decodeBody, msgpackResponse, streamedBodyBytesMin } from "../../../src/server/codec/body_codec.ts";
+
 /** An answer as a poll makes it: bytes that are the whole of their own buffer, in a pattern. */
 function answerBytes(length: number): Uint8Array<ArrayBuffer> {
   return new Uint8Array(length).map((_, i) => (i * 7) & 0xff);

@@ -2,6 +2,7 @@ import t from "tap";
 import type { StoredMessage } from "../../../src/log/batch/batch_codec.ts";
 import { packMsgpack, unpackMsgpack } from "../../../src/server/codec/body_codec.ts";
 import { encodePollAnswer, utf8Length } from "../../../src/server/codec/poll_answer_codec.ts";
+
 /** The same answer as an object per message, through the generic encoder. */
 const generic = (messages: StoredMessage[], nextOffset: number) =>
   packMsgpack({

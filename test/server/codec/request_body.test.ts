@@ -4,6 +4,7 @@ import { ApiError } from "../../../src/server/api_errors.ts";
 import { readBody } from "../../../src/server/codec/request_body.ts";
 import { pieceStream } from "../../../scripts/lib/piece_stream.ts";
 import { byteStream } from "../../helpers/byte_stream.ts";
+
 function post(body: BodyInit, contentLength?: number): Request {
   return new Request("http://strata.test/streams/s/topics/t/messages", {
     method: "POST",

@@ -11,6 +11,7 @@ import {
   patchTopicOptions,
   topicOptionsJson,
 } from "../../../src/server/codec/topic_options_codec.ts";
+
 const defaults: TopicDefaults = { tiered: true, localRetentionAgeMs: 60_000, localRetentionSizeBytes: null };
 const MiB = 1024 * 1024;
 

@@ -1,9 +1,10 @@
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import { retentionCheckIntervalMs } from "../../../src/broker/shards/shard_runtime.ts";
 import type { GroupCoordinator } from "../../../src/groups/group_coordinator.ts";
 import { commitOffsets } from "../../../src/groups/core/group_offsets.ts";
 import { openServer } from "../../helpers/open_server.ts";
 import { realTime, settlesWithin, waitFor } from "../../helpers/wait_for.ts";
+
 // The consumer groups seen through a running server: their committed offsets in total retention's
 // consumer barrier, and the HTTP API's /groups.
 

@@ -1,5 +1,6 @@
 import t from "tap";
 import * as inv from "../../../src/sim/cluster/cluster_invariants.ts";
+
 const bytes = (...b: number[]) => new Uint8Array(b);
 
 t.test("an offset acknowledged with two values is a lost write", (t) => {

@@ -2,6 +2,7 @@ import t from "tap";
 import { initCrc32c } from "../../../src/runtime/checksum/crc32c.ts";
 import { clusterScenarios, swarmEvents, swarmOf } from "../../../src/sim/cluster/cluster_scenarios.ts";
 import { runClusterSimulation } from "../../../src/sim/cluster/cluster_simulation.ts";
+
 await initCrc32c();
 
 /** The swarm's events before it drew the topic's re-creation too (the last kind). */

@@ -4,6 +4,7 @@ import { FormatVersionError } from "../../../src/runtime/format_version_error.ts
 import { Rng } from "../../../src/runtime/rng.ts";
 import { VirtualClock } from "../../../src/runtime/clock/virtual_clock.ts";
 import { checkBucketFormat } from "../../../src/tier/bucket/bucket_format.ts";
+
 async function storeWith(objects: Record<string, Record<string, string>>) {
   const store = new SimObjectStore(new VirtualClock(), new Rng(1));
   for (const [key, metadata] of Object.entries(objects)) {

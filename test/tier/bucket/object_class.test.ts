@@ -16,6 +16,7 @@ import {
   segmentKeys,
   topicManifestKey,
 } from "../../../src/tier/bucket/object_keys.ts";
+
 const root = clusterRoot("strata", "c1");
 const inc = (partitionId: number, createdRevision: string, purgeGeneration: number) => ({
   prefix: "strata",

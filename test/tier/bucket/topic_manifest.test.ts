@@ -7,6 +7,7 @@ import {
   type TopicManifest,
   topicManifestBytesMax,
 } from "../../../src/tier/bucket/topic_manifest.ts";
+
 const manifest: TopicManifest = {
   version: 2,
   clusterId: "c1",

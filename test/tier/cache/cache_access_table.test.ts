@@ -4,6 +4,7 @@ import { Logger } from "../../../src/runtime/logger.ts";
 import { Rng } from "../../../src/runtime/rng.ts";
 import { SimDisk } from "../../../src/sim/sim_disk.ts";
 import { CacheAccessTable, isAccessTableFile } from "../../../src/tier/cache/cache_access_table.ts";
+
 await initCrc32c();
 
 // The cache's saved LRU order: written atomically, read back, and an unreadable one ranks

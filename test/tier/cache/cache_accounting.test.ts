@@ -7,6 +7,7 @@ import {
   roomBelowLowWatermark,
   trim,
 } from "../../../src/tier/cache/cache_core.ts";
+
 // The budget arithmetic under the cache's decisions: room, the low watermark, ranks and trims.
 
 const config = { budgetBytes: 1000, objectsMax: 10, lowWatermarkPercent: 80, trimMinIntervalMs: 5000 };

@@ -19,6 +19,7 @@ import {
   recentRanks,
   tick,
 } from "../../../src/tier/cache/cache_core.ts";
+
 // The cache's decisions are pure: events in, state and effects out.
 const config = { budgetBytes: 1000, objectsMax: 100, lowWatermarkPercent: 80, trimMinIntervalMs: 5000 };
 

@@ -1,6 +1,7 @@
 import t from "tap";
 import { createMetricsRegistry } from "../../../src/runtime/metrics/metrics.ts";
 import { CacheMetrics } from "../../../src/tier/cache/cache_metrics.ts";
+
 t.test("the size gauges sum every cache's source at scrape time", async (t) => {
   const registry = createMetricsRegistry();
   const metrics = new CacheMetrics(registry);

@@ -1,5 +1,5 @@
 import { existsSync, readdirSync, readlinkSync, statSync, writeFileSync } from "node:fs";
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import { runVirtual } from "../../helpers/run_virtual.ts";
 import { defaultRetryProfiles } from "../../../src/objectstore/retry_policy.ts";
 import { RetryingObjectStore } from "../../../src/objectstore/retrying_object_store.ts";
@@ -17,6 +17,7 @@ import { takesDirectIo } from "../../helpers/direct_io.ts";
 import { sharedWriteWorker } from "../../../src/runtime/disk/worker/file_workers.ts";
 import { evicted, payloadOk } from "../../helpers/evicted_partition.ts";
 import { settlesWithin } from "../../helpers/wait_for.ts";
+
 // The chunk cache, driven as a shard drives it: polls of an evicted partition through the tier
 // remote reader, and the cache opened on its own where a test needs no partition. The sim store
 // counts every GET.

@@ -11,6 +11,7 @@ import { TokenBucket } from "../../../src/runtime/cooperation/token_bucket.ts";
 import { VirtualClock } from "../../../src/runtime/clock/virtual_clock.ts";
 import { SimDisk } from "../../../src/sim/sim_disk.ts";
 import { ChunkCache } from "../../../src/tier/cache/chunk_cache.ts";
+
 await initCrc32c();
 
 // A chunk file the cache fails to delete is a warning in the log, never a silent leftover.

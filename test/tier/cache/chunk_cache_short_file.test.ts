@@ -1,5 +1,5 @@
 import { readdirSync, statSync, truncateSync } from "node:fs";
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import { RemoteCorruptError } from "../../../src/log/remote/remote_reader.ts";
 import { AroundDisk } from "../../../src/runtime/disk/around_disk.ts";
 import type { Disk, DiskFile, OpenOptions } from "../../../src/runtime/disk/disk.ts";
@@ -7,6 +7,7 @@ import { ChunkFileShortError } from "../../../src/tier/cache/chunk_files.ts";
 import { evicted, payloadOk } from "../../helpers/evicted_partition.ts";
 import { runVirtual } from "../../helpers/run_virtual.ts";
 import { settlesWithin } from "../../helpers/wait_for.ts";
+
 // Chunk files and objects shorter than their chunk: a cache file truncated on disk is corrupt (it is
 // dropped, counted and fetched again, and the read is served right), while an object in the store
 // shorter than its segment is a typed corrupt-data error, fetched once, not dropped and fetched again

@@ -4,6 +4,7 @@ import { Rng } from "../../../src/runtime/rng.ts";
 import { SimDisk } from "../../../src/sim/sim_disk.ts";
 import { ChunkFileHandles, openChunkFilesMax } from "../../../src/tier/cache/chunk_files.ts";
 import { realTime, waitFor } from "../../helpers/wait_for.ts";
+
 // The open chunk files behind polls' window reads: one open per chunk while it is cached, closed
 // when it leaves the cache or the bound pushes it out, never while a read uses it.
 

@@ -10,6 +10,7 @@ import {
   ChunkFileShortError,
   ChunkObjectShortError,
 } from "../../../src/tier/cache/chunk_files.ts";
+
 // A shard's chunk files on a simulated disk with crash semantics: what a fill leaves durable,
 // what the walk at open finds, and how windows are read.
 

@@ -1,6 +1,7 @@
 import t from "tap";
 import type { IndexEntry } from "../../../src/log/segment/sparse_index.ts";
 import { chunkAt, chunkStarts } from "../../../src/tier/cache/chunk_layout.ts";
+
 // Batches of uneven sizes; one index entry per batch start, as the sparse index records them.
 const batchSizes = [3000, 5000, 700, 9000, 4100, 2600, 8000, 1200, 6100, 3333];
 const entries: IndexEntry[] = [];

@@ -8,6 +8,7 @@ import { Semaphore } from "../../../src/runtime/cooperation/semaphore.ts";
 import { TokenBucket } from "../../../src/runtime/cooperation/token_bucket.ts";
 import { VirtualClock } from "../../../src/runtime/clock/virtual_clock.ts";
 import { RangeFetcher } from "../../../src/tier/cache/chunk_cache.ts";
+
 // Ranged GETs for reads of remote data, against the sim store: permits, tokens, whole ranges and
 // streamed chunks.
 

@@ -17,6 +17,7 @@ import { RecordingGate } from "../../helpers/recording_gate.ts";
 import { BufferPool } from "../../../src/runtime/memory/buffers.ts";
 import { evicted, payloadOk } from "../../helpers/evicted_partition.ts";
 import { settlesWithin } from "../../helpers/wait_for.ts";
+
 // The tier remote reader: reads of evicted segments through the log's remote walk, the reader and
 // the chunk cache beneath it (whose own behaviour is tested in chunk_cache.test.ts): windows,
 // readahead, checksums failing closed, missing .index files and objects.

@@ -1,5 +1,6 @@
 import t from "tap";
 import { ControlEpochMismatchError } from "../../../src/tier/control/control_log.ts";
+
 // control_log.ts holds the ControlLog interface, which has no behaviour of its own (its only
 // implementation, LocalControlLog, is tested in local_control_log.test.ts, a refused submission
 // included), and the error a failed epoch precondition is: that error is tested here.

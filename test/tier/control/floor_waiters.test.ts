@@ -2,6 +2,7 @@ import t from "tap";
 import { QueueFullError } from "../../../src/runtime/wait_errors.ts";
 import { VirtualClock } from "../../../src/runtime/clock/virtual_clock.ts";
 import { FloorWaiters } from "../../../src/tier/control/floor_waiters.ts";
+
 t.test("a waiter resolves true once its partition's floor reaches the offset, else false at its timeout", async (t) => {
   const clock = new VirtualClock();
   const waiters = new FloorWaiters(clock, 10);

@@ -11,6 +11,7 @@ import {
 import { LocalControlLog } from "../../../src/tier/control/local_control_log.ts";
 import { QueueFullError } from "../../../src/runtime/wait_errors.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
+
 await initCrc32c();
 
 /** Opens the log at `path` and replays it through `apply`, as a tier service attaching it does. */

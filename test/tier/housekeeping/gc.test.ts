@@ -1,6 +1,6 @@
 import { mkdirSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import { FsObjectStore } from "../../../src/objectstore/fs_object_store.ts";
 import type { ObjectStore } from "../../../src/objectstore/object_store.ts";
 import { readSuperblock, writeSuperblock } from "../../../src/log/partition/superblock.ts";
@@ -16,6 +16,7 @@ import { clusterRoot, deadMarkKey, manifestKey, segmentKeys } from "../../../src
 import { configCopy } from "../../helpers/config_copy.ts";
 import { openServer } from "../../helpers/open_server.ts";
 import { runDenoTask } from "../../helpers/run_task.ts";
+
 const clusterId = "c0ffee";
 const disk = new NodeDisk();
 const hourAgoS = (Date.now() - 3_600_000) / 1000;

@@ -3,6 +3,7 @@ import { manifestKey } from "../../../src/tier/bucket/object_keys.ts";
 import { incOf, metric } from "../../helpers/housekeeping_fixture.ts";
 import { tierHarness } from "../../helpers/tier_harness.ts";
 import { passTime, waitFor } from "../../helpers/wait_for.ts";
+
 // The housekeeping shell: how it runs the jobs the core plans. Each job has its own tests
 // (housekeeping_deletes, housekeeping_manifests, housekeeping_verify, housekeeping_orphan_sweep).
 

@@ -3,6 +3,7 @@ import { createMetricsRegistry } from "../../../src/runtime/metrics/metrics.ts";
 import { QuotaSpentError, RequestBudget } from "../../../src/tier/housekeeping/housekeeping_budget.ts";
 import { HousekeepingMetrics } from "../../../src/tier/housekeeping/housekeeping_metrics.ts";
 import { metric } from "../../helpers/housekeeping_fixture.ts";
+
 t.test("a run's budget is spent request by request and counted in the metrics", async (t) => {
   const registry = createMetricsRegistry();
   const budget = new RequestBudget(5, new HousekeepingMetrics(registry));

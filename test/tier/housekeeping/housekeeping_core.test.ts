@@ -12,6 +12,7 @@ import {
 } from "../../../src/tier/housekeeping/housekeeping_core.ts";
 import { observe } from "../../helpers/housekeeping_observe.ts";
 import type { PendingDeletion } from "../../../src/tier/housekeeping/housekeeping_deletes.ts";
+
 const config: HousekeepingCoreConfig = {
   intervalMs: 300_000,
   idleTimeoutMs: 10_000,

@@ -13,6 +13,7 @@ import { incarnationPrefix, parseObjectKey, segmentKeys } from "../../../src/tie
 import { incOf, metric, root } from "../../helpers/housekeeping_fixture.ts";
 import { tierHarness } from "../../helpers/tier_harness.ts";
 import { passTime, waitFor } from "../../helpers/wait_for.ts";
+
 // Deletions below the retention watermark: first the job on its own over the sim store, then
 // through the housekeeping shell on the tier harness.
 

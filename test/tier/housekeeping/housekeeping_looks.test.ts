@@ -10,6 +10,7 @@ import {
 } from "../../../src/tier/housekeeping/housekeeping.ts";
 import type { UploadDeps } from "../../../src/tier/upload/segment_uploader.ts";
 import { housekeepingDefaults } from "../../helpers/tier_harness.ts";
+
 // Housekeeping looks at its shard's partitions a share per tick, not all of them in one tick.
 
 const partitions = 1000;

@@ -7,6 +7,7 @@ import { decodeTopicManifest, type TopicFacts } from "../../../src/tier/bucket/t
 import { incOf } from "../../helpers/housekeeping_fixture.ts";
 import { tierHarness } from "../../helpers/tier_harness.ts";
 import { waitFor } from "../../helpers/wait_for.ts";
+
 // The manifest job on its own, over the tier harness's partition and store. The verify pass's
 // test follows manifests through the housekeeping shell.
 

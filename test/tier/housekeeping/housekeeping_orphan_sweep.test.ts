@@ -20,6 +20,7 @@ import {
 import { incOf, metric, root } from "../../helpers/housekeeping_fixture.ts";
 import { tierHarness } from "../../helpers/tier_harness.ts";
 import { passTime, waitFor } from "../../helpers/wait_for.ts";
+
 // The orphan sweep: first on its own over the sim store, then through the housekeeping shell on
 // the tier harness.
 

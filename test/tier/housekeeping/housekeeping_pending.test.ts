@@ -11,6 +11,7 @@ import {
   type PendingDeletion,
   settleDeletions,
 } from "../../../src/tier/housekeeping/housekeeping_deletes.ts";
+
 // A partition's queue of pending deletions, capped at delete_pending_per_partition: first the
 // settling on its own, then the core planning and settling runs over a store modelled as a sorted
 // key list, where the listing queues what it finds beyond its batch.

@@ -5,6 +5,7 @@ import { manifestKey, segmentKeys } from "../../../src/tier/bucket/object_keys.t
 import { incOf, metric } from "../../helpers/housekeeping_fixture.ts";
 import { tierHarness } from "../../helpers/tier_harness.ts";
 import { waitFor } from "../../helpers/wait_for.ts";
+
 // The verify pass (and the manifests it runs beside), through the housekeeping shell on the tier
 // harness.
 

@@ -7,6 +7,7 @@ import {
   type ListedManifest,
   manifestsByPartition,
 } from "../../../src/tier/restore/read_replica_core.ts";
+
 // Segments of 10 offsets each: segment k holds offsets 10k to 10k + 9.
 const root = "strata/c1/";
 const segment = (start: number): ManifestSegment => ({

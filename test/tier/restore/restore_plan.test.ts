@@ -7,6 +7,7 @@ import {
   planPartition,
 } from "../../../src/tier/restore/restore_plan.ts";
 import type { TieredObject } from "../../../src/tier/restore/transfer_chain.ts";
+
 // Segments of 10 offsets and 1000 bytes each: segment k holds offsets 10k to 10k + 9.
 const keyOf = (start: number) => `p/${String(start).padStart(20, "0")}.log`;
 const listed = (starts: number[], over: Partial<ListedSegment> = {}): ListedSegment[] =>

@@ -1,4 +1,4 @@
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import { Partition } from "../../../src/log/partition/partition.ts";
 import { PartitionLog } from "../../../src/log/partition/partition_log.ts";
 import { writeSeededPartition } from "../../../src/log/partition/seeded_partition.ts";
@@ -19,6 +19,7 @@ import { sealedSegmentOf, uploadSegment } from "../../../src/tier/upload/segment
 import { BucketStateTransfer, type CommittedFloor } from "../../../src/tier/restore/state_transfer.ts";
 import { StateTransferError } from "../../../src/tier/restore/transfer_chain.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
+
 await initCrc32c();
 const address = { streamId: 1, topicId: 2, partitionId: 0 };
 const revision = "0123456789abcdef";

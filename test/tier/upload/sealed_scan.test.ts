@@ -8,6 +8,7 @@ import {
 } from "../../../src/tier/upload/sealed_scan.ts";
 import type { TieredPartition } from "../../../src/tier/tier_service.ts";
 import type { SegmentRef } from "../../../src/tier/upload/upload_state.ts";
+
 /** A partition with the fields the scan reads: its segments, sealed count and floor. */
 function fakePartition(key: string, floor = 0) {
   const segments: {

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import { PartitionLog } from "../../../src/log/partition/partition_log.ts";
 import {
   type DeadlineObjectStore,
@@ -20,6 +20,7 @@ import { DiskError } from "../../../src/runtime/disk/disk.ts";
 import { LogReadsDisk } from "../../helpers/log_reads_disk.ts";
 import { bodyOf } from "../../helpers/object_store_contract.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
+
 await initCrc32c();
 const incarnation = {
   prefix: "strata",

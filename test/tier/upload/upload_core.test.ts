@@ -23,6 +23,7 @@ import {
   type UploadEffect,
   type UploadState,
 } from "../../../src/tier/upload/upload_state.ts";
+
 // The upload core is pure: these tests feed events and read effects, with no I/O and no timers.
 
 const config = {

@@ -1,5 +1,5 @@
 import { readFileSync, unlinkSync } from "node:fs";
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import { Partition } from "../../../src/log/partition/partition.ts";
 import { defaultRetryProfiles } from "../../../src/objectstore/retry_policy.ts";
 import { RetryingObjectStore } from "../../../src/objectstore/retrying_object_store.ts";
@@ -15,6 +15,7 @@ import { type StartUpload, type UploadReport, UploadRuns } from "../../../src/ti
 import { logConfig } from "../../helpers/tier_harness.ts";
 import { settlesWithin } from "../../helpers/wait_for.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
+
 async function setup(t: Test) {
   const clock = new VirtualClock();
   const disk = new NodeDisk();

@@ -11,6 +11,7 @@ import {
   withoutPartition,
   withPartition,
 } from "../../../src/tier/upload/upload_state.ts";
+
 const config = {
   concurrencyMax: 2,
   transferDeadlineMs: 1000,

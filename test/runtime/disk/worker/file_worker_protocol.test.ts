@@ -1,6 +1,7 @@
 import t from "tap";
 import { directIoAlignBytes } from "../../../../src/runtime/disk/disk.ts";
 import { errorCode, failureOf, SlotViews } from "../../../../src/runtime/disk/worker/file_worker_protocol.ts";
+
 t.test("a thrown error crosses as its code and message, whatever was thrown", (t) => {
   // Proves a failure answer is always plain data a message can carry.
   const coded = Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });

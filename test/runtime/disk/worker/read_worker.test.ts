@@ -1,6 +1,6 @@
 import { renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import { directIoAlignBytes } from "../../../../src/runtime/disk/disk.ts";
 import { NodeDisk, offLoopReadBytesMin } from "../../../../src/runtime/disk/node_disk.ts";
 import { ReadWorker, readWorkerHeapLimits } from "../../../../src/runtime/disk/worker/file_workers.ts";
@@ -8,6 +8,7 @@ import { Semaphore } from "../../../../src/runtime/cooperation/semaphore.ts";
 import { takesDirectIo } from "../../../helpers/direct_io.ts";
 import { patterned } from "../../../helpers/object_store_contract.ts";
 import { tempDir as tempDirWith } from "../../../helpers/temp_dir.ts";
+
 const tempDir = (t: Test) => tempDirWith(t, "strata-read-worker-");
 
 const slotBytes = 128 * 1024;

@@ -3,6 +3,7 @@ import { directIoAlignBytes } from "../../../../src/runtime/disk/disk.ts";
 import { ReadHandler, type ReadRequest } from "../../../../src/runtime/disk/worker/read_worker_handler.ts";
 import { fsError, MemoryWorkerFs } from "../../../helpers/memory_worker_fs.ts";
 import { patterned } from "../../../helpers/object_store_contract.ts";
+
 const strideBytes = 4 * directIoAlignBytes;
 const data = () => ({ memory: new SharedArrayBuffer(2 * strideBytes), strideBytes });
 

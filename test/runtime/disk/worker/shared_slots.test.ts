@@ -1,6 +1,7 @@
 import t from "tap";
 import { directIoAlignBytes } from "../../../../src/runtime/disk/disk.ts";
 import { SharedSlots } from "../../../../src/runtime/disk/worker/file_workers.ts";
+
 t.test("slots are disjoint views of one shared memory, each starting on the alignment", async (t) => {
   // Proves what a direct read or write needs of a slot, and that slots never overlap.
   const slots = new SharedSlots({ slotBytes: 5000, slotsMax: 3, waitersMax: 4, name: "test slot" });

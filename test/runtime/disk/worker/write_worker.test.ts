@@ -1,11 +1,12 @@
 import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import t, { Test } from "tap";
+import t, { type Test } from "tap";
 import { directIoAlignBytes } from "../../../../src/runtime/disk/disk.ts";
 import { NodeDisk } from "../../../../src/runtime/disk/node_disk.ts";
 import { offLoopWriteBytesMin, WriteWorker } from "../../../../src/runtime/disk/worker/file_workers.ts";
 import { takesDirectIo } from "../../../helpers/direct_io.ts";
+
 function tempDir(t: Test): string {
   const dir = mkdtempSync(join(tmpdir(), "strata-write-worker-"));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
