@@ -12,7 +12,7 @@ import { NodeNetwork } from "../../src/runtime/network/node_network.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { StrataServer } from "../../src/server/server.ts";
-import { fetchBody, kafkaRequest, produceBody } from "../../test/helpers/kafka_wire.ts";
+import { fetchBody, kafkaRequest, produceBody } from "../../test/helpers/kafka/kafka_wire.ts";
 import { realTime, virtualSteps, waitFor } from "../../test/helpers/wait_for.ts";
 
 export interface WalkedPaths {

@@ -1,6 +1,6 @@
 import t, { type Test } from "tap";
 import { PartitionLog } from "../../src/log/partition/partition_log.ts";
-import { CountingDisk } from "../helpers/counting_disk.ts";
+import { CountingDisk } from "../helpers/disks/counting_disk.ts";
 import { openServer } from "../helpers/open_server.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
 import { tempDir } from "../helpers/temp_dir.ts";

@@ -5,7 +5,7 @@ import { encodePartitionState, noLeader } from "../../src/cluster/controller/par
 import { assignReplicas } from "../../src/cluster/controller/replica_assignment.ts";
 import { RealClock } from "../../src/runtime/clock/real_clock.ts";
 import { type ControlPlaneNode, openControlPlaneNode } from "../helpers/control_plane_node.ts";
-import { etcdUnavailableReason, startEtcd } from "../helpers/etcd_harness.ts";
+import { etcdUnavailableReason, startEtcd } from "../helpers/harnesses/etcd_harness.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
 
 const clock = new RealClock();

@@ -1,7 +1,7 @@
 import t from "tap";
 import { Kafka, logLevel } from "kafkajs";
-import { etcdUnavailableReason } from "../helpers/etcd_harness.ts";
-import { kcat, kcatUnavailable, spawnKcatProducer } from "../helpers/kcat.ts";
+import { etcdUnavailableReason } from "../helpers/harnesses/etcd_harness.ts";
+import { kcat, kcatUnavailable, spawnKcatProducer } from "../helpers/kafka/kcat.ts";
 import { describePartition } from "../../scripts/lib/kafka_metadata.ts";
 import { readPartition, startStrataCluster } from "../helpers/strata_cluster.ts";
 import { StrataClient } from "../../src/client/strata_client.ts";

@@ -1,6 +1,6 @@
 import t from "tap";
-import { etcdUnavailableReason } from "../helpers/etcd_harness.ts";
-import { kcat, kcatUnavailable } from "../helpers/kcat.ts";
+import { etcdUnavailableReason } from "../helpers/harnesses/etcd_harness.ts";
+import { kcat, kcatUnavailable } from "../helpers/kafka/kcat.ts";
 import { describePartition } from "../../scripts/lib/kafka_metadata.ts";
 import {
   readPartition,

@@ -5,7 +5,7 @@ import t from "tap";
 import { Kafka, logLevel } from "kafkajs";
 import { configCopy } from "../helpers/config_copy.ts";
 import { type GroupMember, startGroupMember } from "../helpers/group_members.ts";
-import { kafkaAddressOf } from "../helpers/kcat.ts";
+import { kafkaAddressOf } from "../helpers/kafka/kcat.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
 

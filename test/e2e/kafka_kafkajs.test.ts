@@ -4,7 +4,7 @@ import { join } from "node:path";
 import t from "tap";
 import { CompressionTypes, Kafka, logLevel } from "kafkajs";
 import { configCopy } from "../helpers/config_copy.ts";
-import { kafkaAddressOf } from "../helpers/kcat.ts";
+import { kafkaAddressOf } from "../helpers/kafka/kcat.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
 

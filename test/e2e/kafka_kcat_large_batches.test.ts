@@ -5,7 +5,7 @@ import t from "tap";
 import { decompressRecordsWhole } from "../../src/log/compression/batch_compression.ts";
 import { batchHeaderBytes, decodeBatchHeader } from "../../src/log/batch/batch_codec.ts";
 import { configCopy } from "../helpers/config_copy.ts";
-import { kafkaAddressOf, kcat, kcatUnavailable } from "../helpers/kcat.ts";
+import { kafkaAddressOf, kcat, kcatUnavailable } from "../helpers/kafka/kcat.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 
 // kcat (librdkafka) sends batches whose records decompress to several MiB, in every codec: the

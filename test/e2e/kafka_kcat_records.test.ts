@@ -4,7 +4,7 @@ import { join } from "node:path";
 import t from "tap";
 import { Rng } from "../../src/runtime/rng.ts";
 import { configCopy } from "../helpers/config_copy.ts";
-import { kafkaAddressOf, kcat, kcatBytes, kcatUnavailable } from "../helpers/kcat.ts";
+import { kafkaAddressOf, kcat, kcatBytes, kcatUnavailable } from "../helpers/kafka/kcat.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
 

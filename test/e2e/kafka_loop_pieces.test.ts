@@ -15,8 +15,8 @@ import {
   produceBody,
   readFetchAnswer,
   readProduceAnswer,
-} from "../helpers/kafka_wire.ts";
-import { kafkaAddressOf } from "../helpers/kcat.ts";
+} from "../helpers/kafka/kafka_wire.ts";
+import { kafkaAddressOf } from "../helpers/kafka/kcat.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
 

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
 import { configCopy } from "../helpers/config_copy.ts";
-import { kafkaAddressOf } from "../helpers/kcat.ts";
+import { kafkaAddressOf } from "../helpers/kafka/kcat.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 
 interface Record {
@@ -15,7 +15,7 @@ interface Record {
 
 /** Runs the `@platformatic/kafka` script under Deno; what it sent and what it fetched back. */
 function platformatic(broker: string, topic: string): Promise<{ sent: Record[]; read: Record[] }> {
-  const script = new URL("../helpers/platformatic_client.ts", import.meta.url).pathname;
+  const script = new URL("../helpers/kafka/platformatic_client.ts", import.meta.url).pathname;
   const options = {
     timeout: 60_000,
     maxBuffer: 16 * 1024 * 1024,

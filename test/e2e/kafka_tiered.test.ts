@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
 import { configCopy } from "../helpers/config_copy.ts";
-import { kafkaTieredRoundTrip } from "../helpers/kafka_tiered.ts";
-import { kcatUnavailable } from "../helpers/kcat.ts";
+import { kafkaTieredRoundTrip } from "../helpers/kafka/kafka_tiered.ts";
+import { kcatUnavailable } from "../helpers/kafka/kcat.ts";
 
 // A tiered topic through the Kafka listener on the fs backend: produced with kcat, uploaded and
 // evicted below a 1 MiB local envelope (the topic made by CreateTopics with KIP-405 configs), then read

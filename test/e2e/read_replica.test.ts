@@ -5,9 +5,9 @@ import { StrataApiError, StrataClient } from "../../src/client/strata_client.ts"
 import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
 import { decodeManifest, type PartitionManifest } from "../../src/tier/bucket/manifest.ts";
 import { configCopy } from "../helpers/config_copy.ts";
-import { kafkaAddressOf, kcat, kcatUnavailable } from "../helpers/kcat.ts";
-import { createBucket, ourStore } from "../helpers/s3_harness.ts";
-import { startS3rver } from "../helpers/s3rver_harness.ts";
+import { kafkaAddressOf, kcat, kcatUnavailable } from "../helpers/kafka/kcat.ts";
+import { createBucket, ourStore } from "../helpers/harnesses/s3_harness.ts";
+import { startS3rver } from "../helpers/harnesses/s3rver_harness.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { createSourceTopic, produceRecords, readAll, sameRecords } from "../helpers/topic_records.ts";

@@ -10,7 +10,7 @@ import { Rng } from "../../src/runtime/rng.ts";
 import { decodeManifest } from "../../src/tier/bucket/manifest.ts";
 import { topicManifestKey } from "../../src/tier/bucket/object_keys.ts";
 import { configCopy } from "../helpers/config_copy.ts";
-import { kafkaAddressOf, kcat, kcatUnavailable } from "../helpers/kcat.ts";
+import { kafkaAddressOf, kcat, kcatUnavailable } from "../helpers/kafka/kcat.ts";
 import { runDenoTask } from "../helpers/run_task.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 import { createSourceTopic, produceRecords, readAll, sameRecords } from "../helpers/topic_records.ts";

@@ -1,8 +1,8 @@
 import { existsSync } from "node:fs";
 import t from "tap";
 import { StrataClient } from "../../src/client/strata_client.ts";
-import { createBucket } from "../helpers/s3_harness.ts";
-import { startControlledS3rver } from "../helpers/s3rver_harness.ts";
+import { createBucket } from "../helpers/harnesses/s3_harness.ts";
+import { startControlledS3rver } from "../helpers/harnesses/s3rver_harness.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { payloadOf } from "../helpers/tiered_e2e.ts";

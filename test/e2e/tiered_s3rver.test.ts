@@ -1,7 +1,7 @@
 import t from "tap";
 import { StrataClient } from "../../src/client/strata_client.ts";
-import { createBucket, ourStore, sdkRead } from "../helpers/s3_harness.ts";
-import { startS3rver } from "../helpers/s3rver_harness.ts";
+import { createBucket, ourStore, sdkRead } from "../helpers/harnesses/s3_harness.ts";
+import { startS3rver } from "../helpers/harnesses/s3rver_harness.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { produceTierAndVerify, readAllBack } from "../helpers/tiered_e2e.ts";

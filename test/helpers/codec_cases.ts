@@ -3,7 +3,7 @@ import { Buffer } from "node:buffer";
 import { createRequire } from "node:module";
 import { KafkaDecodeError, KafkaReader, type KafkaWriter } from "../../src/kafka/wire/kafka_codec.ts";
 import { isFlexible, readRequestHeader, type RequestHeader } from "../../src/kafka/wire/frame_codec.ts";
-import { kafkaRequest } from "./kafka_wire.ts";
+import { kafkaRequest } from "./kafka/kafka_wire.ts";
 
 /**
  * What the wire codecs' tests share (group_codecs.test.ts and group_admin_codecs.test.ts): a codec

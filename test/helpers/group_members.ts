@@ -53,7 +53,7 @@ export function startGroupMember(
   topic: string,
   sessionTimeoutMs: number,
 ): GroupMember {
-  const script = new URL("./kafkajs_group_member.ts", import.meta.url).pathname;
+  const script = new URL("./kafka/kafkajs_group_member.ts", import.meta.url).pathname;
   const child = spawn("deno", ["run", "-A", script, broker, group, topic, String(sessionTimeoutMs)], {
     cwd: new URL("../..", import.meta.url).pathname,
     stdio: ["ignore", "pipe", "pipe"],

@@ -1,10 +1,10 @@
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Test } from "tap";
-import { type EtcdCluster, startEtcd } from "./etcd_harness.ts";
-import { kcat } from "./kcat.ts";
+import { type EtcdCluster, startEtcd } from "./harnesses/etcd_harness.ts";
+import { kcat } from "./kafka/kcat.ts";
 import { brokersListed } from "../../scripts/lib/kafka_metadata.ts";
-import type { S3Endpoint } from "./s3_harness.ts";
+import type { S3Endpoint } from "./harnesses/s3_harness.ts";
 import { type RunningServer, spawnServer } from "./spawn_server.ts";
 import { tempDir } from "./temp_dir.ts";
 import { realTime, waitFor } from "./wait_for.ts";

@@ -24,7 +24,7 @@ import type { LocalEnvelope } from "../../src/log/retention/local_retention.ts";
 import { TierMetrics } from "../../src/tier/tier_metrics.ts";
 import { TierService } from "../../src/tier/tier_service.ts";
 import type { TierLeadership } from "../../src/tier/tier_leadership.ts";
-import { InFlightDisk } from "./in_flight_disk.ts";
+import { InFlightDisk } from "./disks/in_flight_disk.ts";
 import { virtualTime } from "./wait_for.ts";
 import { tempDir } from "./temp_dir.ts";
 

@@ -1,5 +1,5 @@
 import type { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
-import type { InFlightDisk } from "./in_flight_disk.ts";
+import type { InFlightDisk } from "./disks/in_flight_disk.ts";
 
 // Every way a test or a script waits lives here: `waitFor` checks a condition until it holds or a
 // deadline passes, stepping by a pace; `passTime` lets a stretch of a pace's clock go by, for a test

@@ -4,7 +4,7 @@ import { KafkaDecodeError } from "../../src/kafka/wire/kafka_codec.ts";
 import type { KafkaResponse, KafkaSession } from "../../src/kafka/kafka_session.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
-import { MemoryConnection } from "../helpers/kafka_wire.ts";
+import { MemoryConnection } from "../helpers/kafka/kafka_wire.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
 
 /** A request frame whose body is its number: 12 bytes after the size field. */

@@ -3,7 +3,7 @@ import { encodeRecordBatch } from "../../src/log/batch/record_batch.ts";
 import { decodeBatchHeader, decodeMessages } from "../../src/log/batch/batch_codec.ts";
 import { kafkaErrorCode } from "../../src/kafka/kafka_errors.ts";
 import { apiKey } from "../../src/kafka/wire/frame_codec.ts";
-import { openTestListener } from "../helpers/kafka_listener.ts";
+import { openTestListener } from "../helpers/kafka/kafka_listener.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { openServer } from "../helpers/open_server.ts";
 import {
@@ -14,7 +14,7 @@ import {
   produceBody,
   readFetchAnswer,
   readProduceAnswer,
-} from "../helpers/kafka_wire.ts";
+} from "../helpers/kafka/kafka_wire.ts";
 
 // Seeded malformed, truncated, oversized and unknown frames over several connections, while a
 // producer's acknowledged records must all survive; afterwards the server still serves.

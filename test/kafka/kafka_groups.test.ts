@@ -3,7 +3,7 @@ import { kafkaErrorCode } from "../../src/kafka/kafka_errors.ts";
 import type { KafkaReader, KafkaWriter } from "../../src/kafka/wire/kafka_codec.ts";
 import { apiKey } from "../../src/kafka/wire/frame_codec.ts";
 import { encodeRecordBatch } from "../../src/log/batch/record_batch.ts";
-import { openTestListener } from "../helpers/kafka_listener.ts";
+import { openTestListener } from "../helpers/kafka/kafka_listener.ts";
 import {
   kafkaRequest,
   KafkaWireClient,
@@ -11,7 +11,7 @@ import {
   produceBody,
   readMetadataAnswer,
   readProduceAnswer,
-} from "../helpers/kafka_wire.ts";
+} from "../helpers/kafka/kafka_wire.ts";
 import { openServer } from "../helpers/open_server.ts";
 
 // The group APIs over TCP against an in-process server, as a client that gets things wrong would

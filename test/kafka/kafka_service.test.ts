@@ -4,7 +4,7 @@ import { kafkaErrorCode } from "../../src/kafka/kafka_errors.ts";
 import { standaloneNodeId } from "../../src/kafka/kafka_service.ts";
 import { apiKey } from "../../src/kafka/wire/frame_codec.ts";
 import { ConfigError } from "../../src/config/config_error.ts";
-import { openTestListener } from "../helpers/kafka_listener.ts";
+import { openTestListener } from "../helpers/kafka/kafka_listener.ts";
 import { openServer } from "../helpers/open_server.ts";
 import { encodeRecordBatch } from "../../src/log/batch/record_batch.ts";
 import {
@@ -14,7 +14,7 @@ import {
   produceBody,
   readMetadataAnswer,
   readProduceAnswer,
-} from "../helpers/kafka_wire.ts";
+} from "../helpers/kafka/kafka_wire.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
 
 async function openKafka(t: Test, env: Record<string, string> = {}) {

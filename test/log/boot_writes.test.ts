@@ -8,7 +8,7 @@ import { silentLogger } from "../../src/runtime/logger.ts";
 import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
-import { RecordingDisk } from "../helpers/recording_disk.ts";
+import { RecordingDisk } from "../helpers/disks/recording_disk.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 
 // Boot rebuilds the active segment's index from its log, so an intact partition's boot writes

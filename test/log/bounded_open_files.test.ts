@@ -7,7 +7,7 @@ import { silentLogger } from "../../src/runtime/logger.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { SimDisk } from "../../src/sim/sim_disk.ts";
-import { OpenCountDisk } from "../helpers/open_count_disk.ts";
+import { OpenCountDisk } from "../helpers/disks/open_count_disk.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
 
 await initCrc32c();

@@ -11,7 +11,7 @@ import { crc32 } from "../../src/runtime/checksum/crc32.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
 import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
-import { CrashingDisk } from "../helpers/crashing_disk.ts";
+import { CrashingDisk } from "../helpers/disks/crashing_disk.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 
 // Local eviction as a behaviour across files, end to end on real disk: the pass the partition log

@@ -12,8 +12,8 @@ import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
 import { RealClock } from "../../src/runtime/clock/real_clock.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
-import { createBucket } from "../helpers/s3_harness.ts";
-import { startS3rver } from "../helpers/s3rver_harness.ts";
+import { createBucket } from "../helpers/harnesses/s3_harness.ts";
+import { startS3rver } from "../helpers/harnesses/s3rver_harness.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 
 await initCrc32c();

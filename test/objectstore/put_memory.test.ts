@@ -6,8 +6,8 @@ import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { measureSteadyState, mib } from "../helpers/measure_put_rss.ts";
-import { createBucket, ourStore } from "../helpers/s3_harness.ts";
-import { startS3rver } from "../helpers/s3rver_harness.ts";
+import { createBucket, ourStore } from "../helpers/harnesses/s3_harness.ts";
+import { startS3rver } from "../helpers/harnesses/s3rver_harness.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 
 // RSS growth during a PUT is bounded and does not scale with the object's size: a 1 GiB PUT grows

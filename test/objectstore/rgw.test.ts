@@ -3,8 +3,8 @@ import { AuthError } from "../../src/objectstore/object_store_errors.ts";
 import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
 import { crc32 } from "../../src/runtime/checksum/crc32.ts";
 import { bodyOf, objectStoreContract, patterned } from "../helpers/object_store_contract.ts";
-import { rgwUnavailableReason, startRgw } from "../helpers/rgw_harness.ts";
-import { createBucket, ourStore, s3Settings, sdkRead } from "../helpers/s3_harness.ts";
+import { rgwUnavailableReason, startRgw } from "../helpers/harnesses/rgw_harness.ts";
+import { createBucket, ourStore, s3Settings, sdkRead } from "../helpers/harnesses/s3_harness.ts";
 import { S3ObjectStore } from "../../src/objectstore/s3/s3_object_store.ts";
 import { RealClock } from "../../src/runtime/clock/real_clock.ts";
 import { runServerExpectingFailure, spawnServer } from "../helpers/spawn_server.ts";
@@ -12,8 +12,8 @@ import { tempDir } from "../helpers/temp_dir.ts";
 import { measureSteadyState, mib } from "../helpers/measure_put_rss.ts";
 import { getsMade, produceTierAndVerify, readAllBack } from "../helpers/tiered_e2e.ts";
 import { StrataClient } from "../../src/client/strata_client.ts";
-import { kafkaTieredRoundTrip } from "../helpers/kafka_tiered.ts";
-import { kcatUnavailable } from "../helpers/kcat.ts";
+import { kafkaTieredRoundTrip } from "../helpers/kafka/kafka_tiered.ts";
+import { kcatUnavailable } from "../helpers/kafka/kcat.ts";
 
 // The s3 backend against Ceph's RADOS Gateway, a production S3: strict SigV4, If-None-Match: *
 // honoured with 412, ranged GETs answered with 206 as AWS does.

@@ -3,7 +3,7 @@ import { createServer as createTcpServer, type Socket } from "node:net";
 import { inspect } from "node:util";
 import t, { type Test } from "tap";
 import { MalformedError, TransportError } from "../../src/objectstore/object_store_errors.ts";
-import { ourStore } from "../helpers/s3_harness.ts";
+import { ourStore } from "../helpers/harnesses/s3_harness.ts";
 
 // The S3 backend's wrapped errors, against local servers that fail on purpose: each keeps the error
 // it was made from as its `cause`, and neither the message nor the cause holds a credential.

@@ -3,7 +3,7 @@ import t, { type Test } from "tap";
 import { AuthError, TransportError } from "../../src/objectstore/object_store_errors.ts";
 import { emptyPayloadSha256, S3Transport } from "../../src/objectstore/s3/s3_transport.ts";
 import { RealClock } from "../../src/runtime/clock/real_clock.ts";
-import { s3Settings } from "../helpers/s3_harness.ts";
+import { s3Settings } from "../helpers/harnesses/s3_harness.ts";
 
 const hourMs = 3_600_000;
 

@@ -11,7 +11,7 @@ import { createMetricsRegistry } from "../../src/runtime/metrics/metrics.ts";
 import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
-import { s3Settings } from "../helpers/s3_harness.ts";
+import { s3Settings } from "../helpers/harnesses/s3_harness.ts";
 
 await initCrc32c();
 

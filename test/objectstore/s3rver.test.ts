@@ -2,8 +2,8 @@ import t from "tap";
 import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
 import { crc32 } from "../../src/runtime/checksum/crc32.ts";
 import { bodyOf, objectStoreContract, patterned } from "../helpers/object_store_contract.ts";
-import { createBucket, ourStore, sdkRead } from "../helpers/s3_harness.ts";
-import { startS3rver } from "../helpers/s3rver_harness.ts";
+import { createBucket, ourStore, sdkRead } from "../helpers/harnesses/s3_harness.ts";
+import { startS3rver } from "../helpers/harnesses/s3rver_harness.ts";
 
 // The contract through the s3 backend against s3rver, a lax S3: it ignores If-None-Match, so the
 // HEAD-then-PUT fallback is what is exercised here (conditional_writes = false).

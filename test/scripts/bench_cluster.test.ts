@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
-import { etcdUnavailableReason } from "../helpers/etcd_harness.ts";
+import { etcdUnavailableReason } from "../helpers/harnesses/etcd_harness.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { runDenoTask } from "../helpers/run_task.ts";
 

@@ -1,8 +1,8 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import t from "tap";
-import { etcdUnavailableReason } from "../helpers/etcd_harness.ts";
-import { kcat, kcatUnavailable } from "../helpers/kcat.ts";
+import { etcdUnavailableReason } from "../helpers/harnesses/etcd_harness.ts";
+import { kcat, kcatUnavailable } from "../helpers/kafka/kcat.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { runDenoTask } from "../helpers/run_task.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";

@@ -1,8 +1,8 @@
 import { HeadBucketCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import t from "tap";
 import { ensureBucket } from "../../scripts/lib/ensure_bucket.ts";
-import { type S3Endpoint, sdk, sdkRead } from "../helpers/s3_harness.ts";
-import { startS3rver } from "../helpers/s3rver_harness.ts";
+import { type S3Endpoint, sdk, sdkRead } from "../helpers/harnesses/s3_harness.ts";
+import { startS3rver } from "../helpers/harnesses/s3rver_harness.ts";
 
 const createObject = (e: S3Endpoint, bucket: string, key: string, bytes: Uint8Array) =>
   sdk(e).send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: bytes }));

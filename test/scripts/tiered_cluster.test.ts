@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
-import { etcdUnavailableReason } from "../helpers/etcd_harness.ts";
-import { kcatUnavailable } from "../helpers/kcat.ts";
+import { etcdUnavailableReason } from "../helpers/harnesses/etcd_harness.ts";
+import { kcatUnavailable } from "../helpers/kafka/kcat.ts";
 import { runDenoTask } from "../helpers/run_task.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 

@@ -3,8 +3,8 @@ import { type PolledMessage, StrataApiError } from "../../src/client/strata_clie
 import type { Disk } from "../../src/runtime/disk/disk.ts";
 import { firstRangeBytesMax } from "../../src/tier/cache/tier_remote_reader.ts";
 import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
-import { HeldDisk } from "../helpers/held_disk.ts";
-import { InFlightDisk } from "../helpers/in_flight_disk.ts";
+import { HeldDisk } from "../helpers/disks/held_disk.ts";
+import { InFlightDisk } from "../helpers/disks/in_flight_disk.ts";
 import { openServer } from "../helpers/open_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { virtualTime, waitFor } from "../helpers/wait_for.ts";

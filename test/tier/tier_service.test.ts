@@ -7,7 +7,7 @@ import type {
   SubmitPrecondition,
 } from "../../src/tier/control/control_log.ts";
 import { segmentKeys } from "../../src/tier/bucket/object_keys.ts";
-import { LogReadsDisk } from "../helpers/log_reads_disk.ts";
+import { LogReadsDisk } from "../helpers/disks/log_reads_disk.ts";
 import { RecordingGate } from "../helpers/recording_gate.ts";
 import { tierHarness as setup } from "../helpers/tier_harness.ts";
 import { passTime, waitFor } from "../helpers/wait_for.ts";

@@ -4,7 +4,7 @@ import { CompactedError, CoordinatorUnavailableError } from "../../../src/coordi
 import type { WatchEvent } from "../../../src/coordinator/coordinator.ts";
 import { RealClock } from "../../../src/runtime/clock/real_clock.ts";
 import { coordinatorContract } from "../../helpers/coordinator_contract.ts";
-import { etcdUnavailableReason, startEtcd } from "../../helpers/etcd_harness.ts";
+import { etcdUnavailableReason, startEtcd } from "../../helpers/harnesses/etcd_harness.ts";
 import { realTime, waitFor } from "../../helpers/wait_for.ts";
 
 const unavailable = etcdUnavailableReason();

@@ -7,7 +7,7 @@ import {
 import { encodeProduceResponse, readProduceRequest } from "../../../src/kafka/apis/produce_codec.ts";
 import { KafkaReader } from "../../../src/kafka/wire/kafka_codec.ts";
 import { apiKey, readRequestHeader } from "../../../src/kafka/wire/frame_codec.ts";
-import { kafkaRequest } from "../../helpers/kafka_wire.ts";
+import { kafkaRequest } from "../../helpers/kafka/kafka_wire.ts";
 
 const header = (api: number, version: number) => ({
   apiKey: api,

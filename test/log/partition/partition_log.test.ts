@@ -10,7 +10,7 @@ import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
 import type { DiskFile, OpenOptions } from "../../../src/runtime/disk/disk.ts";
 import { VirtualClock } from "../../../src/runtime/clock/virtual_clock.ts";
 import { recoverSegments } from "../../../src/log/segment/recover_segments.ts";
-import { CountingDisk } from "../../helpers/counting_disk.ts";
+import { CountingDisk } from "../../helpers/disks/counting_disk.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
 import { settlesWithin } from "../../helpers/wait_for.ts";
 

@@ -6,7 +6,7 @@ import { initCrc32c } from "../../../src/runtime/checksum/crc32c.ts";
 import { silentLogger } from "../../../src/runtime/logger.ts";
 import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
 import { VirtualClock } from "../../../src/runtime/clock/virtual_clock.ts";
-import { CrashingDisk } from "../../helpers/crashing_disk.ts";
+import { CrashingDisk } from "../../helpers/disks/crashing_disk.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
 import {
   plantingConfig,

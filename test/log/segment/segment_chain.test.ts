@@ -7,7 +7,7 @@ import { silentLogger } from "../../../src/runtime/logger.ts";
 import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
 import { VirtualClock } from "../../../src/runtime/clock/virtual_clock.ts";
 import { appendOne, chainConfig, filledChain } from "../../helpers/chain_fixture.ts";
-import { RecordingDisk } from "../../helpers/recording_disk.ts";
+import { RecordingDisk } from "../../helpers/disks/recording_disk.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
 
 t.test("appends take dense offsets and roll the active segment at its size", async (t) => {

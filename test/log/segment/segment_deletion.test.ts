@@ -3,7 +3,7 @@ import t from "tap";
 import { deleteFront, purgeSegments } from "../../../src/log/segment/segment_deletion.ts";
 import { segmentStem } from "../../../src/log/segment/segment.ts";
 import { filledChain } from "../../helpers/chain_fixture.ts";
-import { RecordingDisk } from "../../helpers/recording_disk.ts";
+import { RecordingDisk } from "../../helpers/disks/recording_disk.ts";
 
 const stem = segmentStem;
 

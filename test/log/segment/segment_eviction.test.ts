@@ -6,7 +6,7 @@ import { evictSegments, hashLog } from "../../../src/log/segment/segment_evictio
 import { crc32 } from "../../../src/runtime/checksum/crc32.ts";
 import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
 import { filledChain } from "../../helpers/chain_fixture.ts";
-import { RecordingDisk } from "../../helpers/recording_disk.ts";
+import { RecordingDisk } from "../../helpers/disks/recording_disk.ts";
 
 const identity = { createdRevision: "00000000000000aa", purgeGeneration: 3 };
 const stem = segmentStem;

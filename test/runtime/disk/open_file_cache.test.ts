@@ -4,7 +4,7 @@ import { FileCacheDisk, OpenFileCache } from "../../../src/runtime/disk/open_fil
 import { Rng } from "../../../src/runtime/rng.ts";
 import { QueueFullError } from "../../../src/runtime/wait_errors.ts";
 import { SimDisk } from "../../../src/sim/sim_disk.ts";
-import { OpenCountDisk } from "../../helpers/open_count_disk.ts";
+import { OpenCountDisk } from "../../helpers/disks/open_count_disk.ts";
 import { waitFor } from "../../helpers/wait_for.ts";
 
 /** A simulated disk, counted underneath a file cache of `maxOpenFiles` handles. */

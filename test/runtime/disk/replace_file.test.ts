@@ -3,8 +3,8 @@ import { join } from "node:path";
 import t from "tap";
 import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
 import { replaceFile, replaceFileWith } from "../../../src/runtime/disk/file_ops.ts";
-import { CrashingDisk, SimulatedCrash } from "../../helpers/crashing_disk.ts";
-import { RecordingDisk } from "../../helpers/recording_disk.ts";
+import { CrashingDisk, SimulatedCrash } from "../../helpers/disks/crashing_disk.ts";
+import { RecordingDisk } from "../../helpers/disks/recording_disk.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
 
 const bytes = (text: string) => new TextEncoder().encode(text);

@@ -17,7 +17,7 @@ import { segmentKeys } from "../../../src/tier/bucket/object_keys.ts";
 import { sealedSegmentOf, uploadSegment } from "../../../src/tier/upload/segment_uploader.ts";
 import type { BodySource, ObjectStore } from "../../../src/objectstore/object_store.ts";
 import { DiskError } from "../../../src/runtime/disk/disk.ts";
-import { LogReadsDisk } from "../../helpers/log_reads_disk.ts";
+import { LogReadsDisk } from "../../helpers/disks/log_reads_disk.ts";
 import { bodyOf } from "../../helpers/object_store_contract.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
 

@@ -1,7 +1,7 @@
 import t from "tap";
 import { directIoAlignBytes } from "../../../../src/runtime/disk/disk.ts";
 import { WriteHandler, type WriteRequest } from "../../../../src/runtime/disk/worker/write_worker_handler.ts";
-import { fsError, MemoryWorkerFs } from "../../../helpers/memory_worker_fs.ts";
+import { fsError, MemoryWorkerFs } from "../../../helpers/disks/memory_worker_fs.ts";
 import { patterned } from "../../../helpers/object_store_contract.ts";
 
 const strideBytes = 4 * directIoAlignBytes;

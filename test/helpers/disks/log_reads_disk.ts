@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { DiskError, type DiskFile, type OpenOptions } from "../../src/runtime/disk/disk.ts";
-import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
+import { DiskError, type DiskFile, type OpenOptions } from "../../../src/runtime/disk/disk.ts";
+import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
 
 /** One read of a `.log` file, in the order the reads started. */
 export interface LogRead {

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import type { Test } from "tap";
 import type { S3Endpoint } from "./s3_harness.ts";
 
-const scripts = new URL("../../scripts/", import.meta.url).pathname;
+const scripts = new URL("../../../scripts/", import.meta.url).pathname;
 
 /** Why RGW cannot run here, or null when its packages are installed. */
 export function rgwUnavailableReason(): string | null {

@@ -1,10 +1,10 @@
 import type { Test } from "tap";
 import { Kafka, logLevel } from "kafkajs";
-import { Rng } from "../../src/runtime/rng.ts";
+import { Rng } from "../../../src/runtime/rng.ts";
 import { kafkaAddressOf, kcat } from "./kcat.ts";
-import { type RunningServer, spawnServer } from "./spawn_server.ts";
-import { getsMade } from "./tiered_e2e.ts";
-import { realTime, waitFor } from "./wait_for.ts";
+import { type RunningServer, spawnServer } from "../spawn_server.ts";
+import { getsMade } from "../tiered_e2e.ts";
+import { realTime, waitFor } from "../wait_for.ts";
 
 /**
  * Produces 6000 lz4 records of 1 KiB with kcat into a tiered topic with a 1 MiB envelope, waits for

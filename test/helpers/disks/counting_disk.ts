@@ -1,5 +1,5 @@
-import type { Disk, DiskFile, OpenOptions } from "../../src/runtime/disk/disk.ts";
-import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
+import type { Disk, DiskFile, OpenOptions } from "../../../src/runtime/disk/disk.ts";
+import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
 
 /** A NodeDisk that counts file fsyncs and writes, to observe group commit. */
 export class CountingDisk extends NodeDisk implements Disk {

@@ -1,8 +1,8 @@
 import { connect, type Socket } from "node:net";
-import { FrameSplitter, isFlexible } from "../../src/kafka/wire/frame_codec.ts";
-import { KafkaReader, KafkaWriter } from "../../src/kafka/wire/kafka_codec.ts";
-import type { StreamConnection } from "../../src/runtime/network/network.ts";
-import { realTime, waitFor } from "./wait_for.ts";
+import { FrameSplitter, isFlexible } from "../../../src/kafka/wire/frame_codec.ts";
+import { KafkaReader, KafkaWriter } from "../../../src/kafka/wire/kafka_codec.ts";
+import type { StreamConnection } from "../../../src/runtime/network/network.ts";
+import { realTime, waitFor } from "../wait_for.ts";
 
 /** A request as a client writes it on the wire: size field, header (v1 or v2) and body. */
 export function kafkaRequest(

@@ -1,5 +1,5 @@
-import type { CreateOptions, Disk, DiskFile, OpenOptions } from "../../src/runtime/disk/disk.ts";
-import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
+import type { CreateOptions, Disk, DiskFile, OpenOptions } from "../../../src/runtime/disk/disk.ts";
+import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
 
 /**
  * A NodeDisk that records, in order, the operations that change what survives a crash: file

@@ -45,7 +45,7 @@ function spawnS3rver(dir: string, port: number) {
     process.execPath,
     [
       "--openssl-legacy-provider",
-      new URL("../../scripts/s3rver.mjs", import.meta.url).pathname,
+      new URL("../../../scripts/s3rver.mjs", import.meta.url).pathname,
       dir,
       String(port),
     ],

@@ -1,5 +1,5 @@
-import type { Disk, DiskFile, OpenOptions } from "../../src/runtime/disk/disk.ts";
-import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
+import type { Disk, DiskFile, OpenOptions } from "../../../src/runtime/disk/disk.ts";
+import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
 
 export class SimulatedCrash extends Error {
   override name = "SimulatedCrash";

@@ -1,7 +1,7 @@
 import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, S3Client } from "@aws-sdk/client-s3";
-import { S3ObjectStore } from "../../src/objectstore/s3/s3_object_store.ts";
-import type { S3Settings } from "../../src/objectstore/s3/s3_settings.ts";
-import { RealClock } from "../../src/runtime/clock/real_clock.ts";
+import { S3ObjectStore } from "../../../src/objectstore/s3/s3_object_store.ts";
+import type { S3Settings } from "../../../src/objectstore/s3/s3_settings.ts";
+import { RealClock } from "../../../src/runtime/clock/real_clock.ts";
 
 export interface S3Endpoint {
   endpoint: string;

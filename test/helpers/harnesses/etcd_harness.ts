@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Test } from "tap";
 
-const script = new URL("../../scripts/etcd-cluster.sh", import.meta.url).pathname;
+const script = new URL("../../../scripts/etcd-cluster.sh", import.meta.url).pathname;
 
 /** Why etcd cannot run here, or null when its package is installed. */
 export function etcdUnavailableReason(): string | null {

@@ -1,3 +1,6 @@
+import { Buffer } from "node:buffer";
+import { Consumer, ProduceAcks, Producer } from "@platformatic/kafka";
+
 /**
  * A second independent Kafka client, `@platformatic/kafka`, as a script: it produces records with
  * binary keys, headers and null values under acks 0, 1 and -1, uncompressed and gzip, then fetches
@@ -5,10 +8,8 @@
  * prints one JSON object: what it sent and what it read back, bytes as base64.
  *
  * It runs under Deno because the library needs Node 22's `Promise.withResolvers`; the tap suite runs
- * under Node 20. Usage: `deno run -A test/helpers/platformatic_client.ts <host:port> <topic>`.
+ * under Node 20. Usage: `deno run -A test/helpers/kafka/platformatic_client.ts <host:port> <topic>`.
  */
-import { Buffer } from "node:buffer";
-import { Consumer, ProduceAcks, Producer } from "@platformatic/kafka";
 
 interface SentRecord {
   key: string | null;

@@ -1,5 +1,5 @@
-import { AroundDisk } from "../../src/runtime/disk/around_disk.ts";
-import type { CreateOptions, Disk, DiskFile, OpenOptions } from "../../src/runtime/disk/disk.ts";
+import { AroundDisk } from "../../../src/runtime/disk/around_disk.ts";
+import type { CreateOptions, Disk, DiskFile, OpenOptions } from "../../../src/runtime/disk/disk.ts";
 
 /** Which operation of files under the held directory waits: their opens, or their creations. */
 export type HeldOperation = "open" | "create";

@@ -1,3 +1,5 @@
+import { Kafka, logLevel } from "kafkajs";
+
 /**
  * One member of a kafkajs consumer group, as a process of its own so that a test can stop it
  * gracefully (SIGTERM: the consumer disconnects, which sends LeaveGroup) or kill it (SIGKILL: no
@@ -7,9 +9,8 @@
  *   {"event":"record","partition":3,"offset":17,"value":"..."}   after the record's processing
  *
  * Offsets are committed by kafkajs (after each batch, and before each rebalance).
- * Usage: `deno run -A test/helpers/kafkajs_group_member.ts <host:port[,host:port...]> <group> <topic> <session ms>`.
+ * Usage: `deno run -A test/helpers/kafka/kafkajs_group_member.ts <host:port[,host:port...]> <group> <topic> <session ms>`.
  */
-import { Kafka, logLevel } from "kafkajs";
 
 const [broker, groupId, topic, sessionText] = Deno.args;
 if (broker === undefined || groupId === undefined || topic === undefined || sessionText === undefined) {

@@ -1,5 +1,5 @@
-import type { CreateOptions, Disk, DiskFile, OpenOptions } from "../../src/runtime/disk/disk.ts";
-import { AroundDisk } from "../../src/runtime/disk/around_disk.ts";
+import type { CreateOptions, Disk, DiskFile, OpenOptions } from "../../../src/runtime/disk/disk.ts";
+import { AroundDisk } from "../../../src/runtime/disk/around_disk.ts";
 
 /**
  * A Disk that counts the files it has open now and the most it had at once, and the opens and syncs

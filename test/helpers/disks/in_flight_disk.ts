@@ -1,5 +1,5 @@
-import { AroundDisk } from "../../src/runtime/disk/around_disk.ts";
-import type { Disk } from "../../src/runtime/disk/disk.ts";
+import { AroundDisk } from "../../../src/runtime/disk/around_disk.ts";
+import type { Disk } from "../../../src/runtime/disk/disk.ts";
 
 /**
  * A Disk that counts its operations in flight, so a harness on virtual time can stop the clock

@@ -1,11 +1,11 @@
 import type { Test } from "tap";
-import { loadConfig } from "../../src/config/load_config.ts";
-import type { KafkaListener } from "../../src/kafka/kafka_listener.ts";
-import { openKafkaListener } from "../../src/kafka/kafka_service.ts";
-import type { Clock } from "../../src/runtime/clock/clock.ts";
-import { type Logger, silentLogger } from "../../src/runtime/logger.ts";
-import { NodeNetwork } from "../../src/runtime/network/node_network.ts";
-import type { StrataServer } from "../../src/server/server.ts";
+import { loadConfig } from "../../../src/config/load_config.ts";
+import type { KafkaListener } from "../../../src/kafka/kafka_listener.ts";
+import { openKafkaListener } from "../../../src/kafka/kafka_service.ts";
+import type { Clock } from "../../../src/runtime/clock/clock.ts";
+import { type Logger, silentLogger } from "../../../src/runtime/logger.ts";
+import { NodeNetwork } from "../../../src/runtime/network/node_network.ts";
+import type { StrataServer } from "../../../src/server/server.ts";
 
 /**
  * A Kafka listener over an in-process server, on a free loopback port through `node:net`; `env`

@@ -1,4 +1,4 @@
-import type { WorkerFs } from "../../src/runtime/disk/worker/worker_file_table.ts";
+import type { WorkerFs } from "../../../src/runtime/disk/worker/worker_file_table.ts";
 
 interface MemoryFile {
   inode: number;
