@@ -18,7 +18,9 @@ import time
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from kafka_load import percentile
+# bench:kafka's load (scripts/lib/kafka_load.py) lies one folder up, beside the peers' folder.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from kafka_load import percentile  # noqa: E402
 
 TOPIC = "bench"
 # How long a producer waits for its last acknowledgements after sending stops.
