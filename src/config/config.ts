@@ -150,6 +150,8 @@ export interface TieredStorageConfig {
     objectsMax: number;
     chunkBytes: number;
     readaheadChunksMax: number;
+    /** Remote segments' indexes held in memory at most, over every shard. */
+    indexBytes: number;
     lowWatermarkPercent: number;
     trimMinIntervalMs: number;
   };
@@ -356,6 +358,7 @@ function toCache(v: ValidatedConfig, dataPath: string): TieredStorageConfig["cac
     objectsMax: cache["max_objects"] as number,
     readaheadChunksMax: cache["readahead_max"] as number,
     chunkBytes: cache["chunk_size"] as number,
+    indexBytes: cache["index_size"] as number,
     lowWatermarkPercent: cache["low_watermark_percent"] as number,
     trimMinIntervalMs: cache["trim_min_interval"] as number,
   };

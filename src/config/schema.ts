@@ -300,6 +300,11 @@ export const configSchema = {
     readahead_max: { kind: "int", default: 4, min: 0, max: 64 },
     /** Unit of remote reads; boundaries snap to batch starts. A multiple of 4096 (`checkCache`). */
     chunk_size: { kind: "bytes", default: 8 * 1024 * 1024, min: 1024 * 1024, max: 64 * 1024 * 1024 },
+    /**
+     * Remote segments' sparse indexes held in memory, divided among shards: loaded on a segment's
+     * first read, the least recently used dropped first.
+     */
+    index_size: { kind: "bytes", default: 64 * 1024 * 1024, min: 1024 * 1024, max: 64 * 1024 * 1024 * 1024 },
     low_watermark_percent: { kind: "int", default: 80, min: 10, max: 99 },
     trim_min_interval: { kind: "duration", default: 5000, min: 0, max: 3_600_000 },
   },

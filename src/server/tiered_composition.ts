@@ -10,6 +10,7 @@ import { Semaphore } from "../runtime/cooperation/semaphore.ts";
 import { TokenBucket } from "../runtime/cooperation/token_bucket.ts";
 import { CacheMetrics } from "../tier/cache/cache_metrics.ts";
 import { ChunkCache } from "../tier/cache/chunk_cache.ts";
+import { IndexCacheMetrics, RemoteIndexes } from "../tier/cache/remote_indexes.ts";
 import { Housekeeping } from "../tier/housekeeping/housekeeping.ts";
 import { HousekeepingMetrics } from "../tier/housekeeping/housekeeping_metrics.ts";
 import { LocalControlLog } from "../tier/control/local_control_log.ts";
@@ -35,6 +36,7 @@ export const fetchBandwidthWaitersMax = 4096;
 interface TieredMetrics {
   tier: TierMetrics;
   cache: CacheMetrics;
+  indexes: IndexCacheMetrics;
   housekeeping: HousekeepingMetrics;
 }
 
@@ -74,6 +76,7 @@ export class TieredComposition {
     const metrics: TieredMetrics = {
       tier: new TierMetrics(deps.registry),
       cache: new CacheMetrics(deps.registry),
+      indexes: new IndexCacheMetrics(deps.registry),
       housekeeping: new HousekeepingMetrics(deps.registry),
     };
     const c = deps.config.tieredStorage.cache;
@@ -96,7 +99,7 @@ export class TieredComposition {
   async shardTiering(id: number, shardLogger: Logger): Promise<ShardTiering> {
     const tier = this.#tierService(shardLogger);
     const cache = await this.#chunkCache(id);
-    return { tier, cache, remoteReads: this.#remoteReads() };
+    return { tier, cache, remoteReads: this.#remoteReads(cache, shardLogger) };
   }
 
   /**
@@ -193,13 +196,23 @@ export class TieredComposition {
     });
   }
 
-  #remoteReads(): TierRemoteReaderOptions {
+  /** How the shard's partitions read their remote segments, with the shard's own index cache. */
+  #remoteReads(cache: ChunkCache, shardLogger: Logger): TierRemoteReaderOptions {
     const t = this.#deps.config.tieredStorage;
+    const indexes = new RemoteIndexes({
+      disk: this.#deps.disk,
+      fetchIndex: (key, sizeBytes) => cache.fetchIndex(key, sizeBytes),
+      budgetBytes: Math.max(1, Math.floor(t.cache.indexBytes / this.#deps.config.system.shards)),
+      chunkBytes: t.cache.chunkBytes,
+      logger: shardLogger,
+      metrics: this.#metrics.indexes,
+    });
     return {
       prefix: t.s3.prefix,
       clusterId: this.#clusterId,
       chunkBytes: t.cache.chunkBytes,
       readaheadChunksMax: t.cache.readaheadChunksMax,
+      indexes,
       metrics: this.#metrics.cache,
     };
   }

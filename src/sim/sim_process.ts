@@ -12,6 +12,7 @@ import { ChunkCache } from "../tier/cache/chunk_cache.ts";
 import { LocalControlLog } from "../tier/control/local_control_log.ts";
 import { Housekeeping } from "../tier/housekeeping/housekeeping.ts";
 import { TierRemoteReader } from "../tier/cache/tier_remote_reader.ts";
+import { RemoteIndexes } from "../tier/cache/remote_indexes.ts";
 import { TierService } from "../tier/tier_service.ts";
 import {
   address,
@@ -57,6 +58,9 @@ const tierConfig = {
 };
 
 /** How reads of evicted segments go through the chunk cache: small chunks, two read ahead. */
+/** Small, so that a run's reads load indexes again as older ones are dropped. */
+const remoteIndexBudgetBytes = 4096;
+
 const remoteReaderConfig = {
   prefix: bucketPrefix,
   clusterId,
@@ -144,7 +148,16 @@ export async function buildProcess(w: World, partition: Partition): Promise<SimP
   partition.log.useWriteBuffers(
     new BufferPool({ bufferBytes: writeBufferBytes, buffersMax: writeBuffersMax }),
   );
-  partition.log.attachRemoteReader(new TierRemoteReader(partition, cache, remoteReaderConfig));
+  const indexes = new RemoteIndexes({
+    disk,
+    fetchIndex: (key, sizeBytes) => cache.fetchIndex(key, sizeBytes),
+    budgetBytes: remoteIndexBudgetBytes,
+    chunkBytes: cacheChunkBytes,
+    logger: silentLogger(),
+  });
+  partition.log.attachRemoteReader(
+    new TierRemoteReader(partition, cache, { ...remoteReaderConfig, indexes }),
+  );
   const housekeeping = new Housekeeping({
     clock,
     logger: silentLogger(),

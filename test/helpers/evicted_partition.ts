@@ -18,7 +18,8 @@ import { CacheMetrics } from "../../src/tier/cache/cache_metrics.ts";
 import { ChunkCache } from "../../src/tier/cache/chunk_cache.ts";
 import { segmentKeys } from "../../src/tier/bucket/object_keys.ts";
 import { sealedSegmentOf, uploadSegment } from "../../src/tier/upload/segment_uploader.ts";
-import { TierRemoteReader } from "../../src/tier/cache/tier_remote_reader.ts";
+import { TierRemoteReader, type TierRemoteReaderOptions } from "../../src/tier/cache/tier_remote_reader.ts";
+import { IndexCacheMetrics, RemoteIndexes } from "../../src/tier/cache/remote_indexes.ts";
 import { tempDir } from "./temp_dir.ts";
 import { WatchedClock } from "./watched_clock.ts";
 
@@ -103,13 +104,15 @@ export async function evicted(t: Test, options: EvictedOptions = {}) {
     );
   }
   const floor = sealed.at(-1)!.endOffset + 1;
-  await partition.log.evictLocal(
-    floor,
-    { createdRevision: sb.createdRevision, purgeGeneration: 0 },
-    () => false,
-  );
+  // A pass evicts a bounded number of segments: passes until every sealed one is remote.
+  const identity = { createdRevision: sb.createdRevision, purgeGeneration: 0 };
+  for (let passes = 0; passes < sealed.length; passes++) {
+    if (await partition.log.evictLocal(floor, identity, () => false) === 0) break;
+  }
   const cacheDir = `${data}/cache/shard-0`;
-  const metrics = new CacheMetrics(createMetricsRegistry());
+  const registry = createMetricsRegistry();
+  const metrics = new CacheMetrics(registry);
+  const indexMetrics = new IndexCacheMetrics(registry);
   const openCache = (gate?: PieceGate) =>
     ChunkCache.open({
       ...(gate !== undefined ? { gate } : {}),
@@ -135,18 +138,26 @@ export async function evicted(t: Test, options: EvictedOptions = {}) {
         name: "fetch bandwidth",
       }),
     });
+  /** How a reader of `cache` reads: the fixture's keys and chunk size, and an index cache of its own. */
+  const readerOptions = (cache: ChunkCache, indexBudgetBytes = 1 << 20): TierRemoteReaderOptions => ({
+    prefix: "strata",
+    clusterId: "c1",
+    chunkBytes,
+    readaheadChunksMax: options.readaheadChunksMax ?? 0,
+    indexes: new RemoteIndexes({
+      // A remote segment's `.index` lies beside its marker, on the partition's disk.
+      disk,
+      fetchIndex: (key, sizeBytes) => cache.fetchIndex(key, sizeBytes),
+      budgetBytes: indexBudgetBytes,
+      chunkBytes,
+      logger: silentLogger(),
+      metrics: indexMetrics,
+    }),
+    metrics,
+  });
   const attach = async (to: Partition = partition, gate?: PieceGate) => {
     const cache = await openCache(gate);
-    to.log.attachRemoteReader(
-      new TierRemoteReader(to, cache, {
-        prefix: "strata",
-        clusterId: "c1",
-        chunkBytes,
-        readaheadChunksMax: options.readaheadChunksMax ?? 0,
-        metrics,
-      }),
-      gate,
-    );
+    to.log.attachRemoteReader(new TierRemoteReader(to, cache, readerOptions(cache)), gate);
     return cache;
   };
   return {
@@ -154,6 +165,8 @@ export async function evicted(t: Test, options: EvictedOptions = {}) {
     sim,
     store,
     attach,
+    readerOptions,
+    registry,
     cacheDir,
     floor,
     incarnation,

@@ -42,7 +42,7 @@ t.test("the boot of an intact partition writes nothing; its active index is stil
   const again = await reopen(new NodeDisk(), data);
   t.teardown(() => again.close());
   const sealed = again.log.segments.find((s) => s.sealed)!;
-  t.ok(sealed.index.entries().length > 1, "the sealed segment's index, written at its seal, has its entries");
+  t.ok(sealed.localIndex.length > 1, "the sealed segment's index, written at its seal, has its entries");
   const read = await again.log.read(0, 40, 1 << 20);
   t.same(
     read.messages.map((m) => m.payload![0]),
@@ -68,7 +68,7 @@ t.test("an active segment has no index file until its seal; one left from an old
   const sealed = await reopen(disk, data);
   t.teardown(() => sealed.close());
   const first = sealed.log.segments[0]!;
-  t.ok(first.sealed && first.index.entries().length > 1, "the seal wrote the index whole");
+  t.ok(first.sealed && first.localIndex.length > 1, "the seal wrote the index whole");
   t.same(disk.ops, [], "and boot found it consistent: no index rebuilt over the stale bytes");
   t.equal((await sealed.log.read(0, 1, 1 << 20)).messages[0]!.payload![0], 1);
 });

@@ -4,7 +4,6 @@ import { assert } from "../../runtime/assert.ts";
 import type { Cancel, Clock } from "../../runtime/clock/clock.ts";
 import type { Disk } from "../../runtime/disk/disk.ts";
 import type { MessageInput } from "../batch/batch_codec.ts";
-import { installRemoteIndex } from "../segment/sparse_index.ts";
 import { evictionVictims, type KeepLocal } from "../retention/local_retention.ts";
 import type { LogConfig } from "../log_config.ts";
 import type { MarkerIdentity, RemoteMarker } from "../remote/remote_marker.ts";
@@ -398,11 +397,6 @@ export class PartitionLog {
   async readFromTimestamp(timestampUs: number, count: number, maxBytes: number): Promise<ReadResult> {
     const offset = await offsetForTimestamp(this.#reads, this.#chain.segments, timestampUs);
     return await this.read(offset, count, maxBytes);
-  }
-
-  /** Stores a remote segment's fetched `.index` (see `installRemoteIndex`); false when refused. */
-  installRemoteIndex(segment: Segment, bytes: Uint8Array): Promise<boolean> {
-    return installRemoteIndex(this.#disk, segment, bytes);
   }
 
   stats(): LogStats {

@@ -15,6 +15,7 @@ import { type RemoteChunk, RemoteSegmentRetiredError } from "../remote/remote_re
 import type { BatchVisitor, RemoteWalk } from "../remote/remote_walk.ts";
 import { scanBatches } from "./scan_batches.ts";
 import type { Segment } from "../segment/segment.ts";
+import type { IndexEntry, SparseIndex } from "../segment/sparse_index.ts";
 import { retentionSegmentsPerPassMax } from "../retention/total_retention.ts";
 
 export interface ReadResult {
@@ -25,6 +26,19 @@ export interface ReadResult {
    * encoded and nothing reads them any more (the HTTP route does), or never; twice is harmless.
    */
   release(): void;
+}
+
+/** Where a read of a segment without a usable index starts: its first batch. */
+export const segmentStart: IndexEntry = { relativeOffset: 0, position: 0, timestampUs: 0 };
+
+/**
+ * The index a read of `segment` starts from: a local segment's own, a remote one's from the remote
+ * reader's bounded cache; null when a remote one has none usable (or there is no remote reader,
+ * whose absence the walk reports).
+ */
+export async function indexOf(context: ReadContext, segment: Segment): Promise<SparseIndex | null> {
+  if (segment.location !== "remote") return segment.localIndex;
+  return await context.remote.reader?.index(segment) ?? null;
 }
 
 /** What a read works on: the log's disk, its label for errors, and its remote walk. */
@@ -130,8 +144,8 @@ export async function readSegments(
   for (; i < segments.length && !full && messages.length < count && bytes < maxBytes; i++) {
     const segment = segments[i]!;
     if (segment.visibleSizeBytes === 0 || segment.visibleEndOffset < offset) continue;
-    if (segment.location === "remote") await context.remote.reader?.ensureIndex(segment);
-    const entry = segment.index.floorByOffset(offset - segment.startOffset);
+    const entry = (await indexOf(context, segment))?.floorByOffset(offset - segment.startOffset) ??
+      segmentStart;
     if (segment.location === "remote") {
       await context.remote.walk(segment, entry, () => maxBytes - bytes, visit, borrowed);
     } else {
@@ -251,8 +265,8 @@ export async function readBatchesFrom(
     for (const segment of segments) {
       if (full || sizeBytes >= maxBytes) break;
       if (segment.visibleSizeBytes === 0 || segment.visibleEndOffset < nextOffset) continue;
-      if (segment.location === "remote") await context.remote.reader?.ensureIndex(segment);
-      const entry = segment.index.floorByOffset(Math.max(0, nextOffset - segment.startOffset));
+      const relativeOffset = Math.max(0, nextOffset - segment.startOffset);
+      const entry = (await indexOf(context, segment))?.floorByOffset(relativeOffset) ?? segmentStart;
       const before = batches.length;
       if (segment.location === "remote") {
         await context.remote.walk(segment, entry, () => maxBytes - sizeBytes, visit, borrowed);

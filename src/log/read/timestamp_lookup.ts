@@ -1,7 +1,7 @@
 import type { StoredMessage } from "../batch/batch_codec.ts";
 import type { BatchVisitor } from "../remote/remote_walk.ts";
 import { scanBatches } from "./scan_batches.ts";
-import { type ReadContext, visitMessages } from "./segment_reads.ts";
+import { indexOf, type ReadContext, segmentStart, visitMessages } from "./segment_reads.ts";
 import type { Segment } from "../segment/segment.ts";
 
 /**
@@ -28,13 +28,11 @@ export async function offsetForTimestamp(
     if (header.maxTimestampUs < timestampUs) return true;
     return visitMessages(context, batch, header, take);
   };
+  const entry = (await indexOf(context, segment))?.floorByTimestamp(timestampUs) ?? segmentStart;
   if (segment.location === "remote") {
-    await context.remote.reader?.ensureIndex(segment);
-    const entry = segment.index.floorByTimestamp(timestampUs);
     await context.remote.walk(segment, entry, () => 64 * 1024, visit, null);
     return found;
   }
-  const entry = segment.index.floorByTimestamp(timestampUs);
   const file = await context.disk.open(segment.logPath, { readOnly: true });
   try {
     await scanBatches(file, entry.position, segment.visibleSizeBytes, { verify: false }, visit);

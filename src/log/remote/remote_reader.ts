@@ -1,4 +1,5 @@
 import type { Segment } from "../segment/segment.ts";
+import type { SparseIndex } from "../segment/sparse_index.ts";
 
 /**
  * Bytes of a remote segment's `.log` from `start` (a batch boundary): a window of one chunk, which
@@ -25,8 +26,12 @@ export interface RemoteReader {
    * just that range while the chunk hydrates.
    */
   chunkAt(segment: Segment, position: number, wantBytes: number): Promise<RemoteChunk>;
-  /** Fetches and stores the segment's `.index` when it is missing locally; a no-op otherwise. */
-  ensureIndex(segment: Segment): Promise<void>;
+  /**
+   * The remote segment's sparse index, from the shard's bounded index cache, which loads it from the
+   * local `.index` or else from the store; null when none is usable (the read then scans from the
+   * segment's start, slower but right).
+   */
+  index(segment: Segment): Promise<SparseIndex | null>;
   /** Forgets a chunk whose bytes failed their checksum, so the next read fetches it again. */
   drop(chunk: RemoteChunk): Promise<void>;
   /**

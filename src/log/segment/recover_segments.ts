@@ -11,7 +11,7 @@ import {
 import { PartitionRefusedError } from "../log_errors.ts";
 import { scanBatches } from "../read/scan_batches.ts";
 import { Segment } from "./segment.ts";
-import { type IndexEntry, isConsistentIndex, readIndexFile, writeIndexFile } from "./sparse_index.ts";
+import { readIndexFile, SparseIndex, writeIndexFile } from "./sparse_index.ts";
 import {
   decodeRemoteMarker,
   type MarkerIdentity,
@@ -119,7 +119,7 @@ async function recoverChain(c: ChainContext, report: RecoveryReport, opened: Seg
       );
     }
     if (marker !== null && !hasLog) {
-      await recoverRemote(disk, segment, marker);
+      recoverRemote(segment, marker);
     } else if (i < stems.length - 1) {
       await recoverSealed(disk, segment, indexIntervalBytes, label, report);
     } else {
@@ -199,17 +199,17 @@ async function readMarker(
 }
 
 /**
- * A tiered segment: bounds and sizes from its marker; its index if present, else fetched from the
- * store on its first read (`RemoteReader.ensureIndex`).
+ * A tiered segment: bounds, sizes and timestamps from its marker alone. Its index is not read: a
+ * read loads it on demand into the shard's bounded index cache (`RemoteReader.index`), from the
+ * local `.index` or from the store, so boot costs the same whatever the bucket holds.
  */
-async function recoverRemote(disk: Disk, segment: Segment, marker: RemoteMarker): Promise<void> {
-  const stored = await readIndexFile(disk, segment.indexPath);
-  for (const e of stored ?? []) segment.index.add(e);
+function recoverRemote(segment: Segment, marker: RemoteMarker): void {
+  segment.index = null;
   segment.sizeBytes = marker.sizeBytes;
   segment.endOffset = marker.endOffset;
   segment.firstTimestampUs = marker.startTimestampUs;
   segment.maxTimestampUs = marker.maxTimestampUs;
-  segment.lastIndexedPosition = segment.index.last?.position ?? -1;
+  segment.lastIndexedPosition = -1;
   segment.sealed = true;
   segment.marker = marker;
   segment.location = "remote";
@@ -227,20 +227,22 @@ async function recoverSealed(
   try {
     const size = await file.sizeBytes();
     const stored = await readIndexFile(disk, segment.indexPath);
-    const usable = stored !== null && isConsistentIndex(stored, size) ? stored : null;
-    const entries: IndexEntry[] = usable ?? [];
-    const from = usable?.at(-1)?.position ?? 0;
+    const usable = stored !== null && stored.isConsistentWith(size) ? stored : null;
+    const index = usable ?? new SparseIndex();
+    const from = usable?.last?.position ?? 0;
     let last: BatchHeader | null = null;
-    let lastIndexed = usable?.at(-1)?.position ?? -1;
+    let lastIndexed = usable?.last?.position ?? -1;
     // Index entries hold the largest timestamp up to their batch: a trusted index's last one
     // covers every batch before the scan.
-    let maxTimestampUs = usable?.at(-1)?.timestampUs ?? 0;
-    let firstTimestampUs: number | null = usable?.[0]?.timestampUs ?? null;
+    let maxTimestampUs = usable?.last?.timestampUs ?? 0;
+    let firstTimestampUs: number | null = usable !== null && usable.length > 0
+      ? usable.entryAt(0).timestampUs
+      : null;
     const end = await scanBatches(file, from, size, { verify: false }, (_batch, header, position) => {
       maxTimestampUs = Math.max(maxTimestampUs, header.maxTimestampUs);
       firstTimestampUs ??= header.baseTimestampUs;
       if (usable === null && (lastIndexed < 0 || position - lastIndexed >= indexIntervalBytes)) {
-        entries.push({
+        index.add({
           relativeOffset: header.baseOffset - segment.startOffset,
           position,
           timestampUs: maxTimestampUs,
@@ -261,15 +263,15 @@ async function recoverSealed(
       throw new PartitionRefusedError(label, `sealed segment ${segment.stem} is empty`);
     }
     if (usable === null) {
-      await writeIndexFile(disk, segment.indexPath, entries);
+      await writeIndexFile(disk, segment.indexPath, index);
       report.rebuiltIndexes++;
     }
-    for (const e of entries) segment.index.add(e);
+    segment.index = index;
     segment.sizeBytes = size;
     segment.endOffset = lastHeader.baseOffset + lastHeader.lastOffsetDelta;
     segment.maxTimestampUs = maxTimestampUs;
     segment.firstTimestampUs = firstTimestampUs ?? lastHeader.baseTimestampUs;
-    segment.lastIndexedPosition = entries.at(-1)?.position ?? -1;
+    segment.lastIndexedPosition = index.last?.position ?? -1;
     segment.sealed = true;
     markVisible(segment);
   } finally {
@@ -288,7 +290,7 @@ async function recoverActive(
   // Reopenable, as `createSegment` makes it: the active segment's .log may close between uses.
   const file = await disk.open(segment.logPath, { reopenable: true });
   const size = await file.sizeBytes();
-  const entries: IndexEntry[] = [];
+  const index = new SparseIndex();
   let expectedOffset = segment.startOffset;
   let mismatch: number | null = null;
   const end = await scanBatches(file, 0, size, { verify: true }, (_batch, header, position) => {
@@ -298,9 +300,9 @@ async function recoverActive(
     }
     // Index entries hold the largest timestamp up to their batch, as the append writes them.
     segment.maxTimestampUs = Math.max(segment.maxTimestampUs, header.maxTimestampUs);
-    if (entries.length === 0 || position - entries.at(-1)!.position >= indexIntervalBytes) {
+    if (index.length === 0 || position - index.last!.position >= indexIntervalBytes) {
       const relativeOffset = header.baseOffset - segment.startOffset;
-      entries.push({ relativeOffset, position, timestampUs: segment.maxTimestampUs });
+      index.add({ relativeOffset, position, timestampUs: segment.maxTimestampUs });
     }
     segment.endOffset = header.baseOffset + header.lastOffsetDelta;
     segment.firstTimestampUs ??= header.baseTimestampUs;
@@ -331,9 +333,9 @@ async function recoverActive(
   // The active segment's index is rebuilt here at every boot and written whole from memory at its
   // seal. It has no file until then (one left from an older layout is overwritten at the seal), so a
   // boot of ten thousand partitions opens, writes and fsyncs no index.
-  for (const e of entries) segment.index.add(e);
+  segment.index = index;
   segment.sizeBytes = validEnd;
-  segment.lastIndexedPosition = entries.at(-1)?.position ?? -1;
+  segment.lastIndexedPosition = index.last?.position ?? -1;
   segment.logFile = file;
   markVisible(segment);
 }

@@ -24,7 +24,12 @@ export function segmentStem(startOffset: number): string {
 export class Segment {
   readonly dir: string;
   readonly startOffset: number;
-  readonly index: SparseIndex;
+  /**
+   * The sparse index of a segment with a local `.log`, in memory; null for a remote one, whose index
+   * is loaded on demand into the shard's bounded index cache (`RemoteReader.index`), so that what a
+   * node holds does not grow with what its bucket holds.
+   */
+  index: SparseIndex | null;
   /** Last offset in the segment; `startOffset - 1` while it is empty. */
   endOffset: number;
   sizeBytes: number;
@@ -41,7 +46,7 @@ export class Segment {
   marker: RemoteMarker | null = null;
   logFile: DiskFile | null = null;
 
-  constructor(dir: string, startOffset: number, index = new SparseIndex()) {
+  constructor(dir: string, startOffset: number, index: SparseIndex | null = new SparseIndex()) {
     this.dir = dir;
     this.startOffset = startOffset;
     this.index = index;
@@ -53,6 +58,12 @@ export class Segment {
     this.firstTimestampUs = null;
     this.maxTimestampUs = 0;
     this.lastIndexedPosition = -1;
+  }
+
+  /** The index of a segment whose `.log` is local: every such segment holds its index in memory. */
+  get localIndex(): SparseIndex {
+    assert(this.index !== null, `Cannot use the index of segment ${this.stem}: it is remote, not in memory`);
+    return this.index;
   }
 
   get stem(): string {

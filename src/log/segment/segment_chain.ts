@@ -293,7 +293,7 @@ export class SegmentChain {
       position - segment.lastIndexedPosition >= config.indexIntervalBytes
     ) {
       const relativeOffset = baseOffset - segment.startOffset;
-      segment.index.add({ relativeOffset, position, timestampUs: segment.maxTimestampUs });
+      segment.localIndex.add({ relativeOffset, position, timestampUs: segment.maxTimestampUs });
       segment.lastIndexedPosition = position;
     }
     if (segment.sizeBytes >= config.segmentSizeBytes) {
@@ -315,7 +315,7 @@ export class SegmentChain {
     const sealing = this.active;
     await this.#backgroundSync;
     await sealing.logFile!.sync();
-    await writeIndexFile(this.#disk, sealing.indexPath, sealing.index.entries());
+    await writeIndexFile(this.#disk, sealing.indexPath, sealing.localIndex);
     sealing.sealed = true;
     this.#sealedCount++;
     await closeFiles(sealing);

@@ -4,7 +4,6 @@ import { readUpTo, writeWholeFile } from "../../runtime/disk/file_ops.ts";
 import { yieldToReactor } from "../../runtime/cooperation/piece_gate.ts";
 import { encodeRemoteMarker, type MarkerIdentity, type RemoteMarker } from "../remote/remote_marker.ts";
 import type { Segment } from "./segment.ts";
-import { indexEntryBytes } from "./sparse_index.ts";
 
 /**
  * Eviction's durable steps, run inside the writer loop for each victim in chain order: the 128-byte
@@ -35,6 +34,9 @@ export async function evictSegments(
     // From here on reads go to the store for this segment; an open read handle keeps working.
     segment.marker = marker;
     segment.location = "remote";
+    // Its index leaves memory with its `.log`: the `.index` file stays, and a read loads it into the
+    // shard's bounded index cache (docs/DESIGN.md, "Cost follows what is local").
+    segment.index = null;
     await disk.unlink(segment.logPath);
     await disk.fsyncDir(dir);
     evicted++;
@@ -47,7 +49,7 @@ function markerOf(segment: Segment, identity: MarkerIdentity, logCrc32: number):
     startOffset: segment.startOffset,
     endOffset: segment.endOffset,
     sizeBytes: segment.sizeBytes,
-    indexSizeBytes: segment.index.length * indexEntryBytes,
+    indexSizeBytes: segment.localIndex.sizeBytes,
     startTimestampUs: segment.firstTimestampUs ?? segment.maxTimestampUs,
     endTimestampUs: segment.maxTimestampUs,
     maxTimestampUs: segment.maxTimestampUs,

@@ -50,14 +50,14 @@ export async function truncateSegments(
   await kept.logFile.truncate(positionBytes);
   await kept.logFile.sync();
   await disk.fsyncDir(dir);
-  kept.index.truncateFrom(offset - kept.startOffset);
+  kept.localIndex.truncateFrom(offset - kept.startOffset);
   kept.endOffset = offset - 1;
   kept.sizeBytes = positionBytes;
   kept.visibleSizeBytes = positionBytes;
   kept.visibleEndOffset = offset - 1;
   kept.maxTimestampUs = maxTimestampUs;
   if (kept.isEmpty) kept.firstTimestampUs = null;
-  kept.lastIndexedPosition = kept.index.last?.position ?? -1;
+  kept.lastIndexedPosition = kept.localIndex.last?.position ?? -1;
   chain.cutTo(keep, offset);
   chain.epochs.truncateFrom(offset);
   await chain.epochs.persist();
@@ -70,7 +70,7 @@ async function cutPoint(
   offset: number,
 ): Promise<{ positionBytes: number; maxTimestampUs: number }> {
   if (offset === segment.startOffset) return { positionBytes: 0, maxTimestampUs: 0 };
-  const entry = segment.index.floorByOffset(offset - segment.startOffset);
+  const entry = segment.localIndex.floorByOffset(offset - segment.startOffset);
   const file = segment.logFile ?? await disk.open(segment.logPath, { readOnly: true });
   let positionBytes = -1;
   let maxTimestampUs = entry.timestampUs;

@@ -20,7 +20,6 @@ export class CacheMetrics {
   readonly reservationRefusals: Counter;
   readonly fetchSeconds: Histogram<"kind">;
   readonly dataLoss: Counter;
-  readonly indexFetchFailures: Counter;
   readonly #sources = new Set<CacheGaugeSource>();
 
   constructor(registry: Registry) {
@@ -68,10 +67,6 @@ export class CacheMetrics {
     this.dataLoss = counter(
       "strata_tier_data_loss_total",
       "Reads that found an object missing above deleted_up_to_offset: data loss, answered 502.",
-    );
-    this.indexFetchFailures = counter(
-      "strata_cache_index_fetch_failures_total",
-      "Remote segments' .index fetches that failed: the read scans the segment from its start instead.",
     );
     registerGauges(registers, this.#sources);
   }

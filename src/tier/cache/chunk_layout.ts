@@ -1,5 +1,5 @@
 import { assert } from "../../runtime/assert.ts";
-import type { IndexEntry } from "../../log/segment/sparse_index.ts";
+import type { SparseIndex } from "../../log/segment/sparse_index.ts";
 
 export interface ChunkSpan {
   /** Chunk number within the segment. */
@@ -12,16 +12,16 @@ export interface ChunkSpan {
 /**
  * Where a remote segment's chunks start: chunk k at the sparse-index entry nearest to k ×
  * `chunkBytes` (docs/DESIGN.md, "The chunk cache"). Index entries point at batch starts, so a chunk
- * boundary never splits a batch and a batch never costs two GETs. Pure: a function of the index
- * alone.
+ * boundary never splits a batch and a batch never costs two GETs. Without an index the segment is
+ * one chunk. Pure: a function of the index alone.
  */
-export function chunkStarts(
-  entries: readonly IndexEntry[],
-  segmentBytes: number,
-  chunkBytes: number,
-): number[] {
+export function chunkStarts(index: SparseIndex | null, segmentBytes: number, chunkBytes: number): number[] {
   assert(chunkBytes > 0, "chunk size must be positive");
-  const positions = [0, ...entries.map((e) => e.position).filter((p) => p > 0 && p < segmentBytes)];
+  const positions = [0];
+  for (let i = 0; i < (index?.length ?? 0); i++) {
+    const position = index!.positionAt(i);
+    if (position > 0 && position < segmentBytes) positions.push(position);
+  }
   const starts = new Set<number>([0]);
   const chunks = Math.ceil(segmentBytes / chunkBytes);
   let from = 0;

@@ -1,4 +1,3 @@
-import { isBug } from "../../runtime/assert.ts";
 import type { Partition } from "../../log/partition/partition.ts";
 import {
   type RemoteChunk,
@@ -8,13 +7,15 @@ import {
   RemoteSegmentRetiredError,
 } from "../../log/remote/remote_reader.ts";
 import type { Segment } from "../../log/segment/segment.ts";
+import type { SparseIndex } from "../../log/segment/sparse_index.ts";
 import { remoteWindowFirstBytes } from "../../log/remote/remote_walk.ts";
 import { NotFoundError } from "../../objectstore/object_store_errors.ts";
 import type { CacheMetrics } from "./cache_metrics.ts";
 import type { ChunkCache } from "./chunk_cache.ts";
 import type { ChunkRead, ChunkRef } from "./cache_core.ts";
 import { ChunkObjectShortError } from "./chunk_files.ts";
-import { chunkAt, type ChunkSpan, chunkStarts } from "./chunk_layout.ts";
+import { chunkAt, type ChunkSpan } from "./chunk_layout.ts";
+import type { RemoteIndex, RemoteIndexes } from "./remote_indexes.ts";
 import {
   incarnationOf,
   incarnationPath,
@@ -47,21 +48,21 @@ export interface TierRemoteReaderOptions {
   chunkBytes: number;
   /** `readahead_max`: chunks fetched ahead of a sequential reader at most; 0 turns readahead off. */
   readaheadChunksMax: number;
+  /** The shard's remote segments' indexes: loaded on a segment's first read, held within a budget. */
+  indexes: RemoteIndexes;
   metrics?: CacheMetrics;
 }
 
 /**
  * Reads a partition's evicted segments through the shard's chunk cache: chunk boundaries come
- * from the segment's sparse index (kept locally, fetched once if missing), object keys from the
- * partition's incarnation. A cold poll fetches only its own range first; a sequential reader gets
+ * from the segment's sparse index (the shard's `RemoteIndexes`, which load it on the segment's
+ * first read), object keys from the partition's incarnation. A cold poll fetches only its own range first; a sequential reader gets
  * readahead that doubles from one chunk up to `readahead_max`.
  */
 export class TierRemoteReader implements RemoteReader {
   readonly #partition: Partition;
   readonly #cache: ChunkCache;
   readonly #o: TierRemoteReaderOptions;
-  readonly #starts = new WeakMap<Segment, number[]>();
-  readonly #indexFetches = new WeakMap<Segment, Promise<void>>();
   /** The last chunk served, to tell a sequential reader, and the readahead it has earned. */
   #last: { segment: Segment; chunk: number; chunks: number } | null = null;
   #readaheadChunks = 1;
@@ -73,9 +74,9 @@ export class TierRemoteReader implements RemoteReader {
   }
 
   async chunkAt(segment: Segment, position: number, wantBytes: number): Promise<RemoteChunk> {
-    const starts = this.#chunkStarts(segment);
+    const { index, chunkStarts: starts } = await this.#remoteIndex(segment);
     const span = chunkAt(starts, segment.sizeBytes, position);
-    const read = this.#read(segment, span, position, wantBytes);
+    const read = this.#read(segment, span, position, wantBytes, index);
     try {
       const chunk = await this.#cache.read(read);
       this.#readahead(segment, span, starts);
@@ -91,28 +92,18 @@ export class TierRemoteReader implements RemoteReader {
     }
   }
 
-  async ensureIndex(segment: Segment): Promise<void> {
-    const indexBytes = segment.marker?.indexSizeBytes ?? 0;
-    if (segment.location !== "remote" || segment.index.entries().length > 0 || indexBytes === 0) return;
-    let fetching = this.#indexFetches.get(segment);
-    if (fetching === undefined) {
-      const key = this.#keys(segment).index;
-      fetching = this.#cache.fetchIndex(key, indexBytes)
-        .then((bytes) => this.#partition.log.installRemoteIndex(segment, bytes))
-        .then(() => {
-          this.#starts.delete(segment);
-        })
-        .catch((error) => {
-          this.#indexFetches.delete(segment);
-          if (isBug(error)) throw error;
-          if (error instanceof NotFoundError) throw this.#missing(error, segment, key);
-          // Without the index the read scans from the segment's start: slower, never wrong. The
-          // failure is counted (strata_cache_index_fetch_failures_total); the next read fetches again.
-          this.#o.metrics?.indexFetchFailures.inc();
-        });
-      this.#indexFetches.set(segment, fetching);
+  async index(segment: Segment): Promise<SparseIndex | null> {
+    return (await this.#remoteIndex(segment)).index;
+  }
+
+  /** The segment's index and chunk starts from the shard's cache; a gone object is retired or lost. */
+  async #remoteIndex(segment: Segment): Promise<RemoteIndex> {
+    const key = this.#keys(segment).index;
+    try {
+      return await this.#o.indexes.get(segment, key);
+    } catch (error) {
+      throw this.#missing(error, segment, key);
     }
-    await fetching;
   }
 
   drop(chunk: RemoteChunk): Promise<void> {
@@ -128,11 +119,16 @@ export class TierRemoteReader implements RemoteReader {
    * to 1 MiB). Null when the whole chunk is fetched anyway: little more than the walk needs, or no
    * index to snap to.
    */
-  #firstRangeEnd(segment: Segment, span: ChunkSpan, position: number, wantBytes: number): number | null {
-    if (span.end - position <= firstRangeBytesMax) return null;
+  #firstRangeEnd(
+    index: SparseIndex | null,
+    span: ChunkSpan,
+    position: number,
+    wantBytes: number,
+  ): number | null {
+    if (span.end - position <= firstRangeBytesMax || index === null) return null;
     const target = position + Math.min(firstRangeBytesMax, Math.max(firstRangeBytesMin, wantBytes));
-    const end = segment.index.entries().find((e) => e.position >= target && e.position < span.end)?.position;
-    if (end === undefined || end - position > 2 * firstRangeBytesMax) return null;
+    const end = index.ceilingPosition(target);
+    if (end === null || end >= span.end || end - position > 2 * firstRangeBytesMax) return null;
     return end;
   }
 
@@ -165,15 +161,6 @@ export class TierRemoteReader implements RemoteReader {
     return new RemoteDataLossError(this.#partition.log.label, segment.startOffset, key, { cause: error });
   }
 
-  #chunkStarts(segment: Segment): number[] {
-    let starts = this.#starts.get(segment);
-    if (starts === undefined) {
-      starts = chunkStarts(segment.index.entries(), segment.sizeBytes, this.#o.chunkBytes);
-      this.#starts.set(segment, starts);
-    }
-    return starts;
-  }
-
   #keys(segment: Segment) {
     return segmentKeys(this.#incarnation(segment), segment.startOffset);
   }
@@ -193,7 +180,13 @@ export class TierRemoteReader implements RemoteReader {
     };
   }
 
-  #read(segment: Segment, span: ChunkSpan, position: number, wantBytes: number): ChunkRead {
+  #read(
+    segment: Segment,
+    span: ChunkSpan,
+    position: number,
+    wantBytes: number,
+    index: SparseIndex | null,
+  ): ChunkRead {
     const incarnation = this.#incarnation(segment);
     return {
       objectKey: segmentKeys(incarnation, segment.startOffset).log,
@@ -206,7 +199,7 @@ export class TierRemoteReader implements RemoteReader {
       position,
       // A poll reads only what it wants from the chunk file (with room to finish its last batch).
       windowBytes: Math.max(windowBytesMin, wantBytes + windowBytesMin),
-      firstRangeEnd: this.#firstRangeEnd(segment, span, position, wantBytes),
+      firstRangeEnd: this.#firstRangeEnd(index, span, position, wantBytes),
     };
   }
 

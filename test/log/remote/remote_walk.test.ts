@@ -54,7 +54,7 @@ function reader(bytes: Uint8Array, corrupt: { at: number; times: number } | null
       }
       return Promise.resolve({ start: position, bytes: window, end: bytes.length, cacheKey: `c${position}` });
     },
-    ensureIndex: () => Promise.resolve(),
+    index: () => Promise.resolve(null),
     drop: (chunk) => {
       dropped.push(chunk.start);
       return Promise.resolve();

@@ -1,14 +1,11 @@
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import t from "tap";
 import {
-  encodeIndexEntries,
   type IndexEntry,
-  installRemoteIndex,
-  isConsistentIndex,
   readIndexFile,
+  SparseIndex,
   writeIndexFile,
 } from "../../../src/log/segment/sparse_index.ts";
-import { Segment } from "../../../src/log/segment/segment.ts";
 import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
 
@@ -17,6 +14,18 @@ const e = (relativeOffset: number, position: number, timestampUs = relativeOffse
   position,
   timestampUs,
 });
+
+/** An index over `entries` as a file would hold them, with no check of their order. */
+function unchecked(entries: IndexEntry[]): SparseIndex {
+  const bytes = new Uint8Array(entries.length * 16);
+  const view = new DataView(bytes.buffer);
+  entries.forEach((entry, i) => {
+    view.setUint32(i * 16, entry.relativeOffset, true);
+    view.setUint32(i * 16 + 4, entry.position, true);
+    view.setBigUint64(i * 16 + 8, BigInt(entry.timestampUs), true);
+  });
+  return SparseIndex.ofBytes(bytes)!;
+}
 
 t.test("stored entries are trusted only when they start at 0, increase, and point inside the log", (t) => {
   const rows: { entries: IndexEntry[]; logSizeBytes: number; ok: boolean; name: string }[] = [
@@ -30,7 +39,17 @@ t.test("stored entries are trusted only when they start at 0, increase, and poin
     { entries: [e(0, 0, 9), e(5, 600, 8)], logSizeBytes: 2000, ok: false, name: "timestamps going back" },
     { entries: [e(0, 0), e(5, 2000)], logSizeBytes: 2000, ok: false, name: "pointing past the log" },
   ];
-  for (const row of rows) t.equal(isConsistentIndex(row.entries, row.logSizeBytes), row.ok, row.name);
+  for (const row of rows) {
+    t.equal(unchecked(row.entries).isConsistentWith(row.logSizeBytes), row.ok, row.name);
+  }
+  t.end();
+});
+
+t.test("a fetched remote index fits its segment only with increasing positions inside it", (t) => {
+  t.ok(unchecked([e(0, 0), e(2, 400)]).fitsSegment(1000));
+  t.notOk(unchecked([e(0, 0), e(2, 0)]).fitsSegment(1000), "a position repeated");
+  t.notOk(unchecked([e(0, 0), e(2, 1000)]).fitsSegment(1000), "a position past the segment");
+  t.ok(unchecked([]).fitsSegment(1000), "no entries: the read scans from the start");
   t.end();
 });
 
@@ -38,37 +57,11 @@ t.test("index files: written whole and read back; missing or not whole entries r
   const dir = tempDir(t);
   const disk = new NodeDisk();
   t.equal(await readIndexFile(disk, `${dir}/a.index`), null);
-  await writeIndexFile(disk, `${dir}/a.index`, [e(0, 0), e(3, 512)]);
-  t.same(await readIndexFile(disk, `${dir}/a.index`), [e(0, 0), e(3, 512)]);
+  const index = new SparseIndex();
+  index.add(e(0, 0));
+  index.add(e(3, 512));
+  await writeIndexFile(disk, `${dir}/a.index`, index);
+  t.same((await readIndexFile(disk, `${dir}/a.index`))!.entries(), [e(0, 0), e(3, 512)]);
   writeFileSync(`${dir}/b.index`, new Uint8Array(20));
   t.equal(await readIndexFile(disk, `${dir}/b.index`), null);
-});
-
-t.test("a fetched remote index is installed only if consistent and none is loaded", async (t) => {
-  const dir = tempDir(t);
-  const disk = new NodeDisk();
-  const remote = () => {
-    const s = new Segment(dir, 0);
-    s.sizeBytes = 1000;
-    s.location = "remote";
-    return s;
-  };
-  const refused = [
-    [e(0, 0), e(2, 0)],
-    [e(0, 0), e(2, 1000)],
-  ];
-  for (const entries of refused) {
-    t.notOk(await installRemoteIndex(disk, remote(), encodeIndexEntries(entries)));
-  }
-  t.notOk(await installRemoteIndex(disk, remote(), new Uint8Array(7)), "not whole entries");
-  t.notOk(existsSync(remote().indexPath), "nothing refused is stored");
-  const segment = remote();
-  const bytes = encodeIndexEntries([e(0, 0), e(2, 400)]);
-  t.ok(await installRemoteIndex(disk, segment, bytes));
-  t.same(segment.index.entries(), [e(0, 0), e(2, 400)]);
-  t.equal(segment.lastIndexedPosition, 400);
-  t.same([...readFileSync(segment.indexPath)], [...bytes], "stored for the next boot");
-  t.notOk(await installRemoteIndex(disk, segment, bytes), "a loaded index is not replaced");
-  const local = new Segment(dir, 0);
-  await t.rejects(installRemoteIndex(disk, local, bytes), /only a remote segment's index is fetched/);
 });

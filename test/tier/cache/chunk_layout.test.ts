@@ -1,5 +1,5 @@
 import t from "tap";
-import type { IndexEntry } from "../../../src/log/segment/sparse_index.ts";
+import { type IndexEntry, SparseIndex } from "../../../src/log/segment/sparse_index.ts";
 import { chunkAt, chunkStarts } from "../../../src/tier/cache/chunk_layout.ts";
 
 // Batches of uneven sizes; one index entry per batch start, as the sparse index records them.
@@ -11,9 +11,11 @@ batchSizes.forEach((size, i) => {
   at += size;
 });
 const segmentBytes = at;
+const index = new SparseIndex();
+for (const entry of entries) index.add(entry);
 
 t.test("chunk boundaries fall on batch starts, nearest to k × chunk size, covering the whole segment", (t) => {
-  const starts = chunkStarts(entries, segmentBytes, 10_000);
+  const starts = chunkStarts(index, segmentBytes, 10_000);
   const batchStarts = new Set(entries.map((e) => e.position));
   t.ok(starts.every((s) => batchStarts.has(s)), `every boundary is a batch start: ${starts}`);
   t.equal(starts[0], 0);
@@ -22,7 +24,7 @@ t.test("chunk boundaries fall on batch starts, nearest to k × chunk size, cover
 });
 
 t.test("every batch lies in exactly one chunk: none costs two GETs", (t) => {
-  const starts = chunkStarts(entries, segmentBytes, 7000);
+  const starts = chunkStarts(index, segmentBytes, 7000);
   const split = entries.filter((e, i) => {
     const end = (entries[i + 1]?.position ?? segmentBytes) - 1;
     return chunkAt(starts, segmentBytes, e.position).chunk !== chunkAt(starts, segmentBytes, end).chunk;
@@ -32,11 +34,12 @@ t.test("every batch lies in exactly one chunk: none costs two GETs", (t) => {
 });
 
 t.test("lookup gives the chunk's byte range; a segment smaller than a chunk is one chunk", (t) => {
-  const starts = chunkStarts(entries, segmentBytes, 10_000);
+  const starts = chunkStarts(index, segmentBytes, 10_000);
   t.same(chunkAt(starts, segmentBytes, 0), { chunk: 0, start: 0, end: 8700 });
   t.same(chunkAt(starts, segmentBytes, 8700), { chunk: 1, start: 8700, end: 21_800 });
   t.same(chunkAt(starts, segmentBytes, segmentBytes - 1), { chunk: 4, start: 39_700, end: segmentBytes });
-  t.same(chunkStarts(entries, segmentBytes, 1 << 20), [0]);
+  t.same(chunkStarts(index, segmentBytes, 1 << 20), [0]);
+  t.same(chunkStarts(null, segmentBytes, 10_000), [0], "without an index, the segment is one chunk");
   t.throws(() => chunkAt(starts, segmentBytes, segmentBytes), /inside the segment/);
   t.end();
 });

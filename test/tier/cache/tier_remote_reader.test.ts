@@ -64,16 +64,11 @@ t.test("a batch whose base offset changed (the CRC32C does not cover it) is corr
 });
 
 t.test("a chunk that fails its check part-way is read again from the bad batch: no message twice", async (t) => {
-  const { partition, attach } = await evicted(t);
+  const { partition, attach, readerOptions } = await evicted(t);
   const cache = await attach();
   // A reader whose first answer carries one flipped byte in its third batch (damage in transit), and
   // whose later answers are good: the retry must not hand the first two batches over again.
-  const inner = new TierRemoteReader(partition, cache, {
-    prefix: "strata",
-    clusterId: "c1",
-    chunkBytes: 64 * 1024,
-    readaheadChunksMax: 0,
-  });
+  const inner = new TierRemoteReader(partition, cache, readerOptions(cache));
   let damaged = false;
   partition.log.attachRemoteReader({
     chunkAt: async (segment, position, wantBytes) => {
@@ -87,7 +82,7 @@ t.test("a chunk that fails its check part-way is read again from the bad batch: 
       bytes[third + 100]! ^= 0x01;
       return { ...chunk, bytes };
     },
-    ensureIndex: (segment) => inner.ensureIndex(segment),
+    index: (segment) => inner.index(segment),
     drop: (chunk) => inner.drop(chunk),
   });
   const r = await partition.log.read(0, 10, 1 << 24);
@@ -101,21 +96,16 @@ t.test("a chunk that fails its check part-way is read again from the bad batch: 
 });
 
 t.test("a poll asks for a modest first window whatever its byte budget, and doubles it while it needs more", async (t) => {
-  const { partition, attach } = await evicted(t, { payloadBytes: 1000, messages: 600 });
+  const { partition, attach, readerOptions } = await evicted(t, { payloadBytes: 1000, messages: 600 });
   const cache = await attach();
-  const inner = new TierRemoteReader(partition, cache, {
-    prefix: "strata",
-    clusterId: "c1",
-    chunkBytes: 64 * 1024,
-    readaheadChunksMax: 0,
-  });
+  const inner = new TierRemoteReader(partition, cache, readerOptions(cache));
   const asked: number[] = [];
   partition.log.attachRemoteReader({
     chunkAt: (segment, position, wantBytes) => {
       asked.push(wantBytes);
       return inner.chunkAt(segment, position, wantBytes);
     },
-    ensureIndex: (segment) => inner.ensureIndex(segment),
+    index: (segment) => inner.index(segment),
     drop: (chunk) => inner.drop(chunk),
   });
   // Ten small messages with the default 1 MiB budget: one window of 64 KiB, not of a megabyte.
@@ -222,7 +212,8 @@ t.test("a remote segment whose .index is missing locally has it fetched on first
 });
 
 t.test("an object missing below deleted_up_to_offset retires its segment and the read clamps forward; above it, data loss", async (t) => {
-  const { partition, sim, attach, incarnation, disk, data, logConfig, metrics } = await evicted(t);
+  const { partition, sim, attach, incarnation, disk, data, logConfig, metrics, readerOptions } =
+    await evicted(t);
   const remote = partition.log.segments.filter((s) => s.location === "remote");
   t.ok(remote.length >= 3);
   await partition.close();
@@ -240,12 +231,7 @@ t.test("an object missing below deleted_up_to_offset retires its segment and the
   const cache = await attach(reopened);
   await sim.delete([segmentKeys(incarnation, remote[0]!.startOffset).log]);
   // The reader's own answer, before the log acts on it: the retirement keeps the store's not-found.
-  const reader = new TierRemoteReader(reopened, cache, {
-    prefix: "strata",
-    clusterId: "c1",
-    chunkBytes: 64 * 1024,
-    readaheadChunksMax: 0,
-  });
+  const reader = new TierRemoteReader(reopened, cache, readerOptions(cache));
   const retired = await reader.chunkAt(reopened.log.segments[0]!, 0, 64 * 1024).catch((e) => e);
   t.ok(retired instanceof RemoteSegmentRetiredError, `${retired?.name}: ${retired?.message}`);
   t.ok(retired?.cause instanceof NotFoundError, "its cause is the store's not-found");
