@@ -68,6 +68,18 @@ const remoteReaderConfig = {
   readaheadChunksMax: 2,
 };
 
+/** The partition's remote reader, over the process's chunk cache and an index cache of its own. */
+function remoteReaderOf(partition: Partition, cache: ChunkCache, disk: Disk): TierRemoteReader {
+  const indexes = new RemoteIndexes({
+    disk,
+    fetchIndex: (key, sizeBytes) => cache.fetchIndex(key, sizeBytes),
+    budgetBytes: remoteIndexBudgetBytes,
+    chunkBytes: cacheChunkBytes,
+    logger: silentLogger(),
+  });
+  return new TierRemoteReader(partition, cache, { ...remoteReaderConfig, indexes });
+}
+
 /** Housekeeping's settings, with the bucket's names and the upload timeout it shares. */
 const processHousekeepingConfig = {
   ...housekeepingConfig,
@@ -148,16 +160,7 @@ export async function buildProcess(w: World, partition: Partition): Promise<SimP
   partition.log.useWriteBuffers(
     new BufferPool({ bufferBytes: writeBufferBytes, buffersMax: writeBuffersMax }),
   );
-  const indexes = new RemoteIndexes({
-    disk,
-    fetchIndex: (key, sizeBytes) => cache.fetchIndex(key, sizeBytes),
-    budgetBytes: remoteIndexBudgetBytes,
-    chunkBytes: cacheChunkBytes,
-    logger: silentLogger(),
-  });
-  partition.log.attachRemoteReader(
-    new TierRemoteReader(partition, cache, { ...remoteReaderConfig, indexes }),
-  );
+  partition.log.attachRemoteReader(remoteReaderOf(partition, cache, disk));
   const housekeeping = new Housekeeping({
     clock,
     logger: silentLogger(),
