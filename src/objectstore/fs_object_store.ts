@@ -202,26 +202,20 @@ export class FsObjectStore implements ObjectStore {
 
   async list(prefix: string, options: ListOptions = {}): Promise<ListPage> {
     const maxKeys = Math.min(options.maxKeys ?? keysPerRequestMax, keysPerRequestMax);
-    const keys: string[] = [];
-    const mtimes = new Map<string, number>();
-    // Only the directory the prefix names needs walking.
+    const found: { key: string; mtimeMs: number }[] = [];
+    // Only the directory the prefix names needs walking, in key order, and only until one key past
+    // the page: a page costs what it lists, not what the bucket holds.
     const base = prefix.includes("/") ? prefix.slice(0, prefix.lastIndexOf("/")) : "";
-    await this.#walk(base, (k, mtimeMs) => {
-      if (k.startsWith(prefix) && (options.startAfter === undefined || k > options.startAfter)) {
-        keys.push(k);
-        mtimes.set(k, mtimeMs);
-      }
-    });
-    keys.sort();
-    const pageKeys = keys.slice(0, maxKeys);
+    await this.#walk(base, { prefix, startAfter: options.startAfter ?? "", wanted: maxKeys + 1, found });
+    const pageKeys = found.slice(0, maxKeys);
     const objects = [];
-    for (const k of pageKeys) {
-      const head = await this.head(k);
+    for (const { key, mtimeMs } of pageKeys) {
+      const head = await this.head(key);
       if (head !== null) {
-        objects.push({ key: k, sizeBytes: head.sizeBytes, lastModifiedMs: mtimes.get(k)!, etag: head.etag });
+        objects.push({ key, sizeBytes: head.sizeBytes, lastModifiedMs: mtimeMs, etag: head.etag });
       }
     }
-    return { objects, nextStartAfter: keys.length > maxKeys ? pageKeys.at(-1)! : null };
+    return { objects, nextStartAfter: found.length > maxKeys ? pageKeys.at(-1)!.key : null };
   }
 
   async delete(keys: readonly string[]): Promise<DeleteResult[]> {
@@ -333,21 +327,65 @@ export class FsObjectStore implements ObjectStore {
     }
   }
 
-  async #walk(relative: string, visit: (key: string, mtimeMs: number) => void): Promise<void> {
+  /**
+   * Walks the objects under `relative` in key order, collecting into `walk.found` the keys that
+   * start with `walk.prefix` and sort after `walk.startAfter`, until it holds `walk.wanted`. Entries
+   * are looked at in name order and each is stat'ed only when the walk reaches it, so a page costs
+   * what it lists; subtrees that hold no such key are not entered. A directory `a` sorts as its keys
+   * do, as `a/`: after a sibling `a-b` (`-` sorts before `/`), which is taken first.
+   */
+  async #walk(relative: string, walk: ListWalk): Promise<void> {
     const dir = relative === "" ? `${this.#root}/objects` : `${this.#root}/objects/${relative}`;
     const stat = await this.#disk.stat(dir);
     if (stat === null || !stat.isDirectory) return;
-    for (const name of await this.#disk.list(dir)) {
+    const names = await this.#disk.list(dir);
+    const directories = new Set<string>();
+    for (let i = 0; i < names.length && walk.found.length < walk.wanted;) {
+      const name = names[i]!;
       const child = relative === "" ? name : `${relative}/${name}`;
-      const childStat = await this.#disk.stat(`${this.#root}/objects/${child}`);
-      if (childStat?.isDirectory) await this.#walk(child, visit);
-      else if (childStat?.isFile) visit(child, childStat.mtimeMs);
+      if (!directories.has(name)) {
+        const childStat = await this.#disk.stat(`${this.#root}/objects/${child}`);
+        if (childStat?.isFile === true && child.startsWith(walk.prefix) && child > walk.startAfter) {
+          walk.found.push({ key: child, mtimeMs: childStat.mtimeMs });
+        }
+        // A file, or an entry gone since the listing.
+        if (childStat?.isDirectory !== true) {
+          i++;
+          continue;
+        }
+      }
+      directories.add(name);
+      let before = i + 1;
+      while (before < names.length && names[before]!.startsWith(name) && names[before]![name.length]! < "/") {
+        before++;
+      }
+      if (before > i + 1) {
+        // Siblings that sort before `name/` go first: the directory moves behind them.
+        names.splice(i, 1);
+        names.splice(before - 1, 0, name);
+        continue;
+      }
+      const key = `${child}/`;
+      const matchesPrefix = key.startsWith(walk.prefix) || walk.prefix.startsWith(key);
+      // Every key inside sorts before `startAfter` when the directory does and does not hold it.
+      const allBefore = key < walk.startAfter && !walk.startAfter.startsWith(key);
+      if (matchesPrefix && !allBefore) await this.#walk(child, walk);
+      i++;
     }
   }
 
   #objectPath(key: string): string {
     return `${this.#root}/objects/${key}`;
   }
+}
+
+/** A listing's walk: what it looks for, and what it found so far, in key order. */
+interface ListWalk {
+  prefix: string;
+  startAfter: string;
+  /** Keys to find before the walk stops: one past the page, to tell whether another follows. */
+  wanted: number;
+  found: { key: string; mtimeMs: number }[];
 }
 
 /**

@@ -72,6 +72,11 @@ export interface ContractOptions {
   sentinelDuringDelete?: boolean;
   /** The store's wall clock, for LastModified; `Date.now` unless the store runs on a virtual clock. */
   wallMs?: () => number;
+  /**
+   * Why a store does not list keys of several levels in S3's order (UTF-8 byte order of the whole
+   * key), when it does not: the case then checks only that every key is listed.
+   */
+  nestedOrderDiffers?: string;
 }
 
 /**
@@ -275,6 +280,34 @@ export function objectStoreContract(t: Test, store: ObjectStore, prefix: string,
     } else {
       t.equal(await store.head(key), null, "nothing was stored");
     }
+  });
+
+  t.test("list orders keys across levels as strings sort ('a-b' before 'a/x'), and pages on from any key", async (t) => {
+    const dir = `${prefix}/nested/`;
+    const keys = [`${dir}a-b`, `${dir}a/x`, `${dir}a/y/z`, `${dir}a0`, `${dir}b/c`].sort();
+    for (const k of [...keys].reverse()) {
+      await store.put(k, bodyOf(new Uint8Array([3])), { sizeBytes: 1, metadata: {}, ifAbsent: false });
+    }
+    const listed = (await store.list(dir)).objects.map((o) => o.key);
+    if (options.nestedOrderDiffers !== undefined) {
+      t.comment(options.nestedOrderDiffers);
+      t.same([...listed].sort(), keys, "every key");
+      // One key a batch: s3rver removes an emptied directory while its own batch still works in it.
+      for (const key of keys) await store.delete([key]);
+      return;
+    }
+    t.same(listed, keys);
+    const pages: string[] = [];
+    let next: string | null = "";
+    for (let page = 0; next !== null && page < keys.length + 1; page++) {
+      const listed = await store.list(dir, { maxKeys: 2, ...(next === "" ? {} : { startAfter: next }) });
+      pages.push(listed.objects.map((o) => o.key.slice(dir.length)).join(","));
+      next = listed.nextStartAfter;
+    }
+    t.same(pages, ["a-b,a/x", "a/y/z,a0", "b/c"]);
+    t.same((await store.list(`${dir}a/`)).objects.map((o) => o.key), [`${dir}a/x`, `${dir}a/y/z`]);
+    t.same((await store.list(dir, { startAfter: `${dir}a/x` })).objects.map((o) => o.key), keys.slice(2));
+    await store.delete(keys);
   });
 
   const listing = options.listing ?? { keys: 1050, pageKeys: 1000 };

@@ -323,3 +323,28 @@ t.test("a header whose body offset is out of range is refused as corrupt", async
     await t.rejects(damaged.head("strata/c1/bad/x.log"), { name: "CorruptError" }, `body offset ${offset}`);
   }
 });
+
+t.test("a page of a listing walks what it lists, not the whole bucket", async (t) => {
+  let stats = 0;
+  class StatCountingDisk extends NodeDisk {
+    override stat(path: string) {
+      stats++;
+      return super.stat(path);
+    }
+  }
+  const counted = new FsObjectStore(new StatCountingDisk(), tempDir(t), new Rng(5));
+  const body = () => bodyOf(new Uint8Array([1]));
+  for (let d = 0; d < 20; d++) {
+    for (let k = 0; k < 20; k++) {
+      await counted.put(`strata/c1/d${String(d).padStart(2, "0")}/k${String(k).padStart(2, "0")}`, body(), {
+        sizeBytes: 1,
+        metadata: {},
+        ifAbsent: false,
+      });
+    }
+  }
+  stats = 0;
+  const page = await counted.list("strata/c1/", { maxKeys: 5 });
+  t.same(page.objects.map((o) => o.key.slice(-7)), ["d00/k00", "d00/k01", "d00/k02", "d00/k03", "d00/k04"]);
+  t.ok(stats < 100, `${stats} stats for a page of 5 of 400 objects in 20 directories`);
+});

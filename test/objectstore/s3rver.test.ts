@@ -16,6 +16,8 @@ objectStoreContract(t, store, "strata/c1", {
   exactIfAbsent: false,
   abortedPutLeavesNothing: false,
   sentinelDuringDelete: true,
+  nestedOrderDiffers:
+    "s3rver lists a directory's keys before a sibling key that sorts before them ('a/x' before 'a-b')",
 });
 
 t.test("objects written by the s3 backend read back identically with @aws-sdk/client-s3", async (t) => {

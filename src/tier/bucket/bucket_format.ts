@@ -4,12 +4,18 @@ import { clusterRoot } from "./object_keys.ts";
 
 /** Keys one boot check lists at most to find a segment object. */
 export const bucketFormatListKeysMax = 1000;
+/**
+ * Keys a page of the check asks for: a partition's first keys are its first segment's `.index` and
+ * `.log`, so a small page finds one, and an `fs` store, which reads each listed object's header,
+ * reads no more than that.
+ */
+export const bucketFormatPageKeys = 16;
 
 /**
- * Refuses, at boot, a bucket whose objects of this cluster are in another format version: one
- * LIST of the cluster's prefix (at most `bucketFormatListKeysMax` keys) and one HEAD of the first
- * `.log` object found, whose `format-version` must be this server's. A cluster with no object yet
- * passes.
+ * Refuses, at boot, a bucket whose objects of this cluster are in another format version: LISTs of
+ * the cluster's prefix, `bucketFormatPageKeys` keys a page and `bucketFormatListKeysMax` in all at
+ * most, until a `.log` object, and one HEAD of it, whose `format-version` must be this server's. A
+ * cluster with no object yet passes.
  */
 export async function checkBucketFormat(
   store: ObjectStore,
@@ -17,16 +23,29 @@ export async function checkBucketFormat(
   clusterId: string,
 ): Promise<void> {
   const root = clusterRoot(prefix, clusterId);
-  const page = await store.list(root, { maxKeys: bucketFormatListKeysMax });
-  const sample = page.objects.find((o) => o.key.endsWith(".log"));
+  let sample: string | undefined;
+  let startAfter: string | null = null;
+  for (
+    let listed = 0;
+    sample === undefined && listed < bucketFormatListKeysMax;
+    listed += bucketFormatPageKeys
+  ) {
+    const page = await store.list(root, {
+      maxKeys: bucketFormatPageKeys,
+      ...(startAfter === null ? {} : { startAfter }),
+    });
+    sample = page.objects.find((o) => o.key.endsWith(".log"))?.key;
+    startAfter = page.nextStartAfter;
+    if (startAfter === null) break;
+  }
   if (sample === undefined) return;
-  const head = await store.head(sample.key);
+  const head = await store.head(sample);
   // Deleted between the LIST and the HEAD: housekeeping's work, no format to judge.
   if (head === null) return;
   const found = head.metadata["format-version"];
   if (found !== String(storageFormatVersion)) {
     throw new FormatVersionError(
-      `the bucket's objects under ${root} (${sample.key})`,
+      `the bucket's objects under ${root} (${sample})`,
       found,
       storageFormatVersion,
     );

@@ -43,3 +43,33 @@ t.test("a bucket of this format, an empty one and another cluster's objects pass
   );
   t.pass("no refusal");
 });
+
+t.test("the check pages through keys that are not segments to the first .log, and stops at the bound", async (t) => {
+  const others = Object.fromEntries(
+    Array.from(
+      { length: 40 },
+      (_, i) => [`strata/c1/1/1/0/00000000000000aa-0/meta/${String(i).padStart(3, "0")}`, {}],
+    ),
+  );
+  const later = log.replace("/0/00000000000000aa-0/", "/1/00000000000000bb-0/");
+  const store = await storeWith({ ...others, [later]: { "format-version": "1" } });
+  let lists = 0;
+  const list = store.list.bind(store);
+  store.list = (prefix, options) => (lists++, list(prefix, options));
+  await t.rejects(
+    checkBucketFormat(store, "strata", "c1"),
+    FormatVersionError,
+    "the .log after 40 other keys is found",
+  );
+  t.equal(lists, 3, "in pages of 16");
+  const beyond = await storeWith(
+    Object.fromEntries(
+      Array.from({ length: 1020 }, (_, i) => [`strata/c1/a/${String(i).padStart(4, "0")}`, {}]),
+    ),
+  );
+  let beyondLists = 0;
+  const beyondList = beyond.list.bind(beyond);
+  beyond.list = (prefix, options) => (beyondLists++, beyondList(prefix, options));
+  await checkBucketFormat(beyond, "strata", "c1");
+  t.equal(beyondLists, Math.ceil(1000 / 16), "no more than 1,000 keys are listed");
+});
