@@ -3,6 +3,8 @@ import { bitwiseCrc32c } from "../../helpers/bitwise_crc32c.ts";
 import {
   crc32c,
   crc32cEngineName,
+  crc32cOfRange,
+  crc32cOfRangeBytesMax,
   initCrc32c,
   useCrc32cEngine,
 } from "../../../src/runtime/checksum/crc32c.ts";
@@ -50,4 +52,18 @@ t.test("an engine that is wrong anywhere is refused and the one in use stays", a
   const alignedOnly = (data: Uint8Array) => data.byteOffset % 8 === 0 ? bitwiseCrc32c(data) : 0;
   t.throws(() => useCrc32cEngine({ name: "aligned", crc32c: alignedOnly }), /differs from WebAssembly's/);
   t.equal(crc32cEngineName(), "wasm");
+});
+
+t.test("crc32cOfRange agrees with the bitwise CRC on every small range, and refuses a large one", (t) => {
+  const bytes = new Uint8Array(600).map((_, i) => (i * 2654435761) >>> 24);
+  t.equal(crc32cOfRange(new TextEncoder().encode("123456789"), 0, 9), 0xe3069283, "CRC-32C's check value");
+  for (let length = 0; length <= crc32cOfRangeBytesMax; length++) {
+    const from = length % 13;
+    if (crc32cOfRange(bytes, from, from + length) !== bitwiseCrc32c(bytes.subarray(from, from + length))) {
+      t.fail(`${length} bytes from ${from}`);
+    }
+  }
+  t.throws(() => crc32cOfRange(bytes, 0, crc32cOfRangeBytesMax + 1), /at most 256 bytes/);
+  t.throws(() => crc32cOfRange(bytes, 590, 610), /inside the array/);
+  t.end();
 });
