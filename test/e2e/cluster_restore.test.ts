@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import { type PolledMessage, StrataClient } from "../../src/client/strata_client.ts";
@@ -12,6 +12,7 @@ import { spawnServer } from "../helpers/spawn_server.ts";
 import { describePartition } from "../../scripts/lib/kafka_metadata.ts";
 import { partitionDirOf, startStrataCluster } from "../helpers/strata_cluster.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+import { tableMarkersIn } from "../helpers/remote_table_file.ts";
 import { createSourceTopic, produceRecords, readAll, sameRecords } from "../helpers/topic_records.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
 
@@ -40,10 +41,9 @@ function servesOffset(client: StrataClient, topic: string, partition: number, of
   }, { deadlineMs: 30_000, pace: realTime(50), throwMeansNotYet: true });
 }
 
-/** The `.remote` markers of the restored topic's partition on a node, by start offset. */
+/** The start offsets of the remote table's markers of the restored topic's partition on a node. */
 function markersOn(node: Parameters<typeof partitionDirOf>[0], topicId: number, partition: number): number[] {
-  const names = readdirSync(partitionDirOf(node, topicId, partition));
-  return names.filter((n) => n.endsWith(".remote")).map((n) => Number(n.slice(0, 20))).sort((a, b) => a - b);
+  return tableMarkersIn(partitionDirOf(node, topicId, partition)).map((m) => m.startOffset);
 }
 
 t.test("a topic restored into a cluster is seeded on every replica and survives its leader", {

@@ -1,8 +1,7 @@
-import { readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import { StrataClient } from "../../src/client/strata_client.ts";
-import { decodeRemoteMarker } from "../../src/log/remote/remote_marker.ts";
 import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
 import { etcdUnavailableReason } from "../helpers/harnesses/etcd_harness.ts";
 import { kcatUnavailable } from "../helpers/kafka/kcat.ts";
@@ -11,6 +10,7 @@ import { startS3rver } from "../helpers/harnesses/s3rver_harness.ts";
 import { type ClusterNodeProcess, partitionDirOf, startStrataCluster } from "../helpers/strata_cluster.ts";
 import { describePartition } from "../../scripts/lib/kafka_metadata.ts";
 import { payloadOf } from "../helpers/tiered_e2e.ts";
+import { tableMarkersIn } from "../helpers/remote_table_file.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
 
 /** The waits on the cluster: real time, checked every 50 ms. */
@@ -23,13 +23,13 @@ const envelopeBytes = 4 * mib;
 /** 64 KiB messages (`payloadOf`), 16 to a request. */
 const perRequest = 16;
 
-/** Local `.log` bytes and `.remote` markers of the tiered topic's partition on `node`. */
+/** Local `.log` bytes and the remote table's markers of the tiered topic's partition on `node`. */
 function localState(node: ClusterNodeProcess) {
   const dir = partitionDirOf(node);
   const names = readdirSync(dir);
   const logBytes = names.filter((n) => n.endsWith(".log"))
     .reduce((n, f) => n + (statSync(`${dir}/${f}`, { throwIfNoEntry: false })?.size ?? 0), 0);
-  const markers = names.filter((n) => n.endsWith(".remote")).sort();
+  const markers = tableMarkersIn(dir);
   return { dir, logBytes, markers };
 }
 
@@ -98,13 +98,9 @@ t.test(
       );
     }
     // Followers never upload: every object's key names the partition's one revision, written once.
-    const marker = localState(cluster.node(first.leader)).markers[0]!;
-    const revision =
-      decodeRemoteMarker(readFileSync(`${localState(cluster.node(first.leader)).dir}/${marker}`))
-        .createdRevision;
+    const revision = localState(cluster.node(first.leader)).markers[0]!.createdRevision;
     for (const node of cluster.nodes) {
-      const own = localState(node);
-      const theirs = decodeRemoteMarker(readFileSync(`${own.dir}/${own.markers[0]}`)).createdRevision;
+      const theirs = localState(node).markers[0]!.createdRevision;
       t.equal(theirs, revision, `node ${node.id}'s markers name the same incarnation`);
     }
 

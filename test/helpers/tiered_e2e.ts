@@ -1,8 +1,9 @@
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { readdirSync, statSync } from "node:fs";
 import type { Test } from "tap";
 import { StrataClient } from "../../src/client/strata_client.ts";
 import { decodeBatchHeader, decodeMessages } from "../../src/log/batch/batch_codec.ts";
-import { decodeRemoteMarker } from "../../src/log/remote/remote_marker.ts";
+import { segmentStem } from "../../src/log/segment/segment.ts";
+import { tableMarkersIn } from "./remote_table_file.ts";
 import type { ObjectStore } from "../../src/objectstore/object_store.ts";
 import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
 import { crc32 } from "../../src/runtime/checksum/crc32.ts";
@@ -75,9 +76,9 @@ export async function produceTierAndVerify(
   t.equal(after["tiered_up_to_offset"], lastSealedEnd + 1);
   t.ok((after["remote_size_bytes"] as number) > 0, "remote bytes reported");
 
-  const markers = readdirSync(partitionDir).filter((n) => n.endsWith(".remote")).sort();
-  t.ok(markers.length >= 15, `${markers.length} segments evicted`);
-  const revision = decodeRemoteMarker(readFileSync(`${partitionDir}/${markers[0]}`)).createdRevision;
+  const markers = new Map(tableMarkersIn(partitionDir).map((m) => [segmentStem(m.startOffset), m]));
+  t.ok(markers.size >= 15, `${markers.size} segments evicted`);
+  const revision = [...markers.values()][0]!.createdRevision;
   const listed = [];
   let next: string | null = null;
   do {
@@ -94,11 +95,8 @@ export async function produceTierAndVerify(
     const head = await store.head(object.key);
     if (head?.metadata["crc32"] !== String(crc32(bytes))) bad++;
     const stem = object.key.slice(object.key.lastIndexOf("/") + 1, -4);
-    if (markers.includes(`${stem}.remote`)) {
-      if (decodeRemoteMarker(readFileSync(`${partitionDir}/${stem}.remote`)).logCrc32 !== crc32(bytes)) {
-        bad++;
-      }
-    }
+    const marker = markers.get(stem);
+    if (marker !== undefined && marker.logCrc32 !== crc32(bytes)) bad++;
     for (let at = 0; at < bytes.length;) {
       const header = decodeBatchHeader(bytes, at)!;
       for (const m of decodeMessages(bytes.subarray(at, at + header.lengthBytes))) {

@@ -1,11 +1,12 @@
-import { existsSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import t, { type Test } from "tap";
 import type { Disk } from "../../src/runtime/disk/disk.ts";
 import type { LogConfig } from "../../src/log/log_config.ts";
 import { PartitionRefusedError, RemoteReadUnavailableError } from "../../src/log/log_errors.ts";
 import { PartitionLog } from "../../src/log/partition/partition_log.ts";
 import { recoverSegments } from "../../src/log/segment/recover_segments.ts";
-import { decodeRemoteMarker, encodeRemoteMarker } from "../../src/log/remote/remote_marker.ts";
+import { encodeRemoteMarker, type RemoteMarker } from "../../src/log/remote/remote_marker.ts";
+import { readRemoteTable, remoteTableName } from "../../src/log/remote/remote_table.ts";
 import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
 import { crc32 } from "../../src/runtime/checksum/crc32.ts";
 import { silentLogger } from "../../src/runtime/logger.ts";
@@ -50,8 +51,22 @@ const reopen = async (dir: string) => {
     silentLogger(),
     identity,
   );
-  return new PartitionLog(new NodeDisk(), dir, new VirtualClock(), config, report.segments, "t");
+  return new PartitionLog(
+    new NodeDisk(),
+    dir,
+    new VirtualClock(),
+    config,
+    report.segments,
+    "t",
+    undefined,
+    report.table,
+  );
 };
+
+/** The live markers of the remote table in `dir`. */
+async function tableMarkers(dir: string): Promise<RemoteMarker[]> {
+  return (await readRemoteTable(new NodeDisk(), dir))?.markers() ?? [];
+}
 
 t.test("eviction below the floor: marker, .log gone, .index kept, totals unchanged, reads of it answer unavailable", async (t) => {
   const { log, dir } = await filledLog(t);
@@ -71,14 +86,14 @@ t.test("eviction below the floor: marker, .log gone, .index kept, totals unchang
   const stem = String(0).padStart(20, "0");
   t.notOk(existsSync(`${dir}/${stem}.log`), ".log unlinked");
   t.ok(existsSync(`${dir}/${stem}.index`), ".index kept");
-  const marker = decodeRemoteMarker(readFileSync(`${dir}/${stem}.remote`));
+  const [marker] = await tableMarkers(dir);
   t.match(marker, {
     startOffset: 0,
     endOffset: before.segments[0]!.endOffset,
     sizeBytes: logBytes.length,
     ...identity,
   });
-  t.equal(marker.logCrc32, crc32(logBytes), "the marker carries the log's CRC32");
+  t.equal(marker!.logCrc32, crc32(logBytes), "the marker carries the log's CRC32");
   await t.rejects(
     log.read(0, 1, 1000),
     RemoteReadUnavailableError,
@@ -107,11 +122,11 @@ t.test("boot: marker-only stems are tiered, marker plus log is uploaded and loca
   const { log, dir } = await filledLog(t);
   const floor = log.stats().segments[3]!.startOffset;
   await log.evictLocal(floor, identity, never);
-  // A marker written before a crash, the .log not yet unlinked: the segment is local, evictable without re-upload.
+  // A marker appended before a crash, the .log not yet unlinked: the segment is local, evictable
+  // without re-upload.
   const third = log.stats().segments[3]!;
-  const stem3 = String(third.startOffset).padStart(20, "0");
-  writeFileSync(
-    `${dir}/${stem3}.remote`,
+  appendFileSync(
+    `${dir}/${remoteTableName}`,
     encodeRemoteMarker({
       startOffset: third.startOffset,
       endOffset: third.endOffset,
@@ -185,7 +200,7 @@ t.test("crash at every durable step of an eviction: each reboot gives a contiguo
     for (const s of report.segments) await s.logFile?.close();
     const dying = await (async () => {
       const r = await recoverSegments(crashing, dir, 512, "t", silentLogger(), identity);
-      return new PartitionLog(crashing, dir, new VirtualClock(), config, r.segments, "t");
+      return new PartitionLog(crashing, dir, new VirtualClock(), config, r.segments, "t", undefined, r.table);
     })().catch(() => null);
     if (dying !== null) await dying.evictLocal(floor, identity, never).catch(() => {});
     const rebooted = await reopen(dir);
@@ -200,7 +215,45 @@ t.test("crash at every durable step of an eviction: each reboot gives a contiguo
   t.same(outcomes.filter((o) => o.endsWith("BAD")), [], `reboots: ${outcomes.join(" ")}`);
 });
 
-t.test("a marker left empty or torn by a crash before its sync: beside its .log it is removed and the segment stays local; alone it refuses", async (t) => {
+t.test("the remote table's torn tail is cut at boot: the segments it names keep their .log and stay local", async (t) => {
+  const { log, dir } = await filledLog(t);
+  await log.evictLocal(log.stats().segments[2]!.startOffset, identity, never);
+  const sealed = log.stats().segments[2]!;
+  await log.close();
+  const whole = readFileSync(`${dir}/${remoteTableName}`).length;
+  // A crash part-way through the append of the next segment's record.
+  appendFileSync(`${dir}/${remoteTableName}`, new Uint8Array(50).fill(9));
+  const reopened = await reopen(dir);
+  t.teardown(() => reopened.close());
+  t.same(reopened.stats().segments.slice(0, 3).map((s) => s.location), ["remote", "remote", "local"]);
+  t.equal(reopened.stats().segments[2]!.startOffset, sealed.startOffset);
+  t.equal(readFileSync(`${dir}/${remoteTableName}`).length, whole, "the torn bytes are cut");
+  t.equal(
+    await reopened.evictLocal(sealed.endOffset + 1, identity, never),
+    1,
+    "and eviction goes on after it",
+  );
+  t.equal((await tableMarkers(dir)).length, 3);
+});
+
+t.test("marker files of the layout before the table are folded into it at boot, and removed", async (t) => {
+  const { log, dir } = await filledLog(t);
+  await log.evictLocal(log.stats().segments[2]!.startOffset, identity, never);
+  await log.close();
+  // The older layout: one file per marker, and no table.
+  const markers = await tableMarkers(dir);
+  unlinkSync(`${dir}/${remoteTableName}`);
+  for (const m of markers) {
+    writeFileSync(`${dir}/${String(m.startOffset).padStart(20, "0")}.remote`, encodeRemoteMarker(m));
+  }
+  const reopened = await reopen(dir);
+  t.teardown(() => reopened.close());
+  t.same(reopened.stats().segments.slice(0, 3).map((s) => s.location), ["remote", "remote", "local"]);
+  t.same(await tableMarkers(dir), markers, "the table holds them");
+  t.same(readdirSync(dir).filter((n) => n.endsWith(".remote")), [], "and the files are gone");
+});
+
+t.test("an older layout's marker file left empty or torn by a crash before its sync: beside its .log it is removed and the segment stays local; alone it refuses", async (t) => {
   const { log, dir } = await filledLog(t);
   const sealed = log.stats().segments.filter((s) => s.location === "local").slice(0, 2);
   await log.close();

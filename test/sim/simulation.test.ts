@@ -49,10 +49,9 @@ t.test("crash_during_eviction strikes before every durable step of an eviction, 
     for (const [step, n] of Object.entries(r.crashPoints)) struck[step] = (struck[step] ?? 0) + n;
   }
   const steps = [
-    "marker create",
+    "marker open",
     "marker write",
     "marker sync",
-    "marker directory sync",
     "log unlink",
     "unlink directory sync",
   ];

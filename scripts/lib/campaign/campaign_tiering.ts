@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { StrataClient } from "../../../src/client/strata_client.ts";
-import { decodeRemoteMarker } from "../../../src/log/remote/remote_marker.ts";
+import { tableMarkersIn } from "../../../test/helpers/remote_table_file.ts";
 import { initCrc32c } from "../../../src/runtime/checksum/crc32c.ts";
 import { bucketKeys, segmentLogKeysOf } from "../bucket_keys.ts";
 import { ensureBucket } from "../ensure_bucket.ts";
@@ -112,9 +112,7 @@ export async function checkTiering(cluster: LocalCluster, dir: string, topic: st
   const markersAboveFloor: string[] = [];
   for (const node of cluster.nodes) {
     const path = `${dir}/data${node.id}/streams/1/topics/1/partitions/0`;
-    for await (const entry of Deno.readDir(path)) {
-      if (!entry.name.endsWith(".remote")) continue;
-      const marker = decodeRemoteMarker(await Deno.readFile(`${path}/${entry.name}`));
+    for (const marker of tableMarkersIn(path)) {
       if (marker.endOffset >= floor) markersAboveFloor.push(`node ${node.id}: ${marker.startOffset}`);
     }
   }

@@ -115,7 +115,8 @@ export class PartitionOpener {
     try {
       if (options.readReplicaOf !== null) {
         // A planting a crash cut short is put right before recovery reads the directory.
-        const settled = await settlePlantedDir(disk, partitionDir(settings.path, address), labelOf(address));
+        const dir = partitionDir(settings.path, address);
+        const settled = await settlePlantedDir(disk, dir, labelOf(address), logger);
         if (settled !== null && (settled.droppedMarkers > 0 || settled.floorRewritten)) {
           logger.warn("read replica's planting finished at boot", {
             ...names,

@@ -6,6 +6,7 @@ import type { Disk } from "../../runtime/disk/disk.ts";
 import type { MessageInput } from "../batch/batch_codec.ts";
 import { evictionVictims, type KeepLocal } from "../retention/local_retention.ts";
 import type { LogConfig } from "../log_config.ts";
+import type { RemoteTable } from "../remote/remote_table.ts";
 import type { MarkerIdentity, RemoteMarker } from "../remote/remote_marker.ts";
 import type { RemoteReader } from "../remote/remote_reader.ts";
 import { RemoteWalk } from "../remote/remote_walk.ts";
@@ -69,12 +70,13 @@ export class PartitionLog {
     segments: Segment[],
     label: string,
     epochs?: LeaderEpochs,
+    remoteTable?: RemoteTable,
   ) {
     this.#disk = disk;
     this.#dir = dir;
     this.#clock = clock;
     this.#config = config;
-    this.#chain = new SegmentChain(disk, dir, clock, segments, epochs);
+    this.#chain = new SegmentChain(disk, dir, clock, segments, epochs, remoteTable);
     this.#appendWaiters = new AppendWaiters(clock);
     this.#logEndWaiters = new AppendWaiters(clock);
     this.label = label;

@@ -4,7 +4,8 @@ import { storageFormatVersion } from "../../runtime/format_version_error.ts";
 import { writeWholeFile } from "../../runtime/disk/file_ops.ts";
 import { type EpochStart, epochStartsMax, LeaderEpochs } from "./leader_epochs.ts";
 import type { PartitionAddress } from "./partition.ts";
-import { encodeRemoteMarker, type RemoteMarker } from "../remote/remote_marker.ts";
+import type { RemoteMarker } from "../remote/remote_marker.ts";
+import { RemoteTable } from "../remote/remote_table.ts";
 import { segmentStem } from "../segment/segment.ts";
 import { type RestoredFrom, type Superblock, writeSuperblock } from "./superblock.ts";
 
@@ -81,13 +82,7 @@ export async function writeSeededPartition(disk: Disk, dir: string, seed: Partit
   assertSeed(seed);
   await disk.removeTree(dir);
   await disk.mkdirp(dir);
-  for (const marker of seed.markers) {
-    await writeWholeFile(
-      disk,
-      `${dir}/${segmentStem(marker.startOffset)}.remote`,
-      encodeRemoteMarker(marker),
-    );
-  }
+  await new RemoteTable(disk, dir, 0, 0).rewrite(seed.markers);
   await writeWholeFile(disk, `${dir}/${segmentStem(seed.tieredUpToOffset)}.log`, new Uint8Array(0));
   const epochs = LeaderEpochs.empty(disk, dir);
   for (const e of seed.epochs) epochs.assign(e.epoch, e.startOffset);

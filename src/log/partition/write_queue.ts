@@ -70,7 +70,15 @@ export async function applyWriteOp(context: WriteContext, op: WriteOp): Promise<
       return () => op.done.resolve(deleted);
     }
     case "evict": {
-      const evicted = await evictSegments(disk, dir, chain.segments, op.victims, op.floor, op.identity);
+      const evicted = await evictSegments(
+        disk,
+        dir,
+        chain.segments,
+        chain.remoteTable,
+        op.victims,
+        op.floor,
+        op.identity,
+      );
       return () => op.done.resolve(evicted);
     }
     case "purge": {

@@ -19,7 +19,8 @@ import { FormatVersionError, storageFormatVersion } from "../../runtime/format_v
  */
 export const remoteMarkerBytes = 128;
 export const remoteMarkerVersion = storageFormatVersion;
-const magic = new TextEncoder().encode("STRAREMT");
+/** The first 8 bytes of a marker, and of a marker record of the remote table. */
+export const markerMagic = new TextEncoder().encode("STRAREMT");
 
 export interface RemoteMarker {
   startOffset: number;
@@ -51,7 +52,7 @@ export class MarkerError extends Error {
 export function encodeRemoteMarker(m: RemoteMarker): Uint8Array {
   const bytes = new Uint8Array(remoteMarkerBytes);
   const view = new DataView(bytes.buffer);
-  bytes.set(magic, 0);
+  bytes.set(markerMagic, 0);
   view.setUint16(8, remoteMarkerVersion, true);
   const u64 = (at: number, value: number) => view.setBigUint64(at, BigInt(value), true);
   u64(16, m.startOffset);
@@ -76,9 +77,9 @@ export function decodeRemoteMarker(bytes: Uint8Array): RemoteMarker {
   if (bytes.length !== remoteMarkerBytes) {
     throw new MarkerError(`expected ${remoteMarkerBytes} bytes, got ${bytes.length}`);
   }
-  if (!magic.every((b, i) => bytes[i] === b)) throw new MarkerError("wrong magic");
+  if (!markerMagic.every((b, i) => bytes[i] === b)) throw new MarkerError("wrong magic");
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (Number(view.getBigUint64(104, true)) !== crc32c(bytes.subarray(0, 104))) {
+  if (view.getUint32(108, true) !== 0 || view.getUint32(104, true) !== crc32c(bytes.subarray(0, 104))) {
     throw new MarkerError("record checksum mismatch");
   }
   const version = view.getUint16(8, true);
@@ -86,17 +87,65 @@ export function decodeRemoteMarker(bytes: Uint8Array): RemoteMarker {
   if (version !== remoteMarkerVersion) {
     throw new FormatVersionError("a .remote marker", version, remoteMarkerVersion);
   }
-  const u64 = (at: number) => Number(view.getBigUint64(at, true));
+  return markerFieldsAt(view, 0, emptyMarker());
+}
+
+/** A marker to fill with `markerFieldsAt`. */
+export function emptyMarker(): RemoteMarker {
   return {
-    startOffset: u64(16),
-    endOffset: u64(24),
-    sizeBytes: u64(32),
-    indexSizeBytes: u64(40),
-    startTimestampUs: u64(48),
-    endTimestampUs: u64(56),
-    maxTimestampUs: u64(64),
-    createdRevision: view.getBigUint64(72, true).toString(16).padStart(16, "0"),
-    purgeGeneration: u64(80),
-    logCrc32: view.getUint32(88, true),
+    startOffset: 0,
+    endOffset: 0,
+    sizeBytes: 0,
+    indexSizeBytes: 0,
+    startTimestampUs: 0,
+    endTimestampUs: 0,
+    maxTimestampUs: 0,
+    createdRevision: "",
+    purgeGeneration: 0,
+    logCrc32: 0,
   };
+}
+
+/**
+ * Fills `into` with the fields of the marker at byte `at` of `view`, whose magic, version and
+ * checksum the caller has checked, and returns it: a table's records are read through one marker
+ * rather than a new one each. A field past 2^53 throws `MarkerError`.
+ */
+export function markerFieldsAt(view: DataView, at: number, into: RemoteMarker): RemoteMarker {
+  into.startOffset = u64At(view, at + 16);
+  into.endOffset = u64At(view, at + 24);
+  into.sizeBytes = u64At(view, at + 32);
+  into.indexSizeBytes = u64At(view, at + 40);
+  into.startTimestampUs = u64At(view, at + 48);
+  into.endTimestampUs = u64At(view, at + 56);
+  into.maxTimestampUs = u64At(view, at + 64);
+  into.createdRevision = revisionAt(view, at + 72);
+  into.purgeGeneration = u64At(view, at + 80);
+  into.logCrc32 = view.getUint32(at + 88, true);
+  return into;
+}
+
+/** The little-endian u64 at `at`, which offsets, sizes and microsecond timestamps keep below 2^53. */
+export function u64At(view: DataView, at: number): number {
+  const high = view.getUint32(at + 4, true);
+  if (high >= 2 ** 21) throw new MarkerError(`the number at byte ${at} is past 2^53`);
+  const low = view.getUint32(at, true);
+  // Small values stay small integers in the engine, not boxed doubles.
+  return high === 0 ? low : high * 2 ** 32 + low;
+}
+
+/**
+ * The revision's 16 hex digits. A partition's markers all carry one revision: the last one decoded
+ * is given again rather than a new string for each of a table's records.
+ */
+let lastRevision = { high: -1, low: -1, hex: "" };
+
+function revisionAt(view: DataView, at: number): string {
+  const low = view.getUint32(at, true);
+  const high = view.getUint32(at + 4, true);
+  if (high !== lastRevision.high || low !== lastRevision.low) {
+    const hex = high.toString(16).padStart(8, "0") + low.toString(16).padStart(8, "0");
+    lastRevision = { high, low, hex };
+  }
+  return lastRevision.hex;
 }

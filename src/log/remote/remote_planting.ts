@@ -1,16 +1,11 @@
-import { FormatVersionError } from "../../runtime/format_version_error.ts";
 import { assert } from "../../runtime/assert.ts";
 import type { Disk } from "../../runtime/disk/disk.ts";
-import { unlinkIfPresent, writeWholeFile } from "../../runtime/disk/file_ops.ts";
+import { writeWholeFile } from "../../runtime/disk/file_ops.ts";
+import type { Logger } from "../../runtime/logger.ts";
 import type { EpochStart } from "../partition/leader_epochs.ts";
 import { PartitionRefusedError } from "../log_errors.ts";
-import {
-  decodeRemoteMarker,
-  encodeRemoteMarker,
-  MarkerError,
-  type RemoteMarker,
-  remoteMarkerBytes,
-} from "./remote_marker.ts";
+import type { RemoteMarker } from "./remote_marker.ts";
+import { openRemoteTable } from "./remote_table_open.ts";
 import { Segment, segmentStem } from "../segment/segment.ts";
 import { closeFiles, SegmentChain } from "../segment/segment_chain.ts";
 import { readSuperblock, type Superblock, writeSuperblock } from "../partition/superblock.ts";
@@ -27,9 +22,9 @@ export const plantedSegmentsMax = 256;
 
 /**
  * Plants `markers` (contiguous, the first at the empty active segment's offset, or past it when
- * that segment is the whole log), run in the writer
- * loop: the markers are written and the new active segment created before the old one goes, so a
- * crash leaves files that `settlePlantedDir` puts right at the next boot.
+ * that segment is the whole log), run in the writer loop: the markers are appended to the remote
+ * table and the new active segment created before the old one goes, so a crash leaves files that
+ * `settlePlantedDir` puts right at the next boot.
  */
 export async function plantRemoteSegments(
   disk: Disk,
@@ -59,9 +54,7 @@ export async function plantRemoteSegments(
   // crash are never planted again.
   for (const e of epochs) chain.epochs.assign(e.epoch, e.startOffset);
   await chain.epochs.persist();
-  for (const m of markers) {
-    await writeWholeFile(disk, `${dir}/${segmentStem(m.startOffset)}.remote`, encodeRemoteMarker(m));
-  }
+  await chain.remoteTable.append(markers);
   const active = await SegmentChain.createSegment(disk, dir, next);
   const before = chain.takeAll();
   assert(before.pop() === old, "the planted chain ends at its active segment");
@@ -97,24 +90,32 @@ export interface SettledDir {
 }
 
 /**
- * Puts a read replica's directory right before recovery reads it: the markers are the log, oldest
- * first, up to the first that is torn or does not follow the one before (a planting a crash cut
- * short; those and the ones after go, and the follower plants them again); every `.log` is empty
+ * Puts a read replica's directory right before recovery reads it: the remote table's markers are
+ * the log, oldest first, up to the first that does not follow the one before (those go, and the
+ * follower plants them again), a torn tail cut (a planting a crash cut short); every `.log` is empty
  * (one that is not refuses the partition); the active segment is the one after the last marker, or
  * the newest `.log` with no marker. The superblock's floor and source watermark are brought to that
  * offset. Null for a directory with neither markers nor a `.log`.
  */
-export async function settlePlantedDir(disk: Disk, dir: string, label: string): Promise<SettledDir | null> {
-  const names = (await disk.list(dir)).sort();
+export async function settlePlantedDir(
+  disk: Disk,
+  dir: string,
+  label: string,
+  logger: Logger,
+): Promise<SettledDir | null> {
+  const names = await disk.list(dir);
   const logs = names.filter((n) => /^\d{20}\.log$/.test(n));
-  const markers = names.filter((n) => /^\d{20}\.remote$/.test(n));
   for (const log of logs) {
     const stat = await disk.stat(`${dir}/${log}`);
     if (stat !== null && stat.sizeBytes > 0) {
       throw new PartitionRefusedError(label, `${log} holds data, and a read replica writes none`);
     }
   }
-  const { end, dropped } = await settleMarkers(disk, dir, markers);
+  const opened = await openRemoteTable(disk, dir, names, label, logger);
+  const markers = opened.live.markers();
+  const kept = contiguousPrefix(markers);
+  if (kept.length < markers.length) await opened.table.rewrite(kept);
+  const end = kept.length === 0 ? null : kept.at(-1)!.endOffset + 1;
   const endOffset = end ?? (logs.length === 0 ? null : Number(logs.at(-1)!.slice(0, 20)));
   if (endOffset === null) return null;
   const activeName = `${segmentStem(endOffset)}.log`;
@@ -125,30 +126,19 @@ export async function settlePlantedDir(disk: Disk, dir: string, label: string): 
   const floorRewritten = superblock !== null && superblock.restoredFrom !== null &&
     superblock.tieredUpToOffset !== endOffset;
   if (floorRewritten) await writeSuperblock(disk, dir, plantedSuperblock(superblock!, endOffset));
-  return { endOffset, droppedMarkers: dropped, floorRewritten };
+  const droppedMarkers = opened.tornRecords + markers.length - kept.length;
+  return { endOffset, droppedMarkers, floorRewritten };
 }
 
-/** The markers' chain, oldest first, up to the first torn or out-of-line one, which goes with the rest. */
-async function settleMarkers(
-  disk: Disk,
-  dir: string,
-  markers: readonly string[],
-): Promise<{ end: number | null; dropped: number }> {
-  let end: number | null = null;
-  let dropped = 0;
-  for (const name of markers) {
-    const marker: RemoteMarker | null = end === null || Number(name.slice(0, 20)) === end
-      ? await readMarker(disk, `${dir}/${name}`)
-      : null;
-    if (marker === null || (end !== null && marker.startOffset !== end)) {
-      await disk.unlink(`${dir}/${name}`);
-      await unlinkIfPresent(disk, `${dir}/${name.slice(0, 20)}.index`);
-      dropped++;
-      continue;
-    }
-    end = marker.endOffset + 1;
+/** The markers up to the first that does not start where the one before ends. */
+function contiguousPrefix(markers: readonly RemoteMarker[]): RemoteMarker[] {
+  let kept = 0;
+  while (
+    kept < markers.length && (kept === 0 || markers[kept]!.startOffset === markers[kept - 1]!.endOffset + 1)
+  ) {
+    kept++;
   }
-  return { end, dropped };
+  return markers.slice(0, kept);
 }
 
 /** The superblock of a read replica whose markers end at `end` (exclusive). */
@@ -156,17 +146,4 @@ export function plantedSuperblock(current: Superblock, end: number): Superblock 
   const from = current.restoredFrom;
   assert(from !== null, "a read replica's superblock names its source");
   return { ...current, tieredUpToOffset: end, restoredFrom: { ...from, belowOffset: end } };
-}
-
-async function readMarker(disk: Disk, path: string): Promise<RemoteMarker | null> {
-  const bytes = await disk.readSmallFile(path, remoteMarkerBytes);
-  if (bytes === null || bytes.length !== remoteMarkerBytes) return null;
-  try {
-    return decodeRemoteMarker(bytes);
-  } catch (error) {
-    // Unreadable (torn, foreign, another version): the caller settles it as a marker that is not
-    // there, and says so in what it logs of the settling.
-    if (error instanceof MarkerError || error instanceof FormatVersionError) return null;
-    throw error;
-  }
 }

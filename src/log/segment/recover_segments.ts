@@ -1,4 +1,3 @@
-import { FormatVersionError } from "../../runtime/format_version_error.ts";
 import type { Disk } from "../../runtime/disk/disk.ts";
 import type { Logger } from "../../runtime/logger.ts";
 import { readUpTo } from "../../runtime/disk/file_ops.ts";
@@ -10,14 +9,11 @@ import {
 } from "../batch/batch_codec.ts";
 import { PartitionRefusedError } from "../log_errors.ts";
 import { scanBatches } from "../read/scan_batches.ts";
-import { Segment } from "./segment.ts";
+import { Segment, segmentStem } from "./segment.ts";
 import { readIndexFile, SparseIndex, writeIndexFile } from "./sparse_index.ts";
-import {
-  decodeRemoteMarker,
-  type MarkerIdentity,
-  type RemoteMarker,
-  remoteMarkerBytes,
-} from "../remote/remote_marker.ts";
+import { emptyMarker, type MarkerIdentity, type RemoteMarker } from "../remote/remote_marker.ts";
+import { type RemoteTable, remoteTableName, type RemoteTableReplay } from "../remote/remote_table.ts";
+import { openRemoteTable } from "../remote/remote_table_open.ts";
 
 export interface RecoveryReport {
   segments: Segment[];
@@ -27,12 +23,14 @@ export interface RecoveryReport {
   rebuiltIndexes: number;
   /** The directory's entries as recovery listed them, before it removed any. */
   names: readonly string[];
+  /** The partition's remote table, its torn tail cut. */
+  table: RemoteTable;
 }
 
 /**
  * Rebuilds a partition's segment chain from its directory at boot:
- * - stems come from `.log` and `.remote` files; `.index` files with neither and temp files are
- *   removed; markers follow docs/DESIGN.md, "Markers and the boot rules";
+ * - stems come from `.log` files and the remote table's markers; `.index` files with neither and
+ *   temp files are removed; markers follow docs/DESIGN.md, "Markers and the boot rules";
  * - every sealed segment must follow the previous one with no gap (a hole refuses the partition);
  * - a sealed segment's index is trusted only if it is a whole number of increasing entries that
  *   point inside the log, and is rebuilt otherwise;
@@ -50,24 +48,26 @@ export async function recoverSegments(
   identity: MarkerIdentity | null = null,
 ): Promise<RecoveryReport> {
   const names = await disk.list(dir);
-  const logs = new Set(names.filter((n) => /^\d{20}\.log$/.test(n)).map((n) => n.slice(0, 20)));
-  const markers = new Set(names.filter((n) => /^\d{20}\.remote$/.test(n)).map((n) => n.slice(0, 20)));
-  const stems = [...new Set([...logs, ...markers])].sort();
+  const { table, live } = await openRemoteTable(disk, dir, names, label, logger);
+  // Names come sorted, and stems are zero-padded: the starts are in order.
+  const logs = names.filter((n) => /^\d{20}\.log$/.test(n)).map((n) => Number(n.slice(0, 20)));
+  const logSet = new Set(logs);
   let removed = 0;
   for (const name of names) {
     const orphanIndex = /^(\d{20})\.index$/.exec(name);
-    // An index is kept while its segment exists locally or remotely; a marker keeps it too.
-    if (name.endsWith(".tmp") || (orphanIndex && !stems.includes(orphanIndex[1]!))) {
+    // An index is kept while its segment exists locally or remotely.
+    const start = orphanIndex === null ? -1 : Number(orphanIndex[1]);
+    if (name.endsWith(".tmp") || (start >= 0 && !logSet.has(start) && !hasMarkerAt(live, start))) {
       await disk.unlink(`${dir}/${name}`);
       removed++;
     }
   }
   if (removed > 0) await disk.fsyncDir(dir);
-  const report: RecoveryReport = { segments: [], truncatedBytes: 0, rebuiltIndexes: 0, names };
+  const report: RecoveryReport = { segments: [], truncatedBytes: 0, rebuiltIndexes: 0, names, table };
   const opened: Segment[] = [];
   try {
     await recoverChain(
-      { disk, dir, stems, logs, markers, indexIntervalBytes, label, logger, identity },
+      { disk, dir, logs, live, indexIntervalBytes, label, logger, identity },
       report,
       opened,
     );
@@ -83,53 +83,62 @@ export async function recoverSegments(
   return report;
 }
 
+/** Whether the table has a live marker of the segment starting at `start`, by bisection. */
+function hasMarkerAt(live: RemoteTableReplay, start: number): boolean {
+  let low = 0;
+  let high = live.length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if (live.startOffsetAt(mid) < start) low = mid + 1;
+    else high = mid;
+  }
+  return low < live.length && live.startOffsetAt(low) === start;
+}
+
 interface ChainContext {
   disk: Disk;
   dir: string;
-  stems: readonly string[];
-  logs: ReadonlySet<string>;
-  markers: ReadonlySet<string>;
+  /** The `.log`s' start offsets, in order. */
+  logs: readonly number[];
+  /** The remote table's live markers, in order. */
+  live: RemoteTableReplay;
   indexIntervalBytes: number;
   label: string;
   logger: Logger;
   identity: MarkerIdentity | null;
 }
 
-/** Walks the stems oldest first, validating the chain; every segment it touches goes into `opened`. */
+/**
+ * Walks the segments oldest first, the table's and the `.log`s' merged, validating the chain; every
+ * segment with a `.log` it touches goes into `opened`.
+ */
 async function recoverChain(c: ChainContext, report: RecoveryReport, opened: Segment[]): Promise<void> {
-  const { disk, dir, stems, logs, markers, indexIntervalBytes, label, logger, identity } = c;
-  for (const [i, stem] of stems.entries()) {
-    const segment = new Segment(dir, Number(stem));
-    opened.push(segment);
+  const { disk, dir, logs, live, indexIntervalBytes, label, logger, identity } = c;
+  let m = 0;
+  let l = 0;
+  // Every marker is read into this one: a segment keeps its fields, not the marker.
+  const scratch = emptyMarker();
+  while (m < live.length || l < logs.length) {
+    const start = Math.min(m < live.length ? live.startOffsetAt(m) : Infinity, logs[l] ?? Infinity);
+    const segment = new Segment(dir, start, null);
     const previous = report.segments.at(-1);
-    const hasLog = logs.has(stem);
-    const marker = markers.has(stem)
-      ? await readMarker(disk, segment, label, identity, hasLog, logger)
-      : null;
-    if (marker !== null && !hasLog && previous !== undefined && previous.location !== "remote") {
-      throw new PartitionRefusedError(
-        label,
-        `segment ${stem} is tiered but follows a local segment: tiered segments must be a prefix`,
-      );
+    const hasLog = logs[l] === start;
+    if (hasLog) {
+      opened.push(segment);
+      l++;
     }
-    if (marker !== null && !hasLog && i === stems.length - 1) {
-      throw new PartitionRefusedError(
-        label,
-        `the last segment ${stem} has no .log: the active segment is never evicted`,
-      );
-    }
+    const found = m < live.length && live.startOffsetAt(m) === start ? live.markerAt(m++, scratch) : null;
+    const marker = checkedMarker(found, start, label, identity);
+    const last = m === live.length && l === logs.length;
     if (marker !== null && !hasLog) {
+      checkTieredPlace(previous, last, segment, label);
       recoverRemote(segment, marker);
-    } else if (i < stems.length - 1) {
+    } else if (!last) {
       await recoverSealed(disk, segment, indexIntervalBytes, label, report);
     } else {
       await recoverActive(disk, segment, indexIntervalBytes, label, report, logger);
     }
-    if (marker !== null && hasLog) {
-      // Both copies: the segment is local, and eviction can resume without re-uploading.
-      segment.marker = marker;
-      segment.location = "uploaded";
-    }
+    if (marker !== null && hasLog) takeUploaded(segment, marker, label);
     if (previous !== undefined && previous.endOffset + 1 !== segment.startOffset) {
       throw new PartitionRefusedError(
         label,
@@ -140,58 +149,57 @@ async function recoverChain(c: ChainContext, report: RecoveryReport, opened: Seg
   }
 }
 
-/**
- * Reads and checks a marker; one from another incarnation or generation quarantines the partition.
- * An unreadable marker (empty or torn) beside its `.log` is an eviction a crash cut short before the
- * marker was synced: the `.log` is only unlinked after that, so the marker is removed and the segment
- * stays local (null). Without its `.log`, an unreadable marker refuses the partition.
- */
-async function readMarker(
-  disk: Disk,
+/** A tiered segment belongs in the chain's prefix, and is never its last (active) segment. */
+function checkTieredPlace(
+  previous: Segment | undefined,
+  last: boolean,
   segment: Segment,
   label: string,
-  identity: MarkerIdentity | null,
-  hasLog: boolean,
-  logger: Logger,
-): Promise<RemoteMarker | null> {
-  const file = await disk.open(segment.markerPath, { readOnly: true });
-  let marker: RemoteMarker | null = null;
-  let unreadable: Error | null = null;
-  try {
-    marker = decodeRemoteMarker(await readUpTo(file, 0, remoteMarkerBytes + 1));
-  } catch (error) {
-    if (error instanceof FormatVersionError) {
-      throw new PartitionRefusedError(label, `segment ${segment.stem}: ${error.message}`, { cause: error });
-    }
-    unreadable = error as Error;
-  } finally {
-    await file.close();
-  }
-  if (marker === null) {
-    if (!hasLog) {
-      throw new PartitionRefusedError(label, `segment ${segment.stem}: ${unreadable?.message}`, {
-        cause: unreadable,
-      });
-    }
-    logger.warn("removing an unfinished eviction's marker", { partition: label, segment: segment.stem });
-    await disk.unlink(segment.markerPath);
-    await disk.fsyncDir(segment.dir);
-    return null;
-  }
-  if (marker.startOffset !== segment.startOffset) {
+): void {
+  if (previous !== undefined && previous.location !== "remote") {
     throw new PartitionRefusedError(
       label,
-      `marker ${segment.stem}.remote names segment ${marker.startOffset}`,
+      `segment ${segment.stem} is tiered but follows a local segment: tiered segments must be a prefix`,
     );
   }
+  if (last) {
+    throw new PartitionRefusedError(
+      label,
+      `the last segment ${segment.stem} has no .log: the active segment is never evicted`,
+    );
+  }
+}
+
+/** Both copies: the segment is local, and eviction can resume without re-uploading. */
+function takeUploaded(segment: Segment, marker: RemoteMarker, label: string): void {
+  if (marker.endOffset !== segment.endOffset || marker.sizeBytes !== segment.sizeBytes) {
+    throw new PartitionRefusedError(
+      label,
+      `the marker of segment ${segment.stem} (${marker.startOffset}..${marker.endOffset}, ${marker.sizeBytes} bytes) ` +
+        `does not describe its .log (..${segment.endOffset}, ${segment.sizeBytes} bytes)`,
+    );
+  }
+  segment.marker = marker;
+  segment.location = "uploaded";
+}
+
+/** A marker of another incarnation or generation is stale: it quarantines the partition. */
+function checkedMarker(
+  marker: RemoteMarker | null,
+  start: number,
+  label: string,
+  identity: MarkerIdentity | null,
+): RemoteMarker | null {
   if (
-    identity !== null &&
+    marker !== null && identity !== null &&
     (marker.createdRevision !== identity.createdRevision ||
       marker.purgeGeneration !== identity.purgeGeneration)
   ) {
     throw new PartitionRefusedError(
       label,
-      `stale marker ${segment.stem}.remote (revision ${marker.createdRevision}, generation ${marker.purgeGeneration}; ` +
+      `stale marker of segment ${
+        segmentStem(start)
+      } in ${remoteTableName} (revision ${marker.createdRevision}, generation ${marker.purgeGeneration}; ` +
         `the partition is ${identity.createdRevision}, ${identity.purgeGeneration}): quarantined`,
     );
   }

@@ -1,5 +1,5 @@
 import type { DiskFile } from "../../runtime/disk/disk.ts";
-import type { RemoteMarker } from "../remote/remote_marker.ts";
+import type { MarkerIdentity, RemoteMarker } from "../remote/remote_marker.ts";
 import { SparseIndex } from "./sparse_index.ts";
 import { assert } from "../../runtime/assert.ts";
 import type { BufferPool } from "../../runtime/memory/buffers.ts";
@@ -42,9 +42,18 @@ export class Segment {
   /** Position of the last index entry's batch, for the index interval. */
   lastIndexedPosition: number;
   location: SegmentLocation = "local";
-  /** The `.remote` marker's fields when one exists (uploaded or remote). */
-  marker: RemoteMarker | null = null;
   logFile: DiskFile | null = null;
+  /**
+   * The marker's facts beyond the segment's own bounds, size and timestamps, held apart rather than
+   * as a marker object, so that a remote segment costs as little as can be (docs/DESIGN.md, "Cost
+   * follows what is local"). The identity is null while the segment has no marker.
+   */
+  #markerIdentity: MarkerIdentity | null = null;
+  #indexSizeBytes = 0;
+  /** The CRC32 as a signed 32-bit integer, which the engine holds unboxed. */
+  #logCrc32Signed = 0;
+  /** The marker's end timestamp less the segment's largest: zero as markers are written. */
+  #endTimestampDeltaUs = 0;
 
   constructor(dir: string, startOffset: number, index: SparseIndex | null = new SparseIndex()) {
     this.dir = dir;
@@ -58,6 +67,43 @@ export class Segment {
     this.firstTimestampUs = null;
     this.maxTimestampUs = 0;
     this.lastIndexedPosition = -1;
+  }
+
+  /**
+   * The segment's marker (in the remote table) when it has one: uploaded or remote. Its bounds,
+   * size and timestamps are the segment's own; setting one whose bounds or size are not is a bug.
+   */
+  get marker(): RemoteMarker | null {
+    const identity = this.#markerIdentity;
+    if (identity === null) return null;
+    return {
+      startOffset: this.startOffset,
+      endOffset: this.endOffset,
+      sizeBytes: this.sizeBytes,
+      indexSizeBytes: this.#indexSizeBytes,
+      startTimestampUs: this.firstTimestampUs ?? this.maxTimestampUs,
+      endTimestampUs: this.maxTimestampUs + this.#endTimestampDeltaUs,
+      maxTimestampUs: this.maxTimestampUs,
+      createdRevision: identity.createdRevision,
+      purgeGeneration: identity.purgeGeneration,
+      logCrc32: this.#logCrc32Signed >>> 0,
+    };
+  }
+
+  set marker(m: RemoteMarker | null) {
+    if (m === null) {
+      this.#markerIdentity = null;
+      return;
+    }
+    assert(
+      m.startOffset === this.startOffset && m.endOffset === this.endOffset && m.sizeBytes === this.sizeBytes,
+      `Cannot give segment ${this.stem} (${this.startOffset}..${this.endOffset}, ${this.sizeBytes} bytes) the marker of ` +
+        `${m.startOffset}..${m.endOffset}, ${m.sizeBytes} bytes`,
+    );
+    this.#markerIdentity = sharedIdentity(m);
+    this.#indexSizeBytes = m.indexSizeBytes;
+    this.#logCrc32Signed = m.logCrc32 | 0;
+    this.#endTimestampDeltaUs = m.endTimestampUs - this.maxTimestampUs;
   }
 
   /** The index of a segment whose `.log` is local: every such segment holds its index in memory. */
@@ -85,6 +131,18 @@ export class Segment {
   get isEmpty(): boolean {
     return this.endOffset < this.startOffset;
   }
+}
+
+/** The identity last given to a marker: a partition's segments share one object rather than one each. */
+let lastIdentity: MarkerIdentity = { createdRevision: "", purgeGeneration: -1 };
+
+function sharedIdentity(m: MarkerIdentity): MarkerIdentity {
+  if (
+    m.createdRevision !== lastIdentity.createdRevision || m.purgeGeneration !== lastIdentity.purgeGeneration
+  ) {
+    lastIdentity = { createdRevision: m.createdRevision, purgeGeneration: m.purgeGeneration };
+  }
+  return lastIdentity;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { RemoteTable } from "../remote/remote_table.ts";
 import { assert } from "../../runtime/assert.ts";
 import type { BufferPool } from "../../runtime/memory/buffers.ts";
 import type { Clock } from "../../runtime/clock/clock.ts";
@@ -82,6 +83,8 @@ export class SegmentChain {
   leaderEpoch = -1;
   /** The epochs this log's batches were written under, and where each began. */
   epochs: LeaderEpochs;
+  /** The markers of the chain's tiered segments, on disk. */
+  readonly remoteTable: RemoteTable;
   /** The last timestamp the server assigned (whole milliseconds, in µs); server stamps never decrease. */
   #lastStampUs: number;
   #sealedCount = 0;
@@ -92,9 +95,17 @@ export class SegmentChain {
   /** The interval policy's fsync, run beside the writer loop; files are not closed under it. */
   #backgroundSync: Promise<void> | null = null;
 
-  constructor(disk: Disk, dir: string, clock: Clock, segments: Segment[], epochs?: LeaderEpochs) {
+  constructor(
+    disk: Disk,
+    dir: string,
+    clock: Clock,
+    segments: Segment[],
+    epochs?: LeaderEpochs,
+    remoteTable?: RemoteTable,
+  ) {
     assert(segments.length > 0, "a partition log needs at least its active segment");
     this.epochs = epochs ?? LeaderEpochs.empty(disk, dir);
+    this.remoteTable = remoteTable ?? new RemoteTable(disk, dir, 0, 0);
     const active = segments.at(-1)!;
     assert(!active.sealed && active.logFile !== null, "the last segment must be open and active");
     this.#disk = disk;

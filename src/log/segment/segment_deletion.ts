@@ -21,13 +21,19 @@ export async function deleteFront(
 ): Promise<number> {
   const doomed = frontSegmentsToDelete(chain.segments, decide);
   assert(doomed < chain.segments.length, "retention leaves the active segment");
+  const forgotten = chain.segments.slice(0, doomed).filter((s) => s.marker !== null).length;
+  if (forgotten > 0) {
+    // The table forgets them before their files go: tiered segments are the chain's prefix, so a
+    // crash in between leaves at most local segments at the front, which the next pass takes.
+    const live = () => chain.segments.slice(doomed).flatMap((s) => s.marker === null ? [] : [s.marker]);
+    await chain.remoteTable.forget(chain.segments[doomed]!.startOffset, forgotten, live);
+  }
   for (let deleted = 0; deleted < doomed; deleted++) {
     // Out of the list first, so no new read picks up a segment whose files are going away.
     const front = chain.shiftFront();
     assertDeletable(front);
     if (front.location !== "remote") await disk.unlink(front.logPath);
     await unlinkIfPresent(disk, front.indexPath);
-    if (front.marker !== null) await unlinkIfPresent(disk, front.markerPath);
   }
   if (doomed > 0) await disk.fsyncDir(dir);
   return doomed;
@@ -37,13 +43,14 @@ export async function deleteFront(
 export async function purgeSegments(disk: Disk, dir: string, chain: SegmentChain): Promise<void> {
   await chain.backgroundSync;
   const doomed = chain.takeAll();
-  // Oldest first, so a crash part-way leaves a contiguous suffix that boot accepts.
+  // Oldest first, so a crash part-way leaves a contiguous suffix that boot accepts: the remote
+  // table (the tiered prefix) first, then each segment's files.
+  await chain.remoteTable.remove();
   for (const segment of doomed) {
     assert(segment.location !== "remote" || segment.marker !== null, "a remote segment keeps its marker");
     await closeFiles(segment);
     if (segment.location !== "remote") await disk.unlink(segment.logPath);
     await unlinkIfPresent(disk, segment.indexPath);
-    if (segment.marker !== null) await unlinkIfPresent(disk, segment.markerPath);
   }
   await disk.fsyncDir(dir);
   chain.restart(await SegmentChain.createSegment(disk, dir, 0));
@@ -54,7 +61,7 @@ export async function purgeSegments(disk: Disk, dir: string, chain: SegmentChain
 
 /**
  * What front deletion relies on in each segment it takes: sealed (retention never takes the active
- * one), and a remote one with its marker, or the marker file would outlive its segment.
+ * one), and a remote one with its marker, or the remote table would not forget it.
  */
 function assertDeletable(segment: Segment): void {
   assert(segment.sealed, "retention deletes only sealed segments");

@@ -1,6 +1,9 @@
+import { Buffer } from "node:buffer";
+import { readFileSync, writeFileSync } from "node:fs";
 import t from "tap";
 import { Partition, partitionDir } from "../../../src/log/partition/partition.ts";
-import { encodeRemoteMarker } from "../../../src/log/remote/remote_marker.ts";
+import { encodeRemoteMarker, remoteMarkerBytes } from "../../../src/log/remote/remote_marker.ts";
+import { remoteTableName } from "../../../src/log/remote/remote_table.ts";
 import { plantedSegmentsMax, settlePlantedDir } from "../../../src/log/remote/remote_planting.ts";
 import { segmentStem } from "../../../src/log/segment/segment.ts";
 import { readSuperblock, writeSuperblock } from "../../../src/log/partition/superblock.ts";
@@ -97,22 +100,23 @@ t.test("boot puts right a planting a crash cut short", async (t) => {
   const dir = partitionDir(dataPath, address);
   const p = await seeded(dataPath);
   await p.close();
-  // The markers were written; the new active segment was not created, nor the old one removed.
-  await writeWholeFile(disk, `${dir}/${segmentStem(20)}.remote`, encodeRemoteMarker(marker(20)));
-  await writeWholeFile(disk, `${dir}/${segmentStem(30)}.remote`, encodeRemoteMarker(marker(30)));
+  // The markers were appended; the new active segment was not created, nor the old one removed.
   // And a third torn mid-write.
-  await writeWholeFile(
-    disk,
-    `${dir}/${segmentStem(40)}.remote`,
+  const tablePath = `${dir}/${remoteTableName}`;
+  const before = readFileSync(tablePath);
+  const appended = [
+    encodeRemoteMarker(marker(20)),
+    encodeRemoteMarker(marker(30)),
     encodeRemoteMarker(marker(40)).subarray(0, 50),
-  );
-  t.same(await settlePlantedDir(disk, dir, "1/1/0"), {
+  ];
+  writeFileSync(tablePath, Buffer.concat([before, ...appended]));
+  t.same(await settlePlantedDir(disk, dir, "1/1/0", silentLogger()), {
     endOffset: 40,
     droppedMarkers: 1,
     floorRewritten: true,
   });
   const names = await disk.list(dir);
-  t.notOk(names.includes(`${segmentStem(40)}.remote`), "the torn marker is gone");
+  t.equal(readFileSync(tablePath).length, before.length + 2 * remoteMarkerBytes, "the torn record is cut");
   t.notOk(names.includes(`${segmentStem(20)}.log`), "the old active segment is gone");
   t.equal((await readSuperblock(disk, dir))?.tieredUpToOffset, 40, "the floor is where the markers end");
   const again = await Partition.open(disk, clock, dataPath, address, config, silentLogger());
@@ -120,7 +124,7 @@ t.test("boot puts right a planting a crash cut short", async (t) => {
   t.same(chainOf(again).map(([start]) => start), [0, 10, 20, 30, 40]);
   t.equal(again.log.nextOffset, 40);
   t.same(
-    await settlePlantedDir(disk, dir, "1/1/0"),
+    await settlePlantedDir(disk, dir, "1/1/0", silentLogger()),
     { endOffset: 40, droppedMarkers: 0, floorRewritten: false },
     "settling again changes nothing",
   );
@@ -132,7 +136,10 @@ t.test("a read replica's directory with data in a .log is refused", async (t) =>
   const p = await seeded(dataPath);
   await p.close();
   await writeWholeFile(disk, `${dir}/${segmentStem(20)}.log`, new Uint8Array(10));
-  await t.rejects(settlePlantedDir(disk, dir, "1/1/0"), /holds data, and a read replica writes none/);
+  await t.rejects(
+    settlePlantedDir(disk, dir, "1/1/0", silentLogger()),
+    /holds data, and a read replica writes none/,
+  );
 });
 
 t.test("a first planting a crash cut short after its superblock leaves an empty replica, not a purge", async (t) => {
@@ -149,7 +156,7 @@ t.test("a first planting a crash cut short after its superblock leaves an empty 
     restoredFrom: restoredFrom(60),
   };
   await writeSuperblock(disk, dir, raised);
-  t.same(await settlePlantedDir(disk, dir, "1/1/0"), {
+  t.same(await settlePlantedDir(disk, dir, "1/1/0", silentLogger()), {
     endOffset: 0,
     droppedMarkers: 0,
     floorRewritten: true,

@@ -57,7 +57,7 @@ t.test("a planting crashed at any durable step settles at boot, and planting aga
     await p.close().catch(() => {});
 
     const dir = partitionDir(dataPath, address);
-    const settled = await settlePlantedDir(disk, dir, "1/1/0");
+    const settled = await settlePlantedDir(disk, dir, "1/1/0", silentLogger());
     const again = await Partition.open(disk, new VirtualClock(), dataPath, address, config, silentLogger());
     const end = again.log.nextOffset;
     const starts = again.log.segments.map((s) => s.startOffset);

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import t from "tap";
-import { decodeRemoteMarker } from "../../../src/log/remote/remote_marker.ts";
+import { decodeRemoteMarker, remoteMarkerBytes } from "../../../src/log/remote/remote_marker.ts";
+import { remoteTableName } from "../../../src/log/remote/remote_table.ts";
 import { segmentStem } from "../../../src/log/segment/segment.ts";
 import { evictSegments, hashLog } from "../../../src/log/segment/segment_eviction.ts";
 import { crc32 } from "../../../src/runtime/checksum/crc32.ts";
@@ -11,29 +12,27 @@ import { RecordingDisk } from "../../helpers/disks/recording_disk.ts";
 const identity = { createdRevision: "00000000000000aa", purgeGeneration: 3 };
 const stem = segmentStem;
 
-t.test("each victim: marker written and fsynced, directory fsynced, .log unlinked, directory fsynced", async (t) => {
+t.test("the victims' markers appended to the remote table and fsynced, then their .logs unlinked, then the directory fsynced", async (t) => {
   const disk = new RecordingDisk();
   const { chain, dir } = await filledChain(t, 11, disk);
   disk.ops.length = 0;
-  const evicted = await evictSegments(disk, dir, chain.segments, new Map([[0, 11], [4, 22]]), 8, identity);
+  const victims = new Map([[0, 11], [4, 22]]);
+  const evicted = await evictSegments(disk, dir, chain.segments, chain.remoteTable, victims, 8, identity);
   t.equal(evicted, 2);
   t.same(disk.ops, [
-    `open+create ${stem(0)}.remote`,
-    `write ${stem(0)}.remote`,
-    `fsync ${stem(0)}.remote`,
+    `open+create ${remoteTableName}`,
+    `write ${remoteTableName}`,
+    `fsync ${remoteTableName}`,
     "fsync dir",
     `unlink ${stem(0)}.log`,
-    "fsync dir",
-    `open+create ${stem(4)}.remote`,
-    `write ${stem(4)}.remote`,
-    `fsync ${stem(4)}.remote`,
-    "fsync dir",
     `unlink ${stem(4)}.log`,
     "fsync dir",
   ]);
   t.same(chain.segments.map((s) => s.location), ["remote", "remote", "local"]);
   t.ok(existsSync(`${dir}/${stem(0)}.index`), "the .index stays");
-  const marker = decodeRemoteMarker(readFileSync(`${dir}/${stem(4)}.remote`));
+  const table = readFileSync(`${dir}/${remoteTableName}`);
+  t.equal(table.length, 2 * remoteMarkerBytes, "one record a victim");
+  const marker = decodeRemoteMarker(table.subarray(remoteMarkerBytes));
   t.match(marker, {
     startOffset: 4,
     endOffset: 7,
@@ -49,12 +48,12 @@ t.test("a victim checked again: not below the floor, already remote, or unsealed
   chain.segments[0]!.location = "remote";
   const victims = new Map([[0, 1], [4, 2], [8, 3]]);
   t.equal(
-    await evictSegments(new NodeDisk(), dir, chain.segments, victims, 4, identity),
+    await evictSegments(new NodeDisk(), dir, chain.segments, chain.remoteTable, victims, 4, identity),
     0,
     "4..7 is not below 4",
   );
   t.equal(
-    await evictSegments(new NodeDisk(), dir, chain.segments, victims, Infinity, identity),
+    await evictSegments(new NodeDisk(), dir, chain.segments, chain.remoteTable, victims, Infinity, identity),
     1,
     "only 4..7",
   );
