@@ -91,7 +91,7 @@ interface OpenUpload {
 }
 
 /** The user metadata of a segment's `.log` object: what a HEAD needs to check it without reading it. */
-function segmentMetadata(
+export function segmentMetadata(
   segment: SealedSegment,
   sizeBytes: number,
   indexSizeBytes: number,
@@ -111,7 +111,7 @@ function segmentMetadata(
 }
 
 /** The user metadata of a segment's `.index` object. */
-function indexMetadata(indexCrc32: number): Record<string, string> {
+export function indexMetadata(indexCrc32: number): Record<string, string> {
   return { "crc32": String(indexCrc32), "format-version": segmentFormatVersion };
 }
 

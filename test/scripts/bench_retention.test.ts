@@ -1,0 +1,75 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import t from "tap";
+import { StrataClient } from "../../src/client/strata_client.ts";
+import { spawnServer } from "../helpers/spawn_server.ts";
+import { tempDir } from "../helpers/temp_dir.ts";
+import { runDenoTask } from "../helpers/run_task.ts";
+
+const positive = (x: unknown) => typeof x === "number" && x > 0;
+
+// The quick run end to end. The figures are the machine's; what is checked is that each case was laid
+// out and measured, that the random reads were each answered by one ranged GET at most, and that the
+// layout is a real tiered chain: a server started afterwards on the `many` case's data serves it as
+// remote segments up to the floor, and reads a record back from the bucket.
+t.test(
+  "bench:retention --quick boots each layout, measures it, and reads a random offset of each partition",
+  {
+    timeout: 600_000,
+  },
+  async (t) => {
+    const dir = tempDir(t, "strata-bench-retention-test-");
+    const json = join(dir, "retention.json");
+    const { code, out, err } = await runDenoTask("bench:retention", [
+      "--quick",
+      "--json",
+      json,
+      "--dir",
+      dir,
+      "--keep",
+    ]);
+    t.equal(code, 0, err.slice(-2000));
+    t.match(out, /"missed"/, "the report is printed");
+    const report = JSON.parse(readFileSync(json, "utf8"));
+    t.equal(report.quick, true);
+    t.same(
+      report.cases.map((c: { case: string; partitions: number; remote_segments: number }) => [
+        c.case,
+        c.partitions,
+        c.remote_segments,
+      ]),
+      [["empty", 8, 0], ["small", 1, 7], ["big", 1, 256], ["many", 8, 4000]],
+    );
+    for (const c of report.cases) {
+      t.ok(
+        positive(c.listening_ms) && c.first_answer_ms >= c.listening_ms && positive(c.rss_bytes),
+        `${c.case}: listening ${c.listening_ms} ms, answering ${c.first_answer_ms} ms, RSS ${c.rss_bytes}`,
+      );
+      t.equal(c.bucket_bytes > 0, c.case !== "empty", `${c.case}: ${c.bucket_bytes} bytes in the bucket`);
+    }
+    const reads = report.cases.at(-1).random_reads;
+    t.equal(reads.reads, 8);
+    t.ok(reads.index_fetches <= reads.reads, `${reads.index_fetches} index fetches`);
+    t.ok(
+      reads.store_gets >= 1 && reads.store_gets - reads.index_fetches <= reads.reads,
+      `${reads.store_gets} GETs for ${reads.reads} reads`,
+    );
+    t.ok(Array.isArray(report.missed), "the targets were judged");
+
+    const server = await spawnServer(["--config", join(dir, "many", "config.toml")], {}, 120_000);
+    t.teardown(() => server.stop("SIGKILL"));
+    const client = new StrataClient({ baseUrl: server.baseUrl });
+    const partition = await client.partition("bench", "t", 3) as {
+      next_offset: number;
+      tiered_up_to_offset: number;
+      segments: { location: string }[];
+    };
+    t.equal(partition.tiered_up_to_offset, partition.next_offset, "the floor is at the log's end");
+    t.equal(partition.segments.filter((s) => s.location === "remote").length, 500, "500 remote segments");
+    const offset = Math.floor(partition.next_offset / 2);
+    const polled = await client.poll("bench", "t", 3, { offset, count: 2 });
+    t.same(polled.messages.map((m) => m.offset), [offset, offset + 1], "a record read back from the bucket");
+    t.equal(polled.messages[0]!.payload!.length, 1000);
+    t.equal(await server.stop("SIGTERM"), 0);
+  },
+);
