@@ -40,6 +40,8 @@ export interface PartitionStats extends LogStats {
   deletedUpToOffset: number;
   localSizeBytes: number;
   remoteSizeBytes: number;
+  /** The evicted segments, held only in the object store. */
+  remoteSegments: number;
 }
 
 /** Where a poll starts: at an offset, or at the first message at or after a timestamp. */
@@ -265,6 +267,7 @@ export class DataPlane {
       deletedUpToOffset: partition.superblock.deletedUpToOffset,
       localSizeBytes: stats.sizeBytes - remote,
       remoteSizeBytes: remote,
+      remoteSegments: partition.log.remoteSegments,
     };
   }
 

@@ -12,7 +12,7 @@ export interface TierGaugeSource {
   /** Partitions whose floor command failed to commit and has not committed since. */
   floorRetriesWaiting(): number;
   floors(): Iterable<[string, number]>;
-  partitionBytes(): Iterable<[string, { localBytes: number; remoteBytes: number }]>;
+  partitionBytes(): Iterable<[string, { localBytes: number; remoteBytes: number; remoteSegments: number }]>;
 }
 
 /** The tier services' metrics in one registry, shared by every shard. */
@@ -165,6 +165,14 @@ function registerPartitionGauges(registers: Registry[], sources: ReadonlySet<Tie
       labelName: "partition",
       entries: perPartition(function* (s) {
         for (const [partition, bytes] of s.partitionBytes()) yield [partition, bytes.remoteBytes];
+      }),
+    });
+    gauges.add({
+      name: "strata_tier_partition_remote_segments",
+      help: "Segments per tiered partition held only in the object store (evicted).",
+      labelName: "partition",
+      entries: perPartition(function* (s) {
+        for (const [partition, bytes] of s.partitionBytes()) yield [partition, bytes.remoteSegments];
       }),
     });
     gauges.add({

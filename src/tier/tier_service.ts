@@ -177,10 +177,14 @@ export class TierService implements TierGaugeSource {
   }
 
   /** Each partition's bytes with a local `.log` and bytes only in the store. */
-  *partitionBytes(): Iterable<[string, { localBytes: number; remoteBytes: number }]> {
+  *partitionBytes(): Iterable<[string, { localBytes: number; remoteBytes: number; remoteSegments: number }]> {
     for (const [key, p] of this.#partitions) {
       const log = p.partition.log;
-      yield [key, { localBytes: log.localSizeBytes, remoteBytes: log.remoteSizeBytes }];
+      yield [key, {
+        localBytes: log.localSizeBytes,
+        remoteBytes: log.remoteSizeBytes,
+        remoteSegments: log.remoteSegments,
+      }];
     }
   }
 

@@ -68,8 +68,13 @@ t.test("a tiered topic uploads and evicts; stats, metrics and await report the f
     (after["local_size_bytes"] as number) + (after["remote_size_bytes"] as number) === after["size_bytes"],
   );
   t.ok(after.segments.some((s) => s.location === "remote"));
+  const remoteSegments = after.segments.filter((s) => s.location === "remote").length;
+  t.equal(after["remote_segments"], remoteSegments, "remote_segments counts the evicted segments");
   const metrics = await (await raw("/metrics")).text();
   t.match(metrics, new RegExp(`strata_tier_floor_offset\\{partition="1/1/0"\\} ${lastSealedEnd + 1}`));
+  // Eviction goes on beside the reads of the view and the scrape: the gauge has at least as many.
+  const gauged = /strata_tier_partition_remote_segments\{partition="1\/1\/0"\} (\d+)/.exec(metrics);
+  t.ok(gauged !== null && Number(gauged[1]) >= remoteSegments, `the gauge: ${gauged?.[1]}`);
   t.match(metrics, /strata_tier_uploads_completed_total [1-9]\d*/);
   t.match(metrics, /strata_tier_upload_stalled_offset 0/);
 

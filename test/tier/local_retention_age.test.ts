@@ -86,6 +86,11 @@ t.test("the gauges: bytes per partition local and remote, and the age envelope's
   t.equal(await gauge("strata_tier_local_overshoot_bytes"), 0, "evicted: the overshoot is gone");
   t.equal(await gauge("strata_tier_partition_remote_bytes"), sealedBytes(), "the sealed bytes are remote");
   t.equal(
+    await gauge("strata_tier_partition_remote_segments"),
+    partition.log.segments.filter((s) => s.sealed).length,
+    "and so are the sealed segments",
+  );
+  t.equal(
     await gauge("strata_tier_partition_local_bytes"),
     partition.log.localSizeBytes,
     "the active segment's",

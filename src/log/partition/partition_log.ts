@@ -266,6 +266,22 @@ export class PartitionLog {
     return this.#chain.localBytes();
   }
 
+  /**
+   * The evicted segments, held only in the object store: the chain's prefix, so counted by bisection
+   * rather than by walking every segment.
+   */
+  get remoteSegments(): number {
+    const segments = this.#chain.segments;
+    let low = 0;
+    let high = segments.length;
+    while (low < high) {
+      const mid = (low + high) >>> 1;
+      if (segments[mid]!.location === "remote") low = mid + 1;
+      else high = mid;
+    }
+    return low;
+  }
+
   /** Bytes of the evicted segments, held only in the object store. */
   get remoteSizeBytes(): number {
     return this.#chain.segments.reduce((n, s) => s.location === "remote" ? n + s.sizeBytes : n, 0);

@@ -36,6 +36,7 @@ export function partitionStatsView(s: PartitionStats): View {
     size_bytes: s.sizeBytes,
     local_size_bytes: s.localSizeBytes,
     remote_size_bytes: s.remoteSizeBytes,
+    remote_segments: s.remoteSegments,
     tiered_up_to_offset: s.tieredUpToOffset,
     deleted_up_to_offset: s.deletedUpToOffset,
     shard: s.shard,

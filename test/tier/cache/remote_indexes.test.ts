@@ -173,7 +173,10 @@ t.test("a partition of 2,000 remote segments opens from its remote table without
   );
   t.teardown(() => reopened.close());
   t.same(counting.opened.filter((p) => p.endsWith(".index")), [], "boot read no index");
-  t.ok(counting.opened.length <= 8, `boot opened ${counting.opened.length} files: the table, not a file a segment`);
+  t.ok(
+    counting.opened.length <= 8,
+    `boot opened ${counting.opened.length} files: the table, not a file a segment`,
+  );
   t.ok(
     reopened.log.segments.filter((s) => s.location === "remote").every((s) => s.index === null),
     "nor holds one",
