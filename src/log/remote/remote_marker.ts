@@ -2,9 +2,10 @@ import { crc32c } from "../../runtime/checksum/crc32c.ts";
 import { FormatVersionError, storageFormatVersion } from "../../runtime/format_version_error.ts";
 
 /**
- * The `{stem}.remote` marker a tiered segment leaves on local disk (docs/DESIGN.md, "Markers and the
- * boot rules"; its layout is docs/FORMAT.md, "The `.remote` marker"): a fixed 128-byte record with
- * every field boot needs to rebuild the segment without the network.
+ * A tiered segment's marker, a record of its partition's remote table (docs/DESIGN.md, "Markers and
+ * the boot rules"; its layout is docs/FORMAT.md, "The remote table"; a `{stem}.remote` file of the
+ * older layout holds one): a fixed 128-byte record with every field boot needs to rebuild the
+ * segment without the network.
  * Little-endian:
  *
  *    0  magic "STRAREMT"       8 bytes
@@ -85,7 +86,7 @@ export function decodeRemoteMarker(bytes: Uint8Array): RemoteMarker {
   const version = view.getUint16(8, true);
   // A whole marker of another version is no torn one: refused by name, never removed as unfinished.
   if (version !== remoteMarkerVersion) {
-    throw new FormatVersionError("a .remote marker", version, remoteMarkerVersion);
+    throw new FormatVersionError("a remote marker", version, remoteMarkerVersion);
   }
   return markerFieldsAt(view, 0, emptyMarker());
 }

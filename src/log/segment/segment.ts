@@ -5,8 +5,9 @@ import { assert } from "../../runtime/assert.ts";
 import type { BufferPool } from "../../runtime/memory/buffers.ts";
 
 /**
- * Where a segment's bytes are: only on local disk, in both places (uploaded, a marker beside the
- * `.log`), or only in the object store (the `.log` evicted; the marker and `.index` remain).
+ * Where a segment's bytes are: only on local disk, in both places (uploaded: its marker in the remote
+ * table and its `.log`), or only in the object store (the `.log` evicted; the marker and `.index`
+ * remain).
  */
 export type SegmentLocation = "local" | "uploaded" | "remote";
 
@@ -122,10 +123,6 @@ export class Segment {
 
   get indexPath(): string {
     return `${this.dir}/${this.stem}.index`;
-  }
-
-  get markerPath(): string {
-    return `${this.dir}/${this.stem}.remote`;
   }
 
   get isEmpty(): boolean {
