@@ -8,6 +8,8 @@ import { benchConfigText } from "./lib/bench_config.ts";
 import { parsePrometheusText, sampleValue } from "./lib/prometheus_text.ts";
 import { readProcess } from "./lib/proc_stats.ts";
 import { type RemoteLayout, writeRemoteChain } from "./lib/remote_layout.ts";
+import { measureReads, type ReadFigures } from "./lib/retention_reads.ts";
+import { librdkafkaUnavailable } from "./lib/librdkafka_python.ts";
 import { type ServerProcess, startServerProcess } from "./lib/server_process.ts";
 import { Rng } from "../src/runtime/rng.ts";
 import { realTime, settlesWithin, waitFor } from "../test/helpers/wait_for.ts";
@@ -28,12 +30,17 @@ import { realTime, settlesWithin, waitFor } from "../test/helpers/wait_for.ts";
  * once every partition answers. On `many`, one random offset of each partition is then read, and the
  * store's GETs and the index cache's fetches counted around the reads.
  *
+ * Then the reads (`scripts/lib/retention_reads.ts`): 2 GB produced through Kafka into an untiered
+ * topic and a tiered one whose local envelope is one segment, each read from offset 0 by a
+ * librdkafka consumer: the untiered one (local), the tiered one once evicted with the chunk cache
+ * emptied (cold), and again (warm).
+ *
  *   deno task bench:retention [--quick] [--json PATH] [--dir PATH [--keep]]
  *
  * `--keep` leaves each case's directory (its config.toml and data) under `--dir` for a look after.
- * `--quick` shrinks the cases (big: 256 segments of 256 KiB; many: 8 partitions of 500 segments) so
- * a test can run it. The targets are judged on every run; a full run that misses one exits with
- * code 3 after printing which, a quick run exits 0 either way.
+ * `--quick` shrinks the cases (big: 256 segments of 256 KiB; many: 8 partitions of 500 segments;
+ * reads of 64 MB in 1 MiB segments) so a test can run it. The targets are judged on every run; a
+ * full run that misses one exits with code 3 after printing which, a quick run exits 0 either way.
  */
 
 const { values: args } = parseArgs({
@@ -207,7 +214,7 @@ async function randomReads(client: StrataClient, c: BootCase) {
 }
 
 /** The targets of docs/BENCHMARKS.md, "Retention", judged on one run's figures. */
-function judge(byCase: Map<string, BootFigures>): string[] {
+function judge(byCase: Map<string, BootFigures>, readFigures: ReadFigures | null): string[] {
   const [empty, small, big, many] = ["empty", "small", "big", "many"].map((n) => byCase.get(n)!);
   const missed: string[] = [];
   const check = (ok: boolean, what: string) => ok || missed.push(what);
@@ -240,6 +247,16 @@ function judge(byCase: Map<string, BootFigures>): string[] {
     rangedGets <= reads.reads,
     `${rangedGets} ranged GETs for ${reads.reads} random reads (target one each)`,
   );
+  if (readFigures !== null) {
+    check(
+      readFigures.warm_vs_local >= 0.9,
+      `warm tiered reads at ${readFigures.warm_vs_local} × local (target 0.9)`,
+    );
+    check(
+      readFigures.cold_vs_local >= 0.7,
+      `cold tiered reads at ${readFigures.cold_vs_local} × local (target 0.7)`,
+    );
+  }
   return missed;
 }
 
@@ -255,8 +272,18 @@ try {
     byCase.set(c.name, figures);
     if (!args.keep) rmSync(join(dir, c.name), { recursive: true, force: true });
   }
-  const missed = judge(byCase);
-  const report = { quick, cases: [...byCase.values()], missed };
+  const readsWhyNot = await librdkafkaUnavailable();
+  let reads: ReadFigures | null = null;
+  if (readsWhyNot === null) {
+    progress("reads: producing, tiering, reading");
+    const { configPath, dataPath } = writeConfig("reads");
+    reads = await measureReads(configPath, dataPath, quick ? 64e6 : 2e9, quick ? "1 MiB" : "8 MiB");
+    progress(JSON.stringify(reads));
+  } else {
+    progress(`reads: skipped: ${readsWhyNot}`);
+  }
+  const missed = judge(byCase, reads);
+  const report = { quick, cases: [...byCase.values()], reads, missed };
   console.log(JSON.stringify(report, null, 2));
   if (args.json !== undefined) writeFileSync(args.json, JSON.stringify(report, null, 2));
   for (const m of missed) console.error(`bench:retention: missed: ${m}`);
