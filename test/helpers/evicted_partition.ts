@@ -12,6 +12,7 @@ import type { Disk } from "../../src/runtime/disk/disk.ts";
 import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
 import type { PieceGate } from "../../src/runtime/cooperation/piece_gate.ts";
 import { Rng } from "../../src/runtime/rng.ts";
+import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { Semaphore } from "../../src/runtime/cooperation/semaphore.ts";
 import { TokenBucket } from "../../src/runtime/cooperation/token_bucket.ts";
 import { CacheMetrics } from "../../src/tier/cache/cache_metrics.ts";
@@ -155,6 +156,9 @@ export async function evicted(t: Test, options: EvictedOptions = {}) {
     }),
     metrics,
   });
+  /** The partition opened again from its directory, as a boot opens it, through `on`. */
+  const reopen = (on: Disk = disk) =>
+    Partition.open(on, new VirtualClock(), data, partition.address, logConfig, silentLogger());
   const attach = async (to: Partition = partition, gate?: PieceGate) => {
     const cache = await openCache(gate);
     to.log.attachRemoteReader(new TierRemoteReader(to, cache, readerOptions(cache)), gate);
@@ -162,6 +166,7 @@ export async function evicted(t: Test, options: EvictedOptions = {}) {
   };
   return {
     partition,
+    reopen,
     sim,
     store,
     attach,

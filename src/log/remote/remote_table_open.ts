@@ -13,8 +13,6 @@ export interface OpenedRemoteTable {
   live: RemoteTableReplay;
   /** Records cut from a torn tail. */
   tornRecords: number;
-  /** `{stem}.remote` files of the older layout folded into the table. */
-  foldedMarkerFiles: number;
 }
 
 /**
@@ -57,7 +55,6 @@ export async function openRemoteTable(
     table,
     live: contents,
     tornRecords: Math.ceil(tornBytes / remoteTableRecordBytes),
-    foldedMarkerFiles: folded.length,
   };
 }
 

@@ -1,10 +1,8 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import t from "tap";
-import { Partition } from "../../../src/log/partition/partition.ts";
 import { Segment } from "../../../src/log/segment/segment.ts";
 import { SparseIndex } from "../../../src/log/segment/sparse_index.ts";
 import { NotFoundError, TransportError } from "../../../src/objectstore/object_store_errors.ts";
-import { VirtualClock } from "../../../src/runtime/clock/virtual_clock.ts";
 import type { DiskFile, OpenOptions } from "../../../src/runtime/disk/disk.ts";
 import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
 import { silentLogger } from "../../../src/runtime/logger.ts";
@@ -154,7 +152,7 @@ class OpenLogDisk extends NodeDisk {
 }
 
 t.test("a partition of 2,000 remote segments opens from its remote table without reading an index; a read loads one, a scan stays within budget", async (t) => {
-  const { partition, attach, readerOptions, data, logConfig, sim, incarnation } = await evicted(t, {
+  const { partition, attach, readerOptions, reopen, sim, incarnation } = await evicted(t, {
     messages: 2002,
     payloadBytes: 100,
     segmentSizeBytes: 150,
@@ -163,14 +161,7 @@ t.test("a partition of 2,000 remote segments opens from its remote table without
   t.ok(remote.length >= 2000, `${remote.length} remote segments`);
   await partition.close();
   const counting = new OpenLogDisk();
-  const reopened = await Partition.open(
-    counting,
-    new VirtualClock(),
-    data,
-    partition.address,
-    logConfig,
-    silentLogger(),
-  );
+  const reopened = await reopen(counting);
   t.teardown(() => reopened.close());
   t.same(counting.opened.filter((p) => p.endsWith(".index")), [], "boot read no index");
   t.ok(

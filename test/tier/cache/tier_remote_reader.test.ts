@@ -1,6 +1,5 @@
 import { existsSync, unlinkSync } from "node:fs";
 import t from "tap";
-import { Partition } from "../../../src/log/partition/partition.ts";
 import { remoteWindowFirstBytes } from "../../../src/log/remote/remote_walk.ts";
 import {
   RemoteCorruptError,
@@ -9,8 +8,6 @@ import {
 } from "../../../src/log/remote/remote_reader.ts";
 import { readSuperblock, writeSuperblock } from "../../../src/log/partition/superblock.ts";
 import { NotFoundError } from "../../../src/objectstore/object_store_errors.ts";
-import { silentLogger } from "../../../src/runtime/logger.ts";
-import { VirtualClock } from "../../../src/runtime/clock/virtual_clock.ts";
 import { segmentKeys } from "../../../src/tier/bucket/object_keys.ts";
 import { pooledWindowBytes, TierRemoteReader } from "../../../src/tier/cache/tier_remote_reader.ts";
 import { RecordingGate } from "../../helpers/recording_gate.ts";
@@ -183,18 +180,11 @@ t.test("readahead: a sequential reader earns one chunk ahead, doubling up to rea
 });
 
 t.test("a remote segment whose .index is missing locally has it fetched on first use and stored", async (t) => {
-  const { partition, sim, attach, incarnation, disk, data, logConfig } = await evicted(t);
+  const { partition, sim, attach, incarnation, disk, reopen } = await evicted(t);
   const segment = partition.log.segments.find((s) => s.location === "remote" && s.startOffset > 0)!;
   await partition.close();
   unlinkSync(segment.indexPath);
-  const reopened = await Partition.open(
-    disk,
-    new VirtualClock(),
-    data,
-    partition.address,
-    logConfig,
-    silentLogger(),
-  );
+  const reopened = await reopen(disk);
   t.teardown(() => reopened.close());
   await attach(reopened);
   const target = segment.startOffset + 10;
@@ -212,21 +202,13 @@ t.test("a remote segment whose .index is missing locally has it fetched on first
 });
 
 t.test("an object missing below deleted_up_to_offset retires its segment and the read clamps forward; above it, data loss", async (t) => {
-  const { partition, sim, attach, incarnation, disk, data, logConfig, metrics, readerOptions } =
-    await evicted(t);
+  const { partition, sim, attach, incarnation, disk, reopen, metrics, readerOptions } = await evicted(t);
   const remote = partition.log.segments.filter((s) => s.location === "remote");
   t.ok(remote.length >= 3);
   await partition.close();
   const sb = (await readSuperblock(disk, partition.dir))!;
   await writeSuperblock(disk, partition.dir, { ...sb, deletedUpToOffset: remote[1]!.startOffset });
-  const reopened = await Partition.open(
-    disk,
-    new VirtualClock(),
-    data,
-    partition.address,
-    logConfig,
-    silentLogger(),
-  );
+  const reopened = await reopen(disk);
   t.teardown(() => reopened.close());
   const cache = await attach(reopened);
   await sim.delete([segmentKeys(incarnation, remote[0]!.startOffset).log]);
