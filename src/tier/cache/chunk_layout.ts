@@ -12,8 +12,10 @@ export interface ChunkSpan {
 /**
  * Where a remote segment's chunks start: chunk k at the sparse-index entry nearest to k ×
  * `chunkBytes` (docs/DESIGN.md, "The chunk cache"). Index entries point at batch starts, so a chunk
- * boundary never splits a batch and a batch never costs two GETs. Without an index the segment is
- * one chunk. Pure: a function of the index alone.
+ * boundary never splits a batch and a batch never costs two GETs. A segment holds its size over
+ * `chunkBytes`, rounded, chunks (at least one): a tail of less than half a chunk (a segment that
+ * rolled just past `segment_size`) joins the last chunk rather than cost a GET of its own. Without
+ * an index the segment is one chunk. Pure: a function of the index alone.
  */
 export function chunkStarts(index: SparseIndex | null, segmentBytes: number, chunkBytes: number): number[] {
   assert(chunkBytes > 0, "chunk size must be positive");
@@ -23,7 +25,7 @@ export function chunkStarts(index: SparseIndex | null, segmentBytes: number, chu
     if (position > 0 && position < segmentBytes) positions.push(position);
   }
   const starts = new Set<number>([0]);
-  const chunks = Math.ceil(segmentBytes / chunkBytes);
+  const chunks = Math.max(1, Math.round(segmentBytes / chunkBytes));
   let from = 0;
   for (let k = 1; k < chunks; k++) {
     const target = k * chunkBytes;

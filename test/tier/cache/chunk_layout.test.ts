@@ -19,7 +19,19 @@ t.test("chunk boundaries fall on batch starts, nearest to k × chunk size, cover
   const batchStarts = new Set(entries.map((e) => e.position));
   t.ok(starts.every((s) => batchStarts.has(s)), `every boundary is a batch start: ${starts}`);
   t.equal(starts[0], 0);
-  t.same(starts, [0, 8700, 21_800, 32_400, 39_700], "the batch start nearest 10k, 20k, 30k and 40k");
+  t.same(starts, [0, 8700, 21_800, 32_400], "the batch start nearest 10k, 20k and 30k");
+  t.end();
+});
+
+t.test("a tail of less than half a chunk joins the last chunk; half a chunk or more is a chunk of its own", (t) => {
+  t.equal(segmentBytes, 43_033, "the segment runs 3,033 bytes past four chunks of 10,000");
+  t.equal(chunkStarts(index, segmentBytes, 10_000).length, 4, "so four chunks, the last 10,633 bytes");
+  t.same(
+    chunkStarts(index, segmentBytes, 8000),
+    [0, 8000, 17_700, 24_400, 32_400],
+    "5.4 chunks of 8,000: five",
+  );
+  t.same(chunkStarts(index, segmentBytes, 16_000), [0, 17_700, 32_400], "2.7 chunks of 16,000: three");
   t.end();
 });
 
@@ -37,7 +49,7 @@ t.test("lookup gives the chunk's byte range; a segment smaller than a chunk is o
   const starts = chunkStarts(index, segmentBytes, 10_000);
   t.same(chunkAt(starts, segmentBytes, 0), { chunk: 0, start: 0, end: 8700 });
   t.same(chunkAt(starts, segmentBytes, 8700), { chunk: 1, start: 8700, end: 21_800 });
-  t.same(chunkAt(starts, segmentBytes, segmentBytes - 1), { chunk: 4, start: 39_700, end: segmentBytes });
+  t.same(chunkAt(starts, segmentBytes, segmentBytes - 1), { chunk: 3, start: 32_400, end: segmentBytes });
   t.same(chunkStarts(index, segmentBytes, 1 << 20), [0]);
   t.same(chunkStarts(null, segmentBytes, 10_000), [0], "without an index, the segment is one chunk");
   t.throws(() => chunkAt(starts, segmentBytes, segmentBytes), /inside the segment/);
