@@ -56,6 +56,8 @@ export interface ChunkCacheDeps {
   gate?: PieceGate;
   /** Buffers for the windows polls read, given back through `recycleWindow` once answered. */
   windowPool?: BufferPool;
+  /** Buffers for larger windows (a Kafka fetch's), lent while fewer than its bound are out. */
+  largeWindowPool?: BufferPool;
 }
 
 /**
@@ -231,6 +233,25 @@ export class ChunkCache {
    */
   prefetch(chunk: ChunkRef): void {
     this.#run(cacheCore.prefetch(this.#state, chunk));
+  }
+
+  /**
+   * Readahead of chunks known now or once `chunks` resolves (the next segments' indexes loaded):
+   * each is prefetched as `prefetch` says. The wait is background work `idle` waits for; a failure
+   * to learn the chunks (an index gone) only means no readahead.
+   */
+  prefetchAll(chunks: readonly ChunkRef[] | Promise<readonly ChunkRef[]>): void {
+    if (!(chunks instanceof Promise)) {
+      for (const chunk of chunks) this.prefetch(chunk);
+      return;
+    }
+    this.#inBackground(chunks.then(
+      (known) => this.prefetchAll(known),
+      (error) => {
+        rethrowBug(error, this.#deps.logger, "finding the chunks to read ahead threw; the process stops");
+        this.#deps.logger.debug("readahead found no chunks to fetch", { error });
+      },
+    ));
   }
 
   /** A whole small object (a segment's `.index`), not cached here: its owner stores it. */

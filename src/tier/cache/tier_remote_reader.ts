@@ -8,7 +8,11 @@ import {
 } from "../../log/remote/remote_reader.ts";
 import type { Segment } from "../../log/segment/segment.ts";
 import type { SparseIndex } from "../../log/segment/sparse_index.ts";
-import { remoteWindowFirstBytes } from "../../log/remote/remote_walk.ts";
+import {
+  remoteWindowFirstBytes,
+  remoteWindowMaxBytes,
+  remoteWindowRoomBytes,
+} from "../../log/remote/remote_walk.ts";
 import { NotFoundError } from "../../objectstore/object_store_errors.ts";
 import type { CacheMetrics } from "./cache_metrics.ts";
 import type { ChunkCache } from "./chunk_cache.ts";
@@ -33,9 +37,16 @@ const windowBytesMin = 64 * 1024;
  * The size of the pooled window buffers: a poll's first window (`remoteWindowFirstBytes` plus the
  * room to finish a batch), which is all most polls read.
  */
-export const pooledWindowBytes = remoteWindowFirstBytes + windowBytesMin;
+export const pooledWindowBytes = remoteWindowFirstBytes + remoteWindowRoomBytes;
 /** Bound on the window buffers a shard keeps for reuse (8 MiB of them). */
 export const pooledWindowsMax = 64;
+/** The size of the large window buffers: the largest window a walk asks for, with its room (1 MiB). */
+export const largeWindowBytes = remoteWindowMaxBytes + remoteWindowRoomBytes;
+/**
+ * Bound on the large window buffers a shard lends at once (16 MiB of them): a Kafka fetch of 10 MiB
+ * from evicted segments holds about eleven until its answer is written.
+ */
+export const largeWindowsMax = 16;
 
 /** Where a chunk's file lies in the cache directory: under its incarnation and segment. */
 function chunkCacheKey(incarnation: PartitionIncarnation, segment: Segment, span: ChunkSpan): string {
@@ -132,8 +143,12 @@ export class TierRemoteReader implements RemoteReader {
     return end;
   }
 
-  /** Sequential reads earn readahead: one chunk, doubling up to `readahead_max`; a jump resets it. */
-  #readahead(segment: Segment, span: ChunkSpan, starts: number[]): void {
+  /**
+   * Sequential reads earn readahead: one chunk, doubling up to `readahead_max`; a jump resets it.
+   * Readahead runs past the segment's end into the chain's next remote segments (whose indexes it
+   * loads for their chunk starts), so a chain of segments no larger than a chunk is read ahead too.
+   */
+  #readahead(segment: Segment, span: ChunkSpan, starts: readonly number[]): void {
     if (this.#o.readaheadChunksMax === 0) return;
     const last = this.#last;
     if (last !== null && last.segment === segment && last.chunk === span.chunk) return;
@@ -142,11 +157,38 @@ export class TierRemoteReader implements RemoteReader {
         (last.segment !== segment && span.chunk === 0 && last.chunk === last.chunks - 1));
     this.#readaheadChunks = sequential ? Math.min(this.#readaheadChunks * 2, this.#o.readaheadChunksMax) : 1;
     this.#last = { segment, chunk: span.chunk, chunks: starts.length };
-    let ahead = this.#readaheadChunks;
-    for (let k = span.chunk + 1; k < starts.length && ahead > 0; k++, ahead--) {
-      const next = { chunk: k, start: starts[k]!, end: starts[k + 1] ?? segment.sizeBytes };
-      this.#cache.prefetch(this.#chunk(segment, next));
+    const ahead: ChunkRef[] = [];
+    for (let k = span.chunk + 1; k < starts.length && ahead.length < this.#readaheadChunks; k++) {
+      ahead.push(
+        this.#chunk(segment, { chunk: k, start: starts[k]!, end: starts[k + 1] ?? segment.sizeBytes }),
+      );
     }
+    const wanted = this.#readaheadChunks - ahead.length;
+    this.#cache.prefetchAll(wanted === 0 ? ahead : this.#chunksAfter(segment, ahead, wanted));
+  }
+
+  /**
+   * `ahead` and then the first `wanted` chunks of the remote segments after `segment`. Each pass
+   * adds a chunk (a segment has at least one) or ends at the chain's last remote segment.
+   */
+  async #chunksAfter(segment: Segment, ahead: ChunkRef[], wanted: number): Promise<ChunkRef[]> {
+    const chunks = [...ahead];
+    let next = this.#remoteAfter(segment);
+    for (let added = 0; next !== null && added < wanted; next = this.#remoteAfter(next)) {
+      const { chunkStarts: starts } = await this.#remoteIndex(next);
+      for (let k = 0; k < starts.length && added < wanted; k++, added++) {
+        chunks.push(this.#chunk(next, { chunk: k, start: starts[k]!, end: starts[k + 1] ?? next.sizeBytes }));
+      }
+    }
+    return chunks;
+  }
+
+  /** The remote segment after `segment` in the partition's chain, or null (found by bisection). */
+  #remoteAfter(segment: Segment): Segment | null {
+    const segments = this.#partition.log.segments;
+    const i = segmentIndexOf(segments, segment.startOffset);
+    const next = segments[i + 1];
+    return segments[i] === segment && next !== undefined && next.location === "remote" ? next : null;
   }
 
   #missing(error: unknown, segment: Segment, key: string): unknown {
@@ -195,21 +237,39 @@ export class TierRemoteReader implements RemoteReader {
       // A reader further behind the head than the cache could hold is a backfill: its chunks enter
       // the LRU at the cold end, and its hits do not promote them, so it cannot evict the working
       // set near the head.
-      cold: this.#bytesFromHead(segment, position) > this.#cache.budgetBytes,
+      cold: this.#fartherThanCache(segment, position),
       position,
       // A poll reads only what it wants from the chunk file (with room to finish its last batch).
-      windowBytes: Math.max(windowBytesMin, wantBytes + windowBytesMin),
+      windowBytes: Math.max(windowBytesMin, wantBytes + remoteWindowRoomBytes),
       firstRangeEnd: this.#firstRangeEnd(index, span, position, wantBytes),
     };
   }
 
-  #bytesFromHead(segment: Segment, position: number): number {
+  /**
+   * Whether the reader at `position` of `segment` is further behind the log's head than the cache
+   * holds: summed from the segment on, stopping once past the budget.
+   */
+  #fartherThanCache(segment: Segment, position: number): boolean {
+    const segments = this.#partition.log.segments;
+    const budget = this.#cache.budgetBytes;
     let behind = segment.sizeBytes - position;
-    let after = false;
-    for (const s of this.#partition.log.segments) {
-      if (after) behind += s.sizeBytes;
-      if (s === segment) after = true;
+    // Each pass adds a segment's size: bounded by the chain, and stops at the budget.
+    for (let i = segmentIndexOf(segments, segment.startOffset) + 1; i < segments.length; i++) {
+      if (behind > budget) return true;
+      behind += segments[i]!.sizeBytes;
     }
-    return behind;
+    return behind > budget;
   }
+}
+
+/** Index of the last segment starting at or before `offset` (segments are in offset order). */
+function segmentIndexOf(segments: readonly Segment[], offset: number): number {
+  let low = 0;
+  let high = segments.length - 1;
+  while (low < high) {
+    const mid = (low + high + 1) >>> 1;
+    if (segments[mid]!.startOffset <= offset) low = mid;
+    else high = mid - 1;
+  }
+  return low;
 }

@@ -310,6 +310,44 @@ t.test("readahead doubles from one chunk on each sequential chunk, 1, 2, 4, 8, t
   t.same(jumped[0]![1], [jumped[0]![0] + 1], "and one chunk ahead of it");
 });
 
+t.test("readahead runs on past a segment's end into the chain's next remote segments, whose chunks are then cached", async (t) => {
+  // Segments of three messages, each one chunk: readahead within a segment would find nothing ahead.
+  const { partition, sim, attach } = await evicted(t, {
+    segmentSizeBytes: 30_000,
+    messages: 40,
+    chunkBytes: 64 * 1024,
+    readaheadChunksMax: 4,
+  });
+  const cache = await attach();
+  const remote = partition.log.segments.filter((s) => s.location === "remote");
+  t.ok(remote.length >= 9, `a chain of ${remote.length} small evicted segments`);
+  const stemOf = (cacheKey: string) => remote.findIndex((s) => cacheKey.includes(`/${s.stem}.log_chunks/`));
+  const aheadByRead: number[][] = [];
+  const prefetch = cache.prefetch.bind(cache);
+  cache.prefetch = (chunk) => {
+    aheadByRead.at(-1)!.push(stemOf(chunk.cacheKey));
+    prefetch(chunk);
+  };
+  for (let i = 0; i < 4; i++) {
+    aheadByRead.push([]);
+    const r = await partition.log.read(remote[i]!.startOffset, 1, 1024);
+    t.ok(r.messages.length === 1 && payloadOk(r.messages[0]!)) || t.bailout();
+    await settlesWithin(cache.idle(), "the fetches ahead of the reader");
+  }
+  t.same(
+    aheadByRead,
+    [[1], [2, 3], [3, 4, 5, 6], [4, 5, 6, 7]],
+    "the next segments' first chunks: one, then two, then four",
+  );
+  const gets = sim.count("get");
+  for (let i = 4; i < 8; i++) {
+    const r = await partition.log.read(remote[i]!.startOffset, 1, 1024);
+    t.ok(r.messages.length === 1 && payloadOk(r.messages[0]!)) || t.bailout();
+  }
+  t.equal(sim.count("get") - gets, 0, "segments read ahead are read from the cache, with no GET");
+  await settlesWithin(cache.idle(), "the fetches ahead of the reader");
+});
+
 t.test("a read from a timestamp in an evicted segment starts at the first message stamped at or after it, read through the store", async (t) => {
   const { partition, sim, attach, timestampsUs } = await evicted(t, { msBetweenMessages: 10 });
   await attach();
