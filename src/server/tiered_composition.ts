@@ -16,6 +16,8 @@ import { HousekeepingMetrics } from "../tier/housekeeping/housekeeping_metrics.t
 import { LocalControlLog } from "../tier/control/local_control_log.ts";
 import { TierMetrics } from "../tier/tier_metrics.ts";
 import {
+  largeWindowBytes,
+  largeWindowsMax,
   pooledWindowBytes,
   pooledWindowsMax,
   type TierRemoteReaderOptions,
@@ -180,6 +182,7 @@ export class TieredComposition {
       fetchDeadlineMs: t.requestTimeoutMs,
       gate: this.#deps.pieceGate,
       windowPool: new BufferPool({ bufferBytes: pooledWindowBytes, buffersMax: pooledWindowsMax }),
+      largeWindowPool: new BufferPool({ bufferBytes: largeWindowBytes, buffersMax: largeWindowsMax }),
       fetchSlots: new Semaphore({
         permits: t.fetchConcurrency,
         waitersMax: fetchSlotWaitersMax,

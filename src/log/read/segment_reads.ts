@@ -12,7 +12,7 @@ import {
 import type { Pause } from "../compression/batch_compression.ts";
 import { PartitionUnavailableError } from "../log_errors.ts";
 import { type RemoteChunk, RemoteSegmentRetiredError } from "../remote/remote_reader.ts";
-import type { BatchVisitor, RemoteWalk } from "../remote/remote_walk.ts";
+import { type BatchVisitor, type RemoteWalk, remoteWindowMaxBytes } from "../remote/remote_walk.ts";
 import { scanBatches } from "./scan_batches.ts";
 import type { Segment } from "../segment/segment.ts";
 import type { IndexEntry, SparseIndex } from "../segment/sparse_index.ts";
@@ -269,7 +269,9 @@ export async function readBatchesFrom(
       const entry = (await indexOf(context, segment))?.floorByOffset(relativeOffset) ?? segmentStart;
       const before = batches.length;
       if (segment.location === "remote") {
-        await context.remote.walk(segment, entry, () => maxBytes - sizeBytes, visit, borrowed);
+        // A fetch's budget is bytes it takes whole: its first window is as large as a window gets.
+        const want = () => maxBytes - sizeBytes;
+        await context.remote.walk(segment, entry, want, visit, borrowed, remoteWindowMaxBytes);
       } else {
         const windowBytes = Math.min(maxBytes - sizeBytes + 16 * 1024, localWindowBytesMax);
         await scanLocal(context, segment, entry.position, windowBytes, visit, windows.take);

@@ -8,6 +8,14 @@ import type { IndexEntry } from "../segment/sparse_index.ts";
 
 /** The bytes a remote walk asks for first (the remote reader adds room to finish a batch). */
 export const remoteWindowFirstBytes = 64 * 1024;
+/** The room the remote reader adds to a window, so that the window's last batch likely ends in it. */
+export const remoteWindowRoomBytes = 64 * 1024;
+/**
+ * The most a remote walk asks for at once while whole batches fit: with the reader's room, one
+ * read of 1 MiB, which the read worker serves in one round trip (a batch larger than that still gets
+ * a window that holds it).
+ */
+export const remoteWindowMaxBytes = 1024 * 1024 - remoteWindowRoomBytes;
 
 /**
  * Sees each batch a walk passes; false stops the walk. A visitor that works on a batch in pieces
@@ -51,7 +59,9 @@ export class RemoteWalk {
    * batch's CRC32C is checked, and its base offset, which the CRC32C does not cover, must follow the
    * one before (the first the index entry's): a mismatch drops the chunk and fetches it once more; a
    * second is never served. Windows the visitor may keep views into go to `borrowed` (given back
-   * by the read's `release`); with `borrowed` null every window goes back at once.
+   * by the read's `release`); with `borrowed` null every window goes back at once. The first window
+   * asks for `firstWindowBytes` at most (a read that will use its whole budget, a Kafka fetch's,
+   * starts large; a poll of a few messages starts modest).
    */
   async walk(
     segment: Segment,
@@ -59,6 +69,7 @@ export class RemoteWalk {
     wantBytes: () => number,
     visit: BatchVisitor,
     borrowed: RemoteChunk[] | null,
+    firstWindowBytes = remoteWindowFirstBytes,
   ): Promise<void> {
     const remote = this.#remote;
     if (remote === null) throw new RemoteReadUnavailableError(this.#label, segment.startOffset);
@@ -67,7 +78,7 @@ export class RemoteWalk {
     // A poll's budget is often far more than its count needs (1 MiB by default for 100 messages):
     // the first window is modest and each further one doubles, up to what the poll still wants,
     // so a small poll does not read and allocate a megabyte and a large one still takes few windows.
-    let windowBytes = Math.min(wantBytes(), remoteWindowFirstBytes);
+    let windowBytes = Math.min(wantBytes(), firstWindowBytes, remoteWindowMaxBytes);
     /** Where the last corrupt batch was found: a second failure there is never served. */
     let droppedAt: number | null = null;
     /** The last window that held no whole batch: a larger one at the same place must bring more. */
@@ -117,7 +128,7 @@ export class RemoteWalk {
       assert(walked.next > pos, "a remote read moves forward");
       pos = walked.next;
       expectedOffset = walked.nextOffset;
-      windowBytes = Math.min(wantBytes(), windowBytes * 2);
+      windowBytes = Math.min(wantBytes(), windowBytes * 2, remoteWindowMaxBytes);
     }
   }
 }

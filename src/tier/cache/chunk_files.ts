@@ -79,10 +79,11 @@ export class ChunkFileHandles {
       known.readers++;
       return known;
     }
-    // Around the page cache, as the fill wrote it: the chunk cache is the cache (docs/TUNING.md,
-    // "Direct I/O").
+    // Through the page cache, although the fill wrote around it: a chunk read again soon (a warm
+    // reader, or the rest of a chunk a poll read part of) is then read from memory, as a local
+    // segment is (docs/TUNING.md, "Direct I/O").
     const handle: Handle = {
-      file: this.#disk.open(path, { readOnly: true, bypassCache: true }),
+      file: this.#disk.open(path, { readOnly: true }),
       readers: 1,
       closing: false,
     };
@@ -132,6 +133,11 @@ export interface ChunkFilesDeps {
   gate?: PieceGate;
   /** Buffers for the windows polls read, given back through `recycleWindow` once answered. */
   windowPool?: BufferPool;
+  /**
+   * Buffers for windows larger than `windowPool`'s (a Kafka fetch's), lent while fewer than its
+   * bound are out; past it, or larger still, a window is a buffer of its own.
+   */
+  largeWindowPool?: BufferPool;
 }
 
 /**
@@ -166,6 +172,7 @@ export class ChunkFiles {
   readonly #dir: string;
   readonly #gate: PieceGate | undefined;
   readonly #windowPool: BufferPool | undefined;
+  readonly #largeWindowPool: BufferPool | undefined;
   /** Chunk files kept open for window reads; each is forgotten when its chunk leaves the cache. */
   readonly #handles: ChunkFileHandles;
 
@@ -174,6 +181,7 @@ export class ChunkFiles {
     this.#dir = deps.dir;
     this.#gate = deps.gate;
     this.#windowPool = deps.windowPool;
+    this.#largeWindowPool = deps.largeWindowPool;
     this.#handles = new ChunkFileHandles(deps.disk);
   }
 
@@ -251,7 +259,7 @@ export class ChunkFiles {
   readWindow(key: string, span: ChunkSpan, from: number, lengthBytes: number): Promise<Uint8Array> {
     return this.#handles.read(`${this.#dir}/${key}`, async (file) => {
       const length = Math.min(lengthBytes, span.end - from);
-      const buffer = this.#windowPool?.take(length) ?? new Uint8Array(length);
+      const buffer = this.#windowBuffer(length);
       const read = await readUpToInto(file, buffer, from - span.start);
       if (read < length) {
         this.recycleWindow(buffer);
@@ -261,9 +269,18 @@ export class ChunkFiles {
     });
   }
 
+  /** A buffer for a window of `lengthBytes`: the smallest pool's that fits and lends, else its own. */
+  #windowBuffer(lengthBytes: number): Uint8Array {
+    const small = this.#windowPool;
+    if (small !== undefined && lengthBytes <= small.bufferBytes) return small.take(lengthBytes);
+    return this.#largeWindowPool?.takeBounded(lengthBytes) ?? new Uint8Array(lengthBytes);
+  }
+
   /** Takes back a window `readWindow` returned, once nothing reads it (a no-op for other bytes). */
   recycleWindow(bytes: Uint8Array): void {
+    // Each pool takes back only what it lent.
     this.#windowPool?.give(bytes);
+    this.#largeWindowPool?.give(bytes);
   }
 
   /** The chunk left the cache: its handle closes once its readers are done. The file is left as it is. */

@@ -6,7 +6,11 @@ import {
   RemoteCorruptError,
   type RemoteReader,
 } from "../../../src/log/remote/remote_reader.ts";
-import { RemoteWalk, remoteWindowFirstBytes } from "../../../src/log/remote/remote_walk.ts";
+import {
+  RemoteWalk,
+  remoteWindowFirstBytes,
+  remoteWindowMaxBytes,
+} from "../../../src/log/remote/remote_walk.ts";
 import { Segment } from "../../../src/log/segment/segment.ts";
 import { initCrc32c } from "../../../src/runtime/checksum/crc32c.ts";
 
@@ -88,6 +92,25 @@ t.test("a walk visits every batch once, in order, with windows that start modest
   t.ok(asked.slice(1).every((a, i) => a.wantBytes === 2 * asked[i]!.wantBytes), "each window doubles");
   t.same(recycled, [], "windows the visitor saw are the read's until it releases them");
   t.equal(borrowed.length, asked.length);
+});
+
+t.test("windows hold at remoteWindowMaxBytes while batches fit; a fetch's walk starts there", async (t) => {
+  const { segment, bytes } = remoteSegment(300, 10_000);
+  for (const firstWindowBytes of [remoteWindowFirstBytes, remoteWindowMaxBytes]) {
+    const { remote, asked } = reader(bytes);
+    const walk = new RemoteWalk("t");
+    walk.attach(remote);
+    const { offsets, visit } = collect();
+    await walk.walk(segment, first, () => 1 << 30, visit, null, firstWindowBytes);
+    t.same(
+      offsets,
+      Array.from({ length: 300 }, (_, i) => i),
+      `every batch, first window ${firstWindowBytes}`,
+    );
+    t.equal(asked[0]!.wantBytes, firstWindowBytes, "the first window as asked");
+    t.ok(asked.every((a) => a.wantBytes <= remoteWindowMaxBytes), "no window past the bound");
+    t.equal(asked.at(-1)!.wantBytes, remoteWindowMaxBytes, "the last at the bound");
+  }
 });
 
 t.test("a window too small for one batch is asked again, larger, and goes back at once", async (t) => {

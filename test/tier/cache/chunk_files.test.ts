@@ -90,6 +90,24 @@ t.test("a window starts at its position in the object, never runs past the chunk
   t.same(await files.readWindow("k", span, 14_500, 4000), bytes.subarray(4500), "cut at the chunk's end");
 });
 
+t.test("a window larger than the pool's buffers comes from the large pool while it lends fewer than its bound", async (t) => {
+  const disk = new SimDisk(new Rng(6));
+  const windowPool = new BufferPool({ bufferBytes: 1024, buffersMax: 2 });
+  const largeWindowPool = new BufferPool({ bufferBytes: 4096, buffersMax: 1 });
+  const files = new ChunkFiles({ disk, dir: "/cache", windowPool, largeWindowPool });
+  const bytes = bytesOf(5000, 7);
+  await files.fill("k", 5000, pieces(bytes, 5000));
+  const span = { chunk: 0, start: 0, end: 5000 };
+  const small = await files.readWindow("k", span, 0, 1000);
+  const large = await files.readWindow("k", span, 0, 3000);
+  const own = await files.readWindow("k", span, 1000, 3000);
+  t.same([small, large, own], [bytes.subarray(0, 1000), bytes.subarray(0, 3000), bytes.subarray(1000, 4000)]);
+  t.same([windowPool.lentCount, largeWindowPool.lentCount], [1, 1], "one from each pool; the third its own");
+  for (const window of [small, large, own]) files.recycleWindow(window);
+  t.same([windowPool.lentCount, largeWindowPool.lentCount], [0, 0], "each pool has its own back");
+  t.equal(largeWindowPool.freeCount, 1, "and keeps it for the next");
+});
+
 t.test("a deleted chunk's file is gone: the next window read fails not_found rather than using a held handle", async (t) => {
   const disk = new SimDisk(new Rng(6));
   const files = new ChunkFiles({ disk, dir: "/cache" });
