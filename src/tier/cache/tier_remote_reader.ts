@@ -145,8 +145,9 @@ export class TierRemoteReader implements RemoteReader {
 
   /**
    * Sequential reads earn readahead: one chunk, doubling up to `readahead_max`; a jump resets it.
-   * Readahead runs past the segment's end into the chain's next remote segments (whose indexes it
-   * loads for their chunk starts), so a chain of segments no larger than a chunk is read ahead too.
+   * A sequential reader's readahead runs past the segment's end into the chain's next remote segments
+   * (whose indexes it loads for their chunk starts), so a chain of segments no larger than a chunk
+   * is read ahead too.
    */
   #readahead(segment: Segment, span: ChunkSpan, starts: readonly number[]): void {
     if (this.#o.readaheadChunksMax === 0) return;
@@ -163,7 +164,9 @@ export class TierRemoteReader implements RemoteReader {
         this.#chunk(segment, { chunk: k, start: starts[k]!, end: starts[k + 1] ?? segment.sizeBytes }),
       );
     }
-    const wanted = this.#readaheadChunks - ahead.length;
+    // Only a sequential reader reads ahead into the next segments: a random read of a segment of
+    // one chunk then costs one GET.
+    const wanted = sequential ? this.#readaheadChunks - ahead.length : 0;
     this.#cache.prefetchAll(wanted === 0 ? ahead : this.#chunksAfter(segment, ahead, wanted));
   }
 

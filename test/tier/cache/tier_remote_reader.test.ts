@@ -310,7 +310,7 @@ t.test("readahead doubles from one chunk on each sequential chunk, 1, 2, 4, 8, t
   t.same(jumped[0]![1], [jumped[0]![0] + 1], "and one chunk ahead of it");
 });
 
-t.test("readahead runs on past a segment's end into the chain's next remote segments, whose chunks are then cached", async (t) => {
+t.test("a sequential reader's readahead runs on past a segment's end into the next remote segments, whose chunks are then cached", async (t) => {
   // Segments of three messages, each one chunk: readahead within a segment would find nothing ahead.
   const { partition, sim, attach } = await evicted(t, {
     segmentSizeBytes: 30_000,
@@ -336,8 +336,8 @@ t.test("readahead runs on past a segment's end into the chain's next remote segm
   }
   t.same(
     aheadByRead,
-    [[1], [2, 3], [3, 4, 5, 6], [4, 5, 6, 7]],
-    "the next segments' first chunks: one, then two, then four",
+    [[], [2, 3], [3, 4, 5, 6], [4, 5, 6, 7]],
+    "none for the first read (not known to be sequential); then the next segments' first chunks, two, then four",
   );
   const gets = sim.count("get");
   for (let i = 4; i < 8; i++) {
