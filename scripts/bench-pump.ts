@@ -213,6 +213,8 @@ if (config.tieredStorage.backend === "s3") {
 const logger = new Logger({ level: "warn", secrets });
 const clock = new RealClock();
 const disk = new NodeDisk();
+// As the server's entry point does: the file workers come up before the phases, not in one.
+disk.startWorkers();
 const network = new NodeNetwork();
 // The loop thread's priority as `deno task server` sets it ([system] loop_thread_nice); the
 // benchmark's load shares the loop's thread, as it shares its loop.

@@ -120,11 +120,13 @@ async function main(): Promise<number> {
   logFailuresThatEndTheProcess(logger);
   const clock = new RealClock();
   const network = new DenoNetwork();
+  const disk = new NodeDisk();
+  disk.startWorkers();
   const server = await StrataServer.open({
     config,
     logger,
     clock,
-    disk: new NodeDisk(),
+    disk,
     rng: Rng.fromEntropy(),
     threads: new OsThreadControl(),
     clusterIo: clusterIo(network, clock, config.kafka.maxFrameBytes),

@@ -28,6 +28,22 @@ t.test("answers are matched to their requests, errors keep their code and the an
   t.equal(error.answer.doubled, 0, "the whole answer comes with the error");
 });
 
+t.test("start brings the worker up before any request; requests then go to it", async (t) => {
+  // Proves a server can pay a worker's start at boot rather than in its first large read or write.
+  const requests = new WorkerRequests<Doubled>({
+    name: "test worker",
+    entry: echoWorker,
+    requestsMax: 2,
+    onReset: () => {},
+  });
+  t.equal(requests.running, false, "not started by its construction");
+  requests.start();
+  t.equal(requests.running, true, "started");
+  requests.start();
+  t.same((await requests.send({ n: 21 })).doubled, 42, "and answering");
+  t.equal(requests.running, true);
+});
+
 t.test("a worker that dies fails what it owed, resets its owner, and the next request starts a new one", async (t) => {
   // Proves nothing waits forever on a dead worker, and that the owner forgets what it held there.
   let resets = 0;
