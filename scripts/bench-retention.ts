@@ -9,6 +9,7 @@ import { parsePrometheusText, sampleValue } from "./lib/prometheus_text.ts";
 import { readProcess } from "./lib/proc_stats.ts";
 import { type RemoteLayout, writeRemoteChain } from "./lib/remote_layout.ts";
 import { measureReads, type ReadFigures } from "./lib/retention_reads.ts";
+import { measureS3Reads, type S3ReadFigures } from "./lib/retention_s3_reads.ts";
 import { librdkafkaUnavailable } from "./lib/librdkafka_python.ts";
 import { type ServerProcess, startServerProcess } from "./lib/server_process.ts";
 import { Rng } from "../src/runtime/rng.ts";
@@ -214,7 +215,11 @@ async function randomReads(client: StrataClient, c: BootCase) {
 }
 
 /** The targets of docs/BENCHMARKS.md, "Retention", judged on one run's figures. */
-function judge(byCase: Map<string, BootFigures>, readFigures: ReadFigures | null): string[] {
+function judge(
+  byCase: Map<string, BootFigures>,
+  readFigures: ReadFigures | null,
+  s3Figures: S3ReadFigures | null,
+): string[] {
   const [empty, small, big, many] = ["empty", "small", "big", "many"].map((n) => byCase.get(n)!);
   const missed: string[] = [];
   const check = (ok: boolean, what: string) => ok || missed.push(what);
@@ -256,6 +261,17 @@ function judge(byCase: Map<string, BootFigures>, readFigures: ReadFigures | null
       readFigures.cold_vs_local >= 0.7,
       `cold tiered reads at ${readFigures.cold_vs_local} × local (target 0.7)`,
     );
+    const { tick_idle: idle, tick_cold: cold } = readFigures;
+    check(
+      cold.p99_ms - idle.p99_ms <= 1,
+      `the tick's p99 ${cold.p99_ms} ms while reading cold against ${idle.p99_ms} ms idle (target within 1 ms)`,
+    );
+  }
+  if (s3Figures !== null) {
+    check(
+      s3Figures.cold_vs_store >= 0.8,
+      `cold tiered reads from s3rver at ${s3Figures.cold_vs_store} × its own ranged GETs (target 0.8)`,
+    );
   }
   return missed;
 }
@@ -274,16 +290,26 @@ try {
   }
   const readsWhyNot = await librdkafkaUnavailable();
   let reads: ReadFigures | null = null;
+  let s3Reads: S3ReadFigures | null = null;
   if (readsWhyNot === null) {
     progress("reads: producing, tiering, reading");
     const { configPath, dataPath } = writeConfig("reads");
     reads = await measureReads(configPath, dataPath, quick ? 64e6 : 2e9, quick ? "1 MiB" : "8 MiB");
     progress(JSON.stringify(reads));
+    progress("reads on s3rver: producing, tiering, reading; then the store's own ranged GETs");
+    const s3Case = writeConfig("reads-s3");
+    s3Reads = await measureS3Reads(join(dir, "reads-s3"), s3Case.configPath, s3Case.dataPath, {
+      bytes: quick ? 32e6 : 512e6,
+      segmentSize: quick ? "1 MiB" : "8 MiB",
+      chunkBytes: 8 * MiB,
+      fetchConcurrency: 4,
+    });
+    progress(JSON.stringify(s3Reads));
   } else {
     progress(`reads: skipped: ${readsWhyNot}`);
   }
-  const missed = judge(byCase, reads);
-  const report = { quick, cases: [...byCase.values()], reads, missed };
+  const missed = judge(byCase, reads, s3Reads);
+  const report = { quick, cases: [...byCase.values()], reads, s3_reads: s3Reads, missed };
   console.log(JSON.stringify(report, null, 2));
   if (args.json !== undefined) writeFileSync(args.json, JSON.stringify(report, null, 2));
   for (const m of missed) console.error(`bench:retention: missed: ${m}`);

@@ -2,6 +2,12 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { StrataClient } from "../../src/client/strata_client.ts";
 import { realTime, settlesWithin, waitFor } from "../../test/helpers/wait_for.ts";
+import {
+  latenessBetween,
+  type LatenessScrape,
+  readLatenessScrape,
+  type WindowLateness,
+} from "./lateness_scrape.ts";
 import { librdkafkaPython } from "./librdkafka_python.ts";
 import { type ServerProcess, startServerProcess } from "./server_process.ts";
 
@@ -20,7 +26,17 @@ export interface ReadFigures {
   warm_vs_local: number;
   /** Bytes of the tiered topic held only in the bucket when the reads began. */
   remote_bytes: number;
+  /**
+   * The tick's lateness while the server served the local read, while the restarted server served
+   * the cold read, and with it left idle after the reads.
+   */
+  tick_idle: WindowLateness;
+  tick_local: WindowLateness;
+  tick_cold: WindowLateness;
 }
+
+/** How long the server is left idle after the reads, its tick measured meanwhile. */
+const idleWindowMs = 3000;
 
 const valueBytes = 1024;
 const loadScript = new URL("./kafka_load.py", import.meta.url).pathname;
@@ -36,30 +52,21 @@ export async function measureReads(
   const records = Math.ceil(bytes / valueBytes);
   let server = await startServerProcess(configPath, deadlinesMs.listen);
   try {
-    const client = new StrataClient({ baseUrl: server.baseUrl, encoding: "msgpack" });
-    await settlesWithin(client.createStream("kafka"), "the stream's creation", deadlinesMs.request);
-    for (const [name, tiered] of [["local", false], ["cold", true]] as const) {
-      await settlesWithin(
-        client.createTopic("kafka", {
-          name,
-          partitions: 1,
-          tiered,
-          segment_size: segmentSize,
-          ...(tiered ? { local_retention_size: segmentSize } : {}),
-        }),
-        `the creation of topic ${name}`,
-        deadlinesMs.request,
-      );
-      await load("produce", kafkaAddress(server), name, records);
-    }
-    const remoteBytes = await evicted(client);
+    const remoteBytes = await produceAndEvict(server, records, segmentSize, true);
+    const localFrom = await scrapeLateness(server);
     const local = await load("consume", kafkaAddress(server), "local", records);
+    const tickLocal = latenessBetween(localFrom, await scrapeLateness(server));
     await server.stop("SIGTERM");
-    rmSync(join(dataPath, "cache"), { recursive: true, force: true });
-    server = await startServerProcess(configPath, deadlinesMs.listen);
+    server = await restartCold(configPath, dataPath);
+    const coldFrom = await scrapeLateness(server);
     const cold = await load("consume", kafkaAddress(server), "cold", records);
+    const tickCold = latenessBetween(coldFrom, await scrapeLateness(server));
     const warm = await load("consume", kafkaAddress(server), "cold", records);
-    const mbS = (r: { bytes: number; seconds: number }) => r.bytes / 1e6 / r.seconds;
+    // The same server left alone afterwards is the baseline: its boot's tail is not idle. The window
+    // is the measurement itself (the tick left alone), not a wait for a condition.
+    const idleFrom = await scrapeLateness(server);
+    await new Promise((resolve) => setTimeout(resolve, idleWindowMs));
+    const tickIdle = latenessBetween(idleFrom, await scrapeLateness(server));
     return {
       bytes: local.bytes,
       local_mb_s: round(mbS(local)),
@@ -68,11 +75,76 @@ export async function measureReads(
       cold_vs_local: round(mbS(cold) / mbS(local), 100),
       warm_vs_local: round(mbS(warm) / mbS(local), 100),
       remote_bytes: remoteBytes,
+      tick_idle: tickIdle,
+      tick_local: tickLocal,
+      tick_cold: tickCold,
     };
   } finally {
     await server.stop("SIGTERM");
   }
 }
+
+/**
+ * The cold read alone, on a server whose `env` points it at another store (an S3 server): `bytes`
+ * produced into the tiered topic, evicted, and read from offset 0 with the chunk cache emptied.
+ */
+export async function measureColdRead(
+  configPath: string,
+  dataPath: string,
+  bytes: number,
+  segmentSize: string,
+  env: Record<string, string>,
+): Promise<{ bytes: number; seconds: number; remote_bytes: number }> {
+  const records = Math.ceil(bytes / valueBytes);
+  let server = await startServerProcess(configPath, deadlinesMs.listen, env);
+  try {
+    const remoteBytes = await produceAndEvict(server, records, segmentSize, false);
+    await server.stop("SIGTERM");
+    server = await restartCold(configPath, dataPath, env);
+    const cold = await load("consume", kafkaAddress(server), "cold", records);
+    return { bytes: cold.bytes, seconds: cold.seconds, remote_bytes: remoteBytes };
+  } finally {
+    await server.stop("SIGTERM");
+  }
+}
+
+/**
+ * Creates the tiered topic `cold` (and with `withLocal` the untiered `local`), produces `records`
+ * into each, and waits until the tiered one is evicted; its remote bytes.
+ */
+async function produceAndEvict(
+  server: ServerProcess,
+  records: number,
+  segmentSize: string,
+  withLocal: boolean,
+): Promise<number> {
+  const client = new StrataClient({ baseUrl: server.baseUrl, encoding: "msgpack" });
+  await settlesWithin(client.createStream("kafka"), "the stream's creation", deadlinesMs.request);
+  const topics: [string, boolean][] = withLocal ? [["local", false], ["cold", true]] : [["cold", true]];
+  for (const [name, tiered] of topics) {
+    await settlesWithin(
+      client.createTopic("kafka", {
+        name,
+        partitions: 1,
+        tiered,
+        segment_size: segmentSize,
+        ...(tiered ? { local_retention_size: segmentSize } : {}),
+      }),
+      `the creation of topic ${name}`,
+      deadlinesMs.request,
+    );
+    await load("produce", kafkaAddress(server), name, records);
+  }
+  return await evicted(client);
+}
+
+/** The server started again on an emptied chunk cache. */
+function restartCold(configPath: string, dataPath: string, env: Record<string, string> = {}) {
+  rmSync(join(dataPath, "cache"), { recursive: true, force: true });
+  return startServerProcess(configPath, deadlinesMs.listen, env);
+}
+
+const mbS = (r: { bytes: number; seconds: number }) => r.bytes / 1e6 / r.seconds;
 
 /** Waits for the tiered topic's sealed segments to be uploaded and evicted; its remote bytes. */
 async function evicted(client: StrataClient): Promise<number> {
@@ -88,6 +160,13 @@ async function evicted(client: StrataClient): Promise<number> {
     return sealed.length > 1 && sealed.slice(0, -1).every((s) => s.location === "remote");
   }, { deadlineMs: deadlinesMs.tiering, pace: realTime(200) });
   return remote;
+}
+
+/** The shard's tick lateness so far, from the server's /metrics. */
+async function scrapeLateness(server: ServerProcess): Promise<LatenessScrape> {
+  const response = await fetch(`${server.baseUrl}/metrics`);
+  if (!response.ok) throw new Error(`Cannot scrape ${server.baseUrl}/metrics: HTTP ${response.status}`);
+  return readLatenessScrape(await response.text(), "0");
 }
 
 function kafkaAddress(server: ServerProcess): string {
@@ -113,6 +192,6 @@ async function load(mode: "produce" | "consume", broker: string, topic: string, 
   };
 }
 
-function round(x: number, to = 10): number {
+export function round(x: number, to = 10): number {
   return Math.round(x * to) / to;
 }

@@ -10,7 +10,8 @@ const positive = (x: unknown) => typeof x === "number" && x > 0;
 
 // The quick run end to end. The figures are the machine's; what is checked is that each case was laid
 // out and measured, that the random reads were each answered by one ranged GET at most, that the
-// reads phase read its bytes back from each place, and that the layout is a real tiered chain: a
+// reads phase read its bytes back from each place (s3rver's too, beside its own ranged GETs) with the
+// tick measured idle and under the cold read, and that the layout is a real tiered chain: a
 // server started afterwards on the `many` case's data serves it as remote segments up to the floor,
 // and reads a record back from the bucket.
 t.test(
@@ -72,6 +73,19 @@ t.test(
         Math.abs(r.cold_vs_local - r.cold_mb_s / r.local_mb_s) < 0.05 &&
           Math.abs(r.warm_vs_local - r.warm_mb_s / r.local_mb_s) < 0.05,
         "the ratios are of this run's figures",
+      );
+      for (const window of [r.tick_idle, r.tick_cold]) {
+        t.ok(
+          window.ticks > 0 && window.p99_ms >= 0 && window.max_ms >= window.p99_ms,
+          `tick lateness measured: p99 ${window.p99_ms} ms, max ${window.max_ms} ms over ${window.ticks} ticks`,
+        );
+      }
+      const s3 = report.s3_reads;
+      t.equal(s3.bytes, 32_000_000, "32 MB read back cold from s3rver");
+      t.ok(
+        positive(s3.cold_mb_s) && positive(s3.store_ranged_get_mb_s) &&
+          Math.abs(s3.cold_vs_store - s3.cold_mb_s / s3.store_ranged_get_mb_s) < 0.05,
+        `cold ${s3.cold_mb_s} MB/s against the store's own ranged GETs at ${s3.store_ranged_get_mb_s}`,
       );
     }
 
