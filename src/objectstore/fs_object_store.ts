@@ -167,8 +167,9 @@ export class FsObjectStore implements ObjectStore {
   /**
    * Hands the `lengthBytes` from file position `from` to `onPiece` piece by piece, reading piece k + 1
    * into a second buffer while the sink works on piece k, so that a chunk fill's write and the next
-   * read overlap (a fill's pieces took about a sixth less time in `bench:retention`'s cold reads). The sink is done with a piece when its promise resolves; the buffers go back once
-   * no read is in flight.
+   * read overlap (a fill's pieces took about a sixth less time in `bench:retention`'s cold reads).
+   * The sink is done with a piece when its promise resolves; the buffers go back once no read is in
+   * flight.
    */
   async #streamPieces(
     file: DiskFile,

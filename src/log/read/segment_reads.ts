@@ -194,8 +194,8 @@ export async function scanLocal(
   }
 }
 
-/** Index of the last segment starting at or before `offset`. */
-function findSegmentIndex(segments: readonly Segment[], offset: number): number {
+/** Index of the last segment starting at or before `offset` (segments in offset order, by bisection). */
+export function findSegmentIndex(segments: readonly Segment[], offset: number): number {
   let lo = 0;
   let hi = segments.length - 1;
   while (lo < hi) {

@@ -7,6 +7,7 @@ import {
   RemoteSegmentRetiredError,
 } from "../../log/remote/remote_reader.ts";
 import type { Segment } from "../../log/segment/segment.ts";
+import { findSegmentIndex } from "../../log/read/segment_reads.ts";
 import type { SparseIndex } from "../../log/segment/sparse_index.ts";
 import {
   remoteWindowFirstBytes,
@@ -189,7 +190,7 @@ export class TierRemoteReader implements RemoteReader {
   /** The remote segment after `segment` in the partition's chain, or null (found by bisection). */
   #remoteAfter(segment: Segment): Segment | null {
     const segments = this.#partition.log.segments;
-    const i = segmentIndexOf(segments, segment.startOffset);
+    const i = findSegmentIndex(segments, segment.startOffset);
     const next = segments[i + 1];
     return segments[i] === segment && next !== undefined && next.location === "remote" ? next : null;
   }
@@ -257,22 +258,10 @@ export class TierRemoteReader implements RemoteReader {
     const budget = this.#cache.budgetBytes;
     let behind = segment.sizeBytes - position;
     // Each pass adds a segment's size: bounded by the chain, and stops at the budget.
-    for (let i = segmentIndexOf(segments, segment.startOffset) + 1; i < segments.length; i++) {
+    for (let i = findSegmentIndex(segments, segment.startOffset) + 1; i < segments.length; i++) {
       if (behind > budget) return true;
       behind += segments[i]!.sizeBytes;
     }
     return behind > budget;
   }
-}
-
-/** Index of the last segment starting at or before `offset` (segments are in offset order). */
-function segmentIndexOf(segments: readonly Segment[], offset: number): number {
-  let low = 0;
-  let high = segments.length - 1;
-  while (low < high) {
-    const mid = (low + high + 1) >>> 1;
-    if (segments[mid]!.startOffset <= offset) low = mid;
-    else high = mid - 1;
-  }
-  return low;
 }

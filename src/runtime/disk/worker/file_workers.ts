@@ -301,6 +301,7 @@ export class FileWorker<Q extends object, A extends WorkerAnswer> {
     this.requests.start();
   }
 
+  /** Whether its worker thread is up. */
   get running(): boolean {
     return this.requests.running;
   }
