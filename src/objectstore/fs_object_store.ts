@@ -193,6 +193,7 @@ export class FsObjectStore implements ObjectStore {
     const readAhead = (at: number, buffer: Uint8Array): Promise<Uint8Array> | null => {
       if (at >= lengthBytes) return null;
       const reading = readPiece(at, buffer);
+      // Its failure is the stream's: heard where the piece is awaited, or in the finally below.
       reading.catch(() => {});
       return reading;
     };
