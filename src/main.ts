@@ -101,6 +101,13 @@ function logFailuresThatEndTheProcess(logger: Logger): void {
   });
 }
 
+/** The server's disk, its file workers started now, before the server listens (`NodeDisk.startWorkers`). */
+function startedDisk(): NodeDisk {
+  const disk = new NodeDisk();
+  disk.startWorkers();
+  return disk;
+}
+
 async function main(): Promise<number> {
   const args = parseServerArgs(Deno.args);
   if (args.help) {
@@ -120,13 +127,11 @@ async function main(): Promise<number> {
   logFailuresThatEndTheProcess(logger);
   const clock = new RealClock();
   const network = new DenoNetwork();
-  const disk = new NodeDisk();
-  disk.startWorkers();
   const server = await StrataServer.open({
     config,
     logger,
     clock,
-    disk,
+    disk: startedDisk(),
     rng: Rng.fromEntropy(),
     threads: new OsThreadControl(),
     clusterIo: clusterIo(network, clock, config.kafka.maxFrameBytes),
