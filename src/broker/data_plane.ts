@@ -42,6 +42,8 @@ export interface PartitionStats extends LogStats {
   remoteSizeBytes: number;
   /** The evicted segments, held only in the object store. */
   remoteSegments: number;
+  /** Bytes of the evicted segments' indexes the shard's index cache holds for the partition now. */
+  remoteIndexBytes: number;
 }
 
 /** Where a poll starts: at an offset, or at the first message at or after a timestamp. */
@@ -268,6 +270,7 @@ export class DataPlane {
       localSizeBytes: stats.sizeBytes - remote,
       remoteSizeBytes: remote,
       remoteSegments: partition.log.remoteSegments,
+      remoteIndexBytes: partition.log.remoteIndexBytes,
     };
   }
 

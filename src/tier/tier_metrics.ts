@@ -1,6 +1,14 @@
 import { labelledGaugesOf } from "../runtime/metrics/labelled_series.ts";
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 
+/** Where one tiered partition's bytes are, and its remote indexes held in memory. */
+export interface PartitionBytes {
+  localBytes: number;
+  remoteBytes: number;
+  remoteSegments: number;
+  indexCacheBytes: number;
+}
+
 /** What a tier service reports at scrape time; the gauges are read from state, never kept by hand. */
 export interface TierGaugeSource {
   uploadsInFlight(): number;
@@ -12,7 +20,7 @@ export interface TierGaugeSource {
   /** Partitions whose floor command failed to commit and has not committed since. */
   floorRetriesWaiting(): number;
   floors(): Iterable<[string, number]>;
-  partitionBytes(): Iterable<[string, { localBytes: number; remoteBytes: number; remoteSegments: number }]>;
+  partitionBytes(): Iterable<[string, PartitionBytes]>;
 }
 
 /** The tier services' metrics in one registry, shared by every shard. */
@@ -173,6 +181,14 @@ function registerPartitionGauges(registers: Registry[], sources: ReadonlySet<Tie
       labelName: "partition",
       entries: perPartition(function* (s) {
         for (const [partition, bytes] of s.partitionBytes()) yield [partition, bytes.remoteSegments];
+      }),
+    });
+    gauges.add({
+      name: "strata_tier_partition_index_cache_bytes",
+      help: "Bytes of each tiered partition's remote segment indexes held in its shard's index cache.",
+      labelName: "partition",
+      entries: perPartition(function* (s) {
+        for (const [partition, bytes] of s.partitionBytes()) yield [partition, bytes.indexCacheBytes];
       }),
     });
     gauges.add({

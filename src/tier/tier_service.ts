@@ -27,7 +27,7 @@ import {
   type UploadState,
 } from "./upload/upload_state.ts";
 import { type UploadReport, UploadRuns } from "./upload/upload_runs.ts";
-import type { TierGaugeSource, TierMetrics } from "./tier_metrics.ts";
+import type { PartitionBytes, TierGaugeSource, TierMetrics } from "./tier_metrics.ts";
 import { type TierLeadership, uploadTermChange } from "./tier_leadership.ts";
 import { DeferredFloors } from "./control/deferred_floors.ts";
 import { ReplicatedRetention } from "./replicated_retention.ts";
@@ -176,14 +176,15 @@ export class TierService implements TierGaugeSource {
     return this.#evictionLooks.overshootTotalBytes;
   }
 
-  /** Each partition's bytes with a local `.log` and bytes only in the store. */
-  *partitionBytes(): Iterable<[string, { localBytes: number; remoteBytes: number; remoteSegments: number }]> {
+  /** Each partition's bytes with a local `.log`, bytes only in the store, and its remote indexes held. */
+  *partitionBytes(): Iterable<[string, PartitionBytes]> {
     for (const [key, p] of this.#partitions) {
       const log = p.partition.log;
       yield [key, {
         localBytes: log.localSizeBytes,
         remoteBytes: log.remoteSizeBytes,
         remoteSegments: log.remoteSegments,
+        indexCacheBytes: log.remoteIndexBytes,
       }];
     }
   }

@@ -70,6 +70,7 @@ t.test("a tiered topic uploads and evicts; stats, metrics and await report the f
   t.ok(after.segments.some((s) => s.location === "remote"));
   const remoteSegments = after.segments.filter((s) => s.location === "remote").length;
   t.equal(after["remote_segments"], remoteSegments, "remote_segments counts the evicted segments");
+  t.equal(after["index_cache_bytes"], 0, "no remote index held before a read of evicted data");
   const metrics = await (await raw("/metrics")).text();
   t.match(metrics, new RegExp(`strata_tier_floor_offset\\{partition="1/1/0"\\} ${lastSealedEnd + 1}`));
   // Eviction goes on beside the reads of the view and the scrape: the gauge has at least as many.
@@ -94,6 +95,12 @@ t.test("a tiered topic uploads and evicts; stats, metrics and await report the f
     Array.from({ length: 60 }, (_, i) => i),
     "every message from offset 0, remote then local, intact",
   );
+  const held = (await c.partition("s", "t", 0) as Record<string, unknown>)["index_cache_bytes"] as number;
+  t.ok(held > 0, `the evicted segments' indexes held once read: ${held} bytes`);
+  const gaugedIndexes = /strata_tier_partition_index_cache_bytes\{partition="1\/1\/0"\} (\d+)/.exec(
+    await (await raw("/metrics")).text(),
+  );
+  t.equal(Number(gaugedIndexes?.[1]), held, "and gauged per partition");
   // Concurrent polls each answer from their own windows (given back, and reused, once encoded).
   const concurrent = await Promise.all(
     Array.from(

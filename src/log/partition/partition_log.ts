@@ -282,6 +282,11 @@ export class PartitionLog {
     return low;
   }
 
+  /** Bytes of the evicted segments' indexes the shard's index cache holds for this log now. */
+  get remoteIndexBytes(): number {
+    return this.#reads.remote.reader?.indexBytes?.() ?? 0;
+  }
+
   /** Bytes of the evicted segments, held only in the object store. */
   get remoteSizeBytes(): number {
     return this.#chain.segments.reduce((n, s) => s.location === "remote" ? n + s.sizeBytes : n, 0);

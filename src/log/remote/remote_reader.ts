@@ -32,6 +32,8 @@ export interface RemoteReader {
    * segment's start, slower but right).
    */
   index(segment: Segment): Promise<SparseIndex | null>;
+  /** Bytes of this partition's remote indexes the shard's index cache holds now (optional: 0). */
+  indexBytes?(): number;
   /** Forgets a chunk whose bytes failed their checksum, so the next read fetches it again. */
   drop(chunk: RemoteChunk): Promise<void>;
   /**

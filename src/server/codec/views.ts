@@ -37,6 +37,7 @@ export function partitionStatsView(s: PartitionStats): View {
     local_size_bytes: s.localSizeBytes,
     remote_size_bytes: s.remoteSizeBytes,
     remote_segments: s.remoteSegments,
+    index_cache_bytes: s.remoteIndexBytes,
     tiered_up_to_offset: s.tieredUpToOffset,
     deleted_up_to_offset: s.deletedUpToOffset,
     shard: s.shard,

@@ -96,7 +96,9 @@ interface Loaded {
 export class RemoteIndexes {
   readonly #deps: RemoteIndexesDeps;
   /** Held indexes by key, least recently used first (a hit moves its entry to the end). */
-  readonly #held = new Map<string, { value: RemoteIndex; sizeBytes: number }>();
+  readonly #held = new Map<string, { value: RemoteIndex; sizeBytes: number; owner: string }>();
+  /** Bytes held per owner (a partition's label), for owners with any: at most one per held index. */
+  readonly #bytesByOwner = new Map<string, number>();
   /** Loads in flight by key: one per segment being read, so bounded by the reads in flight. */
   readonly #loading = new Map<string, Promise<Loaded>>();
   #usedBytes = 0;
@@ -115,12 +117,18 @@ export class RemoteIndexes {
     return this.#held.size;
   }
 
+  /** Bytes of the indexes held for `owner` (the partition that read them). */
+  bytesOf(owner: string): number {
+    return this.#bytesByOwner.get(owner) ?? 0;
+  }
+
   /**
    * The index of remote `segment` whose `.index` object is `objectKey` (unique to the segment's
-   * incarnation, so it is also the cache key). A store that answers the object is gone rejects with
-   * its `NotFoundError`, for the caller to tell retention from data loss.
+   * incarnation, so it is also the cache key), counted as `owner`'s (the reading partition's label).
+   * A store that answers the object is gone rejects with its `NotFoundError`, for the caller to tell
+   * retention from data loss.
    */
-  async get(segment: Segment, objectKey: string): Promise<RemoteIndex> {
+  async get(segment: Segment, objectKey: string, owner: string): Promise<RemoteIndex> {
     const held = this.#held.get(objectKey);
     if (held !== undefined) {
       this.#held.delete(objectKey);
@@ -132,7 +140,7 @@ export class RemoteIndexes {
     if (loading === undefined) {
       this.#deps.metrics?.misses.inc();
       loading = this.#load(segment, objectKey).then((loaded) => {
-        if (loaded.keep) this.#hold(objectKey, loaded.value);
+        if (loaded.keep) this.#hold(objectKey, loaded.value, owner);
         return loaded;
       }).finally(() => this.#loading.delete(objectKey));
       this.#loading.set(objectKey, loading);
@@ -140,17 +148,26 @@ export class RemoteIndexes {
     return (await loading).value;
   }
 
-  #hold(key: string, value: RemoteIndex): void {
+  #hold(key: string, value: RemoteIndex, owner: string): void {
     const sizeBytes = (value.index?.sizeBytes ?? 0) + value.chunkStarts.length * 8 + entryOverheadBytes;
     if (sizeBytes > this.#deps.budgetBytes || this.#held.has(key)) return;
-    this.#held.set(key, { value, sizeBytes });
-    this.#usedBytes += sizeBytes;
+    this.#held.set(key, { value, sizeBytes, owner });
+    this.#count(owner, sizeBytes);
     for (const [oldest, entry] of this.#held) {
       if (this.#usedBytes <= this.#deps.budgetBytes) break;
       this.#held.delete(oldest);
-      this.#usedBytes -= entry.sizeBytes;
+      this.#count(entry.owner, -entry.sizeBytes);
       this.#deps.metrics?.evictions.inc();
     }
+  }
+
+  /** Adds `sizeBytes` (negative when dropped) to the total and to `owner`'s. */
+  #count(owner: string, sizeBytes: number): void {
+    this.#usedBytes += sizeBytes;
+    const owned = (this.#bytesByOwner.get(owner) ?? 0) + sizeBytes;
+    assert(owned >= 0 && this.#usedBytes >= 0, "held index bytes never go below zero");
+    if (owned === 0) this.#bytesByOwner.delete(owner);
+    else this.#bytesByOwner.set(owner, owned);
   }
 
   async #load(segment: Segment, objectKey: string): Promise<Loaded> {

@@ -112,10 +112,14 @@ export class TierRemoteReader implements RemoteReader {
   async #remoteIndex(segment: Segment): Promise<RemoteIndex> {
     const key = this.#keys(segment).index;
     try {
-      return await this.#o.indexes.get(segment, key);
+      return await this.#o.indexes.get(segment, key, this.#partition.log.label);
     } catch (error) {
       throw this.#missing(error, segment, key);
     }
+  }
+
+  indexBytes(): number {
+    return this.#o.indexes.bytesOf(this.#partition.log.label);
   }
 
   drop(chunk: RemoteChunk): Promise<void> {

@@ -73,14 +73,14 @@ t.test("an index is read from its local file once, then served from memory; the 
   writeFileSync(segment.indexPath, indexBytes(50));
   let fetches = 0;
   const { cache, metric } = indexes(1 << 20, () => (fetches++, Promise.reject(new Error("not asked"))));
-  const first = await cache.get(segment, "k0");
+  const first = await cache.get(segment, "k0", "p");
   t.equal(first.index!.length, 50);
   t.same(
     first.chunkStarts,
     [0, 33_000, 49_000],
     "chunk boundaries on the batch starts nearest 32 KiB multiples",
   );
-  t.equal(await cache.get(segment, "k0"), first, "the second lookup is the same entry");
+  t.equal(await cache.get(segment, "k0", "p"), first, "the second lookup is the same entry");
   t.equal(fetches, 0);
   t.equal(await metric("strata_index_cache_misses_total"), 1);
   t.equal(await metric("strata_index_cache_hits_total"), 1);
@@ -95,7 +95,7 @@ t.test("a missing local index is fetched once for concurrent reads and kept loca
     fetches++;
     return Promise.resolve(indexBytes(20));
   });
-  const [a, b] = await Promise.all([cache.get(segment, "k0"), cache.get(segment, "k0")]);
+  const [a, b] = await Promise.all([cache.get(segment, "k0", "p"), cache.get(segment, "k0", "p")]);
   t.equal(a, b, "both reads share one load");
   t.equal(fetches, 1);
   t.same([...readFileSync(segment.indexPath)], [...indexBytes(20)], "stored beside the marker");
@@ -110,17 +110,21 @@ t.test("a failed fetch is counted and not held: the read scans, and the next one
     1 << 20,
     () => fails-- > 0 ? Promise.reject(new TransportError("reset", null)) : Promise.resolve(indexBytes(20)),
   );
-  const failed = await cache.get(segment, "k0");
+  const failed = await cache.get(segment, "k0", "p");
   t.equal(failed.index, null, "no index: the read scans from the segment's start");
   t.same(failed.chunkStarts, [0], "as one chunk");
   t.equal(await metric("strata_cache_index_fetch_failures_total"), 1);
-  t.equal((await cache.get(segment, "k0")).index!.length, 20, "fetched again, and served");
+  t.equal((await cache.get(segment, "k0", "p")).index!.length, 20, "fetched again, and served");
   const gone = remoteSegment(dir, 100, 16 * 20);
   const { cache: missing } = indexes(1 << 20, () => Promise.reject(new NotFoundError("gone", 404)));
-  await t.rejects(missing.get(gone, "k100"), NotFoundError, "a gone object is the caller's to judge");
+  await t.rejects(missing.get(gone, "k100", "p"), NotFoundError, "a gone object is the caller's to judge");
   const foreign = remoteSegment(dir, 200, 16 * 20, 5000);
   const { cache: unfit } = indexes(1 << 20, () => Promise.resolve(indexBytes(20)));
-  t.equal((await unfit.get(foreign, "k200")).index, null, "an index pointing past its segment is not used");
+  t.equal(
+    (await unfit.get(foreign, "k200", "p")).index,
+    null,
+    "an index pointing past its segment is not used",
+  );
   t.notOk(existsSync(foreign.indexPath), "nor kept");
 });
 
@@ -129,13 +133,28 @@ t.test("the cache holds at most its budget, dropping the least recently used", a
   const segments = Array.from({ length: 10 }, (_, i) => remoteSegment(dir, i * 1000, 16 * 100));
   const { cache, metric } = indexes(5000, () => Promise.resolve(indexBytes(100)));
   for (const s of segments) {
-    await cache.get(s, `k${s.startOffset}`);
+    await cache.get(s, `k${s.startOffset}`, "p");
     t.ok(cache.usedBytes <= 5000, `${cache.usedBytes} bytes within the budget`);
   }
   t.equal(cache.count, 2, "two indexes of 1.6 kB and their overhead fit");
   t.equal(await metric("strata_index_cache_evictions_total"), 8);
-  await cache.get(segments[9]!, "k9000");
+  await cache.get(segments[9]!, "k9000", "p");
   t.equal(await metric("strata_index_cache_hits_total"), 1, "the most recent stayed");
+});
+
+t.test("each partition's held index bytes are its own: counted on hold, given back on eviction", async (t) => {
+  const dir = tempDir(t);
+  const segments = Array.from({ length: 4 }, (_, i) => remoteSegment(dir, i * 1000, 16 * 100));
+  const { cache } = indexes(5000, () => Promise.resolve(indexBytes(100)));
+  await cache.get(segments[0]!, "k0", "a");
+  const one = cache.usedBytes;
+  t.same([cache.bytesOf("a"), cache.bytesOf("b")], [one, 0], "one index, a's");
+  await cache.get(segments[1]!, "k1000", "b");
+  t.same([cache.bytesOf("a"), cache.bytesOf("b")], [one, one], "one each");
+  // A third of the same size does not fit the budget with two: a's, the oldest, goes.
+  await cache.get(segments[2]!, "k2000", "b");
+  t.same([cache.bytesOf("a"), cache.bytesOf("b")], [0, 2 * one], "a's evicted, b holds two");
+  t.equal(cache.bytesOf("a") + cache.bytesOf("b"), cache.usedBytes, "the owners' bytes add up to the total");
 });
 
 /** Message `i` of the fixture: 100 bytes, each `i`'s low byte. */
