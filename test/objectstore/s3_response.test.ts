@@ -64,6 +64,29 @@ t.test("streamPieces hands each piece on at its position and counts the bytes", 
   t.same(seen, [[0, pieceBytesMax], [pieceBytesMax, 1], [pieceBytesMax + 1, 4]]);
 });
 
+t.test("streamPieces with a gather buffer hands on whole buffers, the last one short, every byte in order", async (t) => {
+  // Chunks of uneven sizes, as a transport delivers them; one spans two buffers.
+  const bytes = Uint8Array.from({ length: 25 }, (_, i) => i);
+  const chunks = [bytes.subarray(0, 3), bytes.subarray(3, 14), bytes.subarray(14, 15), bytes.subarray(15)];
+  const gather = new Uint8Array(8);
+  const seen: { position: number; bytes: number[]; same: boolean }[] = [];
+  const total = await streamPieces(bodyOf(chunks), 25, "Cannot get k", (piece, position) => {
+    seen.push({ position, bytes: [...piece], same: piece.buffer === gather.buffer });
+    return Promise.resolve();
+  }, gather);
+  t.equal(total, 25);
+  t.same(
+    seen.map((s) => [s.position, s.bytes.length]),
+    [[0, 8], [8, 8], [16, 8], [24, 1]],
+    "pieces of 8, then 1",
+  );
+  t.same(seen.flatMap((s) => s.bytes), [...bytes], "every byte, in order");
+  t.ok(seen.every((s) => s.same), "each piece is the gather buffer, filled again after the sink is done");
+  const long = await streamPieces(bodyOf(chunks), 24, "Cannot get k", () => Promise.resolve(), gather)
+    .catch((e) => e);
+  t.ok(long instanceof MalformedError, "an answer past what was asked is refused as without one");
+});
+
 t.test("streamPieces refuses a chunk past bytesMax and passes the sink's own failure on as it is", async (t) => {
   const sink = () => Promise.resolve();
   const long = await streamPieces(bodyOf([new Uint8Array(6)]), 5, "Cannot get k", sink).catch((e) => e);

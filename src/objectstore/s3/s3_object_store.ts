@@ -11,10 +11,12 @@ import {
   type ObjectHead,
   type ObjectStore,
   type OpOptions,
+  pieceBytesMax,
   type PieceSink,
   type PutOptions,
   type PutResult,
 } from "../object_store.ts";
+import { BufferPool } from "../../runtime/memory/buffers.ts";
 import { MalformedError, ObjectStoreError, PreconditionFailedError } from "../object_store_errors.ts";
 import { mapS3Error } from "./s3_errors.ts";
 import { checkedBody, crc32Base64 } from "./s3_put_body.ts";
@@ -39,9 +41,17 @@ import { deleteRequestXml, parseDeleteResult, parseListV2 } from "./s3_xml.ts";
  * checked as the bytes go out (`s3_put_body.ts`), so a body that changed while it was sent is
  * aborted, never stored.
  */
+/**
+ * Bound on the buffers streamed ranges gather their pieces in: one per stream running at once (a
+ * shard fills at most `fetch_concurrency` chunks at a time, 4 by default), so a few more than that.
+ * A stream that finds them all out gathers into a buffer of its own.
+ */
+export const gatherBuffersMax = 8;
+
 export class S3ObjectStore implements ObjectStore {
   readonly settings: S3Settings;
   readonly #transport: S3Transport;
+  readonly #gatherBuffers = new BufferPool({ bufferBytes: pieceBytesMax, buffersMax: gatherBuffersMax });
 
   constructor(settings: S3Settings, clock: Clock) {
     this.settings = settings;
@@ -116,7 +126,14 @@ export class S3ObjectStore implements ObjectStore {
     const response = await this.#rangeGet(key, start, endExclusive, options, what);
     if (response === null) return 0;
     if (response.status === 206) {
-      return await streamPieces(response.body, endExclusive - start, what, onPiece);
+      const lengthBytes = endExclusive - start;
+      const gather = this.#gatherBuffers.takeBounded(Math.min(pieceBytesMax, lengthBytes)) ??
+        new Uint8Array(Math.min(pieceBytesMax, lengthBytes));
+      try {
+        return await streamPieces(response.body, lengthBytes, what, onPiece, gather);
+      } finally {
+        this.#gatherBuffers.give(gather);
+      }
     }
     let position = 0;
     for (
