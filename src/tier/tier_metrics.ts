@@ -148,6 +148,30 @@ function registerGauges(registers: Registry[], sources: ReadonlySet<TierGaugeSou
   });
 }
 
+/** The per-partition gauges of `PartitionBytes`: name, help, and the field each reads. */
+const partitionByteGauges: [string, string, keyof PartitionBytes][] = [
+  [
+    "strata_tier_partition_local_bytes",
+    "Bytes per tiered partition whose .log is on local disk.",
+    "localBytes",
+  ],
+  [
+    "strata_tier_partition_remote_bytes",
+    "Bytes per tiered partition held only in the object store (evicted segments).",
+    "remoteBytes",
+  ],
+  [
+    "strata_tier_partition_remote_segments",
+    "Segments per tiered partition held only in the object store (evicted).",
+    "remoteSegments",
+  ],
+  [
+    "strata_tier_partition_index_cache_bytes",
+    "Bytes of each tiered partition's remote segment indexes held in its shard's index cache.",
+    "indexCacheBytes",
+  ],
+];
+
 /**
  * The gauges labelled by partition, read from every source at scrape time and written a piece at a
  * time (`LabelledGauges`): one series per partition would otherwise hold the event loop per scrape.
@@ -159,38 +183,16 @@ function registerPartitionGauges(registers: Registry[], sources: ReadonlySet<Tie
     };
   for (const registry of registers) {
     const gauges = labelledGaugesOf(registry);
-    gauges.add({
-      name: "strata_tier_partition_local_bytes",
-      help: "Bytes per tiered partition whose .log is on local disk.",
-      labelName: "partition",
-      entries: perPartition(function* (s) {
-        for (const [partition, bytes] of s.partitionBytes()) yield [partition, bytes.localBytes];
-      }),
-    });
-    gauges.add({
-      name: "strata_tier_partition_remote_bytes",
-      help: "Bytes per tiered partition held only in the object store (evicted segments).",
-      labelName: "partition",
-      entries: perPartition(function* (s) {
-        for (const [partition, bytes] of s.partitionBytes()) yield [partition, bytes.remoteBytes];
-      }),
-    });
-    gauges.add({
-      name: "strata_tier_partition_remote_segments",
-      help: "Segments per tiered partition held only in the object store (evicted).",
-      labelName: "partition",
-      entries: perPartition(function* (s) {
-        for (const [partition, bytes] of s.partitionBytes()) yield [partition, bytes.remoteSegments];
-      }),
-    });
-    gauges.add({
-      name: "strata_tier_partition_index_cache_bytes",
-      help: "Bytes of each tiered partition's remote segment indexes held in its shard's index cache.",
-      labelName: "partition",
-      entries: perPartition(function* (s) {
-        for (const [partition, bytes] of s.partitionBytes()) yield [partition, bytes.indexCacheBytes];
-      }),
-    });
+    for (const [name, help, field] of partitionByteGauges) {
+      gauges.add({
+        name,
+        help,
+        labelName: "partition",
+        entries: perPartition(function* (s) {
+          for (const [partition, bytes] of s.partitionBytes()) yield [partition, bytes[field]];
+        }),
+      });
+    }
     gauges.add({
       name: "strata_tier_floor_offset",
       help: "The tiered floor per partition (exclusive).",

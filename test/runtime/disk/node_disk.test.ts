@@ -5,11 +5,8 @@ import t from "tap";
 import { DiskError } from "../../../src/runtime/disk/disk.ts";
 import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
 import { Semaphore } from "../../../src/runtime/cooperation/semaphore.ts";
-import {
-  offLoopWriteBytesMin,
-  WorkerError,
-  WriteWorker,
-} from "../../../src/runtime/disk/worker/file_workers.ts";
+import { offLoopWriteBytesMin, WriteWorker } from "../../../src/runtime/disk/worker/file_workers.ts";
+import { WorkerError } from "../../../src/runtime/disk/worker/worker_requests.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
 
 const bytes = (s: string) => new TextEncoder().encode(s);

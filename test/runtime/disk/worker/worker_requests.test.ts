@@ -1,5 +1,5 @@
 import t from "tap";
-import { WorkerError, WorkerRequests } from "../../../../src/runtime/disk/worker/file_workers.ts";
+import { WorkerError, WorkerRequests } from "../../../../src/runtime/disk/worker/worker_requests.ts";
 
 /** A worker that doubles `n`, fails with a code on a negative one, and exits on "exit". */
 const echoWorker = new URL("../../../helpers/echo_worker.ts", import.meta.url);
