@@ -1,7 +1,7 @@
 import { assert } from "../../assert.ts";
 import { directIoAlignBytes } from "../disk.ts";
 import { Semaphore } from "../../cooperation/semaphore.ts";
-import type { ResourceLimits, WorkerOptions } from "node:worker_threads";
+import type { ResourceLimits } from "node:worker_threads";
 import type { CloseRequest, FileWorkerData, WorkerAnswer } from "./file_worker_protocol.ts";
 import process from "node:process";
 import { WorkerError, WorkerRequests } from "./worker_requests.ts";
