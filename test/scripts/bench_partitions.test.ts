@@ -85,11 +85,14 @@ t.test("bench:partitions --quick measures every figure of a server hosting the a
       positive(idle.rss_mb) && positive(idle.open_fds),
       `RSS ${idle.rss_mb} MB, ${idle.open_fds} descriptors`,
     );
-    // The two are read one after the other, so either may count one more 10 ms clock tick than the other.
+    // The thread can seem to outrun its process by a few 10 ms clock ticks, never more: each reading's
+    // utime and stime are the kernel's split of the precise run time, each cut down to a whole tick for
+    // the thread and for the process apart (under two ticks lost per reading, so under four over a
+    // window), and the two files are read one after the other (one tick more). A quick run saw two.
     const tickPercent = 100 * 10 / (report.settings.idle_seconds * 1000);
     t.ok(
       idle.loop_thread_cpu_percent_of_core >= 0 &&
-        idle.loop_thread_cpu_percent_of_core <= idle.cpu_percent_of_core + tickPercent + 0.01,
+        idle.loop_thread_cpu_percent_of_core <= idle.cpu_percent_of_core + 5 * tickPercent + 0.01,
       `the loop's thread ran ${idle.loop_thread_cpu_percent_of_core} % of a core, the process ${idle.cpu_percent_of_core} %`,
     );
     const l = idle.tick_lateness_ms;
