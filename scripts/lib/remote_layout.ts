@@ -59,7 +59,7 @@ export async function writeRemoteChain(
   for (let s = 0; s < layout.segments; s++) {
     const timestampUs = startTimestampUs + s * 1_000_000;
     const segment = segmentOf(offset, layout, timestampUs);
-    const keys = segmentKeys({ ...incarnation, createdRevision, purgeGeneration }, offset);
+    const keys = segmentKeys({ ...incarnation, createdRevision, purgeGeneration }, offset, null);
     const logCrc32 = crc32(segment.log);
     const indexBytes = segment.index.bytes().slice();
     const marker: RemoteMarker = {
@@ -73,6 +73,7 @@ export async function writeRemoteChain(
       createdRevision,
       purgeGeneration,
       logCrc32,
+      merged: false,
     };
     const sealed = { ...marker, logPath: "", indexPath: `${dir}/${segmentStem(offset)}.index` };
     await putObject(

@@ -1,4 +1,5 @@
 import type { ControlCommand } from "../tier/control/control_log.ts";
+import type { AdvanceDeletedUpTo, AdvanceTieredFloor } from "../log/retention/floor_state.ts";
 
 /**
  * A tiered partition's committed control state as etcd stores it: the floor, the watermark total
@@ -45,7 +46,7 @@ export function decodeFloorRecord(key: string, value: string): FloorRecord {
  */
 export function recordAfter(
   current: FloorRecord | null,
-  command: ControlCommand,
+  command: AdvanceTieredFloor | AdvanceDeletedUpTo,
   leaderEpoch: number,
 ): FloorRecord | null {
   if (current !== null && command.purgeGeneration < current.purgeGeneration) return null;

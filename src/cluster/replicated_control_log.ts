@@ -76,6 +76,12 @@ export class ReplicatedControlLog implements ControlLog {
   }
 
   async submit(command: ControlCommand, precondition: SubmitPrecondition): Promise<number> {
+    if (command.kind === "replace_remote_segments") {
+      // The merger runs on a single node only (docs/DESIGN.md, "The adjacent-segment merger").
+      throw new Error(
+        `Cannot commit a replace of remote segments of ${command.partition}: a cluster does not merge them`,
+      );
+    }
     const { coordinator, keys } = this.#deps;
     const stateKey = `${keys.partitions}${command.partition}`;
     const floorKey = keys.floor(command.partition);

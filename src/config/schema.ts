@@ -254,6 +254,10 @@ export const configSchema = {
     manifest_upload_interval: { kind: "duration", default: 60_000, min: 1000, max: 86_400_000 },
     /** How often every key below each partition's floor is HEADed and compared with the marker. */
     verify_interval: { kind: "duration", default: 3_600_000, min: 1000, max: 604_800_000 },
+    /** Whether idle shards merge runs of small remote segments into objects of about `segment_size`. */
+    merge_segments: { kind: "bool", default: true },
+    /** How long an idle shard waits to look for segments to merge again after a look found none. */
+    merge_interval: { kind: "duration", default: 60_000, min: 1000, max: 86_400_000 },
   },
   "tiered_storage.retry": {
     transient_initial: { kind: "duration", default: 10, min: 1, max: 60_000 },

@@ -11,7 +11,7 @@ export function liveIncarnation(w: World): PartitionIncarnation {
 
 /** The store key of the live incarnation's log object of the segment starting at `startOffset`. */
 export function segmentLogKey(w: World, startOffset: number): string {
-  return segmentKeys(liveIncarnation(w), startOffset).log;
+  return segmentKeys(liveIncarnation(w), startOffset, null).log;
 }
 
 /** What each marker says next to the object it names; sabotaged segments are the scenario's doing. */

@@ -35,6 +35,7 @@ export class TierMetrics {
   readonly floorSubmissionsFailed: Counter;
   readonly transferredSegments: Counter;
   readonly transferredBytes: Counter;
+  readonly segmentsReplaced: Counter;
   readonly #sources = new Set<TierGaugeSource>();
 
   constructor(registry: Registry) {
@@ -91,6 +92,11 @@ export class TierMetrics {
     this.floorSubmissionsFailed = new Counter({
       name: "strata_tier_floor_submissions_failed_total",
       help: "Floor commands the control log did not commit; each is submitted again unless fenced.",
+      registers,
+    });
+    this.segmentsReplaced = new Counter({
+      name: "strata_tier_segments_replaced_total",
+      help: "Remote segments a committed replace (a merge) took out of their partition's chain.",
       registers,
     });
     registerGauges(registers, this.#sources);

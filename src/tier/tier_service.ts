@@ -33,6 +33,7 @@ import { DeferredFloors } from "./control/deferred_floors.ts";
 import { ReplicatedRetention } from "./replicated_retention.ts";
 import { type SubmitFloor, submitFloorCommand } from "./control/floor_submission.ts";
 import type { AdvanceTieredFloor } from "../log/retention/floor_state.ts";
+import type { ReplaceRemoteSegments } from "../log/segment/segment_replacement.ts";
 
 /** A partition as the tier service sees it: its log and superblock, and its topic's options. */
 export interface TieredPartition {
@@ -144,10 +145,27 @@ export class TierService implements TierGaugeSource {
    * apply, which needs them, then submits floor commands to it under the epoch it is at.
    */
   async attachControlLog(log: ControlLog): Promise<void> {
-    await log.replay((_index, command) =>
-      command.kind === "advance_tiered_floor" ? this.#applyFloor(command) : this.retention.apply(command)
-    );
+    await log.replay((_index, command) => {
+      switch (command.kind) {
+        case "advance_tiered_floor":
+          return this.#applyFloor(command);
+        case "advance_deleted_up_to":
+          return this.retention.apply(command);
+        case "replace_remote_segments":
+          return this.#applyReplace(command);
+      }
+    });
     this.#control = { log, epoch: log.epoch() };
+  }
+
+  /**
+   * Commits a replace of remote segments (a merge) through the control log under the epoch it is
+   * at, and resolves once it is applied. Only a single node's control log takes one.
+   */
+  async submitReplace(command: ReplaceRemoteSegments): Promise<void> {
+    const control = this.#control;
+    if (control === null) throw new Error("Cannot commit a replace of remote segments: no control log yet");
+    await control.log.submit(command, { expectedEpoch: control.epoch });
   }
 
   uploadsInFlight(): number {
@@ -344,6 +362,33 @@ export class TierService implements TierGaugeSource {
     this.#waiters.wake(p.key, sb.tieredUpToOffset);
     this.#evictionLooks.touch(p.key);
     this.#scan.due(p.key, this.#now());
+  }
+
+  /**
+   * The control log committed a replace of remote segments (a merge): the partition's chain takes
+   * it, or it is rejected, when the chain no longer holds the range, and the replacing objects are
+   * left to the orphan sweep.
+   */
+  async #applyReplace(command: ReplaceRemoteSegments): Promise<void> {
+    const p = this.#partitions.get(command.partition);
+    if (p === undefined) return;
+    const decision = await p.partition.replaceRemote(command);
+    const m = command.markers;
+    const fields = {
+      partition: command.partition,
+      start_offset: m[0]!.startOffset,
+      end_offset: m.at(-1)!.endOffset,
+    };
+    if (decision.kind === "rejected") {
+      this.#deps.logger.warn("replace of remote segments rejected", { ...fields, reason: decision.reason });
+    } else if (decision.kind === "replace") {
+      this.#deps.metrics?.segmentsReplaced.inc(decision.count);
+      this.#deps.logger.info("remote segments replaced", {
+        ...fields,
+        replaced: decision.count,
+        by: m.length,
+      });
+    }
   }
 
   /** Local retention's look found the partition under pressure, or no longer. */

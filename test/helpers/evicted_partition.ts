@@ -100,7 +100,7 @@ export async function evicted(t: Test, options: EvictedOptions = {}) {
         bandwidth: new TokenBucket(clock, { rateBytesPerSec: "unlimited", waitersMax: 1, name: "b" }),
       },
       sealedSegmentOf(s),
-      segmentKeys(incarnation, s.startOffset),
+      segmentKeys(incarnation, s.startOffset, null),
       1e12,
     );
   }

@@ -60,7 +60,7 @@ export async function putSegment(
 ): Promise<void> {
   const log = new Uint8Array(100);
   log[16] = 2;
-  const keys = segmentKeys(inc, start);
+  const keys = segmentKeys(inc, start, null);
   await putObject(store, keys.log, log, {
     "start-offset": String(start),
     "end-offset": String(start + 9),

@@ -40,6 +40,7 @@ export function sourceMarker(start: number): RemoteMarker {
     createdRevision: replicaSource.createdRevision,
     purgeGeneration: replicaSource.purgeGeneration,
     logCrc32: 5,
+    merged: false,
   };
 }
 

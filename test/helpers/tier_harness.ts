@@ -51,6 +51,8 @@ export const housekeepingDefaults: HousekeepingConfig = {
   orphanSweepIntervalMs: 3_600_000,
   manifestUploadIntervalMs: 60_000,
   verifyIntervalMs: 3_600_000,
+  mergeSegments: false,
+  mergeIntervalMs: 60_000,
 };
 
 /** Bound on the real time one wait spends waiting for disk I/O: a stuck operation ends the wait, not the test run. */

@@ -137,6 +137,7 @@ t.test("boot: marker-only stems are tiered, marker plus log is uploaded and loca
       maxTimestampUs: 1,
       ...identity,
       logCrc32: 1,
+      merged: false,
     }),
   );
   const next = log.nextOffset;

@@ -50,6 +50,7 @@ const marker = (start: number, end: number) => ({
   createdRevision: source.createdRevision,
   purgeGeneration: source.purgeGeneration,
   logCrc32: 5,
+  merged: false,
 });
 
 t.test("segments below the restore's offset keep its source's keys; later ones are the partition's own", (t) => {
@@ -72,7 +73,7 @@ t.test("segments below the restore's offset keep its source's keys; later ones a
     purgeGeneration: 3,
   });
   t.equal(
-    segmentKeys(objectIncarnation(own, source, 10), 10).log,
+    segmentKeys(objectIncarnation(own, source, 10), 10, null).log,
     "strata/old/4/9/2/00000000000000aa-3/00000000000000000010.log",
   );
   t.same(objectIncarnation(own, source, 20), own, "at the offset: the partition's own");
@@ -104,7 +105,7 @@ t.test("a seeded partition keeps where it was restored from across a reopen; a p
   t.equal(p.log.nextOffset, 20, "producing goes on at the restore's next offset");
   const own = incarnationOf("strata", "new", p);
   t.equal(
-    segmentKeys(objectIncarnation(own, p.superblock.restoredFrom, 0), 0).log,
+    segmentKeys(objectIncarnation(own, p.superblock.restoredFrom, 0), 0, null).log,
     "strata/old/4/9/2/00000000000000aa-3/00000000000000000000.log",
   );
   await p.purge();
@@ -145,7 +146,7 @@ t.test("GC keeps a restored topic's source incarnation of this cluster, whatever
     "another cluster's objects are not ours to keep",
   );
   const root = clusterRoot("strata", "old");
-  const key = parseObjectKey(root, segmentKeys({ prefix: "strata", ...source }, 0).log);
+  const key = parseObjectKey(root, segmentKeys({ prefix: "strata", ...source }, 0, null).log);
   const hourAgo = Date.now() - 3_600_000;
   t.equal(
     classifyObject(key, hourAgo, new Map(), Date.now(), 60_000),
@@ -160,7 +161,7 @@ t.test("GC keeps a restored topic's source incarnation of this cluster, whatever
   );
   const purged = parseObjectKey(
     root,
-    segmentKeys({ prefix: "strata", ...source, purgeGeneration: 2 }, 0).log,
+    segmentKeys({ prefix: "strata", ...source, purgeGeneration: 2 }, 0, null).log,
   );
   t.equal(
     classifyObject(purged, hourAgo, table, Date.now(), 60_000),

@@ -24,15 +24,19 @@ t.test("sealed segments upload oldest first; the floor reaches the last sealed s
     ticks(),
   );
   for (const s of partition.log.segments.filter((x) => x.sealed)) {
-    const keys = segmentKeys({
-      prefix: "strata",
-      clusterId: "c1",
-      streamId: 1,
-      topicId: 1,
-      partitionId: 0,
-      createdRevision: partition.superblock.createdRevision,
-      purgeGeneration: 0,
-    }, s.startOffset);
+    const keys = segmentKeys(
+      {
+        prefix: "strata",
+        clusterId: "c1",
+        streamId: 1,
+        topicId: 1,
+        partitionId: 0,
+        createdRevision: partition.superblock.createdRevision,
+        purgeGeneration: 0,
+      },
+      s.startOffset,
+      null,
+    );
     const object = sim.peek(keys.log);
     t.ok(object, `object for segment ${s.startOffset}`);
     t.equal(
@@ -152,7 +156,7 @@ class FaultyControlLog implements ControlLog {
     return this.#inner.replay(apply);
   }
   submit(command: ControlCommand, precondition: SubmitPrecondition): Promise<number> {
-    this.submitted.push(command.upToOffset);
+    if (command.kind === "advance_tiered_floor") this.submitted.push(command.upToOffset);
     if (this.#failures > 0) {
       this.#failures--;
       return Promise.reject(new Error("Cannot append to the control log: injected failure"));

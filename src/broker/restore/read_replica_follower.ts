@@ -275,11 +275,12 @@ export class ReadReplicaFollower {
     const objects: TieredObject[] = new Array(segments.length);
     await concurrently(segments.length, headsInFlightMax, async (i) => {
       const s = segments[i]!;
-      const key = segmentKeys(inc, s.startOffset).log;
+      const stem = { startOffset: s.startOffset, mergedEndOffset: s.merged === true ? s.endOffset : null };
+      const key = segmentKeys(inc, stem.startOffset, stem.mergedEndOffset).log;
       const { logCrc32, indexSizeBytes, startTimestampUs, endTimestampUs } = s;
       objects[i] = logCrc32 === null || indexSizeBytes === null || startTimestampUs === null ||
           endTimestampUs === null
-        ? tieredObjectOf(key, s.startOffset, await this.#deps.store.head(key))
+        ? tieredObjectOf(key, stem, await this.#deps.store.head(key))
         : {
           key,
           startOffset: s.startOffset,
@@ -290,6 +291,7 @@ export class ReadReplicaFollower {
           endTimestampUs,
           maxTimestampUs: s.maxTimestampUs,
           logCrc32,
+          merged: stem.mergedEndOffset !== null,
         };
     });
     return objects;

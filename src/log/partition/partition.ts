@@ -13,6 +13,7 @@ import type { Segment } from "../segment/segment.ts";
 import { storageFormatVersion } from "../../runtime/format_version_error.ts";
 import { readSuperblock, type RestoredFrom, type Superblock, writeSuperblock } from "./superblock.ts";
 import type { RemoteMarker } from "../remote/remote_marker.ts";
+import type { ReplaceDecision, ReplaceRemoteSegments } from "../segment/segment_replacement.ts";
 import { plantedSuperblock } from "../remote/remote_planting.ts";
 import { type RetentionDecision, retentionSegmentsPerPassMax } from "../retention/total_retention.ts";
 import {
@@ -247,6 +248,24 @@ export class Partition {
       return { next: plantedSuperblock(adopted, end), result: undefined };
     });
     await this.log.plantRemote(markers, epochs);
+  }
+
+  /**
+   * Applies a committed replace of remote segments (a merge): rejected when it is of another purge
+   * generation or reaches the floor (the partition was purged, or its log cut, since), and otherwise
+   * as the chain decides (`decideReplace`).
+   */
+  async replaceRemote(command: ReplaceRemoteSegments): Promise<ReplaceDecision> {
+    const sb = this.#superblock;
+    if (command.purgeGeneration !== sb.purgeGeneration) {
+      return { kind: "rejected", reason: `it is of purge generation ${command.purgeGeneration}` };
+    }
+    const end = command.markers.at(-1)!.endOffset;
+    if (end >= sb.tieredUpToOffset) {
+      return { kind: "rejected", reason: `it reaches ${end}, at or past the floor ${sb.tieredUpToOffset}` };
+    }
+    const identity = { createdRevision: sb.createdRevision, purgeGeneration: sb.purgeGeneration };
+    return await this.log.replaceRemote(command.markers, identity);
   }
 
   /**

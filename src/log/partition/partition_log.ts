@@ -19,6 +19,7 @@ import {
 } from "../segment/segment_chain.ts";
 import { checkProducedBatches, noProduceLimits, type ProduceChecks } from "../batch/produced_batches.ts";
 import { hashLog } from "../segment/segment_eviction.ts";
+import type { ReplaceDecision } from "../segment/segment_replacement.ts";
 import {
   type BatchReadResult,
   readBatchesFrom,
@@ -391,6 +392,11 @@ export class PartitionLog {
     }
     if (victims.size === 0) return 0;
     return await this.#queue.enqueue<number>((done) => ({ kind: "evict", victims, floor, identity, done }));
+  }
+
+  /** Replaces a range of remote segments by `markers`' segments (`replaceRemoteSegments`). */
+  replaceRemote(markers: readonly RemoteMarker[], identity: MarkerIdentity): Promise<ReplaceDecision> {
+    return this.#queue.enqueue<ReplaceDecision>((done) => ({ kind: "replace", markers, identity, done }));
   }
 
   /** Deletes every segment and starts again at offset 0; `commit` runs before anything is acknowledged. */

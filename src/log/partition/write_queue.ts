@@ -5,6 +5,7 @@ import type { AppendInput, AppendResult, SegmentChain } from "../segment/segment
 import { deleteFront, purgeSegments } from "../segment/segment_deletion.ts";
 import { evictSegments } from "../segment/segment_eviction.ts";
 import { truncateSegments } from "../segment/segment_truncation.ts";
+import { type ReplaceDecision, replaceRemoteSegments } from "../segment/segment_replacement.ts";
 import type { EpochStart } from "./leader_epochs.ts";
 import { plantRemoteSegments } from "../remote/remote_planting.ts";
 import type { RetentionDecision } from "../retention/total_retention.ts";
@@ -20,6 +21,12 @@ export type WriteOp =
   | { kind: "purge"; commit: () => Promise<void>; done: Deferred<void> }
   | { kind: "truncate"; offset: number; done: Deferred<void> }
   | { kind: "plant"; markers: readonly RemoteMarker[]; epochs: readonly EpochStart[]; done: Deferred<void> }
+  | {
+    kind: "replace";
+    markers: readonly RemoteMarker[];
+    identity: MarkerIdentity;
+    done: Deferred<ReplaceDecision>;
+  }
   | {
     kind: "evict";
     victims: Map<number, number>;
@@ -80,6 +87,10 @@ export async function applyWriteOp(context: WriteContext, op: WriteOp): Promise<
         op.identity,
       );
       return () => op.done.resolve(evicted);
+    }
+    case "replace": {
+      const decision = await replaceRemoteSegments(disk, dir, chain, op.markers, op.identity);
+      return () => op.done.resolve(decision);
     }
     case "purge": {
       await purgeSegments(disk, dir, chain);

@@ -9,7 +9,7 @@ import { FormatVersionError, storageFormatVersion } from "../../runtime/format_v
  * Little-endian:
  *
  *    0  magic "STRAREMT"       8 bytes
- *    8  version u16 (2)        flags u16 (0)        reserved u32
+ *    8  version u16 (2)        flags u16            reserved u32
  *   16  start_offset u64       end_offset u64
  *   32  size u64               index_size u64
  *   48  start_timestamp u64    end_timestamp u64    max_timestamp u64   (microseconds)
@@ -17,11 +17,16 @@ import { FormatVersionError, storageFormatVersion } from "../../runtime/format_v
  *   88  log_checksum 16 bytes: the .log's CRC32 in the first 4, the rest zero
  *  104  record_checksum u64: CRC32C of bytes 0..104 in the low 32 bits
  *  112  padding to 128 (zero)
+ *
+ * Flags: bit 0 (`mergedFlag`) marks a merged segment, whose objects are keyed by its start and end
+ * offsets (docs/DESIGN.md, "The adjacent-segment merger"); every other bit is zero.
  */
 export const remoteMarkerBytes = 128;
 export const remoteMarkerVersion = storageFormatVersion;
 /** The first 8 bytes of a marker, and of a marker record of the remote table. */
 export const markerMagic = new TextEncoder().encode("STRAREMT");
+/** The flag of a merged segment's marker. */
+export const mergedFlag = 0x1;
 
 export interface RemoteMarker {
   startOffset: number;
@@ -35,6 +40,8 @@ export interface RemoteMarker {
   createdRevision: string;
   purgeGeneration: number;
   logCrc32: number;
+  /** A merged segment: its objects are keyed by its start and end offsets, not its start alone. */
+  merged: boolean;
 }
 
 /** Identity a marker must carry: the partition's incarnation. */
@@ -55,6 +62,7 @@ export function encodeRemoteMarker(m: RemoteMarker): Uint8Array {
   const view = new DataView(bytes.buffer);
   bytes.set(markerMagic, 0);
   view.setUint16(8, remoteMarkerVersion, true);
+  view.setUint16(10, m.merged ? mergedFlag : 0, true);
   const u64 = (at: number, value: number) => view.setBigUint64(at, BigInt(value), true);
   u64(16, m.startOffset);
   u64(24, m.endOffset);
@@ -104,15 +112,20 @@ export function emptyMarker(): RemoteMarker {
     createdRevision: "",
     purgeGeneration: 0,
     logCrc32: 0,
+    merged: false,
   };
 }
 
 /**
  * Fills `into` with the fields of the marker at byte `at` of `view`, whose magic, version and
  * checksum the caller has checked, and returns it: a table's records are read through one marker
- * rather than a new one each. A field past 2^53 throws `MarkerError`.
+ * rather than a new one each. A field past 2^53, or a flag this version does not know, throws
+ * `MarkerError`.
  */
 export function markerFieldsAt(view: DataView, at: number, into: RemoteMarker): RemoteMarker {
+  const flags = view.getUint16(at + 10, true);
+  if ((flags & ~mergedFlag) !== 0) throw new MarkerError(`unknown flags 0x${flags.toString(16)}`);
+  into.merged = (flags & mergedFlag) !== 0;
   into.startOffset = u64At(view, at + 16);
   into.endOffset = u64At(view, at + 24);
   into.sizeBytes = u64At(view, at + 32);

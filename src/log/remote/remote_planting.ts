@@ -6,7 +6,7 @@ import type { EpochStart } from "../partition/leader_epochs.ts";
 import { PartitionRefusedError } from "../log_errors.ts";
 import type { RemoteMarker } from "./remote_marker.ts";
 import { openRemoteTable } from "./remote_table_open.ts";
-import { Segment, segmentStem } from "../segment/segment.ts";
+import { remoteSegmentOf, segmentStem } from "../segment/segment.ts";
 import { closeFiles, SegmentChain } from "../segment/segment_chain.ts";
 import { readSuperblock, type Superblock, writeSuperblock } from "../partition/superblock.ts";
 
@@ -58,25 +58,10 @@ export async function plantRemoteSegments(
   const active = await SegmentChain.createSegment(disk, dir, next);
   const before = chain.takeAll();
   assert(before.pop() === old, "the planted chain ends at its active segment");
-  chain.restart(active, [...before, ...markers.map((m) => remoteSegment(dir, m))]);
+  chain.restart(active, [...before, ...markers.map((m) => remoteSegmentOf(dir, m))]);
   await closeFiles(old);
   await disk.unlink(old.logPath);
   await disk.fsyncDir(dir);
-}
-
-/** A segment held only in the store, as its marker describes it. */
-function remoteSegment(dir: string, m: RemoteMarker): Segment {
-  const segment = new Segment(dir, m.startOffset);
-  segment.sizeBytes = m.sizeBytes;
-  segment.endOffset = m.endOffset;
-  segment.firstTimestampUs = m.startTimestampUs;
-  segment.maxTimestampUs = m.maxTimestampUs;
-  segment.sealed = true;
-  segment.marker = m;
-  segment.location = "remote";
-  segment.visibleSizeBytes = m.sizeBytes;
-  segment.visibleEndOffset = m.endOffset;
-  return segment;
 }
 
 /** What settling a read replica's directory found. */

@@ -29,8 +29,8 @@ export interface RecoveryReport {
 
 /**
  * Rebuilds a partition's segment chain from its directory at boot:
- * - stems come from `.log` files and the remote table's markers; `.index` files with neither and
- *   temp files are removed; markers follow docs/DESIGN.md, "Markers and the boot rules";
+ * - stems come from `.log` files and the remote table's markers; `.index` files of neither
+ *   (`isOrphanIndex`) and temp files are removed; markers follow docs/DESIGN.md, "Markers and the boot rules";
  * - every sealed segment must follow the previous one with no gap (a hole refuses the partition);
  * - a sealed segment's index is trusted only if it is a whole number of increasing entries that
  *   point inside the log, and is rebuilt otherwise;
@@ -54,10 +54,7 @@ export async function recoverSegments(
   const logSet = new Set(logs);
   let removed = 0;
   for (const name of names) {
-    const orphanIndex = /^(\d{20})\.index$/.exec(name);
-    // An index is kept while its segment exists locally or remotely.
-    const start = orphanIndex === null ? -1 : Number(orphanIndex[1]);
-    if (name.endsWith(".tmp") || (start >= 0 && !logSet.has(start) && !hasMarkerAt(live, start))) {
+    if (name.endsWith(".tmp") || isOrphanIndex(name, logSet, live)) {
       await disk.unlink(`${dir}/${name}`);
       removed++;
     }
@@ -83,8 +80,26 @@ export async function recoverSegments(
   return report;
 }
 
-/** Whether the table has a live marker of the segment starting at `start`, by bisection. */
-function hasMarkerAt(live: RemoteTableReplay, start: number): boolean {
+/**
+ * Whether `name` is an `.index` whose segment is gone: an index is kept while its segment exists
+ * locally or remotely, `{start}.index` for a segment keyed by its start, `{start}-{end}.index` for a
+ * merged one; a merge leaves the indexes of the segments it replaced (docs/DESIGN.md, "The
+ * adjacent-segment merger").
+ */
+function isOrphanIndex(name: string, logs: ReadonlySet<number>, live: RemoteTableReplay): boolean {
+  const match = /^(\d{20})(?:-(\d{20}))?\.index$/.exec(name);
+  if (match === null) return false;
+  const start = Number(match[1]);
+  const mergedEnd = match[2] === undefined ? null : Number(match[2]);
+  if (mergedEnd === null && logs.has(start)) return false;
+  const at = markerAt(live, start);
+  if (at === null) return true;
+  const marker = live.markerAt(at);
+  return (marker.merged ? marker.endOffset : null) !== mergedEnd;
+}
+
+/** Where the table's live marker of the segment starting at `start` is, by bisection; null for none. */
+function markerAt(live: RemoteTableReplay, start: number): number | null {
   let low = 0;
   let high = live.length;
   while (low < high) {
@@ -92,7 +107,7 @@ function hasMarkerAt(live: RemoteTableReplay, start: number): boolean {
     if (live.startOffsetAt(mid) < start) low = mid + 1;
     else high = mid;
   }
-  return low < live.length && live.startOffsetAt(low) === start;
+  return low < live.length && live.startOffsetAt(low) === start ? low : null;
 }
 
 interface ChainContext {

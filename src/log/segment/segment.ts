@@ -17,6 +17,17 @@ export function segmentStem(startOffset: number): string {
 }
 
 /**
+ * The stem of a segment's objects and of a remote segment's `.index`: its start offset's stem, and
+ * for a merged segment (`mergedEndOffset` not null) its end offset's after a hyphen, so that a
+ * merge's files and objects never share a name with the segments it replaces, and uploading them
+ * again writes the same keys (docs/DESIGN.md, "The adjacent-segment merger").
+ */
+export function objectStem(startOffset: number, mergedEndOffset: number | null): string {
+  const start = segmentStem(startOffset);
+  return mergedEndOffset === null ? start : `${start}-${segmentStem(mergedEndOffset)}`;
+}
+
+/**
  * One segment of a partition's log: `{stem}.log` (batches) and `{stem}.index` (sparse index).
  * The active segment holds its files (opened `reopenable`: a disk bounding its open files closes
  * them between uses and reopens them on the next) and grows; a sealed one is immutable. `visibleSizeBytes` is
@@ -55,6 +66,8 @@ export class Segment {
   #logCrc32Signed = 0;
   /** The marker's end timestamp less the segment's largest: zero as markers are written. */
   #endTimestampDeltaUs = 0;
+  /** A merged segment's marker says so (`RemoteMarker.merged`). */
+  #merged = false;
 
   constructor(dir: string, startOffset: number, index: SparseIndex | null = new SparseIndex()) {
     this.dir = dir;
@@ -88,12 +101,14 @@ export class Segment {
       createdRevision: identity.createdRevision,
       purgeGeneration: identity.purgeGeneration,
       logCrc32: this.#logCrc32Signed >>> 0,
+      merged: this.#merged,
     };
   }
 
   set marker(m: RemoteMarker | null) {
     if (m === null) {
       this.#markerIdentity = null;
+      this.#merged = false;
       return;
     }
     assert(
@@ -105,6 +120,12 @@ export class Segment {
     this.#indexSizeBytes = m.indexSizeBytes;
     this.#logCrc32Signed = m.logCrc32 | 0;
     this.#endTimestampDeltaUs = m.endTimestampUs - this.maxTimestampUs;
+    this.#merged = m.merged;
+  }
+
+  /** The end offset in the names of a merged segment's objects and `.index`; null for any other. */
+  get mergedEndOffset(): number | null {
+    return this.#markerIdentity !== null && this.#merged ? this.endOffset : null;
   }
 
   /** The index of a segment whose `.log` is local: every such segment holds its index in memory. */
@@ -121,13 +142,29 @@ export class Segment {
     return `${this.dir}/${this.stem}.log`;
   }
 
+  /** `{stem}.index`, or for a merged segment `{start}-{end}.index` (`objectStem`). */
   get indexPath(): string {
-    return `${this.dir}/${this.stem}.index`;
+    return `${this.dir}/${objectStem(this.startOffset, this.mergedEndOffset)}.index`;
   }
 
   get isEmpty(): boolean {
     return this.endOffset < this.startOffset;
   }
+}
+
+/** A segment held only in the store, as its marker describes it. */
+export function remoteSegmentOf(dir: string, m: RemoteMarker): Segment {
+  const segment = new Segment(dir, m.startOffset, null);
+  segment.sizeBytes = m.sizeBytes;
+  segment.endOffset = m.endOffset;
+  segment.firstTimestampUs = m.startTimestampUs;
+  segment.maxTimestampUs = m.maxTimestampUs;
+  segment.sealed = true;
+  segment.marker = m;
+  segment.location = "remote";
+  segment.visibleSizeBytes = m.sizeBytes;
+  segment.visibleEndOffset = m.endOffset;
+  return segment;
 }
 
 /** The identity last given to a marker: a partition's segments share one object rather than one each. */

@@ -372,6 +372,24 @@ export class SegmentChain {
     return this.#segments.shift()!;
   }
 
+  /**
+   * Puts `replacing` in the place of the `count` segments from the `first`th: remote segments a
+   * replace of remote segments took out (`replaceRemoteSegments`), covering the same offsets.
+   */
+  replaceRange(first: number, count: number, replacing: readonly Segment[]): void {
+    const out = this.#segments.slice(first, first + count);
+    assert(
+      count > 0 && out.length === count && first + count < this.#segments.length && replacing.length > 0,
+      `Cannot replace ${count} segments from the ${first}th of ${this.#segments.length}`,
+    );
+    assert(
+      out[0]!.startOffset === replacing[0]!.startOffset &&
+        out.at(-1)!.endOffset === replacing.at(-1)!.endOffset,
+      "a replace covers the offsets of the segments it takes out",
+    );
+    this.#segments.splice(first, count, ...replacing);
+  }
+
   /** Takes every segment out of the chain, for a purge; `restart` gives it a new active segment. */
   takeAll(): Segment[] {
     const all = this.#segments;

@@ -60,6 +60,7 @@ function markerOf(segment: Segment, identity: MarkerIdentity, logCrc32: number):
     createdRevision: identity.createdRevision,
     purgeGeneration: identity.purgeGeneration,
     logCrc32,
+    merged: false,
   };
 }
 

@@ -38,6 +38,8 @@ export interface ManifestSegment {
   indexSizeBytes: number | null;
   startTimestampUs: number | null;
   endTimestampUs: number | null;
+  /** A merged segment, whose objects are keyed by its start and end; absent in an older manifest. */
+  merged?: boolean;
 }
 
 /** Segments in one manifest at most: the newest this many (docs/DESIGN.md, "Housekeeping"). */
@@ -57,6 +59,7 @@ export function manifestOf(partition: Partition): PartitionManifest {
       indexSizeBytes: s.marker?.indexSizeBytes ?? null,
       startTimestampUs: s.marker?.startTimestampUs ?? null,
       endTimestampUs: s.marker?.endTimestampUs ?? null,
+      merged: s.mergedEndOffset !== null,
     }));
   return {
     version: storageFormatVersion,

@@ -1,6 +1,6 @@
 import { bucketRoute } from "../../objectstore/bucket_router.ts";
 import type { PartitionAddress } from "../../log/partition/partition.ts";
-import { segmentStem } from "../../log/segment/segment.ts";
+import { objectStem } from "../../log/segment/segment.ts";
 import type { RestoredFrom } from "../../log/partition/superblock.ts";
 
 /** The identity of a partition incarnation in the bucket (docs/DESIGN.md, "The object key layout"). */
@@ -66,9 +66,13 @@ export function incarnationPrefix(p: PartitionIncarnation): string {
   return `${clusterRoot(p.prefix, p.clusterId)}${incarnationPath(p)}`;
 }
 
-/** The two objects of a segment; the zero-padded stem makes a listing sort by offset. */
-export function segmentKeys(p: PartitionIncarnation, startOffset: number): { log: string; index: string } {
-  const base = `${incarnationPrefix(p)}${segmentStem(startOffset)}`;
+/** The two objects of a segment (`objectStem`). */
+export function segmentKeys(
+  p: PartitionIncarnation,
+  startOffset: number,
+  mergedEndOffset: number | null,
+): { log: string; index: string } {
+  const base = `${incarnationPrefix(p)}${objectStem(startOffset, mergedEndOffset)}`;
   return { log: `${base}.log`, index: `${base}.index` };
 }
 
@@ -117,6 +121,8 @@ export type ParsedObjectKey =
     /** The incarnation's own prefix, the key of its first object sorts at or after it. */
     incarnationPrefix: string;
     startOffset: number;
+    /** A merged segment's end offset, from its key; null for a key of the start offset alone. */
+    mergedEndOffset: number | null;
     file: "log" | "index";
   }
   | {
@@ -138,7 +144,7 @@ export type ParsedObjectKey =
 
 const idPattern = /^(0|[1-9][0-9]{0,9})$/;
 const incarnationPattern = /^([0-9a-f]{1,32})-(0|[1-9][0-9]{0,9})$/;
-const segmentPattern = /^([0-9]{20})\.(log|index)$/;
+const segmentPattern = /^([0-9]{20})(?:-([0-9]{20}))?\.(log|index)$/;
 
 /**
  * Parses a key written by this cluster. Anything that does not match the layout exactly is
@@ -168,7 +174,10 @@ export function parseObjectKey(root: string, key: string): ParsedObjectKey {
   if (meta) return { kind: "unrecognized" };
   const seg = segmentPattern.exec(file);
   if (seg === null) return { kind: "unrecognized" };
-  return { kind: "segment", ...common, startOffset: Number(seg[1]), file: seg[2] as "log" | "index" };
+  const startOffset = Number(seg[1]);
+  const mergedEndOffset = seg[2] === undefined ? null : Number(seg[2]);
+  if (mergedEndOffset !== null && !(mergedEndOffset > startOffset)) return { kind: "unrecognized" };
+  return { kind: "segment", ...common, startOffset, mergedEndOffset, file: seg[3] as "log" | "index" };
 }
 
 function parseTopicManifestKey(

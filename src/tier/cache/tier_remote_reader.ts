@@ -6,7 +6,7 @@ import {
   type RemoteReader,
   RemoteSegmentRetiredError,
 } from "../../log/remote/remote_reader.ts";
-import type { Segment } from "../../log/segment/segment.ts";
+import { objectStem, type Segment } from "../../log/segment/segment.ts";
 import { findSegmentIndex } from "../../log/read/segment_reads.ts";
 import type { SparseIndex } from "../../log/segment/sparse_index.ts";
 import {
@@ -49,9 +49,10 @@ export const largeWindowBytes = remoteWindowMaxBytes + remoteWindowRoomBytes;
  */
 export const largeWindowsMax = 16;
 
-/** Where a chunk's file lies in the cache directory: under its incarnation and segment. */
+/** Where a chunk's file lies in the cache directory: under its incarnation and segment's object. */
 function chunkCacheKey(incarnation: PartitionIncarnation, segment: Segment, span: ChunkSpan): string {
-  return `${incarnationPath(incarnation)}${segment.stem}.log_chunks/${span.start}`;
+  const stem = objectStem(segment.startOffset, segment.mergedEndOffset);
+  return `${incarnationPath(incarnation)}${stem}.log_chunks/${span.start}`;
 }
 
 export interface TierRemoteReaderOptions {
@@ -212,7 +213,7 @@ export class TierRemoteReader implements RemoteReader {
   }
 
   #keys(segment: Segment) {
-    return segmentKeys(this.#incarnation(segment), segment.startOffset);
+    return segmentKeys(this.#incarnation(segment), segment.startOffset, segment.mergedEndOffset);
   }
 
   /** Whose keys the segment's objects have: the partition's, or a restore's source's. */
@@ -224,7 +225,7 @@ export class TierRemoteReader implements RemoteReader {
   #chunk(segment: Segment, span: ChunkSpan): ChunkRef {
     const incarnation = this.#incarnation(segment);
     return {
-      objectKey: segmentKeys(incarnation, segment.startOffset).log,
+      objectKey: segmentKeys(incarnation, segment.startOffset, segment.mergedEndOffset).log,
       cacheKey: chunkCacheKey(incarnation, segment, span),
       span,
     };
@@ -239,7 +240,7 @@ export class TierRemoteReader implements RemoteReader {
   ): ChunkRead {
     const incarnation = this.#incarnation(segment);
     return {
-      objectKey: segmentKeys(incarnation, segment.startOffset).log,
+      objectKey: segmentKeys(incarnation, segment.startOffset, segment.mergedEndOffset).log,
       cacheKey: chunkCacheKey(incarnation, segment, span),
       span,
       // A reader further behind the head than the cache could hold is a backfill: its chunks enter

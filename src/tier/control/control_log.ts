@@ -1,10 +1,12 @@
 import type { AdvanceDeletedUpTo, AdvanceTieredFloor } from "../../log/retention/floor_state.ts";
+import type { ReplaceRemoteSegments } from "../../log/segment/segment_replacement.ts";
 
 /**
- * Commands of the partition state machines a shard owns: the tiered floor and, in a cluster, the
- * watermark total retention deleted below.
+ * Commands of the partition state machines a shard owns: the tiered floor, in a cluster the
+ * watermark total retention deleted below, and on a single node replaces of remote segments (the
+ * merger's).
  */
-export type ControlCommand = AdvanceTieredFloor | AdvanceDeletedUpTo;
+export type ControlCommand = AdvanceTieredFloor | AdvanceDeletedUpTo | ReplaceRemoteSegments;
 
 /** Hears every committed command once per replay or commit, in index order. */
 export type ApplyHook = (index: number, command: ControlCommand) => Promise<void>;

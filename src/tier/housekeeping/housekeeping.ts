@@ -14,6 +14,8 @@ import { verifyBelowFloor } from "./housekeeping_verify.ts";
 import { incarnationOf } from "../bucket/object_keys.ts";
 import type { UploadDeps } from "../upload/segment_uploader.ts";
 import type { TopicFacts } from "../bucket/topic_manifest.ts";
+import type { ReplaceRemoteSegments } from "../../log/segment/segment_replacement.ts";
+import { mergePartition, type MergerDeps } from "../merge/segment_merger.ts";
 
 export interface HousekeptPartition {
   key: string;
@@ -30,6 +32,8 @@ export interface HousekeptTier {
   partitions(): Iterable<HousekeptPartition>;
   /** How the verify pass uploads a missing object again from a local .log, with the uploads' own pacing. */
   readonly uploadDeps: UploadDeps;
+  /** Commits a replace of remote segments (a merge) through the shard's control log, applied once it resolves. */
+  submitReplace(command: ReplaceRemoteSegments): Promise<void>;
 }
 
 /** The shard's served requests: housekeeping's idle signal. */
@@ -128,6 +132,7 @@ export class Housekeeping implements HousekeepingGaugeSource {
       manifestUploadIntervalMs: c.manifestUploadIntervalMs,
       verifyIntervalMs: c.verifyIntervalMs,
       sweepsOrphans: this.#sweepsOrphans(),
+      mergeIntervalMs: c.mergeSegments ? c.mergeIntervalMs : null,
     }, deps.clock.nowMs());
     deps.metrics?.addSource(this);
   }
@@ -270,6 +275,7 @@ export class Housekeeping implements HousekeepingGaugeSource {
 
   #job(job: core.HousekeepingJob, budget: RequestBudget): Promise<core.JobOutcome | null> {
     if (job.kind === "orphan_sweep") return this.#orphanSweep.run(job.startAfter, budget);
+    if (job.kind === "merge") return this.#merge(budget);
     const p = [...this.#deps.tier.partitions()].find((x) => x.key === job.partition);
     if (p === undefined) return Promise.resolve(null);
     const inc = incarnationOf(this.#deps.config.prefix, this.#deps.config.clusterId, p.partition);
@@ -290,5 +296,41 @@ export class Housekeeping implements HousekeepingGaugeSource {
         return verifyBelowFloor(deps, p.key, p.partition, inc, job.fromOffset, budget);
       }
     }
+  }
+
+  /**
+   * The merge job: the first partition with a run of small remote segments merges it; one merge a
+   * run. An anomaly (an object not as its marker says) is reported and the next partition tried.
+   */
+  async #merge(budget: RequestBudget): Promise<core.JobOutcome> {
+    const { config, logger, metrics } = this.#deps;
+    const deps: MergerDeps = {
+      ...this.#deps,
+      disk: this.#deps.tier.uploadDeps.disk,
+      upload: this.#deps.tier.uploadDeps,
+      submitReplace: (command) => this.#deps.tier.submitReplace(command),
+      mergeTimeoutMs: 4 * config.segmentUploadTimeoutMs,
+    };
+    for (const p of this.#deps.tier.partitions()) {
+      if (!p.tiered() || budget.left === 0) continue;
+      const log = p.partition.log.config;
+      const inc = incarnationOf(config.prefix, config.clusterId, p.partition);
+      const limits = { targetBytes: log.segmentSizeBytes, indexIntervalBytes: log.indexIntervalBytes };
+      const outcome = await mergePartition(deps, p.partition, inc, { ...limits, requestsLeft: budget.left });
+      if (outcome.kind === "none") continue;
+      if (outcome.kind === "anomaly") {
+        metrics?.merges.inc({ outcome: "anomaly" });
+        logger.error("merge anomaly: an object is not what its marker says; nothing replaced", {
+          partition: p.key,
+          detail: outcome.detail,
+        });
+        continue;
+      }
+      budget.take(outcome.segments + 2);
+      metrics?.merges.inc({ outcome: "merged" });
+      metrics?.mergedBytes.inc(outcome.sizeBytes);
+      return { kind: "merge", more: true, partition: p.key };
+    }
+    return { kind: "merge", more: false, partition: null };
   }
 }

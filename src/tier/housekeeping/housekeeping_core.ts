@@ -31,6 +31,11 @@ export interface HousekeepingCoreConfig {
   verifyIntervalMs: number;
   /** Only one shard (0) sweeps the cluster's prefix for orphans. */
   sweepsOrphans: boolean;
+  /**
+   * How long an idle shard waits to look for remote segments to merge again after a look found
+   * none (`merge_interval`); null: the merger is off (`merge_segments`, and always in a cluster).
+   */
+  mergeIntervalMs: number | null;
 }
 
 /** What the shell sees of a partition at each observation. */
@@ -94,6 +99,8 @@ export interface HousekeepingState {
   sweptAtMs: number;
   /** Where an unfinished orphan sweep goes on; null starts from the beginning. */
   sweepAfter: string | null;
+  /** No merge job is planned before this (clock ms); a merge that found work brings it to now. */
+  mergeAtMs: number;
 }
 
 export type HousekeepingJob =
@@ -109,7 +116,9 @@ export type HousekeepingJob =
   | { kind: "delete_pending"; partition: string; incarnation: string; keys: readonly PendingDeletion[] }
   | { kind: "upload_manifest"; partition: string; describes: string }
   | { kind: "verify"; partition: string; fromOffset: number }
-  | { kind: "orphan_sweep"; startAfter: string | null };
+  | { kind: "orphan_sweep"; startAfter: string | null }
+  /** Merges remote segments (docs/DESIGN.md, "The adjacent-segment merger"): only in an idle run. */
+  | { kind: "merge" };
 
 export type HousekeepingEffect = { kind: "run"; jobs: HousekeepingJob[] };
 
@@ -134,7 +143,12 @@ export type JobOutcome =
   }
   | { kind: "upload_manifest"; partition: string; describes: string }
   | { kind: "verify"; partition: string; nextFrom: number | null }
-  | { kind: "orphan_sweep"; nextAfter: string | null };
+  | { kind: "orphan_sweep"; nextAfter: string | null }
+  /**
+   * `more`: it merged (in `partition`, whose manifest is then out of date), and the shard may hold
+   * more to merge; false: it found nothing.
+   */
+  | { kind: "merge"; more: boolean; partition: string | null };
 
 export interface HousekeepingStep {
   state: HousekeepingState;
@@ -157,6 +171,7 @@ export function initialHousekeeping(config: HousekeepingCoreConfig, nowMs: numbe
     rateSampleCount: 0,
     sweptAtMs: nowMs,
     sweepAfter: null,
+    mergeAtMs: nowMs,
   };
 }
 
@@ -190,7 +205,7 @@ export function observeChanges(
     nowMs - next.lastRunMs >= next.config.idleTimeoutMs;
   const due = nowMs - next.lastRunMs >= next.config.intervalMs;
   if (!idle && !due) return { state: next, effects: [] };
-  const jobs = nowMs < next.planAtMs ? [] : plan(next, nowMs);
+  const jobs = nowMs < next.planAtMs ? [] : plan(next, nowMs, idle);
   if (jobs.length === 0) {
     // Nothing to do: the interval starts again, so an idle shard does not plan every second.
     const planAtMs = nowMs < next.planAtMs ? next.planAtMs : nextPlanAtMs(next, nowMs);
@@ -210,6 +225,14 @@ export function runFinished(
   let records = { partitions: state.partitions, pendingDeletionsTotal: state.pendingDeletionsTotal };
   let next: HousekeepingState = { ...state, running: false, planAtMs: nowMs };
   for (const o of event.outcomes) {
+    if (o.kind === "merge") {
+      const interval = state.config.mergeIntervalMs ?? 0;
+      next = { ...next, mergeAtMs: o.more ? nowMs : nowMs + interval };
+      const merged = o.partition === null ? undefined : records.partitions.get(o.partition);
+      // The manifest describes the chain: a merge changed it, so it goes up again.
+      if (merged !== undefined) records = withRecord(records, o.partition!, { ...merged, manifestOf: null });
+      continue;
+    }
     if (o.kind === "orphan_sweep") {
       next = o.nextAfter === null
         ? { ...next, sweptAtMs: nowMs, sweepAfter: null }
@@ -302,7 +325,7 @@ function sampleRate(state: HousekeepingState, requestCount: number, nowMs: numbe
 
 function applyOutcome(
   p: PartitionHousekeeping,
-  o: Exclude<JobOutcome, { kind: "orphan_sweep" }>,
+  o: Exclude<JobOutcome, { kind: "orphan_sweep" | "merge" }>,
   nowMs: number,
   pendingMax: number,
 ): PartitionHousekeeping {
@@ -344,6 +367,7 @@ function applyOutcome(
 export function nextPlanAtMs(state: HousekeepingState, nowMs: number): number {
   const c = state.config;
   let atMs = c.sweepsOrphans ? state.sweptAtMs + c.orphanSweepIntervalMs : Infinity;
+  if (c.mergeIntervalMs !== null && state.partitions.size > 0) atMs = Math.min(atMs, state.mergeAtMs);
   for (const p of state.partitions.values()) {
     for (const w of p.watermarks) {
       if (w.offset > p.listedBelow) atMs = Math.min(atMs, w.seenAtMs + c.deleteGraceMs);
@@ -358,8 +382,11 @@ export function nextPlanAtMs(state: HousekeepingState, nowMs: number): number {
   return Math.max(atMs, nowMs + 1);
 }
 
-/** Deletions first (they free storage), then manifests, the orphan sweep, and verify passes. */
-export function plan(state: HousekeepingState, nowMs: number): HousekeepingJob[] {
+/**
+ * Deletions first (they free storage), then manifests, the orphan sweep, verify passes and, in a
+ * run that starts because the shard is idle, merges.
+ */
+export function plan(state: HousekeepingState, nowMs: number, idle: boolean): HousekeepingJob[] {
   const c = state.config;
   const deletes: HousekeepingJob[] = [];
   const manifests: HousekeepingJob[] = [];
@@ -379,7 +406,11 @@ export function plan(state: HousekeepingState, nowMs: number): HousekeepingJob[]
       (state.sweepAfter !== null || nowMs - state.sweptAtMs >= c.orphanSweepIntervalMs)
     ? [{ kind: "orphan_sweep", startAfter: state.sweepAfter }]
     : [];
-  return [...deletes, ...manifests, ...sweep, ...verifies];
+  const merge: HousekeepingJob[] = idle && c.mergeIntervalMs !== null && state.partitions.size > 0 &&
+      nowMs >= state.mergeAtMs
+    ? [{ kind: "merge" }]
+    : [];
+  return [...deletes, ...manifests, ...sweep, ...verifies, ...merge];
 }
 
 /**

@@ -16,6 +16,8 @@ export class HousekeepingMetrics {
   readonly manifestsUploaded: Counter;
   readonly verifyAnomalies: Counter<"kind">;
   readonly verifyReuploads: Counter;
+  readonly merges: Counter<"outcome">;
+  readonly mergedBytes: Counter;
   readonly #sources = new Set<HousekeepingGaugeSource>();
 
   constructor(registry: Registry) {
@@ -63,6 +65,18 @@ export class HousekeepingMetrics {
     this.verifyReuploads = new Counter({
       name: "strata_tier_verify_reuploads_total",
       help: "Missing objects the verify pass uploaded again from a local .log still on disk.",
+      registers,
+    });
+    this.merges = new Counter({
+      name: "strata_tier_merges_total",
+      help:
+        "Merges of small remote segments: merged (committed) or anomaly (an object not as its marker says).",
+      labelNames: ["outcome"],
+      registers,
+    });
+    this.mergedBytes = new Counter({
+      name: "strata_tier_merged_bytes_total",
+      help: "Bytes of the merged objects the merger uploaded.",
       registers,
     });
     const sources = this.#sources;

@@ -48,6 +48,7 @@ export async function verifyBelowFloor(
     const keys = segmentKeys(
       objectIncarnation(inc, sb.restoredFrom, segment.startOffset),
       segment.startOffset,
+      segment.mergedEndOffset,
     );
     const [log, index] = [await deps.store.head(keys.log), await deps.store.head(keys.index)];
     const problem = problemOf(segment, log, index);

@@ -1,5 +1,5 @@
 import type { PartitionManifest } from "../bucket/manifest.ts";
-import type { TieredObject } from "./transfer_chain.ts";
+import { chainEndingAt, type TieredObject } from "./transfer_chain.ts";
 
 /**
  * What a restore takes of one partition from the bucket (docs/DESIGN.md, "Restore"), decided by
@@ -19,6 +19,8 @@ export interface ListedIncarnation {
 /** A segment object of the chosen incarnation, as the listing found it. */
 export interface ListedSegment {
   startOffset: number;
+  /** A merged segment's end offset, from its keys; null for keys of the start offset alone. */
+  mergedEndOffset: number | null;
   logKey: string | null;
   logSizeBytes: number;
   indexKey: string | null;
@@ -98,8 +100,9 @@ export function headsNeeded(manifest: PartitionManifest | null, listed: readonly
  * The chain to restore: the listed segments (each with its `.log` and `.index`) at or above the
  * manifest's watermark, their fields from the manifest where it describes them whole and from
  * their HEAD otherwise, and of those the longest run without a gap that ends with the newest (a
- * log cannot hold a hole; what lies before the gap is left out and reported). The listing decides
- * what exists: a manifest entry whose objects are gone is not restored.
+ * log cannot hold a hole; what lies before the gap is left out and reported), through a merge's
+ * object rather than the segments it replaced (`chainEndingAt`). The listing decides what exists:
+ * a manifest entry whose objects are gone is not restored.
  */
 export function planPartition(
   incarnation: Pick<ListedIncarnation, "createdRevision" | "purgeGeneration">,
@@ -141,17 +144,29 @@ export function planPartition(
   };
 }
 
-/** Segments with both objects, at or above the manifest's watermark, oldest first. */
+/**
+ * Segments with both objects, at or above the manifest's watermark, oldest first; those within a
+ * listed merge's range are left for it (the bucket keeps what a merge replaced for a while, and a
+ * merge's bytes are theirs), so they cost no HEAD.
+ */
 function candidates(manifest: PartitionManifest | null, listed: readonly ListedSegment[]): ListedSegment[] {
   const watermark = manifest?.deletedUpToOffset ?? 0;
-  return listed
-    .filter((s) => s.logKey !== null && s.indexKey !== null && s.startOffset >= watermark)
-    .sort((a, b) => a.startOffset - b.startOffset);
+  const whole = listed.filter((s) => s.logKey !== null && s.indexKey !== null && s.startOffset >= watermark);
+  const merges = whole.filter((s) => s.mergedEndOffset !== null);
+  // Listed segments differ in start or end (their keys do): another merge that spans one replaced it.
+  const replaced = (s: ListedSegment) =>
+    merges.some((m) =>
+      m !== s && m.startOffset <= s.startOffset && (s.mergedEndOffset ?? s.startOffset) <= m.mergedEndOffset!
+    );
+  return whole.filter((s) => !replaced(s))
+    .sort((a, b) => a.startOffset - b.startOffset || (a.mergedEndOffset ?? -1) - (b.mergedEndOffset ?? -1));
 }
 
 /** The manifest's whole description of a listed segment, or null (absent, partial or another size). */
 function manifestEntry(manifest: PartitionManifest | null, s: ListedSegment): TieredObject | null {
-  const e = manifest?.segments.find((x) => x.startOffset === s.startOffset);
+  const e = manifest?.segments.find((x) =>
+    x.startOffset === s.startOffset && (x.merged === true ? x.endOffset : null) === s.mergedEndOffset
+  );
   if (e === undefined || e.sizeBytes !== s.logSizeBytes) return null;
   if (
     e.logCrc32 === null || e.indexSizeBytes === null || e.startTimestampUs === null ||
@@ -169,21 +184,28 @@ function manifestEntry(manifest: PartitionManifest | null, s: ListedSegment): Ti
     endTimestampUs: e.endTimestampUs,
     maxTimestampUs: e.maxTimestampUs,
     logCrc32: e.logCrc32,
+    merged: s.mergedEndOffset !== null,
   };
 }
 
-/** The longest gapless run ending with the newest segment; the older ones go to `leftOut`. */
+/**
+ * The longest gapless run ending with the newest segment (`chainEndingAt`); the older ones go to
+ * `leftOut`, and those a merge's object in the run replaced are neither.
+ */
 function newestRun(sorted: readonly RestoredSegment[], leftOut: LeftOut[]): RestoredSegment[] {
-  let first = sorted.length - 1;
-  while (first > 0 && sorted[first - 1]!.endOffset + 1 === sorted[first]!.startOffset) first--;
-  for (const s of sorted.slice(0, Math.max(first, 0))) {
+  if (sorted.length === 0) return [];
+  const end = Math.max(...sorted.map((s) => s.endOffset));
+  const run = chainEndingAt(sorted, end);
+  const first = run[0]!.startOffset;
+  for (const s of sorted) {
+    if (s.endOffset >= first) continue;
     leftOut.push({
       startOffset: s.startOffset,
       endOffset: s.endOffset,
-      reason: `a gap lies between it and offset ${sorted[first]!.startOffset}`,
+      reason: `a gap lies between it and offset ${first}`,
     });
   }
-  return sorted.slice(Math.max(first, 0));
+  return run;
 }
 
 function sourceRuns(segments: readonly RestoredSegment[]): PartitionRestorePlan["sources"] {

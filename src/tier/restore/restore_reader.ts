@@ -125,9 +125,9 @@ export async function readPartitionPlan(
   const heads = new Map<string, TieredObject>();
   await concurrently(needed.length, headsInFlightMax, async (i) => {
     const key = needed[i]!;
-    const startOffset = segments.find((s) => s.logKey === key)!.startOffset;
+    const stem = segments.find((s) => s.logKey === key)!;
     try {
-      heads.set(key, tieredObjectOf(key, startOffset, await store.head(key)));
+      heads.set(key, tieredObjectOf(key, stem, await store.head(key)));
     } catch (error) {
       // Reported by the plan: a segment whose object is gone or says nothing usable is left out,
       // with why. Any other failure (the store's) fails the restore, rather than leave data out.
@@ -184,24 +184,26 @@ function segmentsOf(
   objects: readonly ListedObject[],
   chosen: ListedIncarnation,
 ): ListedSegment[] {
-  const byStart = new Map<number, ListedSegment>();
+  const byStem = new Map<string, ListedSegment>();
   for (const o of objects) {
     const key = parseObjectKey(root, o.key);
     if (key.kind !== "segment") continue;
     if (key.createdRevision !== chosen.createdRevision || key.purgeGeneration !== chosen.purgeGeneration) {
       continue;
     }
-    const s = byStart.get(key.startOffset) ??
-      { startOffset: key.startOffset, logKey: null, logSizeBytes: 0, indexKey: null };
+    const stem = `${key.startOffset}-${key.mergedEndOffset}`;
+    const { startOffset, mergedEndOffset } = key;
+    const s = byStem.get(stem) ??
+      { startOffset, mergedEndOffset, logKey: null, logSizeBytes: 0, indexKey: null };
     if (key.file === "log") {
       s.logKey = o.key;
       s.logSizeBytes = o.sizeBytes;
     } else {
       s.indexKey = o.key;
     }
-    byStart.set(key.startOffset, s);
+    byStem.set(stem, s);
   }
-  return [...byStart.values()].sort((a, b) => a.startOffset - b.startOffset);
+  return [...byStem.values()].sort((a, b) => a.startOffset - b.startOffset);
 }
 
 /**

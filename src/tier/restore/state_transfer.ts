@@ -7,6 +7,7 @@ import { incarnationPrefix, parseObjectKey, type PartitionIncarnation } from "..
 import { readChainEpochs } from "./chain_epochs.ts";
 import {
   chainBelowFloor,
+  type ListedStem,
   markerOfObject,
   StateTransferError,
   type TieredObject,
@@ -125,8 +126,8 @@ export class BucketStateTransfer implements PartitionSeeder {
       o.startOffset >= fromOffset
     );
     const objects = await concurrently(starts.length, transferRequestsInFlightMax, async (i) => {
-      const { key, startOffset } = starts[i]!;
-      return tieredObjectOf(key, startOffset, await this.#deps.store.head(key));
+      const { key, ...stem } = starts[i]!;
+      return tieredObjectOf(key, stem, await this.#deps.store.head(key));
     });
     return chainBelowFloor(objects, floor);
   }
@@ -161,10 +162,10 @@ export class BucketStateTransfer implements PartitionSeeder {
   async #logObjectsBelow(
     incarnation: PartitionIncarnation,
     floor: number,
-  ): Promise<{ key: string; startOffset: number }[]> {
+  ): Promise<({ key: string } & ListedStem)[]> {
     const prefix = incarnationPrefix(incarnation);
     const root = `${incarnation.prefix}/${incarnation.clusterId}/`;
-    const found: { key: string; startOffset: number }[] = [];
+    const found: ({ key: string } & ListedStem)[] = [];
     let after: string | undefined = undefined;
     // Each segment lists two keys (.log and .index), a page holds up to 1000.
     const pagesMax = Math.ceil((2 * transferSegmentsMax) / 1000) + 1;
@@ -174,7 +175,7 @@ export class BucketStateTransfer implements PartitionSeeder {
         const parsed = parseObjectKey(root, o.key);
         if (parsed.kind !== "segment" || parsed.file !== "log") continue;
         if (parsed.startOffset >= floor) return found;
-        found.push({ key: o.key, startOffset: parsed.startOffset });
+        found.push({ key: o.key, startOffset: parsed.startOffset, mergedEndOffset: parsed.mergedEndOffset });
         if (found.length > transferSegmentsMax) {
           throw new StateTransferError(`more than ${transferSegmentsMax} tiered segments`);
         }

@@ -73,6 +73,7 @@ export class UploadRuns {
     const keys = segmentKeys(
       incarnationOf(prefix, clusterId, p.partition, effect.generation),
       segment.startOffset,
+      null,
     );
     const startedMs = this.#deps.clock.nowMs();
     try {

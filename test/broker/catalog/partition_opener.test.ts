@@ -51,6 +51,7 @@ function seedOf(createdRevision: string): PartitionSeed {
     createdRevision,
     purgeGeneration: 0,
     logCrc32: 7,
+    merged: false,
   });
   return {
     createdRevision,

@@ -109,7 +109,7 @@ t.test("a gap refuses only when newer data would be left out; an older run befor
   t.same(planned.body.partitions[0].left_out.map((l: { start_offset: number }) => l.start_offset), [0, 10]);
   t.equal(planned.body.partitions[0].next_offset, 40);
   // A manifest naming 30 with another size, and 30's .index gone: 30 is left out, and it is newer.
-  await store.delete([segmentKeys(inc, 30).index]);
+  await store.delete([segmentKeys(inc, 30, null).index]);
   const manifest = encodeManifest({
     version: 2,
     streamId: 3,

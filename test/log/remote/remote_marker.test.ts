@@ -20,6 +20,7 @@ const marker = {
   createdRevision: "fedcba9876543210",
   purgeGeneration: 3,
   logCrc32: 0xdeadbeef,
+  merged: false,
 };
 
 t.test("a marker is 128 bytes and round-trips every field", (t) => {
@@ -66,5 +67,17 @@ t.test("a whole marker of another version is refused by name, not as a torn one"
   t.ok(error instanceof FormatVersionError, "a FormatVersionError, which recovery never removes");
   t.notOk(error instanceof MarkerError);
   t.match((error as Error).message, /format version 1, this server reads format version 2/);
+  t.end();
+});
+
+t.test("a merged segment's marker says so in its flags; a flag this version does not know is refused", (t) => {
+  const bytes = encodeRemoteMarker({ ...marker, merged: true });
+  t.equal(new DataView(bytes.buffer).getUint16(10, true), 1);
+  t.same(decodeRemoteMarker(bytes), { ...marker, merged: true });
+  t.equal(new DataView(encodeRemoteMarker(marker).buffer).getUint16(10, true), 0);
+  const view = new DataView(bytes.buffer);
+  view.setUint16(10, 0x3, true);
+  view.setBigUint64(104, BigInt(crc32c(bytes.subarray(0, 104))), true);
+  t.throws(() => decodeRemoteMarker(bytes), /unknown flags 0x3/);
   t.end();
 });

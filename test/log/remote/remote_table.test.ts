@@ -35,6 +35,7 @@ function marker(startOffset: number, endOffset = startOffset + 9): RemoteMarker 
     createdRevision: "00000000000000aa",
     purgeGeneration: 0,
     logCrc32: startOffset,
+    merged: false,
   };
 }
 

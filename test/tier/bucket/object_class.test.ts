@@ -29,7 +29,7 @@ const inc = (partitionId: number, createdRevision: string, purgeGeneration: numb
 });
 
 t.test("keys written by the layout parse back to their incarnation and offset; anything else is unrecognized", (t) => {
-  const keys = segmentKeys(inc(3, "00ab", 4), 1234);
+  const keys = segmentKeys(inc(3, "00ab", 4), 1234, null);
   t.match(parseObjectKey(root, keys.log), {
     kind: "segment",
     address: { streamId: 1, topicId: 2, partitionId: 3 },
@@ -81,7 +81,7 @@ t.test("keys written by the layout parse back to their incarnation and offset; a
     afterIncarnation(incarnationPrefix(inc(3, "00ab", 4))) > keys.log,
     "skip key sorts after the segments",
   );
-  t.ok(afterIncarnation(incarnationPrefix(inc(3, "00ab", 4))) < segmentKeys(inc(3, "00ab", 5), 0).log);
+  t.ok(afterIncarnation(incarnationPrefix(inc(3, "00ab", 4))) < segmentKeys(inc(3, "00ab", 5), 0, null).log);
   t.end();
 });
 
@@ -94,28 +94,36 @@ t.test("each class: live, below the watermark, stale generation, unknown incarna
   const old = now - 61_000;
   const classOf = (key: string, modified = old) =>
     classifyObject(parseObjectKey(root, key), modified, table, now, 60_000);
-  t.equal(classOf(segmentKeys(inc(0, "aa", 2), 100).log), "live", "the segment at the watermark stays");
-  t.equal(classOf(segmentKeys(inc(0, "aa", 2), 50).log), "below_deleted_watermark");
-  t.equal(classOf(segmentKeys(inc(0, "aa", 2), 50).index), "below_deleted_watermark");
-  t.equal(classOf(segmentKeys(inc(0, "aa", 1), 500).log), "stale_generation");
+  t.equal(classOf(segmentKeys(inc(0, "aa", 2), 100, null).log), "live", "the segment at the watermark stays");
+  t.equal(classOf(segmentKeys(inc(0, "aa", 2), 50, null).log), "below_deleted_watermark");
+  t.equal(classOf(segmentKeys(inc(0, "aa", 2), 50, null).index), "below_deleted_watermark");
+  t.equal(classOf(segmentKeys(inc(0, "aa", 1), 500, null).log), "stale_generation");
   t.equal(classOf(manifestKey(inc(0, "aa", 1))), "stale_generation");
   t.equal(classOf(manifestKey(inc(0, "aa", 2))), "live");
-  t.equal(classOf(segmentKeys(inc(0, "aa", 3), 0).log), "live", "a generation newer than the table is kept");
   t.equal(
-    classOf(segmentKeys(inc(0, "bb", 2), 500).log),
+    classOf(segmentKeys(inc(0, "aa", 3), 0, null).log),
+    "live",
+    "a generation newer than the table is kept",
+  );
+  t.equal(
+    classOf(segmentKeys(inc(0, "bb", 2), 500, null).log),
     "unknown_incarnation",
     "a wiped and recreated partition",
   );
   t.equal(
-    classOf(segmentKeys(inc(7, "aa", 0), 0).log),
+    classOf(segmentKeys(inc(7, "aa", 0), 0, null).log),
     "unknown_incarnation",
     "a partition that does not exist",
   );
-  t.equal(classOf(segmentKeys(inc(1, "cc", 0), 0).log), "live", "an unreadable partition keeps everything");
-  t.equal(classOf(segmentKeys(inc(0, "aa", 1), 500).log, now - 59_000), "in_grace");
-  t.equal(classOf(segmentKeys(inc(0, "aa", 2), 0).log, now - 1), "in_grace");
   t.equal(
-    classOf(segmentKeys(inc(0, "aa", 2), 0).log, Number.POSITIVE_INFINITY),
+    classOf(segmentKeys(inc(1, "cc", 0), 0, null).log),
+    "live",
+    "an unreadable partition keeps everything",
+  );
+  t.equal(classOf(segmentKeys(inc(0, "aa", 1), 500, null).log, now - 59_000), "in_grace");
+  t.equal(classOf(segmentKeys(inc(0, "aa", 2), 0, null).log, now - 1), "in_grace");
+  t.equal(
+    classOf(segmentKeys(inc(0, "aa", 2), 0, null).log, Number.POSITIVE_INFINITY),
     "in_grace",
     "no LastModified",
   );
@@ -131,5 +139,23 @@ t.test("each class: live, below the watermark, stale generation, unknown incarna
     "stale_generation",
     "a dead mark goes as its incarnation's objects do",
   );
+  t.end();
+});
+
+t.test("a merged segment's keys carry its start and end offsets, and parse back to both", (t) => {
+  const keys = segmentKeys(inc(3, "00ab", 4), 1234, 5678);
+  t.equal(keys.log, `${incarnationPrefix(inc(3, "00ab", 4))}00000000000000001234-00000000000000005678.log`);
+  t.match(parseObjectKey(root, keys.log), {
+    kind: "segment",
+    startOffset: 1234,
+    mergedEndOffset: 5678,
+    file: "log",
+  });
+  t.match(parseObjectKey(root, keys.index), { kind: "segment", startOffset: 1234, mergedEndOffset: 5678 });
+  t.match(parseObjectKey(root, segmentKeys(inc(3, "00ab", 4), 1234, null).log), { mergedEndOffset: null });
+  const prefix = incarnationPrefix(inc(3, "00ab", 4));
+  for (const bad of ["00000000000000001234-00000000000000001234.log", "00000000000000001234-5678.log"]) {
+    t.same(parseObjectKey(root, `${prefix}${bad}`), { kind: "unrecognized" }, bad);
+  }
   t.end();
 });

@@ -45,6 +45,7 @@ function remoteSegment(
     createdRevision: "00000000000000aa",
     purgeGeneration: 0,
     logCrc32: 0,
+    merged: false,
   };
   return segment;
 }
@@ -208,7 +209,11 @@ t.test("a partition of 2,000 remote segments opens from its remote table without
   t.equal(r.messages[0]!.offset, middle.startOffset);
   t.ok(r.messages.every(payloadOk));
   t.same(counting.opened.filter((p) => p.endsWith(".index")), [middle.indexPath], "one index read, its own");
-  t.equal(sim.count("get", segmentKeys(incarnation, middle.startOffset).index), 0, "from the local file");
+  t.equal(
+    sim.count("get", segmentKeys(incarnation, middle.startOffset, null).index),
+    0,
+    "from the local file",
+  );
   let offset = 0;
   let maxHeldBytes = 0;
   for (let reads = 0; reads < 10_000 && offset < 2002; reads++) {

@@ -50,7 +50,7 @@ const batchSizeAt = (view: DataView, at: number) => view.getInt32(at + 8) + 12;
 t.test("a batch whose base offset changed (the CRC32C does not cover it) is corruption, never served", async (t) => {
   const { partition, sim, attach, incarnation } = await evicted(t);
   await attach();
-  const key = segmentKeys(incarnation, 0).log;
+  const key = segmentKeys(incarnation, 0, null).log;
   const bytes = sim.peek(key)!.bytes;
   const secondBatchAt = batchSizeAt(new DataView(bytes.buffer, bytes.byteOffset), 0);
   // The low bit of the second batch's base offset (big-endian: its last byte): it claims other
@@ -148,7 +148,7 @@ t.test("a released read gives its windows back for the next poll; an unreleased 
 t.test("corrupted object bytes are detected, fetched once more, and never served", async (t) => {
   const { partition, sim, attach, incarnation } = await evicted(t);
   await attach();
-  sim.corrupt(segmentKeys(incarnation, 0).log, 5000);
+  sim.corrupt(segmentKeys(incarnation, 0, null).log, 5000);
   const error = await partition.log.read(0, 1000, 1 << 24).catch((e) => e);
   t.ok(error instanceof RemoteCorruptError, `${error?.name}`);
   t.equal(sim.count("get"), 2, "dropped and fetched again once before giving up");
@@ -192,13 +192,13 @@ t.test("a remote segment whose .index is missing locally has it fetched on first
   t.same(r.messages.map((m) => m.offset), [target, target + 1, target + 2]);
   t.ok(r.messages.every(payloadOk));
   t.equal(
-    sim.count("get", segmentKeys(incarnation, segment.startOffset).index),
+    sim.count("get", segmentKeys(incarnation, segment.startOffset, null).index),
     1,
     "the index was fetched once",
   );
   t.ok(existsSync(segment.indexPath), "and stored");
   await reopened.log.read(target, 3, 1 << 20);
-  t.equal(sim.count("get", segmentKeys(incarnation, segment.startOffset).index), 1, "and not again");
+  t.equal(sim.count("get", segmentKeys(incarnation, segment.startOffset, null).index), 1, "and not again");
 });
 
 t.test("an object missing below deleted_up_to_offset retires its segment and the read clamps forward; above it, data loss", async (t) => {
@@ -211,7 +211,7 @@ t.test("an object missing below deleted_up_to_offset retires its segment and the
   const reopened = await reopen(disk);
   t.teardown(() => reopened.close());
   const cache = await attach(reopened);
-  await sim.delete([segmentKeys(incarnation, remote[0]!.startOffset).log]);
+  await sim.delete([segmentKeys(incarnation, remote[0]!.startOffset, null).log]);
   // The reader's own answer, before the log acts on it: the retirement keeps the store's not-found.
   const reader = new TierRemoteReader(reopened, cache, readerOptions(cache));
   const retired = await reader.chunkAt(reopened.log.segments[0]!, 0, 64 * 1024).catch((e) => e);
@@ -222,14 +222,14 @@ t.test("an object missing below deleted_up_to_offset retires its segment and the
   t.ok(r.messages.every(payloadOk));
   t.equal(reopened.log.stats().firstOffset, remote[1]!.startOffset, "the segment left the chain");
 
-  await sim.delete([segmentKeys(incarnation, remote[2]!.startOffset).log]);
+  await sim.delete([segmentKeys(incarnation, remote[2]!.startOffset, null).log]);
   const error = await reopened.log.read(remote[2]!.startOffset, 3, 1 << 20).catch((e) => e);
   t.ok(error instanceof RemoteDataLossError, `${error?.name}: ${error?.message}`);
   t.ok(error?.cause instanceof NotFoundError, "its cause is the store's not-found");
   t.equal(
     error?.message,
     `Cannot read partition 1/1/0 at segment ${remote[2]!.startOffset}: its object ` +
-      `${segmentKeys(incarnation, remote[2]!.startOffset).log} is missing from the store`,
+      `${segmentKeys(incarnation, remote[2]!.startOffset, null).log} is missing from the store`,
     "the message is unchanged",
   );
   t.match(await metrics.dataLoss.get(), { values: [{ value: 1 }] }, "strata_tier_data_loss_total rose");

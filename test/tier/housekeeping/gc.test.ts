@@ -54,20 +54,20 @@ async function seeded(t: Test) {
   });
   const root = clusterRoot("strata", clusterId);
   const expected = new Map<string, ObjectClass>([
-    [segmentKeys(inc(1, 0, rev, 1), 300).log, "live"],
-    [segmentKeys(inc(1, 0, rev, 1), 300).index, "live"],
+    [segmentKeys(inc(1, 0, rev, 1), 300, null).log, "live"],
+    [segmentKeys(inc(1, 0, rev, 1), 300, null).index, "live"],
     [manifestKey(inc(1, 0, rev, 1)), "live"],
-    [segmentKeys(inc(1, 1, "0123456789abcdef", 0), 0).log, "live"], // partition 1 is unreadable: kept
-    [segmentKeys(inc(1, 0, rev, 1), 0).log, "below_deleted_watermark"],
-    [segmentKeys(inc(1, 0, rev, 1), 0).index, "below_deleted_watermark"],
-    [segmentKeys(inc(1, 0, rev, 1), 150).log, "below_deleted_watermark"],
-    [segmentKeys(inc(1, 0, rev, 0), 0).log, "stale_generation"], // written before the purge
-    [segmentKeys(inc(1, 0, rev, 0), 0).index, "stale_generation"],
+    [segmentKeys(inc(1, 1, "0123456789abcdef", 0), 0, null).log, "live"], // partition 1 is unreadable: kept
+    [segmentKeys(inc(1, 0, rev, 1), 0, null).log, "below_deleted_watermark"],
+    [segmentKeys(inc(1, 0, rev, 1), 0, null).index, "below_deleted_watermark"],
+    [segmentKeys(inc(1, 0, rev, 1), 150, null).log, "below_deleted_watermark"],
+    [segmentKeys(inc(1, 0, rev, 0), 0, null).log, "stale_generation"], // written before the purge
+    [segmentKeys(inc(1, 0, rev, 0), 0, null).index, "stale_generation"],
     [manifestKey(inc(1, 0, rev, 0)), "stale_generation"],
-    [segmentKeys(inc(2, 0, "00000000000000aa", 0), 0).log, "unknown_incarnation"], // topic gone
-    [segmentKeys(inc(1, 0, "00000000000000bb", 0), 0).log, "unknown_incarnation"], // a wiped data directory
-    [segmentKeys(inc(1, 7, rev, 0), 0).log, "unknown_incarnation"], // no such partition
-    [segmentKeys(inc(1, 0, rev, 0), 500).log, "in_grace"], // stale, but written just now
+    [segmentKeys(inc(2, 0, "00000000000000aa", 0), 0, null).log, "unknown_incarnation"], // topic gone
+    [segmentKeys(inc(1, 0, "00000000000000bb", 0), 0, null).log, "unknown_incarnation"], // a wiped data directory
+    [segmentKeys(inc(1, 7, rev, 0), 0, null).log, "unknown_incarnation"], // no such partition
+    [segmentKeys(inc(1, 0, rev, 0), 500, null).log, "in_grace"], // stale, but written just now
     [`${root}notes/readme.txt`, "unrecognized"],
   ]);
   const fs = new FsObjectStore(disk, `${dataPath}/objects`, new Rng(3));

@@ -24,6 +24,7 @@ const config: HousekeepingCoreConfig = {
   manifestUploadIntervalMs: 60_000,
   verifyIntervalMs: 3_600_000,
   sweepsOrphans: false,
+  mergeIntervalMs: null,
 };
 const view = (over: Partial<PartitionView> = {}): PartitionView => ({
   key: "1/1/0",
@@ -233,5 +234,78 @@ t.test("an idle shard's observations plan nothing until a job can be due, then p
   t.equal(moved.state.planAtMs, verifyDueMs + 1000, "a partition that moved is planned for at once");
   const gone = observeChanges(s, { changed: [], removed: ["1/1/0"], requestCount: 0 }, verifyDueMs + 1000);
   t.equal(gone.state.partitions.size, 0, "a partition that left is forgotten");
+  t.end();
+});
+
+t.test("merges run only in idle runs; a merge that found work comes again at once, one that found none after merge_interval", (t) => {
+  const merging = { ...config, mergeIntervalMs: 60_000 };
+  const views = [view()];
+  let s = observe(initialHousekeeping(merging, 0), { partitions: views, requestCount: 0 }, 0).state;
+  const busy = drive(s, 1000, 300_000, views, 50);
+  t.equal(busy.runs.length, 0, "a busy shard with nothing else to do does not run to merge");
+  const idle = drive(s, 1000, 20_000, views, 0);
+  t.same(idle.runs[0]!.jobs, [{ kind: "merge" }], "an idle shard merges");
+  t.equal(idle.runs[0]!.atMs, 10_000);
+  s =
+    runFinished(idle.state, { outcomes: [{ kind: "merge", more: true, partition: "1/1/0" }] }, 20_000).state;
+  const again = drive(s, 21_000, 40_000, views, 0);
+  t.equal(again.runs[0]!.atMs, 21_000, "work found: the next idle run merges again");
+  s = runFinished(again.state, { outcomes: [{ kind: "merge", more: false, partition: null }] }, 40_000).state;
+  const later = drive(s, 41_000, 200_000, views, 0);
+  t.equal(later.runs[0]!.atMs, 100_000, "none found: not before merge_interval");
+  const off = drive(
+    observe(initialHousekeeping(config, 0), { partitions: views, requestCount: 0 }, 0).state,
+    1000,
+    600_000,
+    views,
+    0,
+  );
+  t.same(off.runs, [], "with the merger off, an idle shard with nothing to do does not run");
+  const forced = drive(
+    observe(initialHousekeeping(merging, 0), {
+      partitions: [view({ deletedUpToOffset: 100 })],
+      requestCount: 0,
+    }, 0).state,
+    1000,
+    300_000,
+    [view({ deletedUpToOffset: 100 })],
+    50,
+  );
+  t.same(
+    forced.runs[0]!.jobs.map((j) => (j as { kind: string }).kind),
+    ["delete_below"],
+    "a run the interval forces on a busy shard does not merge",
+  );
+  t.end();
+});
+
+t.test("a merge puts the partition's manifest out of date: it goes up again", (t) => {
+  const merging = { ...config, mergeIntervalMs: 60_000 };
+  const views = [view({ floor: 100 })];
+  const s = observe(initialHousekeeping(merging, 0), { partitions: views, requestCount: 0 }, 0).state;
+  const first = drive(s, 1000, 20_000, views, 0);
+  t.same(first.runs[0]!.jobs.map((j) => (j as { kind: string }).kind), ["upload_manifest", "merge"]);
+  const uploaded: JobOutcome = { kind: "upload_manifest", partition: "1/1/0", describes: "100:0" };
+  const quiet = runFinished(first.state, {
+    outcomes: [uploaded, { kind: "merge", more: false, partition: null }],
+  }, 10_000);
+  t.same(drive(quiet.state, 11_000, 69_000, views, 0).runs, [], "nothing to do until merge_interval");
+  const merged = runFinished(first.state, {
+    outcomes: [uploaded, { kind: "merge", more: true, partition: "1/1/0" }],
+  }, 10_000);
+  const next = drive(merged.state, 11_000, 90_000, views, 0);
+  t.same(
+    next.runs.map((r) => r.jobs.map((j) => (j as { kind: string }).kind)),
+    [["merge"]],
+    "the next merge at once",
+  );
+  const after = runFinished(
+    next.state,
+    { outcomes: [{ kind: "merge", more: false, partition: null }] },
+    21_000,
+  );
+  const manifest = drive(after.state, 22_000, 90_000, views, 0);
+  t.same(manifest.runs[0]!.jobs, [{ kind: "upload_manifest", partition: "1/1/0", describes: "100:0" }]);
+  t.equal(manifest.runs[0]!.atMs, 70_000, "after manifest_upload_interval");
   t.end();
 });

@@ -24,7 +24,7 @@ const starts = [0, 10, 20, 30, 40];
 async function storeWithSegments(clock: VirtualClock): Promise<SimObjectStore> {
   const sim = new SimObjectStore(clock, new Rng(1));
   for (const start of starts) {
-    const keys = segmentKeys(inc, start);
+    const keys = segmentKeys(inc, start, null);
     for (const key of [keys.log, keys.index]) {
       await sim.put(key, async function* () {
         yield new Uint8Array(1);
@@ -36,7 +36,9 @@ async function storeWithSegments(clock: VirtualClock): Promise<SimObjectStore> {
 
 /** The segment starts whose objects are still in the store. */
 const kept = (sim: SimObjectStore) =>
-  starts.filter((start) => sim.peek(segmentKeys(inc, start).log) || sim.peek(segmentKeys(inc, start).index));
+  starts.filter((start) =>
+    sim.peek(segmentKeys(inc, start, null).log) || sim.peek(segmentKeys(inc, start, null).index)
+  );
 
 /** The listing job of partition 1/1/0 from `fromOffset` below `belowOffset`, queueing up to `pendingMax`. */
 const listing = (fromOffset: number, belowOffset: number, pendingMax = 5000) => ({
@@ -110,7 +112,7 @@ t.test("a batch limit, an object younger than the grace and a spent quota each s
   t.equal(cut.listedBelow, 20, "the listing stopped at the next key");
 
   const young = await setup();
-  const copy = segmentKeys(inc, 20).log;
+  const copy = segmentKeys(inc, 20, null).log;
   await young.sim.put(copy, async function* () {
     yield new Uint8Array(1);
   }, { sizeBytes: 1, metadata: {}, ifAbsent: false });
@@ -129,7 +131,7 @@ t.test("a batch limit, an object younger than the grace and a spent quota each s
 t.test("a batch of queued keys is deleted in one request, without a listing", async (t) => {
   const { sim, deps } = await setup();
   const keys = [0, 10].flatMap((start) => {
-    const k = segmentKeys(inc, start);
+    const k = segmentKeys(inc, start, null);
     return [{ key: k.index, startOffset: start }, { key: k.log, startOffset: start }];
   });
   const budget = new RequestBudget(10, undefined);
@@ -150,7 +152,7 @@ t.test("a batch of queued keys is deleted in one request, without a listing", as
 
 t.test("a key that fails to delete holds the reported watermark at its segment", async (t) => {
   const { sim, deps } = await setup();
-  const failing = segmentKeys(inc, 10).log;
+  const failing = segmentKeys(inc, 10, null).log;
   const store: DeadlineObjectStore = {
     put: (key, body, options) => sim.put(key, body, options),
     getRange: (key, start, endExclusive) => sim.getRange(key, start, endExclusive),
@@ -249,7 +251,7 @@ t.test("no object younger than delete_grace is deleted, even below the watermark
   );
   await passTime(70_000, h.ticks().pace); // 70 s: the uploaded objects are older than the grace
   await h.partition.enforceRetention((s) => s.endOffset < 10);
-  const keys = segmentKeys(incOf(h.partition.superblock.createdRevision, 0), 0);
+  const keys = segmentKeys(incOf(h.partition.superblock.createdRevision, 0), 0, null);
   // The object of the first segment is written again now, as a late duplicate upload would.
   const copy = h.sim.peek(keys.log)!;
   await h.store.put(keys.log, async function* () {

@@ -31,7 +31,11 @@ function fakeTier() {
       tiered: () => (looks.count++, true),
     };
   });
-  const tier: HousekeptTier = { partitions: () => list, uploadDeps: {} as UploadDeps };
+  const tier: HousekeptTier = {
+    partitions: () => list,
+    uploadDeps: {} as UploadDeps,
+    submitReplace: () => Promise.reject(new Error("Cannot replace: no merge in this test")),
+  };
   return { tier, list, looks };
 }
 

@@ -41,8 +41,12 @@ async function putObject(sim: SimObjectStore, key: string): Promise<void> {
 async function setup(liveSegments = 2) {
   const clock = new VirtualClock();
   const sim = new SimObjectStore(clock, new Rng(1));
-  for (let i = 0; i < liveSegments; i++) await putObject(sim, segmentKeys(live, i * 10).log);
-  const orphans = [segmentKeys(stale, 0).log, segmentKeys(stale, 0).index, segmentKeys(deleted, 0).log];
+  for (let i = 0; i < liveSegments; i++) await putObject(sim, segmentKeys(live, i * 10, null).log);
+  const orphans = [
+    segmentKeys(stale, 0, null).log,
+    segmentKeys(stale, 0, null).index,
+    segmentKeys(deleted, 0, null).log,
+  ];
   for (const key of orphans) await putObject(sim, key);
   await putObject(sim, `${root}stray-file`);
   const listings: (string | undefined)[] = [];
@@ -130,7 +134,7 @@ t.test("nothing of a dead incarnation is deleted until its dead mark is stored",
 
 t.test("a dead mark stays while its incarnation's data does", async (t) => {
   const { clock, sim, sweep } = await setup();
-  const stuck = segmentKeys(deleted, 0).log;
+  const stuck = segmentKeys(deleted, 0, null).log;
   let refusing = true;
   const remove = sim.delete.bind(sim);
   sim.delete = async (keys) => {
@@ -172,11 +176,11 @@ t.test("a page that ends inside a live incarnation skips the rest of it; a spent
   clock.advance(60_000);
   await sweep.run(null, new RequestBudget(10, undefined));
   t.ok(
-    sim.peek(segmentKeys(deleted, 0).log) === undefined,
+    sim.peek(segmentKeys(deleted, 0, null).log) === undefined,
     "the deleted incarnation's orphan goes with the next sweep",
   );
   t.ok(
-    sim.peek(segmentKeys(stale, 0).log) !== undefined && sim.peek(deadMarkKey(stale)) !== undefined,
+    sim.peek(segmentKeys(stale, 0, null).log) !== undefined && sim.peek(deadMarkKey(stale)) !== undefined,
     "the stale one, found first by a run without room for its dead mark, is marked now and goes later",
   );
   clock.advance(60_000);
@@ -195,7 +199,7 @@ t.test("purge during an upload: it lands under the old generation, its floor is 
   await h.partition.purge();
   h.tier.purged("1/1/0");
   t.equal(h.partition.superblock.purgeGeneration, 1);
-  const oldKeys = segmentKeys(incOf(revision, 0), 0);
+  const oldKeys = segmentKeys(incOf(revision, 0), 0, null);
   await waitFor(
     "the upload to land under the old generation's prefix",
     () => h.tier.uploadsInFlight() === 0 && h.sim.peek(oldKeys.index) !== undefined,
@@ -210,7 +214,7 @@ t.test("purge during an upload: it lands under the old generation, its floor is 
 
   h.sim.faults = {};
   await h.produce(12);
-  const newKeys = segmentKeys(incOf(revision, 1), 0);
+  const newKeys = segmentKeys(incOf(revision, 1), 0, null);
   await waitFor("the new generation to upload", () => h.sim.peek(newKeys.log) !== undefined, h.ticks());
   const purgedAtMs = h.clock.nowMs();
   await waitFor(

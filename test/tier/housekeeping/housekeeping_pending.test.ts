@@ -28,6 +28,7 @@ const config = {
   manifestUploadIntervalMs: 60_000,
   verifyIntervalMs: 3_600_000,
   sweepsOrphans: false,
+  mergeIntervalMs: null,
 };
 const view = { key: "1/1/0", incarnation: "aa-0", floor: 0, deletedUpToOffset: 100, topicVersion: 0 };
 

@@ -28,8 +28,8 @@ t.test("the verify pass re-uploads a missing object from a local .log, reports o
   const remote = h.partition.log.segments.find((s) => s.location === "remote")!;
   const local = h.partition.log.segments.find((s) => s.sealed && s.location !== "remote")!;
   t.ok(local.endOffset < floor, "a segment below the floor whose .log is still local");
-  const lost = segmentKeys(inc, remote.startOffset).log;
-  const healable = segmentKeys(inc, local.startOffset).log;
+  const lost = segmentKeys(inc, remote.startOffset, null).log;
+  const healable = segmentKeys(inc, local.startOffset, null).log;
   await h.sim.delete([lost, healable]);
 
   const anomalies = () => metric(h.registry, /strata_tier_verify_anomalies_total\{kind="missing"\} (\d+)/);
@@ -92,8 +92,8 @@ t.test("the verify pass reports an object of another size, and one of the same s
   const inc = incOf(h.partition.superblock.createdRevision, 0);
   const floor = h.partition.superblock.tieredUpToOffset;
   const [shorter, altered] = h.partition.log.segments.filter((s) => s.location === "remote");
-  const shorterKey = segmentKeys(inc, shorter!.startOffset).log;
-  const alteredKey = segmentKeys(inc, altered!.startOffset).log;
+  const shorterKey = segmentKeys(inc, shorter!.startOffset, null).log;
+  const alteredKey = segmentKeys(inc, altered!.startOffset, null).log;
   // Two objects no longer match their segment's marker, each in one way only: one is 100 bytes
   // short under the metadata of the original (its CRC32 as recorded), the other keeps its size
   // but has one byte flipped and that body's CRC32 in its metadata.
@@ -118,7 +118,7 @@ t.test("the verify pass reports an object of another size, and one of the same s
   const mismatches = () => metric(h.registry, /strata_tier_verify_anomalies_total\{kind="mismatch"\} (\d+)/);
   // Each pass reports again what it finds: stop after the first pass has looked at both segments
   // (in offset order, so once it has HEADed the later one's .index).
-  const laterIndexKey = segmentKeys(inc, altered!.startOffset).index;
+  const laterIndexKey = segmentKeys(inc, altered!.startOffset, null).index;
   const headsBefore = { index: h.sim.count("head", laterIndexKey), log: h.sim.count("head", alteredKey) };
   t.ok(
     // The pass is due 20 s of virtual time after the first look (about 2,000 ticks).

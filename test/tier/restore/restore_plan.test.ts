@@ -13,6 +13,7 @@ const keyOf = (start: number) => `p/${String(start).padStart(20, "0")}.log`;
 const listed = (starts: number[], over: Partial<ListedSegment> = {}): ListedSegment[] =>
   starts.map((s) => ({
     startOffset: s,
+    mergedEndOffset: null,
     logKey: keyOf(s),
     logSizeBytes: 1000,
     indexKey: `${keyOf(s)}.index`,
@@ -28,6 +29,7 @@ const object = (start: number): TieredObject => ({
   endTimestampUs: start * 1000 + 9,
   maxTimestampUs: start * 1000 + 9,
   logCrc32: 7 + start,
+  merged: false,
 });
 const entry = (start: number, evicted = true): ManifestSegment => {
   const o = object(start);
@@ -140,6 +142,54 @@ t.test("a gap, a missing object or an unreadable HEAD leaves out what lies befor
     [empty.segments, empty.nextOffset, empty.sources],
     [[], 0, []],
     "nothing in the bucket: an empty plan",
+  );
+  t.end();
+});
+
+t.test("a merge's object is restored instead of the segments it replaced, from the manifest or a HEAD", (t) => {
+  // Segments 0, 10 and 20 merged into one object of offsets 0 to 29; the replaced ones are still listed.
+  const mergedKey = `p/${String(0).padStart(20, "0")}-${String(29).padStart(20, "0")}.log`;
+  const mergedListing: ListedSegment = {
+    startOffset: 0,
+    mergedEndOffset: 29,
+    logKey: mergedKey,
+    logSizeBytes: 3000,
+    indexKey: `${mergedKey}.index`,
+  };
+  const mergedObject: TieredObject = {
+    ...object(0),
+    key: mergedKey,
+    endOffset: 29,
+    sizeBytes: 3000,
+    merged: true,
+  };
+  const listing = [...listed([0, 10, 20, 30]), mergedListing];
+  for (
+    const [how, m, heads] of [
+      ["from the HEADs", null, headsOf([keyOf(0), keyOf(10), keyOf(20), keyOf(30)])],
+      [
+        "from the manifest",
+        manifest([{ ...entry(0), endOffset: 29, sizeBytes: 3000, merged: true }, entry(30)]),
+        null,
+      ],
+    ] as const
+  ) {
+    const allHeads = new Map(heads ?? []);
+    if (heads !== null) allHeads.set(mergedKey, mergedObject);
+    const plan = planPartition(inc, m, listing, allHeads);
+    t.same(
+      plan.segments.map((s) => [s.startOffset, s.endOffset, s.merged]),
+      [[0, 29, true], [30, 39, false]],
+      how,
+    );
+    t.equal(plan.segments[0]!.key, mergedKey, how);
+    t.same(plan.leftOut, [], `${how}: the replaced segments are not reported left out`);
+    t.equal(plan.nextOffset, 40);
+  }
+  t.same(
+    headsNeeded(manifest([entry(0), entry(10), entry(20), entry(30)]), listing),
+    [mergedKey],
+    "a manifest written before the merge does not describe the merge's object: it needs a HEAD, and the replaced ones none",
   );
   t.end();
 });

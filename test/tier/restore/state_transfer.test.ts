@@ -78,7 +78,7 @@ async function leaderWithBucket(t: Test, epochs: number[], perEpoch: number) {
   });
   const sealed = log.segments.filter((s) => s.sealed);
   for (const segment of sealed) {
-    const keys = segmentKeys(incarnation, segment.startOffset);
+    const keys = segmentKeys(incarnation, segment.startOffset, null);
     await uploadSegment(
       { disk, store, pieceBytes: 64 * 1024, bandwidth },
       sealedSegmentOf(segment),
@@ -171,7 +171,7 @@ t.test("the chain is taken back from the floor to the first gap; objects above t
   const { sealed, sim, store } = await leaderWithBucket(t, [3], 40);
   t.ok(sealed.length >= 6, `${sealed.length} sealed segments`);
   // An orphan above the floor and a hole low down: the chain starts after the hole.
-  await sim.delete([segmentKeys(incarnation, sealed[1]!.startOffset).log]);
+  await sim.delete([segmentKeys(incarnation, sealed[1]!.startOffset, null).log]);
   const floor = sealed[sealed.length - 2]!.endOffset + 1;
   const { transfer } = transferOf(store, { purgeGeneration: 0, upToOffset: floor, deletedUpToOffset: 0 });
   const seed = await transfer.seedFor(address, revision);
@@ -204,7 +204,7 @@ t.test("nothing committed: no seed; a floor the bucket does not back: a typed re
     "a floor of 0",
   );
   const floor = sealed.at(-1)!.endOffset + 1;
-  await sim.delete([segmentKeys(incarnation, sealed.at(-1)!.startOffset).log]);
+  await sim.delete([segmentKeys(incarnation, sealed.at(-1)!.startOffset, null).log]);
   await t.rejects(
     transferOf(store, { purgeGeneration: 0, upToOffset: floor, deletedUpToOffset: 0 }).transfer.seedFor(
       address,
@@ -278,7 +278,7 @@ t.test("a restored partition seeds from its source's chain, then from its own fr
   t.same(first!.restoredFrom, source, "the source's keys below the restore's end");
   const own = { ...incarnation, clusterId: "new" };
   for (const s of sealed.slice(3, 5)) {
-    const [from, to] = [segmentKeys(incarnation, s.startOffset), segmentKeys(own, s.startOffset)];
+    const [from, to] = [segmentKeys(incarnation, s.startOffset, null), segmentKeys(own, s.startOffset, null)];
     for (const file of ["log", "index"] as const) {
       const head = (await sim.head(from[file]))!;
       const bytes = await sim.getRange(from[file], 0, head.sizeBytes);
@@ -327,7 +327,7 @@ t.test("a restored partition seeds from its source's chain, then from its own fr
     startsOf(sealed.slice(1, 3)),
     "from where the restore's chain starts",
   );
-  await sim.delete([segmentKeys(own, sealed[3]!.startOffset).log]);
+  await sim.delete([segmentKeys(own, sealed[3]!.startOffset, null).log]);
   await t.rejects(
     seedWith({ purgeGeneration: 0, upToOffset: floor, deletedUpToOffset: 0 }),
     StateTransferError,

@@ -70,7 +70,7 @@ async function setup(t: Test, disk: NodeDisk = new NodeDisk()) {
   });
   const deps = { disk, store, pieceBytes: 64 * 1024, bandwidth };
   const segment = sealedSegmentOf(sealed);
-  return { deps, sim, segment, bandwidth, keys: segmentKeys(incarnation, sealed.startOffset) };
+  return { deps, sim, segment, bandwidth, keys: segmentKeys(incarnation, sealed.startOffset, null) };
 }
 
 t.test("a sealed segment's .log and .index land under the incarnation's keys, byte for byte, with rebuildable metadata", async (t) => {

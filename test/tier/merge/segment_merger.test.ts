@@ -1,0 +1,194 @@
+import t from "tap";
+import type { Test } from "tap";
+import { readFile, writeFile } from "node:fs/promises";
+import type { Partition } from "../../../src/log/partition/partition.ts";
+import type { ReplaceRemoteSegments } from "../../../src/log/segment/segment_replacement.ts";
+import { segmentKeys } from "../../../src/tier/bucket/object_keys.ts";
+import { mergePartition, type MergerDeps } from "../../../src/tier/merge/segment_merger.ts";
+import { TokenBucket } from "../../../src/runtime/cooperation/token_bucket.ts";
+import { silentLogger } from "../../../src/runtime/logger.ts";
+import { evicted, payloadOk } from "../../helpers/evicted_partition.ts";
+
+// Segments of three 10 kB messages (about 30 kB each), merged into objects of at most 200 kB: a
+// segment below 100 kB is small.
+const targetBytes = 200_000;
+
+async function fixture(t: Test) {
+  const f = await evicted(t, { segmentSizeBytes: 25_000, messages: 30 });
+  await f.partition.applyFloor({
+    kind: "advance_tiered_floor",
+    partition: f.partition.log.label,
+    purgeGeneration: 0,
+    upToOffset: f.floor,
+  });
+  await f.attach();
+  const replaces: ReplaceRemoteSegments[] = [];
+  const deps: MergerDeps = {
+    disk: f.disk,
+    store: f.store,
+    upload: {
+      disk: f.disk,
+      store: f.store,
+      pieceBytes: 65536,
+      bandwidth: new TokenBucket(f.clock, { rateBytesPerSec: "unlimited", waitersMax: 1, name: "b" }),
+    },
+    logger: silentLogger(),
+    clock: f.clock,
+    mergeTimeoutMs: 60_000,
+    submitReplace: async (command) => {
+      replaces.push(command);
+      const decision = await f.partition.replaceRemote(command);
+      t.equal(decision.kind, "replace", "the committed replace applies");
+    },
+  };
+  const merge = (requestsLeft = 1000) =>
+    mergePartition(deps, f.partition, f.incarnation, { targetBytes, indexIntervalBytes: 4096, requestsLeft });
+  return { ...f, deps, replaces, merge };
+}
+
+/**
+ * The log as a consumer reads it: every message (offset, timestamp, key, headers, payload), and
+ * the bytes of every batch, copied out of the read windows.
+ */
+async function readAll(partition: Partition) {
+  const read = await partition.log.read(0, 1000, 10_000_000);
+  const messages = read.messages.map((m) => ({
+    offset: m.offset,
+    timestampMs: m.timestampMs,
+    key: m.key?.slice() ?? null,
+    headers: m.headers,
+    payload: m.payload?.slice() ?? null,
+  }));
+  read.release();
+  const batches: Uint8Array[] = [];
+  // Each pass reads at least one batch: bounded by the log's offsets.
+  for (let offset = 0; offset < partition.log.nextOffset;) {
+    const got = await partition.log.readBatches(offset, 100_000);
+    batches.push(...got.batches.map((b) => b.slice()));
+    got.release();
+    offset = got.nextOffset;
+  }
+  return { messages, batches };
+}
+
+t.test("small remote segments become one object, read back the same before, after and after a reboot", async (t) => {
+  const f = await fixture(t);
+  const before = await readAll(f.partition);
+  t.equal(before.messages.length, 30);
+  t.ok(before.messages.every(payloadOk));
+  t.equal(before.batches.length, 30);
+  const remoteBefore = f.partition.log.segments.filter((s) => s.location === "remote");
+  t.ok(remoteBefore.length >= 8, `${remoteBefore.length} small remote segments`);
+  const first = await f.merge();
+  t.equal(first.kind, "merged");
+  const merged = f.partition.log.segments[0]!;
+  t.not(merged.mergedEndOffset, null, "the chain's first segment is a merged one");
+  t.ok(merged.sizeBytes <= targetBytes && merged.sizeBytes >= targetBytes / 2, `${merged.sizeBytes} bytes`);
+  const keys = segmentKeys(f.incarnation, merged.startOffset, merged.endOffset);
+  t.ok(f.sim.keys().includes(keys.log) && f.sim.keys().includes(keys.index), "both objects are stored");
+  const covered = remoteBefore.filter((s) => s.endOffset <= merged.endOffset);
+  t.ok(covered.length >= 2, `${covered.length} segments replaced`);
+  t.ok(
+    covered.every((s) => f.sim.keys().includes(segmentKeys(f.incarnation, s.startOffset, null).log)),
+    "the replaced objects stay in the store (a reader in flight may hold them)",
+  );
+  t.same(await readAll(f.partition), before, "read back byte for byte after the merge");
+  // The rest merges too, then nothing is left to merge.
+  t.equal((await f.merge()).kind, "merged");
+  t.same(await f.merge(), { kind: "none" });
+  const remoteAfter = f.partition.log.segments.filter((s) => s.location === "remote");
+  t.equal(remoteAfter.length, 2, "two merged segments hold what ten held");
+  t.same(await readAll(f.partition), before);
+  await f.partition.close();
+  const reopened = await f.reopen();
+  t.teardown(() => reopened.close());
+  t.same(
+    reopened.log.segments.filter((s) => s.location === "remote").map((
+      s,
+    ) => [s.startOffset, s.mergedEndOffset]),
+    remoteAfter.map((s) => [s.startOffset, s.endOffset]),
+    "a reboot finds the merged chain",
+  );
+  const names = await f.disk.list(f.partition.dir);
+  t.same(names.filter((n) => n.endsWith(".tmp")), [], "no staging file is left");
+  t.same(
+    names.filter((n) => n.endsWith(".index") && !n.includes("-")).filter((n) =>
+      covered.some((s) => n.startsWith(s.stem))
+    ),
+    [],
+    "the replaced segments' indexes are gone",
+  );
+  await f.attach(reopened);
+  t.same(await readAll(reopened), before, "read back byte for byte after a reboot");
+});
+
+t.test("an object that is not what its marker says is an anomaly: nothing is replaced", async (t) => {
+  const f = await fixture(t);
+  const victim = f.partition.log.segments[1]!;
+  f.sim.corrupt(segmentKeys(f.incarnation, victim.startOffset, null).log, 100);
+  const chainBefore = f.partition.log.segments.map((s) => s.startOffset);
+  const outcome = await f.merge();
+  t.equal(outcome.kind, "anomaly");
+  t.match(outcome.kind === "anomaly" ? outcome.detail : "", /its marker says/);
+  t.same(f.partition.log.segments.map((s) => s.startOffset), chainBefore, "the chain is as it was");
+  t.same(f.replaces, [], "no replace was submitted");
+});
+
+t.test("a merge needs one GET per segment and four more requests: too few left, none starts", async (t) => {
+  const f = await fixture(t);
+  t.same(await f.merge(5), { kind: "none" }, "5 requests leave room for one segment, not two");
+  const outcome = await f.merge(6);
+  t.equal(outcome.kind === "merged" ? outcome.segments : 0, 2, "6 requests merge two segments");
+});
+
+t.test("a replace applied again (a replay) changes nothing; one the chain no longer holds is rejected", async (t) => {
+  const f = await fixture(t);
+  t.equal((await f.merge()).kind, "merged");
+  const command = f.replaces[0]!;
+  const chain = f.partition.log.segments.map((s) => s.startOffset);
+  t.same(await f.partition.replaceRemote(command), { kind: "already" });
+  t.same(f.partition.log.segments.map((s) => s.startOffset), chain);
+  const stale = { ...command, purgeGeneration: 1 };
+  t.equal((await f.partition.replaceRemote(stale)).kind, "rejected", "another generation is rejected");
+  const m = command.markers[0]!;
+  const reaching = { ...command, markers: [{ ...m, endOffset: f.floor, startOffset: m.startOffset }] };
+  t.equal(
+    (await f.partition.replaceRemote(reaching)).kind,
+    "rejected",
+    "a replace up to the floor is rejected",
+  );
+});
+
+t.test("a crash at each durable step of a replace leaves the old chain or the new, both readable", async (t) => {
+  const f = await fixture(t);
+  const before = await readAll(f.partition);
+  const oldChain = f.partition.log.segments.map((s) => [s.startOffset, s.endOffset]);
+  t.equal((await f.merge()).kind, "merged");
+  const merged = f.partition.log.segments[0]!;
+  const replaced = oldChain.filter(([start]) => start! <= merged.endOffset).map(([start]) => start!);
+  await f.partition.close();
+  const table = `${f.partition.dir}/remote.table`;
+  const tableBytes = await readFile(table);
+  // Between the table's fsync and the unlinks: the replaced segments' indexes are still there.
+  for (const start of replaced) {
+    await writeFile(`${f.partition.dir}/${String(start).padStart(20, "0")}.index`, new Uint8Array(16));
+  }
+  const afterAppend = await f.reopen();
+  t.same(afterAppend.log.segments[0]!.mergedEndOffset, merged.endOffset, "the merged chain");
+  const names = await f.disk.list(f.partition.dir);
+  t.same(
+    replaced.filter((start) => names.includes(`${String(start).padStart(20, "0")}.index`)),
+    [],
+    "boot removes the replaced segments' indexes",
+  );
+  await f.attach(afterAppend);
+  t.same(await readAll(afterAppend), before);
+  await afterAppend.close();
+  // The append torn by the crash: its record is the table's torn tail, cut at boot.
+  await writeFile(table, tableBytes.subarray(0, tableBytes.length - 1));
+  const torn = await f.reopen();
+  t.teardown(() => torn.close());
+  t.same(torn.log.segments.map((s) => [s.startOffset, s.endOffset]), oldChain, "the old chain");
+  await f.attach(torn);
+  t.same(await readAll(torn), before, "read from the replaced objects, still in the store");
+});
