@@ -1,0 +1,116 @@
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import t from "tap";
+import { type PolledMessage, StrataClient } from "../../src/client/strata_client.ts";
+import { FsObjectStore } from "../../src/objectstore/fs_object_store.ts";
+import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
+import { Rng } from "../../src/runtime/rng.ts";
+import { configCopy } from "../helpers/config_copy.ts";
+import { spawnServer } from "../helpers/spawn_server.ts";
+import { tempDir } from "../helpers/temp_dir.ts";
+import { realTime, waitFor } from "../helpers/wait_for.ts";
+
+// A quiet tiered topic rolls a segment a second; once they are evicted, an idle shard merges them
+// into objects of about the topic's segment_size, and the log reads back the same.
+const rounds = 12;
+const perRound = 5;
+const payloadBytes = 20_000;
+
+interface SegmentView {
+  start_offset: number;
+  end_offset: number;
+  sealed: boolean;
+  location: string;
+}
+
+function payloadOf(offset: number): Uint8Array {
+  return new Uint8Array(payloadBytes).map((_, i) => (offset * 31 + i) & 0xff);
+}
+
+/** Every message from offset 0, as a consumer reads it. */
+async function readAll(client: StrataClient): Promise<PolledMessage[]> {
+  const all: PolledMessage[] = [];
+  let offset = 0;
+  // Each poll answers at least one message until the end: bounded by the messages produced.
+  for (let polls = 0; polls <= rounds * perRound; polls++) {
+    const r = await client.poll("s", "quiet", 0, { offset, count: 100, maxBytes: 4 * 1024 * 1024 });
+    if (r.messages.length === 0) break;
+    all.push(...r.messages);
+    offset = r.next_offset;
+  }
+  return all;
+}
+
+async function segmentsOf(client: StrataClient): Promise<SegmentView[]> {
+  return ((await client.partition("s", "quiet", 0)) as { segments: SegmentView[] }).segments;
+}
+
+t.test("time-rolled segments are merged in the bucket and read back the same, before and after a SIGKILL", async (t) => {
+  const dir = tempDir(t, "strata-merge-");
+  const configPath = configCopy(dir);
+  const config = readFileSync(configPath, "utf8")
+    .replace('idle_timeout = "10 s"', 'idle_timeout = "500 ms"')
+    .replace('merge_interval = "60 s"', 'merge_interval = "1 s"');
+  writeFileSync(configPath, config);
+  const server = await spawnServer(["--config", configPath]);
+  t.teardown(() => server.stop("SIGKILL"));
+  const client = new StrataClient({ baseUrl: server.baseUrl, encoding: "msgpack" });
+  await client.createStream("s");
+  await client.createTopic("s", {
+    name: "quiet",
+    partitions: 1,
+    segment_size: "1 MiB",
+    segment_max_age: "1 s",
+    local_retention_age: "1 s",
+  });
+  for (let round = 0; round < rounds; round++) {
+    const base = round * perRound;
+    const batch = Array.from({ length: perRound }, (_, i) => ({
+      key: `key-${base + i}`,
+      headers: { offset: String(base + i) },
+      payload: payloadOf(base + i),
+    }));
+    t.equal((await client.produce("s", "quiet", batch, 0)).base_offset, base);
+    await waitFor(`segment ${round} to roll by age`, async () => {
+      const sealed = (await segmentsOf(client)).filter((s) => s.sealed);
+      return sealed.at(-1)?.end_offset === base + perRound - 1;
+    }, { deadlineMs: 10_000, pace: realTime(100) });
+  }
+  const produced = await readAll(client);
+  t.equal(produced.length, rounds * perRound);
+  t.ok(
+    produced.every((m) =>
+      m.key === `key-${m.offset}` && Buffer.compare(m.payload!, payloadOf(m.offset)) === 0 &&
+      new TextDecoder().decode(m.headers[0]!.value!) === String(m.offset)
+    ),
+    "every message as produced",
+  );
+  // Segments of about 100 kB: a run of them is merged once it holds half of segment_size (at least
+  // six), into objects of at most segment_size (ten at most), while production goes on.
+  await waitFor("the first run of segments to be merged", async () => {
+    const first = (await segmentsOf(client))[0]!;
+    return first.end_offset >= 6 * perRound - 1 && first.location === "remote";
+  }, { deadlineMs: 60_000, pace: realTime(200) });
+  const metrics = await (await fetch(`${server.baseUrl}/metrics`)).text();
+  const merges = Number(/strata_tier_merges_total\{outcome="merged"\} (\d+)/.exec(metrics)?.[1]);
+  const replaced = Number(/strata_tier_segments_replaced_total (\d+)/.exec(metrics)?.[1]);
+  t.ok(merges >= 1 && replaced >= 6 * merges, `${merges} merges replaced ${replaced} segments`);
+  t.same(await readAll(client), produced, "read back the same after the merge");
+  const clusterId = /"cluster_id":"([0-9a-f]+)"/.exec(server.stderr())![1]!;
+  const store = new FsObjectStore(new NodeDisk(), join(dir, "data", "objects"), new Rng(1));
+  const listed = (await store.list(`strata/${clusterId}/1/1/0/`)).objects.map((o) => o.key);
+  const first = (await segmentsOf(client))[0]!;
+  const stem = (offset: number) => String(offset).padStart(20, "0");
+  t.ok(
+    listed.some((k) => k.endsWith(`/${stem(0)}-${stem(first.end_offset)}.log`)),
+    "the merged object is in the bucket under its start and end offsets",
+  );
+  t.ok(listed.some((k) => k.endsWith(`/${stem(perRound)}.log`)), "a replaced object stays in the bucket");
+  await server.stop("SIGKILL");
+  const again = await spawnServer(["--config", configPath]);
+  t.teardown(() => again.stop("SIGKILL"));
+  const after = new StrataClient({ baseUrl: again.baseUrl, encoding: "msgpack" });
+  t.ok((await segmentsOf(after))[0]!.end_offset >= first.end_offset, "the merged chain after a SIGKILL");
+  t.same(await readAll(after), produced, "read back the same after a SIGKILL");
+  t.equal(await again.stop("SIGTERM"), 0);
+});
