@@ -3,6 +3,7 @@ import { join } from "node:path";
 import t from "tap";
 import { type PolledMessage, StrataClient } from "../../src/client/strata_client.ts";
 import { FsObjectStore } from "../../src/objectstore/fs_object_store.ts";
+import { decodeManifest } from "../../src/tier/bucket/manifest.ts";
 import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { configCopy } from "../helpers/config_copy.ts";
@@ -28,12 +29,12 @@ function payloadOf(offset: number): Uint8Array {
 }
 
 /** Every message from offset 0, as a consumer reads it. */
-async function readAll(client: StrataClient): Promise<PolledMessage[]> {
+async function readAll(client: StrataClient, topic = "quiet"): Promise<PolledMessage[]> {
   const all: PolledMessage[] = [];
   let offset = 0;
   // Each poll answers at least one message until the end: bounded by the messages produced.
   for (let polls = 0; polls <= rounds * perRound; polls++) {
-    const r = await client.poll("s", "quiet", 0, { offset, count: 100, maxBytes: 4 * 1024 * 1024 });
+    const r = await client.poll("s", topic, 0, { offset, count: 100, maxBytes: 4 * 1024 * 1024 });
     if (r.messages.length === 0) break;
     all.push(...r.messages);
     offset = r.next_offset;
@@ -50,7 +51,8 @@ t.test("time-rolled segments are merged in the bucket and read back the same, be
   const configPath = configCopy(dir);
   const config = readFileSync(configPath, "utf8")
     .replace('idle_timeout = "10 s"', 'idle_timeout = "500 ms"')
-    .replace('merge_interval = "60 s"', 'merge_interval = "1 s"');
+    .replace('merge_interval = "60 s"', 'merge_interval = "1 s"')
+    .replace('manifest_upload_interval = "60 s"', 'manifest_upload_interval = "1 s"');
   writeFileSync(configPath, config);
   const server = await spawnServer(["--config", configPath]);
   t.teardown(() => server.stop("SIGKILL"));
@@ -106,6 +108,36 @@ t.test("time-rolled segments are merged in the bucket and read back the same, be
     "the merged object is in the bucket under its start and end offsets",
   );
   t.ok(listed.some((k) => k.endsWith(`/${stem(perRound)}.log`)), "a replaced object stays in the bucket");
+  // The bucket describes the merged chain: a restore and a read replica read it all back.
+  t.ok(await client.awaitTiered("s", "quiet", 0, rounds * perRound, 60_000), "every segment tiered");
+  await waitFor("the manifest to describe the merge and the last segment", async () => {
+    const m = (await store.list(`strata/${clusterId}/meta/1/1/0/`)).objects.find((o) =>
+      o.key.endsWith("manifest.bin")
+    );
+    if (m === undefined) return false;
+    const bytes = Buffer.concat(await store.getRange(m.key, 0, m.sizeBytes));
+    const manifest = decodeManifest(new Uint8Array(bytes));
+    return manifest.tieredUpToOffset === rounds * perRound && manifest.segments[0]?.merged === true;
+  }, { deadlineMs: 60_000, pace: realTime(200) });
+  const restored = await fetch(`${server.baseUrl}/admin/restore`, {
+    method: "POST",
+    body: JSON.stringify({ cluster_id: clusterId, stream: "s", topic: "quiet", as: "restored" }),
+  });
+  t.equal(restored.status, 201, await restored.text());
+  t.same(await readAll(client, "restored"), produced, "a restore of the merged topic reads back the same");
+  await client.createTopic("s", {
+    name: "replica",
+    read_replica_of: { cluster_id: clusterId, stream: "s", topic: "quiet" },
+  });
+  await waitFor("the read replica to plant every segment", async () => {
+    return ((await client.partition("s", "replica", 0)) as { next_offset: number }).next_offset ===
+      rounds * perRound;
+  }, { deadlineMs: 60_000, pace: realTime(200) });
+  t.same(
+    await readAll(client, "replica"),
+    produced,
+    "a read replica of the merged topic reads back the same",
+  );
   await server.stop("SIGKILL");
   const again = await spawnServer(["--config", configPath]);
   t.teardown(() => again.stop("SIGKILL"));

@@ -221,6 +221,21 @@ export class ReadReplicaFollower {
     };
     checkManifest(manifest, source, inc);
     const step = followManifest(view, manifest, plantedSegmentsMax);
+    const first = step.plant[0];
+    if (
+      first !== undefined && first.startOffset < view.nextOffset &&
+      !partition.log.segments.some((s) => s.startOffset === first.startOffset)
+    ) {
+      // A merge's boundaries are the source's segments', which the replica planted: not so here.
+      this.#deps.logger.warn(
+        "read replica's source merged segments at an offset no planted segment starts at",
+        {
+          partition: label,
+          offset: first.startOffset,
+        },
+      );
+      step.plant.length = 0;
+    }
     if (step.plant.length > 0) {
       const { bucket: _bucket, ...address } = source;
       const objects = await this.#objectsOf(step.plant, { prefix, ...address, ...inc });

@@ -1,6 +1,6 @@
 import { assert } from "../../runtime/assert.ts";
 import type { Disk } from "../../runtime/disk/disk.ts";
-import { writeWholeFile } from "../../runtime/disk/file_ops.ts";
+import { unlinkIfPresent, writeWholeFile } from "../../runtime/disk/file_ops.ts";
 import type { Logger } from "../../runtime/logger.ts";
 import type { EpochStart } from "../partition/leader_epochs.ts";
 import { PartitionRefusedError } from "../log_errors.ts";
@@ -22,9 +22,11 @@ export const plantedSegmentsMax = 256;
 
 /**
  * Plants `markers` (contiguous, the first at the empty active segment's offset, or past it when
- * that segment is the whole log), run in the writer loop: the markers are appended to the remote
- * table and the new active segment created before the old one goes, so a crash leaves files that
- * `settlePlantedDir` puts right at the next boot.
+ * that segment is the whole log, or at the start of a planted segment when it is a merge of those
+ * from there on and of newer ones), run in the writer loop: the markers are appended to the remote
+ * table (where the first replaces the planted segments within its range) and the new active
+ * segment created before the old one goes, so a crash leaves files that `settlePlantedDir` puts
+ * right at the next boot.
  */
 export async function plantRemoteSegments(
   disk: Disk,
@@ -42,25 +44,35 @@ export async function plantRemoteSegments(
     old.isEmpty && chain.pendingNextOffset === old.startOffset,
     `Cannot plant segments in ${dir}: its active segment holds data`,
   );
+  const first = markers[0]!.startOffset;
+  // The planted segments a merge's marker replaces: those from where it starts.
+  const kept = chain.segments.length === 1 || first >= old.startOffset
+    ? chain.segments.length - 1
+    : chain.segments.findIndex((s) => s.startOffset === first);
+  assert(kept >= 0, `Cannot plant segment ${first} in ${dir}: no planted segment starts there`);
   // A log that holds nothing but its empty active segment may start again further on.
   let next = chain.segments.length === 1
-    ? Math.max(old.startOffset, markers[0]!.startOffset)
-    : old.startOffset;
+    ? Math.max(old.startOffset, first)
+    : chain.segments[kept]!.startOffset;
   for (const m of markers) {
     assert(m.startOffset === next && m.endOffset >= m.startOffset, `Cannot plant segment ${m.startOffset}`);
     next = m.endOffset + 1;
   }
+  assert(next > old.startOffset, `Cannot plant segments in ${dir} that end before its log does`);
   // The epochs first: boot drops those that start past the log's end, and markers that survive a
   // crash are never planted again.
   for (const e of epochs) chain.epochs.assign(e.epoch, e.startOffset);
   await chain.epochs.persist();
-  await chain.remoteTable.append(markers);
+  const replaced = chain.segments.length - 1 - kept;
+  await chain.remoteTable.append(markers, replaced);
   const active = await SegmentChain.createSegment(disk, dir, next);
   const before = chain.takeAll();
   assert(before.pop() === old, "the planted chain ends at its active segment");
+  const gone = before.splice(kept);
   chain.restart(active, [...before, ...markers.map((m) => remoteSegmentOf(dir, m))]);
   await closeFiles(old);
   await disk.unlink(old.logPath);
+  for (const s of gone) await unlinkIfPresent(disk, s.indexPath);
   await disk.fsyncDir(dir);
 }
 

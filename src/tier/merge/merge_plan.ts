@@ -27,6 +27,11 @@ export interface MergeBounds {
   targetBytes: number;
   /** Segments one merge takes at most (each costs a GET). */
   segmentsMax: number;
+  /**
+   * Where the partition's leader epochs start: a run never joins a segment that starts one, so that
+   * every object holds batches of one epoch, which a state transfer's epoch search relies on.
+   */
+  epochStartOffsets: ReadonlySet<number>;
 }
 
 /** A run to merge: the `count` segments from the `first`th of the chain. */
@@ -41,8 +46,8 @@ export interface MergeRun {
  * `targetBytes`; a run is two or more adjacent small remote segments, in the store and the
  * partition's own, of at most `targetBytes` and `segmentsMax` together. A run is merged once it is
  * closed: it holds at least half of `targetBytes`, or the segment after it could not join it (too
- * big, not remote, or past the bound), so that a run still growing at the floor waits for more
- * rather than being merged again and again.
+ * big, not remote, past the bound, or the start of a leader epoch), so that a run still growing at
+ * the floor waits for more rather than being merged again and again.
  */
 export function planMerge(chain: readonly MergeCandidate[], bounds: MergeBounds): MergeRun | null {
   assert(bounds.targetBytes > 0 && bounds.segmentsMax >= 2, "a merge joins at least two segments");
@@ -59,10 +64,10 @@ export function planMerge(chain: readonly MergeCandidate[], bounds: MergeBounds)
     }
     let count = 0;
     let sizeBytes = 0;
-    while (
-      first + count < chain.length && count < bounds.segmentsMax && mergeable(chain[first + count]!) &&
-      sizeBytes + chain[first + count]!.sizeBytes <= bounds.targetBytes
-    ) {
+    const joins = (s: MergeCandidate) =>
+      mergeable(s) && sizeBytes + s.sizeBytes <= bounds.targetBytes &&
+      (count === 0 || !bounds.epochStartOffsets.has(s.startOffset));
+    while (first + count < chain.length && count < bounds.segmentsMax && joins(chain[first + count]!)) {
       sizeBytes += chain[first + count]!.sizeBytes;
       count++;
     }

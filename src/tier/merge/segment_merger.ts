@@ -110,6 +110,7 @@ function planOf(partition: Partition, targetBytes: number, segmentsMax: number):
     ownFromOffset: sb.restoredFrom?.belowOffset ?? 0,
     targetBytes,
     segmentsMax,
+    epochStartOffsets: new Set(partition.log.leaderEpochs.starts().map((e) => e.startOffset)),
   });
 }
 

@@ -46,7 +46,10 @@ export type ManifestChoice =
 
 /** What one manifest gives a partition. */
 export interface FollowStep {
-  /** Segments to plant, oldest first, contiguous, continuing the partition; at most `plantMax`. */
+  /**
+   * Segments to plant, oldest first, contiguous, continuing the partition (the first may start
+   * within it: a merge that replaces the segments it covers); at most `plantMax`.
+   */
   plant: ManifestSegment[];
   /** The source's retention deleted every offset below this: segments ending below it retire. */
   retireBelow: number | null;
@@ -123,7 +126,10 @@ export function chooseManifest(view: FollowedPartition, listed: readonly ListedM
 /**
  * What a manifest gives the partition: its segments from the partition's end on (all of them,
  * from the first, while the partition holds none), contiguous, at most `plantMax`; and the
- * source's retention watermark when it passed the partition's log start.
+ * source's retention watermark when it passed the partition's log start. A segment of the manifest
+ * that starts within the partition and ends at or past its end is a merge of segments the
+ * partition holds and of newer ones (docs/DESIGN.md, "The adjacent-segment merger"): the planting
+ * starts with it, and it replaces the partition's segments it covers.
  */
 export function followManifest(
   view: FollowedPartition,
@@ -132,12 +138,18 @@ export function followManifest(
 ): FollowStep {
   assert(plantMax > 0, "a planting takes at least one segment");
   const empty = view.firstOffset === view.nextOffset;
+  const straddling = empty
+    ? undefined
+    : manifest.segments.find((s) =>
+      s.startOffset >= view.firstOffset && s.startOffset < view.nextOffset && s.endOffset >= view.nextOffset
+    );
+  const from = straddling?.startOffset ?? view.nextOffset;
   const newer = manifest.segments
-    .filter((s) => s.startOffset >= view.nextOffset)
+    .filter((s) => s.startOffset >= from)
     .sort((a, b) => a.startOffset - b.startOffset);
   const plant: ManifestSegment[] = [];
   let gapAt: number | null = null;
-  let next = empty ? (newer[0]?.startOffset ?? view.nextOffset) : view.nextOffset;
+  let next = empty ? (newer[0]?.startOffset ?? view.nextOffset) : from;
   for (const s of newer) {
     if (plant.length === plantMax) break;
     if (s.startOffset !== next || s.endOffset < s.startOffset) {

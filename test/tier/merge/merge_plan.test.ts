@@ -15,6 +15,7 @@ const bounds = (over: Partial<MergeBounds> = {}): MergeBounds => ({
   ownFromOffset: 0,
   targetBytes: 100_000,
   segmentsMax: 256,
+  epochStartOffsets: new Set(),
   ...over,
 });
 
@@ -63,6 +64,11 @@ t.test("only segments in the store, below the floor, above the watermark and the
     { first: 0, count: 4, sizeBytes: 40_000 },
     "a run is cut at segmentsMax, and closed by it",
   );
+  t.same(planMerge(c, bounds({ epochStartOffsets: new Set([0, 30]) })), {
+    first: 0,
+    count: 3,
+    sizeBytes: 30_000,
+  }, "a run ends where a leader epoch starts: every object holds one epoch");
   t.throws(() => planMerge(c, bounds({ segmentsMax: 1 })), /at least two/);
   t.end();
 });

@@ -143,3 +143,21 @@ t.test("the source's retention watermark retires what lies below it", (t) => {
   t.equal(already.retireBelow, null, "a watermark at the log start retires nothing");
   t.end();
 });
+
+t.test("a merge across the partition's end is planted first, replacing the segments it covers", (t) => {
+  const merged = { ...segment(10), endOffset: 39, sizeBytes: 3000, merged: true };
+  const m = { ...manifest([0]), segments: [segment(0), merged, segment(40)] };
+  const step = followManifest(view(), m, 256);
+  t.same(step.plant.map((s) => [s.startOffset, s.endOffset]), [[10, 39], [40, 49]]);
+  t.equal(step.gapAt, null);
+  const within = {
+    ...manifest([0]),
+    segments: [{ ...segment(0), endOffset: 19, merged: true }, segment(20)],
+  };
+  t.same(
+    followManifest(view(), within, 256).plant.map((s) => s.startOffset),
+    [20],
+    "a merge of segments the partition holds alone is not planted: their objects stay in the bucket",
+  );
+  t.end();
+});
