@@ -44,6 +44,9 @@ export interface PartitionStats extends LogStats {
   remoteSegments: number;
   /** Bytes of the evicted segments' indexes the shard's index cache holds for the partition now. */
   remoteIndexBytes: number;
+  /** Remote segments that are merges, and small ones the merger may still join. */
+  mergedSegments: number;
+  smallRemoteSegments: number;
 }
 
 /** Where a poll starts: at an offset, or at the first message at or after a timestamp. */
@@ -271,6 +274,7 @@ export class DataPlane {
       remoteSizeBytes: remote,
       remoteSegments: partition.log.remoteSegments,
       remoteIndexBytes: partition.log.remoteIndexBytes,
+      ...partition.log.mergeProgress,
     };
   }
 

@@ -7,6 +7,9 @@ export interface PartitionBytes {
   remoteBytes: number;
   remoteSegments: number;
   indexCacheBytes: number;
+  /** Remote segments that are merges, and small ones the merger may still join. */
+  mergedSegments: number;
+  smallRemoteSegments: number;
 }
 
 /** What a tier service reports at scrape time; the gauges are read from state, never kept by hand. */
@@ -175,6 +178,16 @@ const partitionByteGauges: [string, string, keyof PartitionBytes][] = [
     "strata_tier_partition_index_cache_bytes",
     "Bytes of each tiered partition's remote segment indexes held in its shard's index cache.",
     "indexCacheBytes",
+  ],
+  [
+    "strata_tier_partition_merged_segments",
+    "Remote segments per tiered partition that are merges of smaller ones.",
+    "mergedSegments",
+  ],
+  [
+    "strata_tier_partition_small_remote_segments",
+    "Remote segments per tiered partition under half of segment_size: what the merger may still join.",
+    "smallRemoteSegments",
   ],
 ];
 

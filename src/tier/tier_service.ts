@@ -203,6 +203,7 @@ export class TierService implements TierGaugeSource {
         remoteBytes: log.remoteSizeBytes,
         remoteSegments: log.remoteSegments,
         indexCacheBytes: log.remoteIndexBytes,
+        ...log.mergeProgress,
       }];
     }
   }

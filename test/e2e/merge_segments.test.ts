@@ -98,6 +98,16 @@ t.test("time-rolled segments are merged in the bucket and read back the same, be
   const replaced = Number(/strata_tier_segments_replaced_total (\d+)/.exec(metrics)?.[1]);
   t.ok(merges >= 1 && replaced >= 6 * merges, `${merges} merges replaced ${replaced} segments`);
   t.same(await readAll(client), produced, "read back the same after the merge");
+  const view = (await client.partition("s", "quiet", 0)) as {
+    merged_segments: number;
+    small_remote_segments: number;
+    segments: (SegmentView & { size_bytes: number })[];
+  };
+  const remote = view.segments.filter((s) => s.location === "remote");
+  t.equal(view.merged_segments, remote.filter((s) => s.end_offset - s.start_offset + 1 > perRound).length);
+  t.ok(view.merged_segments >= 1, `${view.merged_segments} merged segments in the partition's view`);
+  t.equal(view.small_remote_segments, remote.filter((s) => s.size_bytes < 512 * 1024).length);
+  t.match(metrics, /strata_tier_partition_merged_segments\{partition="1\/1\/0"\} [1-9]/);
   const clusterId = /"cluster_id":"([0-9a-f]+)"/.exec(server.stderr())![1]!;
   const store = new FsObjectStore(new NodeDisk(), join(dir, "data", "objects"), new Rng(1));
   const listed = (await store.list(`strata/${clusterId}/1/1/0/`)).objects.map((o) => o.key);

@@ -38,6 +38,8 @@ export function partitionStatsView(s: PartitionStats): View {
     remote_size_bytes: s.remoteSizeBytes,
     remote_segments: s.remoteSegments,
     index_cache_bytes: s.remoteIndexBytes,
+    merged_segments: s.mergedSegments,
+    small_remote_segments: s.smallRemoteSegments,
     tiered_up_to_offset: s.tieredUpToOffset,
     deleted_up_to_offset: s.deletedUpToOffset,
     shard: s.shard,
