@@ -59,6 +59,21 @@ export function evictionSound(segments: readonly SegmentView[], floor: number): 
   return null;
 }
 
+/**
+ * Each segment starts where the one before ends: evictions, merges (replaces of remote segments),
+ * retention and crashes never leave a gap or an overlap in the chain.
+ */
+export function chainGapless(segments: readonly SegmentView[]): string | null {
+  for (let i = 1; i < segments.length; i++) {
+    const before = segments[i - 1]!;
+    const s = segments[i]!;
+    if (s.startOffset !== before.endOffset + 1) {
+      return `segment ${s.startOffset} does not follow segment ${before.startOffset}, which ends at ${before.endOffset}`;
+    }
+  }
+  return null;
+}
+
 /** After faults stop, uploads catch up within a bound of virtual time. */
 export function caughtUp(floor: number, lastSealedEnd: number | null): string | null {
   if (lastSealedEnd === null || floor > lastSealedEnd) return null;

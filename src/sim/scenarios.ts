@@ -22,6 +22,8 @@ export interface Scenario {
   wipeCacheOnCrash?: boolean;
   /** The chunk cache's budget (256 KiB, 16 chunks, by default). */
   cacheBudgetBytes?: number;
+  /** Segments also roll once this old (ms): small ones, which the merger joins (none by default). */
+  segmentMaxAgeMs?: number;
   /** Draws the scenario's chances from the seed (swarm); what it returns replaces the fields above. */
   draw?: (rng: Rng) => Partial<Omit<Scenario, "name" | "faults" | "draw">>;
 }
@@ -151,6 +153,17 @@ export const scenarios: Record<string, Scenario> = {
     crashChance: 0.002,
     purgeChance: 0.004,
   },
+  merges: {
+    name: "merges",
+    // Segments roll by age, small, and idle runs merge them while crashes strike and requests fail.
+    faults: () => ({
+      errorRates: { put: { transient: 0.1, lostReply: 0.05 }, get: { transient: 0.1 } },
+      latencyMs: { min: 1, max: 30 },
+    }),
+    crashChance: 0.003,
+    crashAtEvictionSteps: true,
+    segmentMaxAgeMs: 150,
+  },
   swarm: {
     name: "swarm",
     faults: (rng) => ({
@@ -172,6 +185,7 @@ export const scenarios: Record<string, Scenario> = {
       wipeCacheOnCrash: rng.chance(0.5),
       crashAtEvictionSteps: rng.chance(0.5),
       cacheBudgetBytes: rng.int(2, 16) * 16 * 1024,
+      ...(rng.chance(0.5) ? { segmentMaxAgeMs: rng.int(100, 1000) } : {}),
     }),
   },
 };

@@ -1,3 +1,4 @@
+import type { LogConfig } from "../log/log_config.ts";
 import { Partition } from "../log/partition/partition.ts";
 import { defaultRetryProfiles } from "../objectstore/retry_policy.ts";
 import { BufferPool } from "../runtime/memory/buffers.ts";
@@ -106,13 +107,18 @@ export async function createPartition(w: World): Promise<Partition> {
     new Rng(streamSeed(w.seed, rngStreams.partitionRevision * ++w.incarnations)),
     dataPath,
     address,
-    logConfig,
+    logConfigOf(w),
   );
+}
+
+/** The partition's log settings: the simulator's, with the scenario's age roll. */
+function logConfigOf(w: World): LogConfig {
+  return { ...logConfig, segmentMaxAgeMs: w.scenario.segmentMaxAgeMs ?? null };
 }
 
 /** The partition as the last crash left it on disk (recovery). */
 export function openPartition(w: World): Promise<Partition> {
-  return Partition.open(partitionDisk(w), w.clock, dataPath, address, logConfig, silentLogger());
+  return Partition.open(partitionDisk(w), w.clock, dataPath, address, logConfigOf(w), silentLogger());
 }
 
 /**

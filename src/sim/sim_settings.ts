@@ -44,8 +44,8 @@ export const ioBytesPerTaskMax = 64 * 1024;
  */
 export const stretchBytesBound = (uploadConcurrency + fetchConcurrency + 3) * ioBytesPerTaskMax;
 export const housekeepingConfig: HousekeepingConfig = {
-  mergeSegments: false,
-  mergeIntervalMs: 60_000,
+  mergeSegments: true,
+  mergeIntervalMs: 1000,
   intervalMs: 2000,
   idleTimeoutMs: 1000,
   idleThresholdRps: 1_000_000,

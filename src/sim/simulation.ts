@@ -24,6 +24,8 @@ export interface SimResult {
   /** Crashes that struck at a durable step of an eviction, by step (`crash_during_eviction`). */
   crashPoints: Record<string, number>;
   floor: number;
+  /** Merged segments' objects in the store at the end (`{start}-{end}.log`): the merges the run made. */
+  mergedObjects: number;
 }
 
 /**
@@ -75,7 +77,9 @@ function workloadView(w: World): WorkloadView {
     undamagedRemoteSegments: () =>
       log.segments.filter((s) => s.location === "remote" && !w.sabotaged.has(s.startOffset)),
     storedLog: (startOffset) => {
-      const key = segmentLogKey(w, startOffset);
+      const segment = log.segments.find((s) => s.startOffset === startOffset);
+      if (segment === undefined) return null;
+      const key = segmentLogKey(w, segment);
       const object = w.sim.peek(key);
       return object === undefined ? null : { key, sizeBytes: object.bytes.length };
     },
@@ -96,5 +100,6 @@ function resultOf(w: World, o: SimOptions): SimResult {
     crashes: w.crashes,
     crashPoints: w.crashPoints,
     floor: w.process.partition.superblock.tieredUpToOffset,
+    mergedObjects: w.sim.keys().filter((k) => /\/\d{20}-\d{20}\.log$/.test(k)).length,
   };
 }

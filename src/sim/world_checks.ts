@@ -9,9 +9,12 @@ export function liveIncarnation(w: World): PartitionIncarnation {
   return incarnationOf(bucketPrefix, clusterId, w.process.partition);
 }
 
-/** The store key of the live incarnation's log object of the segment starting at `startOffset`. */
-export function segmentLogKey(w: World, startOffset: number): string {
-  return segmentKeys(liveIncarnation(w), startOffset, null).log;
+/** The store key of the live incarnation's log object of a segment (a merged one's names its end too). */
+export function segmentLogKey(
+  w: World,
+  segment: { startOffset: number; mergedEndOffset: number | null },
+): string {
+  return segmentKeys(liveIncarnation(w), segment.startOffset, segment.mergedEndOffset).log;
 }
 
 /** What each marker says next to the object it names; sabotaged segments are the scenario's doing. */
@@ -19,7 +22,7 @@ export function markerViews(w: World): inv.MarkerView[] {
   return w.process.partition.log.segments
     .filter((s) => s.location === "remote" && s.marker !== null && !w.sabotaged.has(s.startOffset))
     .map((s) => {
-      const key = segmentLogKey(w, s.startOffset);
+      const key = segmentLogKey(w, s);
       return {
         startOffset: s.startOffset,
         key,
@@ -35,6 +38,7 @@ export function check(w: World): void {
   w.fail(inv.floorMonotone(w.floorSeen, sb.tieredUpToOffset));
   w.floorSeen = Math.max(w.floorSeen, sb.tieredUpToOffset);
   w.fail(inv.evictionSound(w.process.partition.log.segments, sb.tieredUpToOffset));
+  w.fail(inv.chainGapless(w.process.partition.log.segments));
   w.fail(inv.markersBacked(markerViews(w)));
   w.fail(inv.cacheWithinBudget(w.process.cache.usedBytes, w.process.cache.budgetBytes));
   w.fail(inv.stretchBounded(w.meter.bytesMax, w.stretchBytesMax));

@@ -4,6 +4,7 @@ import {
   acknowledgedPresent,
   cacheWithinBudget,
   caughtUp,
+  chainGapless,
   consumerOffsetDurable,
   deletedOldEnough,
   evictionSound,
@@ -31,6 +32,29 @@ t.test("every scenario holds its invariants on a fixed set of seeds", async (t) 
       );
     }
   }
+});
+
+t.test("merges: segments rolled by age are merged while crashes strike, and the chain holds (seeds 1 to 4)", async (t) => {
+  let merged = 0;
+  for (const seed of [1, 2, 3, 4]) {
+    const r = await runSimulation({ seed, scenario: scenarios["merges"]!, steps: 1500 });
+    t.ok(r.ok, `seed ${seed}: ${r.violation ?? "ok"}`) || t.comment(r.trail.slice(-20).join("\n"));
+    merged += r.mergedObjects;
+    t.comment(`seed ${seed}: ${r.mergedObjects} merged objects, ${r.crashes} crashes`);
+  }
+  t.ok(merged >= 4, `${merged} merged objects over the four runs`);
+});
+
+t.test("the chain check catches a gap and an overlap", (t) => {
+  const s = (startOffset: number, endOffset: number) => ({
+    startOffset,
+    endOffset,
+    location: "remote" as const,
+  });
+  t.equal(chainGapless([s(0, 9), s(10, 19), s(20, 29)]), null);
+  t.match(chainGapless([s(0, 9), s(11, 19)]), /segment 11 does not follow segment 0, which ends at 9/);
+  t.match(chainGapless([s(0, 19), s(10, 29)]), /segment 10 does not follow/);
+  t.end();
 });
 
 t.test("an upload of a purged generation finishing late lends its checksum to no marker of the next (seed 505)", async (t) => {
