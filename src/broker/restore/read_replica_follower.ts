@@ -42,6 +42,8 @@ export interface PollReport {
   notModified: number;
   segmentsPlanted: number;
   segmentsRetired: number;
+  /** Planted segments a source's merge replaced. */
+  segmentsReplaced: number;
   failures: number;
 }
 
@@ -114,6 +116,7 @@ export class ReadReplicaFollower {
       notModified: 0,
       segmentsPlanted: 0,
       segmentsRetired: 0,
+      segmentsReplaced: 0,
       failures: 0,
     };
     const live = new Set<string>();
@@ -243,6 +246,12 @@ export class ReadReplicaFollower {
       await partition.plantRemote(objects.map((o) => markerOfObject(o, inc)), epochs, { ...source, ...inc });
       report.segmentsPlanted += objects.length;
     }
+    const { bucket: _bucket, ...address } = source;
+    report.segmentsReplaced += await this.#replaceMerged(partition, step.replace, {
+      prefix,
+      ...address,
+      ...inc,
+    });
     if (step.retireBelow !== null) {
       const before = partition.log.segments.length;
       await partition.applyDeletedUpTo({
@@ -280,6 +289,42 @@ export class ReadReplicaFollower {
       if (error instanceof NotModifiedError) return null;
       throw error;
     }
+  }
+
+  /**
+   * Replaces the planted segments that each of the source's merges covers, at most a planting's
+   * worth a poll, unless the chain holds the merge already; returns how many segments went.
+   */
+  async #replaceMerged(
+    partition: Partition,
+    merges: readonly ManifestSegment[],
+    inc: Parameters<typeof segmentKeys>[0],
+  ): Promise<number> {
+    const held = new Set(partition.log.segments.map((s) => `${s.startOffset}-${s.mergedEndOffset}`));
+    const news = merges.filter((m) => !held.has(`${m.startOffset}-${m.endOffset}`)).slice(
+      0,
+      plantedSegmentsMax,
+    );
+    if (news.length === 0) return 0;
+    const identity = { createdRevision: inc.createdRevision, purgeGeneration: inc.purgeGeneration };
+    let replaced = 0;
+    for (const object of await this.#objectsOf(news, inc)) {
+      const decision = await partition.replaceRemote({
+        kind: "replace_remote_segments",
+        partition: partition.log.label,
+        purgeGeneration: inc.purgeGeneration,
+        markers: [markerOfObject(object, identity)],
+      });
+      if (decision.kind === "replace") replaced += decision.count;
+      if (decision.kind === "rejected") {
+        this.#deps.logger.warn("read replica cannot take its source's merge", {
+          partition: partition.log.label,
+          start_offset: object.startOffset,
+          reason: decision.reason,
+        });
+      }
+    }
+    return replaced;
   }
 
   /** The planted segments' objects: fields from the manifest, or from a HEAD where it lacks them. */

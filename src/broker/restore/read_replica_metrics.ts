@@ -7,6 +7,7 @@ export class ReadReplicaMetrics {
   readonly manifestReads: Counter<"outcome">;
   readonly segmentsPlanted: Counter;
   readonly segmentsRetired: Counter;
+  readonly segmentsReplaced: Counter;
   readonly failures: Counter;
 
   constructor(registry: Registry) {
@@ -33,6 +34,11 @@ export class ReadReplicaMetrics {
       help: "Segments read replicas retired because their source's retention deleted them.",
       registers,
     });
+    this.segmentsReplaced = new Counter({
+      name: "strata_read_replica_segments_replaced_total",
+      help: "Planted segments read replicas replaced by their source's merges of them.",
+      registers,
+    });
     this.failures = new Counter({
       name: "strata_read_replica_poll_failures_total",
       help: "Source topics or partitions a poll could not follow (logged with the error).",
@@ -47,6 +53,7 @@ export class ReadReplicaMetrics {
     this.manifestReads.inc({ outcome: "not_modified" }, report.notModified);
     this.segmentsPlanted.inc(report.segmentsPlanted);
     this.segmentsRetired.inc(report.segmentsRetired);
+    this.segmentsReplaced.inc(report.segmentsReplaced);
     this.failures.inc(report.failures);
   }
 }

@@ -55,6 +55,11 @@ export interface FollowStep {
   retireBelow: number | null;
   /** The manifest's segments do not continue the partition: the offset where they should have. */
   gapAt: number | null;
+  /**
+   * The source's merges of segments the partition holds, within its offsets: each replaces the
+   * segments it covers (unless the partition holds it already), before the source deletes them.
+   */
+  replace: ManifestSegment[];
 }
 
 /** The source topic's partition manifests and dead marks in one listing of `{root}meta/{stream}/{topic}/`. */
@@ -162,5 +167,10 @@ export function followManifest(
   const retireBelow = !empty && manifest.deletedUpToOffset > view.firstOffset
     ? manifest.deletedUpToOffset
     : null;
-  return { plant, retireBelow, gapAt };
+  const replace = empty
+    ? []
+    : manifest.segments.filter((s) =>
+      s.merged === true && s.startOffset >= view.firstOffset && s.endOffset < view.nextOffset
+    );
+  return { plant, retireBelow, gapAt, replace };
 }

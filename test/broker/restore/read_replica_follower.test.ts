@@ -162,3 +162,34 @@ t.test("a read replica is created only from what the bucket describes, and only 
   t.equal(badBucket.status, 400);
   t.match((await badBucket.json()).message, /"read_replica_of.bucket" must be a bucket name/);
 });
+
+t.test("a source's merge of planted segments replaces them in the replica; one across its end is planted", async (t) => {
+  const { store, create, client, follower } = await setup(t);
+  for (const start of [0, 10, 20, 30]) await putSegment(store, start);
+  await putManifest(store, [entry(0), entry(10), entry(20), entry(30)]);
+  await create("r");
+  const merged = (start: number, end: number): ManifestSegment => ({
+    ...entry(start),
+    endOffset: end,
+    sizeBytes: 100 * ((end - start + 1) / 10),
+    merged: true,
+  });
+  const chain = async () =>
+    ((await client.partition("kafka", "r", 0)) as {
+      segments: { start_offset: number; end_offset: number }[];
+    })
+      .segments.map((s) => [s.start_offset, s.end_offset]);
+  await putManifest(store, [entry(0), merged(10, 29), entry(30)]);
+  t.match(await follower.pollOnce(), { manifestsRead: 1, segmentsReplaced: 2, failures: 0 });
+  t.same(await chain(), [[0, 9], [10, 29], [30, 39], [40, 39]], "the merge took the place of 10 and 20");
+  t.match(await follower.pollOnce(), { segmentsReplaced: 0 }, "held already: nothing to do");
+  // A merge of 30 (planted) and 40 (not yet): planted first, in place of 30.
+  const log = new Uint8Array(200);
+  log[16] = 2;
+  const keys = segmentKeys(inc, 30, 49);
+  await putObject(store, keys.log, log, { "format-version": "2" });
+  await putObject(store, keys.index, new Uint8Array(8), { "format-version": "2" });
+  await putManifest(store, [entry(0), merged(10, 29), merged(30, 49)]);
+  t.match(await follower.pollOnce(), { segmentsPlanted: 1, failures: 0 });
+  t.same(await chain(), [[0, 9], [10, 29], [30, 49], [50, 49]]);
+});

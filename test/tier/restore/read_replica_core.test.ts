@@ -154,10 +154,13 @@ t.test("a merge across the partition's end is planted first, replacing the segme
     ...manifest([0]),
     segments: [{ ...segment(0), endOffset: 19, merged: true }, segment(20)],
   };
+  const inside = followManifest(view(), within, 256);
   t.same(
-    followManifest(view(), within, 256).plant.map((s) => s.startOffset),
+    inside.plant.map((s) => s.startOffset),
     [20],
-    "a merge of segments the partition holds alone is not planted: their objects stay in the bucket",
+    "a merge of segments the partition holds is not planted",
   );
+  t.same(inside.replace.map((s) => [s.startOffset, s.endOffset]), [[0, 19]], "it replaces them");
+  t.same(step.replace, [], "a merge across the end is planted, not a replace");
   t.end();
 });
