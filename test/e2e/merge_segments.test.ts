@@ -52,7 +52,8 @@ t.test("time-rolled segments are merged in the bucket and read back the same, be
   const config = readFileSync(configPath, "utf8")
     .replace('idle_timeout = "10 s"', 'idle_timeout = "500 ms"')
     .replace('merge_interval = "60 s"', 'merge_interval = "1 s"')
-    .replace('manifest_upload_interval = "60 s"', 'manifest_upload_interval = "1 s"');
+    .replace('manifest_upload_interval = "60 s"', 'manifest_upload_interval = "1 s"')
+    .replace('delete_grace = "60 s"', 'delete_grace = "2 s"');
   writeFileSync(configPath, config);
   const server = await spawnServer(["--config", configPath]);
   t.teardown(() => server.stop("SIGKILL"));
@@ -117,7 +118,16 @@ t.test("time-rolled segments are merged in the bucket and read back the same, be
     listed.some((k) => k.endsWith(`/${stem(0)}-${stem(first.end_offset)}.log`)),
     "the merged object is in the bucket under its start and end offsets",
   );
-  t.ok(listed.some((k) => k.endsWith(`/${stem(perRound)}.log`)), "a replaced object stays in the bucket");
+  // The replaced objects go a grace (2 s here) after the manifest describes the merge.
+  await waitFor("the replaced objects to be deleted", async () => {
+    const keys = (await store.list(`strata/${clusterId}/1/1/0/`)).objects.map((o) => o.key);
+    return !keys.some((k) => k.endsWith(`/${stem(perRound)}.log`) || k.endsWith(`/${stem(perRound)}.index`));
+  }, { deadlineMs: 60_000, pace: realTime(200) });
+  t.match(
+    await (await fetch(`${server.baseUrl}/metrics`)).text(),
+    /strata_housekeeping_deleted_objects_total\{reason="replaced"\} [1-9]/,
+  );
+  t.same(await readAll(client), produced, "read back the same once the replaced objects are gone");
   // The bucket describes the merged chain: a restore and a read replica read it all back.
   t.ok(await client.awaitTiered("s", "quiet", 0, rounds * perRound, 60_000), "every segment tiered");
   await waitFor("the manifest to describe the merge and the last segment", async () => {

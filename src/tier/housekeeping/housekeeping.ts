@@ -11,11 +11,12 @@ import { uploadManifest } from "./housekeeping_manifests.ts";
 import type { HousekeepingGaugeSource, HousekeepingMetrics } from "./housekeeping_metrics.ts";
 import { type IncarnationSource, OrphanSweep } from "./housekeeping_orphan_sweep.ts";
 import { verifyBelowFloor } from "./housekeeping_verify.ts";
-import { incarnationOf } from "../bucket/object_keys.ts";
+import { incarnationId, incarnationOf } from "../bucket/object_keys.ts";
 import type { UploadDeps } from "../upload/segment_uploader.ts";
 import type { TopicFacts } from "../bucket/topic_manifest.ts";
 import type { ReplaceRemoteSegments } from "../../log/segment/segment_replacement.ts";
 import { mergePartition, type MergerDeps } from "../merge/segment_merger.ts";
+import { ReplacedObjects } from "../merge/replaced_objects.ts";
 
 export interface HousekeptPartition {
   key: string;
@@ -97,6 +98,8 @@ interface SeenPartition {
 export class Housekeeping implements HousekeepingGaugeSource {
   readonly #deps: HousekeepingDeps;
   readonly #orphanSweep: OrphanSweep;
+  /** The objects merges replaced, found and waiting for their grace. */
+  readonly #replaced = new ReplacedObjects();
   #state: core.HousekeepingState;
   #lastObservedMs = -Infinity;
   /** What the last look saw of each tiered partition, and in which look (`#lookRound`) it was seen. */
@@ -299,10 +302,13 @@ export class Housekeeping implements HousekeepingGaugeSource {
   }
 
   /**
-   * The merge job: the first partition with a run of small remote segments merges it; one merge a
-   * run. An anomaly (an object not as its marker says) is reported and the next partition tried.
+   * The merge job: first the objects merges replaced whose grace has passed are deleted
+   * (`ReplacedObjects`), then the first partition with a run of small remote segments merges it;
+   * one merge a run. An anomaly (an object not as its marker says) is reported and the next
+   * partition tried.
    */
   async #merge(budget: RequestBudget): Promise<core.JobOutcome> {
+    await this.#deleteReplaced(budget);
     const { config, logger, metrics } = this.#deps;
     const deps: MergerDeps = {
       ...this.#deps,
@@ -332,5 +338,32 @@ export class Housekeeping implements HousekeepingGaugeSource {
       return { kind: "merge", more: true, partition: p.key };
     }
     return { kind: "merge", more: false, partition: null };
+  }
+
+  /**
+   * Deletes what merges replaced, partition by partition, within the run's budget: only where the
+   * partition's manifest went up since its last merge, so that a read replica of it, which learns of
+   * merges from the manifest, takes a merge within the grace before the objects it replaced go.
+   */
+  async #deleteReplaced(budget: RequestBudget): Promise<void> {
+    const { config, metrics } = this.#deps;
+    const deps = {
+      ...this.#deps,
+      deleteGraceMs: config.deleteGraceMs,
+      deleted: (count: number) => metrics?.deletedObjects.inc({ reason: "replaced" }, count),
+    };
+    const referenced = this.#deps.incarnations.incarnationTable().referenced;
+    for (const p of this.#deps.tier.partitions()) {
+      if (!p.tiered() || budget.left === 0) continue;
+      const sb = p.partition.superblock;
+      // A restored topic's markers may name this incarnation's replaced objects: they stay.
+      if (referenced?.has(incarnationId(p.partition.address, sb.createdRevision, sb.purgeGeneration))) {
+        continue;
+      }
+      const record = this.#state.partitions.get(p.key);
+      if (record === undefined || record.manifestOf !== core.manifestDescribes(record)) continue;
+      const inc = incarnationOf(config.prefix, config.clusterId, p.partition);
+      await this.#replaced.sweep(deps, p.partition, inc, budget);
+    }
   }
 }

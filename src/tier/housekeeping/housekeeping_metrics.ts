@@ -35,7 +35,8 @@ export class HousekeepingMetrics {
     this.deletedObjects = new Counter({
       name: "strata_housekeeping_deleted_objects_total",
       help:
-        "Objects deleted: below a retention watermark (watermark) or of an incarnation that is gone (orphan).",
+        "Objects deleted: below a retention watermark (watermark), of an incarnation that is gone (orphan), " +
+        "or of segments a merge replaced (replaced).",
       labelNames: ["reason"],
       registers,
     });

@@ -5,6 +5,7 @@ import type { Partition } from "../../../src/log/partition/partition.ts";
 import type { ReplaceRemoteSegments } from "../../../src/log/segment/segment_replacement.ts";
 import { segmentKeys } from "../../../src/tier/bucket/object_keys.ts";
 import { mergePartition, type MergerDeps } from "../../../src/tier/merge/segment_merger.ts";
+import { ReplacedObjects } from "../../../src/tier/merge/replaced_objects.ts";
 import { TokenBucket } from "../../../src/runtime/cooperation/token_bucket.ts";
 import { silentLogger } from "../../../src/runtime/logger.ts";
 import { evicted, payloadOk } from "../../helpers/evicted_partition.ts";
@@ -247,4 +248,55 @@ t.test("a crash at every durable step of merges leaves a gapless chain that read
   t.ok(crashes >= 4, `${crashes} rounds crashed, each one durable step later`);
   t.equal(chains.size, 3, "the chain was the old one, with the first run merged, or with both");
   t.equal([...chains].at(-1)!.split(",").length, 3, "in the end two merged segments and the active one");
+});
+
+t.test("the objects a merge replaced are deleted a grace after a look first found them, and nothing else", async (t) => {
+  const f = await fixture(t);
+  const before = await readAll(f.partition);
+  t.equal((await f.merge()).kind, "merged");
+  const merged = f.partition.log.segments[0]!;
+  const keysBefore = f.sim.keys();
+  const replacedKeys = keysBefore.filter((k) => {
+    const stem = /\/(\d{20})(-\d{20})?\.(log|index)$/.exec(k);
+    return stem !== null && stem[2] === undefined && Number(stem[1]) <= merged.endOffset;
+  });
+  t.ok(replacedKeys.length >= 4, `${replacedKeys.length} keys replaced`);
+  const deleted: number[] = [];
+  const deps = {
+    store: f.store,
+    clock: f.clock,
+    logger: silentLogger(),
+    deleteGraceMs: 60_000,
+    deleted: (n: number) => deleted.push(n),
+  };
+  const budget = (left: number) => ({
+    left,
+    take(n = 1) {
+      this.left -= n;
+    },
+  });
+  const replaced = new ReplacedObjects();
+  await replaced.sweep(deps, f.partition, f.incarnation, budget(100));
+  t.equal(replaced.pending, replacedKeys.length, "the first look notes them");
+  t.same(f.sim.keys(), keysBefore, "and deletes nothing");
+  f.clock.advance(59_000);
+  await replaced.sweep(deps, f.partition, f.incarnation, budget(100));
+  t.same(f.sim.keys(), keysBefore, "nothing within the grace");
+  f.clock.advance(1000);
+  const tight = budget(2);
+  await replaced.sweep(deps, f.partition, f.incarnation, tight);
+  t.same(f.sim.keys(), keysBefore, "without room for a listing and the deletion, nothing is done");
+  await replaced.sweep(deps, f.partition, f.incarnation, budget(100));
+  t.same(
+    f.sim.keys().sort(),
+    keysBefore.filter((k) => !replacedKeys.includes(k)).sort(),
+    "after the grace exactly the replaced keys are gone",
+  );
+  t.same(deleted, [replacedKeys.length]);
+  t.equal(replaced.pending, 0);
+  const lists = f.sim.count("list");
+  await replaced.sweep(deps, f.partition, f.incarnation, budget(100));
+  await replaced.sweep(deps, f.partition, f.incarnation, budget(100));
+  t.equal(f.sim.count("list"), lists + 1, "a range found clear once is not listed again");
+  t.same(await readAll(f.partition), before, "the log reads back the same");
 });
