@@ -170,7 +170,7 @@ export interface HousekeepingConfig {
   orphanSweepIntervalMs: number;
   manifestUploadIntervalMs: number;
   verifyIntervalMs: number;
-  /** `merge_segments`: whether idle shards merge small remote segments (a single node only). */
+  /** `merge_segments`: whether idle shards merge small remote segments (in a cluster, the leaders'). */
   mergeSegments: boolean;
   /** `merge_interval`: how long an idle shard waits to look for segments to merge after finding none. */
   mergeIntervalMs: number;
@@ -322,8 +322,7 @@ function toHousekeeping(v: ValidatedConfig): HousekeepingConfig {
     orphanSweepIntervalMs: hk["orphan_sweep_interval"] as number,
     manifestUploadIntervalMs: hk["manifest_upload_interval"] as number,
     verifyIntervalMs: hk["verify_interval"] as number,
-    // A cluster does not merge: its control log commits floors only (docs/DESIGN.md, "The adjacent-segment merger").
-    mergeSegments: (hk["merge_segments"] as boolean) && !(v["cluster"]!["enabled"] as boolean),
+    mergeSegments: hk["merge_segments"] as boolean,
     mergeIntervalMs: hk["merge_interval"] as number,
   };
 }

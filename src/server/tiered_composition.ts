@@ -238,6 +238,7 @@ export class TieredComposition {
         prefix: t.s3.prefix,
         clusterId: this.#clusterId,
         segmentUploadTimeoutMs: t.segmentUploadTimeoutMs,
+        deletesReplaced: !this.#deps.config.cluster.enabled,
       },
       sweepsOrphans: this.#sweepsOrphans(shard),
       tier,

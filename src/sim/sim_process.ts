@@ -87,6 +87,7 @@ const processHousekeepingConfig = {
   prefix: bucketPrefix,
   clusterId,
   segmentUploadTimeoutMs,
+  deletesReplaced: true,
 };
 
 /**

@@ -159,10 +159,16 @@ export class TierService implements TierGaugeSource {
   }
 
   /**
-   * Commits a replace of remote segments (a merge) through the control log under the epoch it is
-   * at, and resolves once it is applied. Only a single node's control log takes one.
+   * Commits a replace of remote segments (a merge) and resolves once it is applied: on a single node
+   * through the control log, under the epoch it is at; in a cluster, where the replace is the
+   * leader's own (docs/DESIGN.md, "The adjacent-segment merger"), to the partition at once while
+   * this node still leads it.
    */
   async submitReplace(command: ReplaceRemoteSegments): Promise<void> {
+    if (this.#deps.leadership !== undefined) {
+      if (this.#terms.has(command.partition)) await this.#applyReplace(command);
+      return;
+    }
     const control = this.#control;
     if (control === null) throw new Error("Cannot commit a replace of remote segments: no control log yet");
     await control.log.submit(command, { expectedEpoch: control.epoch });

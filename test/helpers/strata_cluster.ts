@@ -47,6 +47,8 @@ export interface ClusterOptions {
   tiered?: { store: S3Endpoint; bucket: string; uploadBandwidth?: string };
   /** `[groups]` lines (`key = value`) for every node; absent: the defaults. */
   groups?: string[];
+  /** `[tiered_storage.housekeeping]` lines for every node, with `tiered`; absent: the defaults. */
+  housekeeping?: string[];
 }
 
 /**
@@ -132,6 +134,7 @@ function nodeConfig(
     "[kafka]",
     `address = "${kafka}"`,
     ...tieredSection(options.tiered),
+    ...(options.housekeeping === undefined ? [] : ["[tiered_storage.housekeeping]", ...options.housekeeping]),
     ...(options.groups === undefined ? [] : ["[groups]", ...options.groups]),
     "[cluster]",
     "enabled = true",

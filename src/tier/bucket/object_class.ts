@@ -83,8 +83,9 @@ function garbageClass(parsed: ParsedObjectKey, table: IncarnationTable): ObjectC
   if (parsed.purgeGeneration < known.purgeGeneration) return "stale_generation";
   if (parsed.purgeGeneration > known.purgeGeneration) return "live";
   // The watermark is the first offset of the first segment retention kept: a segment that starts
-  // below it lies wholly below it.
-  if (parsed.kind === "segment" && parsed.startOffset < known.deletedUpToOffset) {
+  // below it lies wholly below it, but for a merge's object, whose key names its end (in a cluster,
+  // another replica's merge may reach past the watermark).
+  if (parsed.kind === "segment" && (parsed.mergedEndOffset ?? parsed.startOffset) < known.deletedUpToOffset) {
     return "below_deleted_watermark";
   }
   return "live";

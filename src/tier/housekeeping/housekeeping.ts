@@ -47,7 +47,16 @@ export interface HousekeepingDeps {
   clock: Clock;
   logger: Logger;
   store: DeadlineObjectStore;
-  config: HousekeepingConfig & { prefix: string; clusterId: string; segmentUploadTimeoutMs: number };
+  config: HousekeepingConfig & {
+    prefix: string;
+    clusterId: string;
+    segmentUploadTimeoutMs: number;
+    /**
+     * Whether the objects merges replaced are deleted: not in a cluster, whose followers keep the
+     * segments their leader merged (docs/DESIGN.md, "The adjacent-segment merger").
+     */
+    deletesReplaced: boolean;
+  };
   /**
    * Whether this shard sweeps the cluster's prefix for orphans: shard 0 of a single node; in a
    * cluster, shard 0 of the controller's node (a function, read at each tick).
@@ -308,7 +317,7 @@ export class Housekeeping implements HousekeepingGaugeSource {
    * partition tried.
    */
   async #merge(budget: RequestBudget): Promise<core.JobOutcome> {
-    await this.#deleteReplaced(budget);
+    if (this.#deps.config.deletesReplaced) await this.#deleteReplaced(budget);
     const { config, logger, metrics } = this.#deps;
     const deps: MergerDeps = {
       ...this.#deps,

@@ -149,7 +149,10 @@ export async function deleteBelowWatermark(
       if (key.kind !== "segment") continue;
       if (key.startOffset >= job.belowOffset) break listing;
       const young = nowMs - obj.lastModifiedMs < graceMs;
-      if (young || found.length > batchMax + job.pendingMax) {
+      // A merge's object that reaches the watermark holds offsets retention kept (another
+      // replica's merge, in a cluster): the listing waits at it until the watermark passes its end.
+      const straddles = (key.mergedEndOffset ?? key.startOffset) >= job.belowOffset;
+      if (young || straddles || found.length > batchMax + job.pendingMax) {
         listedBelow = key.startOffset;
         break listing;
       }

@@ -159,3 +159,21 @@ t.test("a merged segment's keys carry its start and end offsets, and parse back 
   }
   t.end();
 });
+
+t.test("a merge's object is below the watermark only once the watermark passes its end", (t) => {
+  const table: IncarnationTable = new Map<string, KnownPartition>([
+    ["1/2/3", { createdRevision: "00ab", purgeGeneration: 4, deletedUpToOffset: 100 }],
+  ]);
+  const at = (start: number, end: number | null) =>
+    classifyObject(
+      parseObjectKey(root, segmentKeys(inc(3, "00ab", 4), start, end).log),
+      0,
+      table,
+      1_000_000,
+      60_000,
+    );
+  t.equal(at(50, null), "below_deleted_watermark");
+  t.equal(at(50, 99), "below_deleted_watermark");
+  t.equal(at(50, 149), "live", "it holds offsets retention kept");
+  t.end();
+});

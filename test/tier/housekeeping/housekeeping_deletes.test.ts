@@ -268,3 +268,23 @@ t.test("no object younger than delete_grace is deleted, even below the watermark
     `not before it was 60 s old (${h.clock.nowMs() - rewrittenAtMs} ms)`,
   );
 });
+
+t.test("a merge's object that reaches past the watermark stays, and the listing waits at it", async (t) => {
+  const { sim, deps, clock } = await setup();
+  // Another replica merged 10 to 39; this one's watermark is 20.
+  const merged = segmentKeys(inc, 10, 39);
+  for (const key of [merged.log, merged.index]) {
+    await sim.put(key, async function* () {
+      yield new Uint8Array(1);
+    }, { sizeBytes: 1, metadata: {}, ifAbsent: true });
+  }
+  clock.advance(61_000);
+  const first = await listAndDelete(deps, listing(0, 20), new RequestBudget(10, undefined));
+  t.same(first, { listedBelow: 10, pending: [], failedFromOffset: null }, "the cursor stays at the merge");
+  t.same(kept(sim), [10, 20, 30, 40]);
+  t.ok(sim.peek(merged.log) && sim.peek(merged.index), "the merge's objects stay");
+  const later = await listAndDelete(deps, listing(10, 40), new RequestBudget(10, undefined));
+  t.equal(later.listedBelow, 40);
+  t.same(kept(sim), [40]);
+  t.notOk(sim.peek(merged.log) || sim.peek(merged.index), "once the watermark passes its end, it goes");
+});

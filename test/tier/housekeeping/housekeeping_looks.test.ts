@@ -47,7 +47,13 @@ t.test("a shard of 1,000 partitions is looked at 128 per tick, each once every 1
     logger: silentLogger(),
     // A floor that moves makes a manifest due: its upload lands at once.
     store: { put: () => Promise.resolve({ etag: "manifest" }) } as unknown as DeadlineObjectStore,
-    config: { ...housekeepingDefaults, prefix: "strata", clusterId: "c1", segmentUploadTimeoutMs: 90_000 },
+    config: {
+      ...housekeepingDefaults,
+      prefix: "strata",
+      clusterId: "c1",
+      segmentUploadTimeoutMs: 90_000,
+      deletesReplaced: true,
+    },
     sweepsOrphans: false,
     tier,
     requests: { requestsServed: 0 },

@@ -1,0 +1,176 @@
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import t from "tap";
+import { type PolledMessage, StrataClient } from "../../src/client/strata_client.ts";
+import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
+import { etcdUnavailableReason } from "../helpers/harnesses/etcd_harness.ts";
+import { kcatUnavailable } from "../helpers/kafka/kcat.ts";
+import { createBucket, ourStore } from "../helpers/harnesses/s3_harness.ts";
+import { startS3rver } from "../helpers/harnesses/s3rver_harness.ts";
+import { type ClusterNodeProcess, partitionDirOf, startStrataCluster } from "../helpers/strata_cluster.ts";
+import { describePartition } from "../../scripts/lib/kafka_metadata.ts";
+import { realTime, waitFor } from "../helpers/wait_for.ts";
+
+// A quiet tiered topic on three nodes rolls a segment a second; its leader merges the evicted ones
+// in the bucket. Every replica keeps a readable chain: a new leader serves everything, and a wiped
+// replica takes the merged chain from the bucket.
+
+const pace = realTime(100);
+await initCrc32c();
+const skip = etcdUnavailableReason() ?? kcatUnavailable() ?? false;
+const rounds = 10;
+const perRound = 5;
+const payloadBytes = 20_000;
+
+interface SegmentView {
+  start_offset: number;
+  end_offset: number;
+  sealed: boolean;
+  location: string;
+}
+
+function payloadOf(offset: number): Uint8Array {
+  return new Uint8Array(payloadBytes).map((_, i) => (offset * 17 + i) & 0xff);
+}
+
+async function segmentsOn(node: ClusterNodeProcess): Promise<SegmentView[]> {
+  const client = new StrataClient({ baseUrl: node.httpUrl, encoding: "msgpack" });
+  return ((await client.partition("s", "quiet", 0)) as { segments: SegmentView[] }).segments;
+}
+
+/** Every message from offset 0 on `node` (which leads), checked against what was produced. */
+async function readBack(node: ClusterNodeProcess): Promise<{ read: number; bad: number }> {
+  const client = new StrataClient({ baseUrl: node.httpUrl, encoding: "msgpack" });
+  let read = 0;
+  let bad = 0;
+  // Each poll answers at least one message until the end: bounded by the messages produced.
+  for (let polls = 0; polls <= rounds * perRound && read < rounds * perRound; polls++) {
+    const polled = await client.poll("s", "quiet", 0, {
+      offset: read,
+      count: 100,
+      maxBytes: 4 * 1024 * 1024,
+    });
+    if (polled.messages.length === 0) break;
+    for (const m of polled.messages) {
+      if (!intact(m, read)) bad++;
+      read++;
+    }
+  }
+  return { read, bad };
+}
+
+function intact(m: PolledMessage, offset: number): boolean {
+  return m.offset === offset && m.key === `key-${offset}` &&
+    Buffer.compare(m.payload!, payloadOf(offset)) === 0;
+}
+
+async function leaderOf(nodes: readonly ClusterNodeProcess[]): Promise<number> {
+  const p = await describePartition(nodes.map((n) => n.kafka).join(","), "quiet", 0);
+  return p?.leader ?? -1;
+}
+
+t.test(
+  "a 3-node cluster's leader merges time-rolled segments; a new leader and a rebuilt replica read everything",
+  { skip, timeout: 280_000 },
+  async (t) => {
+    const s3 = await startS3rver(t);
+    await createBucket(s3, "strata-merge");
+    const store = ourStore(s3, "strata-merge", { conditionalWrites: false });
+    t.teardown(() => store.close());
+    const cluster = await startStrataCluster(t, {
+      portBase: 31_500,
+      tiered: { store: s3, bucket: "strata-merge" },
+      housekeeping: ['idle_timeout = "500 ms"', 'merge_interval = "1 s"', 'manifest_upload_interval = "1 s"'],
+    });
+    const client = new StrataClient({ baseUrl: cluster.nodes[0]!.httpUrl, encoding: "msgpack" });
+    await client.createStream("s");
+    await client.createTopic("s", {
+      name: "quiet",
+      partitions: 1,
+      tiered: true,
+      replication_factor: 3,
+      segment_size: "1 MiB",
+      segment_max_age: "1 s",
+      local_retention_age: "1 s",
+    });
+    await waitFor("three replicas in sync", async () => {
+      const p = await describePartition(cluster.bootstrap, "quiet", 0);
+      return p !== null && p.leader > 0 && p.isr.length === 3;
+    }, { deadlineMs: 20_000, pace });
+    const leader = cluster.node(await leaderOf(cluster.nodes));
+    const onLeader = new StrataClient({ baseUrl: leader.httpUrl, encoding: "msgpack" });
+    for (let round = 0; round < rounds; round++) {
+      const base = round * perRound;
+      const batch = Array.from(
+        { length: perRound },
+        (_, i) => ({ key: `key-${base + i}`, payload: payloadOf(base + i) }),
+      );
+      t.equal((await onLeader.produce("s", "quiet", batch, 0)).base_offset, base);
+      await waitFor(`segment ${round} to roll by age`, async () => {
+        const sealed = (await segmentsOn(leader)).filter((s) => s.sealed);
+        return sealed.at(-1)?.end_offset === base + perRound - 1;
+      }, { deadlineMs: 15_000, pace });
+    }
+    // A run of segments of about 100 kB is merged once it holds half of segment_size: six at least.
+    await waitFor("the leader to merge a run of segments", async () => {
+      const first = (await segmentsOn(leader))[0]!;
+      return first.location === "remote" && first.end_offset >= 6 * perRound - 1;
+    }, { deadlineMs: 60_000, pace });
+    const merged = (await segmentsOn(leader))[0]!;
+    t.comment(`the leader merged offsets 0 to ${merged.end_offset}`);
+    const metrics = await (await fetch(`${leader.httpUrl}/metrics`)).text();
+    t.match(metrics, /strata_tier_merges_total\{outcome="merged"\} [1-9]/);
+    t.same(await readBack(leader), { read: rounds * perRound, bad: 0 }, "the leader reads everything back");
+    for (const node of cluster.nodes.filter((n) => n !== leader)) {
+      const segments = await segmentsOn(node);
+      t.ok(
+        segments.every((s, i) => i === 0 || s.start_offset === segments[i - 1]!.end_offset + 1),
+        `node ${node.id}'s chain is gapless`,
+      );
+    }
+
+    // The leader goes: another replica, whose chain keeps the segments the merge replaced, leads and
+    // serves everything, from objects that stay in the bucket.
+    await leader.signal("SIGKILL");
+    const others = cluster.nodes.filter((n) => n !== leader);
+    await waitFor("a new leader", async () => {
+      const id = await leaderOf(others);
+      return id > 0 && id !== leader.id;
+    }, { deadlineMs: 15_000, pace });
+    const second = cluster.node(await leaderOf(others));
+    t.same(
+      await readBack(second),
+      { read: rounds * perRound, bad: 0 },
+      "the new leader reads everything back",
+    );
+
+    // A replica wiped and started again takes the tiered part of its log from the bucket: the chain
+    // through the merge's object. Alone, it leads and reads everything.
+    const wiped = others.find((n) => n !== second)!;
+    await wiped.signal("SIGKILL");
+    rmSync(join(partitionDirOf(wiped), "../../../../../.."), { recursive: true, force: true });
+    await wiped.restart();
+    await waitFor("the wiped replica back in sync", async () => {
+      const p = await describePartition(others.map((n) => n.kafka).join(","), "quiet", 0);
+      return p !== null && p.isr.includes(wiped.id);
+    }, { deadlineMs: 60_000, pace });
+    const rebuilt = await segmentsOn(wiped);
+    // The new leader may have merged its own chain meanwhile: the transfer takes the merge that
+    // reaches back furthest.
+    t.ok(
+      rebuilt[0]!.start_offset === 0 && rebuilt[0]!.end_offset >= merged.end_offset &&
+        rebuilt[0]!.location === "remote",
+      `the rebuilt replica's chain starts with a merge's object (0 to ${rebuilt[0]!.end_offset})`,
+    );
+    await second.signal("SIGKILL");
+    await waitFor("the rebuilt replica to lead", async () => (await leaderOf([wiped])) === wiped.id, {
+      deadlineMs: 15_000,
+      pace,
+    });
+    t.same(
+      await readBack(wiped),
+      { read: rounds * perRound, bad: 0 },
+      "the rebuilt replica reads everything back",
+    );
+  },
+);
