@@ -20,6 +20,8 @@ export interface BucketSegment {
   incarnation: string;
   startOffset: number;
   endOffset: number;
+  /** A merge's object, keyed by its start and end offsets. */
+  merged: boolean;
 }
 
 /** The `.log` objects the bucket holds for the workload's partition, by start offset. */
@@ -35,6 +37,7 @@ export function bucketSegments(w: ClusterWorld): BucketSegment[] {
       incarnation: `${parsed.createdRevision}-${parsed.purgeGeneration}`,
       startOffset: parsed.startOffset,
       endOffset: Number(object.metadata["end-offset"]),
+      merged: parsed.mergedEndOffset !== null,
     });
   }
   return segments.sort((a, b) => a.startOffset - b.startOffset);
@@ -109,9 +112,20 @@ export function checkSealedIdentical(w: ClusterWorld): void {
       if (bytes !== null) stored.push({ holder: `node ${node.id}`, startOffset: s.startOffset, bytes });
     }
   }
+  const merges: inv.StoredSegment[] = [];
+  const mergeEnds = new Map<inv.StoredSegment, number>();
+  const plain: (inv.StoredSegment & { endOffset: number })[] = [];
   for (const o of bucketSegments(w)) {
     if (o.incarnation !== live) continue;
-    stored.push({ holder: "the bucket", startOffset: o.startOffset, bytes: w.bucket.peek(o.key)!.bytes });
+    const segment = { holder: "the bucket", startOffset: o.startOffset, bytes: w.bucket.peek(o.key)!.bytes };
+    if (o.merged) {
+      merges.push(segment);
+      mergeEnds.set(segment, o.endOffset);
+    } else {
+      stored.push(segment);
+      plain.push({ ...segment, endOffset: o.endOffset });
+    }
   }
   w.fail(inv.sealedIdentical(stored));
+  w.fail(inv.mergesIdentical(merges, plain, mergeEnds));
 }

@@ -41,6 +41,6 @@ export async function gcWindow(w: ClusterWorld): Promise<void> {
   await until(w, () => w.clock.nowMs() >= startMs + gcWindowMs, gcWindowMs + 1000);
   const leader = w.leader()?.partition(w);
   if (leader === null || leader === undefined) return w.fail("no leader after GC's window");
-  const starts = new Set(leader.log.segments.map((s) => s.startOffset));
-  w.fail(inv.noOrphans(bucketSegments(w), incarnationOf(leader), starts));
+  const chain = leader.log.segments.map((s) => ({ ...s, merged: s.mergedEndOffset !== null }));
+  w.fail(inv.noOrphans(bucketSegments(w), incarnationOf(leader), chain));
 }

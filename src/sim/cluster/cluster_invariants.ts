@@ -151,10 +151,54 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
  * incarnation, and none of this one at an offset where the leader's log starts no segment.
  */
 export function noOrphans(
-  objects: readonly { key: string; incarnation: string; startOffset: number }[],
+  objects: readonly { key: string; incarnation: string; startOffset: number; endOffset: number }[],
   liveIncarnation: string,
-  segmentStarts: ReadonlySet<number>,
+  chain: readonly { startOffset: number; endOffset: number; merged: boolean }[],
 ): string | null {
-  const orphan = objects.find((o) => o.incarnation !== liveIncarnation || !segmentStarts.has(o.startOffset));
+  const starts = new Set(chain.map((s) => s.startOffset));
+  const first = chain[0]?.startOffset ?? 0;
+  // Kept: a segment's object, or one within a merged segment (what it replaced, which followers
+  // may hold), or another replica's merge that reaches past the retention watermark.
+  const kept = (o: { startOffset: number; endOffset: number }) =>
+    starts.has(o.startOffset) || o.startOffset < first && o.endOffset >= first ||
+    chain.some((s) => s.merged && s.startOffset <= o.startOffset && o.endOffset <= s.endOffset);
+  const orphan = objects.find((o) => o.incarnation !== liveIncarnation || !kept(o));
   return orphan === undefined ? null : `${orphan.key} is an orphan after GC's window`;
+}
+
+/**
+ * A merge's object holds the bytes of the segments it replaced, end to end, where the bucket still
+ * holds every one of them.
+ */
+export function mergesIdentical(
+  merges: readonly StoredSegment[],
+  segments: readonly (StoredSegment & { endOffset: number })[],
+  mergeEnds: ReadonlyMap<StoredSegment, number>,
+): string | null {
+  const byStart = new Map(segments.map((s) => [s.startOffset, s]));
+  for (const m of merges) {
+    const parts: Uint8Array[] = [];
+    let next = m.startOffset;
+    const end = mergeEnds.get(m)!;
+    // Each pass moves past one segment: bounded by the segments.
+    for (let s = byStart.get(next); s !== undefined && next <= end; s = byStart.get(next)) {
+      parts.push(s.bytes);
+      next = s.endOffset + 1;
+    }
+    if (next !== end + 1) continue;
+    if (!sameBytes(concat(parts), m.bytes)) {
+      return `the merge of ${m.startOffset} to ${end} (${m.bytes.length} bytes) is not the segments it replaced`;
+    }
+  }
+  return null;
+}
+
+function concat(parts: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
 }

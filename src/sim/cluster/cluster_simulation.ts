@@ -1,7 +1,7 @@
 import { labelOf } from "../../log/partition/partition.ts";
 import { Rng } from "../../runtime/rng.ts";
 import { reliableNetwork } from "../sim_network.ts";
-import { checkSealedIdentical, checkStep, committedFloor } from "./cluster_checks.ts";
+import { bucketSegments, checkSealedIdentical, checkStep, committedFloor } from "./cluster_checks.ts";
 import { applyEvent, restart } from "./cluster_events.ts";
 import { gcWindow } from "./cluster_gc.ts";
 import type { ClusterScenario, ScheduledEvent } from "./cluster_scenarios.ts";
@@ -33,6 +33,8 @@ export interface ClusterSimResult {
   floor: number;
   virtualMs: number;
   counts: EventCounts;
+  /** Merges' objects in the bucket at the end: the merges the leaders made. */
+  mergedObjects: number;
 }
 
 /** The part of the run in which faults and events strike; the rest checks recovery. */
@@ -80,6 +82,7 @@ export async function runClusterSimulation(o: ClusterSimOptions): Promise<Cluste
     floor: w.promises.floorSeen,
     virtualMs: w.clock.nowMs(),
     counts: { ...w.counts },
+    mergedObjects: bucketSegments(w).filter((o) => o.merged).length,
   };
 }
 

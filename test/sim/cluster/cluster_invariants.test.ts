@@ -96,17 +96,58 @@ t.test("sealed segments at one start offset must hold the same bytes everywhere"
 
 t.test("after GC's window no object of another incarnation or off the leader's segment starts remains", (t) => {
   const objects = [
-    { key: "k0", incarnation: "r-0", startOffset: 0 },
-    { key: "k10", incarnation: "r-0", startOffset: 10 },
+    { key: "k0", incarnation: "r-0", startOffset: 0, endOffset: 9 },
+    { key: "k10", incarnation: "r-0", startOffset: 10, endOffset: 19 },
   ];
-  t.equal(inv.noOrphans(objects, "r-0", new Set([0, 10, 20])), null);
+  const chain = (...starts: number[]) =>
+    starts.map((s) => ({ startOffset: s, endOffset: s + 9, merged: false }));
+  t.equal(inv.noOrphans(objects, "r-0", chain(0, 10, 20)), null);
   t.match(
-    inv.noOrphans([...objects, { key: "dead", incarnation: "q-0", startOffset: 0 }], "r-0", new Set([0, 10])),
+    inv.noOrphans(
+      [...objects, { key: "dead", incarnation: "q-0", startOffset: 0, endOffset: 9 }],
+      "r-0",
+      chain(0, 10),
+    ),
     /dead is an orphan/,
   );
   t.match(
-    inv.noOrphans([...objects, { key: "k5", incarnation: "r-0", startOffset: 5 }], "r-0", new Set([0, 10])),
+    inv.noOrphans(
+      [...objects, { key: "k5", incarnation: "r-0", startOffset: 5, endOffset: 9 }],
+      "r-0",
+      chain(0, 10),
+    ),
     /k5 is an orphan/,
+  );
+  const merged = [{ startOffset: 0, endOffset: 19, merged: true }, {
+    startOffset: 20,
+    endOffset: 29,
+    merged: false,
+  }];
+  t.equal(inv.noOrphans(objects, "r-0", merged), null, "what a merge replaced is kept");
+  t.equal(
+    inv.noOrphans([{ key: "m", incarnation: "r-0", startOffset: 0, endOffset: 29 }], "r-0", chain(20)),
+    null,
+    "another replica's merge past the watermark is kept",
+  );
+  t.end();
+});
+
+t.test("a merge's object holds the bytes of the segments it replaced", (t) => {
+  const seg = (startOffset: number, bytes: number[]) => ({
+    holder: "the bucket",
+    startOffset,
+    endOffset: startOffset + 9,
+    bytes: new Uint8Array(bytes),
+  });
+  const parts = [seg(0, [1, 2]), seg(10, [3])];
+  const good = { holder: "the bucket", startOffset: 0, bytes: new Uint8Array([1, 2, 3]) };
+  const bad = { holder: "the bucket", startOffset: 0, bytes: new Uint8Array([1, 2, 4]) };
+  t.equal(inv.mergesIdentical([good], parts, new Map([[good, 19]])), null);
+  t.match(inv.mergesIdentical([bad], parts, new Map([[bad, 19]])), /merge of 0 to 19 \(3 bytes\) is not/);
+  t.equal(
+    inv.mergesIdentical([bad], parts.slice(0, 1), new Map([[bad, 19]])),
+    null,
+    "parts missing: not judged",
   );
   t.end();
 });

@@ -15,15 +15,19 @@ const lanSwarm = swarmOf("swarm", eventsBefore, {
 const drawnSwarm = swarmOf("swarm", eventsBefore, { draw: clusterScenarios["swarm"]!.draw! });
 
 t.test("every cluster scenario holds its invariants on a fixed set of seeds", async (t) => {
+  let merged = 0;
   for (const scenario of Object.values(clusterScenarios)) {
     for (const seed of [1, 2]) {
       const r = await runClusterSimulation({ seed, scenario, steps: 1000 });
+      merged += r.mergedObjects;
       t.ok(r.ok, `${scenario.name} seed ${seed}: ${r.violation ?? "ok"}`) ||
         t.comment(r.trail.filter((l) => !l.includes(" ack ")).slice(-40).join("\n"));
       t.ok(r.acknowledged > 100, `${scenario.name} seed ${seed}: ${r.acknowledged} acknowledged`);
       t.ok(r.floor > 0, `${scenario.name} seed ${seed}: the floor reached ${r.floor}`);
     }
   }
+  // Segments roll by age: leaders merge them, under the scenarios' faults.
+  t.ok(merged > 0, `${merged} merged objects over the runs`);
 });
 
 t.test("the scenarios' events strike: crashes, wipes, a refused purge, a dead topic, a replaced zombie", async (t) => {
