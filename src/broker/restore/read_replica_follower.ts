@@ -13,6 +13,7 @@ import {
   chooseManifest,
   type FollowedPartition,
   followManifest,
+  type FollowStep,
   type ListedManifest,
   manifestsByPartition,
   type SourceIncarnation,
@@ -46,6 +47,15 @@ export interface PollReport {
   segmentsReplaced: number;
   failures: number;
 }
+
+/** The source partition a read replica's partition follows: its cluster, ids and bucket (absent: the server's own). */
+type ReadReplicaSource = {
+  bucket?: string;
+  clusterId: string;
+  streamId: number;
+  topicId: number;
+  partitionId: number;
+};
 
 /** HEADs in flight at once for manifest entries that lack a marker's fields. */
 const headsInFlightMax = 8;
@@ -184,7 +194,7 @@ export class ReadReplicaFollower {
   async #pollPartition(
     partition: Partition,
     listed: readonly ListedManifest[],
-    source: { bucket?: string; clusterId: string; streamId: number; topicId: number; partitionId: number },
+    source: ReadReplicaSource,
     prefix: string,
     report: PollReport,
   ): Promise<void> {
@@ -224,9 +234,29 @@ export class ReadReplicaFollower {
     };
     checkManifest(manifest, source, inc);
     const step = followManifest(view, manifest, plantedSegmentsMax);
+    const { bucket: _bucket, ...address } = source;
+    await this.#follow(partition, step, { source, object: { prefix, ...address, ...inc } }, report);
+    // A manifest whose new segments did not all fit one planting is read again at the next poll.
+    const whole = step.plant.length < plantedSegmentsMax;
+    this.#read.set(label, { key: listedManifest.key, etag: whole ? listedManifest.etag : null });
+  }
+
+  /**
+   * Takes one manifest's step: plants its new segments (a merge across the end first, if it starts
+   * where a planted segment does), takes its merges of planted segments, and retires what the
+   * source's retention deleted.
+   */
+  async #follow(
+    partition: Partition,
+    step: FollowStep,
+    to: { source: ReadReplicaSource; object: Parameters<typeof segmentKeys>[0] },
+    report: PollReport,
+  ): Promise<void> {
+    const label = partition.log.label;
+    const inc = { createdRevision: to.object.createdRevision, purgeGeneration: to.object.purgeGeneration };
     const first = step.plant[0];
     if (
-      first !== undefined && first.startOffset < view.nextOffset &&
+      first !== undefined && first.startOffset < partition.log.nextOffset &&
       !partition.log.segments.some((s) => s.startOffset === first.startOffset)
     ) {
       // A merge's boundaries are the source's segments', which the replica planted: not so here.
@@ -240,18 +270,15 @@ export class ReadReplicaFollower {
       step.plant.length = 0;
     }
     if (step.plant.length > 0) {
-      const { bucket: _bucket, ...address } = source;
-      const objects = await this.#objectsOf(step.plant, { prefix, ...address, ...inc });
+      const objects = await this.#objectsOf(step.plant, to.object);
       const epochs = await readChainEpochs(this.#deps.store, objects);
-      await partition.plantRemote(objects.map((o) => markerOfObject(o, inc)), epochs, { ...source, ...inc });
+      await partition.plantRemote(objects.map((o) => markerOfObject(o, inc)), epochs, {
+        ...to.source,
+        ...inc,
+      });
       report.segmentsPlanted += objects.length;
     }
-    const { bucket: _bucket, ...address } = source;
-    report.segmentsReplaced += await this.#replaceMerged(partition, step.replace, {
-      prefix,
-      ...address,
-      ...inc,
-    });
+    report.segmentsReplaced += await this.#replaceMerged(partition, step.replace, to.object);
     if (step.retireBelow !== null) {
       const before = partition.log.segments.length;
       await partition.applyDeletedUpTo({
@@ -268,9 +295,6 @@ export class ReadReplicaFollower {
         offset: step.gapAt,
       });
     }
-    // A manifest whose new segments did not all fit one planting is read again at the next poll.
-    const whole = step.plant.length < plantedSegmentsMax;
-    this.#read.set(label, { key: listedManifest.key, etag: whole ? listedManifest.etag : null });
   }
 
   /** The manifest, or null when it still has `etag` (a conditional GET). */

@@ -70,8 +70,7 @@ export class HousekeepingMetrics {
     });
     this.merges = new Counter({
       name: "strata_tier_merges_total",
-      help:
-        "Merges of small remote segments: merged (committed) or anomaly (an object not as its marker says).",
+      help: "Merges of small remote segments: merged, or anomaly (an object not as its marker says).",
       labelNames: ["outcome"],
       registers,
     });
