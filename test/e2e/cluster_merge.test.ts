@@ -10,6 +10,7 @@ import { startS3rver } from "../helpers/harnesses/s3rver_harness.ts";
 import { type ClusterNodeProcess, partitionDirOf, startStrataCluster } from "../helpers/strata_cluster.ts";
 import { describePartition } from "../../scripts/lib/kafka_metadata.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
+import { payloadOf, perRound, roundOf, segmentsOf, type SegmentView } from "../helpers/quiet_topic.ts";
 
 // A quiet tiered topic on three nodes rolls a segment a second; its leader merges the evicted ones
 // in the bucket. Every replica keeps a readable chain: a new leader serves everything, and a wiped
@@ -19,23 +20,9 @@ const pace = realTime(100);
 await initCrc32c();
 const skip = etcdUnavailableReason() ?? kcatUnavailable() ?? false;
 const rounds = 10;
-const perRound = 5;
-const payloadBytes = 20_000;
 
-interface SegmentView {
-  start_offset: number;
-  end_offset: number;
-  sealed: boolean;
-  location: string;
-}
-
-function payloadOf(offset: number): Uint8Array {
-  return new Uint8Array(payloadBytes).map((_, i) => (offset * 17 + i) & 0xff);
-}
-
-async function segmentsOn(node: ClusterNodeProcess): Promise<SegmentView[]> {
-  const client = new StrataClient({ baseUrl: node.httpUrl, encoding: "msgpack" });
-  return ((await client.partition("s", "quiet", 0)) as { segments: SegmentView[] }).segments;
+function segmentsOn(node: ClusterNodeProcess): Promise<SegmentView[]> {
+  return segmentsOf(new StrataClient({ baseUrl: node.httpUrl, encoding: "msgpack" }));
 }
 
 /** Every message from offset 0 on `node` (which leads), checked against what was produced. */
@@ -101,11 +88,7 @@ t.test(
     const onLeader = new StrataClient({ baseUrl: leader.httpUrl, encoding: "msgpack" });
     for (let round = 0; round < rounds; round++) {
       const base = round * perRound;
-      const batch = Array.from(
-        { length: perRound },
-        (_, i) => ({ key: `key-${base + i}`, payload: payloadOf(base + i) }),
-      );
-      t.equal((await onLeader.produce("s", "quiet", batch, 0)).base_offset, base);
+      t.equal((await onLeader.produce("s", "quiet", roundOf(base), 0)).base_offset, base);
       await waitFor(`segment ${round} to roll by age`, async () => {
         const sealed = (await segmentsOn(leader)).filter((s) => s.sealed);
         return sealed.at(-1)?.end_offset === base + perRound - 1;

@@ -10,23 +10,11 @@ import { configCopy } from "../helpers/config_copy.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
+import { payloadOf, perRound, roundOf, segmentsOf, type SegmentView } from "../helpers/quiet_topic.ts";
 
 // A quiet tiered topic rolls a segment a second; once they are evicted, an idle shard merges them
 // into objects of about the topic's segment_size, and the log reads back the same.
 const rounds = 12;
-const perRound = 5;
-const payloadBytes = 20_000;
-
-interface SegmentView {
-  start_offset: number;
-  end_offset: number;
-  sealed: boolean;
-  location: string;
-}
-
-function payloadOf(offset: number): Uint8Array {
-  return new Uint8Array(payloadBytes).map((_, i) => (offset * 31 + i) & 0xff);
-}
 
 /** Every message from offset 0, as a consumer reads it. */
 async function readAll(client: StrataClient, topic = "quiet"): Promise<PolledMessage[]> {
@@ -40,10 +28,6 @@ async function readAll(client: StrataClient, topic = "quiet"): Promise<PolledMes
     offset = r.next_offset;
   }
   return all;
-}
-
-async function segmentsOf(client: StrataClient): Promise<SegmentView[]> {
-  return ((await client.partition("s", "quiet", 0)) as { segments: SegmentView[] }).segments;
 }
 
 t.test("time-rolled segments are merged in the bucket and read back the same, before and after a SIGKILL", async (t) => {
@@ -68,12 +52,7 @@ t.test("time-rolled segments are merged in the bucket and read back the same, be
   });
   for (let round = 0; round < rounds; round++) {
     const base = round * perRound;
-    const batch = Array.from({ length: perRound }, (_, i) => ({
-      key: `key-${base + i}`,
-      headers: { offset: String(base + i) },
-      payload: payloadOf(base + i),
-    }));
-    t.equal((await client.produce("s", "quiet", batch, 0)).base_offset, base);
+    t.equal((await client.produce("s", "quiet", roundOf(base), 0)).base_offset, base);
     await waitFor(`segment ${round} to roll by age`, async () => {
       const sealed = (await segmentsOf(client)).filter((s) => s.sealed);
       return sealed.at(-1)?.end_offset === base + perRound - 1;
@@ -102,7 +81,7 @@ t.test("time-rolled segments are merged in the bucket and read back the same, be
   const view = (await client.partition("s", "quiet", 0)) as {
     merged_segments: number;
     small_remote_segments: number;
-    segments: (SegmentView & { size_bytes: number })[];
+    segments: SegmentView[];
   };
   const remote = view.segments.filter((s) => s.location === "remote");
   t.equal(view.merged_segments, remote.filter((s) => s.end_offset - s.start_offset + 1 > perRound).length);
