@@ -1,4 +1,6 @@
 import { NotFoundError } from "../../objectstore/object_store_errors.ts";
+import { isBug } from "../../runtime/assert.ts";
+import { FormatVersionError } from "../../runtime/format_version_error.ts";
 import type { PartitionSeed } from "../../log/partition/seeded_partition.ts";
 import type { ListedObject, ObjectStore } from "../../objectstore/object_store.ts";
 import { concatBytes } from "../../runtime/memory/buffers.ts";
@@ -65,16 +67,38 @@ export async function listAll(store: RestoreStore, prefix: string): Promise<List
   throw new RestoreError(`the listing of ${prefix} did not end within ${listingPagesMax} pages`);
 }
 
-async function getSmall(
+/** Reads of one small object at most, when it changes under them (its writer puts it again). */
+const smallReadAttemptsMax = 3;
+
+/**
+ * A small object of the listing (a manifest), decoded. Its writer puts it again as it changes, so it
+ * may not be the size the listing said by the time it is read: a read that cannot be decoded, or
+ * that asks past the object's end, is made again at the size a HEAD gives, `smallReadAttemptsMax`
+ * times in all. An object gone meanwhile throws `NotFoundError`.
+ */
+async function readSmall<T>(
   store: RestoreStore,
-  key: string,
-  sizeBytes: number,
+  listed: { key: string; sizeBytes: number },
   maxBytes: number,
-): Promise<Uint8Array> {
-  if (sizeBytes > maxBytes) {
-    throw new RestoreError(`object ${key} is ${sizeBytes} bytes, more than ${maxBytes}`);
+  decode: (bytes: Uint8Array) => T,
+): Promise<T> {
+  let sizeBytes = listed.sizeBytes;
+  for (let attempt = 1;; attempt++) {
+    if (sizeBytes > maxBytes) {
+      throw new RestoreError(`object ${listed.key} is ${sizeBytes} bytes, more than ${maxBytes}`);
+    }
+    try {
+      return decode(concatBytes(await store.getRange(listed.key, 0, sizeBytes)));
+    } catch (error) {
+      if (isBug(error) || error instanceof NotFoundError || error instanceof FormatVersionError) throw error;
+      const head = await store.head(listed.key);
+      if (head === null) {
+        throw new NotFoundError(`Cannot read ${listed.key}: it is gone`, null, { cause: error });
+      }
+      if (attempt === smallReadAttemptsMax || head.sizeBytes === sizeBytes) throw error;
+      sizeBytes = head.sizeBytes;
+    }
   }
-  return concatBytes(await store.getRange(key, 0, sizeBytes));
 }
 
 /**
@@ -90,7 +114,7 @@ export async function findTopicManifest(
   const found: TopicManifest[] = [];
   for (const o of await listAll(store, `${root}meta/`)) {
     if (parseObjectKey(root, o.key).kind !== "topic_manifest") continue;
-    const m = decodeTopicManifest(await getSmall(store, o.key, o.sizeBytes, topicManifestBytesMax));
+    const m = await readSmall(store, o, topicManifestBytesMax, decodeTopicManifest);
     if (m.streamName === streamName && m.topicName === topicName) found.push(m);
   }
   if (found.length === 0) {
@@ -153,8 +177,7 @@ async function readManifest(
     partitionId,
     ...chosen,
   });
-  const listed = meta.find((o) => o.key === key)!;
-  return decodeManifest(await getSmall(store, key, listed.sizeBytes, manifestBytesMax));
+  return await readSmall(store, meta.find((o) => o.key === key)!, manifestBytesMax, decodeManifest);
 }
 
 /** The incarnations a partition's keys show, each with whether it has a manifest and a dead mark. */
