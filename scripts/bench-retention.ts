@@ -88,13 +88,18 @@ function progress(text: string): void {
   console.error(`bench:retention: ${text}`);
 }
 
-/** A case's directory: its config.toml (port 0, its own data, a fixed cluster id) and its data. */
+/**
+ * A case's directory: its config.toml (port 0, its own data, a fixed cluster id, no merges: the
+ * cases measure the chain they lay out, which an idle server's merger would change) and its data.
+ */
 function writeConfig(name: string): { configPath: string; dataPath: string } {
   const home = join(dir, name);
   mkdirSync(home, { recursive: true });
   const dataPath = join(home, "data");
   const shipped = readFileSync(new URL("../config.toml", import.meta.url), "utf8");
-  const text = benchConfigText(shipped, dataPath, null).replace(/^cluster_id = ""$/m, 'cluster_id = "bench"');
+  const text = benchConfigText(shipped, dataPath, null)
+    .replace(/^cluster_id = ""$/m, 'cluster_id = "bench"')
+    .replace(/^merge_segments = true$/m, "merge_segments = false");
   const configPath = join(home, "config.toml");
   writeFileSync(configPath, text);
   return { configPath, dataPath };
