@@ -32,6 +32,9 @@ function envOf(bucket: string, clusterId: string): Record<string, string> {
     STRATA_SYSTEM_CLUSTER_ID: clusterId,
     STRATA_TIERED_STORAGE_HOUSEKEEPING_IDLE_TIMEOUT: "1 s",
     STRATA_TIERED_STORAGE_HOUSEKEEPING_MANIFEST_UPLOAD_INTERVAL: "1 s",
+    // The test lays manifests and listings side by side as the uploads left them; an idle source's
+    // merges (test/e2e/merge_segments.test.ts restores a merged topic) would replace segments under them.
+    STRATA_TIERED_STORAGE_HOUSEKEEPING_MERGE_SEGMENTS: "false",
   };
 }
 
