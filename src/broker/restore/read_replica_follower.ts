@@ -2,7 +2,6 @@ import type { Partition } from "../../log/partition/partition.ts";
 import { plantedSegmentsMax } from "../../log/remote/remote_planting.ts";
 import { NotModifiedError } from "../../objectstore/object_store_errors.ts";
 import { assert, rethrowBug } from "../../runtime/assert.ts";
-import { concatBytes } from "../../runtime/memory/buffers.ts";
 import type { Clock } from "../../runtime/clock/clock.ts";
 import { concurrently } from "../../runtime/cooperation/concurrently.ts";
 import type { Logger } from "../../runtime/logger.ts";
@@ -18,7 +17,7 @@ import {
   manifestsByPartition,
   type SourceIncarnation,
 } from "../../tier/restore/read_replica_core.ts";
-import { listAll, type RestoreStore } from "../../tier/restore/restore_reader.ts";
+import { listAll, readSmall, type RestoreStore } from "../../tier/restore/restore_reader.ts";
 import { markerOfObject, type TieredObject, tieredObjectOf } from "../../tier/restore/transfer_chain.ts";
 import type { Catalog, CatalogTopic } from "../catalog/catalog.ts";
 import type { TopicRestoredFrom } from "../metadata/metadata.ts";
@@ -299,16 +298,10 @@ export class ReadReplicaFollower {
 
   /** The manifest, or null when it still has `etag` (a conditional GET). */
   async #readManifest(listed: ListedManifest, etag: string | null): Promise<PartitionManifest | null> {
-    if (listed.sizeBytes > manifestBytesMax) {
-      throw new Error(
-        `Cannot read manifest ${listed.key}: ${listed.sizeBytes} bytes, more than ${manifestBytesMax}`,
-      );
-    }
     try {
       const options = etag === null ? {} : { ifNoneMatch: etag };
-      return decodeManifest(
-        concatBytes(await this.#deps.store.getRange(listed.key, 0, listed.sizeBytes, options)),
-      );
+      // The source puts its manifest again as it changes: a read torn by that is made again.
+      return await readSmall(this.#deps.store, listed, manifestBytesMax, decodeManifest, options);
     } catch (error) {
       if (error instanceof NotModifiedError) return null;
       throw error;

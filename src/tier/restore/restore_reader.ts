@@ -1,8 +1,8 @@
-import { NotFoundError } from "../../objectstore/object_store_errors.ts";
+import { NotFoundError, NotModifiedError } from "../../objectstore/object_store_errors.ts";
 import { isBug } from "../../runtime/assert.ts";
 import { FormatVersionError } from "../../runtime/format_version_error.ts";
 import type { PartitionSeed } from "../../log/partition/seeded_partition.ts";
-import type { ListedObject, ObjectStore } from "../../objectstore/object_store.ts";
+import type { GetOptions, ListedObject, ObjectStore } from "../../objectstore/object_store.ts";
 import { concatBytes } from "../../runtime/memory/buffers.ts";
 import { concurrently } from "../../runtime/cooperation/concurrently.ts";
 import { readChainEpochs } from "./chain_epochs.ts";
@@ -74,13 +74,15 @@ const smallReadAttemptsMax = 3;
  * A small object of the listing (a manifest), decoded. Its writer puts it again as it changes, so it
  * may not be the size the listing said by the time it is read: a read that cannot be decoded, or
  * that asks past the object's end, is made again at the size a HEAD gives, `smallReadAttemptsMax`
- * times in all. An object gone meanwhile throws `NotFoundError`.
+ * times in all. The first read may be conditional (`ifNoneMatch`: `NotModifiedError` when the
+ * object still has that ETag). An object gone meanwhile throws `NotFoundError`.
  */
-async function readSmall<T>(
+export async function readSmall<T>(
   store: RestoreStore,
   listed: { key: string; sizeBytes: number },
   maxBytes: number,
   decode: (bytes: Uint8Array) => T,
+  firstRead: GetOptions = {},
 ): Promise<T> {
   let sizeBytes = listed.sizeBytes;
   for (let attempt = 1;; attempt++) {
@@ -88,9 +90,13 @@ async function readSmall<T>(
       throw new RestoreError(`object ${listed.key} is ${sizeBytes} bytes, more than ${maxBytes}`);
     }
     try {
-      return decode(concatBytes(await store.getRange(listed.key, 0, sizeBytes)));
+      return decode(
+        concatBytes(await store.getRange(listed.key, 0, sizeBytes, attempt === 1 ? firstRead : {})),
+      );
     } catch (error) {
-      if (isBug(error) || error instanceof NotFoundError || error instanceof FormatVersionError) throw error;
+      const settled = error instanceof NotFoundError || error instanceof NotModifiedError ||
+        error instanceof FormatVersionError;
+      if (isBug(error) || settled) throw error;
       const head = await store.head(listed.key);
       if (head === null) {
         throw new NotFoundError(`Cannot read ${listed.key}: it is gone`, null, { cause: error });
