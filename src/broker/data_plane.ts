@@ -31,6 +31,7 @@ import {
 } from "../objectstore/object_store_errors.ts";
 import { QueueFullError } from "../runtime/wait_errors.ts";
 import { CacheFullError, FetchTimeoutError } from "../tier/cache/chunk_cache.ts";
+import { mergeProgressOf } from "../tier/merge/merge_plan.ts";
 import { ChunkFileShortError } from "../tier/cache/chunk_files.ts";
 
 /** A partition's log statistics with its shard, floors and where its bytes are. */
@@ -274,7 +275,7 @@ export class DataPlane {
       remoteSizeBytes: remote,
       remoteSegments: partition.log.remoteSegments,
       remoteIndexBytes: partition.log.remoteIndexBytes,
-      ...partition.log.mergeProgress,
+      ...mergeProgressOf(partition.log.segments, partition.log.config.segmentSizeBytes),
     };
   }
 

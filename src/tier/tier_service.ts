@@ -34,6 +34,8 @@ import { ReplicatedRetention } from "./replicated_retention.ts";
 import { type SubmitFloor, submitFloorCommand } from "./control/floor_submission.ts";
 import type { AdvanceTieredFloor } from "../log/retention/floor_state.ts";
 import type { ReplaceRemoteSegments } from "../log/segment/segment_replacement.ts";
+import { applyReplace } from "./merge/replace_apply.ts";
+import { mergeProgressOf } from "./merge/merge_plan.ts";
 
 /** A partition as the tier service sees it: its log and superblock, and its topic's options. */
 export interface TieredPartition {
@@ -209,7 +211,7 @@ export class TierService implements TierGaugeSource {
         remoteBytes: log.remoteSizeBytes,
         remoteSegments: log.remoteSegments,
         indexCacheBytes: log.remoteIndexBytes,
-        ...log.mergeProgress,
+        ...mergeProgressOf(log.segments, log.config.segmentSizeBytes),
       }];
     }
   }
@@ -371,31 +373,10 @@ export class TierService implements TierGaugeSource {
     this.#scan.due(p.key, this.#now());
   }
 
-  /**
-   * The control log committed a replace of remote segments (a merge): the partition's chain takes
-   * it, or it is rejected, when the chain no longer holds the range, and the replacing objects are
-   * left to the orphan sweep.
-   */
+  /** A committed replace (a merge), for a partition of this service's. */
   async #applyReplace(command: ReplaceRemoteSegments): Promise<void> {
     const p = this.#partitions.get(command.partition);
-    if (p === undefined) return;
-    const decision = await p.partition.replaceRemote(command);
-    const m = command.markers;
-    const fields = {
-      partition: command.partition,
-      start_offset: m[0]!.startOffset,
-      end_offset: m.at(-1)!.endOffset,
-    };
-    if (decision.kind === "rejected") {
-      this.#deps.logger.warn("replace of remote segments rejected", { ...fields, reason: decision.reason });
-    } else if (decision.kind === "replace") {
-      this.#deps.metrics?.segmentsReplaced.inc(decision.count);
-      this.#deps.logger.info("remote segments replaced", {
-        ...fields,
-        replaced: decision.count,
-        by: m.length,
-      });
-    }
+    if (p !== undefined) await applyReplace(p.partition, command, this.#deps.logger, this.#deps.metrics);
   }
 
   /** Local retention's look found the partition under pressure, or no longer. */

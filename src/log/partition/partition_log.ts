@@ -288,22 +288,6 @@ export class PartitionLog {
     return this.#reads.remote.reader?.indexBytes?.() ?? 0;
   }
 
-  /**
-   * The merger's progress (docs/DESIGN.md, "The adjacent-segment merger"): the remote segments that
-   * are merges, and the small ones (under half of `segment_size`) it may still join.
-   */
-  get mergeProgress(): { mergedSegments: number; smallRemoteSegments: number } {
-    const small = this.#config.segmentSizeBytes / 2;
-    let mergedSegments = 0;
-    let smallRemoteSegments = 0;
-    for (const s of this.#chain.segments) {
-      if (s.location !== "remote") break;
-      if (s.mergedEndOffset !== null) mergedSegments++;
-      if (s.sizeBytes < small) smallRemoteSegments++;
-    }
-    return { mergedSegments, smallRemoteSegments };
-  }
-
   /** Bytes of the evicted segments, held only in the object store. */
   get remoteSizeBytes(): number {
     return this.#chain.segments.reduce((n, s) => s.location === "remote" ? n + s.sizeBytes : n, 0);

@@ -34,6 +34,25 @@ export interface MergeBounds {
   epochStartOffsets: ReadonlySet<number>;
 }
 
+/**
+ * The merger's progress in a chain (docs/DESIGN.md, "The adjacent-segment merger"): the remote
+ * segments that are merges, and the small ones (under half of `segmentSizeBytes`) it may still join.
+ */
+export function mergeProgressOf(
+  segments: readonly { location: string; sizeBytes: number; mergedEndOffset: number | null }[],
+  segmentSizeBytes: number,
+): { mergedSegments: number; smallRemoteSegments: number } {
+  let mergedSegments = 0;
+  let smallRemoteSegments = 0;
+  // Remote segments are the chain's prefix: the walk ends at the first that is not.
+  for (const s of segments) {
+    if (s.location !== "remote") break;
+    if (s.mergedEndOffset !== null) mergedSegments++;
+    if (s.sizeBytes < segmentSizeBytes / 2) smallRemoteSegments++;
+  }
+  return { mergedSegments, smallRemoteSegments };
+}
+
 /** A run to merge: the `count` segments from the `first`th of the chain. */
 export interface MergeRun {
   first: number;
