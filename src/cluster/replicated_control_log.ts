@@ -18,6 +18,8 @@ import {
   recordAfter,
 } from "./floor_record.ts";
 import { decodePartitionState } from "./controller/partition_state.ts";
+import { decodeReplaceRecord, encodeReplaceRecord, replaceCommandOf } from "./replace_record.ts";
+import type { ReplaceRemoteSegments } from "../log/segment/segment_replacement.ts";
 
 /** Reads and compares one submission makes at most before it gives up (another write raced each). */
 export const floorSubmitAttemptsMax = 8;
@@ -38,14 +40,19 @@ export interface ReplicatedControlLogDeps {
  * (`{prefix}/floors/{stream}/{topic}/{partition}`). A leader commits a floor with a transaction
  * that compares the partition's state (so it commits only while that state names its epoch) and
  * the floor key (so floors only rise); every replica hears each commit through a watch and applies
- * it, `max(current, up_to)`, to its own superblock. A command's index is the etcd revision that
- * wrote it. The log has no epoch of its own: each partition's is its leader epoch, which the
- * submitter names (docs/DESIGN.md, "Tiering across replicas").
+ * it, `max(current, up_to)`, to its own superblock. A replace of remote segments (a merge) is a key
+ * of its own (`{prefix}/replaces/{stream}/{topic}/{partition}/{start:020}`), committed under the
+ * same compare on the partition's state, heard and applied the same way, floors first. A command's
+ * index is the etcd revision that wrote it. The log has no epoch of its own: each partition's is
+ * its leader epoch, which the submitter names (docs/DESIGN.md, "Tiering across replicas").
  */
 export class ReplicatedControlLog implements ControlLog {
   readonly #deps: ReplicatedControlLogDeps;
   #apply: ApplyHook | null = null;
-  #watch: Watch | null = null;
+  /** The watches of the floors and of the replaces: either ending closes both and reads again. */
+  #watches: Watch[] = [];
+  /** Counts the pairs of watches opened: an end heard from an older pair is one handled already. */
+  #watchGeneration = 0;
   #applying: Promise<void> = Promise.resolve();
   #pendingEvents = 0;
   #committed = 0;
@@ -76,26 +83,10 @@ export class ReplicatedControlLog implements ControlLog {
   }
 
   async submit(command: ControlCommand, precondition: SubmitPrecondition): Promise<number> {
-    if (command.kind === "replace_remote_segments") {
-      // The merger runs on a single node only (docs/DESIGN.md, "The adjacent-segment merger").
-      throw new Error(
-        `Cannot commit a replace of remote segments of ${command.partition}: a cluster does not merge them`,
-      );
-    }
-    const { coordinator, keys } = this.#deps;
-    const stateKey = `${keys.partitions}${command.partition}`;
-    const floorKey = keys.floor(command.partition);
-    if (keys.addressOf(stateKey) === null) throw new Error(`Cannot commit a floor for ${command.partition}`);
+    if (command.kind === "replace_remote_segments") return await this.#submitReplace(command, precondition);
+    const floorKey = this.#deps.keys.floor(command.partition);
     for (let attempt = 1; attempt <= floorSubmitAttemptsMax; attempt++) {
-      const read = await coordinator.txn({
-        compare: [],
-        success: [{ kind: "range", key: stateKey }, { kind: "range", key: floorKey }],
-      });
-      const [state, floor] = read.responses.map((r) => (r.kind === "range" ? r.kvs[0] : undefined));
-      const epoch = state === undefined ? -1 : decodePartitionState(stateKey, state.value).leaderEpoch;
-      if (epoch !== precondition.expectedEpoch) {
-        throw new ControlEpochMismatchError(precondition.expectedEpoch, epoch);
-      }
+      const { state, epoch, other: floor } = await this.#readState(command.partition, floorKey, precondition);
       const current = floor === undefined ? null : decodeFloorRecord(floorKey, floor.value);
       const next = recordAfter(current, command, epoch);
       if (next === null) {
@@ -103,9 +94,9 @@ export class ReplicatedControlLog implements ControlLog {
         await this.#applyOne(floor!.modRevision, command);
         return floor!.modRevision;
       }
-      const written = await coordinator.txn({
+      const written = await this.#deps.coordinator.txn({
         compare: [
-          { key: stateKey, target: "modRevision", result: "equal", value: state!.modRevision },
+          { key: state.key, target: "modRevision", result: "equal", value: state.modRevision },
           { key: floorKey, target: "modRevision", result: "equal", value: floor?.modRevision ?? 0 },
         ],
         success: [{ kind: "put", key: floorKey, value: encodeFloorRecord(next) }],
@@ -119,22 +110,91 @@ export class ReplicatedControlLog implements ControlLog {
     );
   }
 
+  /** Commits a replace under the partition's leader epoch: a put of its own key, then applied here. */
+  async #submitReplace(command: ReplaceRemoteSegments, precondition: SubmitPrecondition): Promise<number> {
+    const key = this.#deps.keys.replace(command.partition, command.markers[0]!.startOffset);
+    for (let attempt = 1; attempt <= floorSubmitAttemptsMax; attempt++) {
+      const { state, epoch } = await this.#readState(command.partition, key, precondition);
+      const record = {
+        purgeGeneration: command.purgeGeneration,
+        leaderEpoch: epoch,
+        markers: command.markers,
+      };
+      const written = await this.#deps.coordinator.txn({
+        compare: [{ key: state.key, target: "modRevision", result: "equal", value: state.modRevision }],
+        success: [{ kind: "put", key, value: encodeReplaceRecord(record) }],
+      });
+      if (!written.succeeded) continue;
+      await this.#applyOne(written.revision, command);
+      return written.revision;
+    }
+    throw new Error(
+      `Cannot commit a replace of ${command.partition}: its state changed during each of ${floorSubmitAttemptsMax} attempts`,
+    );
+  }
+
+  /**
+   * The partition's state and the key `otherKey` as one read; throws `ControlEpochMismatchError`
+   * unless the state names the submitter's epoch.
+   */
+  async #readState(
+    label: string,
+    otherKey: string,
+    precondition: SubmitPrecondition,
+  ): Promise<{ state: KeyValue; epoch: number; other: KeyValue | undefined }> {
+    const stateKey = `${this.#deps.keys.partitions}${label}`;
+    if (this.#deps.keys.addressOf(stateKey) === null) throw new Error(`Cannot commit a command for ${label}`);
+    const read = await this.#deps.coordinator.txn({
+      compare: [],
+      success: [{ kind: "range", key: stateKey }, { kind: "range", key: otherKey }],
+    });
+    const [state, other] = read.responses.map((r) => (r.kind === "range" ? r.kvs[0] : undefined));
+    const epoch = state === undefined ? -1 : decodePartitionState(stateKey, state.value).leaderEpoch;
+    if (epoch !== precondition.expectedEpoch) {
+      throw new ControlEpochMismatchError(precondition.expectedEpoch, epoch);
+    }
+    return { state: state!, epoch, other };
+  }
+
+  async committedReplaces(partition: string): Promise<ReplaceRemoteSegments[]> {
+    const { kvs } = await this.#deps.coordinator.range({
+      key: `${this.#deps.keys.replaces}${partition}/`,
+      prefix: true,
+    });
+    return kvs.flatMap((kv) => this.#commandsOf(kv)?.commands ?? []).filter((c) =>
+      c.kind === "replace_remote_segments"
+    );
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
-    this.#watch?.close();
+    for (const watch of this.#watches) watch.close();
     await this.#applying;
   }
 
-  /** Reads every floor, applies them in key order, and watches from the revision after the read. */
+  /**
+   * Reads every floor and every replace in one transaction, applies the floors then the replaces in
+   * key order, and watches both from the revision after the read.
+   */
   async #load(): Promise<void> {
     const { coordinator, keys } = this.#deps;
-    const { kvs, revision } = await coordinator.range({ key: keys.floors, prefix: true });
-    await this.#applyKvs(kvs);
-    if (this.#closed) return;
-    this.#watch = coordinator.watch({ key: keys.floors, prefix: true }, revision + 1, {
-      events: (events) => this.#events(events),
-      ended: (error) => this.#ended(error),
+    const read = await coordinator.txn({
+      compare: [],
+      success: [
+        { kind: "range", key: keys.floors, prefix: true },
+        { kind: "range", key: keys.replaces, prefix: true },
+      ],
     });
+    for (const r of read.responses) if (r.kind === "range") await this.#applyKvs(r.kvs);
+    if (this.#closed) return;
+    const generation = ++this.#watchGeneration;
+    const listener = {
+      events: (events: readonly WatchEvent[]) => this.#events(events),
+      ended: (error: Error | null) => this.#ended(generation, error),
+    };
+    this.#watches = [keys.floors, keys.replaces].map((key) =>
+      coordinator.watch({ key, prefix: true }, read.revision + 1, listener)
+    );
   }
 
   /** Applies a watch's events in order, one batch after the other; too many waiting: read again. */
@@ -142,7 +202,7 @@ export class ReplicatedControlLog implements ControlLog {
     const puts = events.filter((e) => e.kind === "put").map((e) => e.kv);
     if (this.#pendingEvents + puts.length > floorEventsPendingMax) {
       this.#deps.logger.warn("floor commits arrive faster than they apply: reading the floors again");
-      this.#watch?.close();
+      for (const watch of this.#watches) watch.close();
       return;
     }
     this.#pendingEvents += puts.length;
@@ -154,8 +214,11 @@ export class ReplicatedControlLog implements ControlLog {
     });
   }
 
-  #ended(error: Error | null): void {
-    this.#watch = null;
+  #ended(generation: number, error: Error | null): void {
+    if (generation !== this.#watchGeneration) return;
+    this.#watchGeneration++;
+    for (const watch of this.#watches) watch.close();
+    this.#watches = [];
     if (this.#closed) return;
     if (error !== null) this.#deps.logger.warn("the floors' watch ended; reading them again", { error });
     this.#applying = this.#applying.then(() => this.#reload());
@@ -178,24 +241,39 @@ export class ReplicatedControlLog implements ControlLog {
   async #applyKvs(kvs: readonly KeyValue[]): Promise<void> {
     for (const kv of kvs) {
       if (this.#closed) return;
-      const label = kv.key.slice(this.#deps.keys.floors.length);
-      let record;
+      const decoded = this.#commandsOf(kv);
+      if (decoded === null) continue;
+      const { label, commands } = decoded;
       try {
-        record = decodeFloorRecord(kv.key, kv.value);
+        for (const command of commands) await this.#applyOne(kv.modRevision, command);
       } catch (error) {
-        this.#deps.logger.error("a floor record that is not one is ignored", { key: kv.key, error });
-        continue;
-      }
-      try {
-        for (const command of commandsOf(label, record)) await this.#applyOne(kv.modRevision, command);
-      } catch (error) {
-        rethrowBug(error, this.#deps.logger, "applying a committed floor threw; the process stops", {
+        rethrowBug(error, this.#deps.logger, "applying a committed command threw; the process stops", {
           partition: label,
         });
-        // Not applied here (a superblock write failed): this replica evicts less until a later
-        // floor of the partition, or a reread, applies; the others go on.
-        this.#deps.logger.error("Cannot apply a committed floor", { partition: label, error });
+        // Not applied here (a superblock or remote table write failed): this replica evicts less,
+        // or keeps the segments a merge replaced, until a later command or a reread applies; the
+        // others go on.
+        this.#deps.logger.error("Cannot apply a committed floor or replace", { partition: label, error });
       }
+    }
+  }
+
+  /** The commands a floor's or a replace's key stands for; null (logged) for a record that is not one. */
+  #commandsOf(kv: KeyValue): { label: string; commands: ControlCommand[] } | null {
+    const { keys, logger } = this.#deps;
+    try {
+      const replace = keys.replaceOf(kv.key);
+      if (replace !== null) {
+        return {
+          label: replace.label,
+          commands: [replaceCommandOf(replace.label, decodeReplaceRecord(kv.key, kv.value))],
+        };
+      }
+      const label = kv.key.slice(keys.floors.length);
+      return { label, commands: commandsOf(label, decodeFloorRecord(kv.key, kv.value)) };
+    } catch (error) {
+      logger.error("a floor or replace record that is not one is ignored", { key: kv.key, error });
+      return null;
     }
   }
 

@@ -22,6 +22,7 @@ import {
   pooledWindowsMax,
   type TierRemoteReaderOptions,
 } from "../tier/cache/tier_remote_reader.ts";
+import type { ReplaceAcks } from "../cluster/replace_acks.ts";
 import { TierService } from "../tier/tier_service.ts";
 import { BucketStateTransfer, type StateTransferDeps } from "../tier/restore/state_transfer.ts";
 import type { PartitionSeeder } from "../log/partition/seeded_partition.ts";
@@ -149,6 +150,9 @@ export class TieredComposition {
       metrics: this.#metrics.tier,
       pieceGate: this.#deps.pieceGate,
       ...(this.#deps.cluster !== null ? { leadership: this.#deps.cluster.tierLeadership() } : {}),
+      ...(this.#replaceAcks !== null
+        ? { replaceTaken: (label: string, start: number) => this.#replaceAcks!.ack(label, start) }
+        : {}),
       config: {
         prefix: t.s3.prefix,
         clusterId: this.#clusterId,
@@ -220,6 +224,11 @@ export class TieredComposition {
     };
   }
 
+  /** In a cluster, which replicas took each replace (merge); null on a single node. */
+  get #replaceAcks(): ReplaceAcks | null {
+    return this.#deps.cluster?.replaceAcks ?? null;
+  }
+
   /** Shard 0 sweeps for orphans: on a single node always, in a cluster while its node is the controller. */
   #sweepsOrphans(shard: ShardRuntime): boolean | (() => boolean) {
     const cluster = this.#deps.cluster;
@@ -238,8 +247,8 @@ export class TieredComposition {
         prefix: t.s3.prefix,
         clusterId: this.#clusterId,
         segmentUploadTimeoutMs: t.segmentUploadTimeoutMs,
-        deletesReplaced: !this.#deps.config.cluster.enabled,
       },
+      ...(this.#replaceAcks !== null ? { replaceTakers: this.#replaceAcks } : {}),
       sweepsOrphans: this.#sweepsOrphans(shard),
       tier,
       requests: shard,

@@ -87,7 +87,6 @@ const processHousekeepingConfig = {
   prefix: bucketPrefix,
   clusterId,
   segmentUploadTimeoutMs,
-  deletesReplaced: true,
 };
 
 /**

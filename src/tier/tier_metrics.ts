@@ -22,6 +22,8 @@ export interface TierGaugeSource {
   localOvershootBytes(): number;
   /** Partitions whose floor command failed to commit and has not committed since. */
   floorRetriesWaiting(): number;
+  /** Committed replaces (merges) the chains cannot take yet (a follower's copies still local). */
+  replacesWaiting(): number;
   floors(): Iterable<[string, number]>;
   partitionBytes(): Iterable<[string, PartitionBytes]>;
 }
@@ -153,6 +155,14 @@ function registerGauges(registers: Registry[], sources: ReadonlySet<TierGaugeSou
     registers,
     collect() {
       this.set([...sources].reduce((n, s) => n + s.floorRetriesWaiting(), 0));
+    },
+  });
+  new Gauge({
+    name: "strata_tier_replaces_waiting",
+    help: "Committed replaces of remote segments (merges) a replica's chain cannot take yet.",
+    registers,
+    collect() {
+      this.set([...sources].reduce((n, s) => n + s.replacesWaiting(), 0));
     },
   });
 }

@@ -34,7 +34,7 @@ import { ReplicatedRetention } from "./replicated_retention.ts";
 import { type SubmitFloor, submitFloorCommand } from "./control/floor_submission.ts";
 import type { AdvanceTieredFloor } from "../log/retention/floor_state.ts";
 import type { ReplaceRemoteSegments } from "../log/segment/segment_replacement.ts";
-import { applyReplace } from "./merge/replace_apply.ts";
+import { CommittedReplaces } from "./merge/replace_apply.ts";
 import { mergeProgressOf } from "./merge/merge_plan.ts";
 
 /** A partition as the tier service sees it: its log and superblock, and its topic's options. */
@@ -78,6 +78,8 @@ export interface TierServiceDeps {
   pieceGate?: PieceGate;
   /** In a cluster, the partitions this node leads: only those upload. Absent: it leads every one. */
   leadership?: TierLeadership;
+  /** In a cluster, told that this replica's chain took a committed replace (`CommittedReplacesDeps.taken`). */
+  replaceTaken?(partition: string, startOffset: number): void;
 }
 
 /** Bound on `await` waiters per shard. */
@@ -108,6 +110,8 @@ export class TierService implements TierGaugeSource {
   readonly #terms = new Map<string, number>();
   /** In a cluster, the floors a follower could not apply yet (above its high watermark). */
   readonly #deferredFloors = new DeferredFloors();
+  /** How committed replaces (merges) apply, and those a replica's chain cannot take yet. */
+  readonly #replaces: CommittedReplaces;
   /** Total retention across replicas: decided by the leader, committed, applied everywhere. */
   readonly retention: ReplicatedRetention;
 
@@ -132,6 +136,12 @@ export class TierService implements TierGaugeSource {
       uploaded: (key, startOffset, logCrc32) => this.#evictions.noteUploaded(key, startOffset, logCrc32),
       report: (report) => this.#uploadReported(report),
     });
+    this.#replaces = new CommittedReplaces({
+      logger: deps.logger,
+      ...(deps.metrics !== undefined ? { metrics: deps.metrics } : {}),
+      partition: (key) => this.#partitions.get(key)?.partition,
+      ...(deps.replaceTaken !== undefined ? { taken: deps.replaceTaken } : {}),
+    });
     this.retention = new ReplicatedRetention({
       logger: deps.logger,
       clustered: deps.leadership !== undefined,
@@ -154,26 +164,28 @@ export class TierService implements TierGaugeSource {
         case "advance_deleted_up_to":
           return this.retention.apply(command);
         case "replace_remote_segments":
-          return this.#applyReplace(command);
+          return this.#replaces.apply(command);
       }
     });
     this.#control = { log, epoch: log.epoch() };
   }
 
   /**
-   * Commits a replace of remote segments (a merge) and resolves once it is applied: on a single node
-   * through the control log, under the epoch it is at; in a cluster, where the replace is the
-   * leader's own (docs/DESIGN.md, "The adjacent-segment merger"), to the partition at once while
-   * this node still leads it.
+   * Commits a replace of remote segments (a merge) through the control log and resolves once it is
+   * applied here: on a single node under the log's epoch; in a cluster under the epoch this node
+   * leads the partition in, so that a deposed leader's merge is never committed (docs/DESIGN.md,
+   * "The adjacent-segment merger").
    */
   async submitReplace(command: ReplaceRemoteSegments): Promise<void> {
-    if (this.#deps.leadership !== undefined) {
-      if (this.#terms.has(command.partition)) await this.#applyReplace(command);
-      return;
-    }
     const control = this.#control;
     if (control === null) throw new Error("Cannot commit a replace of remote segments: no control log yet");
-    await control.log.submit(command, { expectedEpoch: control.epoch });
+    const epoch = this.#deps.leadership === undefined ? control.epoch : this.#terms.get(command.partition);
+    if (epoch === undefined) {
+      throw new Error(
+        `Cannot commit a replace of remote segments of ${command.partition}: this node no longer leads it`,
+      );
+    }
+    await control.log.submit(command, { expectedEpoch: epoch });
   }
 
   uploadsInFlight(): number {
@@ -195,6 +207,10 @@ export class TierService implements TierGaugeSource {
 
   floorRetriesWaiting(): number {
     return floorRetriesWaiting(this.#state);
+  }
+
+  replacesWaiting(): number {
+    return this.#replaces.waiting;
   }
 
   /** The sum of each partition's overshoot as its last eviction look found it (within a second). */
@@ -254,6 +270,7 @@ export class TierService implements TierGaugeSource {
     );
     this.#scan.add(p.key, this.#now());
     this.#leadershipChanged(p.key);
+    if (this.#control !== null) this.#replaces.applyCommittedTo(this.#control.log, p.key);
   }
 
   /** Starts or ends the partition's upload term as its leadership here changed (always led alone). */
@@ -291,6 +308,7 @@ export class TierService implements TierGaugeSource {
     this.#evictions.forget(key);
     this.#terms.delete(key);
     this.#deferredFloors.forget(key);
+    this.#replaces.forget(key);
     this.retention.forget(key);
     this.#step(core.partitionClosed(this.#state, { partition: key }, this.#now()));
   }
@@ -340,6 +358,7 @@ export class TierService implements TierGaugeSource {
         this.#deferredFloors.defer(command);
       });
     }
+    this.#replaces.onTick(nowMs);
   }
 
   /** The control log committed a floor command: apply it to the partition and tell the core. */
@@ -371,12 +390,6 @@ export class TierService implements TierGaugeSource {
     this.#waiters.wake(p.key, sb.tieredUpToOffset);
     this.#evictionLooks.touch(p.key);
     this.#scan.due(p.key, this.#now());
-  }
-
-  /** A committed replace (a merge), for a partition of this service's. */
-  async #applyReplace(command: ReplaceRemoteSegments): Promise<void> {
-    const p = this.#partitions.get(command.partition);
-    if (p !== undefined) await applyReplace(p.partition, command, this.#deps.logger, this.#deps.metrics);
   }
 
   /** Local retention's look found the partition under pressure, or no longer. */

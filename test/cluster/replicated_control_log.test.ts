@@ -9,6 +9,7 @@ import { silentLogger } from "../../src/runtime/logger.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { type ControlCommand, ControlEpochMismatchError } from "../../src/tier/control/control_log.ts";
 import { virtualTime, waitFor } from "../helpers/wait_for.ts";
+import { mergeReplace } from "../helpers/replace_commands.ts";
 
 const keys = new ClusterKeys("/sim");
 const address = { streamId: 1, topicId: 2, partitionId: 0 };
@@ -243,4 +244,41 @@ t.test("the deleted watermark commits beside the floor, under the epoch, and rep
       ),
     /wrong type/,
   );
+});
+
+const replace = (startOffset: number, endOffset: number): ControlCommand =>
+  mergeReplace(label, startOffset, endOffset);
+
+t.test("a leader's replace commits under its epoch as a key of its own; replicas hear it after the floors", async (t) => {
+  const { store, open, hearing, admin, writeState } = await setup(t);
+  const leader = await open(store.client("node-1"));
+  const follower = await open(store.client("node-2"));
+  await leader.log.submit(floor(100), { expectedEpoch: 4 });
+  const index = await leader.log.submit(replace(0, 59), { expectedEpoch: 4 });
+  t.same(leader.applied.at(-1), { index, command: replace(0, 59) }, "the submitter applies it at once");
+  await waitFor("the replica to hear the replace", () => follower.applied.length === 2, hearing);
+  t.same(follower.applied[1], { index, command: replace(0, 59) }, "a replica hears it, markers whole");
+  const stored = await admin.range({ key: keys.replaces, prefix: true });
+  t.same(stored.kvs.map((kv) => kv.key), [keys.replace(label, 0)]);
+  t.same(keys.replaceOf(stored.kvs[0]!.key), { label, startOffset: 0 });
+  // A replica that starts later replays the floors, then the replaces.
+  const late = await open(store.client("node-3"));
+  t.same(late.applied.map((a) => a.command.kind), ["advance_tiered_floor", "replace_remote_segments"]);
+  // A deposed leader's replace is refused and written nowhere.
+  await writeState({ leader: 2, leaderEpoch: 5, isr: [2, 3], replicas: [1, 2, 3] });
+  const refused = await leader.log.submit(replace(60, 99), { expectedEpoch: 4 }).catch((e) => e);
+  t.ok(refused instanceof ControlEpochMismatchError, String(refused));
+  t.equal((await admin.range({ key: keys.replaces, prefix: true })).kvs.length, 1);
+});
+
+t.test("a replace record that is not one is logged and skipped; the others apply", async (t) => {
+  const { store, open, admin } = await setup(t);
+  await admin.txn({
+    compare: [],
+    success: [{ kind: "put", key: keys.replace(label, 0), value: '{"markers":[]}' }],
+  });
+  const leader = await open(store.client("node-1"));
+  await leader.log.submit(replace(60, 99), { expectedEpoch: 4 });
+  const late = await open(store.client("node-2"));
+  t.same(late.applied.map((a) => a.command), [replace(60, 99)]);
 });

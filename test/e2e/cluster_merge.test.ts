@@ -10,11 +10,11 @@ import { startS3rver } from "../helpers/harnesses/s3rver_harness.ts";
 import { type ClusterNodeProcess, partitionDirOf, startStrataCluster } from "../helpers/strata_cluster.ts";
 import { describePartition } from "../../scripts/lib/kafka_metadata.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
-import { payloadOf, perRound, roundOf, segmentsOf, type SegmentView } from "../helpers/quiet_topic.ts";
+import { payloadOf, perRound, produceRound, segmentsOf, type SegmentView } from "../helpers/quiet_topic.ts";
 
 // A quiet tiered topic on three nodes rolls a segment a second; its leader merges the evicted ones
-// in the bucket. Every replica keeps a readable chain: a new leader serves everything, and a wiped
-// replica takes the merged chain from the bucket.
+// in the bucket and commits the replace in etcd. Every replica takes it: a new leader serves
+// everything, and a wiped replica takes the merged chain from the bucket.
 
 const pace = realTime(100);
 await initCrc32c();
@@ -67,7 +67,12 @@ t.test(
     const cluster = await startStrataCluster(t, {
       portBase: 31_500,
       tiered: { store: s3, bucket: "strata-merge" },
-      housekeeping: ['idle_timeout = "500 ms"', 'merge_interval = "1 s"', 'manifest_upload_interval = "1 s"'],
+      housekeeping: [
+        'idle_timeout = "500 ms"',
+        'merge_interval = "1 s"',
+        'manifest_upload_interval = "1 s"',
+        'delete_grace = "2 s"',
+      ],
     });
     const client = new StrataClient({ baseUrl: cluster.nodes[0]!.httpUrl, encoding: "msgpack" });
     await client.createStream("s");
@@ -87,12 +92,7 @@ t.test(
     const leader = cluster.node(await leaderOf(cluster.nodes));
     const onLeader = new StrataClient({ baseUrl: leader.httpUrl, encoding: "msgpack" });
     for (let round = 0; round < rounds; round++) {
-      const base = round * perRound;
-      t.equal((await onLeader.produce("s", "quiet", roundOf(base), 0)).base_offset, base);
-      await waitFor(`segment ${round} to roll by age`, async () => {
-        const sealed = (await segmentsOn(leader)).filter((s) => s.sealed);
-        return sealed.at(-1)?.end_offset === base + perRound - 1;
-      }, { deadlineMs: 15_000, pace });
+      t.equal(await produceRound(onLeader, round * perRound), round * perRound);
     }
     // A run of segments of about 100 kB is merged once it holds half of segment_size: six at least.
     await waitFor("the leader to merge a run of segments", async () => {
@@ -104,16 +104,45 @@ t.test(
     const metrics = await (await fetch(`${leader.httpUrl}/metrics`)).text();
     t.match(metrics, /strata_tier_merges_total\{outcome="merged"\} [1-9]/);
     t.same(await readBack(leader), { read: rounds * perRound, bad: 0 }, "the leader reads everything back");
+    // The replace is committed in etcd: every follower takes it once its own copies are evicted.
     for (const node of cluster.nodes.filter((n) => n !== leader)) {
+      await waitFor(`node ${node.id} to take the merge`, async () => {
+        const first = (await segmentsOn(node))[0]!;
+        return first.location === "remote" && first.end_offset >= merged.end_offset;
+      }, { deadlineMs: 30_000, pace });
       const segments = await segmentsOn(node);
       t.ok(
         segments.every((s, i) => i === 0 || s.start_offset === segments[i - 1]!.end_offset + 1),
-        `node ${node.id}'s chain is gapless`,
+        `node ${node.id}'s chain starts with the merge (0 to ${segments[0]!.end_offset}) and is gapless`,
       );
+      const replaced = await (await fetch(`${node.httpUrl}/metrics`)).text();
+      t.match(
+        replaced,
+        /strata_tier_segments_replaced_total [1-9]/,
+        `node ${node.id} counts the segments replaced`,
+      );
+      t.match(replaced, /strata_tier_replaces_waiting \d+/, `node ${node.id} shows the replaces waiting`);
     }
 
-    // The leader goes: another replica, whose chain keeps the segments the merge replaced, leads and
-    // serves everything, from objects that stay in the bucket.
+    // Every replica took the replace: the leader deletes the objects it replaced, a grace later.
+    const stem = (offset: number) => String(offset).padStart(20, "0");
+    await waitFor("the replaced objects to be deleted", async () => {
+      const keys = (await store.list("")).objects.map((o) => o.key);
+      return keys.some((k) => k.endsWith(`/${stem(0)}-${stem(merged.end_offset)}.log`)) &&
+        !keys.some((k) => k.endsWith(`/${stem(perRound)}.log`) || k.endsWith(`/${stem(perRound)}.index`));
+    }, { deadlineMs: 60_000, pace });
+    t.match(
+      await (await fetch(`${leader.httpUrl}/metrics`)).text(),
+      /strata_housekeeping_deleted_objects_total\{reason="replaced"\} [1-9]/,
+      "the leader counts the replaced objects deleted",
+    );
+    t.same(
+      await readBack(leader),
+      { read: rounds * perRound, bad: 0 },
+      "the leader reads everything back after",
+    );
+
+    // The leader goes: another replica, whose chain took the merge, leads and serves everything.
     await leader.signal("SIGKILL");
     const others = cluster.nodes.filter((n) => n !== leader);
     await waitFor("a new leader", async () => {

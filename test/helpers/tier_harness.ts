@@ -140,7 +140,6 @@ export async function tierHarness(t: Test, envelope: LocalEnvelope, options: Tie
       ...options.housekeeping,
       prefix: "strata",
       clusterId: "c1",
-      deletesReplaced: true,
       segmentUploadTimeoutMs: 90_000,
     },
     sweepsOrphans: options.sweepsOrphans ?? true,

@@ -333,7 +333,7 @@ export class ReadReplicaFollower {
         markers: [markerOfObject(object, identity)],
       });
       if (decision.kind === "replace") replaced += decision.count;
-      if (decision.kind === "rejected") {
+      if (decision.kind === "rejected" || decision.kind === "wait") {
         this.#deps.logger.warn("read replica cannot take its source's merge", {
           partition: partition.log.label,
           start_offset: object.startOffset,

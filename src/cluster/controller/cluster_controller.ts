@@ -159,8 +159,8 @@ export class ClusterController {
     const txns = effect.kind === "deletePartitions"
       ? [{
         compare: [seat],
-        // The topic's committed floors go with its partition states.
-        success: [effect.topicKey, this.#floorsOf(effect.topicKey)].map((key) => ({
+        // The topic's committed floors and replaces, and the replaces' acks, go with its partition states.
+        success: [effect.topicKey, ...this.#controlStateOf(effect.topicKey)].map((key) => ({
           kind: "delete" as const,
           key,
           prefix: true,
@@ -211,10 +211,11 @@ export class ClusterController {
     });
   }
 
-  /** The floors prefix of the topic whose partition states are under `topicKey`. */
-  #floorsOf(topicKey: string): string {
+  /** The prefixes of the floors, replaces and replace acks of the topic whose partition states are under `topicKey`. */
+  #controlStateOf(topicKey: string): string[] {
     const keys = this.#deps.keys;
-    return keys.floor(topicKey.slice(keys.partitions.length));
+    const topic = topicKey.slice(keys.partitions.length);
+    return [keys.floors, keys.replaces, keys.replaceAcks].map((prefix) => `${prefix}${topic}`);
   }
 
   #write(effect: WritePartition): void {

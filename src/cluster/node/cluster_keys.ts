@@ -10,7 +10,11 @@ import { assert } from "../../runtime/assert.ts";
  * - `{prefix}/partitions/{stream}/{topic}/{partition}`: a partition's leader, epoch, in-sync set and
  *   replicas;
  * - `{prefix}/floors/{stream}/{topic}/{partition}`: a tiered partition's committed floor, written
- *   by its leader under a compare on the partition's state.
+ *   by its leader under a compare on the partition's state;
+ * - `{prefix}/replaces/{stream}/{topic}/{partition}/{start:020}`: a committed replace of the
+ *   partition's remote segments (a merge) from offset `start`, written the same way;
+ * - `{prefix}/replace_acks/{stream}/{topic}/{partition}/{start:020}/{node}`: that node's chain took
+ *   the replace (or no longer holds its range).
  */
 export class ClusterKeys {
   readonly prefix: string;
@@ -58,6 +62,32 @@ export class ClusterKeys {
   /** The key of the committed floor of the partition labelled `label` ("{stream}/{topic}/{partition}"). */
   floor(label: string): string {
     return `${this.floors}${label}`;
+  }
+
+  get replaces(): string {
+    return `${this.prefix}/replaces/`;
+  }
+
+  /** The key of the committed replace of `label`'s remote segments from `startOffset` on. */
+  replace(label: string, startOffset: number): string {
+    return `${this.replaces}${label}/${String(startOffset).padStart(20, "0")}`;
+  }
+
+  /** The partition label and start offset a key under `replaces` names, or null for another key. */
+  replaceOf(key: string): { label: string; startOffset: number } | null {
+    if (!key.startsWith(this.replaces)) return null;
+    const parts = key.slice(this.replaces.length).split("/");
+    if (parts.length !== 4 || !parts.every((p) => /^[0-9]+$/.test(p))) return null;
+    return { label: parts.slice(0, 3).map(Number).join("/"), startOffset: Number(parts[3]) };
+  }
+
+  get replaceAcks(): string {
+    return `${this.prefix}/replace_acks/`;
+  }
+
+  /** The prefix of the acks of the replace of `label`'s remote segments from `startOffset` on. */
+  replaceAcksOf(label: string, startOffset: number): string {
+    return `${this.replaceAcks}${label}/${String(startOffset).padStart(20, "0")}/`;
   }
 
   /** Every partition key of one topic. */

@@ -11,6 +11,7 @@ import type { Logger } from "../../runtime/logger.ts";
 import type { Registry } from "../../runtime/metrics/metrics.ts";
 import type { Rng } from "../../runtime/rng.ts";
 import { ClusterController } from "../controller/cluster_controller.ts";
+import { ReplaceAcks } from "../replace_acks.ts";
 import { ClusterKeys } from "./cluster_keys.ts";
 import { ClusterView } from "./cluster_view.ts";
 import { EtcdMetadataStore } from "../etcd_metadata_store.ts";
@@ -69,6 +70,8 @@ export class ClusterNode {
   readonly controller: ClusterController;
   readonly replicas: ReplicaManager;
   readonly metrics: ReplicationMetrics;
+  /** Which replicas took each replace of remote segments (merge), for every shard of this node. */
+  readonly replaceAcks: ReplaceAcks;
   readonly #deps: ClusterNodeDeps;
   #fetcher: FollowerFetcher | null = null;
   /** The shards' control logs, closed before the coordinator they watch through. */
@@ -90,6 +93,7 @@ export class ClusterNode {
     const { coordinator, clock, logger } = deps;
     const { keys, session, view } = parts;
     this.metrics = parts.metrics;
+    this.replaceAcks = new ReplaceAcks({ coordinator, keys, logger, nodeId: this.nodeId });
     this.metrics.watchKeepAlive(() => session.sinceKeepAliveMs());
     this.controller = new ClusterController({
       coordinator,

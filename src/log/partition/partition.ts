@@ -252,8 +252,8 @@ export class Partition {
 
   /**
    * Applies a committed replace of remote segments (a merge): rejected when it is of another purge
-   * generation or reaches the floor (the partition was purged, or its log cut, since), and otherwise
-   * as the chain decides (`decideReplace`).
+   * generation (the partition was purged since), put off while it reaches the floor (a follower whose
+   * floor is behind its leader's), and otherwise as the chain decides (`decideReplace`).
    */
   async replaceRemote(command: ReplaceRemoteSegments): Promise<ReplaceDecision> {
     const sb = this.#superblock;
@@ -262,7 +262,7 @@ export class Partition {
     }
     const end = command.markers.at(-1)!.endOffset;
     if (end >= sb.tieredUpToOffset) {
-      return { kind: "rejected", reason: `it reaches ${end}, at or past the floor ${sb.tieredUpToOffset}` };
+      return { kind: "wait", reason: `it reaches ${end}, at or past the floor ${sb.tieredUpToOffset}` };
     }
     const identity = { createdRevision: sb.createdRevision, purgeGeneration: sb.purgeGeneration };
     return await this.log.replaceRemote(command.markers, identity);

@@ -29,6 +29,11 @@ export type ReplaceDecision =
   | { kind: "replace"; first: number; count: number }
   /** The chain holds the replacing segments already: a replay of a replace applied before. */
   | { kind: "already" }
+  /**
+   * Not yet: a segment of the range is still local, or the floor is not past it (a follower whose
+   * local retention or floor is behind its leader's); the replace applies once the chain catches up.
+   */
+  | { kind: "wait"; reason: string }
   /** The chain no longer holds the range as the replace found it: nothing changes. */
   | { kind: "rejected"; reason: string };
 
@@ -49,8 +54,8 @@ function assertReplacing(markers: readonly RemoteMarker[]): void {
  * Which segments of the chain a replace by `markers` takes out (pure): the remote segments from the
  * one that starts where the first marker does to the one that ends where the last ends, each marker
  * ending where one of them does. Rejected when the range is no longer whole and remote (retention
- * deleted part of it, a purge started the log again), when a segment is local, or when the markers
- * are of another incarnation.
+ * deleted part of it, a purge started the log again) or when the markers are of another incarnation;
+ * put off (`wait`) while a segment of the range is local.
  */
 export function decideReplace(
   segments: readonly Segment[],
@@ -78,7 +83,7 @@ export function decideReplace(
   for (let i = first; i < segments.length && segments[i]!.startOffset <= end; i++, count++) {
     const s = segments[i]!;
     if (s.location !== "remote") {
-      return { kind: "rejected", reason: `segment ${s.startOffset} is not remote` };
+      return { kind: "wait", reason: `segment ${s.startOffset} is not remote yet` };
     }
     if (s.endOffset > end) return { kind: "rejected", reason: `segment ${s.startOffset} ends past ${end}` };
     ends.delete(s.endOffset);

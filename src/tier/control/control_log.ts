@@ -3,8 +3,7 @@ import type { ReplaceRemoteSegments } from "../../log/segment/segment_replacemen
 
 /**
  * Commands of the partition state machines a shard owns: the tiered floor, in a cluster the
- * watermark total retention deleted below, and on a single node replaces of remote segments (the
- * merger's).
+ * watermark total retention deleted below, and replaces of remote segments (the merger's).
  */
 export type ControlCommand = AdvanceTieredFloor | AdvanceDeletedUpTo | ReplaceRemoteSegments;
 
@@ -64,6 +63,12 @@ export interface ControlLog {
    * when the command could not be made durable (then it may or may not commit later).
    */
   submit(command: ControlCommand, precondition: SubmitPrecondition): Promise<number>;
+  /**
+   * In a cluster, the partition's committed replaces, read now: a replica that joins after the
+   * replay (a new or rebuilt one) applies them, as the replay would have. Absent on a single node,
+   * whose partitions are all there at the replay.
+   */
+  committedReplaces?(partition: string): Promise<ReplaceRemoteSegments[]>;
   /** Index of the last committed command (0 when none). */
   committed(): number;
   /** Everything up to `index` is captured by the state machines' own durable snapshots (superblocks). */

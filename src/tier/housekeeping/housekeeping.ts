@@ -16,7 +16,7 @@ import type { UploadDeps } from "../upload/segment_uploader.ts";
 import type { TopicFacts } from "../bucket/topic_manifest.ts";
 import type { ReplaceRemoteSegments } from "../../log/segment/segment_replacement.ts";
 import { mergePartition, type MergerDeps } from "../merge/segment_merger.ts";
-import { ReplacedObjects } from "../merge/replaced_objects.ts";
+import { ReplacedObjects, type ReplaceTakers } from "../merge/replaced_objects.ts";
 
 export interface HousekeptPartition {
   key: string;
@@ -51,12 +51,12 @@ export interface HousekeepingDeps {
     prefix: string;
     clusterId: string;
     segmentUploadTimeoutMs: number;
-    /**
-     * Whether the objects merges replaced are deleted: not in a cluster, whose followers keep the
-     * segments their leader merged (docs/DESIGN.md, "The adjacent-segment merger").
-     */
-    deletesReplaced: boolean;
   };
+  /**
+   * In a cluster, which replicas took each replace (merge): the objects it replaced are deleted only
+   * once every one did (docs/DESIGN.md, "The adjacent-segment merger"). Absent on a single node.
+   */
+  replaceTakers?: ReplaceTakers;
   /**
    * Whether this shard sweeps the cluster's prefix for orphans: shard 0 of a single node; in a
    * cluster, shard 0 of the controller's node (a function, read at each tick).
@@ -317,7 +317,7 @@ export class Housekeeping implements HousekeepingGaugeSource {
    * partition tried.
    */
   async #merge(budget: RequestBudget): Promise<core.JobOutcome> {
-    if (this.#deps.config.deletesReplaced) await this.#deleteReplaced(budget);
+    await this.#deleteReplaced(budget);
     const { config, logger, metrics } = this.#deps;
     const deps: MergerDeps = {
       ...this.#deps,
@@ -360,6 +360,7 @@ export class Housekeeping implements HousekeepingGaugeSource {
       ...this.#deps,
       deleteGraceMs: config.deleteGraceMs,
       deleted: (count: number) => metrics?.deletedObjects.inc({ reason: "replaced" }, count),
+      ...(this.#deps.replaceTakers !== undefined ? { takers: this.#deps.replaceTakers } : {}),
     };
     const referenced = this.#deps.incarnations.incarnationTable().referenced;
     for (const p of this.#deps.tier.partitions()) {

@@ -18,6 +18,16 @@ const clearedMergesMax = 100_000;
 /** Listing pages one merged segment's range takes at most in one look: its replaced segments are at most 256. */
 const pagesPerMergeMax = 2;
 
+/**
+ * In a cluster, which replicas took each replace (the acks in etcd, `ReplaceAcks`): the objects a
+ * merge replaced go only once every replica's chain took it, and the replace is then removed.
+ */
+export interface ReplaceTakers {
+  takenByAll(label: string, startOffset: number): Promise<boolean>;
+  settle(label: string, startOffset: number): Promise<void>;
+  settleBelow(label: string, firstOffset: number): Promise<number>;
+}
+
 export interface ReplacedObjectsDeps {
   store: DeadlineObjectStore;
   clock: { nowMs(): number };
@@ -25,6 +35,8 @@ export interface ReplacedObjectsDeps {
   deleteGraceMs: number;
   /** Counts each object deleted. */
   deleted(count: number): void;
+  /** In a cluster: which replicas took each replace. Absent on a single node, whose chain is the only one. */
+  takers?: ReplaceTakers;
 }
 
 /** The store requests a look may still make: the housekeeping run's budget. */
@@ -39,11 +51,15 @@ export interface Requests {
  * (and of an earlier, smaller merge), which nothing reads once every reader in flight is done. Each
  * such key is deleted once `delete_grace` has passed since this shard first found it replaced, by
  * its own clock, so a read that resolved the key before the replace never meets a missing object.
- * What it found is memory only: after a restart a key waits a whole grace again.
+ * In a cluster a merged segment's range is looked at only once every replica took its replace, and
+ * the replace is removed from etcd once its range is found clear. What it found is memory only:
+ * after a restart a key waits a whole grace again.
  */
 export class ReplacedObjects {
   readonly #firstSeenMs = new Map<string, number>();
   readonly #cleared = new Set<string>();
+  /** In a cluster, each partition's first offset when its replaces retention passed were last removed. */
+  readonly #settledBelow = new Map<string, number>();
 
   /** Keys found replaced, waiting for their grace. */
   get pending(): number {
@@ -64,20 +80,38 @@ export class ReplacedObjects {
     const prefix = incarnationPrefix(incarnation);
     const root = clusterRoot(incarnation.prefix, incarnation.clusterId);
     const due: string[] = [];
+    const label = partition.log.label;
+    await this.#settleBelow(deps, label, partition.log.firstOffset, requests);
     for (const merged of partition.log.segments) {
       if (merged.location !== "remote") break;
       if (merged.mergedEndOffset === null) continue;
       const id = `${prefix}${objectStem(merged.startOffset, merged.mergedEndOffset)}`;
       if (this.#cleared.has(id)) continue;
-      if (requests.left < pagesPerMergeMax + 1) break;
+      if (requests.left < pagesPerMergeMax + 2) break;
+      if (deps.takers !== undefined) {
+        requests.take(1);
+        if (!await deps.takers.takenByAll(label, merged.startOffset)) continue;
+      }
       const replaced = await replacedKeysOf(deps.store, root, prefix, merged, requests);
-      if (replaced.length === 0) this.#remember(id);
+      if (replaced.length === 0) {
+        await deps.takers?.settle(label, merged.startOffset);
+        this.#remember(id);
+      }
       for (const key of replaced) {
         const firstSeenMs = this.#firstSeenMs.get(key) ?? this.#note(key, deps.clock.nowMs());
         if (firstSeenMs !== null && deps.clock.nowMs() - firstSeenMs >= deps.deleteGraceMs) due.push(key);
       }
     }
-    await this.#delete(deps, partition.log.label, due, requests);
+    await this.#delete(deps, label, due, requests);
+  }
+
+  /** In a cluster, once the partition's first offset moved: removes the replaces retention passed. */
+  async #settleBelow(deps: ReplacedObjectsDeps, label: string, firstOffset: number, requests: Requests) {
+    if (deps.takers === undefined || this.#settledBelow.get(label) === firstOffset) return;
+    requests.take(1);
+    await deps.takers.settleBelow(label, firstOffset);
+    if (this.#settledBelow.size >= clearedMergesMax) this.#settledBelow.clear();
+    this.#settledBelow.set(label, firstOffset);
   }
 
   /** Notes a key found replaced now; null when the bound is reached (a later look finds it again). */

@@ -35,14 +35,13 @@ t.test("a replace takes out the remote segments its markers cover, each marker e
   t.end();
 });
 
-t.test("a replace the chain holds already is a replay; one it no longer holds as found is rejected", (t) => {
+t.test("a replace the chain holds already is a replay; one it no longer holds as found is rejected; one over a local segment waits", (t) => {
   const merged = chain();
   merged.splice(1, 3, remoteSegmentOf("/p", marker(10, 39, true)));
   t.same(decideReplace(merged, [marker(10, 39, true)], identity), { kind: "already" });
   const cases: [string, RemoteMarker[], RegExp][] = [
     ["no segment starts there", [marker(15, 39, true)], /no segment starts at 15/],
     ["a marker ends inside a segment", [marker(10, 34, true)], /ends past 34/],
-    ["a local segment", [marker(40, 59, true)], /segment 50 is not remote/],
     [
       "a middle boundary of no segment",
       [marker(0, 14, true), marker(15, 29, true)],
@@ -55,6 +54,8 @@ t.test("a replace the chain holds already is a replay; one it no longer holds as
     t.equal(decision.kind, "rejected", what);
     t.match(decision.kind === "rejected" ? decision.reason : "", reason, what);
   }
+  const local = decideReplace(chain(), [marker(40, 59, true)], identity);
+  t.same(local, { kind: "wait", reason: "segment 50 is not remote yet" }, "a local segment: put off");
   t.throws(() => decideReplace(chain(), [], identity), /by none/);
   t.throws(() => decideReplace(chain(), [marker(0, 9), marker(20, 29)], identity), /not contiguous/);
   t.end();

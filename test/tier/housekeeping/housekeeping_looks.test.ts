@@ -52,7 +52,6 @@ t.test("a shard of 1,000 partitions is looked at 128 per tick, each once every 1
       prefix: "strata",
       clusterId: "c1",
       segmentUploadTimeoutMs: 90_000,
-      deletesReplaced: true,
     },
     sweepsOrphans: false,
     tier,

@@ -6,6 +6,8 @@ import type { ReplaceRemoteSegments } from "../../../src/log/segment/segment_rep
 import { segmentKeys } from "../../../src/tier/bucket/object_keys.ts";
 import { mergePartition, type MergerDeps } from "../../../src/tier/merge/segment_merger.ts";
 import { ReplacedObjects } from "../../../src/tier/merge/replaced_objects.ts";
+import { TierRemoteReader } from "../../../src/tier/cache/tier_remote_reader.ts";
+import { RemoteDataLossError } from "../../../src/log/remote/remote_reader.ts";
 import { TokenBucket } from "../../../src/runtime/cooperation/token_bucket.ts";
 import { silentLogger } from "../../../src/runtime/logger.ts";
 import { evicted, payloadOk } from "../../helpers/evicted_partition.ts";
@@ -23,7 +25,7 @@ async function fixture(t: Test) {
     purgeGeneration: 0,
     upToOffset: f.floor,
   });
-  await f.attach();
+  const cache = await f.attach();
   const replaces: ReplaceRemoteSegments[] = [];
   const deps: MergerDeps = {
     disk: f.disk,
@@ -45,7 +47,7 @@ async function fixture(t: Test) {
   };
   const merge = (requestsLeft = 1000) =>
     mergePartition(deps, f.partition, f.incarnation, { targetBytes, indexIntervalBytes: 4096, requestsLeft });
-  return { ...f, deps, replaces, merge };
+  return { ...f, deps, replaces, merge, cache };
 }
 
 /**
@@ -143,7 +145,7 @@ t.test("a merge needs one GET per segment and four more requests: too few left, 
   t.equal(outcome.kind === "merged" ? outcome.segments : 0, 2, "6 requests merge two segments");
 });
 
-t.test("a replace applied again (a replay) changes nothing; one the chain no longer holds is rejected", async (t) => {
+t.test("a replace applied again (a replay) changes nothing; one the chain no longer holds is rejected, one past the floor waits", async (t) => {
   const f = await fixture(t);
   t.equal((await f.merge()).kind, "merged");
   const command = f.replaces[0]!;
@@ -156,8 +158,8 @@ t.test("a replace applied again (a replay) changes nothing; one the chain no lon
   const reaching = { ...command, markers: [{ ...m, endOffset: f.floor, startOffset: m.startOffset }] };
   t.equal(
     (await f.partition.replaceRemote(reaching)).kind,
-    "rejected",
-    "a replace up to the floor is rejected",
+    "wait",
+    "a replace up to the floor waits for the floor (a follower behind its leader)",
   );
 });
 
@@ -299,4 +301,110 @@ t.test("the objects a merge replaced are deleted a grace after a look first foun
   await replaced.sweep(deps, f.partition, f.incarnation, budget(100));
   t.equal(f.sim.count("list"), lists + 1, "a range found clear once is not listed again");
   t.same(await readAll(f.partition), before, "the log reads back the same");
+});
+
+t.test("in a cluster the replaced objects wait for every replica to take the replace, which then goes", async (t) => {
+  const f = await fixture(t);
+  t.equal((await f.merge()).kind, "merged");
+  const merged = f.partition.log.segments[0]!;
+  const keysBefore = f.sim.keys();
+  let takenByAll = false;
+  const asked: number[] = [];
+  const settled: number[] = [];
+  const settledBelow: number[] = [];
+  const takers = {
+    takenByAll: (_label: string, start: number) => {
+      asked.push(start);
+      return Promise.resolve(takenByAll);
+    },
+    settle: (_label: string, start: number) => {
+      settled.push(start);
+      return Promise.resolve();
+    },
+    settleBelow: (_label: string, firstOffset: number) => {
+      settledBelow.push(firstOffset);
+      return Promise.resolve(0);
+    },
+  };
+  const deps = {
+    store: f.store,
+    clock: f.clock,
+    logger: silentLogger(),
+    deleteGraceMs: 0,
+    deleted: () => {},
+    takers,
+  };
+  const budget = () => ({
+    left: 100,
+    take(n = 1) {
+      this.left -= n;
+    },
+  });
+  const replaced = new ReplacedObjects();
+  const lists = f.sim.count("list");
+  await replaced.sweep(deps, f.partition, f.incarnation, budget());
+  await replaced.sweep(deps, f.partition, f.incarnation, budget());
+  t.same(asked, [merged.startOffset, merged.startOffset], "each look asks whether every replica took it");
+  t.equal(f.sim.count("list"), lists, "until they all did, the range is not even listed");
+  t.same(f.sim.keys(), keysBefore, "and nothing is deleted");
+  t.same(
+    settledBelow,
+    [f.partition.log.firstOffset],
+    "retention's passed replaces are removed once per first offset",
+  );
+  takenByAll = true;
+  await replaced.sweep(deps, f.partition, f.incarnation, budget());
+  t.ok(f.sim.keys().length < keysBefore.length, "once they all did, the replaced objects go (a grace of 0)");
+  t.same(settled, [], "the replace stays while its range still held replaced objects");
+  await replaced.sweep(deps, f.partition, f.incarnation, budget());
+  t.same(settled, [merged.startOffset], "a range found clear removes its replace");
+});
+
+t.test("a read holding a replaced segment reads its object until the grace has passed", async (t) => {
+  const f = await fixture(t);
+  const before = await readAll(f.partition);
+  // What a read in flight holds: the chain's segments as it resolved them, before the merge.
+  const held = f.partition.log.segments.filter((s) => s.location === "remote");
+  t.equal((await f.merge()).kind, "merged");
+  const merged = f.partition.log.segments[0]!;
+  const replacedHeld = held.filter((s) => s.endOffset <= merged.endOffset);
+  t.ok(replacedHeld.length >= 2, `${replacedHeld.length} held segments replaced`);
+  const deps = {
+    store: f.store,
+    clock: f.clock,
+    logger: silentLogger(),
+    deleteGraceMs: 60_000,
+    deleted: () => {},
+  };
+  const budget = () => ({
+    left: 100,
+    take(n = 1) {
+      this.left -= n;
+    },
+  });
+  const replaced = new ReplacedObjects();
+  await replaced.sweep(deps, f.partition, f.incarnation, budget());
+  f.clock.advance(59_000);
+  await replaced.sweep(deps, f.partition, f.incarnation, budget());
+  // A reader of its own, whose chunk cache has nothing of the replaced segments the fixture read.
+  const cache = await f.attach();
+  const reader = new TierRemoteReader(f.partition, cache, f.readerOptions(cache));
+  const gets = f.sim.count("get");
+  const within = await reader.chunkAt(replacedHeld[1]!, 0, 4096);
+  t.ok(f.sim.count("get") > gets, "the read fetches the replaced segment's object");
+  const baseOffset = new DataView(within.bytes.buffer, within.bytes.byteOffset).getBigInt64(0);
+  t.equal(
+    Number(baseOffset),
+    replacedHeld[1]!.startOffset,
+    "within the grace the held segment reads its object",
+  );
+  await reader.drop(within);
+  f.clock.advance(1000);
+  await replaced.sweep(deps, f.partition, f.incarnation, budget());
+  const after = await reader.chunkAt(replacedHeld[0]!, 0, 4096).catch((e) => e);
+  t.ok(
+    after instanceof RemoteDataLossError,
+    `after the grace the replaced objects are gone: ${String(after)}`,
+  );
+  t.same(await readAll(f.partition), before, "the merged chain reads back the same");
 });
