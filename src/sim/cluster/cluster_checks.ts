@@ -75,6 +75,11 @@ export function checkStep(w: ClusterWorld): void {
     const live = leader === null || leader === undefined ? null : incarnationOf(leader);
     const objects = bucketSegments(w).filter((o) => live === null || o.incarnation === live);
     w.fail(inv.floorBacked(committed, floor.deletedUpToOffset, objects));
+    for (const node of w.nodes) {
+      const partition = node.partition(w);
+      if (partition === null || incarnationOf(partition) !== live) continue;
+      w.fail(inv.remoteChainBacked(node.id, partition.log.segments, floor.deletedUpToOffset, objects));
+    }
   }
 }
 

@@ -104,6 +104,32 @@ export function floorBacked(
     : `the committed floor ${committedFloor} is above the bucket's ${next}`;
 }
 
+/**
+ * Every replica's chain stays readable: each segment it holds only remotely, ending at or above the
+ * deleted watermark, has its `.log` object in the bucket. The objects a merge replaced go only once
+ * every replica took its replace, so a chain never names one of them once gone.
+ */
+export function remoteChainBacked(
+  node: number,
+  segments: readonly {
+    startOffset: number;
+    endOffset: number;
+    location: string;
+    mergedEndOffset: number | null;
+  }[],
+  deletedUpTo: number,
+  objects: readonly { startOffset: number; endOffset: number; merged: boolean }[],
+): string | null {
+  const stored = new Set(objects.map((o) => `${o.startOffset}-${o.merged ? o.endOffset : ""}`));
+  const missing = segments.find((s) =>
+    s.location === "remote" && s.endOffset >= deletedUpTo &&
+    !stored.has(`${s.startOffset}-${s.mergedEndOffset ?? ""}`)
+  );
+  return missing === undefined
+    ? null
+    : `node ${node}'s remote segment ${missing.startOffset}..${missing.endOffset} has no object in the bucket`;
+}
+
 /** Every acknowledged value reads back at its offset. */
 export function acknowledgedPresent(
   acked: ReadonlyMap<number, string>,

@@ -81,18 +81,22 @@ export function nodeConfig(nodeId: number): Config {
     `orphan_sweep_interval = "${orphanSweepIntervalMs} ms"`,
     `manifest_upload_interval = "2000 ms"`,
     `verify_interval = "5000 ms"`,
+    `merge_interval = "2000 ms"`,
   ].join("\n");
   return loadConfig(text, `simulated node ${nodeId}`, {}).config;
 }
 
 /**
- * The workload's topic: tiered, replicated three times, segments rolled after a second and local
- * copies evicted a second after upload, so that small messages make many segments.
+ * The workload's topic: tiered, replicated three times, segments rolled after a second (or 16 KiB)
+ * and local copies evicted a second after upload, so that small messages make many segments, which
+ * the leaders merge.
  */
 export function simTopicOptions(): TopicOptions {
   return {
     ...defaultTopicOptions({ tiered: true, localRetentionAgeMs: 1000, localRetentionSizeBytes: null }, 1),
     segmentMaxAgeMs: 1000,
+    // Small enough that runs of the second-long segments close, and the leaders merge them.
+    segmentSizeBytes: 16 * 1024,
     localRetentionAgeMs: 1000,
     replicationFactor: 3,
   };

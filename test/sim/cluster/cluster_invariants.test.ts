@@ -66,6 +66,32 @@ t.test("the floor must be backed by a chain of objects from the deleted watermar
   t.end();
 });
 
+t.test("every replica's remote segment must have its object, but below the deleted watermark", (t) => {
+  const remote = (startOffset: number, endOffset: number, merged = false) => ({
+    startOffset,
+    endOffset,
+    location: "remote",
+    mergedEndOffset: merged ? endOffset : null,
+  });
+  const objects = [
+    { startOffset: 0, endOffset: 19, merged: true },
+    { startOffset: 20, endOffset: 29, merged: false },
+  ];
+  const local = { ...remote(30, 39), location: "local" };
+  t.equal(inv.remoteChainBacked(1, [remote(0, 19, true), remote(20, 29), local], 0, objects), null);
+  t.match(
+    inv.remoteChainBacked(2, [remote(0, 9), remote(10, 19), remote(20, 29)], 0, objects),
+    /node 2's remote segment 0..9 has no object/,
+    "a chain that still names what a merge replaced, once it is gone",
+  );
+  t.equal(
+    inv.remoteChainBacked(2, [remote(0, 9), remote(10, 19)], 20, []),
+    null,
+    "below the watermark: gone",
+  );
+  t.end();
+});
+
 t.test("every acknowledged value must read back at its offset", (t) => {
   const acked = new Map([[0, "a"], [1, "b"]]);
   t.equal(inv.acknowledgedPresent(acked, new Map([[0, "a"], [1, "b"], [2, "c"]])), null);
