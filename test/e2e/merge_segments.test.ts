@@ -1,4 +1,3 @@
-import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import { type PolledMessage, StrataClient } from "../../src/client/strata_client.ts";
@@ -6,11 +5,18 @@ import { FsObjectStore } from "../../src/objectstore/fs_object_store.ts";
 import { decodeManifest } from "../../src/tier/bucket/manifest.ts";
 import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
-import { configCopy } from "../helpers/config_copy.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
-import { payloadOf, perRound, roundOf, segmentsOf, type SegmentView } from "../helpers/quiet_topic.ts";
+import {
+  createQuietTopic,
+  mergingConfig,
+  payloadOf,
+  perRound,
+  produceRound,
+  segmentsOf,
+  type SegmentView,
+} from "../helpers/quiet_topic.ts";
 
 // A quiet tiered topic rolls a segment a second; once they are evicted, an idle shard merges them
 // into objects of about the topic's segment_size, and the log reads back the same.
@@ -32,31 +38,13 @@ async function readAll(client: StrataClient, topic = "quiet"): Promise<PolledMes
 
 t.test("time-rolled segments are merged in the bucket and read back the same, before and after a SIGKILL", async (t) => {
   const dir = tempDir(t, "strata-merge-");
-  const configPath = configCopy(dir);
-  const config = readFileSync(configPath, "utf8")
-    .replace('idle_timeout = "10 s"', 'idle_timeout = "500 ms"')
-    .replace('merge_interval = "60 s"', 'merge_interval = "1 s"')
-    .replace('manifest_upload_interval = "60 s"', 'manifest_upload_interval = "1 s"')
-    .replace('delete_grace = "60 s"', 'delete_grace = "2 s"');
-  writeFileSync(configPath, config);
+  const configPath = mergingConfig(dir, "500 ms", "2 s");
   const server = await spawnServer(["--config", configPath]);
   t.teardown(() => server.stop("SIGKILL"));
   const client = new StrataClient({ baseUrl: server.baseUrl, encoding: "msgpack" });
-  await client.createStream("s");
-  await client.createTopic("s", {
-    name: "quiet",
-    partitions: 1,
-    segment_size: "1 MiB",
-    segment_max_age: "1 s",
-    local_retention_age: "1 s",
-  });
+  await createQuietTopic(client);
   for (let round = 0; round < rounds; round++) {
-    const base = round * perRound;
-    t.equal((await client.produce("s", "quiet", roundOf(base), 0)).base_offset, base);
-    await waitFor(`segment ${round} to roll by age`, async () => {
-      const sealed = (await segmentsOf(client)).filter((s) => s.sealed);
-      return sealed.at(-1)?.end_offset === base + perRound - 1;
-    }, { deadlineMs: 10_000, pace: realTime(100) });
+    t.equal(await produceRound(client, round * perRound), round * perRound);
   }
   const produced = await readAll(client);
   t.equal(produced.length, rounds * perRound);
