@@ -21,7 +21,7 @@ import {
 // random time when none does (both drawn from a fixed seed). After every restart the chain is gapless from offset 0 and
 // every record produced reads back as produced.
 
-const kills = 5;
+const kills = 3;
 const roundsBetweenKills = 6;
 const killWaitMaxMs = 3000;
 

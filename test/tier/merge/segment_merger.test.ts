@@ -75,7 +75,7 @@ async function readAll(partition: Partition) {
   return { messages, batches };
 }
 
-t.test("small remote segments become one object, read back the same before, after and after a reboot", async (t) => {
+t.test("small remote segments become one object, read back the same before, during, after and after a reboot", async (t) => {
   const f = await fixture(t);
   const before = await readAll(f.partition);
   t.equal(before.messages.length, 30);
@@ -97,8 +97,14 @@ t.test("small remote segments become one object, read back the same before, afte
     "the replaced objects stay in the store (a reader in flight may hold them)",
   );
   t.same(await readAll(f.partition), before, "read back byte for byte after the merge");
-  // The rest merges too, then nothing is left to merge.
-  t.equal((await f.merge()).kind, "merged");
+  // The rest merges too, read meanwhile: the first read starts as the merge does, so it straddles it.
+  let merging = true;
+  const second = f.merge().finally(() => (merging = false));
+  const during: Awaited<ReturnType<typeof readAll>>[] = [];
+  for (let reads = 0; reads < 20 && merging; reads++) during.push(await readAll(f.partition));
+  t.equal((await second).kind, "merged");
+  t.ok(during.length >= 1, `${during.length} reads during the merge`);
+  t.ok(during.every((read) => t.same(read, before)), "read back byte for byte during the merge");
   t.same(await f.merge(), { kind: "none" });
   const remoteAfter = f.partition.log.segments.filter((s) => s.location === "remote");
   t.equal(remoteAfter.length, 2, "two merged segments hold what ten held");
