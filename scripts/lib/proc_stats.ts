@@ -56,3 +56,36 @@ export function cpuPercentOfCore(startCpuMs: number, endCpuMs: number, elapsedMs
   if (endCpuMs < startCpuMs) throw new Error("Cannot compute CPU use: the CPU time went backwards");
   return ((endCpuMs - startCpuMs) / elapsedMs) * 100;
 }
+
+/**
+ * A process's CPU time so far by thread name (user plus system, in milliseconds): the main thread,
+ * which runs the event loop, as "loop", every other under the name the kernel shows for it (the
+ * file workers, the runtime's I/O threads, V8's helpers), threads of one name summed.
+ */
+export function readThreadsCpuMs(pid: number, proc = "/proc"): Map<string, number> {
+  const byName = new Map<string, number>();
+  for (const tid of readdirSync(`${proc}/${pid}/task`)) {
+    let stat: string;
+    try {
+      stat = readFileSync(`${proc}/${pid}/task/${tid}/stat`, "utf8");
+    } catch {
+      continue; // The thread ended between the listing and the read.
+    }
+    const name = tid === String(pid) ? "loop" : stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+    byName.set(name, (byName.get(name) ?? 0) + parseStatCpuMs(stat));
+  }
+  return byName;
+}
+
+/** The CPU time each thread name used between two readings of `readThreadsCpuMs`; names with none left out. */
+export function threadsCpuBetween(
+  before: ReadonlyMap<string, number>,
+  after: ReadonlyMap<string, number>,
+): Record<string, number> {
+  const used: Record<string, number> = {};
+  for (const [name, ms] of after) {
+    const delta = ms - (before.get(name) ?? 0);
+    if (delta > 0) used[name] = delta;
+  }
+  return used;
+}

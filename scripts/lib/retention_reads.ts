@@ -9,6 +9,7 @@ import {
   type WindowLateness,
 } from "./lateness_scrape.ts";
 import { librdkafkaPython } from "./librdkafka_python.ts";
+import { readThreadsCpuMs, threadsCpuBetween } from "./proc_stats.ts";
 import { type ServerProcess, startServerProcess } from "./server_process.ts";
 
 /**
@@ -33,6 +34,15 @@ export interface ReadFigures {
   tick_idle: WindowLateness;
   tick_local: WindowLateness;
   tick_cold: WindowLateness;
+  /**
+   * The server's CPU time (ms) in each read, by thread (`readThreadsCpuMs`): what a cold read's
+   * fills cost on each thread beyond the warm read's.
+   */
+  cpu_ms_by_thread: {
+    local: Record<string, number>;
+    cold: Record<string, number>;
+    warm: Record<string, number>;
+  };
 }
 
 /** How long the server is left idle after the reads, its tick measured meanwhile. */
@@ -54,14 +64,23 @@ export async function measureReads(
   try {
     const remoteBytes = await produceAndEvict(server, records, segmentSize, true);
     const localFrom = await scrapeLateness(server);
-    const local = await load("consume", kafkaAddress(server), "local", records);
+    const [local, cpuLocal] = await withThreadsCpu(
+      server,
+      () => load("consume", kafkaAddress(server), "local", records),
+    );
     const tickLocal = latenessBetween(localFrom, await scrapeLateness(server));
     await server.stop("SIGTERM");
     server = await restartCold(configPath, dataPath);
     const coldFrom = await scrapeLateness(server);
-    const cold = await load("consume", kafkaAddress(server), "cold", records);
+    const [cold, cpuCold] = await withThreadsCpu(
+      server,
+      () => load("consume", kafkaAddress(server), "cold", records),
+    );
     const tickCold = latenessBetween(coldFrom, await scrapeLateness(server));
-    const warm = await load("consume", kafkaAddress(server), "cold", records);
+    const [warm, cpuWarm] = await withThreadsCpu(
+      server,
+      () => load("consume", kafkaAddress(server), "cold", records),
+    );
     // The same server left alone afterwards is the baseline: its boot's tail is not idle. The window
     // is the measurement itself (the tick left alone), not a wait for a condition.
     const idleFrom = await scrapeLateness(server);
@@ -78,6 +97,7 @@ export async function measureReads(
       tick_idle: tickIdle,
       tick_local: tickLocal,
       tick_cold: tickCold,
+      cpu_ms_by_thread: { local: cpuLocal, cold: cpuCold, warm: cpuWarm },
     };
   } finally {
     await server.stop("SIGTERM");
@@ -142,6 +162,16 @@ async function produceAndEvict(
 function restartCold(configPath: string, dataPath: string, env: Record<string, string> = {}) {
   rmSync(join(dataPath, "cache"), { recursive: true, force: true });
   return startServerProcess(configPath, deadlinesMs.listen, env);
+}
+
+/** What `run` returns, and the server's CPU time by thread while it ran. */
+async function withThreadsCpu<T>(
+  server: ServerProcess,
+  run: () => Promise<T>,
+): Promise<[T, Record<string, number>]> {
+  const before = readThreadsCpuMs(server.pid);
+  const result = await run();
+  return [result, threadsCpuBetween(before, readThreadsCpuMs(server.pid))];
 }
 
 const mbS = (r: { bytes: number; seconds: number }) => r.bytes / 1e6 / r.seconds;

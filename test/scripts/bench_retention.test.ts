@@ -80,6 +80,11 @@ t.test(
           `tick lateness measured: p99 ${window.p99_ms} ms, max ${window.max_ms} ms over ${window.ticks} ticks`,
         );
       }
+      const cpu = r.cpu_ms_by_thread;
+      t.ok(
+        [cpu.local, cpu.cold, cpu.warm].every((used) => positive(used.loop ?? 0)),
+        `the server's CPU by thread in each read: cold ${JSON.stringify(cpu.cold)}`,
+      );
       const s3 = report.s3_reads;
       t.equal(s3.bytes, 32_000_000, "32 MB read back cold from s3rver");
       t.ok(

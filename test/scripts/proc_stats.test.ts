@@ -6,6 +6,8 @@ import {
   parseStatCpuMs,
   parseStatusRssBytes,
   readProcess,
+  readThreadsCpuMs,
+  threadsCpuBetween,
 } from "../../scripts/lib/proc_stats.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 
@@ -42,6 +44,27 @@ t.test("readProcess reads a process's and its main thread's CPU, its RSS and its
   for (const fd of ["0", "1", "2", "5"]) writeFileSync(join(proc, "7", "fd", fd), "");
   t.same(readProcess(7, proc), { cpuMs: 1870, loopCpuMs: 1200, rssBytes: 2048 * 1024, openFds: 4 });
   t.throws(() => readProcess(8, proc), /Cannot read process 8/);
+  t.end();
+});
+
+t.test("readThreadsCpuMs sums threads by name, the main thread as the loop; threadsCpuBetween subtracts", (t) => {
+  const proc = tempDir(t);
+  const thread = (tid: string, name: string, utime: number) => {
+    mkdirSync(join(proc, "7", "task", tid), { recursive: true });
+    writeFileSync(
+      join(proc, "7", "task", tid, "stat"),
+      stat.replace("deno (main) x", name).replace("150 37", `${utime} 0`),
+    );
+  };
+  thread("7", "deno", 100);
+  thread("8", "worker-1", 30);
+  thread("9", "tokio-runtime-w", 5);
+  thread("10", "tokio-runtime-w", 7);
+  const before = readThreadsCpuMs(7, proc);
+  t.same(Object.fromEntries(before), { loop: 1000, "worker-1": 300, "tokio-runtime-w": 120 });
+  thread("7", "deno", 150);
+  thread("11", "worker-2", 2);
+  t.same(threadsCpuBetween(before, readThreadsCpuMs(7, proc)), { loop: 500, "worker-2": 20 });
   t.end();
 });
 
