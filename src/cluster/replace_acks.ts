@@ -3,7 +3,7 @@ import type { Coordinator } from "../coordinator/coordinator.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { ClusterKeys } from "./node/cluster_keys.ts";
 import { decodePartitionState } from "./controller/partition_state.ts";
-import { decodeReplaceRecord } from "./replace_record.ts";
+import { readCommittedReplaces } from "./replicated_control_log.ts";
 
 /** Acks being written at most at once per node; past it, one is dropped (a later replay writes it). */
 export const replaceAcksInFlightMax = 64;
@@ -78,22 +78,10 @@ export class ReplaceAcks {
   /** Removes the partition's replaces that end below `firstOffset` (retention passed them) and their acks. */
   async settleBelow(label: string, firstOffset: number): Promise<number> {
     const { coordinator, keys, logger } = this.#deps;
-    const { kvs } = await coordinator.range({ key: `${keys.replaces}${label}/`, prefix: true });
-    let settled = 0;
-    for (const kv of kvs) {
-      const replace = keys.replaceOf(kv.key);
-      if (replace === null) continue;
-      let end: number;
-      try {
-        end = decodeReplaceRecord(kv.key, kv.value).markers.at(-1)!.endOffset;
-      } catch (error) {
-        logger.warn("a replace record that is not one is left alone", { key: kv.key, error });
-        continue;
-      }
-      if (end >= firstOffset) continue;
-      await this.settle(label, replace.startOffset);
-      settled++;
-    }
-    return settled;
+    const passed = (await readCommittedReplaces(coordinator, keys, label, logger)).filter(({ record }) =>
+      record.markers.at(-1)!.endOffset < firstOffset
+    );
+    for (const { startOffset } of passed) await this.settle(label, startOffset);
+    return passed.length;
   }
 }

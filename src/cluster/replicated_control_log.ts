@@ -18,7 +18,12 @@ import {
   recordAfter,
 } from "./floor_record.ts";
 import { decodePartitionState } from "./controller/partition_state.ts";
-import { decodeReplaceRecord, encodeReplaceRecord, replaceCommandOf } from "./replace_record.ts";
+import {
+  decodeReplaceRecord,
+  encodeReplaceRecord,
+  replaceCommandOf,
+  type ReplaceRecord,
+} from "./replace_record.ts";
 import type { ReplaceRemoteSegments } from "../log/segment/segment_replacement.ts";
 
 /** Reads and compares one submission makes at most before it gives up (another write raced each). */
@@ -114,7 +119,7 @@ export class ReplicatedControlLog implements ControlLog {
   async #submitReplace(command: ReplaceRemoteSegments, precondition: SubmitPrecondition): Promise<number> {
     const key = this.#deps.keys.replace(command.partition, command.markers[0]!.startOffset);
     for (let attempt = 1; attempt <= floorSubmitAttemptsMax; attempt++) {
-      const { state, epoch } = await this.#readState(command.partition, key, precondition);
+      const { state, epoch } = await this.#readState(command.partition, null, precondition);
       const record = {
         purgeGeneration: command.purgeGeneration,
         leaderEpoch: epoch,
@@ -134,19 +139,22 @@ export class ReplicatedControlLog implements ControlLog {
   }
 
   /**
-   * The partition's state and the key `otherKey` as one read; throws `ControlEpochMismatchError`
+   * The partition's state and the key `otherKey` (if any) as one read; throws `ControlEpochMismatchError`
    * unless the state names the submitter's epoch.
    */
   async #readState(
     label: string,
-    otherKey: string,
+    otherKey: string | null,
     precondition: SubmitPrecondition,
   ): Promise<{ state: KeyValue; epoch: number; other: KeyValue | undefined }> {
     const stateKey = `${this.#deps.keys.partitions}${label}`;
     if (this.#deps.keys.addressOf(stateKey) === null) throw new Error(`Cannot commit a command for ${label}`);
     const read = await this.#deps.coordinator.txn({
       compare: [],
-      success: [{ kind: "range", key: stateKey }, { kind: "range", key: otherKey }],
+      success: [
+        { kind: "range", key: stateKey },
+        ...(otherKey === null ? [] : [{ kind: "range" as const, key: otherKey }]),
+      ],
     });
     const [state, other] = read.responses.map((r) => (r.kind === "range" ? r.kvs[0] : undefined));
     const epoch = state === undefined ? -1 : decodePartitionState(stateKey, state.value).leaderEpoch;
@@ -157,13 +165,9 @@ export class ReplicatedControlLog implements ControlLog {
   }
 
   async committedReplaces(partition: string): Promise<ReplaceRemoteSegments[]> {
-    const { kvs } = await this.#deps.coordinator.range({
-      key: `${this.#deps.keys.replaces}${partition}/`,
-      prefix: true,
-    });
-    return kvs.flatMap((kv) => this.#commandsOf(kv)?.commands ?? []).filter((c) =>
-      c.kind === "replace_remote_segments"
-    );
+    const { coordinator, keys, logger } = this.#deps;
+    const committed = await readCommittedReplaces(coordinator, keys, partition, logger);
+    return committed.map(({ record }) => replaceCommandOf(partition, record));
   }
 
   async close(): Promise<void> {
@@ -201,7 +205,7 @@ export class ReplicatedControlLog implements ControlLog {
   #events(events: readonly WatchEvent[]): void {
     const puts = events.filter((e) => e.kind === "put").map((e) => e.kv);
     if (this.#pendingEvents + puts.length > floorEventsPendingMax) {
-      this.#deps.logger.warn("floor commits arrive faster than they apply: reading the floors again");
+      this.#deps.logger.warn("floor and replace commits arrive faster than they apply: reading them again");
       for (const watch of this.#watches) watch.close();
       return;
     }
@@ -209,8 +213,12 @@ export class ReplicatedControlLog implements ControlLog {
     this.#applying = this.#applying.then(() => this.#applyKvs(puts)).finally(() => {
       this.#pendingEvents -= puts.length;
     }).catch((error) => {
-      rethrowBug(error, this.#deps.logger, "applying the floors' events threw; the process stops");
-      this.#deps.logger.error("Cannot apply the floors' events", { error });
+      rethrowBug(
+        error,
+        this.#deps.logger,
+        "applying the floors' and replaces' events threw; the process stops",
+      );
+      this.#deps.logger.error("Cannot apply the floors' and replaces' events", { error });
     });
   }
 
@@ -220,7 +228,9 @@ export class ReplicatedControlLog implements ControlLog {
     for (const watch of this.#watches) watch.close();
     this.#watches = [];
     if (this.#closed) return;
-    if (error !== null) this.#deps.logger.warn("the floors' watch ended; reading them again", { error });
+    if (error !== null) {
+      this.#deps.logger.warn("the floors' or replaces' watch ended; reading them again", { error });
+    }
     this.#applying = this.#applying.then(() => this.#reload());
   }
 
@@ -231,8 +241,8 @@ export class ReplicatedControlLog implements ControlLog {
         await this.#load();
         return;
       } catch (error) {
-        rethrowBug(error, this.#deps.logger, "reading the floors threw; the process stops");
-        this.#deps.logger.warn("Cannot read the floors; trying again", { error });
+        rethrowBug(error, this.#deps.logger, "reading the floors and replaces threw; the process stops");
+        this.#deps.logger.warn("Cannot read the floors and replaces; trying again", { error });
         await this.#deps.clock.sleep(reloadRetryMs);
       }
     }
@@ -292,4 +302,28 @@ export async function readCommittedFloor(
   const key = keys.floor(label);
   const { kvs } = await coordinator.range({ key });
   return kvs[0] === undefined ? null : decodeFloorRecord(key, kvs[0].value);
+}
+
+/**
+ * The partition's committed replaces as etcd holds them now, by their first replaced offset, in key
+ * (offset) order; a record that is not one is logged and left out.
+ */
+export async function readCommittedReplaces(
+  coordinator: Coordinator,
+  keys: ClusterKeys,
+  label: string,
+  logger: Logger,
+): Promise<{ startOffset: number; record: ReplaceRecord }[]> {
+  const { kvs } = await coordinator.range({ key: `${keys.replaces}${label}/`, prefix: true });
+  const committed: { startOffset: number; record: ReplaceRecord }[] = [];
+  for (const kv of kvs) {
+    const replace = keys.replaceOf(kv.key);
+    try {
+      if (replace === null) throw new Error(`Cannot read the replace at ${kv.key}: not a replace's key`);
+      committed.push({ startOffset: replace.startOffset, record: decodeReplaceRecord(kv.key, kv.value) });
+    } catch (error) {
+      logger.error("a replace record that is not one is ignored", { key: kv.key, error });
+    }
+  }
+  return committed;
 }
