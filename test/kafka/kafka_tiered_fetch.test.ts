@@ -39,10 +39,10 @@ async function evictedTopic(t: Test, wrap: (disk: Disk, dir: string) => Disk = (
   for (let i = 0; i < 40; i++) {
     await c.produce("kafka", "t", [{ payload: new Uint8Array(100_000).fill(i) }], 0);
   }
-  let remote: { start_offset: number; location: string }[] = [];
+  let remote: { start_offset: number; size_bytes: number; location: string }[] = [];
   await waitFor("two segments to be evicted", async () => {
     const p = await c.partition("kafka", "t", 0) as {
-      segments: { start_offset: number; location: string }[];
+      segments: { start_offset: number; size_bytes: number; location: string }[];
     };
     remote = p.segments.filter((x) => x.location === "remote");
     return remote.length >= 2;
@@ -83,13 +83,14 @@ t.test("a fetch of evicted data: through the cache, and a storage error when the
   const gets = await s.server.registry.getSingleMetricAsString("strata_objectstore_requests_total");
   t.match(gets, /op="get"\} [1-9]/, "read from the store through the cache");
 
-  // Damage every evicted .log object; the second segment's is not in the cache yet.
+  // Damage every evicted .log object in its first batch (an object's body ends the file), the
+  // batch the fetch below starts with; the second segment's object is not in the cache yet.
   const objects = join(dir, "data", "objects");
   const logs = filesUnder(objects).filter((f) => f.endsWith(".log"));
   t.ok(logs.length >= 2, `${logs.length} .log objects`);
   for (const file of logs) {
     const bytes = readFileSync(file);
-    bytes[bytes.length - 500]! ^= 0xff;
+    bytes[bytes.length - remote[1]!.size_bytes + 500]! ^= 0xff;
     writeFileSync(file, bytes);
   }
   const damaged = await fetchAt(2, remote[1]!.start_offset);

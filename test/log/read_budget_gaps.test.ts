@@ -6,6 +6,7 @@ import { initCrc32c } from "../../src/runtime/checksum/crc32c.ts";
 import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+import { CountingDisk } from "../helpers/disks/counting_disk.ts";
 
 // A read that runs out of budget on a large record at the end of a segment ends there: it never
 // goes on to the next segment's smaller records, which would leave a gap the reader cannot see.
@@ -59,4 +60,24 @@ t.test("a Kafka fetch's byte budget ends the read at the batch that does not fit
     [0, 1, 2, 3],
     "with room, every batch in order",
   );
+});
+
+t.test("a Kafka fetch that ends at a batch past its budget reads that batch's header, not the batch", async (t) => {
+  const dir = tempDir(t);
+  const counting = new CountingDisk();
+  const log = new PartitionLog(counting, dir, new VirtualClock(), { ...config, segmentSizeBytes: 4 << 20 }, [
+    await PartitionLog.createSegment(counting, dir, 0),
+  ], "t");
+  t.teardown(() => log.close());
+  for (const size of [1000, 1000, 900_000]) {
+    await log.append([{ key: null, headers: {}, payload: new Uint8Array(size).fill(size & 0xff) }]);
+  }
+  counting.fileReadBytes = 0;
+  const read = await log.readBatches(0, 2500);
+  t.same(read.batches.map((b) => decodeBatchHeader(b)!.baseOffset), [0, 1]);
+  t.ok(
+    counting.fileReadBytes < 200_000,
+    `${counting.fileReadBytes} bytes read: the 900 kB batch that does not fit is not read whole`,
+  );
+  read.release();
 });

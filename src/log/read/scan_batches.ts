@@ -34,6 +34,15 @@ export interface ScanOptions {
 }
 
 /**
+ * Sees each batch a scan passes, at its position; false (or a promise of it) stops the scan. With
+ * `refuses`, a batch whose header it answers true for ends the scan before the batch is read whole
+ * (`BatchVisitor`, remote_walk.ts).
+ */
+export type ScannedBatchVisitor =
+  & ((batch: Uint8Array, header: BatchHeader, position: number) => boolean | Promise<boolean>)
+  & { readonly refuses?: (header: BatchHeader) => boolean };
+
+/**
  * Walks whole batches of a log file from `position` to `endPosition`, reading 64 KiB to 1 MiB at a
  * time and yielding to the event loop after each verified window, so a scan of a 1 GiB segment
  * never holds the loop for more than one piece. `onBatch` returns false to stop early, or a promise
@@ -44,7 +53,7 @@ export async function scanBatches(
   position: number,
   endPosition: number,
   options: ScanOptions,
-  onBatch: (batch: Uint8Array, header: BatchHeader, position: number) => boolean | Promise<boolean>,
+  onBatch: ScannedBatchVisitor,
 ): Promise<ScanEnd> {
   let windowBytes = Math.max(
     readWindowBytesMin,
@@ -69,6 +78,7 @@ export async function scanBatches(
         : { kind: "corrupt", position: pos, header: null };
     }
     if (pos + header.lengthBytes > endPosition) return { kind: "torn", position: pos };
+    if (onBatch.refuses?.(header)) return { kind: "stopped", position: pos };
     if (windowStart + window.length < pos + header.lengthBytes) {
       if (options.verify) await yieldToReactor();
       window = await readWindow(

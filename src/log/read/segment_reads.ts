@@ -243,24 +243,26 @@ export async function readBatchesFrom(
   let nextOffset = offset;
   // Set once a batch does not fit: the read ends there, so that no later batch follows a gap.
   let full = false;
-  const visit: BatchVisitor = (batch, header) => {
+  /** Whether the read ends at a batch it has not passed: above the watermark, or past the budget. */
+  const endsAt = (header: BatchHeader): boolean => {
     const lastOffset = header.baseOffset + header.lastOffsetDelta;
-    if (lastOffset < nextOffset) return true;
+    if (lastOffset < nextOffset) return false;
     // At the high watermark: what lies above is not held by every in-sync replica yet (a
     // replicated watermark lies between batches; a batch that reaches past it waits whole).
-    if (lastOffset >= endOffset) {
-      full = true;
-      return false;
-    }
-    if (batches.length > 0 && sizeBytes + batch.length > maxBytes) {
-      full = true;
-      return false;
-    }
+    const ends = lastOffset >= endOffset || (batches.length > 0 && sizeBytes + header.lengthBytes > maxBytes);
+    if (ends) full = true;
+    return ends;
+  };
+  // The read's end is known from a batch's header: the walk stops there without reading the batch.
+  const visit: BatchVisitor = Object.assign((batch: Uint8Array, header: BatchHeader) => {
+    const lastOffset = header.baseOffset + header.lastOffsetDelta;
+    if (lastOffset < nextOffset) return true;
+    if (endsAt(header)) return false;
     batches.push(batch);
     sizeBytes += batch.length;
     nextOffset = lastOffset + 1;
     return sizeBytes < maxBytes;
-  };
+  }, { refuses: endsAt });
   try {
     for (const segment of segments) {
       if (full || sizeBytes >= maxBytes) break;

@@ -19,9 +19,13 @@ export const remoteWindowMaxBytes = 1024 * 1024 - remoteWindowRoomBytes;
 
 /**
  * Sees each batch a walk passes; false stops the walk. A visitor that works on a batch in pieces
- * (decoding a compressed one) answers with a promise; the walk awaits only such an answer.
+ * (decoding a compressed one) answers with a promise; the walk awaits only such an answer. One that
+ * can tell from a batch's header alone that it stops there (a fetch whose budget the batch would
+ * pass) says so through `refuses`: the walk then stops before that batch without reading it whole.
  */
-export type BatchVisitor = (batch: Uint8Array, header: BatchHeader) => boolean | Promise<boolean>;
+export type BatchVisitor = ((batch: Uint8Array, header: BatchHeader) => boolean | Promise<boolean>) & {
+  readonly refuses?: (header: BatchHeader) => boolean;
+};
 
 /** Where a walk of one window ended, and the offset expected next. */
 interface Walked {
@@ -198,6 +202,8 @@ function walkChunk(
     if (header === null && windowEnd < chunk.end) return cut();
     const corrupt = { kind: "corrupt" as const, next: chunk.start + at, nextOffset };
     if (header === null || !isPlausibleHeader(header)) return corrupt;
+    // A batch the visitor would not take is neither read whole nor checked: the walk ends before it.
+    if (visit.refuses?.(header)) return { kind: "stopped", next: chunk.start + at, nextOffset };
     if (at + header.lengthBytes > chunk.bytes.length) {
       if (chunk.start + at + header.lengthBytes > chunk.end) return corrupt;
       return cut();

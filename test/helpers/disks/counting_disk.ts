@@ -1,10 +1,11 @@
 import type { Disk, DiskFile, OpenOptions } from "../../../src/runtime/disk/disk.ts";
 import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
 
-/** A NodeDisk that counts file fsyncs and writes, to observe group commit. */
+/** A NodeDisk that counts file fsyncs and writes (to observe group commit) and the bytes files read. */
 export class CountingDisk extends NodeDisk implements Disk {
   fileSyncs = 0;
   fileWrites = 0;
+  fileReadBytes = 0;
 
   override async open(path: string, options?: OpenOptions): Promise<DiskFile> {
     return this.#wrap(await super.open(path, options));
@@ -24,6 +25,12 @@ export class CountingDisk extends NodeDisk implements Disk {
     file.writeAt = (data, position) => {
       this.fileWrites++;
       return writeAt(data, position);
+    };
+    const readAt = file.readAt.bind(file);
+    file.readAt = async (buffer, position) => {
+      const read = await readAt(buffer, position);
+      this.fileReadBytes += read;
+      return read;
     };
     return file;
   }

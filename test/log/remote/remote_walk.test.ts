@@ -126,6 +126,26 @@ t.test("a window too small for one batch is asked again, larger, and goes back a
   t.ok(recycled.length >= 1, "the short window went back");
 });
 
+t.test("a batch the visitor refuses by its header ends the walk before it is asked for whole", async (t) => {
+  const { segment, bytes, batchBytes } = remoteSegment(5, 100_000);
+  for (const refused of [0, 2]) {
+    const { remote, asked } = reader(bytes);
+    const walk = new RemoteWalk("t");
+    walk.attach(remote);
+    const { offsets, visit } = collect();
+    const refusing = Object.assign(visit, {
+      refuses: (header: BatchHeader) => header.baseOffset === refused,
+    });
+    await walk.walk(segment, first, () => 1 << 30, refusing, null);
+    t.same(offsets, Array.from({ length: refused }, (_, i) => i), `the batches before ${refused}`);
+    if (refused === 0) {
+      // The first window (64 KiB) holds the header of the first batch, not the batch.
+      t.same(asked, [{ position: 0, wantBytes: remoteWindowFirstBytes }], "no larger window is asked for");
+      t.ok(remoteWindowFirstBytes < batchBytes);
+    }
+  }
+});
+
 t.test("a corrupt batch drops its chunk and is fetched once more; the batches before it are not seen twice", async (t) => {
   const { segment, bytes, batchBytes } = remoteSegment(10, 1000);
   const { remote, dropped } = reader(bytes, { at: 5 * batchBytes + 60, times: 1 });
