@@ -299,7 +299,13 @@ try {
   if (readsWhyNot === null) {
     progress("reads: producing, tiering, reading");
     const { configPath, dataPath } = writeConfig("reads");
-    reads = await measureReads(configPath, dataPath, quick ? 64e6 : 2e9, quick ? "1 MiB" : "8 MiB");
+    reads = await measureReads(
+      configPath,
+      dataPath,
+      quick ? 64e6 : 2e9,
+      quick ? "1 MiB" : "8 MiB",
+      quick ? 1 : 3,
+    );
     progress(JSON.stringify(reads));
     progress("reads on s3rver: producing, tiering, reading; then the store's own ranged GETs");
     const s3Case = writeConfig("reads-s3");

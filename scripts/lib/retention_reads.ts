@@ -16,22 +16,28 @@ import { type ServerProcess, startServerProcess } from "./server_process.ts";
  * The reads of `bench:retention`: one partition read from offset 0 through a librdkafka consumer
  * (`kafka_load.py consume`), the same bytes from local segments (an untiered topic), from evicted
  * segments with the chunk cache empty (cold: the server restarted on an emptied cache directory,
- * the fs bucket's files in the page cache) and again (warm: the chunks cached).
+ * the fs bucket's files in the page cache) and again (warm: the chunks cached). Each round reads all
+ * three; the figures are the rounds' medians, since one consumer's rate moves by a fifth from read
+ * to read on the same bytes.
  */
-export interface ReadFigures {
+export interface ReadFigures extends RoundFigures {
   bytes: number;
+  /** Bytes of the tiered topic held only in the bucket when the reads began. */
+  remote_bytes: number;
+  /** The tick's lateness with the server left idle after the reads. */
+  tick_idle: WindowLateness;
+  /** Each round's own figures, in order. */
+  rounds: RoundFigures[];
+}
+
+/** One round's reads: local, cold, warm. */
+export interface RoundFigures {
   local_mb_s: number;
   cold_mb_s: number;
   warm_mb_s: number;
   cold_vs_local: number;
   warm_vs_local: number;
-  /** Bytes of the tiered topic held only in the bucket when the reads began. */
-  remote_bytes: number;
-  /**
-   * The tick's lateness while the server served the local read, while the restarted server served
-   * the cold read, and with it left idle after the reads.
-   */
-  tick_idle: WindowLateness;
+  /** The tick's lateness while the server served the local read, and the restarted one the cold read. */
   tick_local: WindowLateness;
   tick_cold: WindowLateness;
   /**
@@ -52,56 +58,108 @@ const valueBytes = 1024;
 const loadScript = new URL("./kafka_load.py", import.meta.url).pathname;
 const deadlinesMs = { listen: 120_000, request: 60_000, tiering: 600_000 };
 
-/** Produces `bytes` into each topic, lets the tiered one tier and evict, and reads both back. */
+/**
+ * Produces `bytes` into each topic, lets the tiered one tier and evict, and reads both back in
+ * `rounds` rounds.
+ */
 export async function measureReads(
   configPath: string,
   dataPath: string,
   bytes: number,
   segmentSize: string,
+  rounds = 1,
 ): Promise<ReadFigures> {
   const records = Math.ceil(bytes / valueBytes);
   let server = await startServerProcess(configPath, deadlinesMs.listen);
   try {
     const remoteBytes = await produceAndEvict(server, records, segmentSize, true);
-    const localFrom = await scrapeLateness(server);
-    const [local, cpuLocal] = await withThreadsCpu(
-      server,
-      () => load("consume", kafkaAddress(server), "local", records),
-    );
-    const tickLocal = latenessBetween(localFrom, await scrapeLateness(server));
-    await server.stop("SIGTERM");
-    server = await restartCold(configPath, dataPath);
-    const coldFrom = await scrapeLateness(server);
-    const [cold, cpuCold] = await withThreadsCpu(
-      server,
-      () => load("consume", kafkaAddress(server), "cold", records),
-    );
-    const tickCold = latenessBetween(coldFrom, await scrapeLateness(server));
-    const [warm, cpuWarm] = await withThreadsCpu(
-      server,
-      () => load("consume", kafkaAddress(server), "cold", records),
-    );
+    const figures: RoundFigures[] = [];
+    let readBytes = 0;
+    for (let r = 0; r < rounds; r++) {
+      const read = await readRound(server, records, () => restartCold(configPath, dataPath));
+      server = read.server;
+      readBytes = read.bytes;
+      figures.push(read.figures);
+    }
     // The same server left alone afterwards is the baseline: its boot's tail is not idle. The window
     // is the measurement itself (the tick left alone), not a wait for a condition.
     const idleFrom = await scrapeLateness(server);
     await new Promise((resolve) => setTimeout(resolve, idleWindowMs));
     const tickIdle = latenessBetween(idleFrom, await scrapeLateness(server));
     return {
-      bytes: local.bytes,
-      local_mb_s: round(mbS(local)),
-      cold_mb_s: round(mbS(cold)),
-      warm_mb_s: round(mbS(warm)),
-      cold_vs_local: round(mbS(cold) / mbS(local), 100),
-      warm_vs_local: round(mbS(warm) / mbS(local), 100),
+      bytes: readBytes,
       remote_bytes: remoteBytes,
       tick_idle: tickIdle,
-      tick_local: tickLocal,
-      tick_cold: tickCold,
-      cpu_ms_by_thread: { local: cpuLocal, cold: cpuCold, warm: cpuWarm },
+      ...medianRound(figures),
+      rounds: figures,
     };
   } finally {
     await server.stop("SIGTERM");
   }
+}
+
+/**
+ * One round: the local read on `server`, which then stops; the cold read on a server `restart`
+ * gives, and the warm read on it. Returns that server, which the caller stops.
+ */
+async function readRound(
+  server: ServerProcess,
+  records: number,
+  restart: () => Promise<ServerProcess>,
+): Promise<{ server: ServerProcess; bytes: number; figures: RoundFigures }> {
+  const localFrom = await scrapeLateness(server);
+  const [local, cpuLocal] = await withThreadsCpu(
+    server,
+    () => load("consume", kafkaAddress(server), "local", records),
+  );
+  const tickLocal = latenessBetween(localFrom, await scrapeLateness(server));
+  await server.stop("SIGTERM");
+  const restarted = await restart();
+  const coldFrom = await scrapeLateness(restarted);
+  const [cold, cpuCold] = await withThreadsCpu(
+    restarted,
+    () => load("consume", kafkaAddress(restarted), "cold", records),
+  );
+  const tickCold = latenessBetween(coldFrom, await scrapeLateness(restarted));
+  const [warm, cpuWarm] = await withThreadsCpu(
+    restarted,
+    () => load("consume", kafkaAddress(restarted), "cold", records),
+  );
+  const figures: RoundFigures = {
+    local_mb_s: round(mbS(local)),
+    cold_mb_s: round(mbS(cold)),
+    warm_mb_s: round(mbS(warm)),
+    cold_vs_local: round(mbS(cold) / mbS(local), 100),
+    warm_vs_local: round(mbS(warm) / mbS(local), 100),
+    tick_local: tickLocal,
+    tick_cold: tickCold,
+    cpu_ms_by_thread: { local: cpuLocal, cold: cpuCold, warm: cpuWarm },
+  };
+  return { server: restarted, bytes: local.bytes, figures };
+}
+
+/**
+ * The rounds' medians: each rate and ratio on its own, and the tick's lateness and the CPU time of
+ * the round whose cold ratio is the median (an even count takes the lower middle).
+ */
+export function medianRound(rounds: readonly RoundFigures[]): RoundFigures {
+  if (rounds.length === 0) throw new Error("Cannot take the median of no rounds");
+  const median = (pick: (r: RoundFigures) => number) => {
+    const sorted = rounds.map(pick).sort((a, b) => a - b);
+    return sorted[Math.floor((sorted.length - 1) / 2)]!;
+  };
+  const coldMedian = median((r) => r.cold_vs_local);
+  const middle = rounds.find((r) => r.cold_vs_local === coldMedian)!;
+  return {
+    local_mb_s: median((r) => r.local_mb_s),
+    cold_mb_s: median((r) => r.cold_mb_s),
+    warm_mb_s: median((r) => r.warm_mb_s),
+    cold_vs_local: coldMedian,
+    warm_vs_local: median((r) => r.warm_vs_local),
+    tick_local: middle.tick_local,
+    tick_cold: middle.tick_cold,
+    cpu_ms_by_thread: middle.cpu_ms_by_thread,
+  };
 }
 
 /**
