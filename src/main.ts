@@ -162,6 +162,7 @@ async function main(): Promise<number> {
       registry: server.registry,
       cluster: kafkaClusterServing(server.cluster),
       groups: server.groups,
+      producerIds: server.producerIds,
       clock,
       turn: () => server.pieceGate.turn(),
       logger,

@@ -1,4 +1,5 @@
 import type { DataPlane } from "../broker/data_plane.ts";
+import type { ProducerIds } from "../broker/producer_ids.ts";
 import type { GroupCoordinator } from "../groups/group_coordinator.ts";
 import type { PartitionState } from "../cluster/controller/partition_state.ts";
 import type { ReplicaManager } from "../cluster/replication/replica_manager.ts";
@@ -30,6 +31,8 @@ export interface KafkaServing {
   cluster: KafkaClusterServing | null;
   /** The consumer groups' coordinator; null: every group request is COORDINATOR_NOT_AVAILABLE. */
   groups: GroupCoordinator | null;
+  /** Ids for idempotent producers (InitProducerId); null: InitProducerId is COORDINATOR_NOT_AVAILABLE. */
+  producerIds: ProducerIds | null;
   /** The connection's peer as "host:port" ("" before a session sets it): a group member's client host. */
   remoteAddress: string;
   clock: Clock;

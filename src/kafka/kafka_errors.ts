@@ -9,6 +9,7 @@ import {
   UnavailableError,
 } from "../broker/broker_errors.ts";
 import { RecordBatchError } from "../log/batch/record_batch.ts";
+import { ProducerRefusedError } from "../log/log_errors.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { GroupError } from "../groups/core/group_events.ts";
 
@@ -55,6 +56,9 @@ export const kafkaErrorCode = {
   invalidConfig: 40,
   invalidRequest: 42,
   unsupportedForMessageFormat: 43,
+  policyViolation: 44,
+  outOfOrderSequenceNumber: 45,
+  invalidProducerEpoch: 47,
   kafkaStorageError: 56,
   saslAuthenticationFailed: 58,
   nonEmptyGroup: 68,
@@ -79,6 +83,12 @@ export function kafkaErrorOf(error: unknown, logger: Logger, what: string): numb
     if (error.refusal === "timestamp") return kafkaErrorCode.invalidTimestamp;
     if (error.refusal === "too_large") return kafkaErrorCode.messageTooLarge;
     return kafkaErrorCode.corruptMessage;
+  }
+  if (error instanceof ProducerRefusedError) {
+    if (error.refusal === "out_of_order") return kafkaErrorCode.outOfOrderSequenceNumber;
+    if (error.refusal === "old_epoch") return kafkaErrorCode.invalidProducerEpoch;
+    // Kafka has no bound on a partition's producers, and so no code for it: a policy refuses it.
+    return kafkaErrorCode.policyViolation;
   }
   if (error instanceof ResourceNotFoundError) return kafkaErrorCode.unknownTopicOrPartition;
   // A read replica is served read-only: not an error a retry mends.

@@ -22,6 +22,8 @@ import { deleteTopicsApi } from "./apis/delete_topics_api.ts";
 import { describeConfigsApi } from "./apis/describe_configs_api.ts";
 import { saslAuthenticateApi, saslHandshakeApi } from "./apis/sasl_api.ts";
 import { produceApi } from "./apis/produce_api.ts";
+import { initProducerIdApi } from "./apis/init_producer_id_api.ts";
+import type { ProducerIds } from "../broker/producer_ids.ts";
 import { fetchApi } from "./apis/fetch_api.ts";
 import { listOffsetsApi } from "./apis/list_offsets_api.ts";
 import { heartbeatApi, joinGroupApi, leaveGroupApi, syncGroupApi } from "./groups/group_membership_api.ts";
@@ -57,6 +59,7 @@ export const kafkaApis: readonly KafkaApi[] = [
   apiVersionsApi,
   createTopicsApi,
   deleteTopicsApi,
+  initProducerIdApi,
   describeConfigsApi,
   saslAuthenticateApi,
   deleteGroupsApi,
@@ -76,6 +79,8 @@ export interface KafkaServiceDeps {
   cluster?: KafkaClusterServing | null;
   /** The consumer groups' coordinator (`StrataServer.groups`); absent: groups are not served. */
   groups?: GroupCoordinator | null;
+  /** Ids for idempotent producers (`StrataServer.producerIds`); absent: idempotent producers are not served. */
+  producerIds?: ProducerIds | null;
 }
 
 /** APIs served to the cluster's own nodes only, never advertised by ApiVersions. */
@@ -108,6 +113,7 @@ export async function openKafkaListener(deps: KafkaServiceDeps): Promise<KafkaLi
     ranges: servedRanges(kafkaApis),
     cluster: deps.cluster ?? null,
     groups: deps.groups ?? null,
+    producerIds: deps.producerIds ?? null,
     remoteAddress: "",
     clock: deps.clock,
     logger,

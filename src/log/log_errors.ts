@@ -45,3 +45,20 @@ export class RemoteReadUnavailableError extends Error {
 export class ReplicaAppendError extends Error {
   override name = "ReplicaAppendError";
 }
+
+/**
+ * Why a partition refused an idempotent producer's batch: a gap in its sequence or a new epoch not
+ * starting at 0 (Kafka's OUT_OF_ORDER_SEQUENCE_NUMBER), an epoch older than the partition's
+ * (INVALID_PRODUCER_EPOCH), or a new producer past the partition's bound on producers.
+ */
+export type ProducerRefusal = "out_of_order" | "old_epoch" | "too_many_producers";
+
+/** A produce the partition's producer state refuses; nothing of it is appended. */
+export class ProducerRefusedError extends Error {
+  override name = "ProducerRefusedError";
+  readonly refusal: ProducerRefusal;
+  constructor(label: string, refusal: ProducerRefusal, reason: string) {
+    super(`Cannot append to partition ${label}: ${reason}`);
+    this.refusal = refusal;
+  }
+}

@@ -1,6 +1,7 @@
 import { Catalog, type PartitionHost } from "../broker/catalog/catalog.ts";
 import { DataPlane, singleNode } from "../broker/data_plane.ts";
 import { LocalMetadataStore } from "../broker/metadata/local_metadata_store.ts";
+import { ProducerIds } from "../broker/producer_ids.ts";
 import { PartitionOpener } from "../broker/catalog/partition_opener.ts";
 import { ShardRuntime, ShardSet } from "../broker/shards/shard_runtime.ts";
 import { topicDefaultsOf } from "../broker/catalog/topic_options.ts";
@@ -46,6 +47,8 @@ export interface OpenedBroker {
   shards: ShardSet;
   /** Keeps read-replica topics up with their sources; null without a bucket, and in a cluster. */
   readReplicas: ReadReplicaFollower | null;
+  /** Ids for idempotent producers, taken in blocks from the metadata the cluster shares. */
+  producerIds: ProducerIds;
   /** Stops the shards and closes every partition, syncing its log. */
   close(): Promise<void>;
 }
@@ -113,6 +116,7 @@ export async function openBroker(deps: BrokerDeps): Promise<OpenedBroker> {
     dataPlane: new DataPlane(catalog, shards, cluster?.replicas ?? singleNode),
     shards,
     readReplicas,
+    producerIds: new ProducerIds(metadata),
     close: async () => {
       await readReplicas?.stop();
       // The node leaves the cluster first (its lease revoked: its partitions move at once), then

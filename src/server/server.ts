@@ -22,6 +22,7 @@ import { type OpenedObjectStore, openObjectStore } from "../objectstore/open_obj
 import { createHttpHandler, type FetchHandler } from "./http_handler.ts";
 import { openBroker, type OpenedBroker } from "./open_broker.ts";
 import type { Catalog } from "../broker/catalog/catalog.ts";
+import type { ProducerIds } from "../broker/producer_ids.ts";
 import type { DataPlane } from "../broker/data_plane.ts";
 import type { ShardRuntime } from "../broker/shards/shard_runtime.ts";
 import { requestBodyBufferBytes, requestBodyBuffersMax } from "./codec/request_body.ts";
@@ -96,6 +97,8 @@ export class StrataServer {
   readonly cluster: ClusterNode | null;
   /** The consumer groups' coordinator, with the Kafka listener (`[kafka] enabled`); null without it. */
   readonly groups: GroupCoordinator | null;
+  /** Ids for idempotent producers, given by the Kafka listener's InitProducerId. */
+  readonly producerIds: ProducerIds;
   #closed = false;
 
   private constructor(parts: OpenedParts) {
@@ -106,6 +109,7 @@ export class StrataServer {
     this.#broker = broker;
     this.catalog = broker.catalog;
     this.dataPlane = broker.dataPlane;
+    this.producerIds = broker.producerIds;
     this.objectStore = objectStore;
     this.pieceGate = pieceGate;
     this.#logger = logger;

@@ -63,6 +63,7 @@ t.test("ApiVersions over TCP lists the APIs served; a version past v3 is answere
     [apiKey.apiVersions, 0, 3],
     [apiKey.createTopics, 2, 4],
     [apiKey.deleteTopics, 1, 4],
+    [apiKey.initProducerId, 0, 4],
     [apiKey.describeConfigs, 0, 2],
     [apiKey.saslAuthenticate, 0, 2],
     [apiKey.deleteGroups, 0, 1],

@@ -91,6 +91,11 @@ export interface Metadata {
   clusterId: string;
   nextStreamId: number;
   streams: StreamMeta[];
+  /**
+   * The first producer id no node has taken yet (`ProducerIds`): nodes take them in blocks, so an id
+   * is never given twice in the cluster. Absent: none was taken.
+   */
+  nextProducerId?: number;
 }
 
 /**

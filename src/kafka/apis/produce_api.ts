@@ -19,8 +19,10 @@ import { offsetsTopicName } from "../../groups/offsets/offsets_log.ts";
  * of a request side by side, and the answer waits for all of them: with acks 1 until the leader's
  * write is durable as `[system] fsync` says, with -1 until every in-sync replica holds it (the
  * high watermark passed it, within the request's timeout; on one node the same as 1); acks 0
- * answers nothing. A partition another node leads answers NOT_LEADER_OR_FOLLOWER. Versions 0 to 2,
- * an acks value Kafka does not define and a transactional id are answered per partition with
+ * answers nothing. A partition another node leads answers NOT_LEADER_OR_FOLLOWER. An idempotent
+ * producer's retry is answered with the offset it was first given; its gaps and old epochs with
+ * OUT_OF_ORDER_SEQUENCE_NUMBER and INVALID_PRODUCER_EPOCH (`ProducerStates`). Versions 0 to 2, an acks
+ * value Kafka does not define and a transactional id are answered per partition with
  * UNSUPPORTED_VERSION, INVALID_REQUIRED_ACKS and UNSUPPORTED_FOR_MESSAGE_FORMAT.
  */
 export const produceApi: KafkaApi = {

@@ -33,9 +33,9 @@ export const noProduceLimits: ProduceChecks = { batchBytesMax: Infinity, turn: (
 /**
  * Cuts what a producer sent for one partition into its record batches and checks each as the log
  * must before it appends it (`validateRecordBatch`: magic, length, CRC32C, record count and, when
- * uncompressed, the record framing), then what the log does not serve yet: a producer id
- * (idempotence), the transactional bit and control batches are refused as unsupported, and a
- * negative timestamp, or a max timestamp below the base one, as invalid. The cut reads headers only
+ * uncompressed, the record framing), then what the log does not serve yet: the transactional bit
+ * and control batches are refused as unsupported; a producer id without an epoch and a sequence,
+ * as corrupt; and a negative timestamp, or a max timestamp below the base one, as invalid. The cut reads headers only
  * and refuses a batch over `batchBytesMax` before anything is checked; the checks then run in
  * pieces of about `producedCheckPieceBytes`, a turn before each after the first (one batch is never
  * split: its CRC covers it whole). Throws RecordBatchError.
@@ -93,10 +93,16 @@ export function cutProducedBatches(records: Uint8Array, batchBytesMax: number): 
 }
 
 function checkServed(header: RecordBatchHeader): void {
-  if (header.producerId !== -1 || header.transactional || header.control) {
+  if (header.transactional || header.control) {
+    throw new RecordBatchError("unsupported", "transactional producers are not served yet");
+  }
+  if (
+    header.producerId < -1 ||
+    (header.producerId >= 0 && (header.producerEpoch < 0 || header.baseSequence < 0))
+  ) {
     throw new RecordBatchError(
-      "unsupported",
-      "idempotent and transactional producers are not served yet (set enable.idempotence=false)",
+      "corrupt",
+      `producer id ${header.producerId} with epoch ${header.producerEpoch} and sequence ${header.baseSequence} is no idempotent producer's batch`,
     );
   }
   if (header.baseTimestampMs < 0 || header.maxTimestampMs < header.baseTimestampMs) {

@@ -179,7 +179,17 @@ export class Partition {
     }
     const logEnd = report.segments.at(-1)!.endOffset + 1;
     const epochs = await LeaderEpochs.load(disk, dir, logEnd, report.names.includes(leaderEpochsFileName));
-    const log = new PartitionLog(disk, dir, clock, config, report.segments, label, epochs, report.table);
+    const log = new PartitionLog(
+      disk,
+      dir,
+      clock,
+      config,
+      report.segments,
+      label,
+      epochs,
+      report.table,
+      report.producers,
+    );
     const stored = report.names.includes(consumerOffsetsFileName);
     const offsets = await ConsumerOffsets.load(disk, dir, consumersPerPartitionMax, stored);
     if (booted !== superblock) await offsets.clear();

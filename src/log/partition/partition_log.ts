@@ -33,6 +33,8 @@ import type { RetentionDecision } from "../retention/total_retention.ts";
 import { applyWriteOp, type WriteContext, type WriteOp, WriteQueue } from "./write_queue.ts";
 import { belowWatermark, checkReplicatedBatches, replicatedRuns } from "../batch/replicated_batches.ts";
 import type { EpochStart, LeaderEpochs } from "./leader_epochs.ts";
+import type { RecoveredProducers } from "../producers/producer_snapshots.ts";
+import type { ProducerStates } from "../producers/producer_states.ts";
 
 /** Bound on `onActivity` listeners of one log (the shard's tick and its tier service use one each). */
 const activityListenersMax = 4;
@@ -72,12 +74,13 @@ export class PartitionLog {
     label: string,
     epochs?: LeaderEpochs,
     remoteTable?: RemoteTable,
+    producers?: RecoveredProducers,
   ) {
     this.#disk = disk;
     this.#dir = dir;
     this.#clock = clock;
     this.#config = config;
-    this.#chain = new SegmentChain(disk, dir, clock, segments, epochs, remoteTable);
+    this.#chain = new SegmentChain(disk, dir, clock, segments, epochs, remoteTable, producers);
     this.#appendWaiters = new AppendWaiters(clock);
     this.#logEndWaiters = new AppendWaiters(clock);
     this.label = label;
@@ -213,6 +216,11 @@ export class PartitionLog {
   /** The leader epochs this log's batches were written under (Kafka's leader epoch cache). */
   get leaderEpochs(): LeaderEpochs {
     return this.#chain.epochs;
+  }
+
+  /** The idempotent producers whose batches this log holds. */
+  get producers(): ProducerStates {
+    return this.#chain.producers;
   }
 
   /**

@@ -51,6 +51,16 @@ export async function applyWriteOp(context: WriteContext, op: WriteOp): Promise<
   if (op.kind !== "append") await chain.flushPending();
   switch (op.kind) {
     case "append": {
+      // A client's batches are judged against its producer's state first: a retry is answered with
+      // the offsets it was given, a refusal appends nothing; either once the group before it is durable.
+      if (op.input.kind === "batches") {
+        const plan = chain.producers.plan(op.input.batches.map((b) => b.header), chain.pendingNextOffset);
+        if (plan.kind === "refused") return () => op.done.reject(plan.error);
+        if (plan.kind === "duplicate") {
+          const duplicate = { baseOffset: plan.firstOffset, count: plan.lastOffset - plan.firstOffset + 1 };
+          return () => op.done.resolve(duplicate);
+        }
+      }
       const result = await chain.append(op.input, context.config());
       // A new leader epoch's start is durable before anything written under it is acknowledged.
       await chain.epochs.persist();

@@ -14,6 +14,9 @@ import { readIndexFile, SparseIndex, writeIndexFile } from "./sparse_index.ts";
 import { emptyMarker, type MarkerIdentity, type RemoteMarker } from "../remote/remote_marker.ts";
 import { type RemoteTable, remoteTableName, type RemoteTableReplay } from "../remote/remote_table.ts";
 import { openRemoteTable } from "../remote/remote_table_open.ts";
+import { batchField, readRecordBatchHeader } from "../batch/record_batch.ts";
+import { ProducerSnapshots, type RecoveredProducers } from "../producers/producer_snapshots.ts";
+import { ProducerStates } from "../producers/producer_states.ts";
 
 export interface RecoveryReport {
   segments: Segment[];
@@ -25,6 +28,8 @@ export interface RecoveryReport {
   names: readonly string[];
   /** The partition's remote table, its torn tail cut. */
   table: RemoteTable;
+  /** Its idempotent producers: the newest snapshot's, then the active segment's batches after it. */
+  producers: RecoveredProducers;
 }
 
 /**
@@ -60,11 +65,24 @@ export async function recoverSegments(
     }
   }
   if (removed > 0) await disk.fsyncDir(dir);
-  const report: RecoveryReport = { segments: [], truncatedBytes: 0, rebuiltIndexes: 0, names, table };
+  const { snapshot, offsets } = await ProducerSnapshots.newest(disk, dir, names, label, logger);
+  const producers: RecoveredProducers = {
+    states: ProducerStates.restored(label, snapshot?.entries ?? []),
+    snapshots: new ProducerSnapshots(disk, dir, offsets),
+  };
+  const report: RecoveryReport = {
+    segments: [],
+    truncatedBytes: 0,
+    rebuiltIndexes: 0,
+    names,
+    table,
+    producers,
+  };
+  const producersFrom = snapshot?.offset ?? 0;
   const opened: Segment[] = [];
   try {
     await recoverChain(
-      { disk, dir, logs, live, indexIntervalBytes, label, logger, identity },
+      { disk, dir, logs, live, indexIntervalBytes, label, logger, identity, producersFrom },
       report,
       opened,
     );
@@ -76,6 +94,17 @@ export async function recoverSegments(
       segment.logFile = null;
     }
     throw error;
+  }
+  const logEnd = (report.segments.at(-1)?.endOffset ?? -1) + 1;
+  if (producersFrom > logEnd) {
+    // Never left by a truncation or a purge, which delete such snapshots first: its batches are not
+    // the log's, and a retry judged against them could be taken for a duplicate.
+    logger.warn("producer snapshot lies past the log's end; producers start unknown", {
+      partition: label,
+      snapshot_offset: producersFrom,
+      log_end_offset: logEnd,
+    });
+    producers.states.clear();
   }
   return report;
 }
@@ -121,6 +150,8 @@ interface ChainContext {
   label: string;
   logger: Logger;
   identity: MarkerIdentity | null;
+  /** Where the producer snapshot was taken: the active segment's batches from there update the producers. */
+  producersFrom: number;
 }
 
 /**
@@ -128,7 +159,7 @@ interface ChainContext {
  * segment with a `.log` it touches goes into `opened`.
  */
 async function recoverChain(c: ChainContext, report: RecoveryReport, opened: Segment[]): Promise<void> {
-  const { disk, dir, logs, live, indexIntervalBytes, label, logger, identity } = c;
+  const { disk, dir, logs, live, indexIntervalBytes, label, logger, identity, producersFrom } = c;
   let m = 0;
   let l = 0;
   // Every marker is read into this one: a segment keeps its fields, not the marker.
@@ -151,7 +182,7 @@ async function recoverChain(c: ChainContext, report: RecoveryReport, opened: Seg
     } else if (!last) {
       await recoverSealed(disk, segment, indexIntervalBytes, label, report);
     } else {
-      await recoverActive(disk, segment, indexIntervalBytes, label, report, logger);
+      await recoverActive(disk, segment, { indexIntervalBytes, label, logger, producersFrom }, report);
     }
     if (marker !== null && hasLog) takeUploaded(segment, marker, label);
     if (previous !== undefined && previous.endOffset + 1 !== segment.startOffset) {
@@ -305,22 +336,23 @@ async function recoverSealed(
 async function recoverActive(
   disk: Disk,
   segment: Segment,
-  indexIntervalBytes: number,
-  label: string,
+  c: { indexIntervalBytes: number; label: string; logger: Logger; producersFrom: number },
   report: RecoveryReport,
-  logger: Logger,
 ): Promise<void> {
+  const { indexIntervalBytes, label, logger, producersFrom } = c;
   // Reopenable, as `createSegment` makes it: the active segment's .log may close between uses.
   const file = await disk.open(segment.logPath, { reopenable: true });
   const size = await file.sizeBytes();
   const index = new SparseIndex();
   let expectedOffset = segment.startOffset;
   let mismatch: number | null = null;
-  const end = await scanBatches(file, 0, size, { verify: true }, (_batch, header, position) => {
+  const producers = report.producers.states;
+  const end = await scanBatches(file, 0, size, { verify: true }, (batch, header, position) => {
     if (header.baseOffset !== expectedOffset) {
       mismatch = position;
       return false;
     }
+    if (header.baseOffset >= producersFrom) recordIdempotent(producers, batch, header.baseOffset);
     // Index entries hold the largest timestamp up to their batch, as the append writes them.
     segment.maxTimestampUs = Math.max(segment.maxTimestampUs, header.maxTimestampUs);
     if (index.length === 0 || position - index.last!.position >= indexIntervalBytes) {
@@ -383,4 +415,14 @@ async function validBatchFollows(
 function markVisible(segment: Segment): void {
   segment.visibleSizeBytes = segment.sizeBytes;
   segment.visibleEndOffset = segment.endOffset;
+}
+
+/**
+ * An idempotent producer's batch (its producer id is not -1) updates its producer's state, as the
+ * append did; the header is read whole only for those.
+ */
+function recordIdempotent(producers: ProducerStates, batch: Uint8Array, offset: number): void {
+  const view = new DataView(batch.buffer, batch.byteOffset, batch.byteLength);
+  if (view.getBigInt64(batchField.producerId) === -1n) return;
+  producers.record(readRecordBatchHeader(batch), offset);
 }

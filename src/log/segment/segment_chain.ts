@@ -11,6 +11,8 @@ import {
   stampLogAppendTime,
 } from "../batch/record_batch.ts";
 import { LeaderEpochs } from "../partition/leader_epochs.ts";
+import { ProducerStates } from "../producers/producer_states.ts";
+import { ProducerSnapshots, type RecoveredProducers } from "../producers/producer_snapshots.ts";
 import { writeIndexFile } from "./sparse_index.ts";
 import type { LogConfig } from "../log_config.ts";
 import { localBytesOf } from "../retention/local_retention.ts";
@@ -85,6 +87,10 @@ export class SegmentChain {
   epochs: LeaderEpochs;
   /** The markers of the chain's tiered segments, on disk. */
   readonly remoteTable: RemoteTable;
+  /** The idempotent producers whose batches the chain holds: every placed batch updates them. */
+  readonly producers: ProducerStates;
+  /** Their snapshots on disk: one written at every roll. */
+  readonly producerSnapshots: ProducerSnapshots;
   /** The last timestamp the server assigned (whole milliseconds, in µs); server stamps never decrease. */
   #lastStampUs: number;
   #sealedCount = 0;
@@ -102,9 +108,12 @@ export class SegmentChain {
     segments: Segment[],
     epochs?: LeaderEpochs,
     remoteTable?: RemoteTable,
+    producers?: RecoveredProducers,
   ) {
     assert(segments.length > 0, "a partition log needs at least its active segment");
     this.epochs = epochs ?? LeaderEpochs.empty(disk, dir);
+    this.producers = producers?.states ?? new ProducerStates(dir);
+    this.producerSnapshots = producers?.snapshots ?? new ProducerSnapshots(disk, dir);
     this.remoteTable = remoteTable ?? new RemoteTable(disk, dir, 0, 0);
     const active = segments.at(-1)!;
     assert(!active.sealed && active.logFile !== null, "the last segment must be open and active");
@@ -205,6 +214,7 @@ export class SegmentChain {
         const appendTimeUs = input.stampAppendTime ? this.#stampUs() : null;
         const baseUs = appendTimeUs ?? header.baseTimestampMs * 1000;
         const maxUs = appendTimeUs ?? header.maxTimestampMs * 1000;
+        this.producers.record(header, this.#nextOffset);
         await this.#place(bytes.length, header.recordCount, baseUs, maxUs, config, (target) => {
           target.set(bytes);
           setBaseOffset(target, this.#nextOffset);
@@ -241,6 +251,7 @@ export class SegmentChain {
       const baseUs = header.baseTimestampMs * 1000;
       const maxUs = header.maxTimestampMs * 1000;
       this.epochs.assign(header.partitionLeaderEpoch, header.baseOffset);
+      this.producers.record(header, header.baseOffset);
       await this.#place(bytes.length, header.recordCount, baseUs, maxUs, unbounded, (t) => t.set(bytes));
     }
   }
@@ -256,6 +267,7 @@ export class SegmentChain {
     assert(keep >= 0 && keep < this.#segments.length, `Cannot cut the chain at segment ${keep}`);
     this.#segments.length = keep + 1;
     this.#nextOffset = offset;
+    this.producers.truncateFrom(offset);
     this.#dirty = false;
   }
 
@@ -319,8 +331,9 @@ export class SegmentChain {
   }
 
   /**
-   * Seals the active segment (its bytes and its `.index` made durable first) and opens the next,
-   * whose creation syncs the directory and with it the new `.index`'s name.
+   * Seals the active segment (its bytes and its `.index` made durable first), writes the producer
+   * snapshot where the next starts, and opens the next, whose creation syncs the directory and with
+   * it the names of the new `.index` and snapshot.
    */
   async roll(): Promise<void> {
     const sealing = this.active;
@@ -332,6 +345,9 @@ export class SegmentChain {
     await closeFiles(sealing);
     this.#dirty = false;
     this.#lastSyncMs = this.#clock.nowMs();
+    // The producers' state where the next segment starts, durable before the segment exists: a boot
+    // finds it beside the active segment and replays that segment's batches only.
+    await this.producerSnapshots.write(this.#nextOffset, this.producers.snapshot());
     this.#segments.push(await SegmentChain.createSegment(this.#disk, this.#dir, this.#nextOffset));
   }
 

@@ -42,6 +42,9 @@ export async function deleteFront(
 /** Deletes every segment and starts the chain again at offset 0 with a new active segment. */
 export async function purgeSegments(disk: Disk, dir: string, chain: SegmentChain): Promise<void> {
   await chain.backgroundSync;
+  // The producers' snapshots go first: a crash part-way leaves none holding batches of the old log.
+  await chain.producerSnapshots.deleteAfter(-1);
+  chain.producers.clear();
   const doomed = chain.takeAll();
   // Oldest first, so a crash part-way leaves a contiguous suffix that boot accepts: the remote
   // table (the tiered prefix) first, then each segment's files.

@@ -36,6 +36,8 @@ export async function truncateSegments(
     assert(segment.location === "local", `Cannot truncate into ${segment.stem}: it is in the object store`);
   }
   const { positionBytes, maxTimestampUs } = await cutPoint(disk, kept, offset);
+  // Snapshots taken past the kept segment's start hold batches about to go: deleted first.
+  await chain.producerSnapshots.deleteAfter(kept.startOffset);
   // Newest first, so that a crash part-way leaves a chain that still starts where it did.
   for (const doomed of segments.slice(keep + 1).reverse()) {
     await closeFiles(doomed);

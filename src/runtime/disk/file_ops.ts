@@ -119,6 +119,8 @@ export interface ReplaceFileOptions<T> {
   makeDirectory?: boolean;
   /** Writes the temporary file around the page cache (`OpenOptions.bypassCache`). */
   bypassCache?: boolean;
+  /** Opens the temporary file through a bound on open files, waiting for a handle (`OpenOptions.reopenable`). */
+  reopenable?: boolean;
   /** Cuts the temporary file, once written, to the length this gives for what `write` returned. */
   trimTo?: (written: T) => number;
 }
@@ -139,7 +141,11 @@ export async function replaceFileWith<T>(
   const dir = dirOf(path);
   const tempPath = options.tempPath ?? `${path}.tmp`;
   if (options.makeDirectory === true) await disk.mkdirp(dir);
-  const file = await disk.open(tempPath, { create: true, bypassCache: options.bypassCache ?? false });
+  const file = await disk.open(tempPath, {
+    create: true,
+    bypassCache: options.bypassCache ?? false,
+    reopenable: options.reopenable ?? false,
+  });
   let written: T;
   try {
     await file.truncate(0);
@@ -155,7 +161,12 @@ export async function replaceFileWith<T>(
 }
 
 /** Replaces the file at `path` with `bytes`, atomically (see `replaceFileWith`). */
-export function replaceFile(disk: Disk, path: string, bytes: Uint8Array): Promise<void> {
+export function replaceFile(
+  disk: Disk,
+  path: string,
+  bytes: Uint8Array,
+  options: { reopenable?: boolean } = {},
+): Promise<void> {
   // The write's promise is handed on as it is: no async wrapper adds a promise hop.
-  return replaceFileWith(disk, path, (file) => file.writeAt(bytes, 0));
+  return replaceFileWith(disk, path, (file) => file.writeAt(bytes, 0), options);
 }

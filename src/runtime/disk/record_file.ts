@@ -19,7 +19,8 @@ export class CorruptRecordError extends Error {
 const headerBytes = 16;
 
 /**
- * Writes `value` as the record `dir/name`, replacing the old one atomically. Not an async function:
+ * Writes `value` as the record `dir/name`, replacing the old one atomically; `reopenable` opens the
+ * temporary file through a bound on open files (`OpenOptions.reopenable`). Not an async function:
  * the caller awaits the replacement's own promise, with no promise hop added (the simulator's I/O
  * order depends on them).
  */
@@ -29,9 +30,10 @@ export function writeRecordFile(
   name: string,
   magic: string,
   value: unknown,
+  options: { reopenable?: boolean } = {},
 ): Promise<void> {
   try {
-    return replaceFile(disk, `${dir}/${name}`, recordBytes(magic, value));
+    return replaceFile(disk, `${dir}/${name}`, recordBytes(magic, value), options);
   } catch (error) {
     return Promise.reject(error);
   }

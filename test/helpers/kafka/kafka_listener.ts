@@ -28,6 +28,7 @@ export async function openTestListener(
     clock,
     turn: () => server.pieceGate.turn(),
     groups: server.groups,
+    producerIds: server.producerIds,
     logger,
   });
   t.teardown(() => listener.close());

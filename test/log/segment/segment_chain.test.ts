@@ -46,14 +46,23 @@ t.test("a roll makes the sealed segment durable before the next one exists", asy
   const { chain } = await filledChain(t, 1, disk);
   disk.ops.length = 0;
   await chain.roll();
-  t.same(disk.ops, [
-    "fsync 00000000000000000000.log",
-    "open+create 00000000000000000000.index",
-    "write 00000000000000000000.index",
-    "fsync 00000000000000000000.index",
-    "create 00000000000000000001.log",
-    "fsync dir",
-  ], "the sealed segment's index is written whole; the new active segment has none");
+  t.same(
+    disk.ops,
+    [
+      "fsync 00000000000000000000.log",
+      "open+create 00000000000000000000.index",
+      "write 00000000000000000000.index",
+      "fsync 00000000000000000000.index",
+      "open+create 00000000000000000001.producers.tmp",
+      "write 00000000000000000001.producers.tmp",
+      "fsync 00000000000000000001.producers.tmp",
+      "rename 00000000000000000001.producers.tmp 00000000000000000001.producers",
+      "fsync dir",
+      "create 00000000000000000001.log",
+      "fsync dir",
+    ],
+    "the sealed segment's index is written whole, then the producer snapshot where the next starts; the new active segment has no index",
+  );
   t.notOk(chain.dirty);
 });
 

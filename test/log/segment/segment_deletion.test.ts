@@ -42,12 +42,15 @@ t.test("nothing to delete: no unlink, no fsync", async (t) => {
   t.same(disk.ops, []);
 });
 
-t.test("a purge deletes every segment oldest first, then starts again at offset 0", async (t) => {
+t.test("a purge deletes the producer snapshots, then every segment oldest first, then starts again at offset 0", async (t) => {
   const disk = new RecordingDisk();
   const { chain, dir } = await filledChain(t, 10, disk);
   disk.ops.length = 0;
   await purgeSegments(disk, dir, chain);
   t.same(disk.ops, [
+    `unlink ${stem(4)}.producers`,
+    `unlink ${stem(8)}.producers`,
+    "fsync dir",
     `unlink ${stem(0)}.log`,
     `unlink ${stem(0)}.index`,
     `unlink ${stem(4)}.log`,

@@ -1,0 +1,128 @@
+import { assert } from "../../runtime/assert.ts";
+import type { RecordBatchHeader } from "../batch/record_batch.ts";
+
+/**
+ * Batches of one producer a partition remembers: a retry of any of them is answered with the
+ * offsets it was first given. Kafka's bound on `max.in.flight.requests.per.connection` with
+ * idempotence, so every batch a producer may still retry is among them.
+ */
+export const producerBatchesKept = 5;
+
+/** A batch's sequence numbers run from 0 to this and wrap to 0 (Kafka's `Integer.MAX_VALUE`). */
+export const sequenceMax = 0x7fffffff;
+
+/** One appended batch of a producer: its sequence range and where the log put it. */
+export interface ProducerBatch {
+  firstSequence: number;
+  lastSequence: number;
+  firstOffset: number;
+  lastOffset: number;
+}
+
+/**
+ * What a partition knows of one idempotent producer: its epoch, its last batches (oldest first, at
+ * most `producerBatchesKept`, all of that epoch), and the largest timestamp of its last batch, by
+ * which it expires.
+ */
+export interface ProducerEntry {
+  producerId: number;
+  epoch: number;
+  batches: readonly ProducerBatch[];
+  lastTimestampMs: number;
+}
+
+/** What a produced batch of an idempotent producer is to the partition, judged before it is appended. */
+export type ProducerVerdict =
+  | { kind: "append" }
+  /** A retry of one of the producer's last batches: answered with its first offsets, appended again never. */
+  | { kind: "duplicate"; batch: ProducerBatch }
+  /** Kafka's OUT_OF_ORDER_SEQUENCE_NUMBER: a gap, or a new epoch that does not start at 0. */
+  | { kind: "out_of_order"; reason: string }
+  /** Kafka's INVALID_PRODUCER_EPOCH: an epoch older than the partition's. */
+  | { kind: "old_epoch"; reason: string };
+
+/** The last sequence number of a batch: its first plus its last offset delta, wrapping past `sequenceMax`. */
+export function lastSequenceOf(header: RecordBatchHeader): number {
+  assert(header.baseSequence >= 0 && header.lastOffsetDelta >= 0, "an idempotent batch has a sequence");
+  return (header.baseSequence + header.lastOffsetDelta) % (sequenceMax + 1);
+}
+
+/** Whether `next` follows `last` (wrapping from `sequenceMax` to 0). */
+function follows(last: number, next: number): boolean {
+  return next === (last === sequenceMax ? 0 : last + 1);
+}
+
+/**
+ * Judges a client's batch of producer `header.producerId` against what the partition knows of it
+ * (`entry`; undefined when it knows nothing), as Kafka's broker does:
+ * - an older epoch is refused;
+ * - a batch of the current epoch with the sequence range of one of the last batches is a duplicate;
+ * - a new epoch (a producer that bumped it, KIP-360) must start at sequence 0;
+ * - within the epoch, each batch starts right after the last one's last sequence;
+ * - a producer the partition knows nothing of (never seen, expired, or removed with its segments)
+ *   may start at any sequence, so that a client whose state the partition lost goes on.
+ */
+export function judgeBatch(entry: ProducerEntry | undefined, header: RecordBatchHeader): ProducerVerdict {
+  if (entry === undefined) return { kind: "append" };
+  const { producerId, producerEpoch: epoch, baseSequence: first } = header;
+  if (epoch < entry.epoch) {
+    return {
+      kind: "old_epoch",
+      reason: `producer ${producerId}'s epoch ${epoch} is older than the partition's ${entry.epoch}`,
+    };
+  }
+  if (epoch > entry.epoch) {
+    if (first === 0) return { kind: "append" };
+    return {
+      kind: "out_of_order",
+      reason: `producer ${producerId}'s new epoch ${epoch} starts at sequence ${first}, not 0`,
+    };
+  }
+  const lastSequence = lastSequenceOf(header);
+  const duplicate = entry.batches.find((b) => b.firstSequence === first && b.lastSequence === lastSequence);
+  if (duplicate !== undefined) return { kind: "duplicate", batch: duplicate };
+  const last = entry.batches.at(-1);
+  assert(last !== undefined, "a producer the partition knows has a batch");
+  if (follows(last.lastSequence, first)) return { kind: "append" };
+  return {
+    kind: "out_of_order",
+    reason: `producer ${producerId} sent sequence ${first} after ${last.lastSequence} (epoch ${epoch})`,
+  };
+}
+
+/**
+ * The producer's entry once `header`'s batch is in the log at `firstOffset`: a new epoch forgets the
+ * old one's batches, and only the last `producerBatchesKept` are kept. Used for a client's batch the
+ * partition judged `append`, and for every batch a follower replicates or a recovery replays.
+ */
+export function entryAfter(
+  entry: ProducerEntry | undefined,
+  header: RecordBatchHeader,
+  firstOffset: number,
+): ProducerEntry {
+  const batch: ProducerBatch = {
+    firstSequence: header.baseSequence,
+    lastSequence: lastSequenceOf(header),
+    firstOffset,
+    lastOffset: firstOffset + header.lastOffsetDelta,
+  };
+  const sameEpoch = entry !== undefined && entry.epoch === header.producerEpoch;
+  const kept = sameEpoch ? entry.batches.slice(-(producerBatchesKept - 1)) : [];
+  return {
+    producerId: header.producerId,
+    epoch: header.producerEpoch,
+    batches: [...kept, batch],
+    lastTimestampMs: header.maxTimestampMs,
+  };
+}
+
+/**
+ * The producer's entry once the log is cut back to end below `offset` (a follower's truncation):
+ * its batches at or above the cut are gone; an entry left with none is forgotten (undefined), and
+ * its producer may start again at any sequence.
+ */
+export function entryBelow(entry: ProducerEntry, offset: number): ProducerEntry | undefined {
+  const batches = entry.batches.filter((b) => b.lastOffset < offset);
+  if (batches.length === entry.batches.length) return entry;
+  return batches.length === 0 ? undefined : { ...entry, batches };
+}

@@ -1,0 +1,154 @@
+import { assert } from "../../runtime/assert.ts";
+import type { RecordBatchHeader } from "../batch/record_batch.ts";
+import { ProducerRefusedError } from "../log_errors.ts";
+import { entryAfter, entryBelow, judgeBatch, type ProducerEntry } from "./producer_entry.ts";
+
+/**
+ * Idempotent producers one partition keeps state for, at most. Each costs a few hundred bytes;
+ * past the bound a new producer is refused until idle ones expire (`expire`).
+ */
+export const producersPerPartitionMax = 10_000;
+
+/** What a produce's batches are to the partition's producers, judged together before any is appended. */
+export type ProducePlan =
+  | { kind: "append" }
+  /** A retry of a batch the log holds: the produce is answered with its offsets and appends nothing. */
+  | { kind: "duplicate"; firstOffset: number; lastOffset: number }
+  | { kind: "refused"; error: ProducerRefusedError };
+
+/**
+ * A partition's idempotent producers by id (`ProducerEntry`): what a client's produce is judged
+ * against before it is appended (`plan`), and what every appended batch updates (`record`), a
+ * leader's, a follower's and a recovery's alike. Batches without a producer id (-1) have no part in
+ * it. Changed only by the partition's writer loop.
+ */
+export class ProducerStates {
+  readonly #label: string;
+  readonly #producersMax: number;
+  readonly #entries = new Map<number, ProducerEntry>();
+
+  constructor(label: string, producersMax = producersPerPartitionMax) {
+    assert(Number.isInteger(producersMax) && producersMax >= 1, "producersMax must be a positive integer");
+    this.#label = label;
+    this.#producersMax = producersMax;
+  }
+
+  /** The state a snapshot held (`ProducerSnapshots`), before the batches after it are replayed. */
+  static restored(label: string, entries: readonly ProducerEntry[]): ProducerStates {
+    const states = new ProducerStates(label);
+    for (const entry of entries) states.#entries.set(entry.producerId, entry);
+    return states;
+  }
+
+  /** Every entry, for a snapshot. */
+  snapshot(): ProducerEntry[] {
+    return [...this.#entries.values()];
+  }
+
+  /** Forgets every producer (a purge). */
+  clear(): void {
+    this.#entries.clear();
+  }
+
+  /** Gauge: producers the partition keeps state for. */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** The entry of `producerId`, if the partition knows it. */
+  entry(producerId: number): ProducerEntry | undefined {
+    return this.#entries.get(producerId);
+  }
+
+  /** Every entry, in no particular order. */
+  entries(): IterableIterator<ProducerEntry> {
+    return this.#entries.values();
+  }
+
+  /**
+   * Judges a client's batches in order, each as if those before it were appended (`judgeBatch`),
+   * changing nothing. The first duplicate answers for the whole produce, as Kafka's broker does; any
+   * refusal refuses all of it. `nextOffset` is where the first batch would go.
+   */
+  plan(headers: readonly RecordBatchHeader[], nextOffset: number): ProducePlan {
+    const planned = new Map<number, ProducerEntry>();
+    let offset = nextOffset;
+    for (const header of headers) {
+      const producerId = header.producerId;
+      if (producerId < 0) {
+        offset += header.lastOffsetDelta + 1;
+        continue;
+      }
+      const entry = planned.get(producerId) ?? this.#entries.get(producerId);
+      const verdict = judgeBatch(entry, header);
+      if (verdict.kind === "duplicate") {
+        return {
+          kind: "duplicate",
+          firstOffset: verdict.batch.firstOffset,
+          lastOffset: verdict.batch.lastOffset,
+        };
+      }
+      if (verdict.kind !== "append") {
+        return {
+          kind: "refused",
+          error: new ProducerRefusedError(this.#label, verdict.kind, verdict.reason),
+        };
+      }
+      if (
+        entry === undefined && this.#entries.size + newProducers(planned, this.#entries) >= this.#producersMax
+      ) {
+        const reason =
+          `it keeps state for ${this.#producersMax} producers, its bound; producer ${producerId} is one more`;
+        return {
+          kind: "refused",
+          error: new ProducerRefusedError(this.#label, "too_many_producers", reason),
+        };
+      }
+      planned.set(producerId, entryAfter(entry, header, offset));
+      offset += header.lastOffsetDelta + 1;
+    }
+    return { kind: "append" };
+  }
+
+  /** A batch the log placed at `firstOffset`: its producer's entry moves on (`entryAfter`). */
+  record(header: RecordBatchHeader, firstOffset: number): void {
+    if (header.producerId < 0) return;
+    this.#entries.set(
+      header.producerId,
+      entryAfter(this.#entries.get(header.producerId), header, firstOffset),
+    );
+  }
+
+  /** The log was cut back to end below `offset`: batches from there on are forgotten (`entryBelow`). */
+  truncateFrom(offset: number): void {
+    for (const [producerId, entry] of this.#entries) {
+      const kept = entryBelow(entry, offset);
+      if (kept === undefined) this.#entries.delete(producerId);
+      else if (kept !== entry) this.#entries.set(producerId, kept);
+    }
+  }
+
+  /**
+   * Forgets producers whose last batch's timestamp is `expirationMs` or more before `nowWallMs`
+   * (Kafka's `producer.id.expiration.ms`); returns how many.
+   */
+  expire(nowWallMs: number, expirationMs: number): number {
+    let expired = 0;
+    for (const [producerId, entry] of this.#entries) {
+      if (nowWallMs - entry.lastTimestampMs < expirationMs) continue;
+      this.#entries.delete(producerId);
+      expired++;
+    }
+    return expired;
+  }
+}
+
+/** Producers planned that the partition does not know yet. */
+function newProducers(
+  planned: ReadonlyMap<number, ProducerEntry>,
+  known: ReadonlyMap<number, ProducerEntry>,
+) {
+  let count = 0;
+  for (const producerId of planned.keys()) if (!known.has(producerId)) count++;
+  return count;
+}

@@ -1,0 +1,116 @@
+import { readdirSync, writeFileSync } from "node:fs";
+import t from "tap";
+import type { LogConfig } from "../../../src/log/log_config.ts";
+import { Partition } from "../../../src/log/partition/partition.ts";
+import { ProducerRefusedError } from "../../../src/log/log_errors.ts";
+import { producerSnapshotsKept } from "../../../src/log/producers/producer_snapshots.ts";
+import type { ProducerStates } from "../../../src/log/producers/producer_states.ts";
+import { initCrc32c } from "../../../src/runtime/checksum/crc32c.ts";
+import { silentLogger } from "../../../src/runtime/logger.ts";
+import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
+import { Rng } from "../../../src/runtime/rng.ts";
+import { VirtualClock } from "../../../src/runtime/clock/virtual_clock.ts";
+import { tempDir } from "../../helpers/temp_dir.ts";
+import { idempotentBatch } from "../../helpers/kafka/idempotent_batch.ts";
+
+// A partition's idempotent producers survive a restart: a snapshot at every roll, and the active
+// segment's batches after it replayed at boot. A truncation and a purge leave no snapshot that
+// holds batches the log no longer has.
+await initCrc32c();
+const disk = new NodeDisk();
+/** About three one-record batches a segment. */
+const config: LogConfig = {
+  segmentSizeBytes: 200,
+  segmentMaxAgeMs: null,
+  indexIntervalBytes: 4096,
+  fsync: "always",
+  fsyncIntervalMs: 1000,
+  writeQueueMax: 100,
+};
+const address = { streamId: 1, topicId: 1, partitionId: 0 };
+
+const stateOf = (states: ProducerStates) => states.snapshot().sort((a, b) => a.producerId - b.producerId);
+const snapshotsIn = (dir: string) => readdirSync(dir).filter((n) => n.endsWith(".producers")).sort();
+
+/** A partition where producer 9 wrote batches of one record at sequences 0 to `batches - 1`, producer 12 one of two. */
+async function producedPartition(data: string, batches: number) {
+  const p = await Partition.create(disk, new VirtualClock(), new Rng(1), data, address, config);
+  await p.log.appendRecordBatches(idempotentBatch(12, 0, 0, 2));
+  for (let s = 0; s < batches; s++) await p.log.appendRecordBatches(idempotentBatch(9, 0, s, 1));
+  return p;
+}
+
+const reopen = async (data: string) => {
+  const p = await Partition.open(disk, new VirtualClock(), data, address, config, silentLogger());
+  t.teardown(() => p.close());
+  return p;
+};
+
+t.test("a restart keeps every producer's epoch and last batches: retries are still duplicates", async (t) => {
+  const data = tempDir(t);
+  const p = await producedPartition(data, 10);
+  const before = stateOf(p.log.producers);
+  t.ok(p.log.segments.length >= 3, `${p.log.segments.length} segments: rolls wrote snapshots`);
+  await p.close();
+  const snapshots = snapshotsIn(p.dir);
+  t.ok(snapshots.length >= 1 && snapshots.length <= producerSnapshotsKept, `kept: ${snapshots}`);
+  const reopened = await reopen(data);
+  t.same(stateOf(reopened.log.producers), before, "the same state after the boot");
+  const next = reopened.log.nextOffset;
+  t.same(await reopened.log.appendRecordBatches(idempotentBatch(9, 0, 9, 1)), {
+    baseOffset: next - 1,
+    count: 1,
+  });
+  t.same(
+    await reopened.log.appendRecordBatches(idempotentBatch(9, 0, 5, 1)),
+    { baseOffset: 7, count: 1 },
+    "a retry of a batch in a sealed segment, within the last five",
+  );
+  t.same(await reopened.log.appendRecordBatches(idempotentBatch(12, 0, 0, 2)), { baseOffset: 0, count: 2 });
+  t.equal(reopened.log.nextOffset, next, "nothing appended twice");
+  const gap = await reopened.log.appendRecordBatches(idempotentBatch(9, 0, 11, 1)).catch((e) => e);
+  t.ok(gap instanceof ProducerRefusedError && gap.refusal === "out_of_order", "a gap after the boot");
+});
+
+t.test("a damaged newest snapshot is passed over for the one before it", async (t) => {
+  const data = tempDir(t);
+  const p = await producedPartition(data, 10);
+  await p.close();
+  const snapshots = snapshotsIn(p.dir);
+  t.equal(snapshots.length, producerSnapshotsKept);
+  writeFileSync(`${p.dir}/${snapshots.at(-1)}`, "damaged");
+  const reopened = await reopen(data);
+  t.same(snapshotsIn(p.dir), snapshots.slice(0, -1), "the damaged one is deleted");
+  // Producer 12's only batch is older than both snapshots: the older one still holds it.
+  t.same(await reopened.log.appendRecordBatches(idempotentBatch(12, 0, 0, 2)), { baseOffset: 0, count: 2 });
+});
+
+t.test("a truncation deletes the snapshots past its cut; a cut batch is never taken for a duplicate", async (t) => {
+  const data = tempDir(t);
+  const p = await producedPartition(data, 10);
+  await p.log.truncateTo(4);
+  t.ok(snapshotsIn(p.dir).every((n) => Number(n.slice(0, 20)) <= 4), `left: ${snapshotsIn(p.dir)}`);
+  const below = (states: ProducerStates) =>
+    states.snapshot().every((e) => e.batches.every((b) => b.lastOffset < 4));
+  t.ok(below(p.log.producers), "in memory, no batch at or past the cut");
+  await p.close();
+  const reopened = await reopen(data);
+  t.ok(below(reopened.log.producers), "after a boot, no batch at or past the cut");
+  t.same(
+    await reopened.log.appendRecordBatches(idempotentBatch(9, 0, 5, 1)),
+    { baseOffset: 4, count: 1 },
+    "a batch the cut took is appended again, not answered as a duplicate",
+  );
+});
+
+t.test("a purge deletes every snapshot and forgets every producer", async (t) => {
+  const data = tempDir(t);
+  const p = await producedPartition(data, 10);
+  await p.purge();
+  t.same(snapshotsIn(p.dir), []);
+  t.equal(p.log.producers.size, 0);
+  await p.close();
+  const reopened = await reopen(data);
+  t.equal(reopened.log.producers.size, 0);
+  t.same(await reopened.log.appendRecordBatches(idempotentBatch(9, 0, 3, 1)), { baseOffset: 0, count: 1 });
+});
