@@ -12,9 +12,10 @@ import { startServerProcess } from "./lib/server_process.ts";
  *
  * Each of `--producers` producers writes `--records` records of 1 KiB to its own partition (acks 1,
  * linger 5 ms, batches up to 1 MiB); then one consumer per partition reads them back from offset 0
- * by assignment. Throughput is the records' bytes over the slowest process's time. Targets: with
- * fsync "interval", produce at least 0.5 × and consume at least 0.7 × the null broker, and both at
- * least 2 × the HTTP path's figures.
+ * by assignment. Throughput is the records' bytes over the slowest process's time. The same runs
+ * with idempotent producers (`enable.idempotence`, acks all) measure what idempotence costs. Targets:
+ * with fsync "interval", produce at least 0.5 × and consume at least 0.7 × the null broker, both at
+ * least 2 × the HTTP path's figures, and idempotent produce at least 0.95 × plain produce.
  */
 
 const { values: args } = parseArgs({
@@ -46,8 +47,8 @@ interface Run {
   consume: Phase;
 }
 
-async function load(mode: "produce" | "consume", broker: string, partition: number) {
-  const extra = mode === "produce" ? [String(valueBytes)] : [];
+async function load(mode: "produce" | "consume", broker: string, partition: number, idempotent = false) {
+  const extra = mode === "produce" ? [String(valueBytes), ...(idempotent ? ["idempotent"] : [])] : [];
   const out = await new Deno.Command(python, {
     args: [loadScript, mode, broker, "bench", String(partition), String(records), ...extra],
     stdout: "piped",
@@ -64,10 +65,12 @@ async function load(mode: "produce" | "consume", broker: string, partition: numb
   };
 }
 
-/** Every producer, then every consumer, side by side; the slowest sets the time. */
-async function measure(broker: string): Promise<Run> {
+/** Every producer (idempotent ones with `idempotent`), then every consumer, side by side; the slowest sets the time. */
+async function measure(broker: string, idempotent = false): Promise<Run> {
   const phase = async (mode: "produce" | "consume"): Promise<Phase> => {
-    const results = await Promise.all(Array.from({ length: producers }, (_, p) => load(mode, broker, p)));
+    const results = await Promise.all(
+      Array.from({ length: producers }, (_, p) => load(mode, broker, p, idempotent)),
+    );
     const seconds = Math.max(...results.map((r) => r.seconds));
     const bytes = results.reduce((n, r) => n + r.bytes, 0);
     const count = results.reduce((n, r) => n + r.records, 0);
@@ -109,7 +112,7 @@ async function nullBroker(): Promise<Run> {
   }
 }
 
-async function strata(fsync: "always" | "interval"): Promise<Run> {
+async function strata(fsync: "always" | "interval", idempotent = false): Promise<Run> {
   const dir = await Deno.makeTempDir({ prefix: "strata-bench-kafka-" });
   const config = `${dir}/config.toml`;
   await Deno.writeTextFile(config, "");
@@ -131,7 +134,7 @@ async function strata(fsync: "always" | "interval"): Promise<Run> {
     if (created.status !== 201) throw new Error(`Cannot create the topic: ${await created.text()}`);
     const broker = /"msg":"kafka listening","address":"([^"]+)"/.exec(server.stderrTail())?.[1];
     if (broker === undefined) throw new Error("the server logged no Kafka address");
-    return await measure(broker);
+    return await measure(broker, idempotent);
   } finally {
     await server.stop("SIGTERM");
     await Deno.remove(dir, { recursive: true });
@@ -174,18 +177,21 @@ if (unavailable !== null) {
 const ceiling = await nullBroker();
 const interval = await strata("interval");
 const always = await strata("always");
+const idempotent = await strata("interval", true);
 const httpPath = await http();
 const ratios = {
   produce_vs_null: round(interval.produce.mb_s / ceiling.produce.mb_s),
   consume_vs_null: round(interval.consume.mb_s / ceiling.consume.mb_s),
   produce_vs_http: round(interval.produce.mb_s / httpPath.produce_mb_s),
   consume_vs_http: round(interval.consume.mb_s / httpPath.consume_mb_s),
+  idempotent_vs_plain: round(idempotent.produce.mb_s / interval.produce.mb_s),
 };
 const targets = {
   produce_vs_null: ratios.produce_vs_null >= 0.5,
   consume_vs_null: ratios.consume_vs_null >= 0.7,
   produce_vs_http: ratios.produce_vs_http >= 2,
   consume_vs_http: ratios.consume_vs_http >= 2,
+  idempotent_vs_plain: ratios.idempotent_vs_plain >= 0.95,
 };
 const row = (name: string, r: Run) =>
   `${name.padEnd(24)} produce ${String(r.produce.mb_s).padStart(8)} MB/s ${
@@ -197,6 +203,7 @@ const row = (name: string, r: Run) =>
 console.log(row("null broker", ceiling));
 console.log(row("strata fsync=interval", interval));
 console.log(row("strata fsync=always", always));
+console.log(row("strata idempotent", idempotent));
 console.log(
   `http path (bench:produce, fsync=interval): produce ${httpPath.produce_mb_s} MB/s, consume ${httpPath.consume_mb_s} MB/s`,
 );
@@ -208,7 +215,7 @@ for (const [name, value] of Object.entries(ratios)) {
 const result = {
   settings: { records_per_producer: records, producers, value_bytes: valueBytes, quick },
   null_broker: ceiling,
-  strata: { interval, always },
+  strata: { interval, always, idempotent },
   http: httpPath,
   ratios,
   targets,

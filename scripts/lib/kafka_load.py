@@ -1,10 +1,11 @@
 """A librdkafka load for bench:kafka (Debian's python3-confluent-kafka).
 
-  kafka_load.py produce BROKER TOPIC PARTITION RECORDS VALUE_BYTES
+  kafka_load.py produce BROKER TOPIC PARTITION RECORDS VALUE_BYTES [idempotent]
   kafka_load.py consume BROKER TOPIC PARTITION RECORDS
 
 Prints one JSON line: records, bytes, seconds, and for produce the acknowledgement latency's p50
-and p99 in milliseconds (from produce() to the delivery report). Consuming reads the partition by
+and p99 in milliseconds (from produce() to the delivery report). With "idempotent" the producer is
+librdkafka's idempotent one (enable.idempotence, which takes acks=all); otherwise acks=1. Consuming reads the partition by
 assignment from offset 0, without a group, and checks every record's length.
 """
 import json
@@ -20,13 +21,13 @@ def percentile(values, p):
     return ordered[min(len(ordered) - 1, int(len(ordered) * p))] if ordered else 0.0
 
 
-def produce(broker, topic, partition, records, value_bytes):
+def produce(broker, topic, partition, records, value_bytes, idempotent=False):
     producer = Producer({
         "bootstrap.servers": broker,
-        "acks": "1",
+        "acks": "all" if idempotent else "1",
         "linger.ms": 5,
         "batch.size": 1048576,
-        "enable.idempotence": False,
+        "enable.idempotence": idempotent,
         "queue.buffering.max.messages": 100000,
         "queue.buffering.max.kbytes": 262144,
     })
@@ -89,6 +90,7 @@ def consume(broker, topic, partition, records):
 if __name__ == "__main__":
     mode, broker, topic, partition, records = sys.argv[1:6]
     if mode == "produce":
-        produce(broker, topic, int(partition), int(records), int(sys.argv[6]))
+        produce(broker, topic, int(partition), int(records), int(sys.argv[6]),
+                len(sys.argv) > 7 and sys.argv[7] == "idempotent")
     else:
         consume(broker, topic, int(partition), int(records))

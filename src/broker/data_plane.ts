@@ -1,3 +1,4 @@
+import type { ProducerEntry } from "../log/producers/producer_entry.ts";
 import { refuseReadReplica } from "./metadata/metadata.ts";
 import type { MessageInput } from "../log/batch/batch_codec.ts";
 import { TooManyConsumersError } from "../log/partition/consumer_offsets.ts";
@@ -212,6 +213,12 @@ export class DataPlane {
     timeoutMs: number,
   ): Promise<void> {
     return this.#partition(streamName, topicName, partitionId).log.waitForAppend(afterOffset, timeoutMs);
+  }
+
+  /** The partition's idempotent producers as its log holds them (DescribeProducers), by producer id. */
+  producers(streamName: string, topicName: string, partitionId: number): ProducerEntry[] {
+    const entries = this.#partition(streamName, topicName, partitionId).log.producers.snapshot();
+    return entries.sort((a, b) => a.producerId - b.producerId);
   }
 
   /** The offset of the partition's first message stamped at or after `timestampUs`. */

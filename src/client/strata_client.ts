@@ -258,6 +258,11 @@ export class StrataClient {
     return this.#call("GET", `/streams/${e(stream)}/topics/${e(topic)}/partitions/${partition}`);
   }
 
+  /** The partition's idempotent producers: `{producers: [...]}`. */
+  producers(stream: string, topic: string, partition: number): Promise<Record<string, unknown>> {
+    return this.#call("GET", `/streams/${e(stream)}/topics/${e(topic)}/partitions/${partition}/producers`);
+  }
+
   storeOffset(
     stream: string,
     topic: string,

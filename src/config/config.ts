@@ -22,6 +22,8 @@ export interface Config {
     fsyncIntervalMs: number;
     indexIntervalBytes: number;
     writeQueueMax: number;
+    /** `producer_id_expiration`: an idle idempotent producer's state is kept this long. */
+    producerIdExpirationMs: number;
     externalMemoryReserveBytes: number;
     /** Nice value for the event loop's thread; 0 leaves it (docs/CONFIG.md, "Threads and descriptors"). */
     loopThreadNice: number;
@@ -191,6 +193,7 @@ export function toConfig(v: ValidatedConfig): Config {
       fsyncIntervalMs: system["fsync_interval"] as number,
       indexIntervalBytes: system["index_interval_bytes"] as number,
       writeQueueMax: system["write_queue_max"] as number,
+      producerIdExpirationMs: system["producer_id_expiration"] as number,
       externalMemoryReserveBytes: system["external_memory_reserve"] as number,
       loopThreadNice: system["loop_thread_nice"] as number,
       fdTableReserve: system["fd_table_reserve"] as number,

@@ -29,6 +29,11 @@ export const configSchema = {
     /** Writes queued per partition before producers get 503. */
     write_queue_max: { kind: "int", default: 4096, min: 1, max: 1_000_000 },
     /**
+     * How long a partition keeps an idempotent producer's state after its last batch's timestamp
+     * (Kafka's `producer.id.expiration.ms`); a producer forgotten may start again at any sequence.
+     */
+    producer_id_expiration: { kind: "duration", default: 86_400_000, min: 1000, max: 365 * 86_400_000 },
+    /**
      * Address space held, never touched, and counted by the JavaScript engine as external memory,
      * so that dead response buffers leave room before a full garbage collection (0 turns it off).
      */

@@ -23,6 +23,7 @@ import { describeConfigsApi } from "./apis/describe_configs_api.ts";
 import { saslAuthenticateApi, saslHandshakeApi } from "./apis/sasl_api.ts";
 import { produceApi } from "./apis/produce_api.ts";
 import { initProducerIdApi } from "./apis/init_producer_id_api.ts";
+import { describeProducersApi } from "./apis/describe_producers_api.ts";
 import type { ProducerIds } from "../broker/producer_ids.ts";
 import { fetchApi } from "./apis/fetch_api.ts";
 import { listOffsetsApi } from "./apis/list_offsets_api.ts";
@@ -63,6 +64,7 @@ export const kafkaApis: readonly KafkaApi[] = [
   describeConfigsApi,
   saslAuthenticateApi,
   deleteGroupsApi,
+  describeProducersApi,
 ];
 
 export interface KafkaServiceDeps {

@@ -15,6 +15,11 @@ export interface LogConfig {
    * stamps every batch with the server's time at the append. Absent: "create_time".
    */
   timestampType?: TimestampType;
+  /**
+   * `[system] producer_id_expiration`: an idempotent producer whose last batch's timestamp is this
+   * much older than the wall clock is forgotten. Absent: producers are never forgotten.
+   */
+  producerIdExpirationMs?: number;
 }
 
 export type TimestampType = "create_time" | "log_append_time";

@@ -2,6 +2,7 @@ import { Catalog, type PartitionHost } from "../broker/catalog/catalog.ts";
 import { DataPlane, singleNode } from "../broker/data_plane.ts";
 import { LocalMetadataStore } from "../broker/metadata/local_metadata_store.ts";
 import { ProducerIds } from "../broker/producer_ids.ts";
+import { registerProducerMetrics } from "../broker/shards/producer_metrics.ts";
 import { PartitionOpener } from "../broker/catalog/partition_opener.ts";
 import { ShardRuntime, ShardSet } from "../broker/shards/shard_runtime.ts";
 import { topicDefaultsOf } from "../broker/catalog/topic_options.ts";
@@ -74,6 +75,7 @@ export async function openBroker(deps: BrokerDeps): Promise<OpenedBroker> {
     ? null
     : await TieredComposition.open(deps, deps.objectStore, metadata.doc.clusterId);
   const shards = await openShards(deps, pumpMetrics, tiered);
+  registerProducerMetrics(deps.registry, shards);
   const defaults = topicDefaultsOf(config.tieredStorage);
   const catalog = await Catalog.open({
     store: metadata,

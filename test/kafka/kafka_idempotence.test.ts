@@ -115,4 +115,91 @@ t.test("a retried batch is answered with its first offset and appended once; gap
     "an id without an epoch",
   );
   t.equal(await nextOffset(), 7);
+  const metrics = await http.metrics();
+  t.match(metrics, /^strata_producer_duplicates_total 2$/m);
+  t.match(metrics, /^strata_producer_refusals_total\{reason="out_of_order"\} 2$/m);
+  t.match(metrics, /^strata_producer_refusals_total\{reason="old_epoch"\} 1$/m);
+  t.match(metrics, /^strata_partition_producers\{partition="\d+\/\d+\/0"\} 2$/m, "producers 40 and 41");
+});
+
+t.test("DescribeProducers and the HTTP API show each partition's producers", async (t) => {
+  const { ask, client } = await openKafka(t);
+  const http = client();
+  await http.createStream("kafka");
+  await http.createTopic("kafka", { name: "idem", partitions: 2 });
+  for (const [producerId, count] of [[60, 3], [61, 1]] as const) {
+    const r = await ask(apiKey.produce, 7, produceBody("idem", 0, idempotentBatch(producerId, 2, 10, count)));
+    t.equal(readProduceAnswer(r, 7).errorCode, 0);
+  }
+  const r = await ask(apiKey.describeProducers, 0, (w) => {
+    w.compactArray([["idem", [0, 1, 7]], ["nope", [0]]] as const, (tw, [name, partitions]) => {
+      tw.compactNullableString(name).compactArray(partitions, (pw, p) => pw.int32(p)).emptyTaggedFields();
+    }).emptyTaggedFields();
+  });
+  r.skipTaggedFields();
+  t.equal(r.int32(), 0, "throttle");
+  const topics = r.compactArray((tr) => {
+    const name = tr.compactString();
+    const partitions = tr.compactArray((pr) => {
+      const answer = {
+        index: pr.int32(),
+        errorCode: pr.int16(),
+        message: pr.compactNullableString(),
+        producers: pr.compactArray((ar) => {
+          const producer = [ar.int64(), ar.int32(), ar.int32(), ar.int64(), ar.int32(), ar.int64()];
+          ar.skipTaggedFields();
+          return producer;
+        }),
+      };
+      pr.skipTaggedFields();
+      return answer;
+    });
+    tr.skipTaggedFields();
+    return { name, partitions };
+  });
+  const timestamp = 1_700_000_000_000;
+  t.same(topics, [
+    {
+      name: "idem",
+      partitions: [
+        {
+          index: 0,
+          errorCode: 0,
+          message: null,
+          producers: [[60, 2, 12, timestamp, -1, -1], [61, 2, 10, timestamp, -1, -1]],
+        },
+        { index: 1, errorCode: 0, message: null, producers: [] },
+        { index: 7, errorCode: kafkaErrorCode.unknownTopicOrPartition, message: null, producers: [] },
+      ],
+    },
+    {
+      name: "nope",
+      partitions: [{
+        index: 0,
+        errorCode: kafkaErrorCode.unknownTopicOrPartition,
+        message: null,
+        producers: [],
+      }],
+    },
+  ]);
+  t.same(await http.producers("kafka", "idem", 0), {
+    producers: [
+      {
+        producer_id: 60,
+        epoch: 2,
+        last_sequence: 12,
+        last_offset: 2,
+        last_timestamp_ms: timestamp,
+        batches_kept: 1,
+      },
+      {
+        producer_id: 61,
+        epoch: 2,
+        last_sequence: 10,
+        last_offset: 3,
+        last_timestamp_ms: timestamp,
+        batches_kept: 1,
+      },
+    ],
+  });
 });

@@ -67,6 +67,7 @@ t.test("ApiVersions over TCP lists the APIs served; a version past v3 is answere
     [apiKey.describeConfigs, 0, 2],
     [apiKey.saslAuthenticate, 0, 2],
     [apiKey.deleteGroups, 0, 1],
+    [apiKey.describeProducers, 0, 0],
   ]);
   const v9 = (await client.next())!;
   t.equal(v9.int32(), 12);

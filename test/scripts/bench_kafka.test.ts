@@ -19,7 +19,11 @@ t.test("bench:kafka --quick reports every server and the ratios", {
   t.match(out, /produce_vs_null\s+\d/);
   const result = JSON.parse(readFileSync(json, "utf8"));
   const positive = (x: unknown) => typeof x === "number" && x > 0;
-  for (const run of [result.null_broker, result.strata.interval, result.strata.always]) {
+  t.match(out, /strata idempotent\s+produce/);
+  t.match(out, /idempotent_vs_plain\s+\d/);
+  for (
+    const run of [result.null_broker, result.strata.interval, result.strata.always, result.strata.idempotent]
+  ) {
     t.ok(positive(run.produce.mb_s) && positive(run.consume.mb_s), "throughputs measured");
     t.ok(positive(run.produce.p99_ms) && run.produce.p99_ms >= run.produce.p50_ms, "produce p50 <= p99");
   }
@@ -30,5 +34,6 @@ t.test("bench:kafka --quick reports every server and the ratios", {
     "consume_vs_null",
     "produce_vs_http",
     "consume_vs_http",
+    "idempotent_vs_plain",
   ]);
 });

@@ -27,7 +27,7 @@ export type PartitionSlot =
 /** The server settings every partition log shares, besides its topic's options. */
 export type LogSettings = Pick<
   Config["system"],
-  "path" | "indexIntervalBytes" | "fsync" | "fsyncIntervalMs" | "writeQueueMax"
+  "path" | "indexIntervalBytes" | "fsync" | "fsyncIntervalMs" | "writeQueueMax" | "producerIdExpirationMs"
 >;
 
 export interface PartitionOpenerDeps {
@@ -241,6 +241,7 @@ export class PartitionOpener {
       fsyncIntervalMs: settings.fsyncIntervalMs,
       writeQueueMax: settings.writeQueueMax,
       timestampType: options.timestampType,
+      producerIdExpirationMs: settings.producerIdExpirationMs,
     };
   }
 }

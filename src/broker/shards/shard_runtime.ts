@@ -1,3 +1,4 @@
+import { noProducerCounts, type ProducerCounts } from "../../log/producers/producer_states.ts";
 import { labelOf, type Partition, type PartitionAddress } from "../../log/partition/partition.ts";
 import { assert, isBug, rethrowBug } from "../../runtime/assert.ts";
 import { readWindowBytesMax } from "../../log/read/scan_batches.ts";
@@ -174,6 +175,8 @@ export class ShardRuntime implements RequestCounter {
   readonly #logger: Logger;
   readonly #clock: Clock;
   #requestsServed = 0;
+  /** The producer counts of the partitions released from this shard. */
+  readonly #releasedProducerCounts: ProducerCounts = noProducerCounts();
   #controlLog: ControlLog | null = null;
   #housekeeping: Housekeeping | null = null;
   /** Consumer groups' committed offsets, for the barrier; set once the group coordinator runs. */
@@ -250,9 +253,27 @@ export class ShardRuntime implements RequestCounter {
     }
   }
 
+  /**
+   * The idempotent producers of each hosted partition that has any, and the produces its partitions
+   * answered as duplicates or refused, those released since included, so that the totals only grow.
+   */
+  producerGauges(): { producers: [string, number][]; counts: ProducerCounts } {
+    const producers: [string, number][] = [];
+    const counts = { ...this.#releasedProducerCounts };
+    for (const partition of this.#partitions.keys()) {
+      const states = partition.log.producers;
+      if (states.size > 0) producers.push([labelOf(partition.address), states.size]);
+      addProducerCounts(counts, states.counts);
+    }
+    return { producers, counts };
+  }
+
   /** Stops serving a partition that is about to close. */
   release(partition: Partition): void {
     const readReplica = this.#partitions.get(partition)?.meta.options.readReplicaOf != null;
+    if (this.#partitions.has(partition)) {
+      addProducerCounts(this.#releasedProducerCounts, partition.log.producers.counts);
+    }
     this.#partitions.delete(partition);
     this.#retentionLooks.remove(partition);
     this.#logDuties.remove(partition);
@@ -426,4 +447,12 @@ export class ShardSet implements PartitionHost {
     ];
     throwFailures("close the shards", failures);
   }
+}
+
+/** Adds `more` into `into`, field by field. */
+function addProducerCounts(into: ProducerCounts, more: Readonly<ProducerCounts>): void {
+  into.duplicates += more.duplicates;
+  into.outOfOrder += more.outOfOrder;
+  into.oldEpoch += more.oldEpoch;
+  into.tooManyProducers += more.tooManyProducers;
 }

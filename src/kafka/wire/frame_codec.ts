@@ -32,6 +32,7 @@ export const apiKey = {
   describeConfigs: 32,
   saslAuthenticate: 36,
   deleteGroups: 42,
+  describeProducers: 61,
 } as const;
 
 /** The first flexible version of each API (Kafka's `flexibleVersions`); absent: none is. */
@@ -56,6 +57,7 @@ const firstFlexibleVersion: Readonly<Record<number, number>> = {
   [apiKey.describeConfigs]: 4,
   [apiKey.saslAuthenticate]: 2,
   [apiKey.deleteGroups]: 2,
+  [apiKey.describeProducers]: 0,
 };
 
 export interface RequestHeader {

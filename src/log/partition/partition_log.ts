@@ -39,6 +39,9 @@ import type { ProducerStates } from "../producers/producer_states.ts";
 /** Bound on `onActivity` listeners of one log (the shard's tick and its tier service use one each). */
 const activityListenersMax = 4;
 
+/** How often a log looks for idempotent producers idle past `producerIdExpirationMs` (Kafka: 10 min). */
+export const producerExpiryCheckIntervalMs = 60_000;
+
 /**
  * A partition's segmented log. Every change goes through one writer loop (`WriteQueue`): appends,
  * rolls, the interval fsync, retention, eviction and purge are operations on it, run in order
@@ -64,6 +67,8 @@ export class PartitionLog {
   #highWatermark: number | null = null;
   /** A follower's segments roll where the leader's did, never by its own size or age. */
   #following = false;
+  /** When (tick clock ms) idle producers are looked for next. */
+  #producerExpiryCheckMs = 0;
 
   constructor(
     disk: Disk,
@@ -346,7 +351,18 @@ export class PartitionLog {
    */
   onTick(nowMs: number): number {
     if (this.#queue.failure !== null || this.#queue.closed) return Infinity;
-    return Math.min(this.#rollDueMs(nowMs), this.#syncDueMs(nowMs));
+    return Math.min(this.#rollDueMs(nowMs), this.#syncDueMs(nowMs), this.#producerExpiryDueMs(nowMs));
+  }
+
+  /** Forgets idle producers (`producerIdExpirationMs`), at most once a `producerExpiryCheckIntervalMs`. */
+  #producerExpiryDueMs(nowMs: number): number {
+    const expirationMs = this.#config.producerIdExpirationMs;
+    if (expirationMs === undefined || this.#chain.producers.size === 0) return Infinity;
+    if (nowMs < this.#producerExpiryCheckMs) return this.#producerExpiryCheckMs;
+    // A map change between the writer loop's steps, never inside one: each step is synchronous.
+    this.#chain.producers.expire(this.#clock.wallMs(), expirationMs);
+    this.#producerExpiryCheckMs = nowMs + producerExpiryCheckIntervalMs;
+    return this.#producerExpiryCheckMs;
   }
 
   #rollDueMs(nowMs: number): number {

@@ -55,6 +55,7 @@ export async function applyWriteOp(context: WriteContext, op: WriteOp): Promise<
       // the offsets it was given, a refusal appends nothing; either once the group before it is durable.
       if (op.input.kind === "batches") {
         const plan = chain.producers.plan(op.input.batches.map((b) => b.header), chain.pendingNextOffset);
+        chain.producers.counted(plan);
         if (plan.kind === "refused") return () => op.done.reject(plan.error);
         if (plan.kind === "duplicate") {
           const duplicate = { baseOffset: plan.firstOffset, count: plan.lastOffset - plan.firstOffset + 1 };

@@ -9,6 +9,19 @@ import { entryAfter, entryBelow, judgeBatch, type ProducerEntry } from "./produc
  */
 export const producersPerPartitionMax = 10_000;
 
+/** How many produces a partition answered as duplicates, and refused by reason, since it opened. */
+export interface ProducerCounts {
+  duplicates: number;
+  outOfOrder: number;
+  oldEpoch: number;
+  tooManyProducers: number;
+}
+
+/** No produce counted. */
+export function noProducerCounts(): ProducerCounts {
+  return { duplicates: 0, outOfOrder: 0, oldEpoch: 0, tooManyProducers: 0 };
+}
+
 /** What a produce's batches are to the partition's producers, judged together before any is appended. */
 export type ProducePlan =
   | { kind: "append" }
@@ -26,6 +39,8 @@ export class ProducerStates {
   readonly #label: string;
   readonly #producersMax: number;
   readonly #entries = new Map<number, ProducerEntry>();
+  /** The plans that answered a produce without appending it, counted (`counted`). */
+  readonly counts: ProducerCounts = noProducerCounts();
 
   constructor(label: string, producersMax = producersPerPartitionMax) {
     assert(Number.isInteger(producersMax) && producersMax >= 1, "producersMax must be a positive integer");
@@ -108,6 +123,16 @@ export class ProducerStates {
       offset += header.lastOffsetDelta + 1;
     }
     return { kind: "append" };
+  }
+
+  /** Counts a plan that answers its produce without an append: a duplicate or a refusal. */
+  counted(plan: ProducePlan): void {
+    if (plan.kind === "duplicate") this.counts.duplicates++;
+    if (plan.kind !== "refused") return;
+    const refusal = plan.error.refusal;
+    if (refusal === "out_of_order") this.counts.outOfOrder++;
+    else if (refusal === "old_epoch") this.counts.oldEpoch++;
+    else this.counts.tooManyProducers++;
   }
 
   /** A batch the log placed at `firstOffset`: its producer's entry moves on (`entryAfter`). */

@@ -1,3 +1,4 @@
+import type { ProducerEntry } from "../../log/producers/producer_entry.ts";
 import type { Catalog, TopicDescription } from "../../broker/catalog/catalog.ts";
 import type { DataPlane } from "../../broker/data_plane.ts";
 import { checkName, checkTopicName } from "../../broker/catalog/names.ts";
@@ -210,6 +211,12 @@ export const apiRoutes: Route[] = [
       }),
     );
   }),
+  route("GET", `${P}/producers`, (c) =>
+    Promise.resolve(
+      reply(c, 200, {
+        producers: c.dataPlane.producers(stream(c), topic(c), partition(c)).map(producerView),
+      }),
+    )),
   route("GET", "/groups", (c) => Promise.resolve(reply(c, 200, groupsView(c)))),
   route("GET", "/groups/:group", (c) => Promise.resolve(reply(c, 200, groupView(c, groupIdOf(c.params[0]))))),
   route("DELETE", "/groups/:group", async (c) => {
@@ -332,4 +339,17 @@ function queryInt(
     throw badRequest("invalid_query", `Cannot poll: ${name} must be an integer from ${min} to ${max}`);
   }
   return n;
+}
+
+/** An idempotent producer as the HTTP API shows it: its epoch, last batch and when it last wrote. */
+function producerView(entry: ProducerEntry) {
+  const last = entry.batches.at(-1)!;
+  return {
+    producer_id: entry.producerId,
+    epoch: entry.epoch,
+    last_sequence: last.lastSequence,
+    last_offset: last.lastOffset,
+    last_timestamp_ms: entry.lastTimestampMs,
+    batches_kept: entry.batches.length,
+  };
 }
