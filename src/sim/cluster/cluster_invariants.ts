@@ -142,6 +142,20 @@ export function acknowledgedPresent(
   return null;
 }
 
+/**
+ * No value is in the log twice: the plain produces are never sent again, and the idempotent
+ * producer's retries of a batch the log holds are answered with its offset, not appended.
+ */
+export function noValueTwice(read: ReadonlyMap<number, string>): string | null {
+  const seenAt = new Map<string, number>();
+  for (const [offset, value] of read) {
+    const before = seenAt.get(value);
+    if (before !== undefined) return `${value} is in the log twice, at offsets ${before} and ${offset}`;
+    seenAt.set(value, offset);
+  }
+  return null;
+}
+
 /** A sealed segment as stored by one replica (or the bucket). */
 export interface StoredSegment {
   holder: string;

@@ -8,7 +8,7 @@ import type { ClusterScenario, ScheduledEvent } from "./cluster_scenarios.ts";
 import { simTopicOptions, streamName, topicName } from "./cluster_settings.ts";
 import { clusterStreams, clusterStreamSeed } from "./cluster_streams.ts";
 import { advance, until, withTime } from "./cluster_time.ts";
-import { produceOne, readBack } from "./cluster_workload.ts";
+import { produceIdempotent, produceOne, readBack } from "./cluster_workload.ts";
 import { ClusterWorld, type EventCounts } from "./cluster_world.ts";
 import * as inv from "./cluster_invariants.ts";
 import { killProcess } from "./sim_cluster_node.ts";
@@ -136,7 +136,10 @@ async function runSteps(
         waiting.splice(waiting.indexOf(due), 1);
       }
     }
-    if (w.workload.chance(produceChance)) produceOne(w);
+    if (w.workload.chance(produceChance)) {
+      produceOne(w);
+      produceIdempotent(w);
+    }
     await advance(w);
     checkStep(w);
   }
@@ -167,6 +170,7 @@ async function endPhases(w: ClusterWorld): Promise<void> {
   const read = await withTime(w, readBack(w), livenessDeadlineMs);
   if (read === null) return w.fail("the read-back did not end");
   w.fail(inv.acknowledgedPresent(w.promises.acknowledged, read.value));
+  w.fail(inv.noValueTwice(read.value));
   if (w.violation === null) await gcWindow(w);
   w.record(`end floor=${committedFloor(w)?.upToOffset ?? 0} acked=${w.promises.acknowledged.size}`);
 }

@@ -48,6 +48,11 @@ export function produceOne(w: ClusterWorld): void {
     .finally(() => w.pending.delete(pending));
 }
 
+/** A step of the run's idempotent producer (`IdempotentSimProducer`), its acknowledgements checked as the others'. */
+export function produceIdempotent(w: ClusterWorld): void {
+  w.idempotent.step(w, (pending, offset) => acknowledged(w, pending, offset));
+}
+
 function acknowledged(w: ClusterWorld, p: PendingProduce, offset: number): void {
   if (p.topicLife !== w.topicLife) return w.record(`ack ${p.value} of a deleted topic`);
   const promises = w.promises;

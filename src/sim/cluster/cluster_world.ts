@@ -9,6 +9,7 @@ import { clusterStreams, clusterStreamSeed } from "./cluster_streams.ts";
 import { etcdPrefix, nodeIds, type SimPartition } from "./cluster_settings.ts";
 import type { ClusterScenario } from "./cluster_scenarios.ts";
 import { SimClusterNode } from "./sim_cluster_node.ts";
+import { IdempotentSimProducer } from "./idempotent_producer.ts";
 
 /** A produce the workload sent and has not heard the end of. */
 export interface PendingProduce {
@@ -101,6 +102,8 @@ export class ClusterWorld {
   /** The partition's stored state the checks last saw. */
   stateSeen = "none";
   producesSent = 0;
+  /** The run's idempotent producer, beside the plain produces. */
+  readonly idempotent = new IdempotentSimProducer();
   readonly counts: EventCounts = {
     crashesMidUpload: 0,
     wipes: 0,

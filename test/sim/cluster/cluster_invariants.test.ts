@@ -11,6 +11,15 @@ t.test("an offset acknowledged with two values is a lost write", (t) => {
   t.end();
 });
 
+t.test("a value in the log twice is a retry appended again", (t) => {
+  t.equal(inv.noValueTwice(new Map([[0, "v0"], [1, "i0"], [2, "i1"]])), null);
+  t.match(
+    inv.noValueTwice(new Map([[0, "i0"], [1, "v0"], [2, "i0"]])),
+    /i0 is in the log twice, at offsets 0 and 2/,
+  );
+  t.end();
+});
+
 t.test("two nodes acknowledging writes under one leader epoch break fencing", (t) => {
   const leaders = new Map([[3, 1]]);
   t.equal(inv.oneLeaderPerEpoch(leaders, 3, 1), null);
