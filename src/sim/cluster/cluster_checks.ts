@@ -53,6 +53,9 @@ export function incarnationOf(partition: Partition): string {
 export function checkStep(w: ClusterWorld): void {
   recordStateChange(w);
   recordLeaderChange(w);
+  // While the topic is deleted and made again there is no partition to check, and the old life's
+  // promises stand until the deletion is done: its floor is not the new topic's.
+  if (w.partition === null) return;
   const floor = committedFloor(w);
   const committed = floor?.upToOffset ?? 0;
   w.fail(inv.floorMonotone(w.promises.floorSeen, committed));
