@@ -1,4 +1,4 @@
-import { batchField, computeBatchCrc, encodeRecordBatch } from "../../log/batch/record_batch.ts";
+import { encodeRecordBatch, stampProducer } from "../../log/batch/record_batch.ts";
 import { streamName, topicName } from "./cluster_settings.ts";
 import type { ClusterWorld, PendingProduce } from "./cluster_world.ts";
 
@@ -90,11 +90,7 @@ export class IdempotentSimProducer {
       maxTimestampMs: 1_700_000_000_000,
       timestampType: "create_time",
     });
-    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    view.setBigInt64(batchField.producerId, BigInt(simProducerId));
-    view.setInt16(batchField.producerEpoch, this.#epoch);
-    view.setInt32(batchField.baseSequence, this.#nextSequence++);
-    view.setUint32(batchField.crc, computeBatchCrc(bytes));
+    stampProducer(bytes, simProducerId, this.#epoch, this.#nextSequence++);
     this.#inFlight = { value, bytes, attempts: 0, sending: null };
     return this.#inFlight;
   }

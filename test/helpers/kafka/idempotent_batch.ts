@@ -1,4 +1,4 @@
-import { batchField, computeBatchCrc, encodeRecordBatch } from "../../../src/log/batch/record_batch.ts";
+import { encodeRecordBatch, stampProducer } from "../../../src/log/batch/record_batch.ts";
 
 /**
  * A Kafka record batch of `count` one-byte records as an idempotent producer sends it: producer
@@ -23,10 +23,6 @@ export function idempotentBatch(
     maxTimestampMs: 1_700_000_000_000,
     timestampType: "create_time",
   });
-  const view = new DataView(batch.buffer, batch.byteOffset, batch.byteLength);
-  view.setBigInt64(batchField.producerId, BigInt(producerId));
-  view.setInt16(batchField.producerEpoch, epoch);
-  view.setInt32(batchField.baseSequence, sequence);
-  view.setUint32(batchField.crc, computeBatchCrc(batch));
+  stampProducer(batch, producerId, epoch, sequence);
   return batch;
 }

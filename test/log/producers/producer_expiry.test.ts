@@ -7,18 +7,16 @@ import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
 import { Rng } from "../../../src/runtime/rng.ts";
 import { VirtualClock } from "../../../src/runtime/clock/virtual_clock.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
+import { chainConfig } from "../../helpers/chain_fixture.ts";
 import { idempotentBatch } from "../../helpers/kafka/idempotent_batch.ts";
 
 // The log's tick forgets idempotent producers whose last batch is older than
 // producer_id_expiration, looking once a minute; a forgotten producer starts at any sequence.
 await initCrc32c();
 const config: LogConfig = {
+  ...chainConfig,
   segmentSizeBytes: 1 << 20,
-  segmentMaxAgeMs: null,
   indexIntervalBytes: 4096,
-  fsync: "always",
-  fsyncIntervalMs: 1000,
-  writeQueueMax: 100,
   producerIdExpirationMs: 3_600_000,
 };
 

@@ -11,6 +11,7 @@ import { NodeDisk } from "../../../src/runtime/disk/node_disk.ts";
 import { Rng } from "../../../src/runtime/rng.ts";
 import { VirtualClock } from "../../../src/runtime/clock/virtual_clock.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
+import { chainConfig } from "../../helpers/chain_fixture.ts";
 import { idempotentBatch } from "../../helpers/kafka/idempotent_batch.ts";
 
 // A partition's idempotent producers survive a restart: a snapshot at every roll, and the active
@@ -19,14 +20,7 @@ import { idempotentBatch } from "../../helpers/kafka/idempotent_batch.ts";
 await initCrc32c();
 const disk = new NodeDisk();
 /** About three one-record batches a segment. */
-const config: LogConfig = {
-  segmentSizeBytes: 200,
-  segmentMaxAgeMs: null,
-  indexIntervalBytes: 4096,
-  fsync: "always",
-  fsyncIntervalMs: 1000,
-  writeQueueMax: 100,
-};
+const config: LogConfig = { ...chainConfig, segmentSizeBytes: 200, indexIntervalBytes: 4096 };
 const address = { streamId: 1, topicId: 1, partitionId: 0 };
 
 const stateOf = (states: ProducerStates) => states.snapshot().sort((a, b) => a.producerId - b.producerId);
