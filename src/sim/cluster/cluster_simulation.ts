@@ -8,7 +8,7 @@ import type { ClusterScenario, ScheduledEvent } from "./cluster_scenarios.ts";
 import { simTopicOptions, streamName, topicName } from "./cluster_settings.ts";
 import { clusterStreams, clusterStreamSeed } from "./cluster_streams.ts";
 import { advance, until, withTime } from "./cluster_time.ts";
-import { produceIdempotent, produceOne, readBack } from "./cluster_workload.ts";
+import { liveInFlight, produceIdempotent, produceOne, readBack } from "./cluster_workload.ts";
 import { ClusterWorld, type EventCounts } from "./cluster_world.ts";
 import * as inv from "./cluster_invariants.ts";
 import { killProcess } from "./sim_cluster_node.ts";
@@ -161,7 +161,13 @@ function healAll(w: ClusterWorld): void {
 /** Once healed: liveness, identical sealed segments, the read-back, and GC's window. */
 async function endPhases(w: ClusterWorld): Promise<void> {
   if (w.faultsActive) healAll(w);
-  const converged = await until(w, () => w.partition !== null && caughtUp(w), livenessDeadlineMs);
+  // Every produce in flight answered first: one acknowledged after the read-back began would be
+  // missing from what it read.
+  const converged = await until(
+    w,
+    () => w.partition !== null && liveInFlight(w) === 0 && caughtUp(w),
+    livenessDeadlineMs,
+  );
   if (!converged) {
     return w.fail(`the healed cluster did not converge within ${livenessDeadlineMs} ms: ${replicasOf(w)}`);
   }

@@ -10,7 +10,7 @@ const readBackCount = 500;
 const readBackMaxBytes = 256 * 1024;
 
 /** Produces in flight whose process still runs: a dead process's never end. */
-function liveInFlight(w: ClusterWorld): number {
+export function liveInFlight(w: ClusterWorld): number {
   let count = 0;
   for (const p of w.pending) {
     if (w.node(p.nodeId).life?.no === p.life) count++;

@@ -64,6 +64,8 @@ export class IdempotentSimProducer {
       leaderEpoch: leader.leaderEpoch(w)!,
       topicLife: w.topicLife,
     };
+    // Counted with the plain produces in flight: the read-back waits until every answer is in.
+    w.pending.add(pending);
     life.broker.dataPlane.produceBatches(streamName, topicName, 0, batch.bytes, -1).then(
       (result) => {
         acknowledged(pending, result.baseOffset);
@@ -72,6 +74,7 @@ export class IdempotentSimProducer {
       (error) =>
         w.record(`idempotent ${batch.value} to node ${pending.nodeId} refused: ${(error as Error).name}`),
     ).finally(() => {
+      w.pending.delete(pending);
       if (batch.sending === sending) batch.sending = null;
     });
   }
