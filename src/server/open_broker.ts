@@ -75,7 +75,6 @@ export async function openBroker(deps: BrokerDeps): Promise<OpenedBroker> {
     ? null
     : await TieredComposition.open(deps, deps.objectStore, metadata.doc.clusterId);
   const shards = await openShards(deps, pumpMetrics, tiered);
-  registerProducerMetrics(deps.registry, shards);
   const defaults = topicDefaultsOf(config.tieredStorage);
   const catalog = await Catalog.open({
     store: metadata,
@@ -133,7 +132,7 @@ export async function openBroker(deps: BrokerDeps): Promise<OpenedBroker> {
   };
 }
 
-/** One runtime per shard, each with its pump and, with tiered storage, its tiering. */
+/** One runtime per shard, each with its pump and, with tiered storage, its tiering; their producers' metrics. */
 async function openShards(
   deps: BrokerDeps,
   pumpMetrics: PumpMetrics,
@@ -155,7 +154,9 @@ async function openShards(
       new ShardRuntime({ id, pump, logger: shardLogger, pieceGate: deps.pieceGate, clock, tiering }),
     );
   }
-  return new ShardSet(shards);
+  const set = new ShardSet(shards);
+  registerProducerMetrics(deps.registry, set);
+  return set;
 }
 
 /** Two hosts for the catalog's partitions: the shards, and the cluster's replica manager. */
