@@ -1,18 +1,16 @@
 import { Counter, type Registry } from "prom-client";
 import { labelledGaugesOf } from "../../runtime/metrics/labelled_series.ts";
-import type { ProducerCounts } from "../../log/producers/producer_states.ts";
+import {
+  addProducerCounts,
+  noProducerCounts,
+  type ProducerCounts,
+} from "../../log/producers/producer_states.ts";
 import type { ShardSet } from "./shard_runtime.ts";
 
 /** The counts of every shard, summed. */
 function countsOf(shards: ShardSet): ProducerCounts {
-  const total = { duplicates: 0, outOfOrder: 0, oldEpoch: 0, tooManyProducers: 0 };
-  for (const shard of shards.shards) {
-    const { counts } = shard.producerGauges();
-    total.duplicates += counts.duplicates;
-    total.outOfOrder += counts.outOfOrder;
-    total.oldEpoch += counts.oldEpoch;
-    total.tooManyProducers += counts.tooManyProducers;
-  }
+  const total = noProducerCounts();
+  for (const shard of shards.shards) addProducerCounts(total, shard.producerGauges().counts);
   return total;
 }
 

@@ -1,4 +1,8 @@
-import { noProducerCounts, type ProducerCounts } from "../../log/producers/producer_states.ts";
+import {
+  addProducerCounts,
+  noProducerCounts,
+  type ProducerCounts,
+} from "../../log/producers/producer_states.ts";
 import { labelOf, type Partition, type PartitionAddress } from "../../log/partition/partition.ts";
 import { assert, isBug, rethrowBug } from "../../runtime/assert.ts";
 import { readWindowBytesMax } from "../../log/read/scan_batches.ts";
@@ -447,12 +451,4 @@ export class ShardSet implements PartitionHost {
     ];
     throwFailures("close the shards", failures);
   }
-}
-
-/** Adds `more` into `into`, field by field. */
-function addProducerCounts(into: ProducerCounts, more: Readonly<ProducerCounts>): void {
-  into.duplicates += more.duplicates;
-  into.outOfOrder += more.outOfOrder;
-  into.oldEpoch += more.oldEpoch;
-  into.tooManyProducers += more.tooManyProducers;
 }

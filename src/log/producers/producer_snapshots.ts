@@ -20,7 +20,7 @@ export function producerSnapshotName(offset: number): string {
 }
 
 /** The offset a snapshot's name says it was taken at, or null for another name. */
-export function producerSnapshotOffset(name: string): number | null {
+function producerSnapshotOffset(name: string): number | null {
   const match = /^(\d{20})\.producers$/.exec(name);
   return match === null ? null : Number(match[1]);
 }
@@ -54,11 +54,6 @@ export class ProducerSnapshots {
     this.#disk = disk;
     this.#dir = dir;
     this.#offsets = [...offsets].sort((a, b) => a - b);
-  }
-
-  /** The offsets of the snapshots on disk, oldest first. */
-  get offsets(): readonly number[] {
-    return this.#offsets;
   }
 
   /** Writes the state before `offset` (durably), then deletes all but the newest `producerSnapshotsKept`. */

@@ -22,6 +22,14 @@ export function noProducerCounts(): ProducerCounts {
   return { duplicates: 0, outOfOrder: 0, oldEpoch: 0, tooManyProducers: 0 };
 }
 
+/** Adds `more` into `into`, field by field. */
+export function addProducerCounts(into: ProducerCounts, more: Readonly<ProducerCounts>): void {
+  into.duplicates += more.duplicates;
+  into.outOfOrder += more.outOfOrder;
+  into.oldEpoch += more.oldEpoch;
+  into.tooManyProducers += more.tooManyProducers;
+}
+
 /** What a produce's batches are to the partition's producers, judged together before any is appended. */
 export type ProducePlan =
   | { kind: "append" }
@@ -73,11 +81,6 @@ export class ProducerStates {
   /** The entry of `producerId`, if the partition knows it. */
   entry(producerId: number): ProducerEntry | undefined {
     return this.#entries.get(producerId);
-  }
-
-  /** Every entry, in no particular order. */
-  entries(): IterableIterator<ProducerEntry> {
-    return this.#entries.values();
   }
 
   /**
