@@ -55,6 +55,7 @@ async function main(): Promise<number> {
       catalog: server.catalog,
       store: server.objectStore!.store,
       prefix: config.tieredStorage.s3.prefix,
+      logger,
     }, args.request);
     console.log(JSON.stringify(report, null, 2));
     return 0;

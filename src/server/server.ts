@@ -135,6 +135,7 @@ export class StrataServer {
           catalog: broker.catalog,
           store: objectStore.store,
           prefix: config.tieredStorage.s3.prefix,
+          logger,
         }, request),
       readReplica: objectStore === null ? null : (stream, topic, source) =>
         createReadReplica(
@@ -142,6 +143,7 @@ export class StrataServer {
             catalog: broker.catalog,
             store: objectStore.store,
             prefix: config.tieredStorage.s3.prefix,
+            logger,
             readsOtherBuckets: objectStore.store.readsOtherBuckets,
           },
           stream,

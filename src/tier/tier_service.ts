@@ -259,6 +259,7 @@ export class TierService implements TierGaugeSource {
 
   addPartition(p: TieredPartition): void {
     this.#partitions.set(p.key, p);
+    p.partition.log.holdProducerSnapshotsAbove(p.partition.superblock.tieredUpToOffset);
     this.#evictionLooks.add(p.key, this.#now());
     this.#activityStops.get(p.key)?.();
     this.#activityStops.set(
@@ -318,6 +319,7 @@ export class TierService implements TierGaugeSource {
     const p = this.#partitions.get(key);
     if (p === undefined) return;
     this.#evictions.forget(key);
+    p.partition.log.holdProducerSnapshotsAbove(p.partition.superblock.tieredUpToOffset);
     this.#step(
       core.purged(
         this.#state,
@@ -380,6 +382,7 @@ export class TierService implements TierGaugeSource {
       return;
     }
     const sb = p.partition.superblock;
+    p.partition.log.holdProducerSnapshotsAbove(sb.tieredUpToOffset);
     this.#step(
       core.floorApplied(this.#state, {
         partition: p.key,

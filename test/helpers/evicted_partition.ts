@@ -63,6 +63,8 @@ export async function evicted(t: Test, options: EvictedOptions = {}) {
     partitionId: 0,
   }, logConfig);
   t.teardown(() => partition.close());
+  // As a tiered partition's: each producer snapshot is held for its segment's upload.
+  partition.log.holdProducerSnapshotsAbove(0);
   /** The wall-clock time of each append, in microseconds: message `i`'s timestamp. */
   const timestampsUs: number[] = [];
   for (let i = 0; i < (options.messages ?? 90); i++) {

@@ -1,3 +1,4 @@
+import type { Logger } from "../../runtime/logger.ts";
 import type { PartitionSeed } from "../../log/partition/seeded_partition.ts";
 import { clusterRoot } from "../../tier/bucket/object_keys.ts";
 import { type PartitionRestorePlan, RestoreError } from "../../tier/restore/restore_plan.ts";
@@ -59,6 +60,7 @@ export interface BucketRestoreDeps {
   store: RestoreStore;
   /** `[tiered_storage] prefix`: the bucket prefix the clusters are under. */
   prefix: string;
+  logger: Logger;
 }
 
 /**
@@ -100,7 +102,7 @@ export async function restoreFromBucket(
     const seeds: (PartitionSeed | null)[] = [];
     for (let p = 0; p < options.partitions; p++) {
       const plan = plans.get(p);
-      seeds.push(plan === undefined ? null : await restoreSeedOf(deps.store, topic, p, plan));
+      seeds.push(plan === undefined ? null : await restoreSeedOf(deps.store, topic, p, plan, deps.logger));
     }
     if (!deps.catalog.streams().some((s) => s.name === target.stream)) {
       await deps.catalog.createStream(target.stream);

@@ -57,7 +57,7 @@ export async function createReadReplica(
     const incarnations = [];
     for (let p = 0; p < options.partitions; p++) {
       const plan = await readPartitionPlan(deps.store, prefix, topic, p);
-      const seed = await restoreSeedOf(deps.store, topic, p, plan);
+      const seed = await restoreSeedOf(deps.store, topic, p, plan, deps.logger);
       seeds.push(
         seed === null || bucket === null
           ? seed

@@ -230,6 +230,14 @@ export class PartitionLog {
   }
 
   /**
+   * A tiered partition's floor is `offset`: the producer snapshots taken above it are held until
+   * the uploads of the segments they end go up with them (`ProducerSnapshots.holdAbove`).
+   */
+  holdProducerSnapshotsAbove(offset: number): void {
+    this.#chain.producerSnapshots.holdAbove(offset);
+  }
+
+  /**
    * Cuts the log at `offset` (a batch boundary at or above the log start): everything from it on
    * is deleted, and the high watermark comes down to it if it was above. A follower does this where
    * its log diverged from its leader's.

@@ -7,6 +7,7 @@ import type { PartitionAddress } from "./partition.ts";
 import type { RemoteMarker } from "../remote/remote_marker.ts";
 import { RemoteTable } from "../remote/remote_table.ts";
 import { segmentStem } from "../segment/segment.ts";
+import { type ProducerSnapshot, writeProducerSnapshot } from "../producers/producer_snapshots.ts";
 import { type RestoredFrom, type Superblock, writeSuperblock } from "./superblock.ts";
 
 /**
@@ -26,6 +27,11 @@ export interface PartitionSeed {
   epochs: EpochStart[];
   /** A restore's seed: the incarnation whose objects the markers name (their keys are its). */
   restoredFrom?: RestoredFrom;
+  /**
+   * The idempotent producers' state at the floor, from the last segment's snapshot in the bucket
+   * (taken at `tieredUpToOffset`); null or absent when that segment has none.
+   */
+  producers?: ProducerSnapshot | null;
 }
 
 /**
@@ -70,6 +76,10 @@ export function assertSeed(seed: PartitionSeed): void {
       seed.markers.at(-1)!.endOffset
     }, not below ${seed.tieredUpToOffset}`,
   );
+  assert(
+    seed.producers == null || seed.producers.offset === seed.tieredUpToOffset,
+    `Cannot seed a partition: its producer snapshot is at ${seed.producers?.offset}, not ${seed.tieredUpToOffset}`,
+  );
 }
 
 /**
@@ -87,6 +97,7 @@ export async function writeSeededPartition(disk: Disk, dir: string, seed: Partit
   const epochs = LeaderEpochs.empty(disk, dir);
   for (const e of seed.epochs) epochs.assign(e.epoch, e.startOffset);
   await epochs.persist();
+  if (seed.producers != null) await writeProducerSnapshot(disk, dir, seed.producers);
   await disk.fsyncDir(dir);
   const superblock: Superblock = {
     version: storageFormatVersion,

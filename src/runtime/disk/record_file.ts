@@ -60,14 +60,21 @@ const recordBytesMax = 64 * 1024 * 1024;
 export async function readRecordFile<T>(disk: Disk, path: string, magic: string): Promise<T | null> {
   const bytes = await disk.readSmallFile(path, recordBytesMax);
   if (bytes === null) return null;
-  if (bytes.length < headerBytes) throw new CorruptRecordError(path, "shorter than its header");
+  return decodeRecord<T>(bytes, magic, path);
+}
+
+/** A record's value from its bytes (a file's, or an object's that holds one); `source` names them in errors. */
+export function decodeRecord<T>(bytes: Uint8Array, magic: string, source: string): T {
+  if (bytes.length < headerBytes) throw new CorruptRecordError(source, "shorter than its header");
   const expected = magicBytes(magic);
-  if (!expected.every((b, i) => bytes[i] === b)) throw new CorruptRecordError(path, "wrong magic");
+  if (!expected.every((b, i) => bytes[i] === b)) throw new CorruptRecordError(source, "wrong magic");
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const length = view.getUint32(8, true);
-  if (headerBytes + length !== bytes.length) throw new CorruptRecordError(path, "length mismatch");
+  if (headerBytes + length !== bytes.length) throw new CorruptRecordError(source, "length mismatch");
   const payload = bytes.subarray(headerBytes);
-  if (crc32c(payload) !== view.getUint32(12, true)) throw new CorruptRecordError(path, "checksum mismatch");
+  if (crc32c(payload) !== view.getUint32(12, true)) {
+    throw new CorruptRecordError(source, "checksum mismatch");
+  }
   return unpack(payload) as T;
 }
 

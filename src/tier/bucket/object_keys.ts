@@ -66,14 +66,30 @@ export function incarnationPrefix(p: PartitionIncarnation): string {
   return `${clusterRoot(p.prefix, p.clusterId)}${incarnationPath(p)}`;
 }
 
-/** The two objects of a segment (`objectStem`). */
+/** The objects of a segment (`objectStem`): its batches, its index, its producer snapshot. */
+export interface SegmentKeys {
+  log: string;
+  index: string;
+  /** The producers' state at the segment's end (docs/FORMAT.md, "Producer snapshots"); may be absent. */
+  producers: string;
+}
+
+/** The objects of a segment (`objectStem`). */
 export function segmentKeys(
   p: PartitionIncarnation,
   startOffset: number,
   mergedEndOffset: number | null,
-): { log: string; index: string } {
-  const base = `${incarnationPrefix(p)}${objectStem(startOffset, mergedEndOffset)}`;
-  return { log: `${base}.log`, index: `${base}.index` };
+): SegmentKeys {
+  return segmentKeysOfStem(`${incarnationPrefix(p)}${objectStem(startOffset, mergedEndOffset)}`);
+}
+
+/** The objects of the segment whose `.log` object is `logKey`. */
+export function segmentKeysOfLog(logKey: string): SegmentKeys {
+  return segmentKeysOfStem(logKey.slice(0, logKey.length - ".log".length));
+}
+
+function segmentKeysOfStem(base: string): SegmentKeys {
+  return { log: `${base}.log`, index: `${base}.index`, producers: `${base}.producers` };
 }
 
 /** `{prefix}/{cluster}/meta/{stream}/{topic}/{partition}/{revision}-{generation}/manifest.bin` */
@@ -111,6 +127,9 @@ export function afterIncarnation(incarnationPrefixKey: string): string {
   return `${incarnationPrefixKey}~`;
 }
 
+/** Which of a segment's objects a key names. */
+export type SegmentFile = "log" | "index" | "producers";
+
 /** What a key under the cluster root names. */
 export type ParsedObjectKey =
   | {
@@ -123,7 +142,7 @@ export type ParsedObjectKey =
     startOffset: number;
     /** A merged segment's end offset, from its key; null for a key of the start offset alone. */
     mergedEndOffset: number | null;
-    file: "log" | "index";
+    file: SegmentFile;
   }
   | {
     /** A partition manifest, or a dead mark (`deadMarkKey`). */
@@ -144,7 +163,7 @@ export type ParsedObjectKey =
 
 const idPattern = /^(0|[1-9][0-9]{0,9})$/;
 const incarnationPattern = /^([0-9a-f]{1,32})-(0|[1-9][0-9]{0,9})$/;
-const segmentPattern = /^([0-9]{20})(?:-([0-9]{20}))?\.(log|index)$/;
+const segmentPattern = /^([0-9]{20})(?:-([0-9]{20}))?\.(log|index|producers)$/;
 
 /**
  * Parses a key written by this cluster. Anything that does not match the layout exactly is
@@ -177,7 +196,7 @@ export function parseObjectKey(root: string, key: string): ParsedObjectKey {
   const startOffset = Number(seg[1]);
   const mergedEndOffset = seg[2] === undefined ? null : Number(seg[2]);
   if (mergedEndOffset !== null && !(mergedEndOffset > startOffset)) return { kind: "unrecognized" };
-  return { kind: "segment", ...common, startOffset, mergedEndOffset, file: seg[3] as "log" | "index" };
+  return { kind: "segment", ...common, startOffset, mergedEndOffset, file: seg[3] as SegmentFile };
 }
 
 function parseTopicManifestKey(

@@ -7,7 +7,12 @@ import type { Logger } from "../../runtime/logger.ts";
 import type { RequestBudget } from "./housekeeping_budget.ts";
 import type { JobOutcome } from "./housekeeping_core.ts";
 import type { HousekeepingMetrics } from "./housekeeping_metrics.ts";
-import { objectIncarnation, type PartitionIncarnation, segmentKeys } from "../bucket/object_keys.ts";
+import {
+  objectIncarnation,
+  type PartitionIncarnation,
+  type SegmentKeys,
+  segmentKeys,
+} from "../bucket/object_keys.ts";
 import { sealedSegmentOf, type UploadDeps, uploadSegment } from "../upload/segment_uploader.ts";
 
 /** What the verify pass needs, re-uploads included. */
@@ -87,7 +92,7 @@ async function reupload(
   deps: VerifyDeps,
   partitionKey: string,
   segment: Segment,
-  keys: { log: string; index: string },
+  keys: SegmentKeys,
 ): Promise<void> {
   const outcome = await uploadSegment(
     deps.upload,

@@ -13,12 +13,17 @@ import { NotFoundError } from "../../objectstore/object_store_errors.ts";
 import type { DeadlineObjectStore } from "../../objectstore/retrying_object_store.ts";
 import { type PartitionIncarnation, segmentKeys } from "../bucket/object_keys.ts";
 import { type UploadDeps, uploadSegment } from "../upload/segment_uploader.ts";
+import { readProducerSnapshotObject } from "../bucket/producer_snapshot_object.ts";
+import { writeProducerSnapshot } from "../../log/producers/producer_snapshots.ts";
 import { type MergeRun, planMerge } from "./merge_plan.ts";
 
 /** Segments one merge joins at most: each costs a GET. */
 export const mergeSegmentsMax = 256;
-/** Store requests a merge makes beyond one GET per segment: two PUTs, and a HEAD after each refused. */
-const mergeRequestsBeyondGets = 4;
+/**
+ * Store requests a merge makes beyond one GET per segment: the last one's producer snapshot (a HEAD
+ * and a GET), three PUTs, and a HEAD after each refused.
+ */
+const mergeRequestsBeyondGets = 8;
 
 export interface MergerDeps {
   disk: Disk;
@@ -52,6 +57,8 @@ interface MergeWork {
   sizeBytes: number;
   logPath: string;
   indexPath: string;
+  /** The last segment's producer snapshot, staged to go up as the merged segment's. */
+  producersPath: string;
 }
 
 /**
@@ -87,12 +94,14 @@ export async function mergePartition(
     sizeBytes: run.sizeBytes,
     logPath: `${staging}.log.merge.tmp`,
     indexPath: `${staging}.index.merge.tmp`,
+    producersPath: `${staging}.producers.merge.tmp`,
   };
   try {
     return await mergeStaged(deps, work, limits.indexIntervalBytes);
   } finally {
     await unlinkIfPresent(deps.disk, work.logPath);
     await unlinkIfPresent(deps.disk, work.indexPath);
+    await unlinkIfPresent(deps.disk, work.producersPath);
   }
 }
 
@@ -133,12 +142,14 @@ async function mergeStaged(
   }
   if (typeof index === "string") return { kind: "anomaly", detail: index };
   await writeIndexFile(deps.disk, work.indexPath, index.index);
+  await stageProducers(deps, work);
   const keys = segmentKeys(work.incarnation, work.startOffset, work.endOffset);
   const first = work.segments[0]!;
   const last = work.segments.at(-1)!;
   const sealed = {
     logPath: work.logPath,
     indexPath: work.indexPath,
+    producersPath: work.producersPath,
     startOffset: work.startOffset,
     endOffset: work.endOffset,
     startTimestampUs: first.marker!.startTimestampUs,
@@ -168,6 +179,34 @@ async function mergeStaged(
     markers: [marker],
   });
   return { kind: "merged", segments: work.segments.length, sizeBytes: uploaded.sizeBytes };
+}
+
+/**
+ * Stages the last merged segment's producer snapshot, the state at the merged segment's end, to go
+ * up with it; a merge of segments whose last went without one (or with one not usable, which is
+ * logged) goes without one too.
+ */
+async function stageProducers(deps: MergerDeps, work: MergeWork): Promise<void> {
+  const last = work.segments.at(-1)!;
+  const key = segmentKeys(work.incarnation, last.startOffset, last.mergedEndOffset).producers;
+  const found = await readProducerSnapshotObject(deps.store, key, work.endOffset + 1);
+  if (found.kind === "unusable") {
+    deps.logger.warn(
+      "merge: the last segment's producer snapshot is not usable; the merged one goes without",
+      {
+        partition: work.label,
+        reason: found.reason,
+      },
+    );
+  }
+  if (found.kind !== "snapshot") return;
+  const slash = work.producersPath.lastIndexOf("/");
+  await writeProducerSnapshot(
+    deps.disk,
+    work.producersPath.slice(0, slash),
+    found.snapshot,
+    work.producersPath.slice(slash + 1),
+  );
 }
 
 /**

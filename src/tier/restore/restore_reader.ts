@@ -6,6 +6,8 @@ import type { GetOptions, ListedObject, ObjectStore } from "../../objectstore/ob
 import { concatBytes } from "../../runtime/memory/buffers.ts";
 import { concurrently } from "../../runtime/cooperation/concurrently.ts";
 import { readChainEpochs } from "./chain_epochs.ts";
+import type { Logger } from "../../runtime/logger.ts";
+import { producersAtEndOf } from "../bucket/producer_snapshot_object.ts";
 import { decodeManifest, type PartitionManifest } from "../bucket/manifest.ts";
 import { clusterRoot, manifestKey, parseObjectKey } from "../bucket/object_keys.ts";
 import {
@@ -227,7 +229,7 @@ function segmentsOf(
     if (key.file === "log") {
       s.logKey = o.key;
       s.logSizeBytes = o.sizeBytes;
-    } else {
+    } else if (key.file === "index") {
       s.indexKey = o.key;
     }
     byStem.set(stem, s);
@@ -245,10 +247,19 @@ export async function restoreSeedOf(
   topic: TopicManifest,
   partitionId: number,
   plan: PartitionRestorePlan,
+  logger: Logger,
 ): Promise<PartitionSeed | null> {
   if (plan.segments.length === 0) return null;
   const identity = { createdRevision: plan.createdRevision, purgeGeneration: plan.purgeGeneration };
+  const last = plan.segments.at(-1)!;
+  const producers = await producersAtEndOf(store, last.key, last.endOffset, (reason) => {
+    logger.warn("restore: the producer snapshot is not usable; the partition starts without", {
+      partition: partitionId,
+      reason,
+    });
+  });
   return {
+    producers,
     ...identity,
     tieredUpToOffset: plan.nextOffset,
     markers: plan.segments.map(({ source: _source, ...object }) => markerOfObject(object, identity)),

@@ -5,6 +5,7 @@ import type { Logger } from "../../runtime/logger.ts";
 import type { DeadlineObjectStore } from "../../objectstore/retrying_object_store.ts";
 import { incarnationPrefix, parseObjectKey, type PartitionIncarnation } from "../bucket/object_keys.ts";
 import { readChainEpochs } from "./chain_epochs.ts";
+import { producersAtEndOf } from "../bucket/producer_snapshot_object.ts";
 import {
   chainBelowFloor,
   type ListedStem,
@@ -150,11 +151,22 @@ export class BucketStateTransfer implements PartitionSeeder {
       tiered_bytes: bytes,
       epochs: epochs.length,
     });
+    const last = chain.at(-1)!;
+    const producers = await producersAtEndOf(this.#deps.store, last.key, last.endOffset, (reason) => {
+      this.#deps.logger.warn(
+        "state transfer: the producer snapshot is not usable; the replica starts without",
+        {
+          partition: label,
+          reason,
+        },
+      );
+    });
     return {
       ...identity,
       tieredUpToOffset,
       markers: chain.map((o) => markerOfObject(o, identity)),
       epochs,
+      producers,
     };
   }
 

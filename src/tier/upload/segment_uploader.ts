@@ -1,18 +1,22 @@
 import { storageFormatVersion } from "../../runtime/format_version_error.ts";
 import type { Segment } from "../../log/segment/segment.ts";
 import { assert } from "../../runtime/assert.ts";
-import type { Disk, DiskFile } from "../../runtime/disk/disk.ts";
+import { type Disk, DiskError, type DiskFile } from "../../runtime/disk/disk.ts";
 import { Crc32Stream } from "../../runtime/checksum/crc32.ts";
 import type { TokenBucket } from "../../runtime/cooperation/token_bucket.ts";
 import { type PieceGate, yieldToReactor } from "../../runtime/cooperation/piece_gate.ts";
 import { readUpToInto } from "../../runtime/disk/file_ops.ts";
 import { PreconditionFailedError } from "../../objectstore/object_store_errors.ts";
 import type { DeadlineObjectStore } from "../../objectstore/retrying_object_store.ts";
+import { producerSnapshotPath } from "../../log/producers/producer_snapshots.ts";
+import type { SegmentKeys } from "../bucket/object_keys.ts";
 
 /** What an upload needs to know of a sealed segment. */
 export interface SealedSegment {
   logPath: string;
   indexPath: string;
+  /** The producer snapshot taken at the segment's end, uploaded with it when the file exists. */
+  producersPath: string;
   startOffset: number;
   endOffset: number;
   startTimestampUs: number;
@@ -26,6 +30,7 @@ export function sealedSegmentOf(segment: Segment): SealedSegment {
   return {
     logPath: segment.logPath,
     indexPath: segment.indexPath,
+    producersPath: producerSnapshotPath(segment.dir, segment.endOffset + 1),
     startOffset: segment.startOffset,
     endOffset: segment.endOffset,
     startTimestampUs: segment.firstTimestampUs ?? segment.maxTimestampUs,
@@ -48,14 +53,23 @@ export interface UploadDeps {
 }
 
 export type UploadOutcome =
-  | { kind: "uploaded"; logCrc32: number; sizeBytes: number; indexSizeBytes: number; alreadyThere: boolean }
+  | {
+    kind: "uploaded";
+    logCrc32: number;
+    sizeBytes: number;
+    indexSizeBytes: number;
+    /** The producer snapshot's bytes; 0 when the segment went without one. */
+    producersSizeBytes: number;
+    alreadyThere: boolean;
+  }
   /** An object already there with other bytes: reported, never overwritten; the floor stalls. */
   | { kind: "anomaly"; detail: string };
 
 export const segmentFormatVersion = String(storageFormatVersion);
 
 /**
- * Uploads one sealed segment's `.log` then `.index`. The `.log` is read twice, piece by piece with
+ * Uploads one sealed segment's `.log`, then its `.index`, then the producer snapshot taken at its
+ * end when there is one (docs/FORMAT.md, "Producer snapshots"). The `.log` is read twice, piece by piece with
  * a yield after each: first to compute its CRC32 (which a streamed PUT must declare up front),
  * then to send it; the store checks the second pass against the first, so a file that changed in
  * between is refused rather than stored. Create-if-absent: a `PreconditionFailed` whose HEAD shows
@@ -64,7 +78,7 @@ export const segmentFormatVersion = String(storageFormatVersion);
 export async function uploadSegment(
   deps: UploadDeps,
   segment: SealedSegment,
-  keys: { log: string; index: string },
+  keys: SegmentKeys,
   deadlineAtMs: number,
 ): Promise<UploadOutcome> {
   const log = await deps.disk.open(segment.logPath, { readOnly: true });
@@ -86,13 +100,13 @@ interface OpenUpload {
   segment: SealedSegment;
   log: DiskFile;
   index: DiskFile;
-  keys: { log: string; index: string };
+  keys: SegmentKeys;
   deadlineAtMs: number;
 }
 
 /** The user metadata of a segment's `.log` object: what a HEAD needs to check it without reading it. */
 export function segmentMetadata(
-  segment: SealedSegment,
+  segment: Omit<SealedSegment, "logPath" | "indexPath" | "producersPath">,
   sizeBytes: number,
   indexSizeBytes: number,
   logCrc32: number,
@@ -110,7 +124,7 @@ export function segmentMetadata(
   };
 }
 
-/** The user metadata of a segment's `.index` object. */
+/** The user metadata of a segment's `.index` and `.producers` objects. */
 export function indexMetadata(indexCrc32: number): Record<string, string> {
   return { "crc32": String(indexCrc32), "format-version": segmentFormatVersion };
 }
@@ -136,7 +150,38 @@ async function uploadInPieces(deps: UploadDeps, upload: OpenUpload): Promise<Upl
   );
   // Indexes may legitimately differ (flush timing); an existing one with another checksum is kept.
   void indexResult;
-  return { kind: "uploaded", logCrc32, sizeBytes, indexSizeBytes, alreadyThere: logResult === "same" };
+  const producersSizeBytes = await uploadProducers(deps, upload);
+  return {
+    kind: "uploaded",
+    logCrc32,
+    sizeBytes,
+    indexSizeBytes,
+    producersSizeBytes,
+    alreadyThere: logResult === "same",
+  };
+}
+
+/**
+ * Uploads the segment's producer snapshot, if its file is there (a segment sealed without one, or
+ * whose snapshot was let go, goes without); returns its size. An object already there with other
+ * bytes is kept, as an index is: each was taken at the same offset, from the same batches.
+ */
+async function uploadProducers(deps: UploadDeps, upload: OpenUpload): Promise<number> {
+  const file = await deps.disk.open(upload.segment.producersPath, { readOnly: true }).catch((error) => {
+    if (error instanceof DiskError && error.code === "not_found") return null;
+    throw error;
+  });
+  if (file === null) return 0;
+  try {
+    const sizeBytes = await file.sizeBytes();
+    await deps.bandwidth.take(sizeBytes);
+    const crc32 = await hashFile(file, sizeBytes, deps.pieceBytes, deps.gate);
+    const metadata = indexMetadata(crc32);
+    await putOnce(deps, upload.keys.producers, file, sizeBytes, crc32, metadata, upload.deadlineAtMs);
+    return sizeBytes;
+  } finally {
+    await file.close();
+  }
 }
 
 async function putOnce(

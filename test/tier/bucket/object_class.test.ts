@@ -14,6 +14,7 @@ import {
   manifestKey,
   parseObjectKey,
   segmentKeys,
+  segmentKeysOfLog,
   topicManifestKey,
 } from "../../../src/tier/bucket/object_keys.ts";
 
@@ -40,6 +41,8 @@ t.test("keys written by the layout parse back to their incarnation and offset; a
     incarnationPrefix: incarnationPrefix(inc(3, "00ab", 4)),
   });
   t.match(parseObjectKey(root, keys.index), { kind: "segment", file: "index" });
+  t.match(parseObjectKey(root, keys.producers), { kind: "segment", startOffset: 1234, file: "producers" });
+  t.same(segmentKeysOfLog(keys.log), keys, "a segment's keys from its .log object's");
   t.match(parseObjectKey(root, manifestKey(inc(3, "00ab", 4))), { kind: "manifest", purgeGeneration: 4 });
   t.match(parseObjectKey(root, deadMarkKey(inc(3, "00ab", 4))), {
     kind: "dead_mark",
@@ -65,6 +68,7 @@ t.test("keys written by the layout parse back to their incarnation and offset; a
       "strata/c2/1/2/3/00ab-4/00000000000000001234.log",
       `${root}1/2/3/00ab-4/1234.log`,
       `${root}1/2/3/00ab-4/00000000000000001234.tmp`,
+      `${root}1/2/3/00ab-4/00000000000000001234.producers.tmp`,
       `${root}1/2/3/XYZ-4/00000000000000001234.log`,
       `${root}1/2/03/00ab-4/00000000000000001234.log`,
       `${root}1/2/3/00ab-4/extra/00000000000000001234.log`,

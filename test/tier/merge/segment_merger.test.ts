@@ -92,6 +92,13 @@ t.test("small remote segments become one object, read back the same before, duri
   t.ok(f.sim.keys().includes(keys.log) && f.sim.keys().includes(keys.index), "both objects are stored");
   const covered = remoteBefore.filter((s) => s.endOffset <= merged.endOffset);
   t.ok(covered.length >= 2, `${covered.length} segments replaced`);
+  const lastProducers = f.sim.peek(segmentKeys(f.incarnation, covered.at(-1)!.startOffset, null).producers);
+  t.ok(lastProducers !== undefined, "the last replaced segment went up with its producer snapshot");
+  t.same(
+    f.sim.peek(keys.producers)?.bytes,
+    lastProducers?.bytes,
+    "the merged segment's producer snapshot is its last segment's: the state where both end",
+  );
   t.ok(
     covered.every((s) => f.sim.keys().includes(segmentKeys(f.incarnation, s.startOffset, null).log)),
     "the replaced objects stay in the store (a reader in flight may hold them)",
@@ -144,11 +151,11 @@ t.test("an object that is not what its marker says is an anomaly: nothing is rep
   t.same(f.replaces, [], "no replace was submitted");
 });
 
-t.test("a merge needs one GET per segment and four more requests: too few left, none starts", async (t) => {
+t.test("a merge needs one GET per segment and eight more requests: too few left, none starts", async (t) => {
   const f = await fixture(t);
-  t.same(await f.merge(5), { kind: "none" }, "5 requests leave room for one segment, not two");
-  const outcome = await f.merge(6);
-  t.equal(outcome.kind === "merged" ? outcome.segments : 0, 2, "6 requests merge two segments");
+  t.same(await f.merge(9), { kind: "none" }, "9 requests leave room for one segment, not two");
+  const outcome = await f.merge(10);
+  t.equal(outcome.kind === "merged" ? outcome.segments : 0, 2, "10 requests merge two segments");
 });
 
 t.test("a replace applied again (a replay) changes nothing; one the chain no longer holds is rejected, one past the floor waits", async (t) => {
@@ -265,7 +272,7 @@ t.test("the objects a merge replaced are deleted a grace after a look first foun
   const merged = f.partition.log.segments[0]!;
   const keysBefore = f.sim.keys();
   const replacedKeys = keysBefore.filter((k) => {
-    const stem = /\/(\d{20})(-\d{20})?\.(log|index)$/.exec(k);
+    const stem = /\/(\d{20})(-\d{20})?\.(log|index|producers)$/.exec(k);
     return stem !== null && stem[2] === undefined && Number(stem[1]) <= merged.endOffset;
   });
   t.ok(replacedKeys.length >= 4, `${replacedKeys.length} keys replaced`);

@@ -19,6 +19,7 @@ import { sealedSegmentOf, uploadSegment } from "../../../src/tier/upload/segment
 import { BucketStateTransfer, type CommittedFloor } from "../../../src/tier/restore/state_transfer.ts";
 import { StateTransferError } from "../../../src/tier/restore/transfer_chain.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
+import { idempotentBatch } from "../../helpers/kafka/idempotent_batch.ts";
 
 await initCrc32c();
 const address = { streamId: 1, topicId: 2, partitionId: 0 };
@@ -45,7 +46,12 @@ const quiet = new Logger({ level: "error", sink: () => {} });
  * segment uploaded to a simulated bucket as the uploader writes it. Returns the log, the store
  * and the reads the transfer makes.
  */
-async function leaderWithBucket(t: Test, epochs: number[], perEpoch: number) {
+async function leaderWithBucket(
+  t: Test,
+  epochs: number[],
+  perEpoch: number,
+  producerId: number | null = null,
+) {
   const disk = new NodeDisk();
   const clock = new VirtualClock();
   const dir = tempDir(t);
@@ -58,10 +64,12 @@ async function leaderWithBucket(t: Test, epochs: number[], perEpoch: number) {
     "t",
   );
   t.teardown(() => log.close());
+  let sequence = 0;
   for (const epoch of epochs) {
     log.setReplication({ leaderEpoch: epoch, following: false, highWatermark: null });
     for (let i = 0; i < perEpoch; i++) {
       await log.append([{ key: null, headers: {}, payload: new Uint8Array(10_000).fill(epoch) }]);
+      if (producerId !== null) await log.appendRecordBatches(idempotentBatch(producerId, 0, sequence++, 1));
     }
   }
   const sim = new SimObjectStore(clock, new Rng(1));
@@ -138,10 +146,14 @@ t.test("a replica seeded from the bucket has the leader's tiered chain, epochs a
     "the leader epochs below the floor, where each began",
   );
   t.same(seen, [{ segments: committed.length, bytes: committed.reduce((n, s) => n + s.sizeBytes, 0) }]);
-  t.equal(reads.heads, committed.length, "one HEAD per segment");
+  t.equal(
+    reads.heads,
+    committed.length + 1,
+    "one HEAD per segment, and one of the last one's producer snapshot",
+  );
   t.ok(
-    reads.ranges <= 2 * 4 * Math.ceil(Math.log2(committed.length)) + 2,
-    `${reads.ranges} epoch reads of 17 bytes for ${committed.length} segments and 4 epochs`,
+    reads.ranges <= 2 * 4 * Math.ceil(Math.log2(committed.length)) + 3,
+    `${reads.ranges} epoch reads of 17 bytes for ${committed.length} segments and 4 epochs, and the snapshot`,
   );
 
   const dataPath = tempDir(t);
@@ -165,6 +177,41 @@ t.test("a replica seeded from the bucket has the leader's tiered chain, epochs a
     log.leaderEpochs.endOffsetFor(2, log.nextOffset),
     "and answer a follower's divergence check as the leader's do",
   );
+});
+
+t.test("a replica seeded from the bucket knows the idempotent producers of its chain, from the last segment's snapshot", async (t) => {
+  const { log, sealed, store, disk, clock } = await leaderWithBucket(t, [3], 30, 9);
+  const committed = sealed.slice(0, -1);
+  const floor = committed.at(-1)!.endOffset + 1;
+  const { transfer } = transferOf(store, { purgeGeneration: 0, upToOffset: floor, deletedUpToOffset: 0 });
+  const seed = (await transfer.seedFor(address, revision))!;
+  t.equal(seed.producers?.offset, floor, "the snapshot taken at the floor");
+  t.ok(log.nextOffset > floor + 4, "the leader's log goes on past the floor");
+  // Each record of 10 kB is followed by producer 9's batch at sequence k, at offset 2k + 1.
+  const below = Array.from({ length: 30 }, (_, k) => ({ lastSequence: k, lastOffset: 2 * k + 1 }))
+    .filter((b) => b.lastOffset < floor)
+    .slice(-5);
+  t.same(
+    seed.producers!.entries.map((e) => e.batches.map((b) => [b.lastSequence, b.lastOffset])),
+    [below.map((b) => [b.lastSequence, b.lastOffset])],
+    "producer 9's last five batches below the floor",
+  );
+  const dataPath = tempDir(t);
+  const pdir = `${dataPath}/streams/1/topics/2/partitions/0`;
+  await writeSeededPartition(disk, pdir, seed);
+  const replica = await Partition.open(disk, clock, dataPath, address, logConfig, quiet);
+  t.teardown(() => replica.close());
+  const last = below.at(-1)!;
+  t.same(
+    await replica.log.appendRecordBatches(idempotentBatch(9, 0, last.lastSequence, 1)),
+    { baseOffset: last.lastOffset, count: 1 },
+    "a retry of the last batch below the floor is a duplicate on the replica",
+  );
+  t.equal(replica.log.nextOffset, floor, "nothing appended");
+
+  await store.delete([segmentKeys(incarnation, committed.at(-1)!.startOffset, null).producers]);
+  const without = (await transfer.seedFor(address, revision))!;
+  t.equal(without.producers, null, "a last segment without a snapshot seeds no producers");
 });
 
 t.test("the chain is taken back from the floor to the first gap; objects above the floor are left out", async (t) => {

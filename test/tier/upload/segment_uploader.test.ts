@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import t, { type Test } from "tap";
 import { PartitionLog } from "../../../src/log/partition/partition_log.ts";
 import {
@@ -96,11 +96,25 @@ t.test("a sealed segment's .log and .index land under the incarnation's keys, by
     "crc32": String(crc32(logBytes)),
     "format-version": "2",
   });
+  const producerBytes = readFileSync(segment.producersPath);
+  t.ok(
+    Buffer.compare(sim.peek(keys.producers)!.bytes, producerBytes) === 0,
+    "the .producers object is the snapshot taken where the segment ends",
+  );
+  t.match(outcome, { producersSizeBytes: producerBytes.length });
   t.equal(
     Math.round(before - bandwidth.tokens),
-    logBytes.length + readFileSync(segment.indexPath).length,
-    "charged once, whole segment",
+    logBytes.length + readFileSync(segment.indexPath).length + producerBytes.length,
+    "charged for each object, once",
   );
+});
+
+t.test("a segment whose producer snapshot is gone goes up without one", async (t) => {
+  const { deps, sim, segment, keys } = await setup(t);
+  rmSync(segment.producersPath);
+  t.match(await uploadSegment(deps, segment, keys, 1e12), { kind: "uploaded", producersSizeBytes: 0 });
+  t.ok(sim.peek(keys.log) !== undefined && sim.peek(keys.index) !== undefined, "its .log and .index");
+  t.equal(sim.peek(keys.producers), undefined, "and no .producers object");
 });
 
 t.test("the send pass reads its pieces into two buffers in turn: it allocates nothing per piece", async (t) => {
