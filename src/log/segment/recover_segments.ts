@@ -176,11 +176,14 @@ async function recoverChain(c: ChainContext, report: RecoveryReport, opened: Seg
     const found = m < live.length && live.startOffsetAt(m) === start ? live.markerAt(m++, scratch) : null;
     const marker = checkedMarker(found, start, label, identity);
     const last = m === live.length && l === logs.length;
+    if (previous === undefined && start > producersFrom) forgetProducers(report, segment, c);
     if (marker !== null && !hasLog) {
       checkTieredPlace(previous, last, segment, label);
       recoverRemote(segment, marker);
+      if (segment.endOffset >= producersFrom) forgetProducers(report, segment, c);
     } else if (!last) {
       await recoverSealed(disk, segment, indexIntervalBytes, label, report);
+      if (segment.endOffset >= producersFrom) await replayProducers(disk, segment, producersFrom, report);
     } else {
       await recoverActive(disk, segment, { indexIntervalBytes, label, logger, producersFrom }, report);
     }
@@ -415,6 +418,44 @@ async function validBatchFollows(
 function markVisible(segment: Segment): void {
   segment.visibleSizeBytes = segment.sizeBytes;
   segment.visibleEndOffset = segment.endOffset;
+}
+
+/**
+ * The producers' state after the snapshot needs this remote segment's batches, or offsets retention
+ * deleted, which boot cannot read: the state is forgotten, and the local segments after them replayed
+ * into an empty one. Producers whose last batches were there are unknown, and start at any sequence.
+ */
+function forgetProducers(report: RecoveryReport, segment: Segment, c: ChainContext): void {
+  if (report.producers.states.size === 0) return;
+  c.logger.warn("producer snapshot older than the local log; producers before it start unknown", {
+    partition: c.label,
+    snapshot_offset: c.producersFrom,
+    segment: segment.stem,
+  });
+  report.producers.states.clear();
+}
+
+/**
+ * A sealed segment after the producer snapshot (the newest was lost: damaged, or a crash between a
+ * roll's steps): its idempotent batches from the snapshot's offset on are replayed, as the append
+ * recorded them, reading the whole `.log` a window at a time.
+ */
+async function replayProducers(
+  disk: Disk,
+  segment: Segment,
+  producersFrom: number,
+  report: RecoveryReport,
+): Promise<void> {
+  const file = await disk.open(segment.logPath, { readOnly: true });
+  try {
+    const producers = report.producers.states;
+    await scanBatches(file, 0, segment.sizeBytes, { verify: false }, (batch, header) => {
+      if (header.baseOffset >= producersFrom) recordIdempotent(producers, batch, header.baseOffset);
+      return true;
+    });
+  } finally {
+    await file.close();
+  }
 }
 
 /**

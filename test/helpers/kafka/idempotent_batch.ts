@@ -2,13 +2,15 @@ import { encodeRecordBatch, stampProducer } from "../../../src/log/batch/record_
 
 /**
  * A Kafka record batch of `count` one-byte records as an idempotent producer sends it: producer
- * `producerId` at `epoch`, its records numbered from `sequence`.
+ * `producerId` at `epoch`, its records numbered from `sequence`, stamped `timestampMs` (a producer
+ * idle past `producer_id_expiration` by that stamp is forgotten, as Kafka's broker forgets it).
  */
 export function idempotentBatch(
   producerId: number,
   epoch: number,
   sequence: number,
   count: number,
+  timestampMs = 1_700_000_000_000,
 ): Uint8Array {
   const records = Array.from({ length: count }, (_, i) => ({
     offsetDelta: i,
@@ -19,8 +21,8 @@ export function idempotentBatch(
   }));
   const batch = encodeRecordBatch(records, {
     baseOffset: 0,
-    baseTimestampMs: 1_700_000_000_000,
-    maxTimestampMs: 1_700_000_000_000,
+    baseTimestampMs: timestampMs,
+    maxTimestampMs: timestampMs,
     timestampType: "create_time",
   });
   stampProducer(batch, producerId, epoch, sequence);
