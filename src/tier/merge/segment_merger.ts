@@ -57,7 +57,8 @@ interface MergeWork {
   sizeBytes: number;
   logPath: string;
   indexPath: string;
-  /** The last segment's producer snapshot, staged to go up as the merged segment's. */
+  /** The last segment's producer snapshot, staged in the partition's directory as this file. */
+  producersName: string;
   producersPath: string;
 }
 
@@ -94,6 +95,7 @@ export async function mergePartition(
     sizeBytes: run.sizeBytes,
     logPath: `${staging}.log.merge.tmp`,
     indexPath: `${staging}.index.merge.tmp`,
+    producersName: `${objectStem(startOffset, endOffset)}.producers.merge.tmp`,
     producersPath: `${staging}.producers.merge.tmp`,
   };
   try {
@@ -200,13 +202,7 @@ async function stageProducers(deps: MergerDeps, work: MergeWork): Promise<void> 
     );
   }
   if (found.kind !== "snapshot") return;
-  const slash = work.producersPath.lastIndexOf("/");
-  await writeProducerSnapshot(
-    deps.disk,
-    work.producersPath.slice(0, slash),
-    found.snapshot,
-    work.producersPath.slice(slash + 1),
-  );
+  await writeProducerSnapshot(deps.disk, work.partition.dir, found.snapshot, work.producersName);
 }
 
 /**
