@@ -97,17 +97,12 @@ export class ProducerSnapshots {
     if (this.#offsets.at(-1) !== offset) this.#offsets.push(offset);
     const newest = this.#offsets.length - producerSnapshotsKept;
     const beyondHeldMax = this.#offsets.length - producerSnapshotsHeldMax;
-    const doomed = this.#offsets.filter((o, i) =>
-      i < newest && (o <= this.#heldAboveOffset || i < beyondHeldMax)
+    const doomed = new Set(
+      this.#offsets.filter((o, i) => i < newest && (o <= this.#heldAboveOffset || i < beyondHeldMax)),
     );
     // Bounded by the snapshots on disk, which this bounds in turn.
     for (const o of doomed) await unlinkIfPresent(this.#disk, producerSnapshotPath(this.#dir, o));
-    this.#offsets = this.#offsets.filter((o) => !doomed.includes(o));
-  }
-
-  /** The snapshot taken at `offset`, as its file holds it; null when there is none. */
-  async read(offset: number): Promise<ProducerSnapshot | null> {
-    return await readRecordFile<ProducerSnapshot>(this.#disk, producerSnapshotPath(this.#dir, offset), magic);
+    this.#offsets = this.#offsets.filter((o) => !doomed.has(o));
   }
 
   /** Deletes the snapshots taken after `offset` (before a truncation there), durably. */
