@@ -17,6 +17,7 @@ const layerRanks: Record<string, number> = {
   broker: 4,
   cluster: 5,
   groups: 5,
+  transactions: 5,
   server: 6,
   kafka: 6,
   client: 6,
