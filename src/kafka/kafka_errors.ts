@@ -59,6 +59,7 @@ export const kafkaErrorCode = {
   policyViolation: 44,
   outOfOrderSequenceNumber: 45,
   invalidProducerEpoch: 47,
+  invalidTxnState: 48,
   kafkaStorageError: 56,
   saslAuthenticationFailed: 58,
   nonEmptyGroup: 68,
@@ -87,6 +88,7 @@ export function kafkaErrorOf(error: unknown, logger: Logger, what: string): numb
   if (error instanceof ProducerRefusedError) {
     if (error.refusal === "out_of_order") return kafkaErrorCode.outOfOrderSequenceNumber;
     if (error.refusal === "old_epoch") return kafkaErrorCode.invalidProducerEpoch;
+    if (error.refusal === "invalid_txn_state") return kafkaErrorCode.invalidTxnState;
     // Kafka has no bound on a partition's producers, and so no code for it: a policy refuses it.
     return kafkaErrorCode.policyViolation;
   }

@@ -51,7 +51,11 @@ export class ReplicaAppendError extends Error {
  * starting at 0 (Kafka's OUT_OF_ORDER_SEQUENCE_NUMBER), an epoch older than the partition's
  * (INVALID_PRODUCER_EPOCH), or a new producer past the partition's bound on producers.
  */
-export type ProducerRefusal = "out_of_order" | "old_epoch" | "too_many_producers";
+export type ProducerRefusal =
+  | "out_of_order"
+  | "old_epoch"
+  | "invalid_txn_state"
+  | "too_many_producers";
 
 /** A produce the partition's producer state refuses; nothing of it is appended. */
 export class ProducerRefusedError extends Error {

@@ -42,18 +42,21 @@ export function registerProducerMetrics(registry: Registry, shards: ShardSet): v
   const refused: Record<keyof Omit<ProducerCounts, "duplicates">, number> = {
     outOfOrder: 0,
     oldEpoch: 0,
+    invalidTxnState: 0,
     tooManyProducers: 0,
   };
-  const reasons = {
+  const reasons: Record<keyof typeof refused, string> = {
     outOfOrder: "out_of_order",
     oldEpoch: "old_epoch",
+    invalidTxnState: "invalid_txn_state",
     tooManyProducers: "too_many_producers",
   };
   new Counter({
     name: "strata_producer_refusals_total",
     help:
       "Produces of idempotent producers refused, by reason: out_of_order (a gap, or a new epoch not at 0), " +
-      "old_epoch, too_many_producers (the partition's bound).",
+      "old_epoch, invalid_txn_state (a batch outside the producer's open transaction), too_many_producers " +
+      "(the partition's bound).",
     labelNames: ["reason"],
     registers: [registry],
     collect() {

@@ -21,14 +21,19 @@ export interface ProducerBatch {
 
 /**
  * What a partition knows of one idempotent producer: its epoch, its last batches (oldest first, at
- * most `producerBatchesKept`, all of that epoch), and the largest timestamp of its last batch, by
- * which it expires.
+ * most `producerBatchesKept`, all of one epoch; none when only a marker or an open transaction made
+ * it known), the largest timestamp of its last batch, by which it expires, and its open transaction.
  */
 export interface ProducerEntry {
   producerId: number;
   epoch: number;
   batches: readonly ProducerBatch[];
   lastTimestampMs: number;
+  /**
+   * The first offset of the producer's open transaction (its first transactional batch since its
+   * last marker); absent when none is open. The partition's last stable offset stays at or below it.
+   */
+  txnFirstOffset?: number;
 }
 
 /** What a produced batch of an idempotent producer is to the partition, judged before it is appended. */
@@ -39,7 +44,9 @@ export type ProducerVerdict =
   /** Kafka's OUT_OF_ORDER_SEQUENCE_NUMBER: a gap, or a new epoch that does not start at 0. */
   | { kind: "out_of_order"; reason: string }
   /** Kafka's INVALID_PRODUCER_EPOCH: an epoch older than the partition's. */
-  | { kind: "old_epoch"; reason: string };
+  | { kind: "old_epoch"; reason: string }
+  /** Kafka's INVALID_TXN_STATE: a batch outside a transaction while the producer has one open. */
+  | { kind: "invalid_txn_state"; reason: string };
 
 /** The last sequence number of a batch: its first plus its last offset delta, wrapping past `sequenceMax`. */
 export function lastSequenceOf(header: RecordBatchHeader): number {
@@ -60,7 +67,8 @@ function follows(last: number, next: number): boolean {
  * - a new epoch (a producer that bumped it, KIP-360) must start at sequence 0;
  * - within the epoch, each batch starts right after the last one's last sequence;
  * - a producer the partition knows nothing of (never seen, expired, or removed with its segments)
- *   may start at any sequence, so that a client whose state the partition lost goes on.
+ *   may start at any sequence, so that a client whose state the partition lost goes on;
+ * - a batch outside a transaction from a producer with one open is refused.
  */
 export function judgeBatch(entry: ProducerEntry | undefined, header: RecordBatchHeader): ProducerVerdict {
   if (entry === undefined) return { kind: "append" };
@@ -69,6 +77,13 @@ export function judgeBatch(entry: ProducerEntry | undefined, header: RecordBatch
     return {
       kind: "old_epoch",
       reason: `producer ${producerId}'s epoch ${epoch} is older than the partition's ${entry.epoch}`,
+    };
+  }
+  if (!header.transactional && entry.txnFirstOffset !== undefined) {
+    return {
+      kind: "invalid_txn_state",
+      reason: `producer ${producerId} sent a batch outside a transaction while its transaction from ` +
+        `offset ${entry.txnFirstOffset} is open`,
     };
   }
   if (epoch > entry.epoch) {
@@ -82,8 +97,8 @@ export function judgeBatch(entry: ProducerEntry | undefined, header: RecordBatch
   const duplicate = entry.batches.find((b) => b.firstSequence === first && b.lastSequence === lastSequence);
   if (duplicate !== undefined) return { kind: "duplicate", batch: duplicate };
   const last = entry.batches.at(-1);
-  assert(last !== undefined, "a producer the partition knows has a batch");
-  if (follows(last.lastSequence, first)) return { kind: "append" };
+  // Known by a marker alone, or by a transaction whose batches a cut took: any sequence goes on.
+  if (last === undefined || follows(last.lastSequence, first)) return { kind: "append" };
   return {
     kind: "out_of_order",
     reason: `producer ${producerId} sent sequence ${first} after ${last.lastSequence} (epoch ${epoch})`,
@@ -106,23 +121,76 @@ export function entryAfter(
     firstOffset,
     lastOffset: firstOffset + header.lastOffsetDelta,
   };
+  assert(!header.control, "a control batch moves its producer on as a marker (`entryAfterMarker`)");
   const sameEpoch = entry !== undefined && entry.epoch === header.producerEpoch;
   const kept = sameEpoch ? entry.batches.slice(-(producerBatchesKept - 1)) : [];
+  const txnFirstOffset = header.transactional ? entry?.txnFirstOffset ?? firstOffset : entry?.txnFirstOffset;
   return {
     producerId: header.producerId,
     epoch: header.producerEpoch,
     batches: [...kept, batch],
     lastTimestampMs: header.maxTimestampMs,
+    ...(txnFirstOffset === undefined ? {} : { txnFirstOffset }),
+  };
+}
+
+/** A transaction a marker ended: its producer, its offsets, how it ended. */
+export interface CompletedTxn {
+  producerId: number;
+  firstOffset: number;
+  /** The marker's offset. */
+  lastOffset: number;
+  aborted: boolean;
+}
+
+/**
+ * The producer's entry once a transaction marker of its (COMMIT or ABORT, at `offset`) is in the log:
+ * its open transaction, if any, is complete, and its epoch is the marker's when that is newer (a
+ * coordinator's fence), so that the fenced producer's next batch here is refused. A producer the
+ * partition knew nothing of is remembered with no batch, at the marker's epoch.
+ */
+export function entryAfterMarker(
+  entry: ProducerEntry | undefined,
+  marker: { producerId: number; epoch: number; commit: boolean; timestampMs: number },
+  offset: number,
+): { entry: ProducerEntry; completed: CompletedTxn | null } {
+  if (entry === undefined) {
+    const known = {
+      producerId: marker.producerId,
+      epoch: marker.epoch,
+      batches: [],
+      lastTimestampMs: marker.timestampMs,
+    };
+    return { entry: known, completed: null };
+  }
+  const { txnFirstOffset, ...rest } = entry;
+  const completed = txnFirstOffset === undefined ? null : {
+    producerId: entry.producerId,
+    firstOffset: txnFirstOffset,
+    lastOffset: offset,
+    aborted: !marker.commit,
+  };
+  const lastTimestampMs = Math.max(entry.lastTimestampMs, marker.timestampMs);
+  // A newer epoch's sequences start again at 0: the older epoch's batches would be taken for theirs.
+  const fenced = marker.epoch > entry.epoch;
+  const batches = fenced ? [] : entry.batches;
+  return {
+    entry: { ...rest, epoch: Math.max(entry.epoch, marker.epoch), batches, lastTimestampMs },
+    completed,
   };
 }
 
 /**
  * The producer's entry once the log is cut back to end below `offset` (a follower's truncation):
- * its batches at or above the cut are gone; an entry left with none is forgotten (undefined), and
- * its producer may start again at any sequence.
+ * its batches at or above the cut are gone, and its open transaction if it began there; an entry
+ * left with neither is forgotten (undefined), and its producer may start again at any sequence.
  */
 export function entryBelow(entry: ProducerEntry, offset: number): ProducerEntry | undefined {
   const batches = entry.batches.filter((b) => b.lastOffset < offset);
-  if (batches.length === entry.batches.length) return entry;
-  return batches.length === 0 ? undefined : { ...entry, batches };
+  const txnCut = entry.txnFirstOffset !== undefined && entry.txnFirstOffset >= offset;
+  if (batches.length === entry.batches.length && !txnCut) return entry;
+  const { txnFirstOffset, ...rest } = entry;
+  const txnKept = !txnCut && txnFirstOffset !== undefined;
+  if (batches.length === 0 && !txnKept) return undefined;
+  return { ...rest, batches, ...(txnKept ? { txnFirstOffset } : {}) };
 }

@@ -1,7 +1,14 @@
 import { assert } from "../../runtime/assert.ts";
 import type { RecordBatchHeader } from "../batch/record_batch.ts";
 import { ProducerRefusedError } from "../log_errors.ts";
-import { entryAfter, entryBelow, judgeBatch, type ProducerEntry } from "./producer_entry.ts";
+import {
+  type CompletedTxn,
+  entryAfter,
+  entryAfterMarker,
+  entryBelow,
+  judgeBatch,
+  type ProducerEntry,
+} from "./producer_entry.ts";
 
 /**
  * Idempotent producers one partition keeps state for, at most. Each costs a few hundred bytes;
@@ -14,12 +21,19 @@ export interface ProducerCounts {
   duplicates: number;
   outOfOrder: number;
   oldEpoch: number;
+  invalidTxnState: number;
   tooManyProducers: number;
 }
 
 /** No produce counted. */
 export function noProducerCounts(): ProducerCounts {
-  return { duplicates: 0, outOfOrder: 0, oldEpoch: 0, tooManyProducers: 0 };
+  return {
+    duplicates: 0,
+    outOfOrder: 0,
+    oldEpoch: 0,
+    invalidTxnState: 0,
+    tooManyProducers: 0,
+  };
 }
 
 /** Adds `more` into `into`, field by field. */
@@ -27,6 +41,7 @@ export function addProducerCounts(into: ProducerCounts, more: Readonly<ProducerC
   into.duplicates += more.duplicates;
   into.outOfOrder += more.outOfOrder;
   into.oldEpoch += more.oldEpoch;
+  into.invalidTxnState += more.invalidTxnState;
   into.tooManyProducers += more.tooManyProducers;
 }
 
@@ -47,6 +62,8 @@ export class ProducerStates {
   readonly #label: string;
   readonly #producersMax: number;
   readonly #entries = new Map<number, ProducerEntry>();
+  /** The first offset of each producer's open transaction, by producer id. */
+  readonly #openTxns = new Map<number, number>();
   /** The plans that answered a produce without appending it, counted (`counted`). */
   readonly counts: ProducerCounts = noProducerCounts();
 
@@ -59,7 +76,7 @@ export class ProducerStates {
   /** The state a snapshot held (`ProducerSnapshots`), before the batches after it are replayed. */
   static restored(label: string, entries: readonly ProducerEntry[]): ProducerStates {
     const states = new ProducerStates(label);
-    for (const entry of entries) states.#entries.set(entry.producerId, entry);
+    for (const entry of entries) states.#set(entry.producerId, entry);
     return states;
   }
 
@@ -71,6 +88,30 @@ export class ProducerStates {
   /** Forgets every producer (a purge). */
   clear(): void {
     this.#entries.clear();
+    this.#openTxns.clear();
+  }
+
+  /**
+   * The first offset of the oldest transaction still open, or null when none is: the partition's
+   * last stable offset is at most this (Kafka's first unstable offset).
+   */
+  firstUnstableOffset(): number | null {
+    let first: number | null = null;
+    // Bounded by the producers with a transaction open, at most `producersMax`.
+    for (const offset of this.#openTxns.values()) first = first === null ? offset : Math.min(first, offset);
+    return first;
+  }
+
+  /** Keeps `entry` as the producer's, and its open transaction's first offset beside it. */
+  #set(producerId: number, entry: ProducerEntry): void {
+    this.#entries.set(producerId, entry);
+    if (entry.txnFirstOffset === undefined) this.#openTxns.delete(producerId);
+    else this.#openTxns.set(producerId, entry.txnFirstOffset);
+  }
+
+  #delete(producerId: number): void {
+    this.#entries.delete(producerId);
+    this.#openTxns.delete(producerId);
   }
 
   /** Gauge: producers the partition keeps state for. */
@@ -135,36 +176,47 @@ export class ProducerStates {
     const refusal = plan.error.refusal;
     if (refusal === "out_of_order") this.counts.outOfOrder++;
     else if (refusal === "old_epoch") this.counts.oldEpoch++;
+    else if (refusal === "invalid_txn_state") this.counts.invalidTxnState++;
     else this.counts.tooManyProducers++;
   }
 
   /** A batch the log placed at `firstOffset`: its producer's entry moves on (`entryAfter`). */
   record(header: RecordBatchHeader, firstOffset: number): void {
     if (header.producerId < 0) return;
-    this.#entries.set(
-      header.producerId,
-      entryAfter(this.#entries.get(header.producerId), header, firstOffset),
-    );
+    this.#set(header.producerId, entryAfter(this.#entries.get(header.producerId), header, firstOffset));
+  }
+
+  /**
+   * A transaction marker the log placed at `offset` (`entryAfterMarker`): returns the transaction it
+   * completed, or null when its producer had none open here.
+   */
+  recordMarker(
+    marker: { producerId: number; epoch: number; commit: boolean; timestampMs: number },
+    offset: number,
+  ): CompletedTxn | null {
+    const { entry, completed } = entryAfterMarker(this.#entries.get(marker.producerId), marker, offset);
+    this.#set(marker.producerId, entry);
+    return completed;
   }
 
   /** The log was cut back to end below `offset`: batches from there on are forgotten (`entryBelow`). */
   truncateFrom(offset: number): void {
     for (const [producerId, entry] of this.#entries) {
       const kept = entryBelow(entry, offset);
-      if (kept === undefined) this.#entries.delete(producerId);
-      else if (kept !== entry) this.#entries.set(producerId, kept);
+      if (kept === undefined) this.#delete(producerId);
+      else if (kept !== entry) this.#set(producerId, kept);
     }
   }
 
   /**
    * Forgets producers whose last batch's timestamp is `expirationMs` or more before `nowWallMs`
-   * (Kafka's `producer.id.expiration.ms`); returns how many.
+   * (Kafka's `producer.id.expiration.ms`), but never one with a transaction open; returns how many.
    */
   expire(nowWallMs: number, expirationMs: number): number {
     let expired = 0;
     for (const [producerId, entry] of this.#entries) {
-      if (nowWallMs - entry.lastTimestampMs < expirationMs) continue;
-      this.#entries.delete(producerId);
+      if (nowWallMs - entry.lastTimestampMs < expirationMs || entry.txnFirstOffset !== undefined) continue;
+      this.#delete(producerId);
       expired++;
     }
     return expired;

@@ -1,4 +1,9 @@
-import { encodeRecordBatch, stampProducer } from "../../../src/log/batch/record_batch.ts";
+import {
+  batchField,
+  computeBatchCrc,
+  encodeRecordBatch,
+  stampProducer,
+} from "../../../src/log/batch/record_batch.ts";
 
 /**
  * A Kafka record batch of `count` one-byte records as an idempotent producer sends it: producer
@@ -26,5 +31,19 @@ export function idempotentBatch(
     timestampType: "create_time",
   });
   stampProducer(batch, producerId, epoch, sequence);
+  return batch;
+}
+
+/** A batch of `idempotentBatch`'s, sent inside a transaction (the transactional attribute set). */
+export function transactionalBatch(
+  producerId: number,
+  epoch: number,
+  sequence: number,
+  count: number,
+): Uint8Array {
+  const batch = idempotentBatch(producerId, epoch, sequence, count);
+  const view = new DataView(batch.buffer, batch.byteOffset, batch.byteLength);
+  view.setInt16(batchField.attributes, view.getInt16(batchField.attributes) | 0x10);
+  view.setUint32(batchField.crc, computeBatchCrc(batch));
   return batch;
 }

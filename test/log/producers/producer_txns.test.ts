@@ -1,0 +1,95 @@
+import t from "tap";
+import { readRecordBatchHeader } from "../../../src/log/batch/record_batch.ts";
+import { ProducerStates } from "../../../src/log/producers/producer_states.ts";
+import { initCrc32c } from "../../../src/runtime/checksum/crc32c.ts";
+import { idempotentBatch, transactionalBatch } from "../../helpers/kafka/idempotent_batch.ts";
+
+// A partition's producers in transactions: a transactional batch opens its producer's transaction at
+// its offset, a marker completes it, and the first offset of the oldest one open bounds the last
+// stable offset. A marker at a newer epoch fences the producer here.
+await initCrc32c();
+const header = readRecordBatchHeader;
+const marker = (producerId: number, epoch: number, commit: boolean) => ({
+  producerId,
+  epoch,
+  commit,
+  timestampMs: 5,
+});
+
+t.test("transactions open at their first batch and complete at their marker; the oldest open bounds stability", (t) => {
+  const states = new ProducerStates("p");
+  t.equal(states.firstUnstableOffset(), null, "nothing open");
+  states.record(header(transactionalBatch(1, 0, 0, 2)), 10);
+  states.record(header(transactionalBatch(2, 0, 0, 1)), 12);
+  states.record(header(transactionalBatch(1, 0, 2, 1)), 13);
+  t.equal(states.firstUnstableOffset(), 10, "producer 1's transaction, from its first batch");
+  t.same(states.recordMarker(marker(1, 0, true), 14), {
+    producerId: 1,
+    firstOffset: 10,
+    lastOffset: 14,
+    aborted: false,
+  });
+  t.equal(states.firstUnstableOffset(), 12, "producer 2's is the oldest open");
+  t.same(states.recordMarker(marker(2, 0, false), 15), {
+    producerId: 2,
+    firstOffset: 12,
+    lastOffset: 15,
+    aborted: true,
+  });
+  t.equal(states.firstUnstableOffset(), null);
+  t.equal(states.recordMarker(marker(2, 0, false), 16), null, "a marker with nothing open completes nothing");
+  states.record(header(transactionalBatch(1, 0, 3, 1)), 17);
+  t.equal(states.firstUnstableOffset(), 17, "the producer's next transaction");
+  t.end();
+});
+
+t.test("a batch outside the producer's open transaction is refused INVALID_TXN_STATE", (t) => {
+  const states = new ProducerStates("p");
+  states.record(header(transactionalBatch(1, 0, 0, 1)), 0);
+  const plan = states.plan([header(idempotentBatch(1, 0, 1, 1))], 1);
+  t.ok(plan.kind === "refused" && plan.error.refusal === "invalid_txn_state", JSON.stringify(plan));
+  t.match(
+    plan.kind === "refused" ? plan.error.message : "",
+    /outside a transaction while its transaction from offset 0/,
+  );
+  states.counted(plan);
+  t.equal(states.counts.invalidTxnState, 1);
+  t.same(states.plan([header(transactionalBatch(1, 0, 1, 1))], 1), { kind: "append" }, "inside it, appended");
+  t.end();
+});
+
+t.test("a marker at a newer epoch fences the producer: its old epoch is refused, the new one starts afresh", (t) => {
+  const states = new ProducerStates("p");
+  states.record(header(transactionalBatch(1, 0, 0, 1)), 0);
+  states.recordMarker(marker(1, 1, false), 1);
+  const old = states.plan([header(transactionalBatch(1, 0, 1, 1))], 2);
+  t.ok(old.kind === "refused" && old.error.refusal === "old_epoch", "the fenced producer's next batch");
+  t.same(
+    states.plan([header(transactionalBatch(1, 1, 0, 1))], 2),
+    { kind: "append" },
+    "not taken for epoch 0's",
+  );
+  states.recordMarker(marker(7, 3, true), 2);
+  t.match(states.entry(7), { epoch: 3, batches: [] }, "a producer known by its marker alone");
+  const stale = states.plan([header(idempotentBatch(7, 2, 0, 1))], 3);
+  t.ok(stale.kind === "refused" && stale.error.refusal === "old_epoch");
+  t.same(states.plan([header(idempotentBatch(7, 3, 4, 1))], 3), { kind: "append" }, "at any sequence");
+  t.end();
+});
+
+t.test("a truncation forgets a transaction it cut into; one open never expires; a snapshot keeps it", (t) => {
+  const states = new ProducerStates("p");
+  states.record(header(idempotentBatch(1, 0, 0, 1)), 0);
+  states.record(header(transactionalBatch(1, 0, 1, 1)), 5);
+  states.record(header(transactionalBatch(2, 0, 0, 1)), 8);
+  t.equal(states.expire(1e15, 1), 0, "producers with a transaction open never expire");
+  t.equal(ProducerStates.restored("p", states.snapshot()).firstUnstableOffset(), 5, "a snapshot keeps them");
+  states.truncateFrom(6);
+  t.equal(states.firstUnstableOffset(), 5, "producer 1's began below the cut");
+  t.equal(states.entry(2), undefined, "producer 2's only batch was cut");
+  states.truncateFrom(5);
+  t.equal(states.firstUnstableOffset(), null, "cut at its first batch: gone");
+  t.match(states.entry(1), { batches: [{ firstOffset: 0 }] });
+  t.equal(states.expire(1e15, 1), 1, "and then it expires");
+  t.end();
+});
