@@ -1,5 +1,6 @@
 import { assert } from "../../runtime/assert.ts";
 import type { RecordBatchHeader } from "../batch/record_batch.ts";
+import { readTxnMarker } from "../batch/txn_marker.ts";
 import { ProducerRefusedError } from "../log_errors.ts";
 import {
   type CompletedTxn,
@@ -184,6 +185,21 @@ export class ProducerStates {
   record(header: RecordBatchHeader, firstOffset: number): void {
     if (header.producerId < 0) return;
     this.#set(header.producerId, entryAfter(this.#entries.get(header.producerId), header, firstOffset));
+  }
+
+  /**
+   * Any batch the log placed at `firstOffset` (`batch`, its header read): a transaction marker
+   * completes its producer's transaction (`recordMarker`, which it returns), any other moves its
+   * producer on (`record`). Batches of no producer, and control batches of other types, change nothing.
+   */
+  recordBatch(batch: Uint8Array, header: RecordBatchHeader, firstOffset: number): CompletedTxn | null {
+    if (header.producerId < 0) return null;
+    if (!header.control) {
+      this.record(header, firstOffset);
+      return null;
+    }
+    const marker = readTxnMarker(batch);
+    return marker === null ? null : this.recordMarker(marker, firstOffset);
   }
 
   /**

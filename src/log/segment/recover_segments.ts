@@ -459,11 +459,11 @@ async function replayProducers(
 }
 
 /**
- * An idempotent producer's batch (its producer id is not -1) updates its producer's state, as the
- * append did; the header is read whole only for those.
+ * An idempotent producer's batch (its producer id is not -1), or a transaction marker, updates its
+ * producer's state, as the append did; the header is read whole only for those.
  */
 function recordIdempotent(producers: ProducerStates, batch: Uint8Array, offset: number): void {
   const view = new DataView(batch.buffer, batch.byteOffset, batch.byteLength);
   if (view.getBigInt64(batchField.producerId) === -1n) return;
-  producers.record(readRecordBatchHeader(batch), offset);
+  producers.recordBatch(batch, readRecordBatchHeader(batch), offset);
 }

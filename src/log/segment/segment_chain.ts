@@ -214,7 +214,7 @@ export class SegmentChain {
         const appendTimeUs = input.stampAppendTime ? this.#stampUs() : null;
         const baseUs = appendTimeUs ?? header.baseTimestampMs * 1000;
         const maxUs = appendTimeUs ?? header.maxTimestampMs * 1000;
-        this.producers.record(header, this.#nextOffset);
+        this.producers.recordBatch(bytes, header, this.#nextOffset);
         await this.#place(bytes.length, header.recordCount, baseUs, maxUs, config, (target) => {
           target.set(bytes);
           setBaseOffset(target, this.#nextOffset);
@@ -251,7 +251,7 @@ export class SegmentChain {
       const baseUs = header.baseTimestampMs * 1000;
       const maxUs = header.maxTimestampMs * 1000;
       this.epochs.assign(header.partitionLeaderEpoch, header.baseOffset);
-      this.producers.record(header, header.baseOffset);
+      this.producers.recordBatch(bytes, header, header.baseOffset);
       await this.#place(bytes.length, header.recordCount, baseUs, maxUs, unbounded, (t) => t.set(bytes));
     }
   }

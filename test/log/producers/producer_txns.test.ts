@@ -1,5 +1,6 @@
 import t from "tap";
-import { readRecordBatchHeader } from "../../../src/log/batch/record_batch.ts";
+import { encodeRecordBatch, readRecordBatchHeader } from "../../../src/log/batch/record_batch.ts";
+import { encodeTxnMarker } from "../../../src/log/batch/txn_marker.ts";
 import { ProducerStates } from "../../../src/log/producers/producer_states.ts";
 import { initCrc32c } from "../../../src/runtime/checksum/crc32c.ts";
 import { idempotentBatch, transactionalBatch } from "../../helpers/kafka/idempotent_batch.ts";
@@ -91,5 +92,40 @@ t.test("a truncation forgets a transaction it cut into; one open never expires; 
   t.equal(states.firstUnstableOffset(), null, "cut at its first batch: gone");
   t.match(states.entry(1), { batches: [{ firstOffset: 0 }] });
   t.equal(states.expire(1e15, 1), 1, "and then it expires");
+  t.end();
+});
+
+t.test("recordBatch takes any batch the log placed: a marker completes, data moves its producer on", (t) => {
+  const states = new ProducerStates("p");
+  const data = transactionalBatch(3, 0, 0, 2);
+  t.equal(states.recordBatch(data, header(data), 20), null);
+  const commit = encodeTxnMarker({
+    producerId: 3,
+    epoch: 0,
+    commit: true,
+    coordinatorEpoch: 1,
+    timestampMs: 9,
+  });
+  t.same(states.recordBatch(commit, header(commit), 22), {
+    producerId: 3,
+    firstOffset: 20,
+    lastOffset: 22,
+    aborted: false,
+  });
+  t.equal(states.firstUnstableOffset(), null);
+  const plain = encodeRecordBatch([{
+    offsetDelta: 0,
+    timestampDelta: 0,
+    key: null,
+    value: null,
+    headers: [],
+  }], {
+    baseOffset: 0,
+    baseTimestampMs: 0,
+    maxTimestampMs: 0,
+    timestampType: "create_time",
+  });
+  t.equal(states.recordBatch(plain, header(plain), 23), null, "a batch of no producer");
+  t.equal(states.size, 1);
   t.end();
 });
