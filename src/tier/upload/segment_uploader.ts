@@ -69,11 +69,11 @@ export const segmentFormatVersion = String(storageFormatVersion);
 
 /**
  * Uploads one sealed segment's `.log`, then its `.index`, then the producer snapshot taken at its
- * end when there is one (docs/FORMAT.md, "Producer snapshots"). The `.log` is read twice, piece by piece with
- * a yield after each: first to compute its CRC32 (which a streamed PUT must declare up front),
- * then to send it; the store checks the second pass against the first, so a file that changed in
- * between is refused rather than stored. Create-if-absent: a `PreconditionFailed` whose HEAD shows
- * the same size and CRC32 is a re-upload after a crash and counts as success.
+ * end when there is one (docs/FORMAT.md, "Producer snapshots"). The `.log` is read twice, piece by
+ * piece with a yield after each: first to compute its CRC32 (which a streamed PUT must declare up
+ * front), then to send it; the store checks the second pass against the first, so a file that
+ * changed in between is refused rather than stored. Create-if-absent: a `PreconditionFailed` whose
+ * HEAD shows the same size and CRC32 is a re-upload after a crash and counts as success.
  */
 export async function uploadSegment(
   deps: UploadDeps,
