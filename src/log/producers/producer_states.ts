@@ -1,6 +1,7 @@
 import { assert } from "../../runtime/assert.ts";
 import type { RecordBatchHeader } from "../batch/record_batch.ts";
 import { readTxnMarker } from "../batch/txn_marker.ts";
+import type { AbortedTxn } from "./aborted_txns.ts";
 import { ProducerRefusedError } from "../log_errors.ts";
 import {
   type CompletedTxn,
@@ -101,6 +102,23 @@ export class ProducerStates {
     // Bounded by the producers with a transaction open, at most `producersMax`.
     for (const offset of this.#openTxns.values()) first = first === null ? offset : Math.min(first, offset);
     return first;
+  }
+
+  /**
+   * The aborted-transaction index entry of a transaction a marker just completed (`recordMarker`),
+   * or null for a committed one: the last stable offset it records is the first offset of the
+   * oldest transaction still open, or the offset after the marker when none is.
+   */
+  abortedEntryOf(completed: CompletedTxn): AbortedTxn | null {
+    if (!completed.aborted) return null;
+    assert(!this.#openTxns.has(completed.producerId), "a completed transaction is no longer open");
+    const { producerId, firstOffset, lastOffset } = completed;
+    return {
+      producerId,
+      firstOffset,
+      lastOffset,
+      lastStableOffset: this.firstUnstableOffset() ?? lastOffset + 1,
+    };
   }
 
   /** Keeps `entry` as the producer's, and its open transaction's first offset beside it. */

@@ -129,3 +129,26 @@ t.test("recordBatch takes any batch the log placed: a marker completes, data mov
   t.equal(states.size, 1);
   t.end();
 });
+
+t.test("an abort's index entry records the last stable offset then: the oldest still open, or past its marker", (t) => {
+  const states = new ProducerStates("p");
+  states.record(header(transactionalBatch(1, 0, 0, 1)), 10);
+  states.record(header(transactionalBatch(2, 0, 0, 1)), 11);
+  const first = states.recordMarker(marker(1, 0, false), 12)!;
+  t.same(states.abortedEntryOf(first), {
+    producerId: 1,
+    firstOffset: 10,
+    lastOffset: 12,
+    lastStableOffset: 11,
+  });
+  const second = states.recordMarker(marker(2, 0, false), 13)!;
+  t.same(states.abortedEntryOf(second), {
+    producerId: 2,
+    firstOffset: 11,
+    lastOffset: 13,
+    lastStableOffset: 14,
+  });
+  states.record(header(transactionalBatch(1, 0, 1, 1)), 14);
+  t.equal(states.abortedEntryOf(states.recordMarker(marker(1, 0, true), 15)!), null, "a commit has none");
+  t.end();
+});
