@@ -71,6 +71,19 @@ export function loadTxn(record: TxnRecord): TxnStep {
   return { state: { ...state, pending: { kind: "markers" } }, effects: [markersOf(state)] };
 }
 
+/**
+ * When time alone next changes `state` (clock ms): an open transaction's timeout, an idle id's
+ * expiry, a completion the log refused; `Infinity` while it waits for an event.
+ */
+export function txnDueMs(state: TxnState, settings: TxnSettings): number {
+  if (state.pending?.kind === "markers_written") return -Infinity;
+  if (state.pending !== null) return Infinity;
+  if (state.phase === "ongoing") return state.startedAtMs + state.timeoutMs + 1;
+  const between = state.phase === "empty" || state.phase === "complete_commit" ||
+    state.phase === "complete_abort";
+  return between ? state.updatedAtMs + settings.transactionalIdExpirationMs : Infinity;
+}
+
 function must(state: TxnState | null, what: string): TxnState {
   assert(state !== null, `Cannot apply ${what} to a transactional id without state`);
   return state;

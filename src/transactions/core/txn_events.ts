@@ -14,6 +14,9 @@ export type TxnError =
   | "invalid_txn_state"
   /** More partitions than `partitionsPerTransactionMax`. */
   | "too_many_partitions"
+  /** The coordinator's bounds: transactional ids, and transactions open at once. */
+  | "too_many_transactional_ids"
+  | "too_many_transactions"
   // The transaction log's failures, as the coordinator reports them:
   | "coordinator_not_available"
   | "not_coordinator"
