@@ -60,6 +60,9 @@ export const kafkaErrorCode = {
   outOfOrderSequenceNumber: 45,
   invalidProducerEpoch: 47,
   invalidTxnState: 48,
+  invalidProducerIdMapping: 49,
+  invalidTransactionTimeout: 50,
+  concurrentTransactions: 51,
   kafkaStorageError: 56,
   saslAuthenticationFailed: 58,
   nonEmptyGroup: 68,
@@ -69,6 +72,7 @@ export const kafkaErrorCode = {
   memberIdRequired: 79,
   groupMaxSizeReached: 81,
   fencedInstanceId: 82,
+  producerFenced: 90,
 } as const;
 
 export type KafkaErrorCode = (typeof kafkaErrorCode)[keyof typeof kafkaErrorCode];
