@@ -317,10 +317,13 @@ t.test("every error code is the one kafkajs knows by the same name", (t) => {
     coordinatorNotAvailable: "GROUP_COORDINATOR_NOT_AVAILABLE",
     notCoordinator: "NOT_COORDINATOR_FOR_GROUP",
   };
+  // kafkajs predates these: their numbers are those of Kafka's own `Errors.java`.
+  const newer: Record<string, number> = { producerFenced: 90 };
   for (const [name, code] of Object.entries(kafkaErrorCode)) {
     if (name === "none") continue;
     const type = older[name] ?? name.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase();
-    t.equal(errorCodes.find((e) => e.type === type)?.code, code, `${name} is ${type}`);
+    const known = errorCodes.find((e) => e.type === type)?.code ?? newer[name];
+    t.equal(known, code, `${name} is ${type}`);
   }
   t.end();
 });
