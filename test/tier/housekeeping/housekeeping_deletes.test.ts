@@ -288,3 +288,20 @@ t.test("a merge's object that reaches past the watermark stays, and the listing 
   t.same(kept(sim), [40]);
   t.notOk(sim.peek(merged.log) || sim.peek(merged.index), "once the watermark passes its end, it goes");
 });
+
+t.test("a segment's producer snapshot goes with its other objects below the watermark", async (t) => {
+  const { sim, deps } = await setup();
+  for (const start of starts) {
+    await sim.put(segmentKeys(inc, start, null).producers, async function* () {
+      yield new Uint8Array(1);
+    }, { sizeBytes: 1, metadata: {}, ifAbsent: true });
+  }
+  deps.clock.advance(61_000);
+  await deleteBelowWatermark(deps, inc, listing(0, 30), new RequestBudget(10, undefined));
+  t.same(
+    starts.filter((start) => sim.peek(segmentKeys(inc, start, null).producers) !== undefined),
+    [30, 40],
+    "the snapshots of the segments below the watermark are gone, the rest kept",
+  );
+  t.same(kept(sim), [30, 40]);
+});
