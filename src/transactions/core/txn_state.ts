@@ -92,25 +92,13 @@ export function txnPartitionKey(topic: string, partition: number): string {
 /** The record a state was last written as (or will be, for a state a transition prepared). */
 export function recordOf(state: TxnState): TxnRecord {
   const {
-    transactionalId,
-    producerId,
-    producerEpoch,
-    timeoutMs,
-    phase,
-    partitions,
-    startedAtMs,
-    updatedAtMs,
+    lastProducerId: _id,
+    lastProducerEpoch: _epoch,
+    pending: _pending,
+    failedEpochFence: _fence,
+    ...record
   } = state;
-  return {
-    transactionalId,
-    producerId,
-    producerEpoch,
-    timeoutMs,
-    phase,
-    partitions,
-    startedAtMs,
-    updatedAtMs,
-  };
+  return record;
 }
 
 /** A transactional id's state as the log's record of it gives it, at load. */
