@@ -1,4 +1,5 @@
 import { assert } from "../runtime/assert.ts";
+import { SerialQueue } from "../runtime/cooperation/serial_queue.ts";
 import { CommittedOffsets } from "./offsets/committed_offsets.ts";
 import type { GroupState } from "./core/group_state.ts";
 import type { OffsetsRecord, StoredGroup } from "./offsets/offsets_records.ts";
@@ -6,11 +7,6 @@ import { groupFromStored } from "./offsets/stored_group.ts";
 
 /** Appends (commits, group metadata, checkpoints) queued on one offsets partition at most. */
 export const partitionAppendsQueuedMax = 4096;
-
-/** An append refused because the partition's queue is full: the request is answered, not queued. */
-export class AppendQueueFullError extends Error {
-  override name = "AppendQueueFullError";
-}
 
 /**
  * One partition of `__consumer_offsets` while this node leads it: the groups it coordinates and
@@ -36,8 +32,7 @@ export class CoordinatedPartition {
   readonly persistQueued = new Set<string>();
   /** Group records read at load, taken up as groups once the load completes. */
   #storedGroups: Map<string, StoredGroup> | null = new Map();
-  #chain: Promise<unknown> = Promise.resolve();
-  #queued = 0;
+  readonly #appends: SerialQueue;
   #settleLoad: () => void = () => {};
   readonly #loadSettled = new Promise<void>((resolve) => (this.#settleLoad = resolve));
 
@@ -45,6 +40,7 @@ export class CoordinatedPartition {
     this.index = index;
     this.leaderEpoch = leaderEpoch;
     this.offsets = new CommittedOffsets(offsetsPerGroupMax);
+    this.#appends = new SerialQueue(`offsets partition ${index}`, partitionAppendsQueuedMax);
   }
 
   /** A record read at load: the latest record of each key wins. */
@@ -89,27 +85,14 @@ export class CoordinatedPartition {
 
   /**
    * Runs `append` once every append queued before it has finished (whatever its outcome); refuses
-   * with `AppendQueueFullError` past `partitionAppendsQueuedMax` waiting.
+   * with `QueueFullError` past `partitionAppendsQueuedMax` waiting.
    */
   enqueue<T>(append: () => Promise<T>): Promise<T> {
-    if (this.#queued >= partitionAppendsQueuedMax) {
-      return Promise.reject(
-        new AppendQueueFullError(
-          `Cannot append to offsets partition ${this.index}: ${partitionAppendsQueuedMax} appends are queued`,
-        ),
-      );
-    }
-    this.#queued += 1;
-    const run = this.#chain.then(append).finally(() => {
-      this.#queued -= 1;
-    });
-    // The chain goes on after a failed append: that append's caller heard of its failure.
-    this.#chain = run.catch(() => {});
-    return run;
+    return this.#appends.enqueue(append);
   }
 
   /** Resolves once every append queued so far has finished. */
-  async settled(): Promise<void> {
-    await this.#chain;
+  settled(): Promise<void> {
+    return this.#appends.settled();
   }
 }

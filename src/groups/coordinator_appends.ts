@@ -5,7 +5,8 @@ import {
   ResourceNotFoundError,
   UnavailableError,
 } from "../broker/broker_errors.ts";
-import { AppendQueueFullError, type CoordinatedPartition } from "./coordinated_partition.ts";
+import { QueueFullError } from "../runtime/cooperation/serial_queue.ts";
+import type { CoordinatedPartition } from "./coordinated_partition.ts";
 import type { GroupError } from "./core/group_events.ts";
 import type { OffsetsLog } from "./offsets/offsets_log.ts";
 import type { OffsetsRecord } from "./offsets/offsets_records.ts";
@@ -23,7 +24,7 @@ export function appendRefusal(error: unknown): GroupError {
   if (error instanceof NotLeaderError) return "not_coordinator";
   if (
     error instanceof NotEnoughReplicasError || error instanceof ReplicationTimeoutError ||
-    error instanceof UnavailableError || error instanceof AppendQueueFullError ||
+    error instanceof UnavailableError || error instanceof QueueFullError ||
     error instanceof ResourceNotFoundError
   ) {
     return "coordinator_not_available";

@@ -4,7 +4,7 @@ import type { ShardRuntime } from "../broker/shards/shard_runtime.ts";
 import type { Config } from "../config/config.ts";
 import { GroupCoordinator } from "../groups/group_coordinator.ts";
 import { minimumCommitted } from "../groups/core/group_offsets.ts";
-import { OffsetsTopic } from "../groups/offsets/offsets_topic.ts";
+import { offsetsTopic } from "../groups/offsets/offsets_topic.ts";
 import type { Clock } from "../runtime/clock/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { Rng } from "../runtime/rng.ts";
@@ -29,7 +29,7 @@ export function openGroups(deps: GroupsDeps): GroupCoordinator {
   const { config, catalog, data, clock, logger } = deps;
   const groups = config.groups;
   const streamName = config.kafka.stream;
-  const log = new OffsetsTopic({
+  const log = offsetsTopic({
     catalog,
     data,
     streamName,

@@ -14,7 +14,7 @@ import { deleteGroups, describeGroups, listGroups } from "../../src/groups/core/
 import { silentLogger } from "../../src/runtime/logger.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
-import { MemoryOffsetsLog } from "../helpers/memory_offsets_log.ts";
+import { MemoryOffsetsLog } from "../helpers/memory_internal_log.ts";
 
 const bytes = (...b: number[]) => new Uint8Array(b);
 /** Lets the promises the coordinator started (a load, an append) run to their end. */

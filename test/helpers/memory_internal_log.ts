@@ -1,5 +1,10 @@
 import { NotLeaderError } from "../../src/broker/broker_errors.ts";
-import type { AppendedRecords, OffsetsLog, ReplayedRecords } from "../../src/groups/offsets/offsets_log.ts";
+import type {
+  AppendedRecords,
+  InternalLog,
+  InternalRecordCodec,
+  ReplayedRecords,
+} from "../../src/broker/internal_topic.ts";
 import {
   decodeOffsetsRecord,
   encodeOffsetsRecord,
@@ -13,11 +18,12 @@ interface StoredRecord {
 }
 
 /**
- * `__consumer_offsets` in memory for the group coordinator's tests: each partition a list of
- * encoded records with a log start, a leader epoch the test sets (null: another node leads), and
- * appends that can be made to fail or to wait until the test lets them through.
+ * A coordinator's internal topic in memory, for its tests: each partition a list of encoded records
+ * with a log start, a leader epoch the test sets (null: another node leads), and appends that can
+ * be made to fail or to wait until the test lets them through.
  */
-export class MemoryOffsetsLog implements OffsetsLog {
+export class MemoryInternalLog<R> implements InternalLog<R> {
+  readonly #codec: InternalRecordCodec<R>;
   readonly #records: StoredRecord[][];
   readonly #nextOffsets: number[];
   readonly epochs: (number | null)[];
@@ -28,7 +34,8 @@ export class MemoryOffsetsLog implements OffsetsLog {
   appends = 0;
   trims: { partition: number; offset: number }[] = [];
 
-  constructor(partitions: number) {
+  constructor(partitions: number, codec: InternalRecordCodec<R>) {
+    this.#codec = codec;
     this.#records = Array.from({ length: partitions }, () => []);
     this.#nextOffsets = Array.from({ length: partitions }, () => 0);
     this.epochs = Array.from({ length: partitions }, () => 0);
@@ -46,7 +53,7 @@ export class MemoryOffsetsLog implements OffsetsLog {
     return this.epochs[partition] ?? null;
   }
 
-  async append(partition: number, records: readonly OffsetsRecord[]): Promise<AppendedRecords> {
+  async append(partition: number, records: readonly R[]): Promise<AppendedRecords> {
     this.appends += 1;
     if (this.gate !== null) await this.gate;
     if (this.failNext !== null) {
@@ -58,19 +65,19 @@ export class MemoryOffsetsLog implements OffsetsLog {
     const baseOffset = this.#nextOffsets[partition]!;
     let bytes = 0;
     for (const record of records) {
-      const { key, value } = encodeOffsetsRecord(record);
+      const { key, value } = this.#codec.encode(record);
       bytes += key.length + (value?.length ?? 0);
       this.#records[partition]!.push({ offset: this.#nextOffsets[partition]!++, key, value });
     }
     return { baseOffset, bytes };
   }
 
-  async replay(partition: number, visit: (record: OffsetsRecord) => void): Promise<ReplayedRecords> {
+  async replay(partition: number, visit: (record: R) => void): Promise<ReplayedRecords> {
     await Promise.resolve();
     let bytes = 0;
     for (const r of this.#records[partition]!) {
       bytes += r.key.length + (r.value?.length ?? 0);
-      visit(decodeOffsetsRecord(r.key, r.value));
+      visit(this.#codec.decode(r.key, r.value));
     }
     return { nextOffset: this.#nextOffsets[partition]!, bytes };
   }
@@ -82,7 +89,14 @@ export class MemoryOffsetsLog implements OffsetsLog {
   }
 
   /** The decoded records a partition holds now. */
-  records(partition: number): OffsetsRecord[] {
-    return this.#records[partition]!.map((r) => decodeOffsetsRecord(r.key, r.value));
+  records(partition: number): R[] {
+    return this.#records[partition]!.map((r) => this.#codec.decode(r.key, r.value));
+  }
+}
+
+/** `__consumer_offsets` in memory, for the group coordinator's tests. */
+export class MemoryOffsetsLog extends MemoryInternalLog<OffsetsRecord> {
+  constructor(partitions: number) {
+    super(partitions, { encode: encodeOffsetsRecord, decode: decodeOffsetsRecord });
   }
 }
