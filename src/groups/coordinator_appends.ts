@@ -5,7 +5,7 @@ import {
   ResourceNotFoundError,
   UnavailableError,
 } from "../broker/broker_errors.ts";
-import { QueueFullError } from "../runtime/cooperation/serial_queue.ts";
+import { QueueFullError } from "../runtime/wait_errors.ts";
 import type { CoordinatedPartition } from "./coordinated_partition.ts";
 import type { GroupError } from "./core/group_events.ts";
 import type { OffsetsLog } from "./offsets/offsets_log.ts";

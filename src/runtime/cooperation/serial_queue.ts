@@ -1,7 +1,4 @@
-/** A task refused because the queue is full: its caller is answered, nothing is queued. */
-export class QueueFullError extends Error {
-  override name = "QueueFullError";
-}
+import { QueueFullError } from "../wait_errors.ts";
 
 /**
  * Tasks run one at a time, each once every task queued before it has finished (whatever its
@@ -30,9 +27,7 @@ export class SerialQueue {
   /** Runs `task` in its turn; resolves or rejects as it does. */
   enqueue<T>(task: () => Promise<T>): Promise<T> {
     if (this.#queued >= this.#queuedMax) {
-      return Promise.reject(
-        new QueueFullError(`Cannot queue a task on ${this.#label}: ${this.#queuedMax} tasks are queued`),
-      );
+      return Promise.reject(new QueueFullError(`queue a task on ${this.#label}`, this.#queuedMax));
     }
     this.#queued += 1;
     const run = this.#chain.then(task).finally(() => {
