@@ -1,13 +1,24 @@
-import { AlreadyExistsError, ResourceNotFoundError, UnavailableError } from "./broker_errors.ts";
+import {
+  AlreadyExistsError,
+  NotEnoughReplicasError,
+  NotLeaderError,
+  ReplicationTimeoutError,
+  ResourceNotFoundError,
+  UnavailableError,
+} from "./broker_errors.ts";
 import type { Catalog } from "./catalog/catalog.ts";
 import type { DataPlane } from "./data_plane.ts";
 import { defaultTopicOptions, type TopicOptions } from "./catalog/topic_options.ts";
 import { assert } from "../runtime/assert.ts";
+import { QueueFullError } from "../runtime/wait_errors.ts";
 
 /** Records one replay read takes at most: its poll decodes them in pieces, on the loop's turns. */
 const replayRecordsPerReadMax = 1024;
 /** Bytes one replay read takes at most. */
 const replayBytesPerReadMax = 1024 * 1024;
+
+/** Records one append of a checkpoint carries at most. */
+export const checkpointRecordsPerAppendMax = 512;
 
 /** How the records of an internal topic are keys and values, both ways. */
 export interface InternalRecordCodec<R> {
@@ -171,4 +182,48 @@ export class InternalTopic<R> implements InternalLog<R> {
   trimBelow(partition: number, offset: number): Promise<void> {
     return this.#deps.data.deleteRecordsBelow(this.#deps.streamName, this.#deps.topicName, partition, offset);
   }
+}
+
+/** What a coordinator's request is told when its records could not be appended to its internal topic. */
+export type InternalAppendRefusal = "not_coordinator" | "coordinator_not_available" | "unknown_server_error";
+
+/**
+ * The refusal of a failed append, as Kafka's coordinators map it: NOT_COORDINATOR when this node
+ * stopped leading the partition (the client finds the new coordinator), COORDINATOR_NOT_AVAILABLE
+ * when the partition cannot take it now (too few replicas in sync, a full queue; the client retries).
+ */
+export function internalAppendRefusal(error: unknown): InternalAppendRefusal {
+  if (error instanceof NotLeaderError) return "not_coordinator";
+  if (
+    error instanceof NotEnoughReplicasError || error instanceof ReplicationTimeoutError ||
+    error instanceof UnavailableError || error instanceof QueueFullError ||
+    error instanceof ResourceNotFoundError
+  ) {
+    return "coordinator_not_available";
+  }
+  return "unknown_server_error";
+}
+
+/**
+ * A checkpoint of a coordinator's partition, run in the partition's turn (every append queued
+ * before it applied to memory): its live records are written again at the log's end, then the
+ * segments wholly below the first of them are deleted. What they held is superseded or was deleted,
+ * so the partition stays about the size of its live records plus the bytes between checkpoints.
+ * Returns the bytes written, or 0 when there was nothing to write.
+ */
+export async function writeCheckpoint<R>(
+  log: InternalLog<R>,
+  partition: number,
+  records: readonly R[],
+): Promise<number> {
+  if (records.length === 0) return 0;
+  let baseOffset: number | null = null;
+  let bytes = 0;
+  for (let at = 0; at < records.length; at += checkpointRecordsPerAppendMax) {
+    const appended = await log.append(partition, records.slice(at, at + checkpointRecordsPerAppendMax));
+    baseOffset ??= appended.baseOffset;
+    bytes += appended.bytes;
+  }
+  await log.trimBelow(partition, baseOffset!);
+  return bytes;
 }

@@ -5,7 +5,8 @@ import { DueHeap } from "../runtime/cooperation/due_looks.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { Rng } from "../runtime/rng.ts";
 import { CoordinatedPartition } from "./coordinated_partition.ts";
-import { appendRefusal, writeCheckpoint } from "./coordinator_appends.ts";
+import { internalAppendRefusal } from "../broker/internal_topic.ts";
+import { writeGroupsCheckpoint } from "./coordinator_appends.ts";
 import { stepGroup } from "./core/group_core.ts";
 import { joinRefusal, syncRefusal } from "./core/group_draft.ts";
 import type {
@@ -283,7 +284,7 @@ export class GroupCoordinator {
       this.#deps.logger.warn("group metadata not written", {
         group: groupId,
         partition: p.index,
-        reason: appendRefusal(error),
+        reason: internalAppendRefusal(error),
         error,
       });
     });
@@ -295,7 +296,7 @@ export class GroupCoordinator {
     const due = Math.max(this.#deps.settings.checkpointBytes, p.checkpointBytes);
     if (p.appendedBytes < due || p.checkpointQueued) return;
     p.checkpointQueued = true;
-    p.enqueue(() => writeCheckpoint(this.#deps.log, p)).catch((error) => {
+    p.enqueue(() => writeGroupsCheckpoint(this.#deps.log, p)).catch((error) => {
       rethrowBug(error, this.#deps.logger, "writing an offsets checkpoint threw; the process stops", {
         partition: p.index,
       });

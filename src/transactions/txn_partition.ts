@@ -52,6 +52,11 @@ export class TxnCoordinatedPartition {
     return this.#open;
   }
 
+  /** Every id's state. */
+  states(): IterableIterator<TxnState> {
+    return this.#states.values();
+  }
+
   state(transactionalId: string): TxnState | undefined {
     return this.#states.get(transactionalId);
   }

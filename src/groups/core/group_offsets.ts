@@ -1,5 +1,5 @@
 import type { CommittedEntry } from "../offsets/committed_offsets.ts";
-import { appendRefusal } from "../coordinator_appends.ts";
+import { internalAppendRefusal } from "../../broker/internal_topic.ts";
 import type { GroupError } from "./group_events.ts";
 import type { GroupCoordinator } from "../group_coordinator.ts";
 import type { CommittedOffset, OffsetsRecord } from "../offsets/offsets_records.ts";
@@ -75,7 +75,7 @@ export async function commitOffsets(
       coordinator.appended(p, appended.bytes);
     });
   } catch (error) {
-    const refusal = appendRefusal(error);
+    const refusal = internalAppendRefusal(error);
     if (refusal === "unknown_server_error") {
       deps.logger.error("commit not written", { group: request.groupId, error });
     }

@@ -1,4 +1,4 @@
-import { appendRefusal } from "../coordinator_appends.ts";
+import { internalAppendRefusal } from "../../broker/internal_topic.ts";
 import type { GroupError } from "./group_events.ts";
 import type { GroupCoordinator } from "../group_coordinator.ts";
 import type { GroupPhase, GroupState } from "./group_state.ts";
@@ -146,6 +146,6 @@ async function deleteGroup(coordinator: GroupCoordinator, groupId: string): Prom
     });
     return null;
   } catch (error) {
-    return appendRefusal(error);
+    return internalAppendRefusal(error);
   }
 }

@@ -16,6 +16,7 @@ const codes: Readonly<Record<TxnError, number>> = {
   too_many_partitions: kafkaErrorCode.policyViolation,
   too_many_transactional_ids: kafkaErrorCode.policyViolation,
   too_many_transactions: kafkaErrorCode.policyViolation,
+  coordinator_load_in_progress: kafkaErrorCode.coordinatorLoadInProgress,
   coordinator_not_available: kafkaErrorCode.coordinatorNotAvailable,
   not_coordinator: kafkaErrorCode.notCoordinator,
   unknown_server_error: kafkaErrorCode.unknownServerError,

@@ -17,7 +17,8 @@ export type TxnError =
   /** The coordinator's bounds: transactional ids, and transactions open at once. */
   | "too_many_transactional_ids"
   | "too_many_transactions"
-  // The transaction log's failures, as the coordinator reports them:
+  // The coordinator's own state, and the transaction log's failures, as it reports them:
+  | "coordinator_load_in_progress"
   | "coordinator_not_available"
   | "not_coordinator"
   | "unknown_server_error";
