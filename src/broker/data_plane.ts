@@ -1,6 +1,8 @@
 import type { ProducerEntry } from "../log/producers/producer_entry.ts";
 import { refuseReadReplica } from "./metadata/metadata.ts";
 import type { MessageInput } from "../log/batch/batch_codec.ts";
+import { noProduceLimits } from "../log/batch/produced_batches.ts";
+import { encodeTxnMarker, type TxnMarker } from "../log/batch/txn_marker.ts";
 import { TooManyConsumersError } from "../log/partition/consumer_offsets.ts";
 import { labelOf, type Partition, type PartitionAddress } from "../log/partition/partition.ts";
 import type { LogStats } from "../log/segment/segment_chain.ts";
@@ -161,6 +163,24 @@ export class DataPlane {
     return { partition: partitionId, baseOffset: result.baseOffset, count: result.count };
   }
 
+  /**
+   * Writes a transaction's marker (its coordinator's COMMIT or ABORT) to a partition this node
+   * leads, acknowledged once every in-sync replica holds it; resolves with its offset. A marker of
+   * an epoch older than the partition's producer is refused (`ProducerRefusedError`, Kafka's
+   * INVALID_PRODUCER_EPOCH).
+   */
+  async writeTxnMarker(streamName: string, topicName: string, partitionId: number, marker: TxnMarker) {
+    const topic = this.#catalog.topic(streamName, topicName);
+    refuseReadReplica(topic.meta, `${streamName}/${topicName}`, "write a transaction marker to");
+    const partition = this.#led(this.#catalog.openPartition(topic, partitionId), "leading_with_min_insync");
+    const batch = encodeTxnMarker(marker);
+    const result = await translateDataErrors(() =>
+      partition.log.appendRecordBatches(batch, noProduceLimits, "coordinator")
+    );
+    await this.#awaitReplicated(partition, result.baseOffset + result.count, replicationWaitMsMax);
+    return result.baseOffset;
+  }
+
   /** Whether this node leads the partition now, and under which epoch (`Replication.leadership`). */
   leadership(streamName: string, topicName: string, partitionId: number): Leadership {
     const topic = this.#catalog.topic(streamName, topicName);
@@ -187,21 +207,42 @@ export class DataPlane {
     });
   }
 
-  /** Whole batches from the one holding `offset`, as stored, for a Kafka fetch (`PartitionLog.readBatches`). */
+  /**
+   * Whole batches from the one holding `offset`, as stored, for a Kafka fetch (`PartitionLog.readBatches`),
+   * below the high watermark, or below `endOffset` when given (a read_committed fetch's last stable offset).
+   */
   async fetchBatches(
     streamName: string,
     topicName: string,
     partitionId: number,
     offset: number,
     maxBytes: number,
+    endOffset?: number,
   ): Promise<BatchReadResult> {
     const partition = this.#partition(streamName, topicName, partitionId);
     const shard = this.#shards.shardOf(partition.address);
     shard.countRequest();
-    const result = await translateDataErrors(() => partition.log.readBatches(offset, maxBytes));
+    const result = await translateDataErrors(() => partition.log.readBatches(offset, maxBytes, endOffset));
     // Like a poll's encoding, the answer's assembly is a piece of work on the gate's turn.
     if (result.batches.length > 0) await shard.pieceGate.turn();
     return result;
+  }
+
+  /** The partition's last stable offset (Kafka's LSO): a read_committed fetch reads below it. */
+  lastStableOffset(streamName: string, topicName: string, partitionId: number): number {
+    return this.#partition(streamName, topicName, partitionId).log.lastStableOffset;
+  }
+
+  /** The aborted transactions a read_committed fetch of `[fromOffset, upperBoundOffset)` lists. */
+  abortedTxns(
+    streamName: string,
+    topicName: string,
+    partitionId: number,
+    fromOffset: number,
+    upperBoundOffset: number,
+  ) {
+    const log = this.#partition(streamName, topicName, partitionId).log;
+    return translateDataErrors(() => log.abortedTxns(fromOffset, upperBoundOffset));
   }
 
   /** Resolves once the partition's end passes `afterOffset`, or after `timeoutMs`. */

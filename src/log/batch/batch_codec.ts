@@ -64,6 +64,8 @@ export interface BatchHeader {
   compressionCode: number;
   /** Attribute bit 3: stamped with log append time, every record's timestamp the max timestamp. */
   logAppendTime: boolean;
+  /** Attribute bit 5: a control batch (a transaction marker), which holds no messages to read. */
+  control: boolean;
   messageCount: number;
   baseTimestampUs: number;
   maxTimestampUs: number;
@@ -151,6 +153,7 @@ export function decodeBatchHeader(bytes: Uint8Array, pos = 0): BatchHeader | nul
     formatVersion: view.getInt8(batchField.magic),
     compressionCode: view.getInt16(batchField.attributes) & 0x07,
     logAppendTime: (view.getInt16(batchField.attributes) & 0x08) !== 0,
+    control: (view.getInt16(batchField.attributes) & 0x20) !== 0,
     messageCount: view.getInt32(batchField.recordCount),
     baseTimestampUs: Number(view.getBigInt64(batchField.baseTimestamp)) * 1000,
     maxTimestampUs: Number(view.getBigInt64(batchField.maxTimestamp)) * 1000,

@@ -6,6 +6,7 @@ import {
   recordBatchHeaderBytes,
   validateRecordBatch,
 } from "./record_batch.ts";
+import { readTxnMarker } from "./txn_marker.ts";
 
 /** One validated batch of a produce: its bytes (a view of what was sent) and its header. */
 export interface ProducedBatch {
@@ -18,6 +19,13 @@ export const producedBatchesMax = 1024;
 
 /** Bytes of batches checked (CRC32C, framing) between two turns, at most: one piece of CPU work. */
 export const producedCheckPieceBytes = 1024 * 1024;
+
+/**
+ * Who wrote the batches: a producer (`client`), whose control batches are refused; the transaction
+ * coordinator (`coordinator`), whose markers are control batches; or the leader a follower copies
+ * (`replica`), whose log holds both.
+ */
+export type BatchOrigin = "client" | "coordinator" | "replica";
 
 /** How a produce's batches are checked: the topic's size limit, and the turn taken between pieces. */
 export interface ProduceChecks {
@@ -33,9 +41,10 @@ export const noProduceLimits: ProduceChecks = { batchBytesMax: Infinity, turn: (
 /**
  * Cuts what a producer sent for one partition into its record batches and checks each as the log
  * must before it appends it (`validateRecordBatch`: magic, length, CRC32C, record count and, when
- * uncompressed, the record framing), then what the log does not serve yet: the transactional bit
- * and control batches are refused as unsupported; a producer id without an epoch and a sequence,
- * as corrupt; and a negative timestamp, or a max timestamp below the base one, as invalid. The cut reads headers only
+ * uncompressed, the record framing), then what a batch of `origin` may be: a control batch from a
+ * producer is refused as unsupported, and one that is no transaction marker as corrupt; a
+ * transactional batch without a producer id, or a producer id without an epoch and a sequence, as
+ * corrupt; and a negative timestamp, or a max timestamp below the base one, as invalid. The cut reads headers only
  * and refuses a batch over `batchBytesMax` before anything is checked; the checks then run in
  * pieces of about `producedCheckPieceBytes`, a turn before each after the first (one batch is never
  * split: its CRC covers it whole). Throws RecordBatchError.
@@ -43,6 +52,7 @@ export const noProduceLimits: ProduceChecks = { batchBytesMax: Infinity, turn: (
 export async function checkProducedBatches(
   records: Uint8Array,
   checks: ProduceChecks,
+  origin: BatchOrigin = "client",
 ): Promise<ProducedBatch[]> {
   const views = cutProducedBatches(records, checks.batchBytesMax);
   const batches: ProducedBatch[] = [];
@@ -53,7 +63,7 @@ export async function checkProducedBatches(
       pieceBytes = 0;
     }
     const header = validateRecordBatch(bytes);
-    checkServed(header);
+    checkServed(bytes, header, origin);
     batches.push({ bytes, header });
     pieceBytes += bytes.length;
   }
@@ -92,12 +102,16 @@ export function cutProducedBatches(records: Uint8Array, batchBytesMax: number): 
   return views;
 }
 
-function checkServed(header: RecordBatchHeader): void {
-  if (header.transactional || header.control) {
-    throw new RecordBatchError("unsupported", "transactional producers are not served yet");
-  }
-  if (
-    header.producerId < -1 ||
+function checkServed(bytes: Uint8Array, header: RecordBatchHeader, origin: BatchOrigin): void {
+  if (header.control) {
+    if (origin === "client") {
+      throw new RecordBatchError("unsupported", "control batches are written by the transaction coordinator");
+    }
+    if (header.producerId < 0 || readTxnMarker(bytes) === null) {
+      throw new RecordBatchError("corrupt", "a control batch is a transaction marker of a producer");
+    }
+  } else if (
+    header.producerId < -1 || (header.transactional && header.producerId < 0) ||
     (header.producerId >= 0 && (header.producerEpoch < 0 || header.baseSequence < 0))
   ) {
     throw new RecordBatchError(

@@ -19,7 +19,7 @@ export async function checkReplicatedBatches(
   nextOffset: number,
   label: string,
 ): Promise<ProducedBatch[]> {
-  const batches = await checkProducedBatches(records, checks);
+  const batches = await checkProducedBatches(records, checks, "replica");
   let expected = nextOffset;
   for (const { header } of batches) {
     if (header.baseOffset !== expected) {

@@ -18,7 +18,12 @@ import {
   type LogStats,
   SegmentChain,
 } from "../segment/segment_chain.ts";
-import { checkProducedBatches, noProduceLimits, type ProduceChecks } from "../batch/produced_batches.ts";
+import {
+  type BatchOrigin,
+  checkProducedBatches,
+  noProduceLimits,
+  type ProduceChecks,
+} from "../batch/produced_batches.ts";
 import { hashLog } from "../segment/segment_eviction.ts";
 import type { ReplaceDecision } from "../segment/segment_replacement.ts";
 import {
@@ -30,6 +35,8 @@ import {
   readSegments,
 } from "../read/segment_reads.ts";
 import { offsetForTimestamp } from "../read/timestamp_lookup.ts";
+import { collectAbortedTxns } from "../read/aborted_reads.ts";
+import type { AbortedTxn } from "../producers/aborted_txns.ts";
 import type { RetentionDecision } from "../retention/total_retention.ts";
 import { applyWriteOp, type WriteContext, type WriteOp, WriteQueue } from "./write_queue.ts";
 import { belowWatermark, checkReplicatedBatches, replicatedRuns } from "../batch/replicated_batches.ts";
@@ -175,6 +182,11 @@ export class PartitionLog {
     return this.#highWatermark === null ? end : Math.min(this.#highWatermark, end);
   }
 
+  /** The last stable offset (`ProducerStates.lastStableOffset`): a read_committed read ends below it. */
+  get lastStableOffset(): number {
+    return this.#chain.producers.lastStableOffset(this.highWatermark);
+  }
+
   /**
    * Replication's view of this log: the epoch its batches are stamped with while it leads (-1: none), whether
    * it follows (rolls only where the leader's segments start), and the high watermark (null: a single node),
@@ -217,6 +229,11 @@ export class PartitionLog {
       () => readBatchesFrom(this.#reads, this.#chain.segments, offset, maxBytes, endOffset),
       (watermark) => this.enforceRetention((s) => s.location === "remote" && s.endOffset < watermark),
     );
+  }
+
+  /** The aborted transactions a read_committed fetch of `[fromOffset, upperBoundOffset)` lists (`collectAbortedTxns`). */
+  abortedTxns(fromOffset: number, upperBoundOffset: number): Promise<AbortedTxn[]> {
+    return collectAbortedTxns(this.#reads, this.#chain.segments, fromOffset, upperBoundOffset);
   }
 
   /** The leader epochs this log's batches were written under (Kafka's leader epoch cache). */
@@ -330,8 +347,9 @@ export class PartitionLog {
   async appendRecordBatches(
     records: Uint8Array,
     checks: ProduceChecks = noProduceLimits,
+    origin: BatchOrigin = "client",
   ): Promise<AppendResult> {
-    const batches = await checkProducedBatches(records, checks);
+    const batches = await checkProducedBatches(records, checks, origin);
     const input: AppendInput = { kind: "batches", batches, stampAppendTime: this.#logAppendTime };
     return await this.#queue.enqueue<AppendResult>((done) => ({ kind: "append", input, done }));
   }

@@ -1,4 +1,6 @@
 import { assert } from "../../runtime/assert.ts";
+import type { Disk } from "../../runtime/disk/disk.ts";
+import { readUpTo, writeWholeFile } from "../../runtime/disk/file_ops.ts";
 
 /**
  * One aborted transaction as a segment's aborted-transaction index holds it (Kafka's `AbortedTxn`):
@@ -107,4 +109,25 @@ export class AbortedTxnIndex {
     }
     return index;
   }
+}
+
+/** The index of a sealed segment as its `.txnindex` holds it; an empty one when it has no file. */
+export async function readAbortedTxnIndexFile(disk: Disk, path: string): Promise<AbortedTxnIndex> {
+  const stat = await disk.stat(path);
+  if (stat === null) return new AbortedTxnIndex();
+  const file = await disk.open(path, { readOnly: true });
+  try {
+    return AbortedTxnIndex.decode(await readUpTo(file, 0, stat.sizeBytes), path);
+  } finally {
+    await file.close();
+  }
+}
+
+/** Writes a segment's `.txnindex` durably, at its seal (reopenable, as `writeIndexFile`). */
+export async function writeAbortedTxnIndexFile(
+  disk: Disk,
+  path: string,
+  index: AbortedTxnIndex,
+): Promise<void> {
+  await writeWholeFile(disk, path, index.encode(), { reopenable: true });
 }

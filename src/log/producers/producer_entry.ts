@@ -68,7 +68,8 @@ function follows(last: number, next: number): boolean {
  * - within the epoch, each batch starts right after the last one's last sequence;
  * - a producer the partition knows nothing of (never seen, expired, or removed with its segments)
  *   may start at any sequence, so that a client whose state the partition lost goes on;
- * - a batch outside a transaction from a producer with one open is refused.
+ * - a batch outside a transaction from a producer with one open is refused;
+ * - a transaction marker of the producer's epoch or a newer one (a fence) is appended.
  */
 export function judgeBatch(entry: ProducerEntry | undefined, header: RecordBatchHeader): ProducerVerdict {
   if (entry === undefined) return { kind: "append" };
@@ -79,6 +80,8 @@ export function judgeBatch(entry: ProducerEntry | undefined, header: RecordBatch
       reason: `producer ${producerId}'s epoch ${epoch} is older than the partition's ${entry.epoch}`,
     };
   }
+  // A transaction marker (from its coordinator) is refused only for an older epoch.
+  if (header.control) return { kind: "append" };
   if (!header.transactional && entry.txnFirstOffset !== undefined) {
     return {
       kind: "invalid_txn_state",

@@ -66,6 +66,12 @@ export class ProducerStates {
   readonly #entries = new Map<number, ProducerEntry>();
   /** The first offset of each producer's open transaction, by producer id. */
   readonly #openTxns = new Map<number, number>();
+  /**
+   * Transactions whose markers are placed but not yet below the high watermark, in marker order: the
+   * last stable offset stays at their first offsets until their markers are replicated, so that a
+   * read_committed consumer never reads a transaction whose end a new leader might not hold.
+   */
+  #unreplicated: CompletedTxn[] = [];
   /** The plans that answered a produce without appending it, counted (`counted`). */
   readonly counts: ProducerCounts = noProducerCounts();
 
@@ -91,6 +97,27 @@ export class ProducerStates {
   clear(): void {
     this.#entries.clear();
     this.#openTxns.clear();
+    this.#unreplicated = [];
+  }
+
+  /**
+   * The partition's last stable offset (Kafka's LSO) under `highWatermark`: the first offset of the
+   * oldest transaction still open, or of one completed whose marker is not yet below the high
+   * watermark, else the high watermark. A read_committed consumer reads below it only.
+   */
+  lastStableOffset(highWatermark: number): number {
+    // Markers below the high watermark are replicated: their transactions hold nothing back.
+    let replicated = 0;
+    while (
+      replicated < this.#unreplicated.length && this.#unreplicated[replicated]!.lastOffset < highWatermark
+    ) {
+      replicated++;
+    }
+    if (replicated > 0) this.#unreplicated = this.#unreplicated.slice(replicated);
+    let stable = Math.min(highWatermark, this.firstUnstableOffset() ?? highWatermark);
+    // Bounded by the transactions completed above the high watermark.
+    for (const txn of this.#unreplicated) stable = Math.min(stable, txn.firstOffset);
+    return stable;
   }
 
   /**
@@ -172,8 +199,11 @@ export class ProducerStates {
           error: new ProducerRefusedError(this.#label, verdict.kind, verdict.reason),
         };
       }
+      // A marker of a producer unknown here is written past the bound: the transaction coordinator
+      // bounds the transactions whose markers come.
       if (
-        entry === undefined && this.#entries.size + newProducers(planned, this.#entries) >= this.#producersMax
+        entry === undefined && !header.control &&
+        this.#entries.size + newProducers(planned, this.#entries) >= this.#producersMax
       ) {
         const reason =
           `it keeps state for ${this.#producersMax} producers, its bound; producer ${producerId} is one more`;
@@ -182,7 +212,8 @@ export class ProducerStates {
           error: new ProducerRefusedError(this.#label, "too_many_producers", reason),
         };
       }
-      planned.set(producerId, entryAfter(entry, header, offset));
+      // A marker is written alone, by the coordinator: nothing after it in the produce to judge.
+      if (!header.control) planned.set(producerId, entryAfter(entry, header, offset));
       offset += header.lastOffsetDelta + 1;
     }
     return { kind: "append" };
@@ -217,7 +248,9 @@ export class ProducerStates {
       return null;
     }
     const marker = readTxnMarker(batch);
-    return marker === null ? null : this.recordMarker(marker, firstOffset);
+    const completed = marker === null ? null : this.recordMarker(marker, firstOffset);
+    if (completed !== null) this.#unreplicated.push(completed);
+    return completed;
   }
 
   /**
@@ -235,10 +268,20 @@ export class ProducerStates {
 
   /** The log was cut back to end below `offset`: batches from there on are forgotten (`entryBelow`). */
   truncateFrom(offset: number): void {
+    // A cut is above the high watermark: every marker it takes is among the unreplicated.
+    const cut = this.#unreplicated.filter((txn) => txn.lastOffset >= offset);
+    this.#unreplicated = this.#unreplicated.filter((txn) => txn.lastOffset < offset);
     for (const [producerId, entry] of this.#entries) {
       const kept = entryBelow(entry, offset);
       if (kept === undefined) this.#delete(producerId);
       else if (kept !== entry) this.#set(producerId, kept);
+    }
+    // A transaction whose marker is cut but whose batches are kept is open again.
+    for (const txn of cut) {
+      const entry = this.#entries.get(txn.producerId);
+      if (txn.firstOffset < offset && entry !== undefined && entry.txnFirstOffset === undefined) {
+        this.#set(txn.producerId, { ...entry, txnFirstOffset: txn.firstOffset });
+      }
     }
   }
 

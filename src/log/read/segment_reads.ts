@@ -57,7 +57,8 @@ export interface ReadContext {
 
 /**
  * Hands a batch's messages to `take` and answers what `take` does: at once when they decode in one
- * step (`decodesInOneStep`), else once they are decoded in pieces, a pause between two.
+ * step (`decodesInOneStep`), else once they are decoded in pieces, a pause between two. A control
+ * batch (a transaction marker) has no messages: it is passed over, and the walk goes on.
  */
 export function visitMessages(
   context: ReadContext,
@@ -65,6 +66,7 @@ export function visitMessages(
   header: BatchHeader,
   take: (messages: StoredMessage[]) => boolean,
 ): boolean | Promise<boolean> {
+  if (header.control) return true;
   if (decodesInOneStep(header)) return take(decodeMessages(batch));
   return decodeMessagesInPieces(batch, context.pause ?? yieldToReactor).then(take);
 }

@@ -72,7 +72,10 @@ export async function plantRemoteSegments(
   chain.restart(active, [...before, ...markers.map((m) => remoteSegmentOf(dir, m))]);
   await closeFiles(old);
   await disk.unlink(old.logPath);
-  for (const s of gone) await unlinkIfPresent(disk, s.indexPath);
+  for (const s of gone) {
+    await unlinkIfPresent(disk, s.indexPath);
+    if (s.mayHaveTxnIndexFile) await unlinkIfPresent(disk, s.txnIndexPath);
+  }
   await disk.fsyncDir(dir);
 }
 

@@ -1,3 +1,4 @@
+import { type AbortedTxn, AbortedTxnIndex } from "../producers/aborted_txns.ts";
 import type { Disk } from "../../runtime/disk/disk.ts";
 import type { Logger } from "../../runtime/logger.ts";
 import { readUpTo } from "../../runtime/disk/file_ops.ts";
@@ -110,13 +111,13 @@ export async function recoverSegments(
 }
 
 /**
- * Whether `name` is an `.index` whose segment is gone: an index is kept while its segment exists
+ * Whether `name` is an `.index` (or `.txnindex`) whose segment is gone: an index is kept while its segment exists
  * locally or remotely, `{start}.index` for a segment keyed by its start, `{start}-{end}.index` for a
  * merged one; a merge leaves the indexes of the segments it replaced (docs/DESIGN.md, "The
  * adjacent-segment merger").
  */
 function isOrphanIndex(name: string, logs: ReadonlySet<number>, live: RemoteTableReplay): boolean {
-  const match = /^(\d{20})(?:-(\d{20}))?\.index$/.exec(name);
+  const match = /^(\d{20})(?:-(\d{20}))?\.(?:index|txnindex)$/.exec(name);
   if (match === null) return false;
   const start = Number(match[1]);
   const mergedEnd = match[2] === undefined ? null : Number(match[2]);
@@ -350,12 +351,17 @@ async function recoverActive(
   let expectedOffset = segment.startOffset;
   let mismatch: number | null = null;
   const producers = report.producers.states;
+  // Rebuilt with the producers' state, as the appends built it: the active segment has no file.
+  const abortedTxns = new AbortedTxnIndex();
   const end = await scanBatches(file, 0, size, { verify: true }, (batch, header, position) => {
     if (header.baseOffset !== expectedOffset) {
       mismatch = position;
       return false;
     }
-    if (header.baseOffset >= producersFrom) recordIdempotent(producers, batch, header.baseOffset);
+    if (header.baseOffset >= producersFrom) {
+      const aborted = recordIdempotent(producers, batch, header.baseOffset);
+      if (aborted !== null) abortedTxns.add(aborted);
+    }
     // Index entries hold the largest timestamp up to their batch, as the append writes them.
     segment.maxTimestampUs = Math.max(segment.maxTimestampUs, header.maxTimestampUs);
     if (index.length === 0 || position - index.last!.position >= indexIntervalBytes) {
@@ -392,6 +398,7 @@ async function recoverActive(
   // seal. It has no file until then (one left from an older layout is overwritten at the seal), so a
   // boot of ten thousand partitions opens, writes and fsyncs no index.
   segment.index = index;
+  segment.abortedTxns = abortedTxns;
   segment.sizeBytes = validEnd;
   segment.lastIndexedPosition = index.last?.position ?? -1;
   segment.logFile = file;
@@ -462,8 +469,9 @@ async function replayProducers(
  * An idempotent producer's batch (its producer id is not -1), or a transaction marker, updates its
  * producer's state, as the append did; the header is read whole only for those.
  */
-function recordIdempotent(producers: ProducerStates, batch: Uint8Array, offset: number): void {
+function recordIdempotent(producers: ProducerStates, batch: Uint8Array, offset: number): AbortedTxn | null {
   const view = new DataView(batch.buffer, batch.byteOffset, batch.byteLength);
-  if (view.getBigInt64(batchField.producerId) === -1n) return;
-  producers.recordBatch(batch, readRecordBatchHeader(batch), offset);
+  if (view.getBigInt64(batchField.producerId) === -1n) return null;
+  const completed = producers.recordBatch(batch, readRecordBatchHeader(batch), offset);
+  return completed === null ? null : producers.abortedEntryOf(completed);
 }

@@ -1,3 +1,4 @@
+import type { AbortedTxnIndex } from "../producers/aborted_txns.ts";
 import type { DiskFile } from "../../runtime/disk/disk.ts";
 import type { MarkerIdentity, RemoteMarker } from "../remote/remote_marker.ts";
 import { SparseIndex } from "./sparse_index.ts";
@@ -28,7 +29,8 @@ export function objectStem(startOffset: number, mergedEndOffset: number | null):
 }
 
 /**
- * One segment of a partition's log: `{stem}.log` (batches) and `{stem}.index` (sparse index).
+ * One segment of a partition's log: `{stem}.log` (batches), `{stem}.index` (sparse index) and,
+ * when it holds an aborted transaction's marker, `{stem}.txnindex` (`AbortedTxnIndex`).
  * The active segment holds its files (opened `reopenable`: a disk bounding its open files closes
  * them between uses and reopens them on the next) and grows; a sealed one is immutable. `visibleSizeBytes` is
  * how far readers may go: the bytes of acknowledged batches.
@@ -55,6 +57,12 @@ export class Segment {
   lastIndexedPosition: number;
   location: SegmentLocation = "local";
   logFile: DiskFile | null = null;
+  /**
+   * The aborted transactions whose markers the segment holds (its `.txnindex`): the active
+   * segment's in memory, and a local sealed one's once read; "none" when it is known to hold none
+   * (no file); null while unknown (read from its file on demand).
+   */
+  abortedTxns: AbortedTxnIndex | "none" | null = null;
   /**
    * The marker's facts beyond the segment's own bounds, size and timestamps, held apart rather than
    * as a marker object, so that a remote segment costs as little as can be (docs/DESIGN.md, "Cost
@@ -145,6 +153,17 @@ export class Segment {
   /** `{stem}.index`, or for a merged segment `{start}-{end}.index` (`objectStem`). */
   get indexPath(): string {
     return `${this.dir}/${objectStem(this.startOffset, this.mergedEndOffset)}.index`;
+  }
+
+  /** The aborted-transaction index, written at the seal when the segment holds an abort's marker. */
+  get txnIndexPath(): string {
+    return `${this.dir}/${objectStem(this.startOffset, this.mergedEndOffset)}.txnindex`;
+  }
+
+  /** Whether a `.txnindex` file may exist: unknown, or an index with entries. */
+  get mayHaveTxnIndexFile(): boolean {
+    const index = this.abortedTxns;
+    return index === null || (index !== "none" && index.entries.length > 0);
   }
 
   get isEmpty(): boolean {

@@ -13,6 +13,7 @@ import {
 import { LeaderEpochs } from "../partition/leader_epochs.ts";
 import { ProducerStates } from "../producers/producer_states.ts";
 import { ProducerSnapshots, type RecoveredProducers } from "../producers/producer_snapshots.ts";
+import { type AbortedTxn, AbortedTxnIndex, writeAbortedTxnIndexFile } from "../producers/aborted_txns.ts";
 import { writeIndexFile } from "./sparse_index.ts";
 import type { LogConfig } from "../log_config.ts";
 import { localBytesOf } from "../retention/local_retention.ts";
@@ -137,6 +138,7 @@ export class SegmentChain {
    */
   static async createSegment(disk: Disk, dir: string, startOffset: number): Promise<Segment> {
     const segment = new Segment(dir, startOffset);
+    segment.abortedTxns = new AbortedTxnIndex();
     segment.logFile = await disk.createExclusive(segment.logPath, { reopenable: true });
     await disk.fsyncDir(dir);
     return segment;
@@ -214,12 +216,14 @@ export class SegmentChain {
         const appendTimeUs = input.stampAppendTime ? this.#stampUs() : null;
         const baseUs = appendTimeUs ?? header.baseTimestampMs * 1000;
         const maxUs = appendTimeUs ?? header.maxTimestampMs * 1000;
-        this.producers.recordBatch(bytes, header, this.#nextOffset);
+        const aborted = this.#recordBatch(bytes, header, this.#nextOffset);
         await this.#place(bytes.length, header.recordCount, baseUs, maxUs, config, (target) => {
           target.set(bytes);
           setBaseOffset(target, this.#nextOffset);
           if (appendTimeUs !== null) stampLogAppendTime(target, appendTimeUs / 1000);
           if (this.leaderEpoch >= 0) this.#stampEpoch(target);
+          // In the segment the marker is written to, before a roll that may follow it.
+          if (aborted !== null) this.#indexAborted(aborted);
         });
       }
     } else {
@@ -251,9 +255,32 @@ export class SegmentChain {
       const baseUs = header.baseTimestampMs * 1000;
       const maxUs = header.maxTimestampMs * 1000;
       this.epochs.assign(header.partitionLeaderEpoch, header.baseOffset);
-      this.producers.recordBatch(bytes, header, header.baseOffset);
-      await this.#place(bytes.length, header.recordCount, baseUs, maxUs, unbounded, (t) => t.set(bytes));
+      const aborted = this.#recordBatch(bytes, header, header.baseOffset);
+      await this.#place(bytes.length, header.recordCount, baseUs, maxUs, unbounded, (target) => {
+        target.set(bytes);
+        if (aborted !== null) this.#indexAborted(aborted);
+      });
     }
+  }
+
+  /** A batch about to be placed at `offset`, to its producer's state: the abort its marker completes, if any. */
+  #recordBatch(bytes: Uint8Array, header: RecordBatchHeader, offset: number): AbortedTxn | null {
+    const completed = this.producers.recordBatch(bytes, header, offset);
+    return completed === null ? null : this.producers.abortedEntryOf(completed);
+  }
+
+  /** An abort's marker is placed: its entry joins the active segment's aborted-transaction index. */
+  #indexAborted(aborted: AbortedTxn): void {
+    const active = this.active;
+    assert(
+      active.abortedTxns !== null && active.abortedTxns !== "none",
+      "the active segment's aborted transactions are in memory",
+    );
+    assert(
+      aborted.lastOffset >= active.startOffset,
+      `the marker at ${aborted.lastOffset} is in the active segment`,
+    );
+    active.abortedTxns.add(aborted);
   }
 
   /** Stamps this leader's epoch on a batch about to be placed at the next offset. */
@@ -339,6 +366,10 @@ export class SegmentChain {
     const sealing = this.active;
     await this.#backgroundSync;
     await sealing.logFile!.sync();
+    // Before the `.index`: a segment whose `.index` was written has its `.txnindex` too, if it holds an abort.
+    const aborted = sealing.abortedTxns;
+    assert(aborted !== null && aborted !== "none", "the active segment's aborted transactions are in memory");
+    if (aborted.entries.length > 0) await writeAbortedTxnIndexFile(this.#disk, sealing.txnIndexPath, aborted);
     await writeIndexFile(this.#disk, sealing.indexPath, sealing.localIndex);
     sealing.sealed = true;
     this.#sealedCount++;

@@ -34,6 +34,7 @@ export async function deleteFront(
     assertDeletable(front);
     if (front.location !== "remote") await disk.unlink(front.logPath);
     await unlinkIfPresent(disk, front.indexPath);
+    if (front.mayHaveTxnIndexFile) await unlinkIfPresent(disk, front.txnIndexPath);
   }
   if (doomed > 0) await disk.fsyncDir(dir);
   return doomed;
@@ -54,6 +55,7 @@ export async function purgeSegments(disk: Disk, dir: string, chain: SegmentChain
     await closeFiles(segment);
     if (segment.location !== "remote") await disk.unlink(segment.logPath);
     await unlinkIfPresent(disk, segment.indexPath);
+    if (segment.mayHaveTxnIndexFile) await unlinkIfPresent(disk, segment.txnIndexPath);
   }
   await disk.fsyncDir(dir);
   chain.restart(await SegmentChain.createSegment(disk, dir, 0));

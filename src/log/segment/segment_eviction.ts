@@ -42,6 +42,10 @@ export async function evictSegments(
     // Its index leaves memory with its `.log`: the `.index` file stays, and a read loads it into the
     // shard's bounded index cache (docs/DESIGN.md, "Cost follows what is local").
     segment.index = null;
+    // Its aborted transactions likewise: the `.txnindex` file stays, read when a fetch needs it.
+    if (segment.abortedTxns !== null && segment.abortedTxns !== "none") {
+      segment.abortedTxns = segment.abortedTxns.entries.length === 0 ? "none" : null;
+    }
     await disk.unlink(segment.logPath);
   }
   await disk.fsyncDir(dir);

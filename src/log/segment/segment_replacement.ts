@@ -121,7 +121,10 @@ export async function replaceRemoteSegments(
   const out = chain.segments.slice(decision.first, decision.first + decision.count);
   await chain.remoteTable.append(markers, decision.count);
   chain.replaceRange(decision.first, decision.count, markers.map((m) => remoteSegmentOf(dir, m)));
-  for (const s of out) await unlinkIfPresent(disk, s.indexPath);
+  for (const s of out) {
+    await unlinkIfPresent(disk, s.indexPath);
+    if (s.mayHaveTxnIndexFile) await unlinkIfPresent(disk, s.txnIndexPath);
+  }
   await disk.fsyncDir(dir);
   return decision;
 }

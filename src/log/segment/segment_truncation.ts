@@ -1,6 +1,7 @@
 import { assert } from "../../runtime/assert.ts";
 import type { Disk } from "../../runtime/disk/disk.ts";
 import { unlinkIfPresent } from "../../runtime/disk/file_ops.ts";
+import { AbortedTxnIndex, readAbortedTxnIndexFile } from "../producers/aborted_txns.ts";
 import { scanBatches } from "../read/scan_batches.ts";
 import type { Segment } from "./segment.ts";
 import { closeFiles, type SegmentChain } from "./segment_chain.ts";
@@ -43,7 +44,17 @@ export async function truncateSegments(
     await closeFiles(doomed);
     await disk.unlink(doomed.logPath);
     await unlinkIfPresent(disk, doomed.indexPath);
+    if (doomed.mayHaveTxnIndexFile) await unlinkIfPresent(disk, doomed.txnIndexPath);
   }
+  // The kept segment is active again: its aborted transactions in memory, cut where the log is, and
+  // no file (a boot rebuilds an active segment's from its batches; a seal writes it again).
+  const mayHaveFile = kept.mayHaveTxnIndexFile;
+  const aborted = kept.abortedTxns === "none"
+    ? new AbortedTxnIndex()
+    : kept.abortedTxns ?? await readAbortedTxnIndexFile(disk, kept.txnIndexPath);
+  aborted.truncateFrom(offset);
+  kept.abortedTxns = aborted;
+  if (mayHaveFile) await unlinkIfPresent(disk, kept.txnIndexPath);
   if (kept.sealed) {
     await unlinkIfPresent(disk, kept.indexPath);
     kept.sealed = false;

@@ -110,6 +110,9 @@ t.test("a refused batch appends nothing, even after good ones in the same produc
   const transactional = producerBatch(1, 1_700_000_000_000);
   new DataView(transactional.buffer).setInt16(batchField.attributes, 0x10);
   new DataView(transactional.buffer).setUint32(batchField.crc, computeBatchCrc(transactional));
+  const control = producerBatch(1, 1_700_000_000_000);
+  new DataView(control.buffer).setInt16(batchField.attributes, 0x30);
+  new DataView(control.buffer).setUint32(batchField.crc, computeBatchCrc(control));
   const negative = encodeRecordBatch([record(0)], {
     baseOffset: 0,
     baseTimestampMs: -1,
@@ -119,7 +122,8 @@ t.test("a refused batch appends nothing, even after good ones in the same produc
   const cases = [
     [joined(good, corrupt), "corrupt", /CRC32C/],
     [idempotent, "corrupt", /producer id 7 with epoch -1 and sequence -1 is no idempotent producer's batch/],
-    [transactional, "unsupported", /transactional/],
+    [transactional, "corrupt", /producer id -1 with epoch -1 and sequence -1 is no idempotent producer's batch/],
+    [control, "unsupported", /control batches are written by the transaction coordinator/],
     [negative, "timestamp", /not a range of times/],
     [good.subarray(0, 40), "corrupt", /not a batch/],
     [joined(good, new Uint8Array(10)), "corrupt", /not a batch/],

@@ -1,0 +1,37 @@
+import { type AbortedTxn, readAbortedTxnIndexFile } from "../producers/aborted_txns.ts";
+import type { Segment } from "../segment/segment.ts";
+import type { ReadContext } from "./segment_reads.ts";
+import { findSegmentIndex } from "./segment_reads.ts";
+
+/**
+ * The aborted transactions a read_committed fetch of `[fromOffset, upperBoundOffset)` lists, as
+ * Kafka's broker collects them: from the segment holding `fromOffset` on, every abort whose marker
+ * is at or past `fromOffset` and whose first offset is below the bound, until a segment holds an
+ * abort completed with the last stable offset at or past the bound (no later abort began below
+ * it). The active segment's index is in memory; a local sealed one's is read from its `.txnindex`
+ * once and kept with it; an evicted one's `.txnindex` (kept beside its `.index`) is read each time
+ * it holds entries, so that memory does not grow with what only the bucket holds.
+ */
+export async function collectAbortedTxns(
+  context: ReadContext,
+  chain: readonly Segment[],
+  fromOffset: number,
+  upperBoundOffset: number,
+): Promise<AbortedTxn[]> {
+  const segments = [...chain];
+  const found: AbortedTxn[] = [];
+  // Bounded by the chain's segments.
+  for (let i = Math.max(0, findSegmentIndex(segments, fromOffset)); i < segments.length; i++) {
+    const segment = segments[i]!;
+    let index = segment.abortedTxns;
+    if (index === "none") continue;
+    if (index === null) {
+      index = await readAbortedTxnIndexFile(context.disk, segment.txnIndexPath);
+      // An evicted segment keeps only the knowledge that it holds none.
+      if (segment.location !== "remote") segment.abortedTxns = index;
+      else if (index.entries.length === 0) segment.abortedTxns = "none";
+    }
+    if (index.collect(fromOffset, upperBoundOffset, found)) break;
+  }
+  return found;
+}
