@@ -163,6 +163,7 @@ async function main(): Promise<number> {
       cluster: kafkaClusterServing(server.cluster),
       groups: server.groups,
       producerIds: server.producerIds,
+      transactions: server.transactions,
       clock,
       turn: () => server.pieceGate.turn(),
       logger,

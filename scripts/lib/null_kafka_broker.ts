@@ -114,6 +114,7 @@ function fetch(header: RequestHeader, body: ReturnType<typeof readRequestHeader>
         highWatermark: next,
         lastStableOffset: next,
         logStartOffset: 0,
+        abortedTransactions: null,
         records,
       };
     }),

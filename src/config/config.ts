@@ -45,6 +45,7 @@ export interface Config {
   };
   kafka: KafkaConfig;
   groups: GroupsConfig;
+  transactions: TransactionsConfig;
   cluster: ClusterConfig;
   log: {
     level: LogLevel;
@@ -99,6 +100,19 @@ export interface KafkaConfig {
   /** `users`: SASL/PLAIN passwords by user name; empty: no authentication. */
   users: ReadonlyMap<string, string>;
   allowUnauthenticated: boolean;
+  /** `transaction_max_timeout`: the longest `transaction.timeout.ms` a producer may ask. */
+  transactionMaxTimeoutMs: number;
+  /** `transactional_id_expiration`: an idle transactional id is forgotten after it. */
+  transactionalIdExpirationMs: number;
+}
+
+/** `[transactions]`: the transaction coordinator (docs/KAFKA.md, "Transactions"). */
+export interface TransactionsConfig {
+  stateTopicPartitions: number;
+  transactionalIdsMax: number;
+  openTransactionsMax: number;
+  partitionsPerTransactionMax: number;
+  stateCheckpointBytes: number;
 }
 
 export interface TieredStorageConfig {
@@ -211,6 +225,7 @@ export function toConfig(v: ValidatedConfig): Config {
     },
     kafka: toKafka(v),
     groups: toGroups(v),
+    transactions: toTransactions(v),
     cluster: toCluster(v),
     log: { level: log["level"] as LogLevel },
     tieredStorage: toTieredStorage(v, system["path"] as string),
@@ -229,6 +244,17 @@ function toGroups(v: ValidatedConfig): GroupsConfig {
     initialRebalanceDelayMs: g["group_initial_rebalance_delay"] as number,
     offsetMetadataBytesMax: g["offset_metadata_max_bytes"] as number,
     offsetsCheckpointBytes: g["offsets_checkpoint_bytes"] as number,
+  };
+}
+
+function toTransactions(v: ValidatedConfig): TransactionsConfig {
+  const t = v["transactions"]!;
+  return {
+    stateTopicPartitions: t["state_topic_partitions"] as number,
+    transactionalIdsMax: t["transactional_ids_max"] as number,
+    openTransactionsMax: t["open_transactions_max"] as number,
+    partitionsPerTransactionMax: t["partitions_per_transaction_max"] as number,
+    stateCheckpointBytes: t["state_checkpoint_bytes"] as number,
   };
 }
 
@@ -294,6 +320,8 @@ function toKafka(v: ValidatedConfig): KafkaConfig {
     stream: k["stream"] as string,
     users: kafkaUsers(k["users"] as readonly string[]),
     allowUnauthenticated: k["allow_unauthenticated"] as boolean,
+    transactionMaxTimeoutMs: k["transaction_max_timeout"] as number,
+    transactionalIdExpirationMs: k["transactional_id_expiration"] as number,
   };
 }
 

@@ -104,6 +104,38 @@ export const configSchema = {
     users: { kind: "strings", default: [], secret: true, itemsMax: 1024 },
     /** Serve a non-loopback address without authentication: start-up refuses it otherwise. */
     allow_unauthenticated: { kind: "bool", default: false },
+    /** The longest `transaction.timeout.ms` a transactional producer may ask; longer: INVALID_TRANSACTION_TIMEOUT. */
+    transaction_max_timeout: { kind: "duration", default: 900_000, min: 1000, max: 86_400_000 },
+    /** A transactional id idle this long between transactions is forgotten (its producer id with it). */
+    transactional_id_expiration: {
+      kind: "duration",
+      default: 604_800_000,
+      min: 1000,
+      max: 365 * 86_400_000,
+    },
+  },
+  transactions: {
+    /**
+     * Partitions of the internal topic `__transaction_state`, which holds transactional ids' states;
+     * an id's coordinator is the leader of its partition. Read when the topic is created.
+     */
+    state_topic_partitions: { kind: "int", default: 16, min: 1, max: 1024 },
+    /** Transactional ids the node coordinates at most; an InitProducerId for one more is refused. */
+    transactional_ids_max: { kind: "int", default: 100_000, min: 1, max: 10_000_000 },
+    /** Transactions open at once among the ids one partition coordinates, at most. */
+    open_transactions_max: { kind: "int", default: 10_000, min: 1, max: 1_000_000 },
+    /** Partitions one transaction writes to at most (`__consumer_offsets` ones included). */
+    partitions_per_transaction_max: { kind: "int", default: 1000, min: 1, max: 100_000 },
+    /**
+     * Bytes appended to a transaction state partition since its last checkpoint before the next: the
+     * ids' states are written again and the segments wholly below them deleted.
+     */
+    state_checkpoint_bytes: {
+      kind: "bytes",
+      default: 16 * 1024 * 1024,
+      min: 64 * 1024,
+      max: 1024 * 1024 * 1024,
+    },
   },
   groups: {
     /**

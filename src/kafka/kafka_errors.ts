@@ -63,6 +63,7 @@ export const kafkaErrorCode = {
   invalidProducerIdMapping: 49,
   invalidTransactionTimeout: 50,
   concurrentTransactions: 51,
+  operationNotAttempted: 55,
   kafkaStorageError: 56,
   saslAuthenticationFailed: 58,
   nonEmptyGroup: 68,

@@ -37,6 +37,8 @@ import {
 } from "./groups/group_admin_api.ts";
 import type { DataPlane } from "../broker/data_plane.ts";
 import type { GroupCoordinator } from "../groups/group_coordinator.ts";
+import type { TxnCoordinator } from "../transactions/txn_coordinator.ts";
+import { addOffsetsToTxnApi, addPartitionsToTxnApi, endTxnApi } from "./txn/txn_apis.ts";
 
 /** The Kafka broker id of a node that is not in a cluster. */
 export const standaloneNodeId = 1;
@@ -61,6 +63,9 @@ export const kafkaApis: readonly KafkaApi[] = [
   createTopicsApi,
   deleteTopicsApi,
   initProducerIdApi,
+  addPartitionsToTxnApi,
+  addOffsetsToTxnApi,
+  endTxnApi,
   describeConfigsApi,
   saslAuthenticateApi,
   deleteGroupsApi,
@@ -83,6 +88,8 @@ export interface KafkaServiceDeps {
   groups?: GroupCoordinator | null;
   /** Ids for idempotent producers (`StrataServer.producerIds`); absent: idempotent producers are not served. */
   producerIds?: ProducerIds | null;
+  /** The transaction coordinator (`StrataServer.transactions`); absent: transactions are not served. */
+  transactions?: TxnCoordinator | null;
 }
 
 /** APIs served to the cluster's own nodes only, never advertised by ApiVersions. */
@@ -116,6 +123,7 @@ export async function openKafkaListener(deps: KafkaServiceDeps): Promise<KafkaLi
     cluster: deps.cluster ?? null,
     groups: deps.groups ?? null,
     producerIds: deps.producerIds ?? null,
+    transactions: deps.transactions ?? null,
     remoteAddress: "",
     clock: deps.clock,
     logger,

@@ -36,6 +36,8 @@ import type { HttpFetch } from "../coordinator/etcd/http_post.ts";
 import type { Address } from "../config/key_spec.ts";
 import type { GroupCoordinator } from "../groups/group_coordinator.ts";
 import { openGroups } from "./open_groups.ts";
+import type { TxnCoordinator } from "../transactions/txn_coordinator.ts";
+import { openTransactions } from "./open_transactions.ts";
 
 export interface ServerDeps {
   config: Config;
@@ -74,6 +76,8 @@ interface OpenedParts {
   reserve: ExternalMemoryReserve;
   /** The consumer groups' coordinator, with the Kafka listener; null without it. */
   groups: GroupCoordinator | null;
+  /** The transaction coordinator, with the Kafka listener; null without it. */
+  transactions: TxnCoordinator | null;
 }
 
 /**
@@ -97,6 +101,8 @@ export class StrataServer {
   readonly cluster: ClusterNode | null;
   /** The consumer groups' coordinator, with the Kafka listener (`[kafka] enabled`); null without it. */
   readonly groups: GroupCoordinator | null;
+  /** The transaction coordinator, with the Kafka listener (`[kafka] enabled`); null without it. */
+  readonly transactions: TxnCoordinator | null;
   /** Ids for idempotent producers, given by the Kafka listener's InitProducerId. */
   readonly producerIds: ProducerIds;
   #closed = false;
@@ -105,6 +111,7 @@ export class StrataServer {
     const { config, logger, registry, broker, objectStore, pieceGate, reserve, cluster, groups } = parts;
     this.cluster = cluster;
     this.groups = groups;
+    this.transactions = parts.transactions;
     this.registry = registry;
     this.#broker = broker;
     this.catalog = broker.catalog;
@@ -211,6 +218,17 @@ export class StrataServer {
         logger,
       })
       : null;
+    const transactions = config.kafka.enabled
+      ? openTransactions({
+        config,
+        catalog: broker.catalog,
+        data: broker.dataPlane,
+        shards: broker.shards.shards,
+        producerIds: broker.producerIds,
+        clock,
+        logger,
+      })
+      : null;
     // Last, so that the threads started while opening (the write worker's among them) keep the
     // priority they inherited rather than the loop's.
     if (deps.threads) applyLoopThreadNice(deps.threads, config.system.loopThreadNice, logger);
@@ -228,6 +246,7 @@ export class StrataServer {
       reserve,
       cluster,
       groups,
+      transactions,
     });
   }
 
@@ -235,6 +254,7 @@ export class StrataServer {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    await this.transactions?.close();
     await this.groups?.close();
     await this.#broker.close();
     await this.objectStore?.close();

@@ -4,6 +4,7 @@ import type { Clock } from "../runtime/clock/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { TxnAppendError, TxnEffect, TxnError, TxnEvent } from "./core/txn_events.ts";
 import { LedTxnPartition } from "./led_txn_partition.ts";
+import { MarkersNotWrittenError } from "./markers/markers_not_written.ts";
 import type { TxnLog } from "./log/txn_log.ts";
 import { txnPartitionOf } from "./log/txn_load.ts";
 import type { TxnPartitionSettings } from "./txn_partition.ts";
@@ -165,7 +166,16 @@ export class TxnCoordinator {
     if (route.error !== null) return refusal(route.error);
     let freshProducerId: number | null = null;
     if (route.partition.txns.wantsFreshProducerId(request.transactionalId)) {
-      freshProducerId = await this.#deps.producerIds.next();
+      try {
+        freshProducerId = await this.#deps.producerIds.next();
+      } catch (error) {
+        rethrowBug(error, this.#deps.logger, "giving a producer id threw; the request stops");
+        // As Kafka's coordinator answers an exhausted block of ids: the client asks again.
+        this.#deps.logger.warn("Cannot give a transactional producer an id: the metadata commit failed", {
+          error,
+        });
+        return refusal("coordinator_load_in_progress");
+      }
       route = this.route(request.transactionalId);
       if (route.error !== null) return refusal(route.error);
       // Another request took the id past its need for a fresh one meanwhile: it is not used.
@@ -295,7 +305,7 @@ export class TxnCoordinator {
     effect: Extract<TxnEffect, { kind: "write_markers" }>,
   ): Promise<void> {
     const { transactionalId, producerId, epoch, commit, partitions } = effect;
-    const request = { producerId, epoch, commit, coordinatorEpoch: p.leaderEpoch, partitions };
+    let request = { producerId, epoch, commit, coordinatorEpoch: p.leaderEpoch, partitions };
     // Bounded by the partition's leadership: each failed attempt waits `markerRetryMs` first.
     while (this.#current(p)) {
       try {
@@ -308,6 +318,8 @@ export class TxnCoordinator {
             transactional_id: transactionalId,
           });
         }
+        // Only the partitions still without their marker are written again.
+        if (error instanceof MarkersNotWrittenError) request = { ...request, partitions: error.remaining };
         this.#deps.logger.warn("transaction markers not written; trying again", {
           transactional_id: transactionalId,
           producer_id: producerId,

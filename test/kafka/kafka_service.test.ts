@@ -64,6 +64,9 @@ t.test("ApiVersions over TCP lists the APIs served; a version past v3 is answere
     [apiKey.createTopics, 2, 4],
     [apiKey.deleteTopics, 1, 4],
     [apiKey.initProducerId, 0, 4],
+    [apiKey.addPartitionsToTxn, 0, 3],
+    [apiKey.addOffsetsToTxn, 0, 3],
+    [apiKey.endTxn, 0, 3],
     [apiKey.describeConfigs, 0, 2],
     [apiKey.saslAuthenticate, 0, 2],
     [apiKey.deleteGroups, 0, 1],
@@ -164,7 +167,7 @@ t.test("a [kafka] stream that is no stream name stops start-up naming the key", 
   t.equal(error.key, "[kafka] stream");
 });
 
-t.test("FindCoordinator: this broker for a group, none for a transactional id", async (t) => {
+t.test("FindCoordinator: this broker for a group and for a transactional id; other key types refused", async (t) => {
   const { connect, listener } = await openKafka(t);
   const kafka = await connect();
   kafka.send(kafkaRequest(apiKey.findCoordinator, 0, 1, (w) => w.nullableString("group-a")));
@@ -178,8 +181,17 @@ t.test("FindCoordinator: this broker for a group, none for a transactional id", 
   ]);
   const v2 = await answerBody(kafka);
   v2.int32();
-  t.equal(v2.int16(), kafkaErrorCode.coordinatorNotAvailable);
-  t.equal(v2.nullableString(), "transactions are not served");
+  t.same([v2.int16(), v2.nullableString(), v2.int32(), v2.string(), v2.int32()], [
+    0,
+    null,
+    standaloneNodeId,
+    "127.0.0.1",
+    listener.address.port,
+  ], "the transaction coordinator is this broker");
+  kafka.send(kafkaRequest(apiKey.findCoordinator, 2, 3, (w) => w.nullableString("k").int8(7)));
+  const other = await answerBody(kafka);
+  other.int32();
+  t.equal(other.int16(), kafkaErrorCode.invalidRequest, "key type 7 is neither a group nor a transaction");
 });
 
 t.test("SASL/PLAIN: only ApiVersions and SASL before authentication; a refusal is answered, then closed", async (t) => {

@@ -17,6 +17,9 @@ import { apiKey } from "../wire/frame_codec.ts";
 /** Reads of one fetch, at most, while it waits for `min_bytes`: each after an append woke it. */
 export const fetchRoundsMax = 16;
 
+/** Fetch's isolation level 1: records of transactions not yet committed, and of aborted ones, are not for the consumer. */
+const readCommitted = 1;
+
 /** Longest wait a fetch honours, whatever its `max_wait_ms`. */
 export const fetchWaitMsMax = 30_000;
 
@@ -27,7 +30,9 @@ export const fetchWaitMsMax = 30_000;
  * of its partitions, for at most `max_wait_ms`, and reads again. An offset outside the log answers
  * OFFSET_OUT_OF_RANGE; a remote read still under way after `fetch_timeout` answers no records and no
  * error (the client asks again and finds the cache warm); missing or corrupt remote data answers
- * KAFKA_STORAGE_ERROR, never wrong or missing records.
+ * KAFKA_STORAGE_ERROR, never wrong or missing records. A read_committed fetch (isolation level 1)
+ * reads below the last stable offset only, and lists the aborted transactions among its records,
+ * which the consumer drops; control batches go out as stored, and consumers skip them.
  */
 export const fetchApi: KafkaApi = {
   apiKey: apiKey.fetch,
@@ -78,7 +83,15 @@ async function readAll(request: FetchRequest, serving: KafkaServing): Promise<Fe
     const partitions: FetchPartitionResponse[] = [];
     for (const p of topic.partitions) {
       const budget = Math.min(p.partitionMaxBytes, request.maxBytes - sizeBytes);
-      const { response, read } = await readPartition(topic.name, p, budget, sizeBytes === 0, serving);
+      const committed = request.isolationLevel === readCommitted;
+      const { response, read } = await readPartition(
+        topic.name,
+        p,
+        budget,
+        sizeBytes === 0,
+        serving,
+        committed,
+      );
       if (read !== null) {
         reads.push(read);
         sizeBytes += read.sizeBytes;
@@ -91,38 +104,52 @@ async function readAll(request: FetchRequest, serving: KafkaServing): Promise<Fe
   return { topics, sizeBytes, failed, release: () => reads.forEach((r) => r.release()) };
 }
 
+/** Where a partition stands for a fetch: its log start, high watermark, last stable offset and end. */
+interface FetchRange {
+  start: number;
+  next: number;
+  stable: number;
+  end: number;
+}
+
 async function readPartition(
   topic: string,
   p: FetchPartitionRequest,
   budgetBytes: number,
   first: boolean,
   serving: KafkaServing,
+  committed: boolean,
 ): Promise<{ response: FetchPartitionResponse; read: BatchReadResult | null }> {
-  const answer = (errorCode: number, start = -1, next = -1, records: Uint8Array[] = []) => ({
+  let range: FetchRange = { start: -1, next: -1, stable: -1, end: -1 };
+  const answer = (errorCode: number, records: Uint8Array[] = [], aborted: FetchAborted = []) => ({
     partition: p.partition,
     errorCode,
-    highWatermark: next,
-    lastStableOffset: next,
-    logStartOffset: start,
+    highWatermark: range.next,
+    lastStableOffset: range.stable,
+    logStartOffset: range.start,
+    abortedTransactions: committed ? aborted : null,
     records,
   });
   if (!serving.catalog.has(topic)) {
     return { response: answer(kafkaErrorCode.unknownTopicOrPartition), read: null };
   }
   const stream = serving.catalog.streamName;
-  let range = { start: -1, next: -1, end: -1 };
   try {
-    range = serving.data.offsetRange(stream, topic, p.partition);
-    const { start, next, end } = range;
-    // Past the high watermark but within the log (a new leader whose followers have not fetched
-    // yet): no records yet, not out of range.
+    range = {
+      ...serving.data.offsetRange(stream, topic, p.partition),
+      stable: serving.data.lastStableOffset(stream, topic, p.partition),
+    };
+    const { start, end } = range;
+    // A read_committed consumer reads below the last stable offset only.
+    const limit = committed ? range.stable : range.next;
+    // Past the limit but within the log (a new leader whose followers have not fetched yet, an open
+    // transaction): no records yet, not out of range.
     if (p.fetchOffset < start || p.fetchOffset > end) {
-      return { response: answer(kafkaErrorCode.offsetOutOfRange, start, next), read: null };
+      return { response: answer(kafkaErrorCode.offsetOutOfRange), read: null };
     }
-    if (p.fetchOffset > next) return { response: answer(kafkaErrorCode.none, start, next), read: null };
     // Past the response's budget only the first partition with data still gets its first batch.
-    if (p.fetchOffset === next || (budgetBytes <= 0 && !first)) {
-      return { response: answer(kafkaErrorCode.none, start, next), read: null };
+    if (p.fetchOffset >= limit || (budgetBytes <= 0 && !first)) {
+      return { response: answer(kafkaErrorCode.none), read: null };
     }
     const read = await serving.data.fetchBatches(
       stream,
@@ -130,26 +157,33 @@ async function readPartition(
       p.partition,
       p.fetchOffset,
       Math.max(budgetBytes, 1),
+      limit,
     );
     if (!first && read.sizeBytes > budgetBytes) {
       read.release();
-      return { response: answer(kafkaErrorCode.none, start, next), read: null };
+      return { response: answer(kafkaErrorCode.none), read: null };
     }
-    return { response: answer(kafkaErrorCode.none, start, next, read.batches), read };
+    const aborted = committed && read.batches.length > 0
+      ? await serving.data.abortedTxns(stream, topic, p.partition, p.fetchOffset, read.nextOffset)
+      : [];
+    return { response: answer(kafkaErrorCode.none, read.batches, aborted), read };
   } catch (error) {
     // A remote read that waited `fetch_timeout`, or a full queue: no records and no error, so that
     // the client fetches again (the fill goes on).
     if (
       error instanceof UnavailableError && (error.reason === "transient" || error.reason === "overloaded")
     ) {
-      return { response: answer(kafkaErrorCode.none, range.start, range.next), read: null };
+      return { response: answer(kafkaErrorCode.none), read: null };
     }
+    range = { start: -1, next: -1, stable: -1, end: -1 };
     return {
       response: answer(kafkaErrorOf(error, serving.logger, `fetch ${topic}/${p.partition}`)),
       read: null,
     };
   }
 }
+
+type FetchAborted = readonly { producerId: number; firstOffset: number }[];
 
 /** Resolves once any partition of the request has a new append, or after `waitMs`. */
 async function waitForAnyAppend(request: FetchRequest, waitMs: number, serving: KafkaServing): Promise<void> {

@@ -43,6 +43,11 @@ export interface FetchPartitionResponse {
   highWatermark: number;
   lastStableOffset: number;
   logStartOffset: number;
+  /**
+   * The aborted transactions among the records (producer id and first offset), for a read_committed
+   * fetch; null for a read_uncommitted one.
+   */
+  abortedTransactions: readonly { producerId: number; firstOffset: number }[] | null;
   /** Whole batches as stored, in pieces that go out as they are; empty: no records. */
   records: readonly Uint8Array[];
 }
@@ -103,7 +108,13 @@ export function encodeFetchResponse(
     for (const p of topic.partitions) {
       writer.int32(p.partition).int16(p.errorCode).int64(p.highWatermark).int64(p.lastStableOffset);
       if (version >= 5) writer.int64(p.logStartOffset);
-      writer.int32(-1); // no aborted transactions (a null array)
+      if (p.abortedTransactions === null) writer.int32(-1);
+      else {
+        writer.int32(p.abortedTransactions.length);
+        for (const aborted of p.abortedTransactions) {
+          writer.int64(aborted.producerId).int64(aborted.firstOffset);
+        }
+      }
       if (version >= 11) writer.int32(-1);
       const recordBytes = p.records.reduce((n, r) => n + r.length, 0);
       writer.int32(recordBytes);

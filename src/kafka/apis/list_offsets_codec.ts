@@ -20,6 +20,8 @@ export interface ListOffsetsPartitionRequest {
 }
 
 export interface ListOffsetsRequest {
+  /** 1: read_committed, whose latest offset is the last stable one; 0 before v2, which has none. */
+  isolationLevel: number;
   topics: { name: string; partitions: ListOffsetsPartitionRequest[] }[];
 }
 
@@ -43,7 +45,7 @@ export function readListOffsetsRequest(version: number, body: KafkaReader): List
     throw new KafkaDecodeError(`ListOffsets v${version} is not read here`);
   }
   body.int32(); // replica id
-  if (version >= 2) body.int8(); // isolation level: every record is committed here
+  const isolationLevel = version >= 2 ? body.int8() : 0;
   const topics = body.array((t) => ({
     name: t.string(),
     partitions: t.array((p) => {
@@ -52,7 +54,7 @@ export function readListOffsetsRequest(version: number, body: KafkaReader): List
       return { partition, timestampMs: p.int64() };
     }, 12),
   }), 6);
-  return { topics };
+  return { isolationLevel, topics };
 }
 
 /** The whole response (header and body) to a ListOffsets request with `header`. */

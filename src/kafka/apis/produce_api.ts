@@ -13,6 +13,7 @@ import {
 } from "./produce_codec.ts";
 import { apiKey } from "../wire/frame_codec.ts";
 import { offsetsTopicName } from "../../groups/offsets/offsets_log.ts";
+import { txnStateTopicName } from "../../transactions/log/txn_log.ts";
 
 /**
  * Produce 0 to 7 (3 to 7 served): every partition's batches go to its log as sent, the partitions
@@ -21,9 +22,10 @@ import { offsetsTopicName } from "../../groups/offsets/offsets_log.ts";
  * high watermark passed it, within the request's timeout; on one node the same as 1); acks 0
  * answers nothing. A partition another node leads answers NOT_LEADER_OR_FOLLOWER. An idempotent
  * producer's retry is answered with the offset it was first given; its gaps and old epochs with
- * OUT_OF_ORDER_SEQUENCE_NUMBER and INVALID_PRODUCER_EPOCH (`ProducerStates`). Versions 0 to 2, an acks
- * value Kafka does not define and a transactional id are answered per partition with
- * UNSUPPORTED_VERSION, INVALID_REQUIRED_ACKS and UNSUPPORTED_FOR_MESSAGE_FORMAT.
+ * OUT_OF_ORDER_SEQUENCE_NUMBER and INVALID_PRODUCER_EPOCH (`ProducerStates`). A transactional
+ * producer's batches open its transaction on the partition; a batch outside it while one is open
+ * is INVALID_TXN_STATE. Versions 0 to 2 and an acks value Kafka does not define are answered per
+ * partition with UNSUPPORTED_VERSION and INVALID_REQUIRED_ACKS.
  */
 export const produceApi: KafkaApi = {
   apiKey: apiKey.produce,
@@ -55,7 +57,6 @@ function requestRefusal(version: number, request: ProduceRequest): number | null
   if (request.acks !== 0 && request.acks !== 1 && request.acks !== -1) {
     return kafkaErrorCode.invalidRequiredAcks;
   }
-  if (request.transactionalId !== null) return kafkaErrorCode.unsupportedForMessageFormat;
   return null;
 }
 
@@ -68,8 +69,10 @@ async function producePartition(
   if (!serving.catalog.has(topic)) {
     return failed(data.index, kafkaErrorCode.unknownTopicOrPartition);
   }
-  // Only the group coordinator appends to the internal topic, as a Kafka broker refuses producers.
-  if (topic === offsetsTopicName) return failed(data.index, kafkaErrorCode.invalidTopicException);
+  // Only their coordinators append to the internal topics, as a Kafka broker refuses producers.
+  if (topic === offsetsTopicName || topic === txnStateTopicName) {
+    return failed(data.index, kafkaErrorCode.invalidTopicException);
+  }
   if (data.records === null) return failed(data.index, kafkaErrorCode.corruptMessage);
   const stream = serving.catalog.streamName;
   try {

@@ -1,3 +1,5 @@
+import { assert } from "../../runtime/assert.ts";
+
 /**
  * Where a transactional id's transaction is (Kafka's `TransactionState`): `empty` between
  * transactions, `ongoing` once a partition joined, `prepare_*` once its end is decided and its
@@ -87,6 +89,14 @@ export function isEpochExhausted(epoch: number): boolean {
 /** `{topic}:{partition}`: how a transaction names one of its partitions. */
 export function txnPartitionKey(topic: string, partition: number): string {
   return `${topic}:${partition}`;
+}
+
+/** The topic and partition a `txnPartitionKey` names. */
+export function topicPartitionOfKey(key: string): { topic: string; partition: number } {
+  const at = key.lastIndexOf(":");
+  const partition = Number(key.slice(at + 1));
+  assert(at > 0 && Number.isInteger(partition) && partition >= 0, `"${key}" names a topic's partition`);
+  return { topic: key.slice(0, at), partition };
 }
 
 /** The record a state was last written as (or will be, for a state a transition prepared). */

@@ -29,6 +29,7 @@ export async function openTestListener(
     turn: () => server.pieceGate.turn(),
     groups: server.groups,
     producerIds: server.producerIds,
+    transactions: server.transactions,
     logger,
   });
   t.teardown(() => listener.close());

@@ -1,0 +1,58 @@
+import { ResourceNotFoundError } from "../../broker/broker_errors.ts";
+import type { DataPlane } from "../../broker/data_plane.ts";
+import { ProducerRefusedError } from "../../log/log_errors.ts";
+import { isBug } from "../../runtime/assert.ts";
+import type { Clock } from "../../runtime/clock/clock.ts";
+import type { Logger } from "../../runtime/logger.ts";
+import type { TxnMarkerRequest, TxnMarkerWriter } from "../txn_coordinator.ts";
+import { topicPartitionOfKey } from "../core/txn_state.ts";
+import { MarkersNotWrittenError } from "./markers_not_written.ts";
+
+export interface LocalMarkerWriterDeps {
+  data: DataPlane;
+  /** The Kafka stream, which holds the partitions. */
+  streamName: string;
+  clock: Clock;
+  logger: Logger;
+}
+
+/**
+ * Writes a transaction's markers through this node's data plane, every partition at once (a
+ * transaction holds at most `partitions_per_transaction_max`): each acknowledged once its in-sync
+ * replicas hold it. A partition whose topic is gone is done, as Kafka takes a partition with no
+ * leader for deleted; one whose producer is at a newer epoch already is done too (a newer
+ * coordinator fenced it, Kafka's INVALID_PRODUCER_EPOCH). The rest that failed are named by
+ * `MarkersNotWrittenError`, and only they are written again.
+ */
+export class LocalMarkerWriter implements TxnMarkerWriter {
+  readonly #deps: LocalMarkerWriterDeps;
+
+  constructor(deps: LocalMarkerWriterDeps) {
+    this.#deps = deps;
+  }
+
+  async write(request: TxnMarkerRequest): Promise<void> {
+    const { data, streamName, clock } = this.#deps;
+    const { producerId, epoch, commit, coordinatorEpoch } = request;
+    const marker = { producerId, epoch, commit, coordinatorEpoch, timestampMs: Math.floor(clock.wallMs()) };
+    const failures: { partition: string; error: unknown }[] = [];
+    await Promise.all(request.partitions.map(async (key) => {
+      const { topic, partition } = topicPartitionOfKey(key);
+      try {
+        await data.writeTxnMarker(streamName, topic, partition, marker);
+      } catch (error) {
+        if (isBug(error)) throw error;
+        if (error instanceof ResourceNotFoundError) return;
+        if (error instanceof ProducerRefusedError && error.refusal === "old_epoch") {
+          this.#deps.logger.warn("transaction marker refused: its producer is at a newer epoch", {
+            partition: key,
+            error,
+          });
+          return;
+        }
+        failures.push({ partition: key, error });
+      }
+    }));
+    if (failures.length > 0) throw new MarkersNotWrittenError(failures);
+  }
+}
