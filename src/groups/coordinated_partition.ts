@@ -1,6 +1,7 @@
 import { assert } from "../runtime/assert.ts";
 import { SerialQueue } from "../runtime/cooperation/serial_queue.ts";
 import { CommittedOffsets } from "./offsets/committed_offsets.ts";
+import { PendingTxnOffsets } from "./offsets/pending_txn_offsets.ts";
 import type { GroupState } from "./core/group_state.ts";
 import type { OffsetsRecord, StoredGroup } from "./offsets/offsets_records.ts";
 import { groupFromStored } from "./offsets/stored_group.ts";
@@ -23,6 +24,8 @@ export class CoordinatedPartition {
   retryAtMs = Infinity;
   readonly groups = new Map<string, GroupState>();
   readonly offsets: CommittedOffsets;
+  /** Offsets of transactions not yet ended (TxnOffsetCommit). */
+  readonly pendingTxnOffsets: PendingTxnOffsets;
   /** Bytes appended (or read at load) since the last checkpoint. */
   appendedBytes = 0;
   /** The bytes the last checkpoint wrote: the next waits until as many again were appended. */
@@ -40,18 +43,33 @@ export class CoordinatedPartition {
     this.index = index;
     this.leaderEpoch = leaderEpoch;
     this.offsets = new CommittedOffsets(offsetsPerGroupMax);
+    this.pendingTxnOffsets = new PendingTxnOffsets(offsetsPerGroupMax);
     this.#appends = new SerialQueue(`offsets partition ${index}`, partitionAppendsQueuedMax);
   }
 
-  /** A record read at load: the latest record of each key wins. */
+  /**
+   * A record read at load: the latest record of each key wins; a transaction's end applies its
+   * producer's pending offsets as it did when it was written.
+   */
   replayed(record: OffsetsRecord): void {
     assert(this.#storedGroups !== null, "records are replayed only while loading");
     if (record.kind === "offset") {
       this.offsets.set(record.groupId, record.topic, record.partition, record.value);
+    } else if (record.kind === "txn_offset") {
+      this.pendingTxnOffsets.add(record);
+    } else if (record.kind === "txn_end") {
+      this.endTxn(record.producerId, record.commit);
     } else if (record.value === null) {
       this.#storedGroups.delete(record.groupId);
     } else {
       this.#storedGroups.set(record.groupId, record.value);
+    }
+  }
+
+  /** A producer's transaction ended: its pending offsets are committed, or dropped on an abort. */
+  endTxn(producerId: number, commit: boolean): void {
+    for (const pending of this.pendingTxnOffsets.take(producerId)) {
+      if (commit) this.offsets.set(pending.groupId, pending.topic, pending.partition, pending.value);
     }
   }
 

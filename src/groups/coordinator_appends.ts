@@ -4,7 +4,10 @@ import type { OffsetsLog } from "./offsets/offsets_log.ts";
 import type { OffsetsRecord } from "./offsets/offsets_records.ts";
 import { storedGroupOf } from "./offsets/stored_group.ts";
 
-/** Every live record of the partition, as memory holds it: each group's metadata, then every committed offset. */
+/**
+ * Every live record of the partition, as memory holds it: each group's metadata, every committed
+ * offset, then every transactional offset still pending.
+ */
 export function liveRecords(p: CoordinatedPartition): OffsetsRecord[] {
   const records: OffsetsRecord[] = [];
   for (const [groupId, state] of p.groups) {
@@ -25,6 +28,7 @@ export function liveRecords(p: CoordinatedPartition): OffsetsRecord[] {
       });
     }
   }
+  records.push(...p.pendingTxnOffsets.records());
   return records;
 }
 

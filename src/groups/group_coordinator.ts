@@ -154,6 +154,12 @@ export class GroupCoordinator {
     if (groupId === "") return { partition: null, error: "invalid_group_id" };
     const index = this.partitionOf(groupId);
     if (index === null) return { partition: null, error: "coordinator_not_available" };
+    return this.routeByIndex(index);
+  }
+
+  /** Partition `index` of `__consumer_offsets` when this node leads it and has it loaded, else why not. */
+  routeByIndex(index: number): GroupRoute {
+    if (this.#closed) return { partition: null, error: "coordinator_not_available" };
     const epoch = this.#deps.log.leaderEpoch(index);
     const p = this.#partitions.get(index);
     if (epoch === null) return { partition: null, error: "not_coordinator" };

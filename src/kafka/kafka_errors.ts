@@ -141,6 +141,7 @@ const codes: Readonly<Record<GroupError, number>> = {
   non_empty_group: kafkaErrorCode.nonEmptyGroup,
   offset_metadata_too_large: kafkaErrorCode.offsetMetadataTooLarge,
   unknown_topic_or_partition: kafkaErrorCode.unknownTopicOrPartition,
+  invalid_producer_epoch: kafkaErrorCode.invalidProducerEpoch,
   unknown_server_error: kafkaErrorCode.unknownServerError,
 };
 

@@ -38,7 +38,7 @@ import {
 import type { DataPlane } from "../broker/data_plane.ts";
 import type { GroupCoordinator } from "../groups/group_coordinator.ts";
 import type { TxnCoordinator } from "../transactions/txn_coordinator.ts";
-import { addOffsetsToTxnApi, addPartitionsToTxnApi, endTxnApi } from "./txn/txn_apis.ts";
+import { addOffsetsToTxnApi, addPartitionsToTxnApi, endTxnApi, txnOffsetCommitApi } from "./txn/txn_apis.ts";
 
 /** The Kafka broker id of a node that is not in a cluster. */
 export const standaloneNodeId = 1;
@@ -66,6 +66,7 @@ export const kafkaApis: readonly KafkaApi[] = [
   addPartitionsToTxnApi,
   addOffsetsToTxnApi,
   endTxnApi,
+  txnOffsetCommitApi,
   describeConfigsApi,
   saslAuthenticateApi,
   deleteGroupsApi,

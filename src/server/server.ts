@@ -225,6 +225,7 @@ export class StrataServer {
         data: broker.dataPlane,
         shards: broker.shards.shards,
         producerIds: broker.producerIds,
+        groups,
         clock,
         logger,
       })

@@ -9,8 +9,9 @@ import { spawnServer } from "../helpers/spawn_server.ts";
 import { waitFor } from "../helpers/wait_for.ts";
 
 // Transactions against the real server: kafkajs's transactional producer commits and aborts, a new
-// producer with the same transactional id fences the old one, and a transaction left open past its
-// timeout is aborted by the coordinator. Consumers read them as Kafka's read_committed and
+// producer with the same transactional id fences the old one, a transaction left open past its
+// timeout is aborted by the coordinator, and offsets sent in a transaction (consume-transform-produce)
+// are committed or dropped with it. Consumers read them as Kafka's read_committed and
 // read_uncommitted isolation levels say (kafkajs, and librdkafka through kcat).
 async function server(t: Test) {
   const dir = mkdtempSync(join(tmpdir(), "strata-txn-"));
@@ -136,4 +137,59 @@ t.test("a transaction open past its timeout is aborted, and read_committed reads
     return (await kcatValues(broker, "slow", "read_committed")).includes("after");
   }, { deadlineMs: 20_000 });
   t.same(await kcatValues(broker, "slow", "read_committed"), ["after"], "the aborted record is not read");
+});
+
+t.test("consume-transform-produce: offsets sent in a transaction are committed with it, dropped by an abort", async (t) => {
+  const { kafka, admin } = await server(t);
+  await admin.createTopics({
+    topics: [{ topic: "in", numPartitions: 1 }, { topic: "out", numPartitions: 1 }],
+  });
+  const producer = kafka.producer({ transactionalId: "ctp", maxInFlightRequests: 1, idempotent: true });
+  await producer.connect();
+  t.teardown(() => producer.disconnect());
+  const committedOffset = async () => {
+    const [topic] = await admin.fetchOffsets({ groupId: "ctp-group", topics: ["in"] });
+    return topic!.partitions[0]!.offset;
+  };
+  const step = async (value: string, offset: string, commit: boolean) => {
+    const txn = await producer.transaction();
+    await txn.send({ topic: "out", messages: [{ value }] });
+    await txn.sendOffsets({
+      consumerGroupId: "ctp-group",
+      topics: [{ topic: "in", partitions: [{ partition: 0, offset }] }],
+    });
+    await (commit ? txn.commit() : txn.abort());
+  };
+  await step("x1", "2", true);
+  await waitFor("the committed transaction's offset", async () => (await committedOffset()) === "2", {
+    deadlineMs: 10_000,
+  });
+  await step("x2", "3", false);
+  // The next transaction begins once the abort completed (its markers written).
+  await step("x3", "5", true);
+  await waitFor("the second committed transaction's offset", async () => (await committedOffset()) === "5", {
+    deadlineMs: 10_000,
+  });
+  t.same(await kafkajsValues(kafka, "out", false, "x3"), ["x1", "x3"], "the aborted output is not read");
+});
+
+t.test("an aborted transaction's offsets never become the group's", async (t) => {
+  const { kafka, admin } = await server(t);
+  await admin.createTopics({ topics: [{ topic: "in2", numPartitions: 1 }] });
+  const producer = kafka.producer({ transactionalId: "ctp-abort", maxInFlightRequests: 1, idempotent: true });
+  await producer.connect();
+  t.teardown(() => producer.disconnect());
+  const aborted = await producer.transaction();
+  await aborted.sendOffsets({
+    consumerGroupId: "g2",
+    topics: [{ topic: "in2", partitions: [{ partition: 0, offset: "7" }] }],
+  });
+  await aborted.abort();
+  // kafkajs sends again while the id is answered CONCURRENT_TRANSACTIONS: the send goes once the
+  // abort completed, and the pending offsets were dropped by then.
+  const next = await producer.transaction();
+  await next.send({ topic: "in2", messages: [{ value: "after-the-abort" }] });
+  await next.commit();
+  const [topic] = await admin.fetchOffsets({ groupId: "g2", topics: ["in2"] });
+  t.equal(topic!.partitions[0]!.offset, "-1", "no offset committed for g2");
 });

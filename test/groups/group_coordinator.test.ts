@@ -11,46 +11,10 @@ import {
   type OffsetToCommit,
 } from "../../src/groups/core/group_offsets.ts";
 import { deleteGroups, describeGroups, listGroups } from "../../src/groups/core/group_views.ts";
-import { silentLogger } from "../../src/runtime/logger.ts";
-import { Rng } from "../../src/runtime/rng.ts";
-import { VirtualClock } from "../../src/runtime/clock/virtual_clock.ts";
 import { MemoryOffsetsLog } from "../helpers/memory_internal_log.ts";
+import { coordinatorOn, flush, loaded } from "../helpers/group_coordinator_fixture.ts";
 
 const bytes = (...b: number[]) => new Uint8Array(b);
-/** Lets the promises the coordinator started (a load, an append) run to their end. */
-const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
-
-function coordinatorOn(log: MemoryOffsetsLog, clock = new VirtualClock(), checkpointBytes = 1 << 20) {
-  const coordinator = new GroupCoordinator({
-    log,
-    clock,
-    logger: silentLogger(),
-    rng: new Rng(7),
-    settings: {
-      group: {
-        membersMax: 8,
-        sessionTimeoutMinMs: 1000,
-        sessionTimeoutMaxMs: 60_000,
-        initialRebalanceDelayMs: 0,
-      },
-      groupsMax: 4,
-      offsetsPerGroupMax: 3,
-      offsetMetadataBytesMax: 8,
-      checkpointBytes,
-    },
-    topicPartitions: (topic) => (topic === "orders" ? 4 : null),
-  });
-  return { coordinator, clock };
-}
-
-/** A coordinator whose partitions are loaded. */
-async function loaded(log = new MemoryOffsetsLog(2), checkpointBytes?: number) {
-  const made = coordinatorOn(log, new VirtualClock(), checkpointBytes);
-  made.coordinator.onTick(made.clock.nowMs());
-  await flush();
-  return { ...made, log };
-}
-
 const join = (groupId: string, memberId = ""): JoinRequest => ({
   groupId,
   memberId,

@@ -67,6 +67,7 @@ t.test("ApiVersions over TCP lists the APIs served; a version past v3 is answere
     [apiKey.addPartitionsToTxn, 0, 3],
     [apiKey.addOffsetsToTxn, 0, 3],
     [apiKey.endTxn, 0, 3],
+    [apiKey.txnOffsetCommit, 0, 3],
     [apiKey.describeConfigs, 0, 2],
     [apiKey.saslAuthenticate, 0, 2],
     [apiKey.deleteGroups, 0, 1],

@@ -22,6 +22,8 @@ export type GroupError =
   | "non_empty_group"
   | "offset_metadata_too_large"
   | "unknown_topic_or_partition"
+  /** TxnOffsetCommit of a producer older than the one whose offsets are pending. */
+  | "invalid_producer_epoch"
   | "unknown_server_error";
 
 /** A join as JoinGroup carries it; `generatedMemberId` is the id a new member gets. */

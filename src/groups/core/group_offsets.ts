@@ -84,7 +84,8 @@ export async function commitOffsets(
   return result;
 }
 
-function partitionRefusal(coordinator: GroupCoordinator, o: OffsetToCommit): GroupError | null {
+/** A partition's own refusal in a commit: a metadata string too long, or a partition that does not exist. */
+export function partitionRefusal(coordinator: GroupCoordinator, o: OffsetToCommit): GroupError | null {
   const { settings, topicPartitions } = coordinator.deps;
   if (o.metadata !== null && utf8.encode(o.metadata).length > settings.offsetMetadataBytesMax) {
     return "offset_metadata_too_large";

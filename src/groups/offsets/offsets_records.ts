@@ -11,6 +11,12 @@ import { pack, unpack } from "msgpackr";
  *                                                                      leader, [member...]]
  *   member             [memberId, groupInstanceId, clientId, clientHost, sessionTimeoutMs,
  *                       rebalanceTimeoutMs, subscription, assignment]
+ *   transactional      key [1, "p", producerId, group, topic, partition]
+ *   offset             value [1, epoch, offset, leaderEpoch, metadata, commitMs]
+ *   transaction's end  key [1, "e", producerId]                value [1, epoch, commit]
+ *
+ * A transactional offset (TxnOffsetCommit) is pending until its transaction's end: a commit makes
+ * the producer's pending offsets committed ones, an abort drops them.
  */
 
 export const offsetsRecordVersion = 1;
@@ -50,7 +56,20 @@ export interface StoredGroup {
 
 export type OffsetsRecord =
   | { kind: "offset"; groupId: string; topic: string; partition: number; value: CommittedOffset | null }
-  | { kind: "group"; groupId: string; value: StoredGroup | null };
+  | { kind: "group"; groupId: string; value: StoredGroup | null }
+  | TxnOffsetRecord
+  | { kind: "txn_end"; producerId: number; epoch: number; commit: boolean };
+
+/** An offset a transactional producer committed in its transaction: pending until the transaction ends. */
+export interface TxnOffsetRecord {
+  kind: "txn_offset";
+  producerId: number;
+  epoch: number;
+  groupId: string;
+  topic: string;
+  partition: number;
+  value: CommittedOffset;
+}
 
 /** A record that cannot be read back; the coordinator refuses to load a partition holding one. */
 export class OffsetsRecordError extends Error {
@@ -70,6 +89,26 @@ export function encodeOffsetsRecord(record: OffsetsRecord): { key: Uint8Array; v
         value.metadata,
         value.commitTimestampMs,
       ]),
+    };
+  }
+  if (record.kind === "txn_offset") {
+    const { producerId, epoch, groupId, topic, partition, value } = record;
+    return {
+      key: pack([offsetsRecordVersion, "p", producerId, groupId, topic, partition]),
+      value: pack([
+        offsetsRecordVersion,
+        epoch,
+        value.offset,
+        value.leaderEpoch,
+        value.metadata,
+        value.commitTimestampMs,
+      ]),
+    };
+  }
+  if (record.kind === "txn_end") {
+    return {
+      key: pack([offsetsRecordVersion, "e", record.producerId]),
+      value: pack([offsetsRecordVersion, record.epoch, record.commit]),
     };
   }
   const { groupId, value } = record;
@@ -119,7 +158,36 @@ export function decodeOffsetsRecord(key: Uint8Array | null, value: Uint8Array | 
       value: value === null ? null : storedGroup(unpackArray(value, "value")),
     };
   }
+  if (k[1] === "p" && k.length === 6) return txnOffset(k, value);
+  if (k[1] === "e" && k.length === 3) {
+    const v = value === null ? null : unpackArray(value, "value");
+    if (v === null || v[0] !== offsetsRecordVersion || v.length !== 3 || typeof v[2] !== "boolean") {
+      throw new OffsetsRecordError("Cannot read a transaction's end: its value is of an unknown version");
+    }
+    return {
+      kind: "txn_end",
+      producerId: integer(k[2], "producer id"),
+      epoch: integer(v[1], "epoch"),
+      commit: v[2],
+    };
+  }
   throw new OffsetsRecordError(`Cannot read an offsets record: its key is of no known kind`);
+}
+
+function txnOffset(k: unknown[], value: Uint8Array | null): TxnOffsetRecord {
+  const v = value === null ? null : unpackArray(value, "value");
+  if (v === null || v[0] !== offsetsRecordVersion || v.length !== 6) {
+    throw new OffsetsRecordError("Cannot read a transactional offset: its value is of an unknown version");
+  }
+  return {
+    kind: "txn_offset",
+    producerId: integer(k[2], "producer id"),
+    epoch: integer(v[1], "epoch"),
+    groupId: text(k[3], "group"),
+    topic: text(k[4], "topic"),
+    partition: integer(k[5], "partition"),
+    value: committedOffset([offsetsRecordVersion, ...v.slice(2)]),
+  };
 }
 
 function committedOffset(v: unknown[]): CommittedOffset {

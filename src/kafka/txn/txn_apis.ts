@@ -2,7 +2,15 @@ import { offsetsTopicName } from "../../groups/offsets/offsets_log.ts";
 import { txnPartitionKey } from "../../transactions/core/txn_state.ts";
 import { txnStateTopicName } from "../../transactions/log/txn_log.ts";
 import type { KafkaApi, KafkaServing } from "../kafka_api.ts";
-import { kafkaErrorCode } from "../kafka_errors.ts";
+import { groupErrorCode, kafkaErrorCode } from "../kafka_errors.ts";
+import { txnCommitOffsets } from "../../groups/core/txn_offsets.ts";
+import type { GroupError } from "../../groups/core/group_events.ts";
+import {
+  encodeTxnOffsetCommitResponse,
+  readTxnOffsetCommitRequest,
+  txnOffsetCommitVersionMax,
+  txnOffsetCommitVersionMin,
+} from "./txn_offset_commit_codec.ts";
 import { apiKey } from "../wire/frame_codec.ts";
 import {
   addOffsetsToTxnVersionMax,
@@ -157,5 +165,54 @@ export const endTxnApi: KafkaApi = {
       pieces: [encodeEndTxnResponse(header, { errorCode })],
       errorCount: errorCode === kafkaErrorCode.none ? 0 : 1,
     };
+  },
+};
+
+/**
+ * TxnOffsetCommit 0 to 3: a group's offsets, committed in the producer's transaction
+ * (`txnCommitOffsets`): pending until its end, which commits or drops them. Before v2,
+ * COORDINATOR_LOAD_IN_PROGRESS is answered COORDINATOR_NOT_AVAILABLE, as Kafka's broker answers it.
+ */
+export const txnOffsetCommitApi: KafkaApi = {
+  apiKey: apiKey.txnOffsetCommit,
+  name: "txn_offset_commit",
+  minVersion: txnOffsetCommitVersionMin,
+  maxVersion: txnOffsetCommitVersionMax,
+  async handle(header, body, serving) {
+    const request = readTxnOffsetCommitRequest(header.apiVersion, body);
+    const offsets = request.topics.flatMap((topic) =>
+      topic.partitions.map((p) => ({
+        topic: topic.name,
+        partition: p.partitionIndex,
+        offset: p.committedOffset,
+        leaderEpoch: p.committedLeaderEpoch,
+        metadata: p.committedMetadata,
+      }))
+    );
+    const results = serving.groups === null
+      ? offsets.map((o) => ({ ...o, error: "coordinator_not_available" as const }))
+      : await txnCommitOffsets(serving.groups, {
+        groupId: request.groupId,
+        producerId: request.producerId,
+        epoch: request.producerEpoch,
+        memberId: request.memberId,
+        groupInstanceId: request.groupInstanceId,
+        generation: request.generationId,
+        offsets,
+      });
+    const codeOf = (error: GroupError | null) =>
+      error === "coordinator_load_in_progress" && header.apiVersion < 2
+        ? kafkaErrorCode.coordinatorNotAvailable
+        : groupErrorCode(error);
+    let at = 0;
+    const topics = request.topics.map((topic) => ({
+      name: topic.name,
+      partitions: topic.partitions.map((p) => ({
+        partitionIndex: p.partitionIndex,
+        errorCode: codeOf(results[at++]!.error),
+      })),
+    }));
+    const errorCount = results.filter((r) => r.error !== null).length;
+    return { pieces: [encodeTxnOffsetCommitResponse(header, { topics })], errorCount };
   },
 };

@@ -8,8 +8,17 @@ import type { TxnMarkerRequest, TxnMarkerWriter } from "../txn_coordinator.ts";
 import { topicPartitionOfKey } from "../core/txn_state.ts";
 import { MarkersNotWrittenError } from "./markers_not_written.ts";
 
+/** A partition whose markers go to its coordinator rather than to its log (`__consumer_offsets`'s). */
+export interface CoordinatedMarkers {
+  topicName: string;
+  /** The transaction's end, applied to what the coordinator holds pending of the producer there. */
+  write(partition: number, marker: { producerId: number; epoch: number; commit: boolean }): Promise<void>;
+}
+
 export interface LocalMarkerWriterDeps {
   data: DataPlane;
+  /** The internal topic whose markers its coordinator takes; null: none. */
+  coordinated: CoordinatedMarkers | null;
   /** The Kafka stream, which holds the partitions. */
   streamName: string;
   clock: Clock;
@@ -18,6 +27,8 @@ export interface LocalMarkerWriterDeps {
 
 /**
  * Writes a transaction's markers through this node's data plane, every partition at once (a
+ * partition of `__consumer_offsets` to its group coordinator, which commits or drops the producer's
+ * pending offsets there instead; a
  * transaction holds at most `partitions_per_transaction_max`): each acknowledged once its in-sync
  * replicas hold it. A partition whose topic is gone is done, as Kafka takes a partition with no
  * leader for deleted; one whose producer is at a newer epoch already is done too (a newer
@@ -39,7 +50,12 @@ export class LocalMarkerWriter implements TxnMarkerWriter {
     await Promise.all(request.partitions.map(async (key) => {
       const { topic, partition } = topicPartitionOfKey(key);
       try {
-        await data.writeTxnMarker(streamName, topic, partition, marker);
+        const coordinated = this.#deps.coordinated;
+        if (coordinated !== null && topic === coordinated.topicName) {
+          await coordinated.write(partition, { producerId, epoch, commit });
+        } else {
+          await data.writeTxnMarker(streamName, topic, partition, marker);
+        }
       } catch (error) {
         if (isBug(error)) throw error;
         if (error instanceof ResourceNotFoundError) return;

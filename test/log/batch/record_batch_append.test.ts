@@ -122,7 +122,11 @@ t.test("a refused batch appends nothing, even after good ones in the same produc
   const cases = [
     [joined(good, corrupt), "corrupt", /CRC32C/],
     [idempotent, "corrupt", /producer id 7 with epoch -1 and sequence -1 is no idempotent producer's batch/],
-    [transactional, "corrupt", /producer id -1 with epoch -1 and sequence -1 is no idempotent producer's batch/],
+    [
+      transactional,
+      "corrupt",
+      /producer id -1 with epoch -1 and sequence -1 is no idempotent producer's batch/,
+    ],
     [control, "unsupported", /control batches are written by the transaction coordinator/],
     [negative, "timestamp", /not a range of times/],
     [good.subarray(0, 40), "corrupt", /not a batch/],
