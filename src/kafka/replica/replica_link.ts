@@ -3,10 +3,9 @@ import type {
   ReplicaFetchRequest,
   ReplicaFetchResponse,
 } from "../../cluster/replication/replica_fetch.ts";
-import { assert } from "../../runtime/assert.ts";
 import type { Clock } from "../../runtime/clock/clock.ts";
-import type { Network, StreamConnection } from "../../runtime/network/network.ts";
-import { FrameSplitter } from "../wire/frame_codec.ts";
+import type { Network } from "../../runtime/network/network.ts";
+import { NodeConnection } from "../wire/node_connection.ts";
 import { encodeReplicaFetchRequest, readReplicaFetchResponse } from "./replica_fetch_codec.ts";
 
 export interface ReplicaLinkDeps {
@@ -25,90 +24,36 @@ export interface ReplicaLinkDeps {
 
 /**
  * A follower's connection to one leader's Kafka listener carrying ReplicaFetch requests, one at a
- * time. The connection is opened on the first fetch and again after it failed; a fetch whose answer
- * does not come within its wait plus `answerTimeoutMs` closes it and fails.
+ * time (`NodeConnection`): a fetch whose answer does not come within its wait plus
+ * `answerTimeoutMs` closes the connection and fails.
  */
 export class ReplicaLink implements LeaderLink {
   readonly #deps: ReplicaLinkDeps;
-  #connection: StreamConnection | null = null;
-  #splitter: FrameSplitter | null = null;
-  #pending: Uint8Array[] = [];
+  readonly #connection: NodeConnection;
   #correlationId = 0;
-  #busy = false;
-  #closed = false;
 
   constructor(deps: ReplicaLinkDeps) {
     this.#deps = deps;
+    this.#connection = new NodeConnection(deps);
   }
 
   async fetch(request: ReplicaFetchRequest): Promise<ReplicaFetchResponse> {
-    assert(!this.#busy, "one replica fetch at a time per link");
-    assert(!this.#closed, "Cannot fetch: the link is closed");
-    this.#busy = true;
-    try {
-      const connection = await this.#connect();
-      const correlationId = ++this.#correlationId;
-      await connection.write(
-        encodeReplicaFetchRequest(correlationId, { ...request, token: this.#deps.token }),
+    const correlationId = ++this.#correlationId;
+    const frame = await this.#connection.exchange(
+      encodeReplicaFetchRequest(correlationId, { ...request, token: this.#deps.token }),
+      request.maxWaitMs + this.#deps.answerTimeoutMs,
+    );
+    const answer = readReplicaFetchResponse(frame);
+    if (answer.correlationId !== correlationId) {
+      this.#connection.reset();
+      throw new Error(
+        `Cannot read a replica fetch's answer: correlation id ${answer.correlationId}, not ${correlationId}`,
       );
-      const frame = await this.#nextFrame(connection, request.maxWaitMs + this.#deps.answerTimeoutMs);
-      const answer = readReplicaFetchResponse(frame);
-      if (answer.correlationId !== correlationId) {
-        throw new Error(
-          `Cannot read a replica fetch's answer: correlation id ${answer.correlationId}, not ${correlationId}`,
-        );
-      }
-      return answer.response;
-    } catch (error) {
-      this.#drop();
-      throw error;
-    } finally {
-      this.#busy = false;
     }
+    return answer.response;
   }
 
   close(): void {
-    this.#closed = true;
-    this.#drop();
-  }
-
-  async #connect(): Promise<StreamConnection> {
-    if (this.#connection !== null) return this.#connection;
-    const colon = this.#deps.address.lastIndexOf(":");
-    const hostname = this.#deps.address.slice(0, colon);
-    const port = Number(this.#deps.address.slice(colon + 1));
-    this.#connection = await this.#deps.network.connect({ hostname, port }, this.#deps.connectTimeoutMs);
-    // Frames copied out of each read: the connection may read into one buffer again and again.
-    this.#splitter = new FrameSplitter(this.#deps.maxFrameBytes, (size) => new Uint8Array(size));
-    this.#pending = [];
-    return this.#connection;
-  }
-
-  /** The next whole frame, or a failure when none comes within `timeoutMs`. */
-  async #nextFrame(connection: StreamConnection, timeoutMs: number): Promise<Uint8Array> {
-    let timedOut = false;
-    const cancel = this.#deps.clock.schedule(timeoutMs, () => {
-      timedOut = true;
-      connection.close();
-    });
-    try {
-      while (this.#pending.length === 0) {
-        const chunk = await connection.read();
-        if (chunk === null) {
-          throw new Error(timedOut ? `no answer within ${timeoutMs} ms` : "the leader closed the connection");
-        }
-        this.#splitter!.push(chunk, this.#pending);
-      }
-      return this.#pending.shift()!;
-    } finally {
-      cancel();
-    }
-  }
-
-  #drop(): void {
-    this.#connection?.close();
-    this.#connection = null;
-    this.#splitter = null;
-    this.#pending = [];
+    this.#connection.close();
   }
 }
