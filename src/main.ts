@@ -164,6 +164,7 @@ async function main(): Promise<number> {
       groups: server.groups,
       producerIds: server.producerIds,
       transactions: server.transactions,
+      txnMarkers: server.txnMarkers,
       clock,
       turn: () => server.pieceGate.turn(),
       logger,

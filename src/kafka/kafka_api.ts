@@ -2,6 +2,7 @@ import type { DataPlane } from "../broker/data_plane.ts";
 import type { ProducerIds } from "../broker/producer_ids.ts";
 import type { GroupCoordinator } from "../groups/group_coordinator.ts";
 import type { TxnCoordinator } from "../transactions/txn_coordinator.ts";
+import type { LocalMarkerWriter } from "../transactions/markers/local_marker_writer.ts";
 import type { PartitionState } from "../cluster/controller/partition_state.ts";
 import type { ReplicaManager } from "../cluster/replication/replica_manager.ts";
 import type { PartitionAddress } from "../log/partition/partition.ts";
@@ -36,6 +37,8 @@ export interface KafkaServing {
   producerIds: ProducerIds | null;
   /** The transaction coordinator; null: every transactional request is COORDINATOR_NOT_AVAILABLE. */
   transactions: TxnCoordinator | null;
+  /** Writes the markers other nodes' coordinators send for partitions led here; null: none are. */
+  txnMarkers: LocalMarkerWriter | null;
   /** The connection's peer as "host:port" ("" before a session sets it): a group member's client host. */
   remoteAddress: string;
   clock: Clock;

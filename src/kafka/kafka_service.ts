@@ -38,6 +38,8 @@ import {
 import type { DataPlane } from "../broker/data_plane.ts";
 import type { GroupCoordinator } from "../groups/group_coordinator.ts";
 import type { TxnCoordinator } from "../transactions/txn_coordinator.ts";
+import type { LocalMarkerWriter } from "../transactions/markers/local_marker_writer.ts";
+import { nodeTxnMarkersApi } from "./txn/node_txn_markers_api.ts";
 import { addOffsetsToTxnApi, addPartitionsToTxnApi, endTxnApi, txnOffsetCommitApi } from "./txn/txn_apis.ts";
 
 /** The Kafka broker id of a node that is not in a cluster. */
@@ -91,10 +93,12 @@ export interface KafkaServiceDeps {
   producerIds?: ProducerIds | null;
   /** The transaction coordinator (`StrataServer.transactions`); absent: transactions are not served. */
   transactions?: TxnCoordinator | null;
+  /** The markers written here for other nodes' coordinators (`StrataServer.txnMarkers`). */
+  txnMarkers?: LocalMarkerWriter | null;
 }
 
 /** APIs served to the cluster's own nodes only, never advertised by ApiVersions. */
-const internalApis: readonly KafkaApi[] = [replicaFetchApi];
+const internalApis: readonly KafkaApi[] = [replicaFetchApi, nodeTxnMarkersApi];
 
 /**
  * Opens the Kafka listener of `[kafka]`: checks its stream's name, listens, and serves every
@@ -125,6 +129,7 @@ export async function openKafkaListener(deps: KafkaServiceDeps): Promise<KafkaLi
     groups: deps.groups ?? null,
     producerIds: deps.producerIds ?? null,
     transactions: deps.transactions ?? null,
+    txnMarkers: deps.txnMarkers ?? null,
     remoteAddress: "",
     clock: deps.clock,
     logger,

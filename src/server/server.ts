@@ -37,7 +37,8 @@ import type { Address } from "../config/key_spec.ts";
 import type { GroupCoordinator } from "../groups/group_coordinator.ts";
 import { openGroups } from "./open_groups.ts";
 import type { TxnCoordinator } from "../transactions/txn_coordinator.ts";
-import { openTransactions } from "./open_transactions.ts";
+import { type MarkerLinkFactory, openTransactions } from "./open_transactions.ts";
+import type { LocalMarkerWriter } from "../transactions/markers/local_marker_writer.ts";
 
 export interface ServerDeps {
   config: Config;
@@ -61,6 +62,8 @@ export interface ServerDeps {
 export interface ClusterIo {
   fetch: HttpFetch;
   leaderLinks: (token: string) => LeaderLinkFactory;
+  /** Links to peers for transaction markers; absent: a transaction's partitions led elsewhere wait. */
+  markerLinks?: MarkerLinkFactory;
 }
 
 /** What the server is made of, once `StrataServer.open` has opened it. */
@@ -78,6 +81,8 @@ interface OpenedParts {
   groups: GroupCoordinator | null;
   /** The transaction coordinator, with the Kafka listener; null without it. */
   transactions: TxnCoordinator | null;
+  /** The writer of the markers of partitions led here; null without the Kafka listener. */
+  txnMarkers: LocalMarkerWriter | null;
 }
 
 /**
@@ -103,6 +108,8 @@ export class StrataServer {
   readonly groups: GroupCoordinator | null;
   /** The transaction coordinator, with the Kafka listener (`[kafka] enabled`); null without it. */
   readonly transactions: TxnCoordinator | null;
+  /** Writes the markers of partitions led here, for this node's coordinator and the others'. */
+  readonly txnMarkers: LocalMarkerWriter | null;
   /** Ids for idempotent producers, given by the Kafka listener's InitProducerId. */
   readonly producerIds: ProducerIds;
   #closed = false;
@@ -112,6 +119,7 @@ export class StrataServer {
     this.cluster = cluster;
     this.groups = groups;
     this.transactions = parts.transactions;
+    this.txnMarkers = parts.txnMarkers;
     this.registry = registry;
     this.#broker = broker;
     this.catalog = broker.catalog;
@@ -226,6 +234,9 @@ export class StrataServer {
         shards: broker.shards.shards,
         producerIds: broker.producerIds,
         groups,
+        cluster: cluster === null || deps.clusterIo?.markerLinks === undefined
+          ? null
+          : { node: cluster, markerLinks: deps.clusterIo.markerLinks },
         clock,
         logger,
       })
@@ -247,7 +258,8 @@ export class StrataServer {
       reserve,
       cluster,
       groups,
-      transactions,
+      transactions: transactions?.coordinator ?? null,
+      txnMarkers: transactions?.local ?? null,
     });
   }
 

@@ -6,7 +6,7 @@ import type { Clock } from "../../runtime/clock/clock.ts";
 import type { Logger } from "../../runtime/logger.ts";
 import type { TxnMarkerRequest, TxnMarkerWriter } from "../txn_coordinator.ts";
 import { topicPartitionOfKey } from "../core/txn_state.ts";
-import { MarkersNotWrittenError } from "./markers_not_written.ts";
+import { type MarkerFailure, MarkersNotWrittenError } from "./markers_not_written.ts";
 
 /** A partition whose markers go to its coordinator rather than to its log (`__consumer_offsets`'s). */
 export interface CoordinatedMarkers {
@@ -27,9 +27,9 @@ export interface LocalMarkerWriterDeps {
 
 /**
  * Writes a transaction's markers through this node's data plane, every partition at once (a
- * partition of `__consumer_offsets` to its group coordinator, which commits or drops the producer's
- * pending offsets there instead; a
- * transaction holds at most `partitions_per_transaction_max`): each acknowledged once its in-sync
+ * transaction holds at most `partitions_per_transaction_max`; a partition of `__consumer_offsets`
+ * goes to its group coordinator, which commits or drops the producer's pending offsets there
+ * instead): each acknowledged once its in-sync
  * replicas hold it. A partition whose topic is gone is done, as Kafka takes a partition with no
  * leader for deleted; one whose producer is at a newer epoch already is done too (a newer
  * coordinator fenced it, Kafka's INVALID_PRODUCER_EPOCH). The rest that failed are named by
@@ -43,10 +43,16 @@ export class LocalMarkerWriter implements TxnMarkerWriter {
   }
 
   async write(request: TxnMarkerRequest): Promise<void> {
+    const failures = await this.writeEach(request);
+    if (failures.length > 0) throw new MarkersNotWrittenError(failures);
+  }
+
+  /** Writes the markers of `request.partitions`, all of them led here; resolves with those that failed. */
+  async writeEach(request: TxnMarkerRequest): Promise<MarkerFailure[]> {
     const { data, streamName, clock } = this.#deps;
     const { producerId, epoch, commit, coordinatorEpoch } = request;
     const marker = { producerId, epoch, commit, coordinatorEpoch, timestampMs: Math.floor(clock.wallMs()) };
-    const failures: { partition: string; error: unknown }[] = [];
+    const failures: MarkerFailure[] = [];
     await Promise.all(request.partitions.map(async (key) => {
       const { topic, partition } = topicPartitionOfKey(key);
       try {
@@ -69,6 +75,6 @@ export class LocalMarkerWriter implements TxnMarkerWriter {
         failures.push({ partition: key, error });
       }
     }));
-    if (failures.length > 0) throw new MarkersNotWrittenError(failures);
+    return failures;
   }
 }

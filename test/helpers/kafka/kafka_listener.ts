@@ -30,6 +30,7 @@ export async function openTestListener(
     groups: server.groups,
     producerIds: server.producerIds,
     transactions: server.transactions,
+    txnMarkers: server.txnMarkers,
     logger,
   });
   t.teardown(() => listener.close());
