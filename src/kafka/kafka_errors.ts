@@ -73,6 +73,7 @@ export const kafkaErrorCode = {
   memberIdRequired: 79,
   groupMaxSizeReached: 81,
   fencedInstanceId: 82,
+  unstableOffsetCommit: 88,
   producerFenced: 90,
 } as const;
 
@@ -142,6 +143,7 @@ const codes: Readonly<Record<GroupError, number>> = {
   offset_metadata_too_large: kafkaErrorCode.offsetMetadataTooLarge,
   unknown_topic_or_partition: kafkaErrorCode.unknownTopicOrPartition,
   invalid_producer_epoch: kafkaErrorCode.invalidProducerEpoch,
+  unstable_offset_commit: kafkaErrorCode.unstableOffsetCommit,
   unknown_server_error: kafkaErrorCode.unknownServerError,
 };
 

@@ -43,8 +43,14 @@ t.test("pending offsets become the group's at a commit marker, and are dropped a
   const stored = await txnCommitOffsets(coordinator, commit(9, 0, [offset(0, 5), offset(1, 6)]));
   t.same(stored.map((r) => r.error), [null, null]);
   t.same(committed(coordinator), [-1, -1], "pending, not committed yet");
+  const stable = () =>
+    fetchOffsets(coordinator, "g", [{ topic: "orders", partitions: [0, 2] }], true).topics[0]!.partitions.map(
+      (p) => p.error,
+    );
+  t.same(stable(), ["unstable_offset_commit", null], "a stable read waits for the pending partition only");
   await endTxnOffsets(coordinator, index, { producerId: 9, epoch: 0, commit: true });
   t.same(committed(coordinator), [5, 6], "committed by the marker");
+  t.same(stable(), [null, null], "stable once the transaction ended");
   await txnCommitOffsets(coordinator, commit(9, 1, [offset(0, 8)]));
   await endTxnOffsets(coordinator, index, { producerId: 9, epoch: 1, commit: false });
   t.same(committed(coordinator), [5, 6], "an abort drops them");

@@ -108,13 +108,26 @@ const offsetFetch: CodecCase = {
   name: "OffsetFetch",
   api: apiKey.offsetFetch,
   min: 1,
-  max: 5,
+  max: 7,
   read: readOffsetFetchRequest,
-  write(_version, w) {
-    w.nullableString("orders-app");
-    w.array([0], (x) => x.nullableString("orders").array([0, 1], (p, i) => p.int32(i)));
+  write(version, w) {
+    if (version < 6) {
+      w.nullableString("orders-app");
+      w.array([0], (x) => x.nullableString("orders").array([0, 1], (p, i) => p.int32(i)));
+      return;
+    }
+    w.compactNullableString("orders-app");
+    w.compactArray([0], (x) => {
+      x.compactNullableString("orders").compactArray([0, 1], (p, i) => p.int32(i)).emptyTaggedFields();
+    });
+    if (version >= 7) w.boolean(true);
+    w.emptyTaggedFields();
   },
-  request: () => ({ groupId: "orders-app", topics: [{ name: "orders", partitionIndexes: [0, 1] }] }),
+  request: (version) => ({
+    groupId: "orders-app",
+    topics: [{ name: "orders", partitionIndexes: [0, 1] }],
+    requireStable: version >= 7,
+  }),
   encode: (h) =>
     encodeOffsetFetchResponse(h, {
       topics: [{ name: "orders", partitions: fetchedPartitions }],
@@ -123,6 +136,21 @@ const offsetFetch: CodecCase = {
   readResponse(version, r) {
     const partition = (p: KafkaReader) => [p.int32(), p.int64(), version >= 5 ? p.int32() : absent];
     const throttle = version >= 3 ? r.int32() : absent;
+    if (version >= 6) {
+      const flexiblePartition = (p: KafkaReader) => {
+        const read = [...partition(p), p.compactNullableString(), p.int16()];
+        p.skipTaggedFields();
+        return read;
+      };
+      const topics = r.compactArray((x) => {
+        const read = [x.compactString(), x.compactArray(flexiblePartition)];
+        x.skipTaggedFields();
+        return read;
+      });
+      const errorCode = r.int16();
+      r.skipTaggedFields();
+      return [throttle, topics, errorCode];
+    }
     const topics = r.array((
       x,
     ) => [x.string(), x.array((p) => [...partition(p), p.nullableString(), p.int16()])]);
@@ -283,7 +311,11 @@ t.test("OffsetFetch reads a null topic list from v2 as every topic, and refuses 
   const allTopics = (version: number) =>
     new KafkaReader(requestBody(apiKey.offsetFetch, version, (w) => w.nullableString("g").int32(-1)));
   for (const version of [2, 5]) {
-    t.same(readOffsetFetchRequest(version, allTopics(version)), { groupId: "g", topics: null });
+    t.same(readOffsetFetchRequest(version, allTopics(version)), {
+      groupId: "g",
+      topics: null,
+      requireStable: false,
+    });
   }
   t.throws(() => readOffsetFetchRequest(1, allTopics(1)), KafkaDecodeError);
   t.end();

@@ -51,7 +51,7 @@ t.test("ApiVersions over TCP lists the APIs served; a version past v3 is answere
     [apiKey.listOffsets, 1, 5],
     [apiKey.metadata, 0, 8],
     [apiKey.offsetCommit, 2, 7],
-    [apiKey.offsetFetch, 1, 5],
+    [apiKey.offsetFetch, 1, 7],
     [apiKey.findCoordinator, 0, 3],
     [apiKey.joinGroup, 2, 5],
     [apiKey.heartbeat, 0, 3],

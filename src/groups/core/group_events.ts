@@ -24,6 +24,8 @@ export type GroupError =
   | "unknown_topic_or_partition"
   /** TxnOffsetCommit of a producer older than the one whose offsets are pending. */
   | "invalid_producer_epoch"
+  /** OffsetFetch of stable offsets while a transaction's is pending. */
+  | "unstable_offset_commit"
   | "unknown_server_error";
 
 /** A join as JoinGroup carries it; `generatedMemberId` is the id a new member gets. */

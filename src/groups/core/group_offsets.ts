@@ -103,6 +103,8 @@ export interface FetchedOffset {
   offset: number;
   leaderEpoch: number;
   metadata: string | null;
+  /** UNSTABLE_OFFSET_COMMIT when stable offsets were asked for and a transaction's is pending. */
+  error: GroupError | null;
 }
 
 export interface FetchedOffsets {
@@ -113,21 +115,28 @@ export interface FetchedOffsets {
 /**
  * OffsetFetch: the group's committed offsets for the partitions asked (every partition it committed
  * when `topics` is null), as memory holds them once replicated; -1 and no metadata where none is.
+ * With `requireStable` (v7 on), a partition with a transaction's offset pending is answered
+ * UNSTABLE_OFFSET_COMMIT, and the client asks again once the transaction ended.
  */
 export function fetchOffsets(
   coordinator: GroupCoordinator,
   groupId: string,
   topics: readonly { topic: string; partitions: readonly number[] }[] | null,
+  requireStable = false,
 ): FetchedOffsets {
   const route = coordinator.route(groupId);
   if (route.error !== null) return { error: route.error, topics: [] };
-  const offsets = route.partition.offsets;
+  const { offsets, pendingTxnOffsets } = route.partition;
   const asked = topics ?? committedPartitions(offsets.entriesOf(groupId));
   return {
     error: null,
     topics: asked.map(({ topic, partitions }) => ({
       topic,
-      partitions: partitions.map((partition) => fetched(partition, offsets.get(groupId, topic, partition))),
+      partitions: partitions.map((partition) =>
+        requireStable && pendingTxnOffsets.has(groupId, topic, partition)
+          ? { partition, offset: -1, leaderEpoch: -1, metadata: "", error: "unstable_offset_commit" }
+          : fetched(partition, offsets.get(groupId, topic, partition))
+      ),
     })),
   };
 }
@@ -144,11 +153,12 @@ function committedPartitions(entries: readonly CommittedEntry[]): { topic: strin
 }
 
 function fetched(partition: number, committed: CommittedOffset | null): FetchedOffset {
-  return committed === null ? { partition, offset: -1, leaderEpoch: -1, metadata: "" } : {
+  return committed === null ? { partition, offset: -1, leaderEpoch: -1, metadata: "", error: null } : {
     partition,
     offset: committed.offset,
     leaderEpoch: committed.leaderEpoch,
     metadata: committed.metadata,
+    error: null,
   };
 }
 

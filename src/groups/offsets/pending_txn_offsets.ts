@@ -60,6 +60,14 @@ export class PendingTxnOffsets {
     return [...producer.groups.values()].flatMap((group) => [...group.values()]);
   }
 
+  /** Whether any producer has an offset of the group's partition pending. */
+  has(groupId: string, topic: string, partition: number): boolean {
+    const key = `${topic}:${partition}`;
+    // Bounded by the producers with pending offsets.
+    for (const producer of this.#producers.values()) if (producer.groups.get(groupId)?.has(key)) return true;
+    return false;
+  }
+
   /** Every pending offset, for a checkpoint. */
   records(): TxnOffsetRecord[] {
     return [...this.#producers.values()].flatMap((p) =>

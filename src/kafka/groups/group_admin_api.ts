@@ -92,7 +92,7 @@ export const offsetFetchApi: KafkaApi = {
     const asked = request.topics?.map((t) => ({ topic: t.name, partitions: t.partitionIndexes })) ?? null;
     const fetched = serving.groups === null
       ? { error: unavailable, topics: [] }
-      : fetchOffsets(serving.groups, request.groupId, asked);
+      : fetchOffsets(serving.groups, request.groupId, asked, request.requireStable);
     const errorCode = groupErrorCode(fetched.error);
     // v1 has no error for the whole answer: a refusal goes to every partition asked for.
     const topics: OffsetFetchTopicResponse[] = fetched.error !== null
@@ -113,7 +113,7 @@ export const offsetFetchApi: KafkaApi = {
           committedOffset: p.offset,
           committedLeaderEpoch: p.leaderEpoch,
           metadata: p.metadata,
-          errorCode: 0,
+          errorCode: groupErrorCode(p.error),
         })),
       }));
     const piece = encodeOffsetFetchResponse(header, { topics, errorCode });

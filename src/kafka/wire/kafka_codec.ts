@@ -115,6 +115,11 @@ export class KafkaReader {
     return items;
   }
 
+  /** A compact array (count + 1 as an unsigned varint), null for 0. */
+  compactNullableArray<T>(item: (reader: KafkaReader) => T, itemBytesMin = 1): T[] | null {
+    return this.#items(this.uvarint() - 1, item, itemBytesMin);
+  }
+
   /** A compact array (count + 1 as an unsigned varint); null for 0. */
   compactArray<T>(item: (reader: KafkaReader) => T, itemBytesMin = 1): T[] {
     const items = this.#items(this.uvarint() - 1, item, itemBytesMin);
