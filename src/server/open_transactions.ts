@@ -17,6 +17,8 @@ import {
 } from "../transactions/markers/cluster_marker_writer.ts";
 import { LocalMarkerWriter } from "../transactions/markers/local_marker_writer.ts";
 import { TxnCoordinator, type TxnMarkerWriter } from "../transactions/txn_coordinator.ts";
+import { registerTxnMetrics } from "../transactions/txn_metrics.ts";
+import type { Registry } from "prom-client";
 
 /** Opens a link to another node for transaction markers: (this node's credential) → (peer, its Kafka address). */
 export type MarkerLinkFactory = (
@@ -36,6 +38,7 @@ export interface TransactionsDeps {
   cluster: { node: ClusterNode; markerLinks: MarkerLinkFactory } | null;
   clock: Clock;
   logger: Logger;
+  registry: Registry;
 }
 
 /**
@@ -84,6 +87,7 @@ export function openTransactions(
     markers: deps.cluster === null ? local : clusterMarkers(deps, local),
   });
   deps.shards[0]!.pump.onTick("transactions", (nowMs) => coordinator.onTick(nowMs));
+  registerTxnMetrics(deps.registry, coordinator);
   return { coordinator, local };
 }
 

@@ -239,6 +239,7 @@ export class StrataServer {
           : { node: cluster, markerLinks: deps.clusterIo.markerLinks },
         clock,
         logger,
+        registry,
       })
       : null;
     // Last, so that the threads started while opening (the write worker's among them) keep the

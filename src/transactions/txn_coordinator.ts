@@ -101,6 +101,10 @@ export class TxnCoordinator {
   #closed = false;
   /** Transactions aborted because they outlived their timeout (a counter). */
   timedOut = 0;
+  /** Transactions whose every marker is written, by outcome (counters). */
+  readonly ended = { committed: 0, aborted: 0 };
+  /** Marker writes that failed and were tried again (a counter). */
+  markerFailures = 0;
 
   constructor(deps: TxnCoordinatorDeps) {
     this.#deps = deps;
@@ -110,6 +114,17 @@ export class TxnCoordinator {
   partitionOf(transactionalId: string): number | null {
     const count = this.#deps.log.partitionCount();
     return count === null ? null : txnPartitionOf(transactionalId, count);
+  }
+
+  /** Gauges: transactional ids this node coordinates, and their transactions open (or ending). */
+  gauges(): { transactionalIds: number; openTransactions: number } {
+    let transactionalIds = 0;
+    let openTransactions = 0;
+    for (const p of this.loadedPartitions()) {
+      transactionalIds += p.txns.size;
+      openTransactions += p.txns.openTransactions;
+    }
+    return { transactionalIds, openTransactions };
   }
 
   /** The loaded partitions this node leads. */
@@ -310,6 +325,8 @@ export class TxnCoordinator {
     while (this.#current(p)) {
       try {
         await this.#deps.markers.write(request);
+        if (commit) this.ended.committed++;
+        else this.ended.aborted++;
         if (this.#current(p)) this.#step(p, transactionalId, { kind: "markers_written" });
         return;
       } catch (error) {
@@ -318,6 +335,7 @@ export class TxnCoordinator {
             transactional_id: transactionalId,
           });
         }
+        this.markerFailures++;
         // Only the partitions still without their marker are written again.
         if (error instanceof MarkersNotWrittenError) request = { ...request, partitions: error.remaining };
         this.#deps.logger.warn("transaction markers not written; trying again", {

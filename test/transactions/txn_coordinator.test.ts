@@ -14,6 +14,8 @@ import {
   type TxnMarkerRequest,
 } from "../../src/transactions/txn_coordinator.ts";
 import { MemoryInternalLog } from "../helpers/memory_internal_log.ts";
+import { Registry } from "prom-client";
+import { registerTxnMetrics } from "../../src/transactions/txn_metrics.ts";
 
 /** Lets the promises the coordinator started (a load, an append, a marker write) run to their end. */
 const flush = async () => {
@@ -229,4 +231,41 @@ t.test("a checkpoint writes each id's record again and trims what is below it", 
   const reloaded = await loaded(log);
   const next = await reloaded.coordinator.init(init("tx"));
   t.same([next.error, next.epoch], ["none", 4], "the state read back is the state written");
+});
+
+t.test("the metrics: ids and open transactions from the state, ends by result, timeouts, marker failures", async (t) => {
+  const { coordinator, clock, markers } = await loaded();
+  const registry = new Registry();
+  registerTxnMetrics(registry, coordinator);
+  const a = await coordinator.init(init("a", 1000));
+  const b = await coordinator.init(init("b"));
+  await coordinator.add({
+    transactionalId: "a",
+    producerId: a.producerId,
+    epoch: 0,
+    partitions: ["orders:0"],
+  });
+  await coordinator.add({
+    transactionalId: "b",
+    producerId: b.producerId,
+    epoch: 0,
+    partitions: ["orders:1"],
+  });
+  t.same(coordinator.gauges(), { transactionalIds: 2, openTransactions: 2 });
+  markers.failures = 1;
+  await coordinator.end({ transactionalId: "b", producerId: b.producerId, epoch: 0, commit: true });
+  await flush();
+  clock.advance(markerRetryMs);
+  await flush();
+  clock.advance(1000);
+  coordinator.onTick(clock.nowMs());
+  await flush();
+  const text = await registry.metrics();
+  const value = (line: string) => Number(new RegExp(`^${line} (\\S+)$`, "m").exec(text)?.[1]);
+  t.equal(value("strata_txn_transactional_ids"), 2);
+  t.equal(value("strata_txn_open_transactions"), 0, "b committed, a aborted at its timeout");
+  t.equal(value('strata_txn_ended_total{result="commit"}'), 1);
+  t.equal(value('strata_txn_ended_total{result="abort"}'), 1);
+  t.equal(value("strata_txn_timed_out_total"), 1);
+  t.equal(value("strata_txn_marker_failures_total"), 1);
 });
