@@ -94,12 +94,13 @@ export class SealedScan {
       this.#delayMs.delete(key);
       return;
     }
-    // Only what every in-sync replica holds is offered (below the high watermark; on a single node
-    // the log's end), so that no floor covers records a new leader might lack. Sealed segments
-    // wait: soon again while the core takes them, backing off while it does not (or while the
-    // watermark has not passed them).
-    const highWatermark = p.partition.log.highWatermark;
-    const committed = segments.filter((s) => s.endOffset < highWatermark);
+    // Only what every in-sync replica holds and no open transaction may still abort is offered:
+    // below the last stable offset (the high watermark, on a single node the log's end, held back
+    // by open transactions, as KIP-405 uploads), so that no floor covers records a new leader might
+    // lack. Sealed segments wait: soon again while the core takes them, backing off while it does
+    // not (or while the last stable offset has not passed them).
+    const stable = p.partition.log.lastStableOffset;
+    const committed = segments.filter((s) => s.endOffset < stable);
     const delayMs = committed.length > 0 && offer(p, committed)
       ? scanBackoffMinMs
       : Math.min((this.#delayMs.get(key) ?? scanBackoffMinMs / 2) * 2, this.#backoffMaxMs());

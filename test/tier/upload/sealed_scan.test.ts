@@ -19,7 +19,7 @@ function fakePartition(key: string, floor = 0) {
     sealed: boolean;
     location: string;
   }[] = [];
-  const log = { segments, sealedCount: 0, highWatermark: Number.MAX_SAFE_INTEGER };
+  const log = { segments, sealedCount: 0, lastStableOffset: Number.MAX_SAFE_INTEGER };
   const partition = { log, superblock: { tieredUpToOffset: floor } } as unknown as Partition;
   const state = { tiered: true };
   const p: TieredPartition = {
@@ -69,11 +69,11 @@ t.test("the scan offers sealed local segments at or above the floor; while it fi
   t.end();
 });
 
-t.test("only segments below the high watermark are offered; one above it is looked at again until it is passed", (t) => {
+t.test("only segments below the last stable offset are offered; one above it is looked at again until it is passed", (t) => {
   const a = fakePartition("a");
   a.seal(0, 9);
   a.seal(10, 19);
-  a.log.highWatermark = 15;
+  a.log.lastStableOffset = 15;
   const partitions = new Map([["a", a.p]]);
   const scan = new SealedScan(() => 1000);
   scan.add("a", 0);
@@ -83,17 +83,24 @@ t.test("only segments below the high watermark are offered; one above it is look
     return true;
   };
   scan.onTick(partitions, 0, offer);
-  t.same(offers, ["0"], "the segment the watermark has not passed is held back");
-  a.log.highWatermark = 10;
+  t.same(
+    offers,
+    ["0"],
+    "the segment the last stable offset has not passed (the high watermark, or an open transaction) is held back",
+  );
+  a.log.lastStableOffset = 10;
   for (let now = 1; now <= 400; now++) scan.onTick(partitions, now, offer);
   // The offer "took" each time, so the looks stay 100 ms apart.
   t.same(offers, ["0", "0", "0", "0", "0"], "looked at again, and still held back");
-  a.log.highWatermark = 20;
+  a.log.lastStableOffset = 20;
   const lookedMs = [...Array(3000).keys()].find((now) => {
     scan.onTick(partitions, 401 + now, offer);
     return offers.at(-1) === "0,10";
   });
-  t.ok(lookedMs !== undefined && lookedMs <= 1000, `offered ${lookedMs} ms after the watermark passed it`);
+  t.ok(
+    lookedMs !== undefined && lookedMs <= 1000,
+    `offered ${lookedMs} ms after the last stable offset passed it`,
+  );
   t.end();
 });
 
