@@ -64,6 +64,8 @@ export interface PollRequest {
    * leader never cuts its log, so what it holds will be committed), never for consumers.
    */
   toLogEnd?: boolean;
+  /** read_committed: below the last stable offset, without aborted transactions' records (offset reads only). */
+  committed?: boolean;
 }
 
 /** A partition's offsets: its log start, what consumers may read up to, and its log's end. */
@@ -280,6 +282,8 @@ export class DataPlane {
     const result = await translateDataErrors(() =>
       request.timestampMs !== undefined
         ? partition.log.readFromTimestamp(request.timestampMs * 1000, request.count, request.maxBytes)
+        : request.committed === true
+        ? partition.log.readCommitted(request.offset ?? 0, request.count, request.maxBytes)
         : partition.log.read(
           request.offset ?? 0,
           request.count,

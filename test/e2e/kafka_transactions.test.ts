@@ -22,11 +22,22 @@ async function server(t: Test) {
   });
   t.teardown(() => running.stop("SIGKILL"));
   const broker = kafkaAddressOf(running.stderr());
+  const baseUrl = running.baseUrl;
   const kafka = new Kafka({ clientId: "strata-txn", brokers: [broker], logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   await admin.connect();
   t.teardown(() => admin.disconnect());
-  return { broker, kafka, admin };
+  return { broker, kafka, admin, baseUrl };
+}
+
+/** A partition's payloads through the HTTP API at an isolation level. */
+async function httpValues(baseUrl: string, topic: string, isolation: string): Promise<string[]> {
+  const url =
+    `${baseUrl}/streams/kafka/topics/${topic}/partitions/0/messages?offset=0&isolation=${isolation}`;
+  const answer = await fetch(url);
+  if (answer.status !== 200) throw new Error(`Cannot poll ${topic}: ${answer.status} ${await answer.text()}`);
+  const body = await answer.json() as { messages: { payload: string }[] };
+  return body.messages.map((m) => Buffer.from(m.payload, "base64").toString());
 }
 
 /** A topic's values as kcat reads them at an isolation level, from the beginning to the end it may read. */
@@ -68,7 +79,7 @@ async function kafkajsValues(kafka: Kafka, topic: string, readUncommitted: boole
 }
 
 t.test("kafkajs commits and aborts; read_committed consumers skip the aborted records", async (t) => {
-  const { broker, kafka, admin } = await server(t);
+  const { broker, kafka, admin, baseUrl } = await server(t);
   await admin.createTopics({ topics: [{ topic: "tx-out", numPartitions: 1 }] });
   const producer = kafka.producer({ transactionalId: "tx-1", maxInFlightRequests: 1, idempotent: true });
   await producer.connect();
@@ -89,6 +100,8 @@ t.test("kafkajs commits and aborts; read_committed consumers skip the aborted re
     t.same(await kcatValues(broker, "tx-out", "read_committed"), committed, "librdkafka read_committed");
     t.same(await kcatValues(broker, "tx-out", "read_uncommitted"), everything, "librdkafka read_uncommitted");
   }
+  t.same(await httpValues(baseUrl, "tx-out", "read_committed"), committed, "HTTP read_committed");
+  t.same(await httpValues(baseUrl, "tx-out", "read_uncommitted"), everything, "HTTP read_uncommitted");
   const offsets = await admin.fetchTopicOffsets("tx-out");
   t.equal(offsets[0]!.high, "8", "five records and three markers");
 });

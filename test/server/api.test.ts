@@ -209,6 +209,12 @@ t.test("errors: 400 for malformed bodies and invalid names, 404 unknown, 409 dup
   await expect(raw("/streams/s/topics/t/partitions/0/messages?offset=-1"), 400, "invalid_query");
   await expect(raw("/streams/s/topics/t/partitions/0/messages?offset=1&timestamp=1"), 400, "invalid_query");
   await expect(raw("/streams/s/topics/t/partitions/0/messages?count=0"), 400, "invalid_query");
+  await expect(raw("/streams/s/topics/t/partitions/0/messages?isolation=serializable"), 400, "invalid_query");
+  await expect(
+    raw("/streams/s/topics/t/partitions/0/messages?isolation=read_committed&timestamp=1"),
+    400,
+    "invalid_query",
+  );
   await expect(raw("/streams/s/topics/t/partitions/abc"), 400, "invalid_partition");
   await expect(
     raw("/streams/s/topics/t/partitions/0/consumers/c/offset", {

@@ -66,6 +66,10 @@ export interface BatchHeader {
   logAppendTime: boolean;
   /** Attribute bit 5: a control batch (a transaction marker), which holds no messages to read. */
   control: boolean;
+  /** Attribute bit 4: a transactional producer's batch. */
+  transactional: boolean;
+  /** The producer's id; -1 for a batch of no idempotent producer. */
+  producerId: number;
   messageCount: number;
   baseTimestampUs: number;
   maxTimestampUs: number;
@@ -154,6 +158,8 @@ export function decodeBatchHeader(bytes: Uint8Array, pos = 0): BatchHeader | nul
     compressionCode: view.getInt16(batchField.attributes) & 0x07,
     logAppendTime: (view.getInt16(batchField.attributes) & 0x08) !== 0,
     control: (view.getInt16(batchField.attributes) & 0x20) !== 0,
+    transactional: (view.getInt16(batchField.attributes) & 0x10) !== 0,
+    producerId: Number(view.getBigInt64(batchField.producerId)),
     messageCount: view.getInt32(batchField.recordCount),
     baseTimestampUs: Number(view.getBigInt64(batchField.baseTimestamp)) * 1000,
     maxTimestampUs: Number(view.getBigInt64(batchField.maxTimestamp)) * 1000,

@@ -35,7 +35,7 @@ import {
   readSegments,
 } from "../read/segment_reads.ts";
 import { offsetForTimestamp } from "../read/timestamp_lookup.ts";
-import { collectAbortedTxns } from "../read/aborted_reads.ts";
+import { abortedBatchTest, collectAbortedTxns } from "../read/aborted_reads.ts";
 import type { AbortedTxn } from "../producers/aborted_txns.ts";
 import type { RetentionDecision } from "../retention/total_retention.ts";
 import { applyWriteOp, type WriteContext, type WriteOp, WriteQueue } from "./write_queue.ts";
@@ -463,6 +463,21 @@ export class PartitionLog {
     const end = endOffset ?? this.highWatermark;
     const result = await readRetrying(
       () => readSegments(this.#reads, this.#chain.segments, offset, count, maxBytes),
+      (watermark) => this.enforceRetention((s) => s.location === "remote" && s.endOffset < watermark),
+    );
+    return belowWatermark(result, end);
+  }
+
+  /**
+   * Messages as a read_committed consumer sees them: below the last stable offset, without the
+   * records of aborted transactions (`collectAbortedTxns` up to it).
+   */
+  async readCommitted(offset: number, count: number, maxBytes: number): Promise<ReadResult> {
+    const end = this.lastStableOffset;
+    const aborted = offset < end ? await this.abortedTxns(offset, end) : [];
+    const skip = abortedBatchTest(aborted);
+    const result = await readRetrying(
+      () => readSegments(this.#reads, this.#chain.segments, offset, count, maxBytes, skip),
       (watermark) => this.enforceRetention((s) => s.location === "remote" && s.endOffset < watermark),
     );
     return belowWatermark(result, end);

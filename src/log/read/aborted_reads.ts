@@ -1,4 +1,5 @@
 import { type AbortedTxn, readAbortedTxnIndexFile } from "../producers/aborted_txns.ts";
+import type { BatchHeader } from "../batch/batch_codec.ts";
 import type { Segment } from "../segment/segment.ts";
 import type { ReadContext } from "./segment_reads.ts";
 import { findSegmentIndex } from "./segment_reads.ts";
@@ -34,4 +35,25 @@ export async function collectAbortedTxns(
     if (index.collect(fromOffset, upperBoundOffset, found)) break;
   }
   return found;
+}
+
+/**
+ * Whether a batch is one of the aborted transactions': a transactional batch of an aborted
+ * transaction's producer between its first offset and its marker. For a read_committed poll,
+ * which leaves their records out.
+ */
+export function abortedBatchTest(aborted: readonly AbortedTxn[]): (header: BatchHeader) => boolean {
+  const byProducer = new Map<number, AbortedTxn[]>();
+  for (const txn of aborted) {
+    const list = byProducer.get(txn.producerId);
+    if (list === undefined) byProducer.set(txn.producerId, [txn]);
+    else list.push(txn);
+  }
+  return (header) => {
+    if (!header.transactional || header.control) return false;
+    const list = byProducer.get(header.producerId);
+    // Bounded by the aborts the read collected.
+    return list !== undefined &&
+      list.some((t) => header.baseOffset >= t.firstOffset && header.baseOffset <= t.lastOffset);
+  };
 }

@@ -104,7 +104,8 @@ export async function readRetrying<T>(
 /**
  * Messages from `requestedOffset` on (clamped to the first retained offset), across a snapshot of
  * the chain: local and remote segments alike, at most `count` messages and about `maxBytes` of
- * payload (always at least one message). Only visible (acknowledged) bytes are read.
+ * payload (always at least one message). Only visible (acknowledged) bytes are read; the batches
+ * `skipBatch` names (an aborted transaction's, for a read_committed poll) are passed over.
  */
 export async function readSegments(
   context: ReadContext,
@@ -112,6 +113,7 @@ export async function readSegments(
   requestedOffset: number,
   count: number,
   maxBytes: number,
+  skipBatch: (header: BatchHeader) => boolean = () => false,
 ): Promise<ReadResult> {
   assert(count >= 1 && maxBytes >= 1, "a read needs a positive count and byte budget");
   const segments = [...chain];
@@ -139,7 +141,7 @@ export async function readSegments(
     return messages.length < count && bytes < maxBytes;
   };
   const visit: BatchVisitor = (batch, header) => {
-    if (header.baseOffset + header.lastOffsetDelta < offset) return true;
+    if (header.baseOffset + header.lastOffsetDelta < offset || skipBatch(header)) return true;
     return visitMessages(context, batch, header, take);
   };
   let i = findSegmentIndex(segments, offset);

@@ -157,8 +157,13 @@ export const apiRoutes: Route[] = [
     if (timestampMs !== null && offset !== null) {
       throw badRequest("invalid_query", "Cannot poll: give offset or timestamp, not both");
     }
+    const committed = queryIsolation(q);
+    if (committed && timestampMs !== null) {
+      throw badRequest("invalid_query", "Cannot poll: read_committed reads from an offset, not a timestamp");
+    }
     const result = await c.dataPlane.poll(stream(c), topic(c), partition(c), {
       ...(timestampMs !== null ? { timestampMs } : { offset: offset ?? 0 }),
+      committed,
       count: queryInt(q, "count", pollCountDefault, 1, pollCountMax)!,
       maxBytes: queryInt(q, "max_bytes", pollBytesDefault, 1, pollBytesMax)!,
     });
@@ -352,4 +357,18 @@ function producerView(entry: ProducerEntry) {
     last_timestamp_ms: entry.lastTimestampMs,
     batches_kept: entry.batches.length,
   };
+}
+
+/** `isolation`: `read_uncommitted` (the default, as Kafka's) or `read_committed`; true for the latter. */
+function queryIsolation(q: URLSearchParams): boolean {
+  const isolation = q.get("isolation") ?? "read_uncommitted";
+  if (isolation !== "read_committed" && isolation !== "read_uncommitted") {
+    throw badRequest(
+      "invalid_query",
+      `Cannot poll: isolation must be read_committed or read_uncommitted, not ${
+        JSON.stringify(isolation.slice(0, 64))
+      }`,
+    );
+  }
+  return isolation === "read_committed";
 }

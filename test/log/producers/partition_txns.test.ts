@@ -121,3 +121,37 @@ t.test("a completed transaction holds the last stable offset until its marker is
   t.equal(states.lastStableOffset(14), 13, "a cut marker leaves its transaction open");
   t.end();
 });
+
+t.test("a read_committed poll leaves out aborted records and stops at the last stable offset", async (t) => {
+  const p = await Partition.create(disk, new VirtualClock(), new Rng(1), tempDir(t), address, config);
+  t.teardown(() => p.close());
+  const log = p.log;
+  await log.appendRecordBatches(idempotentBatch(5, 0, 0, 1)); // 0: plain
+  await log.appendRecordBatches(transactionalBatch(7, 0, 0, 2)); // 1-2: aborted below
+  await log.appendRecordBatches(transactionalBatch(8, 0, 0, 1)); // 3: committed below
+  await log.appendRecordBatches(transactionalBatch(7, 0, 2, 1)); // 4: aborted below
+  await writeMarker(log, 7, 0, false); // 5
+  await writeMarker(log, 8, 0, true); // 6
+  await log.appendRecordBatches(transactionalBatch(9, 0, 0, 1)); // 7: open
+  await log.appendRecordBatches(idempotentBatch(5, 0, 1, 1)); // 8: plain, above the open one
+  const offsets = async (read: Promise<{ messages: { offset: number }[]; nextOffset: number }>) => {
+    const r = await read;
+    return { offsets: r.messages.map((m) => m.offset), next: r.nextOffset };
+  };
+  t.same(
+    await offsets(log.readCommitted(0, 100, 1 << 20)),
+    { offsets: [0, 3], next: 7 },
+    "committed, to the LSO",
+  );
+  t.same(
+    (await offsets(log.read(0, 100, 1 << 20))).offsets,
+    [0, 1, 2, 3, 4, 7, 8],
+    "read_uncommitted reads every record, no marker",
+  );
+  await writeMarker(log, 9, 0, true); // 9
+  t.same(
+    await offsets(log.readCommitted(4, 100, 1 << 20)),
+    { offsets: [7, 8], next: 9 },
+    "and on once it commits",
+  );
+});
