@@ -230,7 +230,7 @@ export class TxnCoordinator {
   }
 
   #step(p: LedTxnPartition, transactionalId: string, event: TxnEvent): void {
-    this.#run(p, p.txns.step(transactionalId, event, this.#deps.clock.nowMs()));
+    this.#run(p, p.txns.step(transactionalId, event, this.#deps.clock.wallMs()));
   }
 
   #run(p: LedTxnPartition, effects: readonly TxnEffect[]): void {
@@ -362,7 +362,9 @@ export class TxnCoordinator {
       this.#nextLeadershipLookMs = nowMs + txnLeadershipLookIntervalMs;
       this.#lookAtLeadership(nowMs);
     }
-    for (const p of this.loadedPartitions()) this.#run(p, p.txns.tick(nowMs));
+    // The ids' times are wall-clock times: their records keep them across restarts and nodes.
+    const wallMs = this.#deps.clock.wallMs();
+    for (const p of this.loadedPartitions()) this.#run(p, p.txns.tick(wallMs));
   }
 
   #lookAtLeadership(nowMs: number): void {

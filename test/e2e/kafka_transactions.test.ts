@@ -4,7 +4,8 @@ import { join } from "node:path";
 import t, { type Test } from "tap";
 import { Kafka, logLevel } from "kafkajs";
 import { configCopy } from "../helpers/config_copy.ts";
-import { kafkaAddressOf, kcat, kcatUnavailable } from "../helpers/kafka/kcat.ts";
+import { kafkaAddressOf, kcatUnavailable } from "../helpers/kafka/kcat.ts";
+import { httpValues, kcatValues } from "../helpers/kafka/isolated_reads.ts";
 import { spawnServer } from "../helpers/spawn_server.ts";
 import { waitFor } from "../helpers/wait_for.ts";
 
@@ -28,37 +29,6 @@ async function server(t: Test) {
   await admin.connect();
   t.teardown(() => admin.disconnect());
   return { broker, kafka, admin, baseUrl };
-}
-
-/** A partition's payloads through the HTTP API at an isolation level. */
-async function httpValues(baseUrl: string, topic: string, isolation: string): Promise<string[]> {
-  const url =
-    `${baseUrl}/streams/kafka/topics/${topic}/partitions/0/messages?offset=0&isolation=${isolation}`;
-  const answer = await fetch(url);
-  if (answer.status !== 200) throw new Error(`Cannot poll ${topic}: ${answer.status} ${await answer.text()}`);
-  const body = await answer.json() as { messages: { payload: string }[] };
-  return body.messages.map((m) => Buffer.from(m.payload, "base64").toString());
-}
-
-/** A topic's values as kcat reads them at an isolation level, from the beginning to the end it may read. */
-async function kcatValues(broker: string, topic: string, isolation: "read_committed" | "read_uncommitted") {
-  const read = await kcat([
-    "-b",
-    broker,
-    "-C",
-    "-t",
-    topic,
-    "-o",
-    "beginning",
-    "-e",
-    "-q",
-    "-f",
-    "%s\\n",
-    "-X",
-    `isolation.level=${isolation}`,
-  ]);
-  if (read.code !== 0) throw new Error(`Cannot read ${topic} with kcat: ${read.stderr}`);
-  return read.stdout.split("\n").filter((line) => line !== "");
 }
 
 /** The values a kafkajs consumer of a fresh group reads from `topic` until `last` arrives. */

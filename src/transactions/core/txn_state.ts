@@ -22,8 +22,9 @@ export interface TxnRecord {
   phase: TxnPhase;
   /** The partitions in the transaction (`txnPartitionKey`), sorted; empty outside one. */
   partitions: readonly string[];
-  /** When its first partition joined; -1 outside a transaction. */
+  /** When its first partition joined (wall clock ms, as every time of the record); -1 outside a transaction. */
   startedAtMs: number;
+  /** When the record was written (wall clock ms): an idle id expires by it. */
   updatedAtMs: number;
 }
 
