@@ -7,6 +7,8 @@ import { kafkaRequest, KafkaWireClient } from "../helpers/kafka/kafka_wire.ts";
 import { etcdUnavailableReason } from "../helpers/harnesses/etcd_harness.ts";
 import { type GroupMember, startGroupMember } from "../helpers/group_members.ts";
 import { type ClusterNodeProcess, startStrataCluster } from "../helpers/strata_cluster.ts";
+import { coordinatorPort } from "../helpers/kafka/find_coordinator.ts";
+import { coordinatorKeyType } from "../../src/kafka/apis/find_coordinator_codec.ts";
 import { describePartition } from "../../scripts/lib/kafka_metadata.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
 
@@ -126,7 +128,7 @@ t.test("the coordinator's node killed during a rebalance: the group completes on
   // Checkpoints: 1.5 MiB of commits to one group makes its coordinator write the live offsets again
   // and delete the segments below them; the followers delete theirs too, after their leader's start.
   const live = cluster.nodes.filter((n) => n.server !== null);
-  const port = await coordinatorPort("bulk", live);
+  const port = await coordinatorPort("bulk", live, coordinatorKeyType.group);
   const metadata = "m".repeat(4096);
   const wire = await KafkaWireClient.connect(port);
   t.teardown(() => wire.close());
@@ -187,30 +189,6 @@ async function groupState(node: ClusterNodeProcess): Promise<string | null> {
     return response.status === 200 ? (await response.json()).state : null;
   } catch {
     return null;
-  }
-}
-
-/** The Kafka port of the node that coordinates `groupId`, as FindCoordinator answers. */
-async function coordinatorPort(groupId: string, nodes: ClusterNodeProcess[]): Promise<number> {
-  const wire = await KafkaWireClient.connect(Number(nodes[0]!.kafka.split(":")[1]));
-  try {
-    let attempt = 0;
-    let port = 0;
-    await waitFor(`a coordinator of ${groupId}`, async () => {
-      wire.send(kafkaRequest(apiKey.findCoordinator, 1, attempt++, (w) => w.nullableString(groupId).int8(0)));
-      const answer = (await wire.next())!;
-      answer.int32();
-      answer.int32();
-      const error = answer.int16();
-      answer.nullableString();
-      answer.int32();
-      answer.string();
-      port = answer.int32();
-      return error === 0;
-    }, { deadlineMs: 20_000, pace: realTime(100) });
-    return port;
-  } finally {
-    wire.close();
   }
 }
 

@@ -4,6 +4,8 @@ import { describePartition } from "../../scripts/lib/kafka_metadata.ts";
 import { etcdUnavailableReason } from "../helpers/harnesses/etcd_harness.ts";
 import { kcat, kcatUnavailable } from "../helpers/kafka/kcat.ts";
 import { startStrataCluster } from "../helpers/strata_cluster.ts";
+import { coordinatorPort } from "../helpers/kafka/find_coordinator.ts";
+import { coordinatorKeyType } from "../../src/kafka/apis/find_coordinator_codec.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
 
 /** The waits on the cluster: real time, checked every 50 ms. */
@@ -17,7 +19,7 @@ const partitions = 3;
 const topic = "txo";
 
 /** A partition's values as librdkafka reads them with read_committed, to the end it may read. */
-async function committedValues(bootstrap: string, partition: number): Promise<string[]> {
+async function committedValues(bootstrap: string, partition: number, topic = "txo"): Promise<string[]> {
   const read = await kcat([
     "-b",
     bootstrap,
@@ -91,3 +93,58 @@ t.test("a transaction across partitions led by three nodes commits and aborts on
     t.same(await committedValues(cluster.bootstrap, p), [`first-${p}`, `last-${p}`], `partition ${p}`);
   }
 });
+
+t.test(
+  "the coordinator's node SIGKILLed as the commit is answered: the new coordinator completes it everywhere",
+  {
+    skip,
+    timeout: 300_000,
+  },
+  async (t) => {
+    const cluster = await startStrataCluster(t, { portBase: 33_500 });
+    const kafka = new Kafka({
+      clientId: "strata-cluster-txn-kill",
+      brokers: cluster.bootstrap.split(","),
+      logLevel: logLevel.NOTHING,
+      requestTimeout: 10_000,
+      retry: { retries: 20, initialRetryTime: 100, maxRetryTime: 1000 },
+    });
+    const admin = kafka.admin();
+    await admin.connect();
+    t.teardown(() => admin.disconnect());
+    const killed = "txk";
+    await admin.createTopics({
+      topics: [{ topic: killed, numPartitions: partitions, replicationFactor: 3 }],
+    });
+    await waitFor("every partition led with three in sync", async () => {
+      const states = await Promise.all(
+        Array.from({ length: partitions }, (_, p) => describePartition(cluster.bootstrap, killed, p)),
+      );
+      return states.every((s) => s !== null && s.leader > 0 && s.isr.length === 3);
+    }, { deadlineMs: 20_000, pace });
+    const producer = kafka.producer({
+      transactionalId: "killed-coordinator",
+      maxInFlightRequests: 1,
+      idempotent: true,
+    });
+    await producer.connect();
+    const txn = await producer.transaction();
+    await txn.send({
+      topic: killed,
+      acks: -1,
+      messages: Array.from({ length: partitions }, (_, p) => ({ partition: p, value: `all-${p}` })),
+    });
+    const port = await coordinatorPort("killed-coordinator", cluster.nodes, coordinatorKeyType.transaction);
+    const coordinator = cluster.nodes.find((n) => n.kafka.endsWith(`:${port}`))!;
+    await txn.commit();
+    await coordinator.signal("SIGKILL");
+    await producer.disconnect().catch(() => {});
+    const live = cluster.nodes.filter((n) => n !== coordinator).map((n) => n.kafka).join(",");
+    for (let p = 0; p < partitions; p++) {
+      await waitFor(`the committed record on partition ${p}`, async () => {
+        return (await committedValues(live, p, killed)).includes(`all-${p}`);
+      }, { deadlineMs: 60_000, pace, throwMeansNotYet: true });
+    }
+    t.pass(`node ${coordinator.id}, the coordinator, was killed; every partition holds the commit`);
+  },
+);
