@@ -75,6 +75,7 @@ export const kafkaErrorCode = {
   fencedInstanceId: 82,
   unstableOffsetCommit: 88,
   producerFenced: 90,
+  transactionalIdNotFound: 105,
 } as const;
 
 export type KafkaErrorCode = (typeof kafkaErrorCode)[keyof typeof kafkaErrorCode];

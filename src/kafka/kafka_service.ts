@@ -40,6 +40,7 @@ import type { GroupCoordinator } from "../groups/group_coordinator.ts";
 import type { TxnCoordinator } from "../transactions/txn_coordinator.ts";
 import type { LocalMarkerWriter } from "../transactions/markers/local_marker_writer.ts";
 import { nodeTxnMarkersApi } from "./txn/node_txn_markers_api.ts";
+import { describeTransactionsApi, listTransactionsApi } from "./txn/txn_views_api.ts";
 import { addOffsetsToTxnApi, addPartitionsToTxnApi, endTxnApi, txnOffsetCommitApi } from "./txn/txn_apis.ts";
 
 /** The Kafka broker id of a node that is not in a cluster. */
@@ -73,6 +74,8 @@ export const kafkaApis: readonly KafkaApi[] = [
   saslAuthenticateApi,
   deleteGroupsApi,
   describeProducersApi,
+  describeTransactionsApi,
+  listTransactionsApi,
 ];
 
 export interface KafkaServiceDeps {

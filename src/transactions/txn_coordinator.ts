@@ -8,6 +8,7 @@ import { MarkersNotWrittenError } from "./markers/markers_not_written.ts";
 import type { TxnLog } from "./log/txn_log.ts";
 import { txnPartitionOf } from "./log/txn_load.ts";
 import type { TxnPartitionSettings } from "./txn_partition.ts";
+import type { TxnState } from "./core/txn_state.ts";
 import { writeTxnCheckpoint } from "./txn_appends.ts";
 
 /** How often the coordinator looks at which transaction state partitions this node leads (clock ms). */
@@ -173,6 +174,18 @@ export class TxnCoordinator {
     }
     if (p.status === "failed") return { partition: null, error: "coordinator_not_available" };
     return { partition: p, error: null };
+  }
+
+  /** An id's state where this node coordinates it (DescribeTransactions), or why not; null: none is known. */
+  describe(transactionalId: string): { error: TxnError; state: TxnState | null } {
+    const route = this.route(transactionalId);
+    if (route.error !== null) return { error: route.error, state: null };
+    return { error: "none", state: route.partition.txns.state(transactionalId) ?? null };
+  }
+
+  /** Every id this node coordinates, with its state (ListTransactions). */
+  *states(): IterableIterator<TxnState> {
+    for (const p of this.loadedPartitions()) yield* p.txns.states();
   }
 
   /** InitProducerId with a transactional id. */

@@ -350,7 +350,7 @@ t.test("every error code is the one kafkajs knows by the same name", (t) => {
     notCoordinator: "NOT_COORDINATOR_FOR_GROUP",
   };
   // kafkajs predates these: their numbers are those of Kafka's own `Errors.java`.
-  const newer: Record<string, number> = { producerFenced: 90 };
+  const newer: Record<string, number> = { producerFenced: 90, transactionalIdNotFound: 105 };
   for (const [name, code] of Object.entries(kafkaErrorCode)) {
     if (name === "none") continue;
     const type = older[name] ?? name.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase();

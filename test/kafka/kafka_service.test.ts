@@ -72,6 +72,8 @@ t.test("ApiVersions over TCP lists the APIs served; a version past v3 is answere
     [apiKey.saslAuthenticate, 0, 2],
     [apiKey.deleteGroups, 0, 1],
     [apiKey.describeProducers, 0, 0],
+    [apiKey.describeTransactions, 0, 0],
+    [apiKey.listTransactions, 0, 0],
   ]);
   const v9 = (await client.next())!;
   t.equal(v9.int32(), 12);

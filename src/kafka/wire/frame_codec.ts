@@ -37,6 +37,8 @@ export const apiKey = {
   saslAuthenticate: 36,
   deleteGroups: 42,
   describeProducers: 61,
+  describeTransactions: 65,
+  listTransactions: 66,
 } as const;
 
 /** The first flexible version of each API (Kafka's `flexibleVersions`); absent: none is. */
@@ -66,6 +68,8 @@ const firstFlexibleVersion: Readonly<Record<number, number>> = {
   [apiKey.saslAuthenticate]: 2,
   [apiKey.deleteGroups]: 2,
   [apiKey.describeProducers]: 0,
+  [apiKey.describeTransactions]: 0,
+  [apiKey.listTransactions]: 0,
 };
 
 export interface RequestHeader {

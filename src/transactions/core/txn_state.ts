@@ -13,6 +13,16 @@ export type TxnPhase =
   | "complete_commit"
   | "complete_abort";
 
+/** Each phase by the name Kafka gives its state (DescribeTransactions, ListTransactions). */
+export const kafkaTxnStateNames: Readonly<Record<TxnPhase, string>> = {
+  empty: "Empty",
+  ongoing: "Ongoing",
+  prepare_commit: "PrepareCommit",
+  prepare_abort: "PrepareAbort",
+  complete_commit: "CompleteCommit",
+  complete_abort: "CompleteAbort",
+};
+
 /** What a transactional id's record in the transaction log holds: the state after a transition. */
 export interface TxnRecord {
   transactionalId: string;
