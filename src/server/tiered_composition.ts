@@ -220,6 +220,7 @@ export class TieredComposition {
       chunkBytes: t.cache.chunkBytes,
       readaheadChunksMax: t.cache.readaheadChunksMax,
       indexes,
+      sidecars: this.#store,
       metrics: this.#metrics.cache,
     };
   }

@@ -65,7 +65,7 @@ export class TierMetrics {
     });
     this.uploadedBytes = new Counter({
       name: "strata_tier_uploaded_bytes_total",
-      help: "Segment bytes uploaded (.log, .index and .producers).",
+      help: "Segment bytes uploaded (.log, .index, .producers and .txnindex).",
       registers,
     });
     this.uploadDuration = new Histogram({

@@ -111,10 +111,10 @@ export class AbortedTxnIndex {
   }
 }
 
-/** The index of a sealed segment as its `.txnindex` holds it; an empty one when it has no file. */
-export async function readAbortedTxnIndexFile(disk: Disk, path: string): Promise<AbortedTxnIndex> {
+/** The index of a sealed segment as its `.txnindex` holds it; null when it has no file. */
+export async function readAbortedTxnIndexFile(disk: Disk, path: string): Promise<AbortedTxnIndex | null> {
   const stat = await disk.stat(path);
-  if (stat === null) return new AbortedTxnIndex();
+  if (stat === null) return null;
   const file = await disk.open(path, { readOnly: true });
   try {
     return AbortedTxnIndex.decode(await readUpTo(file, 0, stat.sizeBytes), path);

@@ -1,4 +1,4 @@
-import { type AbortedTxn, readAbortedTxnIndexFile } from "../producers/aborted_txns.ts";
+import { type AbortedTxn, AbortedTxnIndex, readAbortedTxnIndexFile } from "../producers/aborted_txns.ts";
 import type { BatchHeader } from "../batch/batch_codec.ts";
 import type { Segment } from "../segment/segment.ts";
 import type { ReadContext } from "./segment_reads.ts";
@@ -10,8 +10,9 @@ import { findSegmentIndex } from "./segment_reads.ts";
  * is at or past `fromOffset` and whose first offset is below the bound, until a segment holds an
  * abort completed with the last stable offset at or past the bound (no later abort began below
  * it). The active segment's index is in memory; a local sealed one's is read from its `.txnindex`
- * once and kept with it; an evicted one's `.txnindex` (kept beside its `.index`) is read each time
- * it holds entries, so that memory does not grow with what only the bucket holds.
+ * once and kept with it; an evicted one's `.txnindex` (kept beside its `.index`, or its object in the
+ * store) is read each time it holds entries, so that memory does not grow with what only the bucket
+ * holds.
  */
 export async function collectAbortedTxns(
   context: ReadContext,
@@ -27,7 +28,7 @@ export async function collectAbortedTxns(
     let index = segment.abortedTxns;
     if (index === "none") continue;
     if (index === null) {
-      index = await readAbortedTxnIndexFile(context.disk, segment.txnIndexPath);
+      index = await sealedAbortedTxns(context, segment);
       // An evicted segment keeps only the knowledge that it holds none.
       if (segment.location !== "remote") segment.abortedTxns = index;
       else if (index.entries.length === 0) segment.abortedTxns = "none";
@@ -35,6 +36,20 @@ export async function collectAbortedTxns(
     if (index.collect(fromOffset, upperBoundOffset, found)) break;
   }
   return found;
+}
+
+/**
+ * A sealed segment's aborted transactions: from its local `.txnindex`; for a remote segment without
+ * one (restored, merged, planted: it never was sealed here), from its object in the store.
+ */
+async function sealedAbortedTxns(context: ReadContext, segment: Segment): Promise<AbortedTxnIndex> {
+  const local = await readAbortedTxnIndexFile(context.disk, segment.txnIndexPath);
+  if (local !== null) return local;
+  const reader = context.remote.reader;
+  if (segment.location === "remote" && reader?.abortedTxns !== undefined) {
+    return await reader.abortedTxns(segment);
+  }
+  return new AbortedTxnIndex();
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { AbortedTxnIndex } from "../producers/aborted_txns.ts";
 import type { Segment } from "../segment/segment.ts";
 import type { SparseIndex } from "../segment/sparse_index.ts";
 
@@ -32,6 +33,12 @@ export interface RemoteReader {
    * segment's start, slower but right).
    */
   index(segment: Segment): Promise<SparseIndex | null>;
+  /**
+   * The remote segment's aborted-transaction index from the store (`{stem}.txnindex`; empty when it
+   * has none), for a segment whose local `.txnindex` is not there (restored, merged, planted).
+   * Optional: without it, such a segment's aborts are not known.
+   */
+  abortedTxns?(segment: Segment): Promise<AbortedTxnIndex>;
   /** Bytes of this partition's remote indexes the shard's index cache holds now (optional: 0). */
   indexBytes?(): number;
   /** Forgets a chunk whose bytes failed their checksum, so the next read fetches it again. */

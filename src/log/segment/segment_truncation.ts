@@ -51,7 +51,7 @@ export async function truncateSegments(
   const mayHaveFile = kept.mayHaveTxnIndexFile;
   const aborted = kept.abortedTxns === "none"
     ? new AbortedTxnIndex()
-    : kept.abortedTxns ?? await readAbortedTxnIndexFile(disk, kept.txnIndexPath);
+    : kept.abortedTxns ?? await readAbortedTxnIndexFile(disk, kept.txnIndexPath) ?? new AbortedTxnIndex();
   aborted.truncateFrom(offset);
   kept.abortedTxns = aborted;
   if (mayHaveFile) await unlinkIfPresent(disk, kept.txnIndexPath);

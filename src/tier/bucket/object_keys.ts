@@ -72,6 +72,8 @@ export interface SegmentKeys {
   index: string;
   /** The producers' state at the segment's end (docs/FORMAT.md, "Producer snapshots"); may be absent. */
   producers: string;
+  /** The aborted transactions whose markers it holds (docs/FORMAT.md, "Aborted-transaction indexes"); absent when none. */
+  txnindex: string;
 }
 
 /** The objects of a segment (`objectStem`). */
@@ -89,7 +91,12 @@ export function segmentKeysOfLog(logKey: string): SegmentKeys {
 }
 
 function segmentKeysOfStem(base: string): SegmentKeys {
-  return { log: `${base}.log`, index: `${base}.index`, producers: `${base}.producers` };
+  return {
+    log: `${base}.log`,
+    index: `${base}.index`,
+    producers: `${base}.producers`,
+    txnindex: `${base}.txnindex`,
+  };
 }
 
 /** `{prefix}/{cluster}/meta/{stream}/{topic}/{partition}/{revision}-{generation}/manifest.bin` */
@@ -128,7 +135,7 @@ export function afterIncarnation(incarnationPrefixKey: string): string {
 }
 
 /** Which of a segment's objects a key names. */
-export type SegmentFile = "log" | "index" | "producers";
+export type SegmentFile = "log" | "index" | "producers" | "txnindex";
 
 /** What a key under the cluster root names. */
 export type ParsedObjectKey =
@@ -163,7 +170,7 @@ export type ParsedObjectKey =
 
 const idPattern = /^(0|[1-9][0-9]{0,9})$/;
 const incarnationPattern = /^([0-9a-f]{1,32})-(0|[1-9][0-9]{0,9})$/;
-const segmentPattern = /^([0-9]{20})(?:-([0-9]{20}))?\.(log|index|producers)$/;
+const segmentPattern = /^([0-9]{20})(?:-([0-9]{20}))?\.(log|index|producers|txnindex)$/;
 
 /**
  * Parses a key written by this cluster. Anything that does not match the layout exactly is

@@ -1,3 +1,6 @@
+import { AbortedTxnIndex } from "../../log/producers/aborted_txns.ts";
+import type { SnapshotObjectStore } from "../bucket/producer_snapshot_object.ts";
+import { readTxnIndexObject } from "../bucket/txn_index_object.ts";
 import type { Partition } from "../../log/partition/partition.ts";
 import {
   type RemoteChunk,
@@ -63,6 +66,8 @@ export interface TierRemoteReaderOptions {
   readaheadChunksMax: number;
   /** The shard's remote segments' indexes: loaded on a segment's first read, held within a budget. */
   indexes: RemoteIndexes;
+  /** Where segments' aborted-transaction index objects are read from; absent: they are not. */
+  sidecars?: SnapshotObjectStore;
   metrics?: CacheMetrics;
 }
 
@@ -117,6 +122,14 @@ export class TierRemoteReader implements RemoteReader {
     } catch (error) {
       throw this.#missing(error, segment, key);
     }
+  }
+
+  /** The segment's aborted-transaction index object (`readTxnIndexObject`); empty without a store to read. */
+  async abortedTxns(segment: Segment): Promise<AbortedTxnIndex> {
+    const store = this.#o.sidecars;
+    return store === undefined
+      ? new AbortedTxnIndex()
+      : await readTxnIndexObject(store, this.#keys(segment).txnindex);
   }
 
   indexBytes(): number {

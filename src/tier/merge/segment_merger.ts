@@ -1,3 +1,9 @@
+import {
+  AbortedTxnIndex,
+  readAbortedTxnIndexFile,
+  writeAbortedTxnIndexFile,
+} from "../../log/producers/aborted_txns.ts";
+import { readTxnIndexObject } from "../bucket/txn_index_object.ts";
 import { assert } from "../../runtime/assert.ts";
 import { Crc32Stream } from "../../runtime/checksum/crc32.ts";
 import type { Disk, DiskFile } from "../../runtime/disk/disk.ts";
@@ -60,6 +66,8 @@ interface MergeWork {
   /** The last segment's producer snapshot, staged in the partition's directory as this file. */
   producersName: string;
   producersPath: string;
+  /** Every segment's aborted transactions, staged as one index here when there are any. */
+  txnIndexPath: string;
 }
 
 /**
@@ -97,6 +105,7 @@ export async function mergePartition(
     indexPath: `${staging}.index.merge.tmp`,
     producersName: `${objectStem(startOffset, endOffset)}.producers.merge.tmp`,
     producersPath: `${staging}.producers.merge.tmp`,
+    txnIndexPath: `${staging}.txnindex.merge.tmp`,
   };
   try {
     return await mergeStaged(deps, work, limits.indexIntervalBytes);
@@ -104,6 +113,7 @@ export async function mergePartition(
     await unlinkIfPresent(deps.disk, work.logPath);
     await unlinkIfPresent(deps.disk, work.indexPath);
     await unlinkIfPresent(deps.disk, work.producersPath);
+    await unlinkIfPresent(deps.disk, work.txnIndexPath);
   }
 }
 
@@ -145,6 +155,7 @@ async function mergeStaged(
   if (typeof index === "string") return { kind: "anomaly", detail: index };
   await writeIndexFile(deps.disk, work.indexPath, index.index);
   await stageProducers(deps, work);
+  await stageTxnIndex(deps, work);
   const keys = segmentKeys(work.incarnation, work.startOffset, work.endOffset);
   const first = work.segments[0]!;
   const last = work.segments.at(-1)!;
@@ -152,6 +163,7 @@ async function mergeStaged(
     logPath: work.logPath,
     indexPath: work.indexPath,
     producersPath: work.producersPath,
+    txnIndexPath: work.txnIndexPath,
     startOffset: work.startOffset,
     endOffset: work.endOffset,
     startTimestampUs: first.marker!.startTimestampUs,
@@ -203,6 +215,26 @@ async function stageProducers(deps: MergerDeps, work: MergeWork): Promise<void> 
   }
   if (found.kind !== "snapshot") return;
   await writeProducerSnapshot(deps.disk, work.partition.dir, found.snapshot, work.producersName);
+}
+
+/**
+ * Stages the merged segments' aborted transactions as one index, in marker order (each segment's
+ * from its local `.txnindex`, else from its object): the merged segment goes up with it, so that a
+ * read_committed fetch of its range still lists them. Segments without aborts add none.
+ */
+async function stageTxnIndex(deps: MergerDeps, work: MergeWork): Promise<void> {
+  const merged = new AbortedTxnIndex();
+  for (const segment of work.segments) {
+    const held = segment.abortedTxns;
+    if (held === "none") continue;
+    const index = held ?? await readAbortedTxnIndexFile(deps.disk, segment.txnIndexPath) ??
+      await readTxnIndexObject(
+        deps.store,
+        segmentKeys(work.incarnation, segment.startOffset, segment.mergedEndOffset).txnindex,
+      );
+    for (const entry of index.entries) merged.add(entry);
+  }
+  if (merged.entries.length > 0) await writeAbortedTxnIndexFile(deps.disk, work.txnIndexPath, merged);
 }
 
 /**

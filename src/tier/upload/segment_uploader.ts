@@ -17,6 +17,8 @@ export interface SealedSegment {
   indexPath: string;
   /** The producer snapshot taken at the segment's end, uploaded with it when the file exists. */
   producersPath: string;
+  /** The segment's aborted-transaction index, uploaded with it when the file exists. */
+  txnIndexPath: string;
   startOffset: number;
   endOffset: number;
   startTimestampUs: number;
@@ -31,6 +33,7 @@ export function sealedSegmentOf(segment: Segment): SealedSegment {
     logPath: segment.logPath,
     indexPath: segment.indexPath,
     producersPath: producerSnapshotPath(segment.dir, segment.endOffset + 1),
+    txnIndexPath: segment.txnIndexPath,
     startOffset: segment.startOffset,
     endOffset: segment.endOffset,
     startTimestampUs: segment.firstTimestampUs ?? segment.maxTimestampUs,
@@ -59,7 +62,7 @@ export type UploadOutcome =
     sizeBytes: number;
     indexSizeBytes: number;
     /** The producer snapshot's bytes; 0 when the segment went without one. */
-    producersSizeBytes: number;
+    sidecarSizeBytes: number;
     alreadyThere: boolean;
   }
   /** An object already there with other bytes: reported, never overwritten; the floor stalls. */
@@ -106,7 +109,7 @@ interface OpenUpload {
 
 /** The user metadata of a segment's `.log` object: what a HEAD needs to check it without reading it. */
 export function segmentMetadata(
-  segment: Omit<SealedSegment, "logPath" | "indexPath" | "producersPath">,
+  segment: Omit<SealedSegment, "logPath" | "indexPath" | "producersPath" | "txnIndexPath">,
   sizeBytes: number,
   indexSizeBytes: number,
   logCrc32: number,
@@ -124,7 +127,7 @@ export function segmentMetadata(
   };
 }
 
-/** The user metadata of a segment's `.index` and `.producers` objects. */
+/** The user metadata of a segment's `.index`, `.producers` and `.txnindex` objects. */
 export function indexMetadata(indexCrc32: number): Record<string, string> {
   return { "crc32": String(indexCrc32), "format-version": segmentFormatVersion };
 }
@@ -150,24 +153,31 @@ async function uploadInPieces(deps: UploadDeps, upload: OpenUpload): Promise<Upl
   );
   // Indexes may legitimately differ (flush timing); an existing one with another checksum is kept.
   void indexResult;
-  const producersSizeBytes = await uploadProducers(deps, upload);
+  const sidecarSizeBytes =
+    await uploadSidecar(deps, upload, upload.segment.producersPath, upload.keys.producers) +
+    await uploadSidecar(deps, upload, upload.segment.txnIndexPath, upload.keys.txnindex);
   return {
     kind: "uploaded",
     logCrc32,
     sizeBytes,
     indexSizeBytes,
-    producersSizeBytes,
+    sidecarSizeBytes,
     alreadyThere: logResult === "same",
   };
 }
 
 /**
- * Uploads the segment's producer snapshot, if its file is there (a segment sealed without one, or
- * whose snapshot was let go, goes without); returns its size. An object already there with other
- * bytes is kept, as an index is: each was taken at the same offset, from the same batches.
+ * Uploads one of the segment's sidecars (its producer snapshot, its aborted-transaction index), if
+ * its file is there (a segment sealed without one goes without); returns its size. An object already
+ * there with other bytes is kept, as an index is: each was taken from the same batches.
  */
-async function uploadProducers(deps: UploadDeps, upload: OpenUpload): Promise<number> {
-  const file = await deps.disk.open(upload.segment.producersPath, { readOnly: true }).catch((error) => {
+async function uploadSidecar(
+  deps: UploadDeps,
+  upload: OpenUpload,
+  path: string,
+  key: string,
+): Promise<number> {
+  const file = await deps.disk.open(path, { readOnly: true }).catch((error) => {
     if (error instanceof DiskError && error.code === "not_found") return null;
     throw error;
   });
@@ -176,8 +186,7 @@ async function uploadProducers(deps: UploadDeps, upload: OpenUpload): Promise<nu
     const sizeBytes = await file.sizeBytes();
     await deps.bandwidth.take(sizeBytes);
     const crc32 = await hashFile(file, sizeBytes, deps.pieceBytes, deps.gate);
-    const metadata = indexMetadata(crc32);
-    await putOnce(deps, upload.keys.producers, file, sizeBytes, crc32, metadata, upload.deadlineAtMs);
+    await putOnce(deps, key, file, sizeBytes, crc32, indexMetadata(crc32), upload.deadlineAtMs);
     return sizeBytes;
   } finally {
     await file.close();

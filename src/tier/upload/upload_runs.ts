@@ -96,7 +96,7 @@ export class UploadRuns {
     const metrics = this.#deps.metrics;
     if (outcome.kind === "uploaded") {
       metrics?.uploadsCompleted.inc();
-      metrics?.uploadedBytes.inc(outcome.sizeBytes + outcome.indexSizeBytes + outcome.producersSizeBytes);
+      metrics?.uploadedBytes.inc(outcome.sizeBytes + outcome.indexSizeBytes + outcome.sidecarSizeBytes);
       metrics?.uploadDuration.observe((this.#deps.clock.nowMs() - startedMs) / 1000);
     }
     // An upload of a generation a purge has since ended must not lend its checksum to the new

@@ -42,6 +42,7 @@ t.test("keys written by the layout parse back to their incarnation and offset; a
   });
   t.match(parseObjectKey(root, keys.index), { kind: "segment", file: "index" });
   t.match(parseObjectKey(root, keys.producers), { kind: "segment", startOffset: 1234, file: "producers" });
+  t.match(parseObjectKey(root, keys.txnindex), { kind: "segment", startOffset: 1234, file: "txnindex" });
   t.same(segmentKeysOfLog(keys.log), keys, "a segment's keys from its .log object's");
   t.match(parseObjectKey(root, manifestKey(inc(3, "00ab", 4))), { kind: "manifest", purgeGeneration: 4 });
   t.match(parseObjectKey(root, deadMarkKey(inc(3, "00ab", 4))), {

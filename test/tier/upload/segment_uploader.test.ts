@@ -1,4 +1,5 @@
-import { readFileSync, rmSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { AbortedTxnIndex } from "../../../src/log/producers/aborted_txns.ts";
 import t, { type Test } from "tap";
 import { PartitionLog } from "../../../src/log/partition/partition_log.ts";
 import {
@@ -101,7 +102,7 @@ t.test("a sealed segment's .log and .index land under the incarnation's keys, by
     Buffer.compare(sim.peek(keys.producers)!.bytes, producerBytes) === 0,
     "the .producers object is the snapshot taken where the segment ends",
   );
-  t.match(outcome, { producersSizeBytes: producerBytes.length });
+  t.match(outcome, { sidecarSizeBytes: producerBytes.length });
   t.equal(
     Math.round(before - bandwidth.tokens),
     logBytes.length + readFileSync(segment.indexPath).length + producerBytes.length,
@@ -112,9 +113,29 @@ t.test("a sealed segment's .log and .index land under the incarnation's keys, by
 t.test("a segment whose producer snapshot is gone goes up without one", async (t) => {
   const { deps, sim, segment, keys } = await setup(t);
   rmSync(segment.producersPath);
-  t.match(await uploadSegment(deps, segment, keys, 1e12), { kind: "uploaded", producersSizeBytes: 0 });
+  t.match(await uploadSegment(deps, segment, keys, 1e12), { kind: "uploaded", sidecarSizeBytes: 0 });
   t.ok(sim.peek(keys.log) !== undefined && sim.peek(keys.index) !== undefined, "its .log and .index");
   t.equal(sim.peek(keys.producers), undefined, "and no .producers object");
+});
+
+t.test("a segment with an aborted-transaction index goes up with it, byte for byte", async (t) => {
+  const { deps, sim, segment, keys } = await setup(t);
+  const index = new AbortedTxnIndex();
+  index.add({ producerId: 7, firstOffset: 1, lastOffset: 3, lastStableOffset: 4 });
+  writeFileSync(segment.txnIndexPath, index.encode());
+  const outcome = await uploadSegment(deps, segment, keys, 1e12);
+  t.ok(
+    Buffer.compare(sim.peek(keys.txnindex)!.bytes, index.encode()) === 0,
+    "the .txnindex object is the file",
+  );
+  t.match(outcome, {
+    kind: "uploaded",
+    sidecarSizeBytes: readFileSync(segment.producersPath).length + index.encode().length,
+  });
+  rmSync(segment.txnIndexPath);
+  const again = await setup(t);
+  await uploadSegment(again.deps, again.segment, again.keys, 1e12);
+  t.equal(again.sim.peek(again.keys.txnindex), undefined, "a segment without aborts has no such object");
 });
 
 t.test("the send pass reads its pieces into two buffers in turn: it allocates nothing per piece", async (t) => {
