@@ -10,7 +10,8 @@ const batchHeaderPrefixBytes = 17;
  * Where each leader epoch of a chain of tiered objects begins, oldest first, read from the bucket
  * (a state transfer's and a restore's). Each segment holds batches of one leader epoch (the log
  * rolls before a new epoch's first batch), and epochs only rise along the log, so a bisection over
- * the segments finds where they change with a few 17-byte reads of their first batches.
+ * the segments finds where they change with a few 17-byte reads of their first batches. Segments of
+ * no epoch (a single node's) are passed over.
  */
 export async function readChainEpochs(
   store: Pick<ObjectStore, "getRange">,
@@ -29,14 +30,17 @@ export async function readChainEpochs(
   // The epochs at `lo` and `hi` are read; pushes where they change between, in order.
   const between = async (lo: number, hi: number): Promise<void> => {
     const [low, high] = [await epochAt(lo), await epochAt(hi)];
-    if (low === high) return;
+    // A single node stamps no epoch: its batches keep what their producers sent (-1, or a client's
+    // 0), in any order. A segment of no epoch (a negative one) starts none and is never out of order.
+    if (low === high || high < 0) return;
     if (low > high) {
       throw new StateTransferError(
         `segment ${chain[hi]!.startOffset} is of leader epoch ${high}, below ${low} before it`,
       );
     }
     if (hi === lo + 1) {
-      starts.push({ epoch: high, startOffset: chain[hi]!.startOffset });
+      // Epochs met again past a segment of none start nothing new.
+      if (high > starts.at(-1)!.epoch) starts.push({ epoch: high, startOffset: chain[hi]!.startOffset });
       return;
     }
     const mid = Math.floor((lo + hi) / 2);
