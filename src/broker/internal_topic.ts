@@ -11,6 +11,7 @@ import type { DataPlane } from "./data_plane.ts";
 import { defaultTopicOptions, type TopicOptions } from "./catalog/topic_options.ts";
 import { assert } from "../runtime/assert.ts";
 import { QueueFullError } from "../runtime/wait_errors.ts";
+import type { Clock } from "../runtime/clock/clock.ts";
 
 /** Records one replay read takes at most: its poll decodes them in pieces, on the loop's turns. */
 const replayRecordsPerReadMax = 1024;
@@ -226,4 +227,41 @@ export async function writeCheckpoint<R>(
   }
   await log.trimBelow(partition, baseOffset!);
   return bytes;
+}
+
+/** Why a coordinator's request is not served here now: as Kafka's coordinators answer it. */
+export type InternalRouteRefusal =
+  | "not_coordinator"
+  | "coordinator_load_in_progress"
+  | "coordinator_not_available";
+
+/**
+ * Whether this node serves a coordinator's partition now: not while another node leads it (its
+ * leader epoch here is null), while it is loading or held under an older epoch, or while its load
+ * failed (until it is tried again); null when it serves it.
+ */
+export function ledPartitionRefusal(
+  closed: boolean,
+  leaderEpoch: number | null,
+  held: { leaderEpoch: number; status: "loading" | "loaded" | "failed" } | undefined,
+): InternalRouteRefusal | null {
+  if (closed) return "coordinator_not_available";
+  if (leaderEpoch === null) return "not_coordinator";
+  if (held === undefined || held.leaderEpoch !== leaderEpoch || held.status === "loading") {
+    return "coordinator_load_in_progress";
+  }
+  return held.status === "failed" ? "coordinator_not_available" : null;
+}
+
+/** Resolves once `loadSettled` does, or after `timeoutMs` on `clock`, whichever comes first. */
+export async function waitForLoad(
+  clock: Clock,
+  loadSettled: Promise<void>,
+  timeoutMs: number,
+): Promise<void> {
+  const timeout = new AbortController();
+  // Aborted (AbortedError) just below once the load settles first: the end of a wait, no failure.
+  const expired = clock.sleep(timeoutMs, timeout.signal).catch(() => {});
+  await Promise.race([loadSettled, expired]);
+  timeout.abort();
 }

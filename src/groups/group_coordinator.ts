@@ -5,7 +5,7 @@ import { DueHeap } from "../runtime/cooperation/due_looks.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { Rng } from "../runtime/rng.ts";
 import { CoordinatedPartition } from "./coordinated_partition.ts";
-import { internalAppendRefusal } from "../broker/internal_topic.ts";
+import { internalAppendRefusal, ledPartitionRefusal, waitForLoad } from "../broker/internal_topic.ts";
 import { writeGroupsCheckpoint } from "./coordinator_appends.ts";
 import { stepGroup } from "./core/group_core.ts";
 import { joinRefusal, syncRefusal } from "./core/group_draft.ts";
@@ -136,11 +136,7 @@ export class GroupCoordinator {
     this.onTick(this.#deps.clock.nowMs());
     const p = this.#partitions.get(this.partitionOf(groupId)!);
     if (p === undefined || p.status !== "loading") return;
-    const timeout = new AbortController();
-    // Aborted (AbortedError) just below once the load settles first: the end of a wait, no failure.
-    const expired = this.#deps.clock.sleep(timeoutMs, timeout.signal).catch(() => {});
-    await Promise.race([p.loadSettled, expired]);
-    timeout.abort();
+    await waitForLoad(this.#deps.clock, p.loadSettled, timeoutMs);
   }
 
   /** The loaded partitions this node leads. */
@@ -159,15 +155,9 @@ export class GroupCoordinator {
 
   /** Partition `index` of `__consumer_offsets` when this node leads it and has it loaded, else why not. */
   routeByIndex(index: number): GroupRoute {
-    if (this.#closed) return { partition: null, error: "coordinator_not_available" };
-    const epoch = this.#deps.log.leaderEpoch(index);
     const p = this.#partitions.get(index);
-    if (epoch === null) return { partition: null, error: "not_coordinator" };
-    if (p === undefined || p.leaderEpoch !== epoch || p.status === "loading") {
-      return { partition: null, error: "coordinator_load_in_progress" };
-    }
-    if (p.status === "failed") return { partition: null, error: "coordinator_not_available" };
-    return { partition: p, error: null };
+    const error = ledPartitionRefusal(this.#closed, this.#deps.log.leaderEpoch(index), p);
+    return error === null ? { partition: p!, error: null } : { partition: null, error };
   }
 
   join({ groupId, ...request }: JoinRequest): Promise<JoinAnswer> {

@@ -1,4 +1,4 @@
-import { internalAppendRefusal } from "../broker/internal_topic.ts";
+import { internalAppendRefusal, ledPartitionRefusal, waitForLoad } from "../broker/internal_topic.ts";
 import { isBug, rethrowBug } from "../runtime/assert.ts";
 import type { Clock } from "../runtime/clock/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
@@ -153,11 +153,7 @@ export class TxnCoordinator {
     this.onTick(this.#deps.clock.nowMs());
     const p = this.#partitions.get(this.partitionOf(transactionalId)!);
     if (p === undefined || p.status !== "loading") return;
-    const timeout = new AbortController();
-    // Aborted (AbortedError) just below once the load settles first: the end of a wait, no failure.
-    const expired = this.#deps.clock.sleep(timeoutMs, timeout.signal).catch(() => {});
-    await Promise.race([p.loadSettled, expired]);
-    timeout.abort();
+    await waitForLoad(this.#deps.clock, p.loadSettled, timeoutMs);
   }
 
   /** Where an id's requests are served, checked against this node's leadership now. */
@@ -166,14 +162,9 @@ export class TxnCoordinator {
     if (transactionalId === "") return { partition: null, error: "invalid_request" };
     const index = this.partitionOf(transactionalId);
     if (index === null) return { partition: null, error: "coordinator_not_available" };
-    const epoch = this.#deps.log.leaderEpoch(index);
     const p = this.#partitions.get(index);
-    if (epoch === null) return { partition: null, error: "not_coordinator" };
-    if (p === undefined || p.leaderEpoch !== epoch || p.status === "loading") {
-      return { partition: null, error: "coordinator_load_in_progress" };
-    }
-    if (p.status === "failed") return { partition: null, error: "coordinator_not_available" };
-    return { partition: p, error: null };
+    const error = ledPartitionRefusal(this.#closed, this.#deps.log.leaderEpoch(index), p);
+    return error === null ? { partition: p!, error: null } : { partition: null, error };
   }
 
   /** An id's state where this node coordinates it (DescribeTransactions), or why not; null: none is known. */

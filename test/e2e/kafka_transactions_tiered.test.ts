@@ -8,6 +8,7 @@ import { FsObjectStore } from "../../src/objectstore/fs_object_store.ts";
 import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { topicManifestKey } from "../../src/tier/bucket/object_keys.ts";
+import { bucketEnv } from "../helpers/bucket_env.ts";
 import { configCopy } from "../helpers/config_copy.ts";
 import { kafkaAddressOf } from "../helpers/kafka/kcat.ts";
 import { runDenoTask } from "../helpers/run_task.ts";
@@ -24,15 +25,6 @@ const sourceCluster = "7a11ed00";
 const transactions = 40;
 /** Each transaction's record: about a tenth of a 1 MiB segment, so that aborts land in several. */
 const padding = "x".repeat(100_000);
-
-function envOf(bucket: string, clusterId: string): Record<string, string> {
-  return {
-    STRATA_TIERED_STORAGE_FS_PATH: bucket,
-    STRATA_SYSTEM_CLUSTER_ID: clusterId,
-    STRATA_TIERED_STORAGE_HOUSEKEEPING_IDLE_TIMEOUT: "1 s",
-    STRATA_TIERED_STORAGE_HOUSEKEEPING_MANIFEST_UPLOAD_INTERVAL: "1 s",
-  };
-}
 
 /** The names of the records a read_committed reader of the HTTP API reads below `endOffset`. */
 async function committedNames(baseUrl: string, endOffset: number): Promise<string[]> {
@@ -61,7 +53,10 @@ t.test("read_committed leaves out aborted records of evicted segments, and of a 
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const bucket = join(dir, "bucket");
   for (const d of ["a", "b"]) mkdirSync(join(dir, d));
-  const source = await spawnServer(["--config", configCopy(join(dir, "a"))], envOf(bucket, sourceCluster));
+  const source = await spawnServer(
+    ["--config", configCopy(join(dir, "a"))],
+    bucketEnv(bucket, sourceCluster),
+  );
   t.teardown(() => source.stop("SIGKILL"));
   const a = new StrataClient({ baseUrl: source.baseUrl, encoding: "msgpack" });
   await createSourceTopic(a, "tt", 1);
@@ -102,7 +97,7 @@ t.test("read_committed leaves out aborted records of evicted segments, and of a 
 
   t.equal(await source.stop("SIGTERM"), 0);
   const configB = configCopy(join(dir, "b"));
-  const envB = envOf(bucket, "0b0b0b0b");
+  const envB = bucketEnv(bucket, "0b0b0b0b");
   const restored = await runDenoTask(
     "restore",
     ["--config", configB, "--stream", "kafka", "--topic", "tt"],

@@ -9,6 +9,7 @@ import { NodeDisk } from "../../src/runtime/disk/node_disk.ts";
 import { Rng } from "../../src/runtime/rng.ts";
 import { decodeManifest } from "../../src/tier/bucket/manifest.ts";
 import { topicManifestKey } from "../../src/tier/bucket/object_keys.ts";
+import { bucketEnv } from "../helpers/bucket_env.ts";
 import { configCopy } from "../helpers/config_copy.ts";
 import { kafkaAddressOf, kcat, kcatUnavailable } from "../helpers/kafka/kcat.ts";
 import { runDenoTask } from "../helpers/run_task.ts";
@@ -28,10 +29,7 @@ const disk = new NodeDisk();
 
 function envOf(bucket: string, clusterId: string): Record<string, string> {
   return {
-    STRATA_TIERED_STORAGE_FS_PATH: bucket,
-    STRATA_SYSTEM_CLUSTER_ID: clusterId,
-    STRATA_TIERED_STORAGE_HOUSEKEEPING_IDLE_TIMEOUT: "1 s",
-    STRATA_TIERED_STORAGE_HOUSEKEEPING_MANIFEST_UPLOAD_INTERVAL: "1 s",
+    ...bucketEnv(bucket, clusterId),
     // The test lays manifests and listings side by side as the uploads left them; an idle source's
     // merges (test/e2e/merge_segments.test.ts restores a merged topic) would replace segments under them.
     STRATA_TIERED_STORAGE_HOUSEKEEPING_MERGE_SEGMENTS: "false",

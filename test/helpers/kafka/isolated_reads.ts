@@ -3,28 +3,18 @@ import { kcat } from "./kcat.ts";
 // A topic's values as a consumer at an isolation level reads them: through librdkafka (kcat), or
 // through the HTTP API (partition 0).
 
-/** A topic's values as kcat reads them at an isolation level, from the beginning to the end it may read. */
+/** A partition's values as kcat reads them at an isolation level, from the beginning to the end it may read. */
 export async function kcatValues(
   broker: string,
   topic: string,
   isolation: "read_committed" | "read_uncommitted",
+  partition = 0,
 ) {
   const read = await kcat([
-    "-b",
-    broker,
-    "-C",
-    "-t",
-    topic,
-    "-o",
-    "beginning",
-    "-e",
-    "-q",
-    "-f",
-    "%s\\n",
-    "-X",
-    `isolation.level=${isolation}`,
+    ...["-b", broker, "-C", "-t", topic, "-p", String(partition), "-o", "beginning", "-e", "-q"],
+    ...["-f", "%s\\n", "-X", `isolation.level=${isolation}`],
   ]);
-  if (read.code !== 0) throw new Error(`Cannot read ${topic} with kcat: ${read.stderr}`);
+  if (read.code !== 0) throw new Error(`Cannot read ${topic}/${partition} with kcat: ${read.stderr}`);
   return read.stdout.split("\n").filter((line) => line !== "");
 }
 
