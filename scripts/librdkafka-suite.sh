@@ -8,6 +8,8 @@
 # TESTS_DIR is the tests/ directory of a built librdkafka source tree (apt-get source librdkafka;
 # ./configure && make libs && make -C tests build). TESTS=0090 narrows a run as test-runner does.
 # LIBRDKAFKA_SUITE_PORT (19092) is the Kafka port; each run starts the server on a fresh data directory.
+# LIBRDKAFKA_SUITE_NODES=3 runs it against a fresh 3-node cluster instead (scripts/local-cluster.ts,
+# etcd and Kafka ports from LIBRDKAFKA_SUITE_PORT_BASE, 27000), as the suite's reference brokers are.
 set -euo pipefail
 cmd=${1:?run|compare}
 tests_dir=$(cd "${2:?the tests/ directory of a built librdkafka tree}" && pwd)
@@ -27,9 +29,33 @@ stop_server() {
 }
 trap 'stop_server; if [[ -n $logs ]]; then mkdir -p "$logs" && cp "$work"/*.log "$logs"/; fi; rm -rf "$work"' EXIT
 
+nodes=${LIBRDKAFKA_SUITE_NODES:-1}
+brokers="127.0.0.1:$port"
+
+# A fresh cluster of $nodes nodes under $work/cluster-$1; $brokers becomes its bootstrap list.
+start_cluster() {
+  local log="$work/cluster-$1.log"
+  (cd "$root" && STRATA_KAFKA_DEFAULT_PARTITIONS=4 exec setsid deno run -A scripts/local-cluster.ts \
+    --dir "$work/cluster-$1" --nodes "$nodes" --port-base "${LIBRDKAFKA_SUITE_PORT_BASE:-27000}" >"$log" 2>&1) &
+  server_pid=$!
+  for _ in $(seq 1 1200); do
+    if grep -q '^bootstrap=' "$log"; then
+      brokers=$(sed -n 's/^bootstrap=//p' "$log")
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "Cannot start the cluster: no bootstrap line in 120 s; see $log" >&2
+  exit 2
+}
+
 # A fresh server: its data under $work, the Kafka port the suite's test.conf names, 4 partitions per
 # topic created on first use (as the suite's reference brokers do).
 start_server() {
+  if ((nodes > 1)); then
+    start_cluster "$1"
+    return
+  fi
   local data="$work/data-$1" log="$work/server-$1.log"
   rm -rf "$data"
   sed -e "s|^path = \"./data\"|path = \"$data\"|" \
@@ -49,7 +75,7 @@ run_suite() {
   local name=$1
   shift
   start_server "$name"
-  echo "metadata.broker.list=127.0.0.1:$port" >"$work/test.conf"
+  echo "metadata.broker.list=$brokers" >"$work/test.conf"
   (cd "$tests_dir" && LD_LIBRARY_PATH=../src:../src-cpp RDKAFKA_TEST_CONF="$work/test.conf" \
     timeout 3600 ./test-runner -L -K -E -Q -V 3.4.0 "$@" >"$work/suite-$name.log" 2>&1) || true
   stop_server
