@@ -108,20 +108,25 @@ function startedDisk(): NodeDisk {
   return disk;
 }
 
+/** The config file's text; null, once its failure is told on standard error, when it cannot be read. */
+async function readConfigText(path: string): Promise<string | null> {
+  try {
+    return await Deno.readTextFile(path);
+  } catch (error) {
+    const reason = error instanceof Deno.errors.NotFound ? "no such file" : String(error);
+    console.error(`Cannot load config: ${path}: ${reason}`);
+    return null;
+  }
+}
+
 async function main(): Promise<number> {
   const args = parseServerArgs(Deno.args);
   if (args.help) {
     console.log(serverUsage);
     return 0;
   }
-  let text: string;
-  try {
-    text = await Deno.readTextFile(args.configPath);
-  } catch (error) {
-    const reason = error instanceof Deno.errors.NotFound ? "no such file" : String(error);
-    console.error(`Cannot load config: ${args.configPath}: ${reason}`);
-    return 2;
-  }
+  const text = await readConfigText(args.configPath);
+  if (text === null) return 2;
   const { config, secrets } = loadConfig(text, args.configPath, Deno.env.toObject());
   const logger = new Logger({ level: config.log.level, secrets });
   logFailuresThatEndTheProcess(logger);

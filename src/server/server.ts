@@ -215,33 +215,7 @@ export class StrataServer {
       objectStore: objectStore?.store ?? null,
       pieceGate,
     });
-    const groups = config.kafka.enabled
-      ? openGroups({
-        config,
-        catalog: broker.catalog,
-        data: broker.dataPlane,
-        shards: broker.shards.shards,
-        clock,
-        rng,
-        logger,
-      })
-      : null;
-    const transactions = config.kafka.enabled
-      ? openTransactions({
-        config,
-        catalog: broker.catalog,
-        data: broker.dataPlane,
-        shards: broker.shards.shards,
-        producerIds: broker.producerIds,
-        groups,
-        cluster: cluster === null || deps.clusterIo?.markerLinks === undefined
-          ? null
-          : { node: cluster, markerLinks: deps.clusterIo.markerLinks },
-        clock,
-        logger,
-        registry,
-      })
-      : null;
+    const coordinators = config.kafka.enabled ? openCoordinators(deps, broker, cluster, registry) : null;
     // Last, so that the threads started while opening (the write worker's among them) keep the
     // priority they inherited rather than the loop's.
     if (deps.threads) applyLoopThreadNice(deps.threads, config.system.loopThreadNice, logger);
@@ -258,9 +232,9 @@ export class StrataServer {
       pieceGate,
       reserve,
       cluster,
-      groups,
-      transactions: transactions?.coordinator ?? null,
-      txnMarkers: transactions?.local ?? null,
+      groups: coordinators?.groups ?? null,
+      transactions: coordinators?.transactions.coordinator ?? null,
+      txnMarkers: coordinators?.transactions.local ?? null,
     });
   }
 
@@ -275,6 +249,39 @@ export class StrataServer {
     this.#reserve.release();
     this.#logger.info("server closed");
   }
+}
+
+/** The Kafka listener's coordinators: the consumer groups', and the transactions' with their markers. */
+function openCoordinators(
+  deps: ServerDeps,
+  broker: OpenedBroker,
+  cluster: ClusterNode | null,
+  registry: Registry,
+) {
+  const { config, clock, logger } = deps;
+  const groups = openGroups({
+    config,
+    catalog: broker.catalog,
+    data: broker.dataPlane,
+    shards: broker.shards.shards,
+    clock,
+    rng: deps.rng,
+    logger,
+  });
+  const markerLinks = deps.clusterIo?.markerLinks;
+  const transactions = openTransactions({
+    config,
+    catalog: broker.catalog,
+    data: broker.dataPlane,
+    shards: broker.shards.shards,
+    producerIds: broker.producerIds,
+    groups,
+    cluster: cluster === null || markerLinks === undefined ? null : { node: cluster, markerLinks },
+    clock,
+    logger,
+    registry,
+  });
+  return { groups, transactions };
 }
 
 /** Joins the cluster of `[cluster]`: etcd through its JSON gateway, peers through `clusterIo`. */
