@@ -8,7 +8,8 @@ import {
   UnavailableError,
 } from "../../src/broker/broker_errors.ts";
 import { Catalog } from "../../src/broker/catalog/catalog.ts";
-import { DataPlane, translateDataErrors } from "../../src/broker/data_plane.ts";
+import { DataPlane } from "../../src/broker/data_plane.ts";
+import { translateDataErrors } from "../../src/broker/data_errors.ts";
 import { PartitionOpener } from "../../src/broker/catalog/partition_opener.ts";
 import {
   partitionOfKey,
