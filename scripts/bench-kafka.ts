@@ -13,9 +13,12 @@ import { startServerProcess } from "./lib/server_process.ts";
  * Each of `--producers` producers writes `--records` records of 1 KiB to its own partition (acks 1,
  * linger 5 ms, batches up to 1 MiB); then one consumer per partition reads them back from offset 0
  * by assignment. Throughput is the records' bytes over the slowest process's time. The same runs
- * with idempotent producers (`enable.idempotence`, acks all) measure what idempotence costs. Targets:
- * with fsync "interval", produce at least 0.5 × and consume at least 0.7 × the null broker, both at
- * least 2 × the HTTP path's figures, and idempotent produce at least 0.95 × plain produce.
+ * with idempotent producers (`enable.idempotence`, acks all) measure what idempotence costs, and with
+ * transactional producers (a commit every 100 ms), read back with read_uncommitted and with
+ * read_committed, what transactions cost. Targets: with fsync "interval", produce at least 0.5 × and
+ * consume at least 0.7 × the null broker, both at least 2 × the HTTP path's figures, idempotent
+ * produce at least 0.95 × and transactional produce at least 0.85 × plain produce, and read_committed
+ * consume at least 0.95 × read_uncommitted over the transactional records.
  */
 
 const { values: args } = parseArgs({
@@ -40,15 +43,30 @@ interface Phase {
   records_s: number;
   p50_ms?: number;
   p99_ms?: number;
+  transactions?: number;
 }
 
 interface Run {
   produce: Phase;
   consume: Phase;
+  /** Transactional runs only: the same records read with read_committed (`consume` is read_uncommitted). */
+  consume_read_committed?: Phase;
 }
 
-async function load(mode: "produce" | "consume", broker: string, partition: number, idempotent = false) {
-  const extra = mode === "produce" ? [String(valueBytes), ...(idempotent ? ["idempotent"] : [])] : [];
+type ProducerKind = "plain" | "idempotent" | "transactional";
+type Isolation = "read_uncommitted" | "read_committed";
+
+interface LoadResult {
+  records: number;
+  bytes: number;
+  seconds: number;
+  p50_ms?: number;
+  p99_ms?: number;
+  transactions?: number;
+}
+
+async function load(mode: "produce" | "consume", broker: string, partition: number, variant: string) {
+  const extra = mode === "produce" ? [String(valueBytes), variant] : [variant];
   const out = await new Deno.Command(python, {
     args: [loadScript, mode, broker, "bench", String(partition), String(records), ...extra],
     stdout: "piped",
@@ -56,33 +74,39 @@ async function load(mode: "produce" | "consume", broker: string, partition: numb
   }).output();
   const text = new TextDecoder().decode(out.stdout);
   if (!out.success) throw new Error(`Cannot ${mode}: ${new TextDecoder().decode(out.stderr).slice(-2000)}`);
-  return JSON.parse(text) as {
-    records: number;
-    bytes: number;
-    seconds: number;
-    p50_ms?: number;
-    p99_ms?: number;
-  };
+  return JSON.parse(text) as LoadResult;
 }
 
-/** Every producer (idempotent ones with `idempotent`), then every consumer, side by side; the slowest sets the time. */
-async function measure(broker: string, idempotent = false): Promise<Run> {
-  const phase = async (mode: "produce" | "consume"): Promise<Phase> => {
-    const results = await Promise.all(
-      Array.from({ length: producers }, (_, p) => load(mode, broker, p, idempotent)),
-    );
-    const seconds = Math.max(...results.map((r) => r.seconds));
-    const bytes = results.reduce((n, r) => n + r.bytes, 0);
-    const count = results.reduce((n, r) => n + r.records, 0);
-    const phase: Phase = { mb_s: round(bytes / 1e6 / seconds), records_s: Math.round(count / seconds) };
-    if (mode === "produce") {
-      phase.p50_ms = round(median(results.map((r) => r.p50_ms!)));
-      phase.p99_ms = round(Math.max(...results.map((r) => r.p99_ms!)));
-    }
-    return phase;
+/** One process per partition side by side, `variant` their producer kind or isolation level; the slowest sets the time. */
+async function phase(mode: "produce" | "consume", broker: string, variant: string): Promise<Phase> {
+  const results = await Promise.all(
+    Array.from({ length: producers }, (_, p) => load(mode, broker, p, variant)),
+  );
+  const seconds = Math.max(...results.map((r) => r.seconds));
+  const bytes = results.reduce((n, r) => n + r.bytes, 0);
+  const count = results.reduce((n, r) => n + r.records, 0);
+  const phase: Phase = { mb_s: round(bytes / 1e6 / seconds), records_s: Math.round(count / seconds) };
+  if (mode === "produce") {
+    phase.p50_ms = round(median(results.map((r) => r.p50_ms!)));
+    phase.p99_ms = round(Math.max(...results.map((r) => r.p99_ms!)));
+  }
+  if (variant === "transactional") {
+    phase.transactions = results.reduce((n, r) => n + (r.transactions ?? 0), 0);
+  }
+  return phase;
+}
+
+/** Every producer, then every consumer (transactional runs: read_uncommitted, then read_committed). */
+async function measure(broker: string, kind: ProducerKind = "plain"): Promise<Run> {
+  const produce = await phase("produce", broker, kind);
+  const run: Run = {
+    produce,
+    consume: await phase("consume", broker, "read_uncommitted" satisfies Isolation),
   };
-  const produce = await phase("produce");
-  return { produce, consume: await phase("consume") };
+  if (kind === "transactional") {
+    run.consume_read_committed = await phase("consume", broker, "read_committed" satisfies Isolation);
+  }
+  return run;
 }
 
 async function nullBroker(): Promise<Run> {
@@ -112,7 +136,7 @@ async function nullBroker(): Promise<Run> {
   }
 }
 
-async function strata(fsync: "always" | "interval", idempotent = false): Promise<Run> {
+async function strata(fsync: "always" | "interval", kind: ProducerKind = "plain"): Promise<Run> {
   const dir = await Deno.makeTempDir({ prefix: "strata-bench-kafka-" });
   const config = `${dir}/config.toml`;
   await Deno.writeTextFile(config, "");
@@ -134,7 +158,7 @@ async function strata(fsync: "always" | "interval", idempotent = false): Promise
     if (created.status !== 201) throw new Error(`Cannot create the topic: ${await created.text()}`);
     const broker = /"msg":"kafka listening","address":"([^"]+)"/.exec(server.stderrTail())?.[1];
     if (broker === undefined) throw new Error("the server logged no Kafka address");
-    return await measure(broker, idempotent);
+    return await measure(broker, kind);
   } finally {
     await server.stop("SIGTERM");
     await Deno.remove(dir, { recursive: true });
@@ -177,7 +201,8 @@ if (unavailable !== null) {
 const ceiling = await nullBroker();
 const interval = await strata("interval");
 const always = await strata("always");
-const idempotent = await strata("interval", true);
+const idempotent = await strata("interval", "idempotent");
+const transactional = await strata("interval", "transactional");
 const httpPath = await http();
 const ratios = {
   produce_vs_null: round(interval.produce.mb_s / ceiling.produce.mb_s),
@@ -185,13 +210,21 @@ const ratios = {
   produce_vs_http: round(interval.produce.mb_s / httpPath.produce_mb_s),
   consume_vs_http: round(interval.consume.mb_s / httpPath.consume_mb_s),
   idempotent_vs_plain: round(idempotent.produce.mb_s / interval.produce.mb_s),
+  transactional_vs_plain: round(transactional.produce.mb_s / interval.produce.mb_s),
+  transactional_vs_idempotent: round(transactional.produce.mb_s / idempotent.produce.mb_s),
+  read_committed_vs_uncommitted: round(
+    transactional.consume_read_committed!.mb_s / transactional.consume.mb_s,
+  ),
 };
-const targets = {
+/** Each ratio's target; `transactional_vs_idempotent` has none: it tells what the commits cost alone. */
+const targets: Partial<Record<keyof typeof ratios, boolean>> = {
   produce_vs_null: ratios.produce_vs_null >= 0.5,
   consume_vs_null: ratios.consume_vs_null >= 0.7,
   produce_vs_http: ratios.produce_vs_http >= 2,
   consume_vs_http: ratios.consume_vs_http >= 2,
   idempotent_vs_plain: ratios.idempotent_vs_plain >= 0.95,
+  transactional_vs_plain: ratios.transactional_vs_plain >= 0.85,
+  read_committed_vs_uncommitted: ratios.read_committed_vs_uncommitted >= 0.95,
 };
 const row = (name: string, r: Run) =>
   `${name.padEnd(24)} produce ${String(r.produce.mb_s).padStart(8)} MB/s ${
@@ -204,18 +237,23 @@ console.log(row("null broker", ceiling));
 console.log(row("strata fsync=interval", interval));
 console.log(row("strata fsync=always", always));
 console.log(row("strata idempotent", idempotent));
+console.log(row("strata transactional", transactional));
+console.log(
+  `${"".padEnd(24)} ${transactional.produce.transactions} transactions committed; consume read_committed ${
+    String(transactional.consume_read_committed!.mb_s).padStart(8)
+  } MB/s`,
+);
 console.log(
   `http path (bench:produce, fsync=interval): produce ${httpPath.produce_mb_s} MB/s, consume ${httpPath.consume_mb_s} MB/s`,
 );
+const verdict = (met: boolean | undefined) => met === undefined ? "(no target)" : met ? "met" : "MISSED";
 for (const [name, value] of Object.entries(ratios)) {
-  console.log(
-    `${name.padEnd(16)} ${value.toFixed(2)}  ${targets[name as keyof typeof targets] ? "met" : "MISSED"}`,
-  );
+  console.log(`${name.padEnd(30)} ${value.toFixed(2)}  ${verdict(targets[name as keyof typeof ratios])}`);
 }
 const result = {
   settings: { records_per_producer: records, producers, value_bytes: valueBytes, quick },
   null_broker: ceiling,
-  strata: { interval, always, idempotent },
+  strata: { interval, always, idempotent, transactional },
   http: httpPath,
   ratios,
   targets,

@@ -3,6 +3,7 @@ import type { RestoreRunner } from "./routes/restore_route.ts";
 import type { ReadReplicaRunner } from "./routes/read_replica_route.ts";
 import { scrapePieces } from "../runtime/metrics/labelled_series.ts";
 import type { GroupCoordinator } from "../groups/group_coordinator.ts";
+import type { TxnCoordinator } from "../transactions/txn_coordinator.ts";
 import type { Registry } from "prom-client";
 import type { BufferPool } from "../runtime/memory/buffers.ts";
 import type { Logger } from "../runtime/logger.ts";
@@ -36,6 +37,8 @@ export interface HttpHandlerDeps {
   groups?: GroupCoordinator | null;
   /** `[kafka] stream`, where the groups' topics live ("kafka" when absent). */
   kafkaStream?: string;
+  /** The transaction coordinator; absent or null without the Kafka listener (`/transactions` is 404). */
+  transactions?: TxnCoordinator | null;
   /** Restores a topic from the bucket (`POST /admin/restore`); absent or null without tiered storage. */
   restore?: RestoreRunner;
   /** Creates read-replica topics (`POST .../topics` with `read_replica_of`); absent or null without tiered storage. */
@@ -89,6 +92,7 @@ export function createHttpHandler(deps: HttpHandlerDeps): FetchHandler {
         pieceGate: deps.pieceGate,
         groups: deps.groups ?? null,
         kafkaStream: deps.kafkaStream ?? "kafka",
+        transactions: deps.transactions ?? null,
         restore: deps.restore ?? null,
         readReplica: deps.readReplica ?? null,
       });

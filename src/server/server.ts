@@ -145,6 +145,7 @@ export class StrataServer {
       httpAddressOf: cluster === null ? undefined : (nodeId) => cluster.httpAddressOf(nodeId),
       groups,
       kafkaStream: config.kafka.stream,
+      transactions: parts.transactions,
       restore: objectStore === null ? null : (request) =>
         restoreFromBucket({
           catalog: broker.catalog,

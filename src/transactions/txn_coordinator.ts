@@ -106,6 +106,8 @@ export class TxnCoordinator {
   readonly ended = { committed: 0, aborted: 0 };
   /** Marker writes that failed and were tried again (a counter). */
   markerFailures = 0;
+  /** Partition loads that completed, their total and longest time (clock ms; Kafka's partition-load-time). */
+  readonly loads = { count: 0, totalMs: 0, maxMs: 0 };
 
   constructor(deps: TxnCoordinatorDeps) {
     this.#deps = deps;
@@ -388,11 +390,20 @@ export class TxnCoordinator {
     const p = new LedTxnPartition(index, epoch);
     this.#partitions.set(index, p);
     this.#deps.logger.info("loading transaction state partition", { partition: index, leader_epoch: epoch });
+    const startedMs = this.#deps.clock.nowMs();
     this.#deps.log.replay(index, (record) => p.replayed(record)).then((replayed) => {
       if (!this.#current(p)) return;
       const effects = p.loaded(this.#deps.settings);
       this.#appended(p, replayed.bytes);
-      this.#deps.logger.info("transaction state partition loaded", { partition: index, ids: p.txns.size });
+      const loadMs = this.#deps.clock.nowMs() - startedMs;
+      this.loads.count++;
+      this.loads.totalMs += loadMs;
+      this.loads.maxMs = Math.max(this.loads.maxMs, loadMs);
+      this.#deps.logger.info("transaction state partition loaded", {
+        partition: index,
+        ids: p.txns.size,
+        load_ms: loadMs,
+      });
       this.#run(p, effects);
     }).catch((error) => {
       rethrowBug(error, this.#deps.logger, "loading a transaction state partition threw; the process stops", {

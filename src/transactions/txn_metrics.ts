@@ -19,7 +19,8 @@ function countFrom(registry: Registry, name: string, help: string, read: () => n
 /**
  * The transaction coordinator's metrics, read from its state at scrape time: the transactional ids
  * it coordinates and their open transactions, transactions ended by outcome, those aborted at their
- * timeout, and marker writes that failed.
+ * timeout, marker writes that failed, and the loads of `__transaction_state` partitions (how many,
+ * their total and longest time).
  */
 export function registerTxnMetrics(registry: Registry, coordinator: TxnCoordinator): void {
   new Gauge({
@@ -64,4 +65,24 @@ export function registerTxnMetrics(registry: Registry, coordinator: TxnCoordinat
     "Writes of a transaction's markers that failed for some partition and were tried again.",
     () => coordinator.markerFailures,
   );
+  countFrom(
+    registry,
+    "strata_txn_partition_loads_total",
+    "Loads of a __transaction_state partition this node came to lead that completed.",
+    () => coordinator.loads.count,
+  );
+  countFrom(
+    registry,
+    "strata_txn_partition_load_seconds_total",
+    "Time spent loading __transaction_state partitions, from leadership to serving, over every completed load.",
+    () => coordinator.loads.totalMs / 1000,
+  );
+  new Gauge({
+    name: "strata_txn_partition_load_seconds_max",
+    help: "The longest load of a __transaction_state partition since the process started.",
+    registers: [registry],
+    collect() {
+      this.set(coordinator.loads.maxMs / 1000);
+    },
+  });
 }

@@ -105,6 +105,31 @@ t.test("DescribeTransactions and ListTransactions show an ongoing transaction an
   t.same(await list([], []), { error: 0, unknown: [], listed: [["tv", producerId, "Ongoing"]] });
   t.same(await list(["Empty", "Sleeping"], []), { error: 0, unknown: ["Sleeping"], listed: [] }, "by state");
   t.same(await list([], [producerId + 1]), { error: 0, unknown: [], listed: [] }, "by producer id");
+
+  // The same state through the HTTP API.
+  const get = async (path: string) => {
+    const response = await opened.raw(path);
+    return { status: response.status, body: await response.json() };
+  };
+  const view = {
+    transactional_id: "tv",
+    producer_id: producerId,
+    producer_epoch: epoch,
+    state: "Ongoing",
+    timeout_ms: 60_000,
+    started_at: opened.clock.wallMs(),
+    updated_at: opened.clock.wallMs(),
+    partitions: [{ topic: "orders", partition: 0 }, { topic: "orders", partition: 1 }],
+  };
+  t.same(await get("/transactions"), { status: 200, body: { transactions: [view] } }, "open transactions");
+  t.same(await get("/transactions?state=Empty,CompleteCommit"), { status: 200, body: { transactions: [] } });
+  t.same((await get("/transactions?state=all")).body.transactions, [view]);
+  t.same(await get("/transactions/tv"), { status: 200, body: view });
+  const unknown = await get("/transactions/nobody");
+  t.same([unknown.status, unknown.body.error], [404, "not_found"]);
+  const badState = await get("/transactions?state=Sleeping");
+  t.same([badState.status, badState.body.error], [400, "invalid_state"]);
+  t.match(badState.body.message, /state "Sleeping" is none of all, Empty, Ongoing/);
 });
 
 /** The first flexible version of the APIs asked here (their response header has tagged fields from it). */

@@ -21,12 +21,19 @@ t.test("bench:kafka --quick reports every server and the ratios", {
   const positive = (x: unknown) => typeof x === "number" && x > 0;
   t.match(out, /strata idempotent\s+produce/);
   t.match(out, /idempotent_vs_plain\s+\d/);
-  for (
-    const run of [result.null_broker, result.strata.interval, result.strata.always, result.strata.idempotent]
-  ) {
+  t.match(out, /strata transactional\s+produce/);
+  t.match(out, /transactional_vs_plain\s+\d/);
+  t.match(out, /read_committed_vs_uncommitted\s+\d/);
+  const { null_broker, strata } = result;
+  for (const run of [null_broker, strata.interval, strata.always, strata.idempotent, strata.transactional]) {
     t.ok(positive(run.produce.mb_s) && positive(run.consume.mb_s), "throughputs measured");
     t.ok(positive(run.produce.p99_ms) && run.produce.p99_ms >= run.produce.p50_ms, "produce p50 <= p99");
   }
+  t.ok(positive(strata.transactional.consume_read_committed.mb_s), "read_committed measured");
+  t.ok(
+    strata.transactional.produce.transactions >= 4,
+    "each producer committed at least its last transaction",
+  );
   t.ok(positive(result.http.produce_mb_s) && positive(result.http.consume_mb_s), "the HTTP path measured");
   t.equal(result.settings.records_per_producer, 3000);
   t.same(Object.keys(result.targets), [
@@ -35,5 +42,8 @@ t.test("bench:kafka --quick reports every server and the ratios", {
     "produce_vs_http",
     "consume_vs_http",
     "idempotent_vs_plain",
+    "transactional_vs_plain",
+    "read_committed_vs_uncommitted",
   ]);
+  t.ok(result.ratios.transactional_vs_idempotent > 0, "the commits' cost alone, reported without a target");
 });

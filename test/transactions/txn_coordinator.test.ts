@@ -269,3 +269,24 @@ t.test("the metrics: ids and open transactions from the state, ends by result, t
   t.equal(value("strata_txn_timed_out_total"), 1);
   t.equal(value("strata_txn_marker_failures_total"), 1);
 });
+
+t.test("the load-time metrics: completed loads of the partition led here, their total and longest time", async (t) => {
+  const log = new MemoryInternalLog<TxnLogRecord>(1, txnCodec);
+  const { coordinator, clock } = coordinatorOn(log);
+  const registry = new Registry();
+  registerTxnMetrics(registry, coordinator);
+  const replay = log.replay.bind(log);
+  log.replay = async (partition, visit) => {
+    const replayed = await replay(partition, visit);
+    clock.advance(250);
+    return replayed;
+  };
+  coordinator.onTick(clock.nowMs());
+  await flush();
+  t.same(coordinator.loads, { count: 1, totalMs: 250, maxMs: 250 }, "the load, as the clock measured it");
+  const text = await registry.metrics();
+  const value = (line: string) => Number(new RegExp(`^${line} (\\S+)$`, "m").exec(text)?.[1]);
+  t.equal(value("strata_txn_partition_loads_total"), 1);
+  t.equal(value("strata_txn_partition_load_seconds_total"), 0.25);
+  t.equal(value("strata_txn_partition_load_seconds_max"), 0.25);
+});

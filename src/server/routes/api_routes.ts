@@ -20,6 +20,8 @@ import { partitionStatsView, producedView, streamView, topicView } from "../code
 import type { GroupCoordinator } from "../../groups/group_coordinator.ts";
 import { offsetsTopicName } from "../../groups/offsets/offsets_log.ts";
 import { deleteGroup, groupIdOf, groupsView, groupView, offsetsView, resetOffsets } from "./group_routes.ts";
+import type { TxnCoordinator } from "../../transactions/txn_coordinator.ts";
+import { transactionalIdOf, transactionsView, transactionView } from "./txn_routes.ts";
 import { parseRestoreRequest, type RestoreRunner } from "./restore_route.ts";
 import { parseReadReplicaSource, type ReadReplicaRunner } from "./read_replica_route.ts";
 import type { ReadReplicaSource } from "../../broker/catalog/topic_options.ts";
@@ -45,6 +47,8 @@ export interface RouteContext {
   groups: GroupCoordinator | null;
   /** `[kafka] stream`: where the groups' topics live. */
   kafkaStream: string;
+  /** The transaction coordinator; null without the Kafka listener. */
+  transactions: TxnCoordinator | null;
   /** Restores a topic from the bucket; null without tiered storage. */
   restore: RestoreRunner;
   /** Creates a read-replica topic; null without tiered storage. */
@@ -236,6 +240,16 @@ export const apiRoutes: Route[] = [
   route("PUT", "/groups/:group/offsets", async (c) => {
     return reply(c, 200, await resetOffsets(c, groupIdOf(c.params[0]), await body(c)));
   }),
+  route(
+    "GET",
+    "/transactions",
+    (c) => Promise.resolve(reply(c, 200, transactionsView(c.transactions, c.url))),
+  ),
+  route(
+    "GET",
+    "/transactions/:id",
+    (c) => Promise.resolve(reply(c, 200, transactionView(c.transactions, transactionalIdOf(c.params[0])))),
+  ),
   route("POST", "/admin/restore", async (c) => {
     const request = parseRestoreRequest(await body(c));
     if (c.restore === null) {
