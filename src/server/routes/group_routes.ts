@@ -1,3 +1,4 @@
+import { pathIdOf } from "./path_ids.ts";
 import { NotLeaderError, ResourceNotFoundError, UnavailableError } from "../../broker/broker_errors.ts";
 import type { Catalog } from "../../broker/catalog/catalog.ts";
 import type { DataPlane } from "../../broker/data_plane.ts";
@@ -24,21 +25,7 @@ export interface GroupRouteDeps {
 
 /** The group id of a path segment: URL-decoded, 1 to `groupIdCharsMax` characters. */
 export function groupIdOf(segment: string | undefined): string {
-  let id: string;
-  try {
-    id = decodeURIComponent(segment ?? "");
-  } catch (error) {
-    throw badRequest("invalid_group_id", "Cannot use the group id: it is not URL-encoded text", {
-      cause: error,
-    });
-  }
-  if (id.length < 1 || id.length > groupIdCharsMax) {
-    throw badRequest(
-      "invalid_group_id",
-      `Cannot use the group id: it must be 1 to ${groupIdCharsMax} characters`,
-    );
-  }
-  return id;
+  return pathIdOf(segment, "group id", "invalid_group_id", groupIdCharsMax);
 }
 
 export function coordinatorOf(deps: GroupRouteDeps): GroupCoordinator {

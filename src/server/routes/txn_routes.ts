@@ -1,3 +1,4 @@
+import { pathIdOf } from "./path_ids.ts";
 import type { TxnError } from "../../transactions/core/txn_events.ts";
 import {
   kafkaTxnStateNames,
@@ -21,25 +22,7 @@ const phaseOfKafkaName = new Map(
 
 /** The transactional id of a path segment: URL-decoded, 1 to `transactionalIdCharsMax` characters. */
 export function transactionalIdOf(segment: string | undefined): string {
-  let id: string;
-  try {
-    id = decodeURIComponent(segment ?? "");
-  } catch (error) {
-    throw badRequest(
-      "invalid_transactional_id",
-      "Cannot use the transactional id: it is not URL-encoded text",
-      {
-        cause: error,
-      },
-    );
-  }
-  if (id.length < 1 || id.length > transactionalIdCharsMax) {
-    throw badRequest(
-      "invalid_transactional_id",
-      `Cannot use the transactional id: it must be 1 to ${transactionalIdCharsMax} characters`,
-    );
-  }
-  return id;
+  return pathIdOf(segment, "transactional id", "invalid_transactional_id", transactionalIdCharsMax);
 }
 
 function coordinatorOf(transactions: TxnCoordinator | null): TxnCoordinator {
