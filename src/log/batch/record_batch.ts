@@ -193,6 +193,13 @@ export function stampProducer(
   view.setUint32(batchField.crc, computeBatchCrc(batch));
 }
 
+/** Sets the batch's transactional attribute (a batch a transactional producer sends), and its CRC again. */
+export function setTransactional(batch: Uint8Array): void {
+  const view = new DataView(batch.buffer, batch.byteOffset, recordBatchHeaderBytes);
+  view.setInt16(batchField.attributes, view.getInt16(batchField.attributes) | 0x10);
+  view.setUint32(batchField.crc, computeBatchCrc(batch));
+}
+
 /** Reads an i64 that must be exact as a JavaScript number (offsets, milliseconds, producer ids). */
 function readInt64(view: DataView, at: number): number {
   const value = view.getBigInt64(at);

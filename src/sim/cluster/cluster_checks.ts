@@ -49,7 +49,18 @@ export function incarnationOf(partition: Partition): string {
   return `${sb.createdRevision}-${sb.purgeGeneration}`;
 }
 
-/** The checks after every step: the floor, each replica's eviction, and each leader's high watermark. */
+/** A leader's last stable offset against what was seen under its epoch, and its high watermark. */
+function checkLastStableOffset(w: ClusterWorld, epoch: number, partition: Partition): void {
+  const { lastStableOffset, highWatermark } = partition.log;
+  const seen = w.promises.lastStableOffsetOf;
+  w.fail(inv.lastStableOffsetMonotone(seen, epoch, lastStableOffset, highWatermark));
+  seen.set(epoch, Math.max(seen.get(epoch) ?? 0, lastStableOffset));
+}
+
+/**
+ * The checks after every step: the floor, each replica's eviction, and each leader's high watermark
+ * and last stable offset.
+ */
 export function checkStep(w: ClusterWorld): void {
   recordStateChange(w);
   recordLeaderChange(w);
@@ -70,6 +81,7 @@ export function checkStep(w: ClusterWorld): void {
       w.fail(inv.highWatermarkMonotone(w.promises.highWatermarkOf, epoch, partition.log.highWatermark));
       const before = w.promises.highWatermarkOf.get(epoch) ?? 0;
       w.promises.highWatermarkOf.set(epoch, Math.max(before, partition.log.highWatermark));
+      checkLastStableOffset(w, epoch, partition);
     }
   }
   w.fail(inv.floorCommitted(committed, Math.max(0, ...w.promises.highWatermarkOf.values())));

@@ -46,6 +46,25 @@ export function highWatermarkMonotone(
     : `under leader epoch ${leaderEpoch} the high watermark went back from ${before} to ${highWatermark}`;
 }
 
+/**
+ * A leader's last stable offset never goes back within its leader epoch, and never passes its high
+ * watermark: a read_committed consumer never loses what it was allowed to read.
+ */
+export function lastStableOffsetMonotone(
+  lastStableOffsetOf: ReadonlyMap<number, number>,
+  leaderEpoch: number,
+  lastStableOffset: number,
+  highWatermark: number,
+): string | null {
+  if (lastStableOffset > highWatermark) {
+    return `under leader epoch ${leaderEpoch} the last stable offset ${lastStableOffset} is above the high watermark ${highWatermark}`;
+  }
+  const before = lastStableOffsetOf.get(leaderEpoch);
+  return before === undefined || lastStableOffset >= before
+    ? null
+    : `under leader epoch ${leaderEpoch} the last stable offset went back from ${before} to ${lastStableOffset}`;
+}
+
 /** The committed floor never goes back (purges are refused in a cluster, so one generation holds). */
 export function floorMonotone(seenFloor: number, committedFloor: number): string | null {
   return committedFloor >= seenFloor
@@ -241,4 +260,37 @@ function concat(parts: readonly Uint8Array[]): Uint8Array {
     at += p.length;
   }
   return out;
+}
+
+/** Whether a value is a transactional producer's (`TransactionalSimProducer`: "t{transaction}.{batch}"). */
+export function isTransactional(value: string): boolean {
+  return value.startsWith("t");
+}
+
+/**
+ * A read_committed read-back holds no record of an aborted transaction nor of one whose end is not
+ * known, and every record of every committed transaction: each transaction is seen whole or not
+ * at all.
+ */
+export function atomicallyVisible(
+  outcomes: ReadonlyMap<string, "commit" | "abort">,
+  readCommitted: ReadonlyMap<number, string>,
+): string | null {
+  const seen = new Set<string>();
+  for (const [offset, value] of readCommitted) {
+    if (!isTransactional(value)) continue;
+    const outcome = outcomes.get(value);
+    if (outcome !== "commit") {
+      return `read_committed read ${value} at offset ${offset}, of a transaction ${
+        outcome === "abort" ? "aborted" : "not ended"
+      }`;
+    }
+    seen.add(value);
+  }
+  for (const [value, outcome] of outcomes) {
+    if (outcome === "commit" && !seen.has(value)) {
+      return `read_committed missed ${value} of a committed transaction`;
+    }
+  }
+  return null;
 }

@@ -8,7 +8,13 @@ import type { ClusterScenario, ScheduledEvent } from "./cluster_scenarios.ts";
 import { simTopicOptions, streamName, topicName } from "./cluster_settings.ts";
 import { clusterStreams, clusterStreamSeed } from "./cluster_streams.ts";
 import { advance, until, withTime } from "./cluster_time.ts";
-import { liveInFlight, produceIdempotent, produceOne, readBack } from "./cluster_workload.ts";
+import {
+  liveInFlight,
+  produceIdempotent,
+  produceOne,
+  produceTransactional,
+  readBack,
+} from "./cluster_workload.ts";
 import { ClusterWorld, type EventCounts } from "./cluster_world.ts";
 import * as inv from "./cluster_invariants.ts";
 import { killProcess } from "./sim_cluster_node.ts";
@@ -139,6 +145,7 @@ async function runSteps(
     if (w.workload.chance(produceChance)) {
       produceOne(w);
       produceIdempotent(w);
+      produceTransactional(w);
     }
     await advance(w);
     checkStep(w);
@@ -162,10 +169,13 @@ function healAll(w: ClusterWorld): void {
 async function endPhases(w: ClusterWorld): Promise<void> {
   if (w.faultsActive) healAll(w);
   // Every produce in flight answered first: one acknowledged after the read-back began would be
-  // missing from what it read.
+  // missing from what it read. The transactional producer ends its last transaction meanwhile.
   const converged = await until(
     w,
-    () => w.partition !== null && liveInFlight(w) === 0 && caughtUp(w),
+    () => {
+      if (!w.transactional.settled()) produceTransactional(w);
+      return w.partition !== null && liveInFlight(w) === 0 && w.transactional.settled() && caughtUp(w);
+    },
     livenessDeadlineMs,
   );
   if (!converged) {
@@ -177,8 +187,24 @@ async function endPhases(w: ClusterWorld): Promise<void> {
   if (read === null) return w.fail("the read-back did not end");
   w.fail(inv.acknowledgedPresent(w.promises.acknowledged, read.value));
   w.fail(inv.noValueTwice(read.value));
+  if (w.violation === null) await readBackCommitted(w);
   if (w.violation === null) await gcWindow(w);
   w.record(`end floor=${committedFloor(w)?.upToOffset ?? 0} acked=${w.promises.acknowledged.size}`);
+}
+
+/**
+ * The read_committed read-back: every acknowledged record of the plain and idempotent producers,
+ * and the transactional producer's transactions whole or not at all.
+ */
+async function readBackCommitted(w: ClusterWorld): Promise<void> {
+  const read = await withTime(w, readBack(w, true), livenessDeadlineMs);
+  if (read === null) return w.fail("the read_committed read-back did not end");
+  const untransacted = [...w.promises.acknowledged].filter(([, value]) => !inv.isTransactional(value));
+  w.fail(inv.acknowledgedPresent(new Map(untransacted), read.value));
+  w.fail(inv.atomicallyVisible(w.promises.txnOutcomes, read.value));
+  w.record(
+    `read_committed: ${read.value.size} records, ${w.promises.txnOutcomes.size} transactional values ended`,
+  );
 }
 
 /** Every node runs, one leads, and every replica's log ends where the leader's high watermark is. */

@@ -53,6 +53,11 @@ export function produceIdempotent(w: ClusterWorld): void {
   w.idempotent.step(w, (pending, offset) => acknowledged(w, pending, offset));
 }
 
+/** A step of the run's transactional producer (`TransactionalSimProducer`), its acknowledgements checked as the others'. */
+export function produceTransactional(w: ClusterWorld): void {
+  w.transactional.step(w, w.workload, (pending, offset) => acknowledged(w, pending, offset));
+}
+
 function acknowledged(w: ClusterWorld, p: PendingProduce, offset: number): void {
   if (p.topicLife !== w.topicLife) return w.record(`ack ${p.value} of a deleted topic`);
   const promises = w.promises;
@@ -64,21 +69,25 @@ function acknowledged(w: ClusterWorld, p: PendingProduce, offset: number): void 
 }
 
 /**
- * Reads the partition back from the leader, from offset 0 to its high watermark: evicted segments
- * come through the chunk cache. Returns the values by offset; `withTime` moves the clock meanwhile.
+ * Reads the partition back from the leader, from offset 0 to its high watermark (read_committed,
+ * with `committed`: to its last stable offset, without aborted transactions' records): evicted
+ * segments come through the chunk cache. Returns the values by offset; `withTime` moves the clock
+ * meanwhile.
  */
-export async function readBack(w: ClusterWorld): Promise<Map<number, string>> {
+export async function readBack(w: ClusterWorld, committed = false): Promise<Map<number, string>> {
   const leader = w.leader();
   const life = leader?.life;
   if (leader === null || life === null || life === undefined) throw new Error("Cannot read back: no leader");
   const read = new Map<number, string>();
-  const end = leader.partition(w)!.log.highWatermark;
+  const log = leader.partition(w)!.log;
+  const end = committed ? log.lastStableOffset : log.highWatermark;
   let offset = 0;
   for (let polls = 0; offset < end && polls <= end; polls++) {
     const result = await life.broker.dataPlane.poll(streamName, topicName, 0, {
       offset,
       count: readBackCount,
       maxBytes: readBackMaxBytes,
+      committed,
     });
     for (const m of result.messages) read.set(m.offset, m.payload === null ? "" : decoder.decode(m.payload));
     result.release();

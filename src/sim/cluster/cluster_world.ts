@@ -10,6 +10,7 @@ import { etcdPrefix, nodeIds, type SimPartition } from "./cluster_settings.ts";
 import type { ClusterScenario } from "./cluster_scenarios.ts";
 import { SimClusterNode } from "./sim_cluster_node.ts";
 import { IdempotentSimProducer } from "./idempotent_producer.ts";
+import { TransactionalSimProducer } from "./transactional_producer.ts";
 
 /** A produce the workload sent and has not heard the end of. */
 export interface PendingProduce {
@@ -58,6 +59,10 @@ export interface ClusterPromises {
   highWatermarkOf: Map<number, number>;
   /** The highest committed floor seen. */
   floorSeen: number;
+  /** The highest last stable offset seen under each leader epoch. */
+  lastStableOffsetOf: Map<number, number>;
+  /** Each transactional value's transaction's end, once its marker was acknowledged. */
+  txnOutcomes: Map<string, "commit" | "abort">;
 }
 
 /** Nothing promised yet: a new topic's offsets and epochs start over. */
@@ -67,6 +72,8 @@ export function newPromises(): ClusterPromises {
     ackedLeaderOf: new Map(),
     highWatermarkOf: new Map(),
     floorSeen: 0,
+    lastStableOffsetOf: new Map(),
+    txnOutcomes: new Map(),
   };
 }
 
@@ -104,6 +111,8 @@ export class ClusterWorld {
   producesSent = 0;
   /** The run's idempotent producer, beside the plain produces. */
   readonly idempotent = new IdempotentSimProducer();
+  /** The run's transactional producer, which also writes its transactions' markers. */
+  readonly transactional = new TransactionalSimProducer();
   readonly counts: EventCounts = {
     crashesMidUpload: 0,
     wipes: 0,

@@ -81,20 +81,31 @@ export class IdempotentSimProducer {
 
   #next(): InFlightBatch {
     const value = `i${this.#sent++}`;
-    const bytes = encodeRecordBatch([{
-      offsetDelta: 0,
-      timestampDelta: 0,
-      key: null,
-      value: new TextEncoder().encode(value),
-      headers: [],
-    }], {
-      baseOffset: 0,
-      baseTimestampMs: 1_700_000_000_000,
-      maxTimestampMs: 1_700_000_000_000,
-      timestampType: "create_time",
-    });
-    stampProducer(bytes, simProducerId, this.#epoch, this.#nextSequence++);
+    const bytes = producerBatch(value, simProducerId, this.#epoch, this.#nextSequence++);
     this.#inFlight = { value, bytes, attempts: 0, sending: null };
     return this.#inFlight;
   }
+}
+
+/** A batch of one record, `value`, of producer `producerId` at `epoch` and `sequence`. */
+export function producerBatch(
+  value: string,
+  producerId: number,
+  epoch: number,
+  sequence: number,
+): Uint8Array {
+  const bytes = encodeRecordBatch([{
+    offsetDelta: 0,
+    timestampDelta: 0,
+    key: null,
+    value: new TextEncoder().encode(value),
+    headers: [],
+  }], {
+    baseOffset: 0,
+    baseTimestampMs: 1_700_000_000_000,
+    maxTimestampMs: 1_700_000_000_000,
+    timestampType: "create_time",
+  });
+  stampProducer(bytes, producerId, epoch, sequence);
+  return bytes;
 }

@@ -1,9 +1,4 @@
-import {
-  batchField,
-  computeBatchCrc,
-  encodeRecordBatch,
-  stampProducer,
-} from "../../../src/log/batch/record_batch.ts";
+import { encodeRecordBatch, setTransactional, stampProducer } from "../../../src/log/batch/record_batch.ts";
 
 /**
  * A Kafka record batch of `count` one-byte records as an idempotent producer sends it: producer
@@ -42,8 +37,6 @@ export function transactionalBatch(
   count: number,
 ): Uint8Array {
   const batch = idempotentBatch(producerId, epoch, sequence, count);
-  const view = new DataView(batch.buffer, batch.byteOffset, batch.byteLength);
-  view.setInt16(batchField.attributes, view.getInt16(batchField.attributes) | 0x10);
-  view.setUint32(batchField.crc, computeBatchCrc(batch));
+  setTransactional(batch);
   return batch;
 }

@@ -186,3 +186,34 @@ t.test("a merge's object holds the bytes of the segments it replaced", (t) => {
   );
   t.end();
 });
+
+t.test("a leader's last stable offset may not go back within its epoch nor pass its high watermark", (t) => {
+  const seen = new Map([[2, 30]]);
+  t.equal(inv.lastStableOffsetMonotone(seen, 2, 30, 40), null);
+  t.equal(inv.lastStableOffsetMonotone(seen, 3, 10, 40), null, "a new epoch starts its own");
+  t.match(inv.lastStableOffsetMonotone(seen, 2, 29, 40), /last stable offset went back from 30 to 29/);
+  t.match(
+    inv.lastStableOffsetMonotone(seen, 2, 41, 40),
+    /last stable offset 41 is above the high watermark 40/,
+  );
+  t.end();
+});
+
+t.test("read_committed sees each transaction whole or not at all, and no aborted or open one", (t) => {
+  const outcomes = new Map<string, "commit" | "abort">([
+    ["t0.0", "commit"],
+    ["t0.1", "commit"],
+    ["t1.0", "abort"],
+  ]);
+  t.equal(inv.atomicallyVisible(outcomes, new Map([[0, "v0"], [1, "t0.0"], [3, "t0.1"]])), null);
+  t.match(
+    inv.atomicallyVisible(outcomes, new Map([[1, "t0.0"], [2, "t1.0"], [3, "t0.1"]])),
+    /read t1.0 at offset 2, of a transaction aborted/,
+  );
+  t.match(
+    inv.atomicallyVisible(outcomes, new Map([[1, "t0.0"], [3, "t0.1"], [4, "t2.0"]])),
+    /read t2.0 at offset 4, of a transaction not ended/,
+  );
+  t.match(inv.atomicallyVisible(outcomes, new Map([[1, "t0.0"]])), /missed t0.1 of a committed transaction/);
+  t.end();
+});
