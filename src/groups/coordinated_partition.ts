@@ -31,8 +31,11 @@ export class CoordinatedPartition {
   /** The bytes the last checkpoint wrote: the next waits until as many again were appended. */
   checkpointBytes = 0;
   checkpointQueued = false;
-  /** Groups whose metadata is queued to be written (once, with the state it has then). */
-  readonly persistQueued = new Set<string>();
+  /**
+   * Groups whose metadata is queued to be written (once, with the state it has then), each with
+   * the write's end: what a step answers after its persist waits for it.
+   */
+  readonly persistQueued = new Map<string, Promise<void>>();
   /** Group records read at load, taken up as groups once the load completes. */
   #storedGroups: Map<string, StoredGroup> | null = new Map();
   readonly #appends: SerialQueue;

@@ -232,9 +232,11 @@ export class GroupCoordinator {
   }
 
   /**
-   * One step of a group: its answers go to their waiting requests, its persist request queues the
-   * group's metadata, and its next deadline goes to the due heap. An empty group with no member id
-   * given out and no committed offset is forgotten (its metadata's tombstone is queued).
+   * One step of a group: its persist request queues the group's metadata, its answers go to their
+   * waiting requests (once that write ended, when the step persisted: a member is told of an
+   * assignment, a replacement or a leave only once a new coordinator would know it, as Kafka
+   * answers SyncGroup), and its next deadline goes to the due heap. An empty group with no member
+   * id given out and no committed offset is forgotten (its metadata's tombstone is queued).
    */
   step(p: CoordinatedPartition, groupId: string, event: GroupEvent): void {
     const nowMs = this.#deps.clock.nowMs();
@@ -248,9 +250,12 @@ export class GroupCoordinator {
     } else {
       this.#due.schedule(groupId, groupDueMs(next));
     }
+    const persists = effects.some((e) => e.kind === "persist") && (!forget || state.generation > 0);
+    const written = persists ? this.persist(p, groupId) : null;
     for (const effect of effects) {
-      if (effect.kind === "answer") this.#answer(effect.requestId, effect.answer);
-      else if (!forget || state.generation > 0) this.persist(p, groupId);
+      if (effect.kind !== "answer") continue;
+      if (written === null) this.#answer(effect.requestId, effect.answer);
+      else void written.then(() => this.#answerAfterWrite(effect.requestId, effect.answer));
     }
   }
 
@@ -261,10 +266,18 @@ export class GroupCoordinator {
     waiter.resolve(answer);
   }
 
-  /** Queues the group's metadata (as it is when the append runs; a tombstone when it is gone then). */
-  persist(p: CoordinatedPartition, groupId: string): void {
-    if (p.persistQueued.has(groupId)) return;
-    p.persistQueued.add(groupId);
+  /** An answer that waited for its step's write: unless the partition was unloaded meanwhile, which answered it. */
+  #answerAfterWrite(requestId: number, answer: GroupAnswer): void {
+    if (this.#waiting.has(requestId)) this.#answer(requestId, answer);
+  }
+
+  /**
+   * Queues the group's metadata (as it is when the append runs; a tombstone when it is gone then).
+   * Resolves once that write ended, written or not (a failure is logged here).
+   */
+  persist(p: CoordinatedPartition, groupId: string): Promise<void> {
+    const queued = p.persistQueued.get(groupId);
+    if (queued !== undefined) return queued;
     const write = async () => {
       p.persistQueued.delete(groupId);
       const state = p.groups.get(groupId);
@@ -272,11 +285,12 @@ export class GroupCoordinator {
       const appended = await this.#deps.log.append(p.index, [{ kind: "group", groupId, value }]);
       this.appended(p, appended.bytes);
     };
-    p.enqueue(write).catch((error) => {
+    const written = p.enqueue(write).catch((error) => {
       rethrowBug(error, this.#deps.logger, "writing a group's metadata threw; the process stops", {
         group: groupId,
       });
-      p.persistQueued.delete(groupId);
+      // Refused before it ran (a full queue): the next step's persist queues another.
+      if (p.persistQueued.get(groupId) === written) p.persistQueued.delete(groupId);
       this.#deps.logger.warn("group metadata not written", {
         group: groupId,
         partition: p.index,
@@ -284,6 +298,8 @@ export class GroupCoordinator {
         error,
       });
     });
+    p.persistQueued.set(groupId, written);
+    return written;
   }
 
   /** Counts appended bytes, and queues a checkpoint once enough accumulated since the last. */

@@ -302,3 +302,40 @@ t.test("groups_max bounds the groups a join or a commit may create, groups of of
     "a group known by its offsets may still be joined",
   );
 });
+
+t.test("a leave that empties the group is answered once the empty group is in the log, which a new coordinator reads", async (t) => {
+  const { coordinator, log, clock } = await loaded();
+  const { leader, follower } = await stableGroup(coordinator, "g");
+  await commitOffsets(coordinator, {
+    groupId: "g",
+    memberId: follower.memberId,
+    groupInstanceId: null,
+    generation: follower.generation,
+    offsets: [offset(0, 5)],
+  });
+  const leaving = (memberId: string) =>
+    coordinator.leave({ groupId: "g", members: [{ memberId, groupInstanceId: null }] });
+  await leaving(follower.memberId);
+  await flush();
+  let release = () => {};
+  log.gate = new Promise<void>((resolve) => (release = resolve));
+  let answered = false;
+  const left = leaving(leader.memberId).then((answer) => {
+    answered = true;
+    return answer;
+  });
+  await flush();
+  t.equal(describeGroups(coordinator, ["g"])[0]!.state, "Empty", "the group is empty at once");
+  t.notOk(answered, "the leave waits for the empty group's record");
+  log.gate = null;
+  release();
+  t.same((await left).members.map((m) => m.error), [null]);
+  // The node crashes as soon as the leave is answered: the next coordinator reads an empty group.
+  const p = offsetsPartitionOf("g", 2);
+  log.epochs[p] = 1;
+  const next = coordinatorOn(log, clock).coordinator;
+  next.onTick(clock.nowMs());
+  await flush();
+  const described = describeGroups(next, ["g"])[0]!;
+  t.same([described.state, described.members.length], ["Empty", 0], "no member is left to wait for");
+});
