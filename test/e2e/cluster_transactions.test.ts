@@ -6,7 +6,8 @@ import { etcdUnavailableReason } from "../helpers/harnesses/etcd_harness.ts";
 import { coordinatorPort } from "../helpers/kafka/find_coordinator.ts";
 import { kcatValues } from "../helpers/kafka/isolated_reads.ts";
 import { kcatUnavailable } from "../helpers/kafka/kcat.ts";
-import { startStrataCluster } from "../helpers/strata_cluster.ts";
+import { type ClusterOptions, startStrataCluster } from "../helpers/strata_cluster.ts";
+import { HoldingProxy } from "../helpers/kafka/holding_proxy.ts";
 import { realTime, waitFor } from "../helpers/wait_for.ts";
 
 /** The waits on the cluster: real time, checked every 50 ms. */
@@ -14,13 +15,19 @@ const pace = realTime(50);
 // Transactions on a 3-node cluster: a transaction's partitions are led by different nodes, so its
 // coordinator writes the markers of the partitions it leads itself and sends the others to their
 // leaders (NodeTxnMarkers). read_committed readers of every partition see the committed records
-// and none of the aborted ones, also when the coordinator's node is killed as a commit is answered.
+// and none of the aborted ones, also when the coordinator's node is killed after a commit was
+// answered and before every marker was written.
 const skip = etcdUnavailableReason() ?? kcatUnavailable() ?? false;
 const partitions = 3;
 
 /** A 3-node cluster with `topic` of three partitions, each replicated three times, and a client. */
-async function clusterWithTopic(t: Test, portBase: number, topic: string) {
-  const cluster = await startStrataCluster(t, { portBase });
+async function clusterWithTopic(
+  t: Test,
+  portBase: number,
+  topic: string,
+  options: Partial<ClusterOptions> = {},
+) {
+  const cluster = await startStrataCluster(t, { ...options, portBase });
   const kafka = new Kafka({
     clientId: `strata-cluster-${topic}`,
     brokers: cluster.bootstrap.split(","),
@@ -32,16 +39,16 @@ async function clusterWithTopic(t: Test, portBase: number, topic: string) {
   await admin.connect();
   t.teardown(() => admin.disconnect());
   await admin.createTopics({ topics: [{ topic, numPartitions: partitions, replicationFactor: 3 }] });
-  const leaders = new Set<number>();
+  /** Each partition's leader, by partition. */
+  const leaderOf: number[] = [];
   await waitFor("every partition led with three in sync", async () => {
     const states = await Promise.all(
       Array.from({ length: partitions }, (_, p) => describePartition(cluster.bootstrap, topic, p)),
     );
-    leaders.clear();
-    for (const s of states) if (s !== null) leaders.add(s.leader);
+    leaderOf.splice(0, leaderOf.length, ...states.map((s) => s?.leader ?? -1));
     return states.every((s) => s !== null && s.leader > 0 && s.isr.length === 3);
   }, { deadlineMs: 20_000, pace });
-  return { cluster, kafka, leaders };
+  return { cluster, kafka, leaders: new Set(leaderOf), leaderOf };
 }
 
 /** One record on every partition, `round-p`, in one transaction of `producer`. */
@@ -86,33 +93,56 @@ t.test("a transaction across partitions led by three nodes commits and aborts on
 });
 
 t.test(
-  "the coordinator's node SIGKILLed as the commit is answered: the new coordinator completes it everywhere",
-  {
-    skip,
-    timeout: 300_000,
-  },
+  "the coordinator's node SIGKILLed between EndTxn and the markers: a new coordinator completes the commit everywhere",
+  { skip, timeout: 300_000 },
   async (t) => {
     const topic = "txk";
-    const { cluster, kafka } = await clusterWithTopic(t, 33_500, topic);
-    const producer = kafka.producer({
-      transactionalId: "killed-coordinator",
-      maxInFlightRequests: 1,
-      idempotent: true,
+    const portBase = 33_500;
+    // Each node advertises a proxy before its Kafka listener: holding one node's proxy keeps the
+    // coordinator's markers from reaching the partition that node leads.
+    const proxies = await Promise.all([1, 2, 3].map(() => HoldingProxy.start()));
+    t.teardown(() => Promise.all(proxies.map((p) => p.close())));
+    const proxyOf = (id: number) => proxies[id - 1]!;
+    proxies.forEach((p, i) => (p.target = { host: "127.0.0.1", port: portBase + 30 + i + 1 }));
+    const { cluster, kafka, leaderOf } = await clusterWithTopic(t, portBase, topic, {
+      advertisedKafka: (id) => `127.0.0.1:${proxyOf(id).port}`,
     });
+    const transactionalId = "killed-coordinator";
+    const producer = kafka.producer({ transactionalId, maxInFlightRequests: 1, idempotent: true });
     await producer.connect();
     const txn = await producer.transaction();
     await txn.send(onEveryPartition(topic, "all"));
-    const port = await coordinatorPort("killed-coordinator", cluster.nodes, coordinatorKeyType.transaction);
-    const coordinator = cluster.nodes.find((n) => n.kafka.endsWith(`:${port}`))!;
+    const port = await coordinatorPort(transactionalId, cluster.nodes, coordinatorKeyType.transaction);
+    const coordinator = cluster.node(proxies.findIndex((p) => p.port === port) + 1);
+    const held = leaderOf.find((leader) => leader !== coordinator.id);
+    if (held === undefined) {
+      throw new Error(`node ${coordinator.id} leads every partition: no marker can be held`);
+    }
+    proxyOf(held).hold();
     await txn.commit();
+    const view = async (node: typeof coordinator) => {
+      const answer = await fetch(`${node.httpUrl}/transactions/${transactionalId}`);
+      return { status: answer.status, state: (await answer.json()).state as string | undefined };
+    };
+    t.same(
+      await view(coordinator),
+      { status: 200, state: "PrepareCommit" },
+      `the commit is answered, and node ${held}'s partition has no marker yet`,
+    );
     await coordinator.signal("SIGKILL");
+    proxyOf(held).release();
     await producer.disconnect().catch(() => {});
-    const live = cluster.nodes.filter((n) => n !== coordinator).map((n) => n.kafka).join(",");
+    const survivors = cluster.nodes.filter((n) => n !== coordinator);
+    const live = survivors.map((n) => n.kafka).join(",");
     for (let p = 0; p < partitions; p++) {
       await waitFor(`the committed record on partition ${p}`, async () => {
         return (await kcatValues(live, topic, "read_committed", p)).includes(`all-${p}`);
       }, { deadlineMs: 60_000, pace, throwMeansNotYet: true });
     }
+    await waitFor("the new coordinator to hold the transaction complete", async () => {
+      const views = await Promise.all(survivors.map(view));
+      return views.some((v) => v.status === 200 && v.state === "CompleteCommit");
+    }, { deadlineMs: 30_000, pace, throwMeansNotYet: true });
     t.pass(`node ${coordinator.id}, the coordinator, was killed; every partition holds the commit`);
   },
 );

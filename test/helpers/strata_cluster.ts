@@ -49,6 +49,8 @@ export interface ClusterOptions {
   groups?: string[];
   /** `[tiered_storage.housekeeping]` lines for every node, with `tiered`; absent: the defaults. */
   housekeeping?: string[];
+  /** The "host:port" node `id` advertises for its Kafka listener (a proxy before it); absent: the listener's. */
+  advertisedKafka?: (id: number) => string;
 }
 
 /**
@@ -133,6 +135,9 @@ function nodeConfig(
     `address = "${http}"`,
     "[kafka]",
     `address = "${kafka}"`,
+    ...(options.advertisedKafka === undefined
+      ? []
+      : [`advertised_address = "${options.advertisedKafka(id)}"`]),
     ...tieredSection(options.tiered),
     ...(options.housekeeping === undefined ? [] : ["[tiered_storage.housekeeping]", ...options.housekeeping]),
     ...(options.groups === undefined ? [] : ["[groups]", ...options.groups]),
