@@ -17,6 +17,9 @@ export interface KcatResult {
   stderr: string;
 }
 
+/** The exit code a kcat killed at its timeout is reported with (timeout(1)'s). */
+export const timedOutCode = 124;
+
 /** Runs kcat with `args` (and `input` on its standard input), killed after `timeoutMs`. */
 export async function kcat(
   args: string[],
@@ -36,6 +39,12 @@ export function kcatBytes(
   return new Promise((resolve) => {
     const options = { timeout: timeoutMs, maxBuffer: 256 * 1024 * 1024, encoding: "buffer" as const };
     const child = execFile("kcat", args, options, (error, stdout, stderr) => {
+      // kcat stops gracefully on the SIGTERM of the timeout and exits 0: a timeout is told apart by
+      // the kill, and answered as timeout(1) answers one.
+      if (child.killed) {
+        const told = `${stderr.toString("utf8")}\n(kcat killed after ${timeoutMs} ms)`;
+        return resolve({ code: timedOutCode, stdout: new Uint8Array(stdout), stderr: told });
+      }
       const code = error === null ? 0 : typeof error.code === "number" ? error.code : 1;
       resolve({ code, stdout: new Uint8Array(stdout), stderr: stderr.toString("utf8") });
     });
