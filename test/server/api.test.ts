@@ -197,7 +197,7 @@ t.test("errors: 400 for malformed bodies and invalid names, 404 unknown, 409 dup
     "invalid_option",
   );
   await expect(
-    post("/streams/s/topics", JSON.stringify({ name: "u", segment_size: "1 KiB" })),
+    post("/streams/s/topics", JSON.stringify({ name: "u", segment_size: "13 B" })),
     400,
     "invalid_option",
   );

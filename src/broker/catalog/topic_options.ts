@@ -52,7 +52,12 @@ export interface TopicDefaults {
 }
 
 export const partitionsPerTopicMax = 1024;
-export const segmentSizeBytesMin = 1024 * 1024;
+/**
+ * The smallest segment: Kafka 3's floor for `segment.bytes` (a v0 record's overhead). A segment rolls
+ * once it holds this many bytes, so one this small holds a single batch; clients' tests use such
+ * segments to put each transaction or compaction step in a segment of its own.
+ */
+export const segmentSizeBytesMin = 14;
 export const segmentSizeBytesMax = 2 * 1024 * 1024 * 1024;
 export const segmentSizeBytesDefault = 1024 * 1024 * 1024;
 export const segmentMaxAgeMsMin = 1000;

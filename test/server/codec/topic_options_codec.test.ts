@@ -79,8 +79,8 @@ t.test("each bad field is refused, typed, by its API name and the broker's range
     [{ partitions: 1.5 }, "Cannot create topic: partitions must be an integer from 1 to 1024"],
     [{ partitions: "2" }, "Cannot create topic: partitions must be an integer from 1 to 1024"],
     [
-      { segment_size: "1 KiB" },
-      `Cannot create topic: segment_size must be a size from ${MiB} to ${2048 * MiB} bytes`,
+      { segment_size: "13 B" },
+      `Cannot create topic: segment_size must be a size from 14 to ${2048 * MiB} bytes`,
     ],
     [
       { max_message_bytes: "1000 B" },
