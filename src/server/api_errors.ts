@@ -34,6 +34,18 @@ export const unavailable = (code: string, message: string, retryAfterSeconds = 1
   new ApiError(503, code, message, { "retry-after": String(retryAfterSeconds) }, options);
 
 /**
+ * A coordinator's refusal that says where the key is served (groups', transactions'): 421 when
+ * another node coordinates it, 503 while it loads or cannot be served; null for any other error.
+ */
+export function coordinatorRefusal(error: string, message: string): ApiError | null {
+  if (error === "not_coordinator") return new ApiError(421, error, `${message}; another node coordinates it`);
+  if (error === "coordinator_load_in_progress" || error === "coordinator_not_available") {
+    return unavailable(error, message);
+  }
+  return null;
+}
+
+/**
  * A JSON response: every error answer and the answers of `/health`. The routes' answers go through
  * `encodeResponse` (`body_codec.ts`) in the encoding the request asked for, JSON or msgpack.
  */

@@ -7,7 +7,7 @@ import type { GroupError } from "../../groups/core/group_events.ts";
 import type { GroupCoordinator } from "../../groups/group_coordinator.ts";
 import { commitOffsets, fetchOffsets, type OffsetToCommit } from "../../groups/core/group_offsets.ts";
 import { deleteGroups, describeGroups, listGroups } from "../../groups/core/group_views.ts";
-import { ApiError, badRequest, conflict, notFound, unavailable } from "../api_errors.ts";
+import { ApiError, badRequest, conflict, coordinatorRefusal, notFound } from "../api_errors.ts";
 
 /** Longest group id the HTTP API takes (Kafka takes any string; this bounds a path segment). */
 export const groupIdCharsMax = 255;
@@ -38,12 +38,9 @@ export function coordinatorOf(deps: GroupRouteDeps): GroupCoordinator {
 /** The HTTP answer to a group refusal, with the refusal's code. */
 export function groupApiError(groupId: string, error: GroupError): ApiError {
   const message = `Cannot serve group ${groupId}: ${error.replaceAll("_", " ")}`;
+  const refusal = coordinatorRefusal(error, message);
+  if (refusal !== null) return refusal;
   switch (error) {
-    case "not_coordinator":
-      return new ApiError(421, error, `${message}; another node coordinates it`);
-    case "coordinator_load_in_progress":
-    case "coordinator_not_available":
-      return unavailable(error, message);
     case "group_id_not_found":
       return notFound(message);
     case "non_empty_group":

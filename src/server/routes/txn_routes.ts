@@ -7,7 +7,7 @@ import {
   type TxnState,
 } from "../../transactions/core/txn_state.ts";
 import type { TxnCoordinator } from "../../transactions/txn_coordinator.ts";
-import { ApiError, badRequest, notFound, unavailable } from "../api_errors.ts";
+import { ApiError, badRequest, coordinatorRefusal, notFound } from "../api_errors.ts";
 
 /** Longest transactional id the HTTP API takes (Kafka takes any string; this bounds a path segment). */
 export const transactionalIdCharsMax = 255;
@@ -35,15 +35,7 @@ function coordinatorOf(transactions: TxnCoordinator | null): TxnCoordinator {
 /** The HTTP answer to a coordinator's refusal to describe an id. */
 function txnApiError(transactionalId: string, error: TxnError): ApiError {
   const message = `Cannot describe transactional id ${transactionalId}: ${error.replaceAll("_", " ")}`;
-  switch (error) {
-    case "not_coordinator":
-      return new ApiError(421, error, `${message}; another node coordinates it`);
-    case "coordinator_load_in_progress":
-    case "coordinator_not_available":
-      return unavailable(error, message);
-    default:
-      return new ApiError(500, error, message);
-  }
+  return coordinatorRefusal(error, message) ?? new ApiError(500, error, message);
 }
 
 /** One transactional id's state, as the HTTP API shows it. */

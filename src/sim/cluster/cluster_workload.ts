@@ -31,14 +31,7 @@ export function produceOne(w: ClusterWorld): void {
   const life = leader?.life;
   if (leader === null || life === null || life === undefined) return;
   const value = `v${w.producesSent++}`;
-  const pending: PendingProduce = {
-    value,
-    nodeId: leader.id,
-    life: life.no,
-    leaderEpoch: leader.leaderEpoch(w)!,
-    topicLife: w.topicLife,
-  };
-  w.pending.add(pending);
+  const pending = w.addPending(value, leader, life.no);
   life.broker.dataPlane
     .produce(streamName, topicName, 0, [{ key: null, headers: {}, payload: encoder.encode(value) }])
     .then(

@@ -154,6 +154,22 @@ export class ClusterWorld {
     return best;
   }
 
+  /**
+   * A produce of `value` sent now to `leader` (whose process is `lifeNo`), counted in flight: the
+   * read-back waits until every answer is in.
+   */
+  addPending(value: string, leader: SimClusterNode, lifeNo: number): PendingProduce {
+    const pending: PendingProduce = {
+      value,
+      nodeId: leader.id,
+      life: lifeNo,
+      leaderEpoch: leader.leaderEpoch(this)!,
+      topicLife: this.topicLife,
+    };
+    this.pending.add(pending);
+    return pending;
+  }
+
   /** Runs `run` `ms` from now, at the first step at or past it. */
   later(ms: number, what: string, run: () => void): void {
     if (this.tasks.length >= worldTasksMax) {

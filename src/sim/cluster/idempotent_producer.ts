@@ -57,15 +57,7 @@ export class IdempotentSimProducer {
     batch.attempts++;
     const sending = { nodeId: leader.id, life: life.no };
     batch.sending = sending;
-    const pending: PendingProduce = {
-      value: batch.value,
-      nodeId: leader.id,
-      life: life.no,
-      leaderEpoch: leader.leaderEpoch(w)!,
-      topicLife: w.topicLife,
-    };
-    // Counted with the plain produces in flight: the read-back waits until every answer is in.
-    w.pending.add(pending);
+    const pending = w.addPending(batch.value, leader, life.no);
     life.broker.dataPlane.produceBatches(streamName, topicName, 0, batch.bytes, -1).then(
       (result) => {
         acknowledged(pending, result.baseOffset);

@@ -117,14 +117,7 @@ export class TransactionalSimProducer {
     const sending = { nodeId: leader.id, life: life.no };
     this.#sending = sending;
     const value = txn.values[txn.values.length - 1]!;
-    const pending: PendingProduce = {
-      value,
-      nodeId: leader.id,
-      life: life.no,
-      leaderEpoch: leader.leaderEpoch(w)!,
-      topicLife: w.topicLife,
-    };
-    w.pending.add(pending);
+    const pending = w.addPending(value, leader, life.no);
     life.broker.dataPlane.produceBatches(streamName, topicName, 0, batch.bytes, -1).then(
       (result) => {
         acknowledged(pending, result.baseOffset);
