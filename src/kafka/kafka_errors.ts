@@ -63,6 +63,7 @@ export const kafkaErrorCode = {
   invalidProducerIdMapping: 49,
   invalidTransactionTimeout: 50,
   concurrentTransactions: 51,
+  transactionCoordinatorFenced: 52,
   operationNotAttempted: 55,
   kafkaStorageError: 56,
   saslAuthenticationFailed: 58,
@@ -96,6 +97,7 @@ export function kafkaErrorOf(error: unknown, logger: Logger, what: string): numb
     if (error.refusal === "out_of_order") return kafkaErrorCode.outOfOrderSequenceNumber;
     if (error.refusal === "old_epoch") return kafkaErrorCode.invalidProducerEpoch;
     if (error.refusal === "invalid_txn_state") return kafkaErrorCode.invalidTxnState;
+    if (error.refusal === "coordinator_fenced") return kafkaErrorCode.transactionCoordinatorFenced;
     // Kafka has no bound on a partition's producers, and so no code for it: a policy refuses it.
     return kafkaErrorCode.policyViolation;
   }

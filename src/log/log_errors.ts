@@ -55,7 +55,9 @@ export type ProducerRefusal =
   | "out_of_order"
   | "old_epoch"
   | "invalid_txn_state"
-  | "too_many_producers";
+  | "too_many_producers"
+  /** A transaction marker of a coordinator older than the one whose marker the producer had last. */
+  | "coordinator_fenced";
 
 /** A produce the partition's producer state refuses; nothing of it is appended. */
 export class ProducerRefusedError extends Error {

@@ -123,7 +123,7 @@ t.test("a retried batch is answered with its first offset and appended once; gap
 });
 
 t.test("DescribeProducers and the HTTP API show each partition's producers", async (t) => {
-  const { ask, client } = await openKafka(t);
+  const { ask, client, server } = await openKafka(t);
   const http = client();
   await http.createStream("kafka");
   await http.createTopic("kafka", { name: "idem", partitions: 2 });
@@ -131,6 +131,15 @@ t.test("DescribeProducers and the HTTP API show each partition's producers", asy
     const r = await ask(apiKey.produce, 7, produceBody("idem", 0, idempotentBatch(producerId, 2, 10, count)));
     t.equal(readProduceAnswer(r, 7).errorCode, 0);
   }
+  // A producer partition 1 knows by a transaction marker alone (its coordinator aborted it there).
+  const timestamp = 1_700_000_000_000;
+  await server.dataPlane.writeTxnMarker("kafka", "idem", 1, {
+    producerId: 62,
+    epoch: 4,
+    commit: false,
+    coordinatorEpoch: 3,
+    timestampMs: timestamp,
+  });
   const r = await ask(apiKey.describeProducers, 0, (w) => {
     w.compactArray([["idem", [0, 1, 7]], ["nope", [0]]] as const, (tw, [name, partitions]) => {
       tw.compactNullableString(name).compactArray(partitions, (pw, p) => pw.int32(p)).emptyTaggedFields();
@@ -157,7 +166,6 @@ t.test("DescribeProducers and the HTTP API show each partition's producers", asy
     tr.skipTaggedFields();
     return { name, partitions };
   });
-  const timestamp = 1_700_000_000_000;
   t.same(topics, [
     {
       name: "idem",
@@ -168,7 +176,7 @@ t.test("DescribeProducers and the HTTP API show each partition's producers", asy
           message: null,
           producers: [[60, 2, 12, timestamp, -1, -1], [61, 2, 10, timestamp, -1, -1]],
         },
-        { index: 1, errorCode: 0, message: null, producers: [] },
+        { index: 1, errorCode: 0, message: null, producers: [[62, 4, -1, timestamp, 3, -1]] },
         { index: 7, errorCode: kafkaErrorCode.unknownTopicOrPartition, message: null, producers: [] },
       ],
     },
@@ -191,6 +199,8 @@ t.test("DescribeProducers and the HTTP API show each partition's producers", asy
         last_offset: 2,
         last_timestamp_ms: timestamp,
         batches_kept: 1,
+        transaction_first_offset: null,
+        coordinator_epoch: null,
       },
       {
         producer_id: 61,
@@ -199,7 +209,21 @@ t.test("DescribeProducers and the HTTP API show each partition's producers", asy
         last_offset: 3,
         last_timestamp_ms: timestamp,
         batches_kept: 1,
+        transaction_first_offset: null,
+        coordinator_epoch: null,
       },
     ],
   });
+  t.same(await http.producers("kafka", "idem", 1), {
+    producers: [{
+      producer_id: 62,
+      epoch: 4,
+      last_sequence: null,
+      last_offset: null,
+      last_timestamp_ms: timestamp,
+      batches_kept: 0,
+      transaction_first_offset: null,
+      coordinator_epoch: 3,
+    }],
+  }, "a producer known by its marker alone");
 });

@@ -44,19 +44,21 @@ export function registerProducerMetrics(registry: Registry, shards: ShardSet): v
     oldEpoch: 0,
     invalidTxnState: 0,
     tooManyProducers: 0,
+    coordinatorFenced: 0,
   };
   const reasons: Record<keyof typeof refused, string> = {
     outOfOrder: "out_of_order",
     oldEpoch: "old_epoch",
     invalidTxnState: "invalid_txn_state",
     tooManyProducers: "too_many_producers",
+    coordinatorFenced: "coordinator_fenced",
   };
   new Counter({
     name: "strata_producer_refusals_total",
     help:
       "Produces of idempotent producers refused, by reason: out_of_order (a gap, or a new epoch not at 0), " +
       "old_epoch, invalid_txn_state (a batch outside the producer's open transaction), too_many_producers " +
-      "(the partition's bound).",
+      "(the partition's bound), coordinator_fenced (a transaction marker of an older coordinator).",
     labelNames: ["reason"],
     registers: [registry],
     collect() {

@@ -47,10 +47,11 @@ function describePartition(topic: string, index: number, serving: KafkaServing):
       activeProducers: entries.map((e) => ({
         producerId: e.producerId,
         producerEpoch: e.epoch,
-        lastSequence: e.batches.at(-1)!.lastSequence,
+        // A producer known by a transaction marker alone has no batch: -1, as Kafka answers one.
+        lastSequence: e.batches.at(-1)?.lastSequence ?? -1,
         lastTimestampMs: e.lastTimestampMs,
-        coordinatorEpoch: -1,
-        currentTxnStartOffset: -1,
+        coordinatorEpoch: e.coordinatorEpoch ?? -1,
+        currentTxnStartOffset: e.txnFirstOffset ?? -1,
       })),
     };
   } catch (error) {

@@ -1,3 +1,4 @@
+import { readTxnMarker } from "../batch/txn_marker.ts";
 import type { Disk } from "../../runtime/disk/disk.ts";
 import { groupOpsMax, type LogConfig } from "../log_config.ts";
 import type { MarkerIdentity, RemoteMarker } from "../remote/remote_marker.ts";
@@ -54,7 +55,12 @@ export async function applyWriteOp(context: WriteContext, op: WriteOp): Promise<
       // A client's batches are judged against its producer's state first: a retry is answered with
       // the offsets it was given, a refusal appends nothing; either once the group before it is durable.
       if (op.input.kind === "batches") {
-        const plan = chain.producers.plan(op.input.batches.map((b) => b.header), chain.pendingNextOffset);
+        const batches = op.input.batches;
+        const plan = chain.producers.plan(
+          batches.map((b) => b.header),
+          chain.pendingNextOffset,
+          (i) => readTxnMarker(batches[i]!.bytes)?.coordinatorEpoch ?? null,
+        );
         chain.producers.counted(plan);
         if (plan.kind === "refused") return () => op.done.reject(plan.error);
         if (plan.kind === "duplicate") {

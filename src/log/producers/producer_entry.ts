@@ -34,6 +34,11 @@ export interface ProducerEntry {
    * last marker); absent when none is open. The partition's last stable offset stays at or below it.
    */
   txnFirstOffset?: number;
+  /**
+   * The coordinator epoch of the producer's last transaction marker; absent before any. A marker of
+   * an older coordinator is refused (Kafka's TRANSACTION_COORDINATOR_FENCED).
+   */
+  coordinatorEpoch?: number;
 }
 
 /** What a produced batch of an idempotent producer is to the partition, judged before it is appended. */
@@ -46,7 +51,9 @@ export type ProducerVerdict =
   /** Kafka's INVALID_PRODUCER_EPOCH: an epoch older than the partition's. */
   | { kind: "old_epoch"; reason: string }
   /** Kafka's INVALID_TXN_STATE: a batch outside a transaction while the producer has one open. */
-  | { kind: "invalid_txn_state"; reason: string };
+  | { kind: "invalid_txn_state"; reason: string }
+  /** Kafka's TRANSACTION_COORDINATOR_FENCED: a marker of a coordinator older than the producer's last one. */
+  | { kind: "coordinator_fenced"; reason: string };
 
 /** The last sequence number of a batch: its first plus its last offset delta, wrapping past `sequenceMax`. */
 export function lastSequenceOf(header: RecordBatchHeader): number {
@@ -69,9 +76,14 @@ function follows(last: number, next: number): boolean {
  * - a producer the partition knows nothing of (never seen, expired, or removed with its segments)
  *   may start at any sequence, so that a client whose state the partition lost goes on;
  * - a batch outside a transaction from a producer with one open is refused;
- * - a transaction marker of the producer's epoch or a newer one (a fence) is appended.
+ * - a transaction marker of the producer's epoch or a newer one (a fence) is appended, unless its
+ *   coordinator epoch (`markerCoordinatorEpoch`) is older than that of the producer's last marker.
  */
-export function judgeBatch(entry: ProducerEntry | undefined, header: RecordBatchHeader): ProducerVerdict {
+export function judgeBatch(
+  entry: ProducerEntry | undefined,
+  header: RecordBatchHeader,
+  markerCoordinatorEpoch: number | null = null,
+): ProducerVerdict {
   if (entry === undefined) return { kind: "append" };
   const { producerId, producerEpoch: epoch, baseSequence: first } = header;
   if (epoch < entry.epoch) {
@@ -80,8 +92,8 @@ export function judgeBatch(entry: ProducerEntry | undefined, header: RecordBatch
       reason: `producer ${producerId}'s epoch ${epoch} is older than the partition's ${entry.epoch}`,
     };
   }
-  // A transaction marker (from its coordinator) is refused only for an older epoch.
-  if (header.control) return { kind: "append" };
+  // A transaction marker (from its coordinator) is refused only for an older epoch or coordinator.
+  if (header.control) return judgeMarker(entry, markerCoordinatorEpoch);
   if (!header.transactional && entry.txnFirstOffset !== undefined) {
     return {
       kind: "invalid_txn_state",
@@ -108,6 +120,16 @@ export function judgeBatch(entry: ProducerEntry | undefined, header: RecordBatch
   };
 }
 
+function judgeMarker(entry: ProducerEntry, coordinatorEpoch: number | null): ProducerVerdict {
+  const last = entry.coordinatorEpoch;
+  if (coordinatorEpoch === null || last === undefined || coordinatorEpoch >= last) return { kind: "append" };
+  return {
+    kind: "coordinator_fenced",
+    reason: `producer ${entry.producerId}'s marker comes from coordinator epoch ${coordinatorEpoch}, ` +
+      `older than its last marker's ${last}`,
+  };
+}
+
 /**
  * The producer's entry once `header`'s batch is in the log at `firstOffset`: a new epoch forgets the
  * old one's batches, and only the last `producerBatchesKept` are kept. Used for a client's batch the
@@ -128,12 +150,14 @@ export function entryAfter(
   const sameEpoch = entry !== undefined && entry.epoch === header.producerEpoch;
   const kept = sameEpoch ? entry.batches.slice(-(producerBatchesKept - 1)) : [];
   const txnFirstOffset = header.transactional ? entry?.txnFirstOffset ?? firstOffset : entry?.txnFirstOffset;
+  const coordinatorEpoch = entry?.coordinatorEpoch;
   return {
     producerId: header.producerId,
     epoch: header.producerEpoch,
     batches: [...kept, batch],
     lastTimestampMs: header.maxTimestampMs,
     ...(txnFirstOffset === undefined ? {} : { txnFirstOffset }),
+    ...(coordinatorEpoch === undefined ? {} : { coordinatorEpoch }),
   };
 }
 
@@ -154,7 +178,13 @@ export interface CompletedTxn {
  */
 export function entryAfterMarker(
   entry: ProducerEntry | undefined,
-  marker: { producerId: number; epoch: number; commit: boolean; timestampMs: number },
+  marker: {
+    producerId: number;
+    epoch: number;
+    commit: boolean;
+    coordinatorEpoch: number;
+    timestampMs: number;
+  },
   offset: number,
 ): { entry: ProducerEntry; completed: CompletedTxn | null } {
   if (entry === undefined) {
@@ -163,6 +193,7 @@ export function entryAfterMarker(
       epoch: marker.epoch,
       batches: [],
       lastTimestampMs: marker.timestampMs,
+      coordinatorEpoch: marker.coordinatorEpoch,
     };
     return { entry: known, completed: null };
   }
@@ -177,8 +208,19 @@ export function entryAfterMarker(
   // A newer epoch's sequences start again at 0: the older epoch's batches would be taken for theirs.
   const fenced = marker.epoch > entry.epoch;
   const batches = fenced ? [] : entry.batches;
+  // A replica and a recovery take every marker their leader wrote: the newest coordinator's stays.
+  const coordinatorEpoch = Math.max(
+    entry.coordinatorEpoch ?? marker.coordinatorEpoch,
+    marker.coordinatorEpoch,
+  );
   return {
-    entry: { ...rest, epoch: Math.max(entry.epoch, marker.epoch), batches, lastTimestampMs },
+    entry: {
+      ...rest,
+      epoch: Math.max(entry.epoch, marker.epoch),
+      batches,
+      lastTimestampMs,
+      coordinatorEpoch,
+    },
     completed,
   };
 }

@@ -25,6 +25,7 @@ export interface ProducerCounts {
   oldEpoch: number;
   invalidTxnState: number;
   tooManyProducers: number;
+  coordinatorFenced: number;
 }
 
 /** No produce counted. */
@@ -35,6 +36,7 @@ export function noProducerCounts(): ProducerCounts {
     oldEpoch: 0,
     invalidTxnState: 0,
     tooManyProducers: 0,
+    coordinatorFenced: 0,
   };
 }
 
@@ -45,6 +47,7 @@ export function addProducerCounts(into: ProducerCounts, more: Readonly<ProducerC
   into.oldEpoch += more.oldEpoch;
   into.invalidTxnState += more.invalidTxnState;
   into.tooManyProducers += more.tooManyProducers;
+  into.coordinatorFenced += more.coordinatorFenced;
 }
 
 /** What a produce's batches are to the partition's producers, judged together before any is appended. */
@@ -173,19 +176,24 @@ export class ProducerStates {
   /**
    * Judges a client's batches in order, each as if those before it were appended (`judgeBatch`),
    * changing nothing. The first duplicate answers for the whole produce, as Kafka's broker does; any
-   * refusal refuses all of it. `nextOffset` is where the first batch would go.
+   * refusal refuses all of it. `nextOffset` is where the first batch would go; `markerCoordinatorEpoch`
+   * gives a transaction marker's coordinator epoch by its index among `headers`.
    */
-  plan(headers: readonly RecordBatchHeader[], nextOffset: number): ProducePlan {
+  plan(
+    headers: readonly RecordBatchHeader[],
+    nextOffset: number,
+    markerCoordinatorEpoch: (index: number) => number | null = () => null,
+  ): ProducePlan {
     const planned = new Map<number, ProducerEntry>();
     let offset = nextOffset;
-    for (const header of headers) {
+    for (const [index, header] of headers.entries()) {
       const producerId = header.producerId;
       if (producerId < 0) {
         offset += header.lastOffsetDelta + 1;
         continue;
       }
       const entry = planned.get(producerId) ?? this.#entries.get(producerId);
-      const verdict = judgeBatch(entry, header);
+      const verdict = judgeBatch(entry, header, header.control ? markerCoordinatorEpoch(index) : null);
       if (verdict.kind === "duplicate") {
         return {
           kind: "duplicate",
@@ -227,6 +235,7 @@ export class ProducerStates {
     if (refusal === "out_of_order") this.counts.outOfOrder++;
     else if (refusal === "old_epoch") this.counts.oldEpoch++;
     else if (refusal === "invalid_txn_state") this.counts.invalidTxnState++;
+    else if (refusal === "coordinator_fenced") this.counts.coordinatorFenced++;
     else this.counts.tooManyProducers++;
   }
 
@@ -258,7 +267,13 @@ export class ProducerStates {
    * completed, or null when its producer had none open here.
    */
   recordMarker(
-    marker: { producerId: number; epoch: number; commit: boolean; timestampMs: number },
+    marker: {
+      producerId: number;
+      epoch: number;
+      commit: boolean;
+      coordinatorEpoch: number;
+      timestampMs: number;
+    },
     offset: number,
   ): CompletedTxn | null {
     const { entry, completed } = entryAfterMarker(this.#entries.get(marker.producerId), marker, offset);

@@ -361,15 +361,18 @@ function queryInt(
 }
 
 /** An idempotent producer as the HTTP API shows it: its epoch, last batch and when it last wrote. */
+/** A producer's state; one known by a transaction marker alone has no last batch (nulls). */
 function producerView(entry: ProducerEntry) {
-  const last = entry.batches.at(-1)!;
+  const last = entry.batches.at(-1);
   return {
     producer_id: entry.producerId,
     epoch: entry.epoch,
-    last_sequence: last.lastSequence,
-    last_offset: last.lastOffset,
+    last_sequence: last?.lastSequence ?? null,
+    last_offset: last?.lastOffset ?? null,
     last_timestamp_ms: entry.lastTimestampMs,
     batches_kept: entry.batches.length,
+    transaction_first_offset: entry.txnFirstOffset ?? null,
+    coordinator_epoch: entry.coordinatorEpoch ?? null,
   };
 }
 

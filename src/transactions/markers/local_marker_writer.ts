@@ -32,7 +32,8 @@ export interface LocalMarkerWriterDeps {
  * instead): each acknowledged once its in-sync
  * replicas hold it. A partition whose topic is gone is done, as Kafka takes a partition with no
  * leader for deleted; one whose producer is at a newer epoch already is done too (a newer
- * coordinator fenced it, Kafka's INVALID_PRODUCER_EPOCH). The rest that failed are named by
+ * coordinator fenced it, Kafka's INVALID_PRODUCER_EPOCH), and so is one whose producer's markers
+ * come from a newer coordinator (Kafka's TRANSACTION_COORDINATOR_FENCED): this one is stale. The rest that failed are named by
  * `MarkersNotWrittenError`, and only they are written again.
  */
 export class LocalMarkerWriter implements TxnMarkerWriter {
@@ -70,6 +71,16 @@ export class LocalMarkerWriter implements TxnMarkerWriter {
             partition: key,
             error,
           });
+          return;
+        }
+        if (error instanceof ProducerRefusedError && error.refusal === "coordinator_fenced") {
+          this.#deps.logger.warn(
+            "transaction marker refused: a newer coordinator wrote the producer's markers",
+            {
+              partition: key,
+              error,
+            },
+          );
           return;
         }
         failures.push({ partition: key, error });

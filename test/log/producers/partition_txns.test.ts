@@ -67,6 +67,40 @@ t.test("markers: an older epoch is refused, a producer sends none, and one fence
   t.ok(fenced instanceof ProducerRefusedError && fenced.refusal === "old_epoch", "epoch 2 is fenced");
 });
 
+t.test("a marker of a coordinator older than the producer's last one is refused, and the refusal survives a reopen", async (t) => {
+  const data = tempDir(t);
+  const p = await Partition.create(disk, new VirtualClock(), new Rng(1), data, address, config);
+  const coordinated = (coordinatorEpoch: number, commit: boolean) =>
+    p.log.appendRecordBatches(
+      encodeTxnMarker({ producerId: 7, epoch: 0, commit, coordinatorEpoch, timestampMs: 1_700_000_000_000 }),
+      noProduceLimits,
+      "coordinator",
+    );
+  await p.log.appendRecordBatches(transactionalBatch(7, 0, 0, 1));
+  await coordinated(5, true);
+  const stale = await coordinated(4, false).catch((e) => e);
+  t.ok(stale instanceof ProducerRefusedError && stale.refusal === "coordinator_fenced", `${stale}`);
+  await coordinated(5, true);
+  await p.close();
+  const reopened = await Partition.open(disk, new VirtualClock(), data, address, config, silentLogger());
+  t.teardown(() => reopened.close());
+  const again = await reopened.log.appendRecordBatches(
+    encodeTxnMarker({
+      producerId: 7,
+      epoch: 0,
+      commit: false,
+      coordinatorEpoch: 4,
+      timestampMs: 1_700_000_000_000,
+    }),
+    noProduceLimits,
+    "coordinator",
+  ).catch((e) => e);
+  t.ok(
+    again instanceof ProducerRefusedError && again.refusal === "coordinator_fenced",
+    "recovered from the log",
+  );
+});
+
 t.test("aborts are indexed in their segments: .txnindex at the seal, the active one rebuilt at boot", async (t) => {
   const data = tempDir(t);
   const p = await Partition.create(disk, new VirtualClock(), new Rng(1), data, address, config);

@@ -10,10 +10,11 @@ import { idempotentBatch, transactionalBatch } from "../../helpers/kafka/idempot
 // stable offset. A marker at a newer epoch fences the producer here.
 await initCrc32c();
 const header = readRecordBatchHeader;
-const marker = (producerId: number, epoch: number, commit: boolean) => ({
+const marker = (producerId: number, epoch: number, commit: boolean, coordinatorEpoch = 0) => ({
   producerId,
   epoch,
   commit,
+  coordinatorEpoch,
   timestampMs: 5,
 });
 
@@ -75,6 +76,33 @@ t.test("a marker at a newer epoch fences the producer: its old epoch is refused,
   const stale = states.plan([header(idempotentBatch(7, 2, 0, 1))], 3);
   t.ok(stale.kind === "refused" && stale.error.refusal === "old_epoch");
   t.same(states.plan([header(idempotentBatch(7, 3, 4, 1))], 3), { kind: "append" }, "at any sequence");
+  t.end();
+});
+
+t.test("a marker of an older coordinator than the producer's last marker is refused TRANSACTION_COORDINATOR_FENCED", (t) => {
+  const states = new ProducerStates("p");
+  const markerHeader = (epoch: number, coordinatorEpoch: number) =>
+    header(encodeTxnMarker({ ...marker(1, epoch, true, coordinatorEpoch), timestampMs: 5 }));
+  states.record(header(transactionalBatch(1, 0, 0, 1)), 0);
+  states.recordMarker(marker(1, 0, true, 4), 1);
+  t.equal(states.entry(1)?.coordinatorEpoch, 4, "the producer keeps its last marker's coordinator epoch");
+  const stale = states.plan([markerHeader(0, 3)], 2, () => 3);
+  t.ok(stale.kind === "refused" && stale.error.refusal === "coordinator_fenced", "coordinator epoch 3");
+  t.match(
+    stale.kind === "refused" ? stale.error.message : "",
+    /coordinator epoch 3, older than its last marker's 4/,
+  );
+  t.same(states.plan([markerHeader(0, 4)], 2, () => 4), { kind: "append" }, "the same coordinator again");
+  t.same(states.plan([markerHeader(0, 5)], 2, () => 5), { kind: "append" }, "a newer one");
+  states.recordMarker(marker(1, 0, false, 2), 2);
+  t.equal(states.entry(1)?.coordinatorEpoch, 4, "a replayed older marker does not lower it");
+  t.equal(
+    ProducerStates.restored("p", states.snapshot()).entry(1)?.coordinatorEpoch,
+    4,
+    "a snapshot keeps it",
+  );
+  states.counted(stale);
+  t.equal(states.counts.coordinatorFenced, 1);
   t.end();
 });
 
