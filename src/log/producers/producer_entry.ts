@@ -1,3 +1,4 @@
+import type { TxnMarker } from "../batch/txn_marker.ts";
 import { assert } from "../../runtime/assert.ts";
 import type { RecordBatchHeader } from "../batch/record_batch.ts";
 
@@ -178,13 +179,7 @@ export interface CompletedTxn {
  */
 export function entryAfterMarker(
   entry: ProducerEntry | undefined,
-  marker: {
-    producerId: number;
-    epoch: number;
-    commit: boolean;
-    coordinatorEpoch: number;
-    timestampMs: number;
-  },
+  marker: TxnMarker,
   offset: number,
 ): { entry: ProducerEntry; completed: CompletedTxn | null } {
   if (entry === undefined) {

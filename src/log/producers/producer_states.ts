@@ -1,6 +1,6 @@
 import { assert } from "../../runtime/assert.ts";
 import type { RecordBatchHeader } from "../batch/record_batch.ts";
-import { readTxnMarker } from "../batch/txn_marker.ts";
+import { readTxnMarker, type TxnMarker } from "../batch/txn_marker.ts";
 import type { AbortedTxn } from "./aborted_txns.ts";
 import { ProducerRefusedError } from "../log_errors.ts";
 import {
@@ -267,13 +267,7 @@ export class ProducerStates {
    * completed, or null when its producer had none open here.
    */
   recordMarker(
-    marker: {
-      producerId: number;
-      epoch: number;
-      commit: boolean;
-      coordinatorEpoch: number;
-      timestampMs: number;
-    },
+    marker: TxnMarker,
     offset: number,
   ): CompletedTxn | null {
     const { entry, completed } = entryAfterMarker(this.#entries.get(marker.producerId), marker, offset);
