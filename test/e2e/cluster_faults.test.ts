@@ -180,9 +180,10 @@ t.test("etcd: one member lost changes nothing; its majority lost stops acknowled
     return ages.every((age) => age * 1000 > leaseTtlMs);
   }, { deadlineMs: 20_000, pace });
   t.comment(`every lease lapsed ${lapsed} ms after etcd lost its majority`);
+  // No node leads without its lease: nothing can be read now either, and what the read-back after
+  // the heal finds of "three" (unacknowledged, so it may or may not be there) is allowed.
   const lost = await produce(cluster.bootstrap, "e", ["three"], 15_000);
   t.not(lost.code, 0, "refused or timed out, never acknowledged");
-  t.notOk((await readValues(cluster.bootstrap, "e")).includes("three") && lost.code === 0);
   cluster.etcd.restart(1);
   cluster.etcd.restart(2);
   await waitFor(
