@@ -1,4 +1,5 @@
-import { encodeRecordBatch, stampProducer } from "../../log/batch/record_batch.ts";
+import { encodeRecordBatch } from "../../log/batch/record_batch.ts";
+import { stampProducer } from "../../log/batch/producer_fields.ts";
 import { streamName, topicName } from "./cluster_settings.ts";
 import type { ClusterWorld, PendingProduce } from "./cluster_world.ts";
 

@@ -1,4 +1,4 @@
-import { setTransactional } from "../../log/batch/record_batch.ts";
+import { setTransactional } from "../../log/batch/producer_fields.ts";
 import type { Rng } from "../../runtime/rng.ts";
 import { streamName, topicName } from "./cluster_settings.ts";
 import { idempotentAttemptsMax, producerBatch } from "./idempotent_producer.ts";

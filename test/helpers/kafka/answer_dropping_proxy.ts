@@ -1,5 +1,6 @@
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { once } from "node:events";
+import { tieSockets } from "./socket_pair.ts";
 
 /**
  * Cuts a stream of Kafka frames (a 4-byte big-endian size, then the frame) as bytes arrive; each
@@ -71,13 +72,9 @@ export class AnswerDroppingProxy {
 
   #serve(client: Socket, target: { host: string; port: number }, apiKey: number): void {
     const upstream = connect(target.port, target.host);
-    this.#sockets.add(client).add(upstream);
+    const closeBoth = tieSockets(client, upstream, this.#sockets);
     /** The API key of each request in flight on this connection, by correlation id. */
     const keys = new Map<number, number>();
-    const closeBoth = () => {
-      client.destroy();
-      upstream.destroy();
-    };
     const requests = new FrameCutter((frame) => {
       keys.set(frame.readInt32BE(8), frame.readInt16BE(4));
       upstream.write(frame);
@@ -96,13 +93,6 @@ export class AnswerDroppingProxy {
     });
     client.on("data", (bytes: Buffer) => requests.push(bytes));
     upstream.on("data", (bytes: Buffer) => answers.push(bytes));
-    for (const socket of [client, upstream]) {
-      socket.on("error", closeBoth);
-      socket.on("close", () => {
-        this.#sockets.delete(socket);
-        closeBoth();
-      });
-    }
   }
 
   async close(): Promise<void> {

@@ -1,5 +1,6 @@
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { once } from "node:events";
+import { tieSockets } from "./socket_pair.ts";
 
 /** Connections one proxy keeps at once; more are refused. */
 const connectionsMax = 256;
@@ -76,24 +77,13 @@ export class HoldingProxy {
     if (client.destroyed) return;
     const target = this.target!;
     const upstream = connect(target.port, target.host);
-    this.#sockets.add(upstream);
-    const closeBoth = () => {
-      client.destroy();
-      upstream.destroy();
-    };
+    tieSockets(client, upstream, this.#sockets);
     const pass = (to: Socket) => (bytes: Buffer) => {
       if (this.#held) this.#pending.push({ to, bytes });
       else to.write(bytes);
     };
     client.on("data", pass(upstream));
     upstream.on("data", pass(client));
-    for (const socket of [client, upstream]) {
-      socket.on("error", closeBoth);
-      socket.on("close", () => {
-        this.#sockets.delete(socket);
-        closeBoth();
-      });
-    }
   }
 
   async close(): Promise<void> {

@@ -1,4 +1,5 @@
-import { encodeRecordBatch, setTransactional, stampProducer } from "../../../src/log/batch/record_batch.ts";
+import { encodeRecordBatch } from "../../../src/log/batch/record_batch.ts";
+import { setTransactional, stampProducer } from "../../../src/log/batch/producer_fields.ts";
 
 /**
  * A Kafka record batch of `count` one-byte records as an idempotent producer sends it: producer
